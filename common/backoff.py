@@ -1,0 +1,17 @@
+"""Exponential backoff with jitter, as a pure function of the retry number and a random draw."""
+
+from common.models import BackoffPolicy
+
+
+def retry_delay(policy: BackoffPolicy, retry_number: int, unit_random: float) -> float:
+    """Seconds to wait before retry `retry_number` (1 = first retry).
+
+    `unit_random` is a draw from [0, 1): the caller owns the randomness so tests need no seeds.
+    Jitter spreads retries of many tasks that failed together (a broker or database restart)
+    so they do not all come back in the same instant.
+    """
+    if retry_number < 1:
+        raise ValueError("retry_number starts at 1")
+    base = min(policy.Max, policy.Initial * policy.Multiplier ** (retry_number - 1))
+    spread = base * policy.Jitter
+    return max(0.0, base - spread + 2 * spread * unit_random)

@@ -1,0 +1,1 @@
+"""The message broker: a port (`Broker`) and its adapters (RabbitMQ production, in-process)."""

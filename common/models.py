@@ -1,0 +1,177 @@
+"""The task document, the step message and the alarm, as pydantic models.
+
+Field names follow the original spec (`TaskId`, `TaskCursor`, `Steps[].NormalModule`, ...) so a
+stored document reads against it; what the protocol adds (`State`, `Active`, `Outbox`, `History`,
+`Version`, ...) is named the same way. Times are UNIX epoch seconds (float, UTC): both stores
+compare and index them alike, and the pure code takes "now" as a plain number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from common.statuses import Phase as PhaseCode
+from common.statuses import ResultCode, RunState, StepState
+from common.statuses import TaskStatus as TaskStatusCode
+
+
+# The enums are imported under other names because fields such as `Phase` and `TaskStatus`
+# (the spec's names) would shadow them inside the class bodies.
+
+
+class _Doc(BaseModel):
+    # Documents we wrote ourselves: reject unknown fields so a typo never goes unnoticed.
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class BackoffPolicy(_Doc):
+    """Delay before retry n (1-based): min(Max, Initial * Multiplier**(n-1)), +- Jitter fraction."""
+
+    Initial: float = 1.0
+    Max: float = 60.0
+    Multiplier: float = 2.0
+    Jitter: float = 0.2
+
+
+class Step(_Doc):
+    Code: ResultCode | None = None  # normal phase: how its last attempt ended
+    Message: str = ""
+    TimeStart: float | None = None
+    TimeEnd: float | None = None
+    NormalModule: str
+    NormalCommand: str
+    NormalTimeout: float
+    NormalRetry: int
+    NormalBackoff: BackoffPolicy = Field(default_factory=BackoffPolicy)
+    RollbackModule: str | None = None  # None: this step declares no rollback
+    RollbackCommand: str | None = None
+    RollbackTimeout: float | None = None
+    RollbackRetry: int | None = None
+    RollbackBackoff: BackoffPolicy = Field(default_factory=BackoffPolicy)
+    # Added by baton:
+    Name: str
+    State: StepState = StepState.WAITING
+    Attempts: int = 0  # normal-phase attempts started
+    RollbackCode: ResultCode | None = None
+    RollbackMessage: str = ""
+    RollbackTimeStart: float | None = None
+    RollbackTimeEnd: float | None = None
+    RollbackAttempts: int = 0
+
+    @property
+    def has_rollback(self) -> bool:
+        return self.RollbackModule is not None
+
+    def module(self, phase: PhaseCode) -> str:
+        return self.NormalModule if phase is PhaseCode.NORMAL else self.RollbackModule  # type: ignore[return-value]
+
+    def command(self, phase: PhaseCode) -> str:
+        return self.NormalCommand if phase is PhaseCode.NORMAL else self.RollbackCommand  # type: ignore[return-value]
+
+    def timeout(self, phase: PhaseCode) -> float:
+        return self.NormalTimeout if phase is PhaseCode.NORMAL else self.RollbackTimeout  # type: ignore[return-value]
+
+    def retry(self, phase: PhaseCode) -> int:
+        return self.NormalRetry if phase is PhaseCode.NORMAL else self.RollbackRetry  # type: ignore[return-value]
+
+    def backoff(self, phase: PhaseCode) -> BackoffPolicy:
+        return self.NormalBackoff if phase is PhaseCode.NORMAL else self.RollbackBackoff
+
+
+class ActiveRun(_Doc):
+    """The one step run a task is waiting for. None once the task is final."""
+
+    Cursor: int
+    Phase: PhaseCode
+    Attempt: int  # 1-based, per step and phase
+    DispatchId: str  # fences stale deliveries: only the current dispatch may be claimed
+    State: RunState = RunState.PENDING
+    Owner: str | None = None  # worker id holding the claim
+    Deadline: float  # PENDING: when the sweeper re-publishes it; RUNNING: when the lease lapses
+
+
+class OutboxEntry(_Doc):
+    """A message that a committed change owes the broker; removed once the broker confirmed it."""
+
+    DispatchId: str
+    Queue: str
+    Body: dict[str, Any]
+    Priority: int = 0
+    DueAt: float  # publish at or after this time (a retry's backoff, a delayed start)
+
+
+class HistoryEvent(_Doc):
+    Time: float
+    Event: str
+    Cursor: int | None = None
+    Phase: PhaseCode | None = None
+    Attempt: int | None = None
+    Actor: str | None = None  # worker id, "oss", "sweeper" or an operator's name
+    Message: str = ""
+
+
+class Task(_Doc):
+    TaskId: str
+    TaskType: str
+    TaskStatus: TaskStatusCode = TaskStatusCode.NOT_STARTED
+    TaskMessage: str = ""
+    TaskCursor: int = 0  # furthest step reached; stays put while rolling back
+    TimeCreate: float
+    TimeStart: float | None = None
+    TimeEnd: float | None = None
+    Parameters: dict[str, Any] = Field(default_factory=dict)
+    Steps: list[Step]
+    # Added by baton:
+    IdempotencyKey: str | None = None
+    Priority: int = 0
+    UserId: str | None = None
+    Labels: dict[str, str] = Field(default_factory=dict)
+    Active: ActiveRun | None = None
+    Outbox: list[OutboxEntry] = Field(default_factory=list)
+    History: list[HistoryEvent] = Field(default_factory=list)
+    Version: int = 0  # bumped by every compare-and-set
+
+    def to_doc(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Task:
+        doc = {k: v for k, v in doc.items() if k != "_id"}
+        return cls.model_validate(doc)
+
+
+class StepMessage(_Doc):
+    """What travels on a module queue: "perform step Cursor of TaskId in phase Type".
+
+    The store stays the source of truth; `DispatchId` and `Attempt` fence stale deliveries.
+    """
+
+    TaskId: str
+    Cursor: int = Field(ge=0)
+    Type: PhaseCode
+    Parameters: dict[str, Any] = Field(default_factory=dict)
+    Module: str
+    Command: str
+    Timeout: float = Field(gt=0)
+    Retry: int = Field(ge=0)
+    DispatchId: str
+    Attempt: int = Field(ge=1)
+
+
+class Alarm(_Doc):
+    """A system alarm for an operator: a rollback that failed, or a message nobody could read."""
+
+    AlarmId: str
+    Kind: str  # "rollback_failed" | "dead_letter"
+    Time: float
+    Message: str
+    TaskId: str | None = None
+    Cursor: int | None = None
+    Phase: PhaseCode | None = None
+    Module: str | None = None
+    Command: str | None = None
+    Acknowledged: bool = False
+    AcknowledgedBy: str | None = None
+    AcknowledgedAt: float | None = None

@@ -1,0 +1,102 @@
+"""Every status code of a task, a step and a step run, and which changes between them are legal.
+
+The allowed transitions are data (frozensets) with one checker, so a reader sees the whole state
+machine in one screen and a bug that skips a state fails loudly instead of writing nonsense.
+"""
+
+from enum import IntEnum, StrEnum
+
+
+class TaskStatus(IntEnum):
+    """`TaskStatus` of the task document (codes 0-3 are the original spec's)."""
+
+    SUCCESS = 0  # every normal step succeeded
+    NOT_STARTED = 1  # accepted; step 0 dispatched (or waiting for its start time), not yet claimed
+    RUNNING = 2  # a normal step has been claimed
+    ROLLING_BACK = 3  # a normal step failed; rollbacks are running in reverse order
+    ROLLED_BACK = 4  # FAILED, and every step that ran was rolled back cleanly: nothing to do
+    ROLLBACK_FAILED = 5  # FAILED, and a rollback step failed: alarm raised, an operator must act
+
+
+FINAL_STATUSES = frozenset({TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED})
+
+TASK_TRANSITIONS: frozenset[tuple[TaskStatus, TaskStatus]] = frozenset(
+    {
+        (TaskStatus.NOT_STARTED, TaskStatus.RUNNING),
+        (TaskStatus.RUNNING, TaskStatus.SUCCESS),
+        (TaskStatus.RUNNING, TaskStatus.ROLLING_BACK),
+        (TaskStatus.RUNNING, TaskStatus.ROLLED_BACK),  # failed step had nothing to roll back
+        (TaskStatus.ROLLING_BACK, TaskStatus.ROLLED_BACK),
+        (TaskStatus.ROLLING_BACK, TaskStatus.ROLLBACK_FAILED),
+    }
+)
+
+
+class Phase(IntEnum):
+    """The step message's `Type`: which half of a step runs."""
+
+    NORMAL = 0
+    ROLLBACK = 1
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class StepState(StrEnum):
+    """Where one step stands. Kept per step in the task document as `State`."""
+
+    WAITING = "waiting"  # not reached yet
+    RUNNING = "running"  # normal phase dispatched or running
+    SUCCEEDED = "succeeded"  # normal phase done
+    FAILED = "failed"  # normal phase failed; its own rollback comes next (it may have left debris)
+    ROLLING_BACK = "rolling_back"  # rollback phase dispatched or running
+    ROLLED_BACK = "rolled_back"  # rollback phase done
+    ROLLBACK_FAILED = "rollback_failed"  # rollback phase failed: see the task's alarm
+    SKIPPED = "skipped"  # declared no rollback, passed over while rolling back
+
+
+STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
+    {
+        (StepState.WAITING, StepState.RUNNING),
+        (StepState.RUNNING, StepState.SUCCEEDED),
+        (StepState.RUNNING, StepState.FAILED),
+        (StepState.SUCCEEDED, StepState.ROLLING_BACK),
+        (StepState.FAILED, StepState.ROLLING_BACK),
+        (StepState.SUCCEEDED, StepState.SKIPPED),
+        (StepState.FAILED, StepState.SKIPPED),
+        (StepState.ROLLING_BACK, StepState.ROLLED_BACK),
+        (StepState.ROLLING_BACK, StepState.ROLLBACK_FAILED),
+    }
+)
+
+
+class RunState(StrEnum):
+    """State of the task's one active step run (`Active.State`)."""
+
+    PENDING = "pending"  # dispatched, nobody has claimed it
+    RUNNING = "running"  # claimed by `Owner`, leased until `Deadline`
+
+
+class ResultCode(IntEnum):
+    """A step phase's `Code`: how its last attempt ended."""
+
+    OK = 0
+    FAILED = 1  # the command raised or reported failure
+    TIMED_OUT = 2  # the command ran past its timeout and was killed
+    WORKER_LOST = 3  # the worker's lease lapsed (it died or froze) before it reported
+    PROCESS_DIED = 4  # the child process running the command died
+
+
+class IllegalTransition(Exception):
+    """A transition outside the tables above: a bug in baton, never a user error."""
+
+
+def check_task_transition(old: TaskStatus, new: TaskStatus) -> None:
+    if old != new and (old, new) not in TASK_TRANSITIONS:
+        raise IllegalTransition(f"task status {old.name} -> {new.name}")
+
+
+def check_step_transition(old: StepState, new: StepState) -> None:
+    if old != new and (old, new) not in STEP_TRANSITIONS:
+        raise IllegalTransition(f"step state {old.value} -> {new.value}")

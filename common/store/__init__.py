@@ -1,0 +1,1 @@
+"""The task store: a port (`TaskStore`) and its adapters (SQLite embedded, MongoDB production)."""

@@ -1,0 +1,32 @@
+"""The optimistic read-change-write loop every task change goes through."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from common.errors import StoreError
+from common.models import Task
+from common.store.port import TaskStore
+from common.transitions import Refusal
+
+Change = Callable[[Task], "Task | Refusal"]
+
+
+def mutate(store: TaskStore, task_id: str, change: Change, max_tries: int = 100) -> Task | Refusal:
+    """Apply `change` to the current task with one compare-and-set, re-reading on a lost race.
+
+    Returns the task as written, or the Refusal of `change` (nothing written). A missing task is
+    a Refusal too: a message may outlive its task's document in a test store or after a purge.
+    `change` must be pure: it may run several times.
+    """
+    for _ in range(max_tries):
+        current = store.get(task_id)
+        if current is None:
+            return Refusal(f"no task {task_id}")
+        updated = change(current)
+        if isinstance(updated, Refusal):
+            return updated
+        updated.Version = current.Version + 1
+        if store.compare_and_set(updated, current.Version):
+            return updated
+    raise StoreError(f"task {task_id}: gave up after {max_tries} lost compare-and-set races")

@@ -1,0 +1,65 @@
+"""The store port. The engine sees only this; adapters live beside it.
+
+Every change to a task is ONE compare-and-set of the whole document on its `Version`: the caller
+reads, computes the new document with a pure function from `common.transitions`, bumps `Version`
+and calls `compare_and_set`. A writer holding an old version loses and re-reads, so a duplicate,
+late or stale worker can never overwrite a newer outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from common.models import Alarm, Task
+from common.statuses import TaskStatus
+
+
+class TaskStore(Protocol):
+    def insert(self, task: Task) -> None:
+        """Store a new task. Raises DuplicateTask if its TaskId or IdempotencyKey is taken."""
+
+    def get(self, task_id: str) -> Task | None: ...
+
+    def get_by_idempotency_key(self, key: str) -> Task | None: ...
+
+    def compare_and_set(self, task: Task, expected_version: int) -> bool:
+        """Replace the stored task iff its Version still equals `expected_version`.
+
+        `task.Version` must already be `expected_version + 1`. False when another writer won
+        (or the task does not exist); nothing is written then.
+        """
+
+    def due_for_sweep(self, now: float, limit: int) -> list[Task]:
+        """Tasks whose `Active.Deadline` is <= now: lapsed leases and unclaimed dispatches."""
+
+    def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
+        """Tasks holding an outbox entry with `DueAt` <= due_before (oldest first)."""
+
+    def list_tasks(
+        self,
+        *,
+        status: TaskStatus | None = None,
+        task_type: str | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        """Newest first (TimeCreate descending)."""
+
+    def try_lock(self, name: str, owner: str, now: float, ttl: float) -> bool:
+        """Take or renew the named lock until now+ttl. False while someone else holds it."""
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Give the lock up if `owner` holds it; otherwise do nothing."""
+
+    def add_alarm(self, alarm: Alarm) -> bool:
+        """Store an alarm. False (and nothing written) if its AlarmId exists: delivery repeats."""
+
+    def list_alarms(self, *, acknowledged: bool | None = None, limit: int = 100) -> list[Alarm]:
+        """Newest first."""
+
+    def acknowledge_alarm(self, alarm_id: str, by: str, now: float) -> Alarm | None:
+        """Mark acknowledged; returns the alarm, or None if unknown."""
+
+    def ping(self) -> None:
+        """Raise StoreError if the store cannot be reached."""
+
+    def close(self) -> None: ...
