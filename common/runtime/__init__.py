@@ -1,0 +1,1 @@
+"""The module runtime every module shares: claim, lease, run, commit, publish."""

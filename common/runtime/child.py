@@ -1,0 +1,91 @@
+"""The child process that runs commands, so a timeout can really stop one.
+
+Threads cannot be killed; a process can. Each worker slot of a module owns one long-lived child
+that imports the module's registry once and runs one command at a time. On a timeout the parent
+kills the child's whole process group (the command may have started programs of its own) and
+starts a fresh child.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from common.errors import CommandFailed
+from common.runtime.faults import BadFaultRule, faults_for
+from common.runtime.registry import CommandContext, CommandRegistry, load_registry
+from common.statuses import Phase
+
+PR_SET_PDEATHSIG = 1
+
+
+def child_main(registry_ref: str, conn: Connection, fault_injection: bool) -> None:
+    os.setsid()  # own process group: the parent kills the command and whatever it started
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    registry = load_registry(registry_ref)
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        conn.send(execute(registry, request, fault_injection))
+
+
+def execute(registry: CommandRegistry, request: dict[str, Any], fault_injection: bool) -> dict[str, Any]:
+    """Run one command; always answer with {"ok", "message", "output", "retryable"}."""
+    context = CommandContext(
+        task_id=request["task_id"],
+        task_type=request["task_type"],
+        module=registry.module,
+        command=request["command"],
+        cursor=request["cursor"],
+        phase=Phase(request["phase"]),
+        attempt=request["attempt"],
+        idempotency_key=request["idempotency_key"],
+        parameters=request["parameters"],
+    )
+    try:
+        if fault_injection:
+            _injected_fault(context)
+        output = registry.get(context.command)(context) or {}
+        if not isinstance(output, dict):
+            raise CommandFailed(f"command returned {type(output).__name__}, not a dict", retryable=False)
+        json.dumps(output)  # it goes into the task document: refuse what cannot be stored
+        return {"ok": True, "message": "", "output": output, "retryable": True}
+    except CommandFailed as exc:
+        return {"ok": False, "message": str(exc), "output": {}, "retryable": exc.retryable}
+    except Exception as exc:  # a command's bug fails its attempt, never the module
+        last = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f" at {os.path.basename(last.filename)}:{last.lineno}"
+        return {"ok": False, "message": f"{type(exc).__name__}: {exc}{where}", "output": {}, "retryable": True}
+
+
+def _injected_fault(context: CommandContext) -> None:
+    try:
+        faults = faults_for(context.parameters, context.command, context.phase, context.attempt)
+    except BadFaultRule as exc:
+        raise CommandFailed(str(exc), retryable=False) from None
+    for fault in faults:
+        if fault.action == "hang":
+            while True:
+                time.sleep(3600)
+        if fault.action == "fail":
+            raise CommandFailed(f"injected failure in {context.command}", retryable=fault.retryable)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this child when its module process dies (kill -9 included)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(0)

@@ -1,0 +1,89 @@
+"""Keeps the leases of the steps this worker runs alive, and says when one is lost.
+
+A lease lost (the sweeper gave the step to someone else after this process froze, or the store
+was unreachable past the deadline) sets the step's `lost` event: the runner then kills the
+command and the worker discards its outcome rather than commit over the new owner.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import structlog
+
+from common.errors import StoreError
+from common.store.mutate import mutate
+from common.store.port import TaskStore
+from common.transitions import Refusal, Timing, renew_lease
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Lease:
+    task_id: str
+    dispatch_id: str
+    expires: float
+    lost: threading.Event = field(default_factory=threading.Event)
+
+
+class LeaseKeeper:
+    def __init__(self, store: TaskStore, owner: str, lease: float, interval: float, clock: Callable[[], float]):
+        self._store = store
+        self._owner = owner
+        self._lease = lease
+        self._interval = interval
+        self._clock = clock
+        self._held: dict[str, Lease] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="baton-lease", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    @contextmanager
+    def hold(self, task_id: str, dispatch_id: str) -> Iterator[Lease]:
+        lease = Lease(task_id, dispatch_id, self._clock() + self._lease)
+        with self._lock:
+            self._held[dispatch_id] = lease
+        try:
+            yield lease
+        finally:
+            with self._lock:
+                self._held.pop(dispatch_id, None)
+
+    def renew_all(self) -> None:
+        with self._lock:
+            leases = list(self._held.values())
+        for lease in leases:
+            self._renew(lease)
+
+    def _renew(self, lease: Lease) -> None:
+        now = self._clock()
+        timing = Timing(now=now, lease=self._lease)
+        try:
+            result = mutate(
+                self._store, lease.task_id, lambda t: renew_lease(t, lease.dispatch_id, self._owner, timing)
+            )
+        except StoreError as exc:
+            if now >= lease.expires:
+                log.error("lease lapsed: store unreachable", task_id=lease.task_id, error=str(exc))
+                lease.lost.set()
+            return
+        if isinstance(result, Refusal):
+            log.warning("lease lost", task_id=lease.task_id, reason=result.reason)
+            lease.lost.set()
+        else:
+            lease.expires = timing.now + self._lease
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.renew_all()

@@ -1,0 +1,58 @@
+"""`python -m modules.<name>`: run one module process, configured by BATON_* variables."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+
+import structlog
+
+from common.broker.factory import open_broker
+from common.errors import ConfigError
+from common.flows import load_flows
+from common.logging import configure_logging
+from common.queues import module_queue
+from common.runtime.module import BodyHandler, ModuleRuntime
+from common.runtime.registry import load_registry
+from common.settings import Settings, load_settings
+from common.store.factory import open_store
+from common.store.port import TaskStore
+
+log = structlog.get_logger(__name__)
+ExtraConsumers = Callable[[Settings, TaskStore], Mapping[str, BodyHandler]]
+
+
+def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None) -> None:
+    try:
+        settings = load_settings()
+        configure_logging(settings.log_format, settings.log_level)
+        registry = load_registry(registry_ref)
+        # The module refuses to start if flows.yaml asks it for a command it does not have.
+        flows = load_flows(settings.flows_path, {registry.module: registry.names()})
+    except ConfigError as exc:
+        print(f"baton: {exc}", file=sys.stderr)
+        sys.exit(2)
+    store = open_store(settings.store_url)
+    broker = open_broker(settings.broker_url)
+    runtime = ModuleRuntime(
+        registry_ref=registry_ref,
+        settings=settings,
+        store=store,
+        broker=broker,
+        # Declare every queue this module may publish to, so a publish never finds none.
+        queues_to_declare={module_queue(m) for m in flows.modules()},
+        extra_consumers=extra_consumers(settings, store) if extra_consumers else None,
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    runtime.start()
+    while not stop.wait(1.0):
+        pass
+    log.info("stop requested", grace=settings.shutdown_grace_seconds)
+    clean = runtime.stop()
+    broker.close()
+    store.close()
+    sys.exit(0 if clean else 1)

@@ -1,0 +1,72 @@
+"""Where a module declares the commands it serves.
+
+    registry = CommandRegistry("mysql")
+
+    @registry.command("init_instance")
+    def init_instance(ctx: CommandContext) -> dict:
+        ...
+
+A command receives the task's shared Parameters and the step's idempotency key, and returns a
+dict merged into Parameters. It reports a failure it understands by raising CommandFailed; any
+other exception fails the attempt as well. Commands run at least once: use the idempotency key so
+that running twice has no double effect.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from common.statuses import Phase
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    task_id: str
+    task_type: str
+    module: str
+    command: str
+    cursor: int
+    phase: Phase
+    attempt: int
+    idempotency_key: str  # same for every attempt and redelivery of this step phase
+    parameters: Mapping[str, Any]
+
+
+CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]
+
+
+class CommandRegistry:
+    def __init__(self, module: str):
+        self.module = module
+        self._commands: dict[str, CommandFn] = {}
+
+    def command(self, name: str | None = None) -> Callable[[CommandFn], CommandFn]:
+        def register(fn: CommandFn) -> CommandFn:
+            command_name = name or fn.__name__
+            if command_name in self._commands:
+                raise ValueError(f"{self.module}: command {command_name!r} registered twice")
+            self._commands[command_name] = fn
+            return fn
+
+        return register
+
+    def get(self, name: str) -> CommandFn:
+        try:
+            return self._commands[name]
+        except KeyError:
+            raise KeyError(f"module {self.module!r} has no command {name!r}") from None
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._commands)
+
+
+def load_registry(ref: str) -> CommandRegistry:
+    """Import "package.module:attribute". The command runner's child processes find it this way."""
+    module_path, _, attribute = ref.partition(":")
+    registry = getattr(importlib.import_module(module_path), attribute or "registry")
+    if not isinstance(registry, CommandRegistry):
+        raise TypeError(f"{ref} is a {type(registry).__name__}, not a CommandRegistry")
+    return registry

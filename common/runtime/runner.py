@@ -1,0 +1,131 @@
+"""Runs commands in child processes with a hard timeout (see common/runtime/child.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import structlog
+
+from common.runtime.child import child_main
+from common.statuses import ResultCode
+from common.transitions import AttemptResult
+
+log = structlog.get_logger(__name__)
+POLL_SLICE = 0.1  # how often a waiting slot checks whether its lease was lost
+
+
+@dataclass
+class _Child:
+    process: BaseProcess
+    conn: Connection
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        self.process.join(timeout=5)
+        self.conn.close()
+
+
+@dataclass
+class CommandRequest:
+    task_id: str
+    task_type: str
+    command: str
+    cursor: int
+    phase: int
+    attempt: int
+    idempotency_key: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+class CommandRunner:
+    def __init__(self, registry_ref: str, size: int, fault_injection: bool = False):
+        self._registry_ref = registry_ref
+        self._size = size
+        self._fault_injection = fault_injection
+        self._context = multiprocessing.get_context("spawn")
+        self._idle: queue.SimpleQueue[_Child | None] = queue.SimpleQueue()
+        self._all: set[_Child] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start every child now: a module is ready only once it can run a command at once."""
+        for _ in range(self._size):
+            self._idle.put(self._spawn())
+
+    def run(self, request: CommandRequest, timeout: float, cancelled: threading.Event) -> AttemptResult:
+        child = self._idle.get()
+        if child is None or not child.process.is_alive():
+            child = self._replace(child)
+        try:
+            child.conn.send(request.__dict__)
+            answer = self._wait(child, timeout, cancelled)
+        except (EOFError, OSError, BrokenPipeError) as exc:
+            self._retire(child)
+            self._idle.put(None)
+            return AttemptResult(ResultCode.PROCESS_DIED, f"command process died: {exc or 'EOF'}")
+        if isinstance(answer, AttemptResult):  # timed out or cancelled: the child is gone
+            self._idle.put(None)
+            return answer
+        self._idle.put(child)
+        return AttemptResult(
+            ResultCode.OK if answer["ok"] else ResultCode.FAILED,
+            answer["message"],
+            answer["output"],
+            answer["retryable"],
+        )
+
+    def close(self) -> None:
+        """Kill every child, including ones still running a command (shutdown past its grace)."""
+        with self._lock:
+            children = list(self._all)
+        for child in children:
+            self._retire(child)
+
+    def _wait(self, child: _Child, timeout: float, cancelled: threading.Event) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._retire(child)
+                return AttemptResult(ResultCode.TIMED_OUT, f"timed out after {timeout:g}s; stopped")
+            if cancelled.is_set():
+                self._retire(child)
+                return AttemptResult(ResultCode.FAILED, "cancelled: the claim on this step was lost")
+            if child.conn.poll(min(remaining, POLL_SLICE)):
+                return child.conn.recv()
+
+    def _spawn(self) -> _Child:
+        parent_end, child_end = self._context.Pipe()
+        process = self._context.Process(
+            target=child_main,
+            args=(self._registry_ref, child_end, self._fault_injection),
+            daemon=True,
+            name=f"baton-command-{self._registry_ref}",
+        )
+        process.start()
+        child_end.close()
+        child = _Child(process, parent_end)
+        with self._lock:
+            self._all.add(child)
+        return child
+
+    def _replace(self, old: _Child | None) -> _Child:
+        if old is not None:
+            self._retire(old)
+        return self._spawn()
+
+    def _retire(self, child: _Child) -> None:
+        child.kill()
+        with self._lock:
+            self._all.discard(child)

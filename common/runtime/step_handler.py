@@ -1,0 +1,185 @@
+"""What a module does with one delivery: parse, claim, ack, run, commit, publish.
+
+Every write is a compare-and-set through a pure function of common.transitions, so a duplicate
+or stale delivery, or a worker that froze past its lease, changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from pydantic import ValidationError
+
+from common.broker.port import Broker, Delivery
+from common.errors import BrokerError, StoreError
+from common.models import Alarm, StepMessage, Task
+from common.outbox import OutboxPublisher
+from common.queues import ALARM_QUEUE
+from common.backoff import retry_delay
+from common.runtime.faults import BadFaultRule, faults_for
+from common.runtime.lease import LeaseKeeper
+from common.runtime.runner import CommandRequest, CommandRunner
+from common.store.mutate import mutate
+from common.store.port import TaskStore
+from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt, idempotency_key, new_id
+
+log = structlog.get_logger(__name__)
+STORE_RETRY_PAUSE = 1.0  # a store outage: wait this long before giving a delivery back
+
+
+@dataclass(frozen=True)
+class HandlerConfig:
+    module: str
+    owner: str
+    lease: float
+    redeliver_after: float
+    fault_injection: bool = False
+
+
+class StepHandler:
+    def __init__(
+        self,
+        config: HandlerConfig,
+        store: TaskStore,
+        broker: Broker,
+        runner: CommandRunner,
+        leases: LeaseKeeper,
+        publisher: OutboxPublisher,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ):
+        self._config = config
+        self._store = store
+        self._broker = broker
+        self._runner = runner
+        self._leases = leases
+        self._publisher = publisher
+        self._clock = clock
+        self._rng = rng or random.Random()
+
+    def handle(self, delivery: Delivery) -> None:
+        message = self._parse(delivery)
+        if message is None:
+            return
+        with structlog.contextvars.bound_contextvars(
+            task_id=message.TaskId, step=message.Cursor, phase=message.Type.label,
+            attempt=message.Attempt, module=self._config.module, command=message.Command,
+        ):
+            try:
+                claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, self._timing()))
+            except StoreError as exc:
+                log.warning("store unreachable; delivery given back", error=str(exc))
+                time.sleep(STORE_RETRY_PAUSE)
+                delivery.requeue()
+                return
+            if isinstance(claimed, Refusal):
+                delivery.ack()  # a duplicate or stale delivery: the store already knows better
+                log.info("delivery dropped", reason=claimed.reason)
+                return
+            delivery.ack()  # acked right after the claim: the lease, not the delivery, guards the run
+            with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType):
+                self._run_claimed(claimed, message)
+
+    def _run_claimed(self, task: Task, message: StepMessage) -> None:
+        self._crash_point(task, message, "after_claim")
+        step = task.Steps[message.Cursor]
+        phase = message.Type
+        # The document, not the message, says what to run: a message only points at a step.
+        request = CommandRequest(
+            task_id=task.TaskId,
+            task_type=task.TaskType,
+            command=step.command(phase),
+            cursor=message.Cursor,
+            phase=int(phase),
+            attempt=message.Attempt,
+            idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase),
+            parameters=task.Parameters,
+        )
+        log.info("step started")
+        started = time.monotonic()
+        with self._leases.hold(task.TaskId, message.DispatchId) as lease:
+            self._crash_point(task, message, "during_command", delay=0.2)
+            result = self._runner.run(request, step.timeout(phase), lease.lost)
+        elapsed = round(time.monotonic() - started, 4)
+        if lease.lost.is_set():
+            log.warning("claim lost while running; outcome discarded", seconds=elapsed)
+            return
+        delay = 0.0 if result.ok else retry_delay(step.backoff(phase), message.Attempt, self._rng.random())
+        committed = self._commit(task.TaskId, message, result, delay)
+        if committed is None:
+            return
+        log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
+                 seconds=elapsed, task_status=committed.TaskStatus.name)
+        self._crash_point(task, message, "after_commit")
+        self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))
+
+    def _commit(self, task_id: str, message: StepMessage, result: AttemptResult, delay: float) -> Task | None:
+        """Record the outcome; keep trying through a store outage until our lease would lapse."""
+        give_up = self._clock() + self._config.lease
+        while True:
+            timing = Timing(self._clock(), self._config.lease, self._config.redeliver_after, delay)
+            try:
+                outcome = mutate(
+                    self._store, task_id,
+                    lambda t: finish_attempt(t, message.DispatchId, self._config.owner, result, timing),
+                )
+            except StoreError as exc:
+                if self._clock() >= give_up:
+                    log.error("could not record the outcome; the sweeper will re-run the step", error=str(exc))
+                    return None
+                time.sleep(STORE_RETRY_PAUSE)
+                continue
+            if isinstance(outcome, Refusal):
+                log.warning("outcome refused", reason=outcome.reason)
+                return None
+            return outcome
+
+    def _parse(self, delivery: Delivery) -> StepMessage | None:
+        """A message nobody can act on goes to the dead-letter queue, with an alarm; never a crash."""
+        try:
+            message = StepMessage.model_validate_json(delivery.body)
+        except ValidationError as exc:
+            # Name the fields and what is wrong, never the values: they may hold secrets.
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
+            return self._dead_letter(delivery, f"malformed step message: {problems}")
+        if message.Module != self._config.module:
+            return self._dead_letter(delivery, f"message for module {message.Module!r} on {self._config.module!r}'s queue", message)
+        return message
+
+    def _dead_letter(self, delivery: Delivery, reason: str, message: StepMessage | None = None) -> None:
+        delivery.dead_letter()
+        log.error("message dead-lettered", reason=reason, module=self._config.module)
+        alarm = Alarm(
+            AlarmId=new_id(), Kind="dead_letter", Time=self._clock(), Message=reason,
+            Module=self._config.module, TaskId=message.TaskId if message else None,
+        )
+        try:
+            self._broker.publish(ALARM_QUEUE, alarm.model_dump_json().encode(), message_id=alarm.AlarmId)
+        except BrokerError as exc:
+            log.error("could not raise the dead-letter alarm", error=str(exc))
+        return None
+
+    def _crash_point(self, task: Task, message: StepMessage, point: str, delay: float = 0.0) -> None:
+        """Injected crash (tests, drills): SIGKILL this module process at `point` of the protocol."""
+        if not self._config.fault_injection:
+            return
+        try:
+            faults = faults_for(task.Parameters, message.Command, message.Type, message.Attempt)
+        except BadFaultRule:
+            return  # the command itself reports the bad rule as its failure
+        if any(f.action == "crash" and f.at == point for f in faults):
+            log.warning("injected crash", point=point)
+            if delay:
+                threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    def _timing(self) -> Timing:
+        return Timing(self._clock(), self._config.lease, self._config.redeliver_after)

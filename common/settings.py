@@ -1,0 +1,67 @@
+"""Every setting, read from BATON_* environment variables and validated at start.
+
+Built once by each entry point and passed down: no import-time singleton.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from common.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BATON_", extra="ignore")
+
+    broker_url: str = Field("memory://", description="amqp://user:pass@host:5672/vhost, or memory://")
+    store_url: str = Field("sqlite:///var/baton.db", description="sqlite:///path, mongodb://..., mongomock://")
+    flows_path: str = Field("flows.yaml", description="The task types")
+    module: str | None = Field(None, description="Which module this process runs")
+    concurrency: int = Field(4, ge=1, le=256, description="Steps a module process runs at once")
+    prefetch: int = Field(0, ge=0, description="Unacked deliveries per consumer; 0 means = concurrency")
+    lease_seconds: float = Field(30.0, gt=0, description="How long a claim holds without a heartbeat")
+    heartbeat_seconds: float = Field(0.0, ge=0, description="Lease renewal period; 0 means lease/3")
+    redeliver_after_seconds: float = Field(
+        60.0, gt=0, description="Re-publish a dispatch nobody claimed after this long"
+    )
+    sweep_interval_seconds: float = Field(1.0, gt=0, description="Sweeper and outbox relay period")
+    relay_grace_seconds: float = Field(
+        5.0, ge=0, description="Outbox entries older than this are re-published by the relay"
+    )
+    hold_limit_seconds: float = Field(
+        300.0, gt=0, description="Give back a delivery left waiting this long for a free worker"
+    )
+    shutdown_grace_seconds: float = Field(30.0, ge=0, description="SIGTERM: time to finish steps")
+    fault_injection: bool = Field(False, description="Honour _baton_faults in Parameters (tests, drills)")
+    log_format: Literal["console", "json"] = Field("console", description="console or json")
+    log_level: str = Field("info", description="debug, info, warning, error")
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value.lower() not in {"debug", "info", "warning", "error"}:
+            raise ValueError(f"must be one of debug, info, warning, error (got {value!r})")
+        return value.lower()
+
+    @property
+    def effective_prefetch(self) -> int:
+        return self.prefetch or self.concurrency
+
+    @property
+    def effective_heartbeat(self) -> float:
+        return self.heartbeat_seconds or self.lease_seconds / 3
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment; a bad value stops the process with the variable and value named."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = "BATON_" + "_".join(str(p) for p in error["loc"]).upper()
+            problems.append(f"{name}: {error['msg']} (got {error.get('input')!r})")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None

@@ -1,0 +1,117 @@
+"""The sweeper: heals what crashes leave behind.
+
+- A RUNNING step whose lease lapsed (its worker died or froze): the attempt counts as failed and
+  the step is retried or routed, exactly as if the worker had reported a failure.
+- A PENDING dispatch nobody claimed for too long (its message was lost or purged): re-published.
+- An outbox entry left unsent past a grace period (a crash between commit and publish): relayed.
+
+Safe to run in several processes: a lease-lock in the store lets one sweep at a time, and every
+change is a compare-and-set anyway, so two sweepers racing would still not corrupt a task.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from common.backoff import retry_delay
+from common.broker.port import Broker
+from common.errors import BatonError
+from common.models import Task
+from common.outbox import OutboxPublisher
+from common.statuses import RunState
+from common.store.mutate import mutate
+from common.store.port import TaskStore
+from common.transitions import Refusal, Timing, expire, new_id
+
+log = structlog.get_logger(__name__)
+LOCK_NAME = "sweeper"
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    lease: float
+    redeliver_after: float
+    relay_grace: float
+    interval: float
+
+
+@dataclass
+class SweepReport:
+    swept: bool = False  # False: another sweeper holds the lock
+    leases_lapsed: int = 0
+    redispatched: int = 0
+    relayed: int = 0
+
+
+class Sweeper:
+    def __init__(
+        self,
+        store: TaskStore,
+        broker: Broker,
+        config: SweepConfig,
+        clock: Callable[[], float] = time.time,
+        owner: str | None = None,
+        rng: random.Random | None = None,
+    ):
+        self._store = store
+        self._config = config
+        self._clock = clock
+        self.owner = owner or f"sweeper-{new_id()[:8]}"
+        self._publisher = OutboxPublisher(store, broker, clock)
+        self._rng = rng or random.Random()
+
+    def sweep_once(self) -> SweepReport:
+        report = SweepReport()
+        now = self._clock()
+        if not self._store.try_lock(LOCK_NAME, self.owner, now, ttl=self._config.interval * 5 + 5):
+            return report
+        report.swept = True
+        for task in self._store.due_for_sweep(now, BATCH):
+            self._expire(task, report)
+        for task in self._store.unsent_outbox(self._clock() - self._config.relay_grace, BATCH):
+            self._relay(task, report)
+        if report.leases_lapsed or report.redispatched or report.relayed:
+            log.info("swept", lapsed=report.leases_lapsed, redispatched=report.redispatched, relayed=report.relayed)
+        return report
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("sweeper started", owner=self.owner, interval=self._config.interval)
+        while not stop.is_set():
+            try:
+                self.sweep_once()
+            except BatonError as exc:  # store or broker down: try again next round
+                log.warning("sweep failed", error=str(exc))
+            stop.wait(self._config.interval)
+        self._store.release_lock(LOCK_NAME, self.owner)
+        self._publisher.stop()
+
+    def _expire(self, task: Task, report: SweepReport) -> None:
+        active = task.Active
+        if active is None:
+            return
+        step = task.Steps[active.Cursor]
+        delay = retry_delay(step.backoff(active.Phase), active.Attempt, self._rng.random())
+        timing = Timing(self._clock(), self._config.lease, self._config.redeliver_after, delay)
+        changed = mutate(self._store, task.TaskId, lambda t: expire(t, timing))
+        if isinstance(changed, Refusal):
+            return
+        if active.State is RunState.RUNNING:
+            report.leases_lapsed += 1
+            log.warning("lease lapsed", task_id=task.TaskId, step=active.Cursor,
+                        phase=active.Phase.label, attempt=active.Attempt, owner=active.Owner)
+        else:
+            report.redispatched += 1
+        self._publisher.flush(changed)
+
+    def _relay(self, task: Task, report: SweepReport) -> None:
+        cutoff = self._clock() - self._config.relay_grace
+        for entry in task.Outbox:
+            if entry.DueAt <= cutoff and self._publisher.publish(task.TaskId, entry):
+                report.relayed += 1

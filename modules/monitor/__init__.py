@@ -1,0 +1,1 @@
+"""The monitor module: one process (or container) consuming the `monitor` queue."""

@@ -1,0 +1,1 @@
+"""The mysql module: one process (or container) consuming the `mysql` queue."""

@@ -1,0 +1,1 @@
+"""The resource module: one process (or container) consuming the `resource` queue."""

@@ -1,0 +1,3 @@
+from oss.cli import main
+
+main()

@@ -1,0 +1,73 @@
+"""Running the parts of baton until a signal, and the all-in-one demo."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from common.flows import load_flows
+from common.runtime.module import ModuleRuntime
+from common.settings import Settings
+from common.statuses import TaskStatus
+from common.queues import module_queue
+from oss.render import event_line, task_summary
+from oss.wiring import build, build_sweeper
+
+BUILTIN_MODULES = ("resource", "mysql", "monitor")
+
+
+def run_until_signalled(stop: threading.Event) -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) -> int:
+    """Every built-in module, a sweeper and OSS in one process, on the configured store and broker.
+
+    Same module runtime, routing and protocol as the separate processes of a deployment; each
+    module still runs its commands in child processes.
+    """
+    Path("var").mkdir(exist_ok=True)
+    parts = build(settings)
+    flows = load_flows(settings.flows_path)
+    queues = {module_queue(m) for m in flows.modules()}
+    runtimes = [
+        ModuleRuntime(
+            registry_ref=f"modules.{name}.commands:registry",
+            settings=settings,
+            store=parts.store,
+            broker=parts.broker,
+            queues_to_declare=queues,
+        )
+        for name in BUILTIN_MODULES
+    ]
+    stop = threading.Event()
+    sweeper = build_sweeper(settings, parts.store, parts.broker)
+    sweeper_thread = threading.Thread(target=sweeper.run, args=(stop,), daemon=True)
+    try:
+        for runtime in runtimes:
+            runtime.start()
+        sweeper_thread.start()
+        parts.service.declare_queues()
+        task = parts.service.submit(task_type, {"requested_by": "baton demo"}).task
+        echo(f"submitted {task_type} task {task.TaskId}")
+        seen = 0
+        while True:
+            task = parts.store.get(task.TaskId)
+            for event in task.History[seen:]:
+                echo(event_line(task, event))
+            seen = len(task.History)
+            if task.Active is None:
+                break
+            stop.wait(0.05)
+        echo(task_summary(task))
+        return 0 if task.TaskStatus is TaskStatus.SUCCESS else 1
+    finally:
+        stop.set()
+        for runtime in runtimes:
+            runtime.stop(grace=5)
+        parts.close()

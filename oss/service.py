@@ -1,0 +1,100 @@
+"""Creating and reading tasks: what the CLI (and later the REST API) call."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from common.broker.port import Broker
+from common.errors import DuplicateTask
+from common.flows import FlowCatalog
+from common.models import Task
+from common.outbox import OutboxPublisher
+from common.queues import ALARM_QUEUE, module_queue
+from common.settings import Settings
+from common.store.port import TaskStore
+from common.transitions import Timing, create_task
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Submission:
+    task: Task
+    created: bool  # False: the idempotency key named a task that already existed
+
+
+class TaskService:
+    def __init__(
+        self,
+        store: TaskStore,
+        broker: Broker,
+        flows: FlowCatalog,
+        settings: Settings,
+        clock: Callable[[], float] = time.time,
+    ):
+        self._store = store
+        self._flows = flows
+        self._settings = settings
+        self._clock = clock
+        self._publisher = OutboxPublisher(store, broker, clock)
+        self._broker = broker
+
+    def declare_queues(self) -> None:
+        """Every module queue the flows name, and the alarm queue: publishes need somewhere to go."""
+        for queue in sorted({module_queue(m) for m in self._flows.modules()} | {ALARM_QUEUE}):
+            self._broker.declare(queue)
+
+    def submit(
+        self,
+        task_type: str,
+        parameters: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        priority: int = 0,
+        start_at: float | None = None,
+        user_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Submission:
+        """Write the whole task (step 0's dispatch in its outbox) in one insert, then publish it.
+
+        A publish that fails here is not an error for the caller: the task is stored and the
+        outbox relay publishes step 0 within a few seconds.
+        """
+        flow = self._flows.get(task_type)
+        if idempotency_key is not None:
+            existing = self._store.get_by_idempotency_key(idempotency_key)
+            if existing is not None:
+                return Submission(existing, created=False)
+        task = create_task(
+            task_type=task_type,
+            steps=flow.steps,
+            parameters=dict(parameters),
+            timing=Timing(self._clock(), redeliver_after=self._settings.redeliver_after_seconds),
+            start_at=start_at,
+            idempotency_key=idempotency_key,
+            priority=priority,
+            user_id=user_id,
+            labels=dict(labels or {}),
+        )
+        try:
+            self._store.insert(task)
+        except DuplicateTask:
+            # Lost a race with a concurrent submission of the same key: answer with the winner.
+            existing = self._store.get_by_idempotency_key(idempotency_key) if idempotency_key else None
+            if existing is None:
+                raise
+            return Submission(existing, created=False)
+        log.info("task created", task_id=task.TaskId, task_type=task_type)
+        self._publisher.flush(task)
+        return Submission(task, created=True)
+
+    def get(self, task_id: str) -> Task | None:
+        return self._store.get(task_id)
+
+    def close(self) -> None:
+        self._publisher.stop()

@@ -1,0 +1,46 @@
+"""Building the parts a process needs from its settings, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from common.broker.factory import open_broker
+from common.broker.port import Broker
+from common.flows import FlowCatalog, load_flows
+from common.settings import Settings
+from common.store.factory import open_store
+from common.store.port import TaskStore
+from common.sweeper import SweepConfig, Sweeper
+from oss.service import TaskService
+
+
+@dataclass
+class Parts:
+    settings: Settings
+    store: TaskStore
+    broker: Broker
+    flows: FlowCatalog
+    service: TaskService
+
+    def close(self) -> None:
+        self.service.close()
+        self.broker.close()
+        self.store.close()
+
+
+def build(settings: Settings) -> Parts:
+    flows = load_flows(settings.flows_path)
+    store = open_store(settings.store_url)
+    broker = open_broker(settings.broker_url)
+    service = TaskService(store, broker, flows, settings)
+    return Parts(settings, store, broker, flows, service)
+
+
+def build_sweeper(settings: Settings, store: TaskStore, broker: Broker) -> Sweeper:
+    config = SweepConfig(
+        lease=settings.lease_seconds,
+        redeliver_after=settings.redeliver_after_seconds,
+        relay_grace=settings.relay_grace_seconds,
+        interval=settings.sweep_interval_seconds,
+    )
+    return Sweeper(store, broker, config)

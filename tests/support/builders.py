@@ -1,0 +1,28 @@
+"""Small builders for task documents in tests."""
+
+from __future__ import annotations
+
+import itertools
+
+from common.models import BackoffPolicy, Step
+
+
+def make_step(name: str, module: str = "mod", rollback: bool = True, retry: int = 0, timeout: float = 5) -> Step:
+    return Step(
+        Name=name,
+        NormalModule=module,
+        NormalCommand=f"do_{name}",
+        NormalTimeout=timeout,
+        NormalRetry=retry,
+        NormalBackoff=BackoffPolicy(Initial=1, Max=10, Multiplier=2, Jitter=0),
+        RollbackModule=module if rollback else None,
+        RollbackCommand=f"undo_{name}" if rollback else None,
+        RollbackTimeout=timeout if rollback else None,
+        RollbackRetry=retry if rollback else None,
+    )
+
+
+def counter_ids(prefix: str = "id"):
+    """A deterministic id factory: id-1, id-2, ..."""
+    numbers = itertools.count(1)
+    return lambda: f"{prefix}-{next(numbers)}"
