@@ -1,0 +1,59 @@
+"""Validated flows.yaml models -> the `Step` templates a task document copies, defaults applied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.flows.catalog import FlowCatalog, FlowDefinition
+from common.flows.schema import (
+    BUILTIN_RETRY,
+    BUILTIN_TIMEOUT,
+    BackoffSpec,
+    DefaultsSpec,
+    FlowsFile,
+    PhaseSpec,
+)
+from common.models import BackoffPolicy, Step
+
+
+def build_catalog(spec: FlowsFile) -> FlowCatalog:
+    defaults = spec.defaults or DefaultsSpec()
+    return FlowCatalog(
+        FlowDefinition(
+            name=name,
+            description=task_type.description,
+            steps=[
+                _step(step.name, step.normal, step.rollback, defaults) for step in task_type.steps
+            ],
+            parameters=dict(task_type.parameters),
+        )
+        for name, task_type in spec.task_types.items()
+    )
+
+
+def _step(name: str, normal: PhaseSpec, rollback: PhaseSpec | None, defaults: DefaultsSpec) -> Step:
+    fields: dict[str, Any] = {"Name": name, **_phase("Normal", normal, defaults)}
+    if rollback is not None:  # otherwise the Rollback* fields stay None: no rollback
+        fields.update(_phase("Rollback", rollback, defaults))
+    return Step(**fields)
+
+
+def _phase(prefix: str, phase: PhaseSpec, defaults: DefaultsSpec) -> dict[str, Any]:
+    timeout = phase.timeout if phase.timeout is not None else defaults.timeout
+    retry = phase.retry if phase.retry is not None else defaults.retry
+    return {
+        f"{prefix}Module": phase.module,
+        f"{prefix}Command": phase.command,
+        f"{prefix}Timeout": float(timeout if timeout is not None else BUILTIN_TIMEOUT),
+        f"{prefix}Retry": retry if retry is not None else BUILTIN_RETRY,
+        f"{prefix}Backoff": _backoff(defaults.backoff, phase.backoff),
+    }
+
+
+def _backoff(*layers: BackoffSpec | None) -> BackoffPolicy:
+    """Merged field by field: later layers win; what none gives keeps BackoffPolicy's default."""
+    merged: dict[str, float] = {}
+    for layer in layers:
+        if layer is not None:
+            merged.update(layer.model_dump(exclude_none=True))
+    return BackoffPolicy(**{key.capitalize(): float(value) for key, value in merged.items()})

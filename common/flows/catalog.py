@@ -1,0 +1,65 @@
+"""The task types flows.yaml defines, as OSS and the modules look them up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from common.errors import UnknownTaskType
+from common.models import Step
+
+
+@dataclass(frozen=True)
+class FlowDefinition:
+    """One task type. Its steps are templates shared by every task: treat them as read-only
+    (create_task copies them into the new task document)."""
+
+    name: str
+    description: str
+    steps: list[Step]
+    parameters: dict[str, Any]  # opaque until the parameter schema is defined
+
+
+class FlowCatalog:
+    def __init__(self, definitions: Iterable[FlowDefinition]) -> None:
+        self._task_types = {definition.name: definition for definition in definitions}
+
+    @property
+    def task_types(self) -> Mapping[str, FlowDefinition]:
+        """Name -> definition, in the order of the file."""
+        return MappingProxyType(self._task_types)
+
+    def get(self, name: str) -> FlowDefinition:
+        try:
+            return self._task_types[name]
+        except KeyError:
+            known = ", ".join(self._task_types) or "none"
+            raise UnknownTaskType(
+                f"unknown task type {name!r} (known task types: {known})"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._task_types
+
+    def modules(self) -> set[str]:
+        """Every module named by a step, normal or rollback: each needs a running consumer."""
+        return {module for step in self._steps() for module in _modules(step)}
+
+    def commands_of(self, module: str) -> set[str]:
+        """The commands `module` must serve for these flows, normal and rollback alike."""
+        commands = set()
+        for step in self._steps():
+            if step.NormalModule == module:
+                commands.add(step.NormalCommand)
+            if step.RollbackModule == module and step.RollbackCommand is not None:
+                commands.add(step.RollbackCommand)
+        return commands
+
+    def _steps(self) -> Iterable[Step]:
+        return (step for definition in self._task_types.values() for step in definition.steps)
+
+
+def _modules(step: Step) -> list[str]:
+    return [step.NormalModule] + ([step.RollbackModule] if step.RollbackModule else [])

@@ -1,0 +1,54 @@
+"""Read flows.yaml: YAML with lines -> schema and cross checks -> a FlowCatalog, or one FlowError
+listing every problem found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from common.errors import FlowError
+from common.flows.build import build_catalog
+from common.flows.catalog import FlowCatalog
+from common.flows.checks import KnownCommands, cross_checks
+from common.flows.messages import describe, schema_problems
+from common.flows.problems import ROOT, Problem, raise_problems
+from common.flows.schema import FlowsFile
+from common.flows.yaml_source import read_yaml
+
+
+def load_flows(path: str | Path, known_commands: KnownCommands | None = None) -> FlowCatalog:
+    """Load and check a flows file. `known_commands` (module -> commands it serves), when given,
+    also checks that every step names a module and command that exist."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")  # tolerate a BOM some editors write
+    except (OSError, UnicodeError) as error:
+        raise FlowError([f"{path}:1: {ROOT}: cannot read the file: {error}"]) from error
+    return parse_flows(text, str(path), known_commands)
+
+
+def parse_flows(
+    text: str, filename: str = "flows.yaml", known_commands: KnownCommands | None = None
+) -> FlowCatalog:
+    source = read_yaml(text)
+    problems = list(source.problems)
+    if not isinstance(source.data, dict):
+        if not problems:  # a syntax error already says why there is no mapping
+            problems.append(_not_a_mapping(source.data))
+        raise_problems(filename, problems)
+    spec = None
+    try:
+        spec = FlowsFile.model_validate(source.data)
+    except ValidationError as error:
+        found = schema_problems(error, FlowsFile, source.lines)
+        problems += [problem for problem in found if problem.where not in source.unreadable]
+    problems += cross_checks(source.data, source.lines, known_commands)
+    raise_problems(filename, problems)
+    assert spec is not None  # no problems means the schema accepted the file
+    return build_catalog(spec)
+
+
+def _not_a_mapping(data: object) -> Problem:
+    if data is None:
+        return Problem(1, ROOT, "the file is empty: it needs version and task_types")
+    return Problem(1, ROOT, f"must be a mapping with version and task_types (got {describe(data)})")

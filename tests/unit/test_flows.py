@@ -1,0 +1,665 @@
+"""flows.yaml: the shipped file, defaults, and the exact "file:line: path: message" of faults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from common.errors import FlowError, UnknownTaskType
+from common.flows import FlowCatalog, load_flows, parse_flows
+from common.models import BackoffPolicy, Step
+
+SHIPPED = Path(__file__).resolve().parents[2] / "flows.yaml"
+
+# The smallest valid file; cases below change one thing in files shaped like it.
+MINIMAL = """\
+version: 1
+task_types:
+  t:
+    steps:
+      - name: a
+        normal: {module: m, command: c}
+"""
+
+
+def problems(text: str, known: dict[str, set[str]] | None = None) -> list[str]:
+    with pytest.raises(FlowError) as caught:
+        parse_flows(dedent(text), "flows.yaml", known)
+    return caught.value.problems
+
+
+def only_step(text: str) -> Step:
+    return parse_flows(dedent(text), "flows.yaml").get("t").steps[0]
+
+
+# --- the shipped file -------------------------------------------------------------------------
+
+
+def test_shipped_flows_define_the_three_task_types_in_order() -> None:
+    catalog = load_flows(SHIPPED)
+    assert list(catalog.task_types) == ["create_mysql_instance", "delete_mysql_instance", "demo"]
+
+
+def test_shipped_create_mysql_instance_steps() -> None:
+    backoff = BackoffPolicy(Initial=1, Max=30, Multiplier=2, Jitter=0.2)
+
+    def step(
+        name: str, normal: tuple[str, str, float, int], rollback: tuple[str, str, float, int]
+    ) -> Step:
+        return Step(
+            Name=name,
+            NormalModule=normal[0], NormalCommand=normal[1], NormalTimeout=normal[2],
+            NormalRetry=normal[3], NormalBackoff=backoff,
+            RollbackModule=rollback[0], RollbackCommand=rollback[1], RollbackTimeout=rollback[2],
+            RollbackRetry=rollback[3], RollbackBackoff=backoff,
+        )  # fmt: skip
+
+    flow = load_flows(SHIPPED).get("create_mysql_instance")
+    assert flow.name == "create_mysql_instance"
+    assert flow.description.startswith("Reserve capacity")
+    assert flow.parameters == {}
+    assert flow.steps == [
+        step(
+            "check_resource",
+            ("resource", "check_resource", 10, 2),
+            ("monitor", "report_event", 10, 3),
+        ),
+        step(
+            "init_instance", ("mysql", "init_instance", 120, 1), ("mysql", "clean_instance", 120, 3)
+        ),
+        step(
+            "deduct_resource",
+            ("resource", "deduct_resource", 10, 2),
+            ("resource", "restore_resource", 10, 3),
+        ),
+    ]
+    assert all(isinstance(s.NormalTimeout, float) for s in flow.steps)
+
+
+def test_shipped_delete_mysql_instance_has_no_rollbacks() -> None:
+    steps = load_flows(SHIPPED).get("delete_mysql_instance").steps
+    assert [(s.Name, s.NormalModule, s.NormalCommand) for s in steps] == [
+        ("drop_instance", "mysql", "drop_instance"),
+        ("release_resource", "resource", "release_resource"),
+    ]
+    assert [s.has_rollback for s in steps] == [False, False]
+    assert steps[0].RollbackCommand is None and steps[0].RollbackTimeout is None
+    assert steps[0].NormalRetry == 2  # from the file's defaults
+
+
+def test_shipped_demo_uses_every_module_with_noops() -> None:
+    steps = load_flows(SHIPPED).get("demo").steps
+    assert [
+        (s.Name, s.NormalModule, s.NormalCommand, s.RollbackModule, s.RollbackCommand)
+        for s in steps
+    ] == [
+        ("demo_a", "resource", "noop", "resource", "noop_rollback"),
+        ("demo_b", "mysql", "noop", "mysql", "noop_rollback"),
+        ("demo_c", "monitor", "noop", "monitor", "noop_rollback"),
+    ]
+    assert steps[0].NormalTimeout == 60.0 and steps[0].RollbackRetry == 2
+
+
+def test_shipped_modules_and_their_commands() -> None:
+    catalog = load_flows(SHIPPED)
+    assert catalog.modules() == {"resource", "mysql", "monitor"}
+    noops = {"noop", "noop_rollback"}
+    resource = {"check_resource", "deduct_resource", "restore_resource", "release_resource"}
+    assert catalog.commands_of("resource") == resource | noops
+    assert (
+        catalog.commands_of("mysql") == {"init_instance", "clean_instance", "drop_instance"} | noops
+    )
+    assert catalog.commands_of("monitor") == {"report_event", "noop", "noop_rollback"}
+    assert catalog.commands_of("nobody") == set()
+    # What the modules serve is exactly what the file needs: the check passes.
+    load_flows(SHIPPED, {m: catalog.commands_of(m) for m in catalog.modules()})
+
+
+# --- catalog ------------------------------------------------------------------------------------
+
+
+def test_get_unknown_task_type_lists_the_known_ones() -> None:
+    catalog = load_flows(SHIPPED)
+    with pytest.raises(UnknownTaskType) as caught:
+        catalog.get("create_postgres")
+    assert str(caught.value) == (
+        "unknown task type 'create_postgres' "
+        "(known task types: create_mysql_instance, delete_mysql_instance, demo)"
+    )
+    assert "demo" in catalog and "create_postgres" not in catalog
+
+
+def test_task_types_cannot_be_changed_through_the_catalog() -> None:
+    catalog = parse_flows(MINIMAL, "flows.yaml")
+    with pytest.raises(TypeError):
+        catalog.task_types["x"] = catalog.get("t")  # type: ignore[index]
+
+
+# --- defaults -----------------------------------------------------------------------------------
+
+
+def test_defaults_apply_to_every_phase_that_leaves_a_value_out() -> None:
+    catalog = parse_flows(
+        dedent("""\
+            version: 1
+            defaults:
+              timeout: 30
+              retry: 4
+              backoff: {initial: 2, max: 20}
+            task_types:
+              t:
+                description: Two steps.
+                parameters: {region: {type: string}}
+                steps:
+                  - name: a
+                    normal: {module: m, command: c}
+                    rollback: {module: m, command: undo, timeout: 5.5, backoff: {multiplier: 3}}
+                  - name: b
+                    normal: {module: n, command: c, retry: 0, backoff: {initial: 4, jitter: 0}}
+        """),
+        "flows.yaml",
+    )
+    flow = catalog.get("t")
+    assert flow.description == "Two steps."
+    assert flow.parameters == {"region": {"type": "string"}}  # opaque, passed on as written
+    a, b = flow.steps
+    assert (a.NormalTimeout, a.NormalRetry) == (30.0, 4)
+    assert a.NormalBackoff == BackoffPolicy(Initial=2, Max=20, Multiplier=2, Jitter=0.2)
+    assert (a.RollbackModule, a.RollbackCommand, a.RollbackTimeout, a.RollbackRetry) == (
+        "m",
+        "undo",
+        5.5,
+        4,
+    )
+    assert a.RollbackBackoff == BackoffPolicy(Initial=2, Max=20, Multiplier=3, Jitter=0.2)
+    assert (b.NormalTimeout, b.NormalRetry) == (30.0, 0)
+    assert b.NormalBackoff == BackoffPolicy(Initial=4, Max=20, Multiplier=2, Jitter=0)
+    assert not b.has_rollback
+    assert catalog.modules() == {"m", "n"}
+    assert catalog.commands_of("m") == {"c", "undo"}
+
+
+def test_builtin_defaults_without_a_defaults_block() -> None:
+    step = only_step(MINIMAL)
+    assert (step.NormalTimeout, step.NormalRetry, step.NormalBackoff) == (60.0, 0, BackoffPolicy())
+    assert step.RollbackModule is None
+
+
+def test_yaml_merge_keys_are_honoured() -> None:
+    step = only_step("""\
+        version: 1
+        task_types:
+          t:
+            steps:
+              - name: a
+                normal: &mysql {module: mysql, command: init_instance, timeout: 120}
+                rollback: {<<: *mysql, command: clean_instance}
+    """)
+    assert (step.RollbackModule, step.RollbackCommand, step.RollbackTimeout) == (
+        "mysql",
+        "clean_instance",
+        120.0,
+    )
+
+
+# --- the file as a whole ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
+def test_empty_file(text: str) -> None:
+    assert problems(text) == [
+        "flows.yaml:1: (root): the file is empty: it needs version and task_types"
+    ]
+
+
+def test_file_that_is_not_a_mapping() -> None:
+    assert problems("# flows\n- a\n- b\n") == [
+        "flows.yaml:1: (root): must be a mapping with version and task_types (got a list)"
+    ]
+
+
+def test_yaml_syntax_error_gives_the_parser_line() -> None:
+    assert problems("""\
+        version: 1
+        task_types:
+          t:
+            steps: [{name: a, normal: {module: m, command: c}
+    """) == [
+        (
+            "flows.yaml:5: (syntax): expected ',' or '}', but got '<stream end>'"
+            " (while parsing a flow mapping, line 4)"
+        )
+    ]
+
+
+def test_yaml_indentation_error_gives_the_parser_line() -> None:
+    assert problems("""\
+        version: 1
+        task_types:
+          t:
+            steps:
+              - name: a
+                normal: {module: m, command: c}
+                 rollback: {module: m, command: c}
+    """) == [
+        (
+            "flows.yaml:7: (syntax): expected <block end>, but found '<block mapping start>'"
+            " (while parsing a block mapping, line 5)"
+        )
+    ]
+
+
+def test_two_documents_are_a_syntax_error() -> None:
+    assert problems(MINIMAL + "---\nversion: 1\n") == [
+        "flows.yaml:7: (syntax): found another document (expected a single document in the stream, line 1)"
+    ]
+
+
+def test_unknown_yaml_tag_is_reported_once() -> None:
+    assert problems(MINIMAL.replace("command: c}", "command: c, timeout: !seconds 5}")) == [
+        (
+            "flows.yaml:6: task_types.t.steps[0].normal.timeout: cannot read this value:"
+            " could not determine a constructor for the tag '!seconds'"
+        )
+    ]
+
+
+def test_unreadable_file() -> None:
+    with pytest.raises(FlowError) as caught:
+        load_flows("/nonexistent/flows.yaml")
+    [problem] = caught.value.problems
+    assert problem.startswith("/nonexistent/flows.yaml:1: (root): cannot read the file: ")
+
+
+# --- one fault each: exact line, path and message ------------------------------------------------
+
+CASES = {
+    "duplicate key, nested": (
+        """\
+        version: 1
+        task_types:
+          t:
+            steps:
+              - name: a
+                normal:
+                  module: m
+                  command: c
+                  timeout: 5
+                  timeout: 6
+        """,
+        [
+            "flows.yaml:10: task_types.t.steps[0].normal.timeout: duplicate key: first defined on line 9"
+        ],
+    ),
+    "duplicate task type": (
+        """\
+        version: 1
+        task_types:
+          t:
+            steps: [{name: a, normal: {module: m, command: c}}]
+          t:
+            steps: [{name: b, normal: {module: m, command: c}}]
+        """,
+        ["flows.yaml:5: task_types.t: duplicate key: first defined on line 3"],
+    ),
+    "duplicate top-level key": (
+        "version: 1\nversion: 1\n" + MINIMAL.removeprefix("version: 1\n"),
+        ["flows.yaml:2: version: duplicate key: first defined on line 1"],
+    ),
+    "unknown key with a close match": (
+        MINIMAL.replace("command: c}", "command: c, timout: 5}"),
+        [
+            (
+                "flows.yaml:6: task_types.t.steps[0].normal.timout: unknown key; did you mean"
+                ' "timeout"? allowed keys here: module, command, timeout, retry, backoff'
+            )
+        ],
+    ),
+    "unknown key in a step": (
+        MINIMAL + "        undo: {module: m, command: c}\n",
+        [
+            (
+                "flows.yaml:7: task_types.t.steps[0].undo: unknown key;"
+                " allowed keys here: name, normal, rollback"
+            )
+        ],
+    ),
+    "unknown top-level key": (
+        MINIMAL + "tasks: {}\n",
+        [
+            (
+                'flows.yaml:7: tasks: unknown key; did you mean "task_types"?'
+                " allowed keys here: version, defaults, task_types"
+            )
+        ],
+    ),
+    "unknown backoff key": (
+        MINIMAL.replace("command: c}", "command: c, backoff: {factor: 2}}"),
+        [
+            (
+                "flows.yaml:6: task_types.t.steps[0].normal.backoff.factor: unknown key;"
+                " allowed keys here: initial, max, multiplier, jitter"
+            )
+        ],
+    ),
+    "bool is not a number": (
+        MINIMAL.replace("command: c}", "command: c, timeout: true}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.timeout: must be a number (got true)"],
+    ),
+    "bool is not an integer": (
+        MINIMAL.replace("command: c}", "command: c, retry: false}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.retry: must be an integer (got false)"],
+    ),
+    "quoted number": (
+        MINIMAL.replace("command: c}", 'command: c, timeout: "10"}'),
+        [
+            'flows.yaml:6: task_types.t.steps[0].normal.timeout: must be a number (got "10"; remove the quotes)'
+        ],
+    ),
+    "fractional retry": (
+        MINIMAL.replace("command: c}", "command: c, retry: 1.5}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.retry: must be an integer (got 1.5)"],
+    ),
+    "yes is not text": (
+        MINIMAL.replace("command: c}", "command: yes}"),
+        [
+            (
+                "flows.yaml:6: task_types.t.steps[0].normal.command: must be text"
+                " (got true; YAML reads yes/no/on/off as true/false: quote it)"
+            )
+        ],
+    ),
+    "steps not a list": (
+        MINIMAL.replace(
+            "    steps:\n      - name: a\n        normal: {module: m, command: c}\n",
+            "    steps: a\n",
+        ),
+        ['flows.yaml:4: task_types.t.steps: must be a list (got "a")'],
+    ),
+    "step not a mapping": (
+        MINIMAL + "      - check_resource\n",
+        ['flows.yaml:7: task_types.t.steps[1]: must be a mapping (got "check_resource")'],
+    ),
+    "parameters not a mapping": (
+        MINIMAL.replace("  t:\n", "  t:\n    parameters: [region]\n"),
+        ["flows.yaml:4: task_types.t.parameters: must be a mapping (got a list)"],
+    ),
+    "empty value": (
+        """\
+        version: 1
+        task_types:
+          t:
+            steps:
+              - name: a
+                normal:
+                  module: m
+                  command: c
+                  timeout:
+        """,
+        [
+            "flows.yaml:9: task_types.t.steps[0].normal.timeout: is empty: write a value or remove the key"
+        ],
+    ),
+    "empty required value": (
+        MINIMAL.replace("command: c}", "command: }"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.command: is empty: write a value"],
+    ),
+    "missing key points at its mapping": (
+        """\
+        version: 1
+        task_types:
+          t:
+            steps:
+              - name: a
+                normal:
+                  module: m
+                  timeout: 5
+        """,
+        ["flows.yaml:7: task_types.t.steps[0].normal.command: required key is missing"],
+    ),
+    "missing normal": (
+        MINIMAL.replace(
+            "        normal: {module: m, command: c}\n",
+            "        rollback: {module: m, command: c}\n",
+        ),
+        ["flows.yaml:5: task_types.t.steps[0].normal: required key is missing"],
+    ),
+    "missing steps": (
+        "version: 1\ntask_types:\n  t:\n    description: nothing to do\n",
+        ["flows.yaml:4: task_types.t.steps: required key is missing"],
+    ),
+    "missing version": (
+        "# comment\n" + MINIMAL.removeprefix("version: 1\n"),
+        ["flows.yaml:2: version: required key is missing"],
+    ),
+    "missing task_types": (
+        "version: 1\ndefaults: {timeout: 5}\n",
+        ["flows.yaml:1: task_types: required key is missing"],
+    ),
+    "empty task_types": (
+        "version: 1\ntask_types: {}\n",
+        ["flows.yaml:2: task_types: must not be empty"],
+    ),
+    "empty steps": (
+        "version: 1\ntask_types:\n  t:\n    steps: []\n",
+        ["flows.yaml:4: task_types.t.steps: must not be empty"],
+    ),
+    "version 2": (
+        MINIMAL.replace("version: 1", "version: 2"),
+        ["flows.yaml:1: version: must be 1, the only version of this format (got 2)"],
+    ),
+    "version as text": (
+        MINIMAL.replace("version: 1", 'version: "1"'),
+        ['flows.yaml:1: version: must be an integer (got "1"; remove the quotes)'],
+    ),
+    "version true": (
+        MINIMAL.replace("version: 1", "version: true"),
+        ["flows.yaml:1: version: must be an integer (got true)"],
+    ),
+    "timeout zero": (
+        MINIMAL.replace("command: c}", "command: c, timeout: 0}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.timeout: must be > 0 (got 0)"],
+    ),
+    "timeout negative in defaults": (
+        "version: 1\ndefaults:\n  timeout: -5\n" + MINIMAL.removeprefix("version: 1\n"),
+        ["flows.yaml:3: defaults.timeout: must be > 0 (got -5)"],
+    ),
+    "timeout infinite": (
+        MINIMAL.replace("command: c}", "command: c, timeout: .inf}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.timeout: must be a finite number (got inf)"],
+    ),
+    "retry negative": (
+        MINIMAL.replace("command: c}", "command: c, retry: -1}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.retry: must be >= 0 (got -1)"],
+    ),
+    "backoff initial zero": (
+        MINIMAL.replace("command: c}", "command: c, backoff: {initial: 0}}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.backoff.initial: must be > 0 (got 0)"],
+    ),
+    "backoff multiplier below 1": (
+        MINIMAL.replace("command: c}", "command: c, backoff: {multiplier: 0.5}}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.backoff.multiplier: must be >= 1 (got 0.5)"],
+    ),
+    "backoff jitter 1": (
+        MINIMAL.replace("command: c}", "command: c, backoff: {jitter: 1}}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.backoff.jitter: must be < 1 (got 1)"],
+    ),
+    "backoff jitter negative": (
+        MINIMAL.replace("command: c}", "command: c, backoff: {jitter: -0.1}}"),
+        ["flows.yaml:6: task_types.t.steps[0].normal.backoff.jitter: must be >= 0 (got -0.1)"],
+    ),
+    "backoff max below initial in one block": (
+        """\
+        version: 1
+        task_types:
+          t:
+            steps:
+              - name: a
+                normal:
+                  module: m
+                  command: c
+                  backoff:
+                    initial: 10
+                    max: 5
+        """,
+        [
+            "flows.yaml:11: task_types.t.steps[0].normal.backoff.max: must be >= initial (got 5; initial is 10)"
+        ],
+    ),
+    "backoff max below the inherited initial": (
+        "version: 1\ndefaults:\n  backoff: {initial: 10}\n"
+        + MINIMAL.removeprefix("version: 1\n").replace(
+            "command: c}", "command: c, backoff: {max: 5}}"
+        ),
+        [
+            (
+                "flows.yaml:8: task_types.t.steps[0].normal.backoff.max: must be >= initial"
+                " (got 5; initial is 10, from defaults.backoff.initial)"
+            )
+        ],
+    ),
+    "backoff initial above the built-in max": (
+        "version: 1\ndefaults:\n  backoff:\n    initial: 100\n"
+        + MINIMAL.removeprefix("version: 1\n"),
+        [
+            (
+                "flows.yaml:4: defaults.backoff.initial: must be <= max"
+                " (got 100; max is 60, from the built-in default)"
+            )
+        ],
+    ),
+    "duplicate step names": (
+        MINIMAL + "      - name: b\n        normal: {module: m, command: c}\n"
+        "      - name: a\n        normal: {module: m, command: c}\n",
+        [
+            'flows.yaml:9: task_types.t.steps[2].name: duplicate step name "a": steps[0] on line 5 has it'
+        ],
+    ),
+    "bad task type name": (
+        MINIMAL.replace("  t:", "  Create-Instance:"),
+        [
+            (
+                'flows.yaml:3: task_types["Create-Instance"]: must be a lowercase name:'
+                ' a-z first, then a-z, 0-9 or _ (got "Create-Instance")'
+            )
+        ],
+    ),
+    "bad module name": (
+        MINIMAL.replace("module: m", "module: MySQL"),
+        [
+            (
+                "flows.yaml:6: task_types.t.steps[0].normal.module: must be a lowercase name:"
+                ' a-z first, then a-z, 0-9 or _ (got "MySQL")'
+            )
+        ],
+    ),
+    "bad command name": (
+        MINIMAL.replace("command: c", "command: 2fa"),
+        [
+            (
+                "flows.yaml:6: task_types.t.steps[0].normal.command: must be a lowercase name:"
+                ' a-z first, then a-z, 0-9 or _ (got "2fa")'
+            )
+        ],
+    ),
+    "bad step name": (
+        MINIMAL.replace("name: a", "name: check resource"),
+        [
+            (
+                "flows.yaml:5: task_types.t.steps[0].name: must be a lowercase name:"
+                ' a-z first, then a-z, 0-9 or _ (got "check resource")'
+            )
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("text, expected", CASES.values(), ids=CASES.keys())
+def test_each_fault_is_reported_exactly(text: str, expected: list[str]) -> None:
+    assert problems(text) == expected
+
+
+# --- known commands -----------------------------------------------------------------------------
+
+KNOWN = {"resource": {"check_resource", "restore_resource"}, "monitor": {"report_event"}}
+
+
+def test_known_commands_accept_a_matching_file() -> None:
+    text = MINIMAL.replace("module: m, command: c", "module: resource, command: check_resource")
+    assert isinstance(parse_flows(text, "flows.yaml", KNOWN), FlowCatalog)
+
+
+def test_known_commands_report_unknown_modules_and_commands() -> None:
+    assert problems(
+        """\
+        version: 1
+        task_types:
+          t:
+            steps:
+              - name: a
+                normal: {module: resource, command: check_resource}
+                rollback: {module: resource, command: undo_check}
+              - name: b
+                normal: {module: mysql, command: init_instance}
+        """,
+        KNOWN,
+    ) == [
+        (
+            'flows.yaml:7: task_types.t.steps[0].rollback.command: module "resource" has no command'
+            ' "undo_check" (it serves: check_resource, restore_resource)'
+        ),
+        (
+            'flows.yaml:9: task_types.t.steps[1].normal.module: unknown module "mysql"'
+            " (known modules: monitor, resource)"
+        ),
+    ]
+
+
+# --- many faults at once ------------------------------------------------------------------------
+
+
+def test_every_problem_is_reported_together_in_file_order() -> None:
+    assert problems(
+        """\
+        version: 1
+        defaults:
+          retry: -1
+        task_types:
+          Bad:
+            steps: []
+          t:
+            steps:
+              - name: a
+                normal: {module: resource, command: check_resource, timeout: "10"}
+              - name: a
+                normal:
+                  module: resource
+                  module: monitor
+                rollback: {module: mysql, command: clean, retry: yes}
+        """,
+        KNOWN,
+    ) == [
+        "flows.yaml:3: defaults.retry: must be >= 0 (got -1)",
+        'flows.yaml:5: task_types.Bad: must be a lowercase name: a-z first, then a-z, 0-9 or _ (got "Bad")',
+        "flows.yaml:6: task_types.Bad.steps: must not be empty",
+        'flows.yaml:10: task_types.t.steps[0].normal.timeout: must be a number (got "10"; remove the quotes)',
+        'flows.yaml:11: task_types.t.steps[1].name: duplicate step name "a": steps[0] on line 9 has it',
+        "flows.yaml:13: task_types.t.steps[1].normal.command: required key is missing",
+        "flows.yaml:14: task_types.t.steps[1].normal.module: duplicate key: first defined on line 13",
+        "flows.yaml:15: task_types.t.steps[1].rollback.retry: must be an integer (got true)",
+        (
+            'flows.yaml:15: task_types.t.steps[1].rollback.module: unknown module "mysql"'
+            " (known modules: monitor, resource)"
+        ),
+    ]
+
+
+def test_a_fault_message_carries_every_problem() -> None:
+    with pytest.raises(FlowError) as caught:
+        parse_flows("version: 3\ntask_types: []\n", "x.yaml")
+    assert str(caught.value) == (
+        "x.yaml:1: version: must be 1, the only version of this format (got 3)\n"
+        "x.yaml:2: task_types: must be a mapping (got a list)"
+    )
