@@ -29,7 +29,11 @@ _BUILTIN_BACKOFF: _Origin = {
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 
 
-def cross_checks(data: dict[str, Any], lines: Lines, known: KnownCommands | None) -> list[Problem]:
+def cross_checks(
+    data: dict[str, Any], lines: Lines, known: KnownCommands | None, *, all_modules: bool = True
+) -> list[Problem]:
+    """`known`: module -> the commands it serves. `all_modules` False: it lists only some modules
+    (one module checking its own commands at start-up), so other module names are not checked."""
     problems: list[Problem] = []
     defaults_backoff = _mapping(_mapping(data.get("defaults")).get("backoff"))
     problems += _backoff_order(defaults_backoff, ("defaults", "backoff"), _BUILTIN_BACKOFF, lines)
@@ -46,7 +50,7 @@ def cross_checks(data: dict[str, Any], lines: Lines, known: KnownCommands | None
                 backoff = _mapping(body.get("backoff"))
                 problems += _backoff_order(backoff, path + ("backoff",), inherited, lines)
                 if known is not None:
-                    problems += _known_command(body, path, known, lines)
+                    problems += _known_command(body, path, known, all_modules, lines)
     return problems
 
 
@@ -108,10 +112,10 @@ def _origins(block: dict[str, Any], path: Path, inherited: _Origin) -> _Origin:
 
 
 def _known_command(
-    body: dict[str, Any], path: Path, known: KnownCommands, lines: Lines
+    body: dict[str, Any], path: Path, known: KnownCommands, all_modules: bool, lines: Lines
 ) -> list[Problem]:
     module, command = body.get("module"), body.get("command")
-    if not _is_identifier(module):
+    if not _is_identifier(module) or (module not in known and not all_modules):
         return []
     if module not in known:
         message = f"unknown module {describe(module)} (known modules: {_listing(known)})"

@@ -17,18 +17,28 @@ from common.flows.schema import FlowsFile
 from common.flows.yaml_source import read_yaml
 
 
-def load_flows(path: str | Path, known_commands: KnownCommands | None = None) -> FlowCatalog:
-    """Load and check a flows file. `known_commands` (module -> commands it serves), when given,
-    also checks that every step names a module and command that exist."""
+def load_flows(
+    path: str | Path, known_commands: KnownCommands | None = None, *, all_modules: bool = True
+) -> FlowCatalog:
+    """Load and check a flows file.
+
+    `known_commands` (module -> commands it serves), when given, also checks that every step
+    names a module and command that exist. `all_modules=False` says it lists only some modules:
+    a module checking at start-up that it serves what the flows ask of it passes just its own.
+    """
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # tolerate a BOM some editors write
     except (OSError, UnicodeError) as error:
         raise FlowError([f"{path}:1: {ROOT}: cannot read the file: {error}"]) from error
-    return parse_flows(text, str(path), known_commands)
+    return parse_flows(text, str(path), known_commands, all_modules=all_modules)
 
 
 def parse_flows(
-    text: str, filename: str = "flows.yaml", known_commands: KnownCommands | None = None
+    text: str,
+    filename: str = "flows.yaml",
+    known_commands: KnownCommands | None = None,
+    *,
+    all_modules: bool = True,
 ) -> FlowCatalog:
     source = read_yaml(text)
     problems = list(source.problems)
@@ -42,7 +52,7 @@ def parse_flows(
     except ValidationError as error:
         found = schema_problems(error, FlowsFile, source.lines)
         problems += [problem for problem in found if problem.where not in source.unreadable]
-    problems += cross_checks(source.data, source.lines, known_commands)
+    problems += cross_checks(source.data, source.lines, known_commands, all_modules=all_modules)
     raise_problems(filename, problems)
     assert spec is not None  # no problems means the schema accepted the file
     return build_catalog(spec)

@@ -617,6 +617,28 @@ def test_known_commands_report_unknown_modules_and_commands() -> None:
     ]
 
 
+def test_a_module_checking_only_its_own_commands() -> None:
+    # At start-up a module knows only itself: other modules are not its business.
+    mysql = {"mysql": {"init_instance", "clean_instance", "drop_instance", "noop", "noop_rollback"}}
+    load_flows(SHIPPED, mysql, all_modules=False)
+    with pytest.raises(FlowError) as caught:
+        load_flows(SHIPPED, {"mysql": {"init_instance", "clean_instance"}}, all_modules=False)
+    assert [p.split(": ", 1)[1] for p in caught.value.problems] == [
+        (
+            'task_types.delete_mysql_instance.steps[0].normal.command: module "mysql" has no command'
+            ' "drop_instance" (it serves: clean_instance, init_instance)'
+        ),
+        (
+            'task_types.demo.steps[1].normal.command: module "mysql" has no command "noop"'
+            " (it serves: clean_instance, init_instance)"
+        ),
+        (
+            'task_types.demo.steps[1].rollback.command: module "mysql" has no command "noop_rollback"'
+            " (it serves: clean_instance, init_instance)"
+        ),
+    ]
+
+
 # --- many faults at once ------------------------------------------------------------------------
 
 
