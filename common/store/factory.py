@@ -1,0 +1,73 @@
+"""Open the task store a URL names.
+
+- `sqlite:///absolute/path.db`  -> the file /absolute/path.db (three slashes: empty host, then the
+  absolute path); SQLAlchemy's `sqlite:////absolute/path.db` means the same file
+- `sqlite:relative/path.db`     -> relative to the working directory (also `sqlite:/abs/path.db`)
+- `mongodb://...`, `mongodb+srv://...` -> MongoDB; the database is the URL's path
+  (`mongodb://h1,h2/prod?replicaSet=rs` -> "prod"), "baton" when it has none. Client options such
+  as `w=majority` or `serverSelectionTimeoutMS` ride in the query string.
+- `mongomock://` or `mongomock:///dbname` -> an in-memory mongomock server, shared by every store
+  of this process, for tests and demos only: it is not MongoDB, nothing survives the process and
+  no other process sees it.
+
+The adapters are imported on demand, so a SQLite deployment never imports pymongo.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+from common.errors import ConfigError
+from common.store.port import TaskStore
+
+DEFAULT_DATABASE = "baton"
+
+
+def open_store(url: str) -> TaskStore:
+    scheme, sep, _ = url.partition(":")
+    scheme = scheme.lower()
+    if not sep:
+        raise ConfigError(f"store URL {url!r} has no scheme: use sqlite:, mongodb: or mongomock:")
+    if scheme == "sqlite":
+        from common.store.sqlite import SqliteStore
+
+        return SqliteStore(sqlite_path(url))
+    if scheme in ("mongodb", "mongodb+srv"):
+        from common.store.mongo import MongoStore
+
+        return MongoStore(url, database_name(url))
+    if scheme == "mongomock":
+        from common.store.mongo import MongoStore
+
+        return MongoStore.in_memory(database_name(url))
+    raise ConfigError(
+        f"store URL scheme {scheme!r} is not supported: use sqlite:, mongodb:, mongodb+srv: "
+        "or mongomock:"
+    )
+
+
+def sqlite_path(url: str) -> str:
+    rest = url.partition(":")[2]
+    if rest.startswith("//"):
+        host, slash, path = rest[2:].partition("/")
+        if host or not slash:
+            raise ConfigError(
+                f"store URL {url!r}: a SQLite file has no host; write sqlite:///absolute/path.db "
+                "or sqlite:relative/path.db"
+            )
+        rest = "/" + path.lstrip("/")
+    if "?" in rest:
+        raise ConfigError(f"store URL {url!r}: SQLite URLs take no options")
+    path = unquote(rest)
+    if path in ("", "/"):
+        raise ConfigError(f"store URL {url!r} names no SQLite file")
+    if ":memory:" in path:
+        # Every thread and process opens its own connection, and each would get a different,
+        # empty in-memory database.
+        raise ConfigError(f"store URL {url!r}: a shared store needs a file; use a temp file")
+    return path
+
+
+def database_name(url: str) -> str:
+    name = unquote(urlsplit(url).path.lstrip("/"))
+    return name or DEFAULT_DATABASE

@@ -1,0 +1,282 @@
+"""The production task store: MongoDB, one document per task, shaped exactly like Task.to_doc().
+
+The only module of baton that imports pymongo. Every pymongo error is turned into StoreError (or
+DuplicateTask) here, so nothing above this adapter sees a pymongo type.
+
+A compare-and-set is one `replace_one` filtered on TaskId and the expected Version: MongoDB applies
+a single-document write atomically, so of two writers holding the same version exactly one
+matches. With a replica set pass `write_concern="majority"` (or `w=majority` in the URL) so an
+acknowledged change survives a failover.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from pymongo import ASCENDING, DESCENDING, MongoClient, ReturnDocument
+from pymongo.collection import Collection
+from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.write_concern import WriteConcern
+
+from common.errors import DuplicateTask, StoreError
+from common.models import Alarm, Task
+from common.statuses import TaskStatus
+
+
+
+def _no_id() -> dict[str, bool]:
+    # A fresh projection each call: mongomock edits the one it is given (pops "_id" and puts it
+    # back), so a shared dict breaks under threads.
+    return {"_id": False}
+
+
+# (keys, options) pairs, created one by one with create_index: mongomock's create_indexes drops
+# partialFilterExpression, which would make every task without an idempotency key a duplicate.
+IndexSpec = tuple[list[tuple[str, int]], dict[str, Any]]
+
+_TASK_INDEXES: list[IndexSpec] = [
+    ([("TaskId", ASCENDING)], {"name": "task_id", "unique": True}),
+    # Only string keys are unique: any number of tasks may have no key (None is stored as null).
+    (
+        [("IdempotencyKey", ASCENDING)],
+        {
+            "name": "idempotency_key",
+            "unique": True,
+            "partialFilterExpression": {"IdempotencyKey": {"$type": "string"}},
+        },
+    ),
+    ([("TaskStatus", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "status_time"}),
+    ([("TaskType", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "type_time"}),
+    ([("TimeCreate", DESCENDING)], {"name": "time"}),
+    ([("Active.Deadline", ASCENDING)], {"name": "deadline"}),
+    ([("Outbox.DueAt", ASCENDING)], {"name": "outbox_due"}),
+]
+_ALARM_INDEXES: list[IndexSpec] = [
+    ([("AlarmId", ASCENDING)], {"name": "alarm_id", "unique": True}),
+    ([("Acknowledged", ASCENDING), ("Time", DESCENDING)], {"name": "ack_time"}),
+    ([("Time", DESCENDING)], {"name": "time"}),
+]
+
+Docs = Collection[dict[str, Any]]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _adapter_edge(method: Callable[P, R]) -> Callable[P, R]:
+    """Every public call: no pymongo exception escapes (callers know StoreError and DuplicateTask
+    only), and calls on mongomock run one at a time (see _serializer)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        store: MongoStore = args[0]  # type: ignore[assignment]
+        try:
+            with store._serial:
+                return method(*args, **kwargs)
+        except DuplicateKeyError as e:
+            raise DuplicateTask(_describe(e)) from e
+        except PyMongoError as e:
+            raise StoreError(f"mongodb: {_describe(e)}") from e
+
+    return wrapper
+
+
+def _describe(error: PyMongoError) -> str:
+    return str(error) or type(error).__name__
+
+
+class MongoStore:
+    """TaskStore on MongoDB.
+
+    `url_or_client`: a mongodb:// or mongodb+srv:// URL (the store then owns and closes the
+    client), or a ready MongoClient (or mongomock client), which the caller keeps and closes.
+    `write_concern`: e.g. "majority" or 1; None keeps the server's (or the URL's) default.
+    """
+
+    def __init__(
+        self,
+        url_or_client: str | Any,
+        database: str = "baton",
+        *,
+        write_concern: str | int | None = None,
+    ):
+        self._owns_client = isinstance(url_or_client, str)
+        try:
+            self._client = MongoClient(url_or_client) if self._owns_client else url_or_client
+            self._serial = _serializer(self._client)
+            db = self._client[database]
+            concern = WriteConcern(w=write_concern) if write_concern is not None else None
+            self._tasks: Docs = db.get_collection("tasks", write_concern=concern)
+            self._locks: Docs = db.get_collection("locks", write_concern=concern)
+            self._alarms: Docs = db.get_collection("alarms", write_concern=concern)
+            _create_indexes(self._tasks, _TASK_INDEXES)
+            _create_indexes(self._alarms, _ALARM_INDEXES)
+        except PyMongoError as e:
+            self._close_owned()
+            raise StoreError(f"mongodb: cannot open database {database!r}: {_describe(e)}") from e
+
+    @classmethod
+    def in_memory(cls, database: str = "baton") -> MongoStore:
+        """A store on mongomock, for tests and demos. NOT a MongoDB server: nothing is durable and
+        no other process sees it. Every in-memory store of a process shares one mongomock server,
+        so an all-in-one demo's components see the same tasks."""
+        return cls(_shared_mongomock_client(), database)
+
+    # --- tasks ---------------------------------------------------------------------------------
+
+    @_adapter_edge
+    def insert(self, task: Task) -> None:
+        self._tasks.insert_one(task.to_doc())
+
+    @_adapter_edge
+    def get(self, task_id: str) -> Task | None:
+        return _task(self._tasks.find_one({"TaskId": task_id}, _no_id()))
+
+    @_adapter_edge
+    def get_by_idempotency_key(self, key: str) -> Task | None:
+        return _task(self._tasks.find_one({"IdempotencyKey": key}, _no_id()))
+
+    @_adapter_edge
+    def compare_and_set(self, task: Task, expected_version: int) -> bool:
+        if task.Version != expected_version + 1:
+            raise ValueError(f"task.Version must be {expected_version + 1}, not {task.Version}")
+        result = self._tasks.replace_one(
+            {"TaskId": task.TaskId, "Version": expected_version}, task.to_doc()
+        )
+        return result.matched_count == 1
+
+    @_adapter_edge
+    def due_for_sweep(self, now: float, limit: int) -> list[Task]:
+        query = {"Active.Deadline": {"$lte": now}}
+        return self._find_tasks(query, ("Active.Deadline", ASCENDING), limit)
+
+    @_adapter_edge
+    def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
+        # On an array field the ascending sort key is its smallest element: the oldest entry.
+        query = {"Outbox.DueAt": {"$lte": due_before}}
+        return self._find_tasks(query, ("Outbox.DueAt", ASCENDING), limit)
+
+    @_adapter_edge
+    def list_tasks(
+        self,
+        *,
+        status: TaskStatus | None = None,
+        task_type: str | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        query: dict[str, Any] = {}
+        if status is not None:
+            query["TaskStatus"] = int(status)
+        if task_type is not None:
+            query["TaskType"] = task_type
+        return self._find_tasks(query, ("TimeCreate", DESCENDING), limit)
+
+    # --- locks ---------------------------------------------------------------------------------
+
+    @_adapter_edge
+    def try_lock(self, name: str, owner: str, now: float, ttl: float) -> bool:
+        # Matches only a lock that is ours or has lapsed; when none matches, the upsert tries to
+        # insert a second document with the same _id, which the server refuses: held elsewhere.
+        try:
+            self._locks.find_one_and_update(
+                {"_id": name, "$or": [{"expires": {"$lt": now}}, {"owner": owner}]},
+                {"$set": {"owner": owner, "expires": now + ttl}},
+                upsert=True,
+            )
+        except DuplicateKeyError:
+            return False
+        return True
+
+    @_adapter_edge
+    def release_lock(self, name: str, owner: str) -> None:
+        self._locks.delete_one({"_id": name, "owner": owner})
+
+    # --- alarms --------------------------------------------------------------------------------
+
+    @_adapter_edge
+    def add_alarm(self, alarm: Alarm) -> bool:
+        try:
+            self._alarms.insert_one(alarm.model_dump(mode="json"))
+        except DuplicateKeyError:
+            return False
+        return True
+
+    @_adapter_edge
+    def list_alarms(self, *, acknowledged: bool | None = None, limit: int = 100) -> list[Alarm]:
+        if limit <= 0:
+            return []
+        query = {} if acknowledged is None else {"Acknowledged": acknowledged}
+        cursor = self._alarms.find(query, _no_id()).sort("Time", DESCENDING).limit(limit)
+        return [Alarm.model_validate(doc) for doc in cursor]
+
+    @_adapter_edge
+    def acknowledge_alarm(self, alarm_id: str, by: str, now: float) -> Alarm | None:
+        """The first acknowledgement stands: acknowledging again returns the alarm unchanged."""
+        doc = self._alarms.find_one_and_update(
+            {"AlarmId": alarm_id, "Acknowledged": False},
+            {"$set": {"Acknowledged": True, "AcknowledgedBy": by, "AcknowledgedAt": now}},
+            projection=_no_id(),
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is None:
+            doc = self._alarms.find_one({"AlarmId": alarm_id}, _no_id())
+        return None if doc is None else Alarm.model_validate(doc)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    @_adapter_edge
+    def ping(self) -> None:
+        self._client.admin.command("ping")
+
+    def close(self) -> None:
+        self._close_owned()
+
+    # --- the parts -----------------------------------------------------------------------------
+
+    def _find_tasks(self, query: dict[str, Any], order: tuple[str, int], limit: int) -> list[Task]:
+        if limit <= 0:
+            return []  # limit(0) would mean "no limit" to MongoDB
+        cursor = self._tasks.find(query, _no_id()).sort(*order).limit(limit)
+        return [Task.from_doc(doc) for doc in cursor]
+
+    def _close_owned(self) -> None:
+        client = getattr(self, "_client", None)
+        if self._owns_client and client is not None:
+            client.close()
+
+
+def _create_indexes(collection: Docs, specs: list[IndexSpec]) -> None:
+    for keys, options in specs:
+        collection.create_index(keys, **options)
+
+
+def _task(doc: dict[str, Any] | None) -> Task | None:
+    return None if doc is None else Task.from_doc(doc)
+
+
+_mongomock_lock = threading.Lock()
+_mongomock_client: Any = None
+# mongomock is not thread-safe: it applies a filtered write as "find, then modify" without a lock
+# (two threads' compare-and-sets of one version can both match, which a server never allows) and
+# a read iterates over documents a write is changing. One lock around every mongomock operation in
+# the process keeps the in-memory store to the contract; a real server needs none.
+_mongomock_calls = threading.RLock()
+
+
+def _serializer(client: Any) -> contextlib.AbstractContextManager[Any]:
+    if type(client).__module__.split(".")[0] == "mongomock":
+        return _mongomock_calls
+    return contextlib.nullcontext()
+
+
+def _shared_mongomock_client() -> Any:
+    global _mongomock_client
+    with _mongomock_lock:
+        if _mongomock_client is None:
+            import mongomock  # a test dependency: imported only when asked for
+
+            _mongomock_client = mongomock.MongoClient()
+        return _mongomock_client

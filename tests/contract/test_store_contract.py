@@ -1,0 +1,562 @@
+"""The TaskStore contract: one set of tests, run against every store.
+
+Test ids name the store: [sqlite], [mongo-mongomock] (an in-memory fake, not a server) and, when a
+real MongoDB is reachable, [mongo-real]. The report header says which Mongo this run used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import multiprocessing
+import sqlite3
+import threading
+from typing import Any
+
+import pytest
+
+from common.errors import ConfigError, DuplicateTask, StoreError
+from common.models import Alarm, Step, StepMessage, Task
+from common.statuses import Phase, ResultCode, TaskStatus
+from common.store.factory import database_name, open_store, sqlite_path
+from common.store.mongo import MongoStore
+from common.store.mutate import mutate
+from common.store.sqlite import SqliteStore
+from common.transitions import (
+    AttemptResult,
+    Refusal,
+    Timing,
+    claim,
+    create_task,
+    finish_attempt,
+    mark_sent,
+)
+from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
+    StoreUnderTest,
+    bump_counter,
+    count_in_process,
+    real_mongo_client,
+    real_mongo_url,
+    subject,
+)
+
+NOW = 1_700_000_000.25
+WORKER = "worker-1"
+
+
+@pytest.fixture
+def store(subject: StoreUnderTest) -> Any:
+    return subject.store
+
+
+# --- building realistic documents ----------------------------------------------------------------
+
+
+def mysql_steps(retry: int = 2) -> list[Step]:
+    def step(name: str, module: str, command: str, rollback: str | None) -> Step:
+        return Step(
+            Name=name,
+            NormalModule=module,
+            NormalCommand=command,
+            NormalTimeout=30.0,
+            NormalRetry=retry,
+            RollbackModule=module if rollback else None,
+            RollbackCommand=rollback,
+            RollbackTimeout=20.0 if rollback else None,
+            RollbackRetry=1 if rollback else None,
+        )
+
+    return [
+        step("check", "resource", "check_resource", None),
+        step("init", "mysql", "init_instance", "destroy_instance"),
+        step("deduct", "resource", "deduct_resource", "refund_resource"),
+    ]
+
+
+def new_task(
+    now: float = NOW,
+    *,
+    task_type: str = "create_mysql",
+    key: str | None = None,
+    start_at: float | None = None,
+    redeliver_after: float = 60.0,
+    retry: int = 2,
+    **extra: Any,
+) -> Task:
+    return create_task(
+        task_type=task_type,
+        steps=mysql_steps(retry),
+        parameters={"region": "eu-1", "size": "db.large", "disk_gb": 100},
+        timing=Timing(now=now, redeliver_after=redeliver_after),
+        start_at=start_at,
+        idempotency_key=key,
+        **extra,
+    )
+
+
+def claimed(task: Task, now: float) -> Task:
+    """The active dispatch claimed by WORKER, as a module does on delivery."""
+    active = task.Active
+    assert active is not None
+    step = task.Steps[active.Cursor]
+    message = StepMessage(
+        TaskId=task.TaskId,
+        Cursor=active.Cursor,
+        Type=active.Phase,
+        Module=step.module(active.Phase),
+        Command=step.command(active.Phase),
+        Timeout=step.timeout(active.Phase),
+        Retry=step.retry(active.Phase),
+        DispatchId=active.DispatchId,
+        Attempt=active.Attempt,
+    )
+    result = claim(task, message, WORKER, Timing(now=now))
+    assert not isinstance(result, Refusal), result
+    return result
+
+
+def sent(task: Task) -> Task:
+    """Every outbox entry confirmed by the broker."""
+    for entry in list(task.Outbox):
+        result = mark_sent(task, entry.DispatchId)
+        assert not isinstance(result, Refusal)
+        task = result
+    return task
+
+
+def finished(task: Task, now: float, result: AttemptResult) -> Task:
+    assert task.Active is not None
+    new = finish_attempt(task, task.Active.DispatchId, WORKER, result, Timing(now=now))
+    assert not isinstance(new, Refusal), new
+    return new
+
+
+def write(store: Any, task: Task, change: Any) -> Task:
+    """Apply a pure change through the store's compare-and-set, as the engine does."""
+    result = mutate(store, task.TaskId, change)
+    assert not isinstance(result, Refusal), result
+    return result
+
+
+# --- tasks: insert and read ----------------------------------------------------------------------
+
+
+def test_insert_and_get_preserve_every_field(subject: StoreUnderTest) -> None:
+    store = subject.store
+    task = new_task(
+        key="req-42",
+        start_at=NOW + 5,
+        priority=3,
+        user_id="alice",
+        labels={"team": "db", "env": "prod"},
+    )
+    task.Parameters.update({"nested": {"list": [1, 2.5, None, "é"]}, "flag": True, "t": 0.1 + 0.2})
+    store.insert(task)
+    assert store.get(task.TaskId) == task
+
+    # A document that has been through claims, a result, a failure and a rollback dispatch.
+    step0_ok = AttemptResult(ResultCode.OK, output={"quota": 7})
+    progressed = sent(finished(claimed(task, NOW + 6), NOW + 7, step0_ok))
+    progressed = finished(
+        claimed(sent(progressed), NOW + 8),
+        NOW + 9,
+        AttemptResult(ResultCode.FAILED, "disk full", retryable=False),
+    )
+    progressed.Version = task.Version + 1
+    assert store.compare_and_set(progressed, task.Version)
+    read = store.get(task.TaskId)
+    assert read == progressed
+    assert read.TaskStatus is TaskStatus.ROLLING_BACK and read.Steps[1].Message == "disk full"
+
+
+def test_stored_document_is_task_to_doc(subject: StoreUnderTest) -> None:
+    task = new_task(key="shape")
+    subject.store.insert(task)
+    raw = subject.raw_task_doc(task.TaskId)
+    raw.pop("_id", None)
+    assert raw == task.to_doc()
+
+
+def test_get_unknown_task_is_none(store: Any) -> None:
+    assert store.get("no-such-task") is None
+    assert store.get_by_idempotency_key("no-such-key") is None
+
+
+def test_duplicate_task_id_is_refused(store: Any) -> None:
+    task = new_task()
+    store.insert(task)
+    twin = new_task(task_id=task.TaskId, task_type="other")
+    with pytest.raises(DuplicateTask):
+        store.insert(twin)
+    assert store.get(task.TaskId) == task
+
+
+def test_duplicate_idempotency_key_is_refused(store: Any) -> None:
+    first = new_task(key="same-request")
+    store.insert(first)
+    with pytest.raises(DuplicateTask):
+        store.insert(new_task(key="same-request"))
+    assert store.get_by_idempotency_key("same-request") == first
+    assert len(store.list_tasks()) == 1
+
+
+def test_many_tasks_without_idempotency_key(store: Any) -> None:
+    tasks = [new_task(NOW + i) for i in range(5)]
+    for task in tasks:
+        store.insert(task)
+    assert {t.TaskId for t in store.list_tasks()} == {t.TaskId for t in tasks}
+
+
+def test_get_by_idempotency_key(store: Any) -> None:
+    wanted = new_task(key="k-1")
+    store.insert(wanted)
+    store.insert(new_task(key="k-2"))
+    store.insert(new_task())
+    assert store.get_by_idempotency_key("k-1") == wanted
+
+
+# --- compare-and-set -----------------------------------------------------------------------------
+
+
+def test_compare_and_set_wins_once_then_stale_writers_lose(store: Any) -> None:
+    task = new_task()
+    store.insert(task)
+    winner = claimed(task, NOW + 1)
+    winner.Version = task.Version + 1
+    assert store.compare_and_set(winner, task.Version) is True
+
+    late = task.model_copy(deep=True)
+    late.TaskMessage = "written from a stale read"
+    late.Version = task.Version + 1
+    assert store.compare_and_set(late, task.Version) is False
+    assert store.get(task.TaskId) == winner
+
+    ghost = new_task()
+    ghost.Version = 1
+    assert store.compare_and_set(ghost, 0) is False
+    assert store.get(ghost.TaskId) is None
+
+
+def test_compare_and_set_requires_the_bumped_version(store: Any) -> None:
+    task = new_task()
+    store.insert(task)
+    with pytest.raises(ValueError):
+        store.compare_and_set(task, task.Version)
+    assert store.get(task.TaskId) == task
+
+
+def test_concurrent_mutations_from_threads_lose_no_update(store: Any) -> None:
+    task = new_task()
+    store.insert(task)
+    threads_n, rounds = 8, 40
+
+    def work(worker: str) -> None:
+        for _ in range(rounds):
+            write(store, task, functools.partial(bump_counter, worker=worker))
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(threads_n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    final = store.get(task.TaskId)
+    assert final.Parameters["count"] == threads_n * rounds
+    assert all(final.Parameters[f"t{i}"] == rounds for i in range(threads_n))
+    assert final.Version == task.Version + threads_n * rounds
+
+
+# --- queries -------------------------------------------------------------------------------------
+
+
+def test_due_for_sweep_returns_lapsed_deadlines_only(store: Any) -> None:
+    # create_task sets Active.Deadline = now + redeliver_after.
+    early = new_task(redeliver_after=100)  # NOW + 100
+    later = new_task(redeliver_after=200)  # NOW + 200
+    future = new_task(redeliver_after=900)  # NOW + 900
+    done = _single_step_succeeded()  # Active is None: nothing to sweep, ever
+    for task in (future, later, done, early):
+        store.insert(task)
+
+    due = store.due_for_sweep(NOW + 200, limit=10)
+    assert [t.TaskId for t in due] == [early.TaskId, later.TaskId]
+    assert [t.TaskId for t in store.due_for_sweep(NOW + 200, limit=1)] == [early.TaskId]
+    assert store.due_for_sweep(NOW + 99, limit=10) == []
+    assert store.due_for_sweep(NOW + 10_000, limit=0) == []
+
+
+def test_due_for_sweep_follows_the_lease(store: Any) -> None:
+    task = new_task(redeliver_after=100)
+    store.insert(task)
+    running = write(store, task, lambda t: claimed(t, NOW + 1))  # leased until NOW + 31
+    assert [t.TaskId for t in store.due_for_sweep(NOW + 31, limit=10)] == [running.TaskId]
+    assert store.due_for_sweep(NOW + 30, limit=10) == []
+
+
+def _single_step_succeeded() -> Task:
+    task = create_task(
+        task_type="noop",
+        steps=mysql_steps()[:1],
+        parameters={},
+        timing=Timing(now=NOW),
+    )
+    done = finished(claimed(sent(task), NOW + 1), NOW + 2, AttemptResult(ResultCode.OK))
+    assert done.TaskStatus is TaskStatus.SUCCESS and done.Active is None and not done.Outbox
+    return done
+
+
+def test_unsent_outbox(store: Any) -> None:
+    unsent = new_task(NOW)  # step 0 dispatch due at NOW
+    confirmed = new_task(NOW)
+    delayed = new_task(NOW, start_at=NOW + 500)  # due at NOW + 500
+    running = new_task(NOW)
+    for task in (unsent, confirmed, delayed, running):
+        store.insert(task)
+    write(store, confirmed, sent)
+    write(store, running, lambda t: claimed(sent(t), NOW + 1))
+
+    assert [t.TaskId for t in store.unsent_outbox(NOW + 200, limit=10)] == [unsent.TaskId]
+    both = store.unsent_outbox(NOW + 500, limit=10)
+    assert [t.TaskId for t in both] == [unsent.TaskId, delayed.TaskId]  # oldest first
+    assert [t.TaskId for t in store.unsent_outbox(NOW + 500, limit=1)] == [unsent.TaskId]
+    assert store.unsent_outbox(NOW - 1, limit=10) == []
+
+
+def test_unsent_outbox_sees_the_next_dispatch(store: Any) -> None:
+    task = new_task(NOW)
+    store.insert(task)
+    write(store, task, lambda t: claimed(sent(t), NOW + 1))
+    assert store.unsent_outbox(NOW + 10, limit=10) == []
+    write(store, task, lambda t: finished(t, NOW + 2, AttemptResult(ResultCode.OK)))
+    assert [t.Active.Cursor for t in store.unsent_outbox(NOW + 10, limit=10)] == [1]
+
+
+def test_list_tasks_filters_newest_first(store: Any) -> None:
+    mysql = [new_task(NOW + i, task_type="create_mysql") for i in range(4)]
+    redis = [new_task(NOW + 10 + i, task_type="create_redis") for i in range(2)]
+    for task in mysql + redis:
+        store.insert(task)
+    running = [write(store, t, lambda t: claimed(t, NOW + 20)) for t in (mysql[1], redis[0])]
+
+    def ids(tasks: list[Task]) -> list[str]:
+        return [t.TaskId for t in tasks]
+
+    everything = [*reversed(redis), *reversed(mysql)]
+    assert ids(store.list_tasks()) == ids(everything)
+    assert ids(store.list_tasks(limit=3)) == ids(everything[:3])
+    assert ids(store.list_tasks(task_type="create_mysql")) == ids(list(reversed(mysql)))
+    assert ids(store.list_tasks(status=TaskStatus.RUNNING)) == [redis[0].TaskId, mysql[1].TaskId]
+    assert ids(store.list_tasks(status=TaskStatus.RUNNING, task_type="create_mysql")) == [
+        mysql[1].TaskId
+    ]
+    waiting_redis = store.list_tasks(status=TaskStatus.NOT_STARTED, task_type="create_redis")
+    assert ids(waiting_redis) == [redis[1].TaskId]
+    assert store.list_tasks(status=TaskStatus.SUCCESS) == []
+    assert store.list_tasks(limit=0) == []
+    assert running[0].TaskStatus is TaskStatus.RUNNING
+
+
+# --- locks ---------------------------------------------------------------------------------------
+
+
+def test_lock_is_exclusive_until_it_lapses(store: Any) -> None:
+    assert store.try_lock("sweeper", "oss-a", NOW, ttl=10)
+    assert not store.try_lock("sweeper", "oss-b", NOW + 5, ttl=10)
+    assert store.try_lock("sweeper", "oss-a", NOW + 5, ttl=10)  # renewed: valid to NOW + 15
+    assert not store.try_lock("sweeper", "oss-b", NOW + 14, ttl=10)
+    assert store.try_lock("sweeper", "oss-b", NOW + 16, ttl=10)  # lapsed: taken over
+    assert not store.try_lock("sweeper", "oss-a", NOW + 17, ttl=10)
+    assert store.try_lock("relay", "oss-a", NOW + 17, ttl=10)  # locks are independent by name
+
+
+def test_release_lock_only_by_its_owner(store: Any) -> None:
+    assert store.try_lock("sweeper", "oss-a", NOW, ttl=60)
+    store.release_lock("sweeper", "oss-b")
+    assert not store.try_lock("sweeper", "oss-b", NOW + 1, ttl=60)
+    store.release_lock("sweeper", "oss-a")
+    assert store.try_lock("sweeper", "oss-b", NOW + 2, ttl=60)
+    store.release_lock("never-taken", "oss-a")
+
+
+# --- alarms --------------------------------------------------------------------------------------
+
+
+def alarm(alarm_id: str, time: float, message: str = "rollback of step 1 failed") -> Alarm:
+    return Alarm(
+        AlarmId=alarm_id,
+        Kind="rollback_failed",
+        Time=time,
+        Message=message,
+        TaskId="task-1",
+        Cursor=1,
+        Phase=Phase.ROLLBACK,
+        Module="mysql",
+        Command="destroy_instance",
+    )
+
+
+def test_add_alarm_is_idempotent(store: Any) -> None:
+    first = alarm("a-1", NOW)
+    assert store.add_alarm(first) is True
+    assert store.add_alarm(alarm("a-1", NOW + 1, "a redelivery")) is False
+    assert store.list_alarms() == [first]
+
+
+def test_list_and_acknowledge_alarms(store: Any) -> None:
+    for i in range(3):
+        store.add_alarm(alarm(f"a-{i}", NOW + i))
+    assert [a.AlarmId for a in store.list_alarms()] == ["a-2", "a-1", "a-0"]
+    assert [a.AlarmId for a in store.list_alarms(limit=2)] == ["a-2", "a-1"]
+
+    acked = store.acknowledge_alarm("a-1", by="oncall", now=NOW + 60)
+    assert acked == alarm("a-1", NOW + 1).model_copy(
+        update={"Acknowledged": True, "AcknowledgedBy": "oncall", "AcknowledgedAt": NOW + 60}
+    )
+    assert store.list_alarms(acknowledged=True) == [acked]
+    assert [a.AlarmId for a in store.list_alarms(acknowledged=False)] == ["a-2", "a-0"]
+
+    again = store.acknowledge_alarm("a-1", by="someone-else", now=NOW + 90)
+    assert again == acked  # the first acknowledgement stands
+    assert store.acknowledge_alarm("no-such-alarm", by="oncall", now=NOW) is None
+
+
+def test_ping(store: Any) -> None:
+    store.ping()
+
+
+# --- SQLite: processes and durability ------------------------------------------------------------
+
+
+def test_sqlite_mutations_from_processes_lose_no_update(tmp_path: Any) -> None:
+    path = str(tmp_path / "shared.db")
+    store = SqliteStore(path)
+    task = new_task()
+    store.insert(task)
+    procs_n, rounds = 4, 200
+
+    context = multiprocessing.get_context("spawn")
+    start, tries = context.Barrier(procs_n), context.Value("i", 0)
+    procs = [
+        context.Process(
+            target=count_in_process, args=(path, task.TaskId, f"p{i}", rounds, start, tries)
+        )
+        for i in range(procs_n)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=60)
+    assert [proc.exitcode for proc in procs] == [0] * procs_n
+
+    final = store.get(task.TaskId)
+    assert final.Parameters["count"] == procs_n * rounds
+    assert all(final.Parameters[f"p{i}"] == rounds for i in range(procs_n))
+    assert final.Version == procs_n * rounds
+    lost_races = tries.value - procs_n * rounds
+    assert lost_races > 0, "the processes never overlapped: the test proved nothing"
+    print(f"{procs_n} processes: {lost_races} lost compare-and-set races, re-read and retried")
+    store.close()
+
+
+def test_sqlite_survives_close_and_reopen(tmp_path: Any) -> None:
+    path = str(tmp_path / "durable.db")
+    store = SqliteStore(path)
+    task = new_task(key="durable")
+    store.insert(task)
+    progressed = write(store, task, lambda t: claimed(t, NOW + 1))
+    store.add_alarm(alarm("a-1", NOW))
+    store.close()
+    with pytest.raises(StoreError):
+        store.get(task.TaskId)
+
+    reopened = SqliteStore(path)
+    assert reopened.get(task.TaskId) == progressed
+    assert reopened.get_by_idempotency_key("durable") == progressed
+    assert [a.AlarmId for a in reopened.list_alarms()] == ["a-1"]
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    reopened.close()
+
+
+def test_sqlite_unopenable_file_is_a_store_error(tmp_path: Any) -> None:
+    with pytest.raises(StoreError):
+        SqliteStore(str(tmp_path / "no-such-dir" / "tasks.db"))
+
+
+def test_sqlite_connection_per_thread_after_other_threads_end(tmp_path: Any) -> None:
+    store = SqliteStore(str(tmp_path / "threads.db"))
+    task = new_task()
+    store.insert(task)
+    seen: list[Task | None] = []
+    for _ in range(3):
+        thread = threading.Thread(target=lambda: seen.append(store.get(task.TaskId)))
+        thread.start()
+        thread.join()
+    assert seen == [task] * 3
+    store.close()
+
+
+# --- Mongo: errors stay inside the adapter -------------------------------------------------------
+
+
+def test_unreachable_mongo_is_a_store_error() -> None:
+    with pytest.raises(StoreError):
+        MongoStore("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200")
+
+
+# --- the factory ---------------------------------------------------------------------------------
+
+
+def test_open_store_sqlite_urls(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    absolute = tmp_path / "abs.db"
+    assert sqlite_path(f"sqlite://{absolute}") == str(absolute)  # sqlite:/// + /abs/path
+    assert sqlite_path(f"sqlite:///{absolute}") == str(absolute)  # SQLAlchemy's four slashes
+    assert sqlite_path(f"sqlite:{absolute}") == str(absolute)
+    assert sqlite_path("sqlite:var/baton.db") == "var/baton.db"
+    monkeypatch.chdir(tmp_path)
+    for url in (f"sqlite://{absolute}", "sqlite:relative.db"):
+        store = open_store(url)
+        assert isinstance(store, SqliteStore)
+        store.ping()
+        store.close()
+    assert (tmp_path / "relative.db").exists() and absolute.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite://host/x.db", "sqlite:", "sqlite::memory:", "sqlite:///x.db?mode=ro"]
+)
+def test_open_store_rejects_bad_sqlite_urls(url: str) -> None:
+    with pytest.raises(ConfigError):
+        open_store(url)
+
+
+def test_open_store_unknown_scheme_names_it() -> None:
+    with pytest.raises(ConfigError, match="redis"):
+        open_store("redis://localhost/0")
+    with pytest.raises(ConfigError):
+        open_store("just-a-path.db")
+
+
+def test_mongo_database_name_comes_from_the_url() -> None:
+    assert database_name("mongodb://h1:27017,h2:27017/prod?replicaSet=rs") == "prod"
+    assert database_name("mongodb+srv://user:p%40ss@cluster.example.net/ops") == "ops"
+    assert database_name("mongodb://localhost:27017") == "baton"
+    assert database_name("mongodb://localhost:27017/?w=majority") == "baton"
+
+
+def test_mongomock_url_is_one_in_memory_server_per_process() -> None:
+    name = f"factory_{threading.get_ident()}_{id(object())}"
+    first = open_store(f"mongomock:///{name}")
+    second = open_store(f"mongomock:///{name}")
+    task = new_task()
+    first.insert(task)
+    assert second.get(task.TaskId) == task
+    assert open_store("mongomock://").get(task.TaskId) is None  # database "baton"
+
+
+def test_mongo_write_concern_is_a_constructor_argument() -> None:
+    import mongomock
+
+    store = MongoStore(mongomock.MongoClient(), "write_concern", write_concern="majority")
+    task = new_task()
+    store.insert(task)
+    assert store.get(task.TaskId) == task
