@@ -17,7 +17,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_", extra="ignore")
 
     broker_url: str = Field("memory://", description="amqp://user:pass@host:5672/vhost, or memory://")
-    store_url: str = Field("sqlite:///var/baton.db", description="sqlite:///path, mongodb://..., mongomock://")
+    store_url: str = Field(
+        "sqlite:var/baton.db", description="sqlite:relative.db, sqlite:///abs/path.db, mongodb://..., mongomock://"
+    )
     flows_path: str = Field("flows.yaml", description="The task types")
     module: str | None = Field(None, description="Which module this process runs")
     concurrency: int = Field(4, ge=1, le=256, description="Steps a module process runs at once")

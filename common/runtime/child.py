@@ -18,6 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from common.errors import CommandFailed
+from common.logging import configure_logging
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.registry import CommandContext, CommandRegistry, load_registry
 from common.statuses import Phase
@@ -25,7 +26,10 @@ from common.statuses import Phase
 PR_SET_PDEATHSIG = 1
 
 
-def child_main(registry_ref: str, conn: Connection, fault_injection: bool) -> None:
+def child_main(
+    registry_ref: str, conn: Connection, fault_injection: bool, log_format: str = "console", log_level: str = "info"
+) -> None:
+    configure_logging(log_format, log_level)  # a command's log lines look like its module's
     os.setsid()  # own process group: the parent kills the command and whatever it started
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle

@@ -30,7 +30,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         configure_logging(settings.log_format, settings.log_level)
         registry = load_registry(registry_ref)
         # The module refuses to start if flows.yaml asks it for a command it does not have.
-        flows = load_flows(settings.flows_path, {registry.module: registry.names()})
+        flows = load_flows(settings.flows_path, {registry.module: registry.names()}, all_modules=False)
     except ConfigError as exc:
         print(f"baton: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -24,7 +24,7 @@ log = structlog.get_logger(__name__)
 POLL_SLICE = 0.1  # how often a waiting slot checks whether its lease was lost
 
 
-@dataclass
+@dataclass(eq=False)  # identity, not value: children are kept in a set
 class _Child:
     process: BaseProcess
     conn: Connection
@@ -49,8 +49,16 @@ class CommandRequest:
 
 
 class CommandRunner:
-    def __init__(self, registry_ref: str, size: int, fault_injection: bool = False):
+    def __init__(
+        self,
+        registry_ref: str,
+        size: int,
+        fault_injection: bool = False,
+        log_format: str = "console",
+        log_level: str = "info",
+    ):
         self._registry_ref = registry_ref
+        self._log = (log_format, log_level)
         self._size = size
         self._fault_injection = fault_injection
         self._context = multiprocessing.get_context("spawn")
@@ -109,7 +117,7 @@ class CommandRunner:
         parent_end, child_end = self._context.Pipe()
         process = self._context.Process(
             target=child_main,
-            args=(self._registry_ref, child_end, self._fault_injection),
+            args=(self._registry_ref, child_end, self._fault_injection, *self._log),
             daemon=True,
             name=f"baton-command-{self._registry_ref}",
         )

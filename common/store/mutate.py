@@ -26,6 +26,8 @@ def mutate(store: TaskStore, task_id: str, change: Change, max_tries: int = 100)
         updated = change(current)
         if isinstance(updated, Refusal):
             return updated
+        if updated is current:
+            raise TypeError("a change must return a new task, not edit the one it was given")
         updated.Version = current.Version + 1
         if store.compare_and_set(updated, current.Version):
             return updated

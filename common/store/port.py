@@ -15,6 +15,8 @@ from common.statuses import TaskStatus
 
 
 class TaskStore(Protocol):
+    """Every `limit` below returns [] when <= 0 (stores disagree on what 0 would mean)."""
+
     def insert(self, task: Task) -> None:
         """Store a new task. Raises DuplicateTask if its TaskId or IdempotencyKey is taken."""
 
@@ -25,8 +27,8 @@ class TaskStore(Protocol):
     def compare_and_set(self, task: Task, expected_version: int) -> bool:
         """Replace the stored task iff its Version still equals `expected_version`.
 
-        `task.Version` must already be `expected_version + 1`. False when another writer won
-        (or the task does not exist); nothing is written then.
+        `task.Version` must already be `expected_version + 1` (ValueError otherwise). False when
+        another writer won (or the task does not exist); nothing is written then.
         """
 
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
@@ -45,7 +47,10 @@ class TaskStore(Protocol):
         """Newest first (TimeCreate descending)."""
 
     def try_lock(self, name: str, owner: str, now: float, ttl: float) -> bool:
-        """Take or renew the named lock until now+ttl. False while someone else holds it."""
+        """Take or renew the named lock until now+ttl. False while someone else holds it.
+
+        A lock counts as lapsed only once its expiry is strictly before `now`.
+        """
 
     def release_lock(self, name: str, owner: str) -> None:
         """Give the lock up if `owner` holds it; otherwise do nothing."""
@@ -57,7 +62,8 @@ class TaskStore(Protocol):
         """Newest first."""
 
     def acknowledge_alarm(self, alarm_id: str, by: str, now: float) -> Alarm | None:
-        """Mark acknowledged; returns the alarm, or None if unknown."""
+        """Mark acknowledged; returns the alarm, or None if unknown. A second acknowledgement
+        leaves the first one's name and time in place."""
 
     def ping(self) -> None:
         """Raise StoreError if the store cannot be reached."""

@@ -12,5 +12,5 @@ log = structlog.get_logger(__name__)
 
 @registry.command()
 def report_event(ctx: CommandContext) -> dict:
-    log.info("event reported", event=f"{ctx.task_type} abandoned", task_id=ctx.task_id)
+    log.info("event reported", what=f"{ctx.task_type} abandoned", task_id=ctx.task_id)
     return {"event_reported": True}

@@ -1,0 +1,167 @@
+"""Real baton processes for end-to-end tests: modules and a sweeper as separate OS processes.
+
+Each cluster gets its own SQLite file and flows.yaml in a temporary directory, and its broker URL
+from the caller (a vhost of its own on the shared RabbitMQ).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common.broker.factory import open_broker
+from common.flows import load_flows
+from common.models import Task
+from common.settings import load_settings
+from common.statuses import FINAL_STATUSES
+from common.store.factory import open_store
+from oss.service import TaskService
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Proc:
+    name: str
+    args: list[str]
+    log_path: Path
+    popen: subprocess.Popen | None = None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@dataclass
+class Cluster:
+    workdir: Path
+    broker_url: str
+    flows_text: str
+    extra_env: dict[str, str] = field(default_factory=dict)
+    procs: dict[str, Proc] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.flows_path = self.workdir / "flows.yaml"
+        self.flows_path.write_text(self.flows_text)
+        self.store_url = f"sqlite:///{self.workdir / 'baton.db'}"
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "BATON_BROKER_URL": self.broker_url,
+            "BATON_STORE_URL": self.store_url,
+            "BATON_FLOWS_PATH": str(self.flows_path),
+            "BATON_FAULT_INJECTION": "1",
+            "BATON_LEASE_SECONDS": "3",
+            "BATON_REDELIVER_AFTER_SECONDS": "10",
+            "BATON_SWEEP_INTERVAL_SECONDS": "0.3",
+            "BATON_RELAY_GRACE_SECONDS": "1",
+            "BATON_SHUTDOWN_GRACE_SECONDS": "5",
+            "BATON_LOG_FORMAT": "json",
+            **self.extra_env,
+        }
+        settings = load_settings(
+            broker_url=self.broker_url, store_url=self.store_url, flows_path=str(self.flows_path)
+        )
+        self.store = open_store(self.store_url)
+        self.broker = open_broker(self.broker_url)
+        self.service = TaskService(self.store, self.broker, load_flows(self.flows_path), settings)
+        self.service.declare_queues()
+
+    # --- processes ---------------------------------------------------------------------------
+
+    def start_module(self, module: str, name: str | None = None, **env: str) -> Proc:
+        return self._start(name or module, [sys.executable, "-m", f"modules.{module}"], env, ready="module started")
+
+    def start_sweeper(self, name: str = "sweeper", **env: str) -> Proc:
+        return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started")
+
+    def _start(self, name: str, args: list[str], env: dict[str, str], ready: str) -> Proc:
+        proc = self.procs.get(name) or Proc(name, args, self.workdir / f"{name}.log")
+        self.procs[name] = proc
+        offset = len(proc.log_text())
+        with proc.log_path.open("a") as log:
+            proc.popen = subprocess.Popen(
+                args, cwd=REPO, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT
+            )
+        wait_until(lambda: ready in proc.log_text()[offset:] or proc.popen.poll() is not None, 30, f"{name} ready")
+        if proc.popen.poll() is not None:
+            raise AssertionError(f"{name} exited with {proc.popen.returncode}:\n{proc.log_text()[-3000:]}")
+        return proc
+
+    def restart(self, name: str) -> Proc:
+        proc = self.procs[name]
+        return self._start(name, proc.args, {}, ready="module started" if "modules" in proc.args[-1] else "sweeper started")
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs[name]
+        assert proc.popen is not None
+        proc.popen.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            proc.popen.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.popen and proc.popen.poll() is None:
+                proc.popen.send_signal(signal.SIGTERM)
+        for proc in self.procs.values():
+            if proc.popen:
+                try:
+                    proc.popen.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.popen.kill()
+                    proc.popen.wait()
+        self.broker.close()
+        self.store.close()
+
+    def logs(self) -> str:
+        return "\n".join(f"==== {p.name}\n{p.log_text()[-4000:]}" for p in self.procs.values())
+
+    def log_events(self, name: str) -> list[dict]:
+        events = []
+        for line in self.procs[name].log_text().splitlines():
+            with contextlib.suppress(ValueError):
+                events.append(json.loads(line))
+        return events
+
+    # --- tasks -------------------------------------------------------------------------------
+
+    def submit(self, task_type: str, **parameters) -> Task:
+        return self.service.submit(task_type, parameters).task
+
+    def wait_final(self, task_id: str, timeout: float = 60) -> Task:
+        def final() -> bool:
+            task = self.store.get(task_id)
+            return task is not None and task.TaskStatus in FINAL_STATUSES and not task.Outbox
+
+        try:
+            wait_until(final, timeout, f"task {task_id} final")
+        except AssertionError:
+            print(self.logs())
+            print(self.store.get(task_id).model_dump_json(indent=1))
+            raise
+        return self.store.get(task_id)
+
+
+def wait_until(condition, timeout: float, what: str, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def commits(task: Task, event: str = "step_succeeded") -> dict[tuple[int, int], int]:
+    """How many times each (step, phase) outcome was committed, from the task's history."""
+    counted: dict[tuple[int, int], int] = {}
+    for item in task.History:
+        if item.Event == event:
+            key = (item.Cursor, int(item.Phase))
+            counted[key] = counted.get(key, 0) + 1
+    return counted
