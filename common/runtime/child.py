@@ -34,15 +34,19 @@ def child_main(
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     registry = load_registry(registry_ref)
+    resources = registry.make_resources()
+    conn.send({"ready": True})  # imports done: the parent may count this slot as available
     while True:
         try:
             request = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send(execute(registry, request, fault_injection))
+        conn.send(execute(registry, request, fault_injection, resources))
 
 
-def execute(registry: CommandRegistry, request: dict[str, Any], fault_injection: bool) -> dict[str, Any]:
+def execute(
+    registry: CommandRegistry, request: dict[str, Any], fault_injection: bool, resources: Any = None
+) -> dict[str, Any]:
     """Run one command; always answer with {"ok", "message", "output", "retryable"}."""
     context = CommandContext(
         task_id=request["task_id"],
@@ -54,6 +58,7 @@ def execute(registry: CommandRegistry, request: dict[str, Any], fault_injection:
         attempt=request["attempt"],
         idempotency_key=request["idempotency_key"],
         parameters=request["parameters"],
+        resources=resources,
     )
     try:
         if fault_injection:

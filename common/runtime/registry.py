@@ -7,7 +7,14 @@
         ...
 
 A command receives the task's shared Parameters and the step's idempotency key, and returns a
-dict merged into Parameters. It reports a failure it understands by raising CommandFailed; any
+dict merged into Parameters. What commands share for the life of their process (a database
+connection pool, a store handle) comes from a setup function, run once in each command process:
+
+    @registry.setup
+    def connect() -> Resources:
+        return Resources(db=connect_to_mysql(load_settings()))
+
+and reaches each command as `ctx.resources`. It reports a failure it understands by raising CommandFailed; any
 other exception fails the attempt as well. Commands run at least once: use the idempotency key so
 that running twice has no double effect.
 """
@@ -33,6 +40,7 @@ class CommandContext:
     attempt: int
     idempotency_key: str  # same for every attempt and redelivery of this step phase
     parameters: Mapping[str, Any]
+    resources: Any = None  # what the registry's setup function returned, in this process
 
 
 CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]
@@ -42,6 +50,7 @@ class CommandRegistry:
     def __init__(self, module: str):
         self.module = module
         self._commands: dict[str, CommandFn] = {}
+        self._setup: Callable[[], Any] | None = None
 
     def command(self, name: str | None = None) -> Callable[[CommandFn], CommandFn]:
         def register(fn: CommandFn) -> CommandFn:
@@ -52,6 +61,16 @@ class CommandRegistry:
             return fn
 
         return register
+
+    def setup(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """Register the function that builds this module's shared resources (once per process)."""
+        if self._setup is not None:
+            raise ValueError(f"{self.module}: setup registered twice")
+        self._setup = fn
+        return fn
+
+    def make_resources(self) -> Any:
+        return self._setup() if self._setup else None
 
     def get(self, name: str) -> CommandFn:
         try:

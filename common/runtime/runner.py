@@ -66,10 +66,12 @@ class CommandRunner:
         self._all: set[_Child] = set()
         self._lock = threading.Lock()
 
-    def start(self) -> None:
+    def start(self, ready_timeout: float = 60.0) -> None:
         """Start every child now: a module is ready only once it can run a command at once."""
-        for _ in range(self._size):
-            self._idle.put(self._spawn())
+        children = [self._spawn() for _ in range(self._size)]
+        for child in children:
+            self._await_ready(child, ready_timeout)
+            self._idle.put(child)
 
     def run(self, request: CommandRequest, timeout: float, cancelled: threading.Event) -> AttemptResult:
         child = self._idle.get()
@@ -131,7 +133,16 @@ class CommandRunner:
     def _replace(self, old: _Child | None) -> _Child:
         if old is not None:
             self._retire(old)
-        return self._spawn()
+        child = self._spawn()
+        self._await_ready(child, timeout=60.0)
+        return child
+
+    def _await_ready(self, child: _Child, timeout: float) -> None:
+        """Wait for the child's "ready" (its imports are done); a child that cannot start is fatal."""
+        if not child.conn.poll(timeout):
+            self._retire(child)
+            raise RuntimeError(f"command process for {self._registry_ref} not ready after {timeout:g}s")
+        child.conn.recv()
 
     def _retire(self, child: _Child) -> None:
         child.kill()
