@@ -162,6 +162,22 @@ def finish_attempt(
     return new
 
 
+def release(task: Task, dispatch_id: str, owner: str, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
+    """Give a claimed step back (its module is shutting down): dispatched again at once.
+
+    Not counted as an attempt: the command did not fail, its process was stopped under it.
+    """
+    refusal = _check_owner(task, dispatch_id, owner)
+    if refusal:
+        return refusal
+    new = task.model_copy(deep=True)
+    run = new.Active
+    assert run is not None
+    _record(new, timing.now, "released", run, actor=owner, message="module shutting down")
+    _dispatch(new, run.Cursor, run.Phase, run.Attempt, timing, timing.now, owner, ids)
+    return new
+
+
 def expire(task: Task, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
     """The sweeper's change for a task whose active run is past its deadline.
 

@@ -64,6 +64,7 @@ class ModuleRuntime:
         self._busy = 0
         self._busy_lock = threading.Lock()
         self._paused = False
+        self._pause_lock = threading.Lock()  # the hold-limit watcher and workers both flip it
         self._stopping = threading.Event()
 
     def start(self) -> None:
@@ -83,10 +84,11 @@ class ModuleRuntime:
                  concurrency=self._settings.concurrency, queue=module_queue(self.module))
 
     def stop(self, grace: float | None = None) -> bool:
-        """Stop consuming, let running steps finish within `grace`, then kill what is left.
+        """Stop consuming, let running steps finish within `grace`, then stop what is left.
 
-        Returns True if every running step finished in time. A step killed here keeps its claim
-        until the lease lapses; the sweeper then hands it to another replica.
+        Returns True if every running step finished in time. A step whose command is stopped
+        here is released: dispatched again at once for another replica, not counted as an
+        attempt (at least once: its idempotency key makes the re-run safe).
         """
         grace = self._settings.shutdown_grace_seconds if grace is None else grace
         self._stopping.set()
@@ -102,6 +104,8 @@ class ModuleRuntime:
         if not finished:
             log.warning("grace period over; stopping running commands", grace=grace)
         self._runner.close()
+        for worker in self._workers:  # stopped commands: their workers release the steps
+            worker.join(timeout=5)
         for subscription in self._subscriptions:
             subscription.stop()
         self._leases.stop()
@@ -143,18 +147,22 @@ class ModuleRuntime:
                 continue
             for delivery in stale:
                 delivery.requeue()
-            if not self._paused:
+            with self._pause_lock:
+                if self._paused:
+                    continue
                 self._paused = True
-                log.warning("every worker busy; consuming paused", given_back=len(stale))
-                for subscription in self._subscriptions:
-                    subscription.pause()
+            log.warning("every worker busy; consuming paused", given_back=len(stale))
+            for subscription in self._subscriptions:
+                subscription.pause()
 
     def _resume_if_idle(self) -> None:
-        if self._paused and not self._stopping.is_set() and self._busy < len(self._workers):
+        with self._pause_lock:
+            if not self._paused or self._stopping.is_set() or self._busy >= len(self._workers):
+                return
             self._paused = False
-            log.info("a worker is free; consuming resumed")
-            for subscription in self._subscriptions:
-                subscription.resume()
+        log.info("a worker is free; consuming resumed")
+        for subscription in self._subscriptions:
+            subscription.resume()
 
 
 def _settle_by_outcome(handle_body: BodyHandler) -> Handle:

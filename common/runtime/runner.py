@@ -21,6 +21,10 @@ from common.statuses import ResultCode
 from common.transitions import AttemptResult
 
 log = structlog.get_logger(__name__)
+
+
+class CommandInterrupted(Exception):
+    """The runner was closed (shutdown) while the command ran: not the command's failure."""
 POLL_SLICE = 0.1  # how often a waiting slot checks whether its lease was lost
 
 
@@ -65,6 +69,7 @@ class CommandRunner:
         self._idle: queue.SimpleQueue[_Child | None] = queue.SimpleQueue()
         self._all: set[_Child] = set()
         self._lock = threading.Lock()
+        self._closing = False
 
     def start(self, ready_timeout: float = 60.0) -> None:
         """Start every child now: a module is ready only once it can run a command at once."""
@@ -83,6 +88,8 @@ class CommandRunner:
         except (EOFError, OSError, BrokenPipeError) as exc:
             self._retire(child)
             self._idle.put(None)
+            if self._closing:
+                raise CommandInterrupted("module shutting down") from exc
             return AttemptResult(ResultCode.PROCESS_DIED, f"command process died: {exc or 'EOF'}")
         if isinstance(answer, AttemptResult):  # timed out or cancelled: the child is gone
             self._idle.put(None)
@@ -97,6 +104,7 @@ class CommandRunner:
 
     def close(self) -> None:
         """Kill every child, including ones still running a command (shutdown past its grace)."""
+        self._closing = True
         with self._lock:
             children = list(self._all)
         for child in children:

@@ -25,10 +25,19 @@ from common.queues import ALARM_QUEUE
 from common.backoff import retry_delay
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.lease import LeaseKeeper
-from common.runtime.runner import CommandRequest, CommandRunner
+from common.runtime.runner import CommandInterrupted, CommandRequest, CommandRunner
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt, idempotency_key, new_id
+from common.transitions import (
+    AttemptResult,
+    Refusal,
+    Timing,
+    claim,
+    finish_attempt,
+    idempotency_key,
+    new_id,
+    release,
+)
 
 log = structlog.get_logger(__name__)
 STORE_RETRY_PAUSE = 1.0  # a store outage: wait this long before giving a delivery back
@@ -106,7 +115,11 @@ class StepHandler:
         started = time.monotonic()
         with self._leases.hold(task.TaskId, message.DispatchId) as lease:
             self._crash_point(task, message, "during_command", delay=0.2)
-            result = self._runner.run(request, step.timeout(phase), lease.lost)
+            try:
+                result = self._runner.run(request, step.timeout(phase), lease.lost)
+            except CommandInterrupted:
+                self._release(task.TaskId, message)
+                return
         elapsed = round(time.monotonic() - started, 4)
         if lease.lost.is_set():
             log.warning("claim lost while running; outcome discarded", seconds=elapsed)
@@ -140,6 +153,20 @@ class StepHandler:
                 log.warning("outcome refused", reason=outcome.reason)
                 return None
             return outcome
+
+    def _release(self, task_id: str, message: StepMessage) -> None:
+        """Shutdown stopped the command: hand the step straight back instead of failing it."""
+        try:
+            released = mutate(
+                self._store, task_id, lambda t: release(t, message.DispatchId, self._config.owner, self._timing())
+            )
+        except StoreError as exc:
+            log.warning("could not release the step; its lease will lapse", error=str(exc))
+            return
+        if isinstance(released, Refusal):
+            return
+        log.info("step released for another replica")
+        self._publisher.flush(released)
 
     def _parse(self, delivery: Delivery) -> StepMessage | None:
         """A message nobody can act on goes to the dead-letter queue, with an alarm; never a crash."""

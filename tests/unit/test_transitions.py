@@ -220,3 +220,15 @@ def test_backoff_grows_exponentially_and_is_capped(retry_number, expected):
     assert retry_delay(policy, retry_number, 0.5) == expected  # the middle of the jitter band
     low, high = retry_delay(policy, retry_number, 0.0), retry_delay(policy, retry_number, 0.999999)
     assert low == pytest.approx(expected * 0.5) and high == pytest.approx(expected * 1.5, rel=1e-5)
+
+
+def test_release_hands_the_step_back_without_counting_an_attempt():
+    from common.transitions import release
+
+    task = new_task()
+    message = message_for(task)
+    claimed = claim(task, message, "w1", Timing(101))
+    released = release(claimed, message.DispatchId, "w1", Timing(102), ids=counter_ids("r"))
+    assert released.Active.State is RunState.PENDING and released.Active.Attempt == 1
+    assert released.Active.DispatchId != message.DispatchId and released.Outbox[-1].DueAt == 102
+    assert isinstance(release(claimed, message.DispatchId, "w2", Timing(102)), Refusal)

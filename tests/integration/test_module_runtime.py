@@ -1,0 +1,98 @@
+"""The module runtime in one process: in-process broker, SQLite store, real command children."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import structlog
+
+from common.broker.inprocess import InProcessBroker
+from common.flows import parse_flows
+from common.queues import module_queue
+from common.runtime.module import ModuleRuntime
+from common.settings import load_settings
+from common.statuses import FINAL_STATUSES, TaskStatus
+from common.store.sqlite import SqliteStore
+from oss.service import TaskService
+from tests.support.cluster import wait_until
+
+FLOWS = """
+version: 1
+task_types:
+  slow:
+    steps:
+      - name: only
+        normal: {module: mysql, command: noop, timeout: 3, retry: 0}
+"""
+
+
+@pytest.fixture
+def parts(tmp_path):
+    store = SqliteStore(str(tmp_path / "baton.db"))
+    broker = InProcessBroker()
+    flows = parse_flows(FLOWS, "flows.yaml")
+    settings = load_settings(concurrency=1, hold_limit_seconds=0.5, fault_injection=True, lease_seconds=5)
+    service = TaskService(store, broker, flows, settings)
+    broker.declare(module_queue("mysql"))
+    yield store, broker, service, settings
+    broker.close()
+    store.close()
+
+
+def runtime_for(store, broker, settings):
+    return ModuleRuntime(registry_ref="modules.mysql.commands:registry", settings=settings, store=store, broker=broker)
+
+
+def hanging(seconds_cap=3):
+    # A hang is stopped by the step's 3 s timeout: the one worker slot is busy that long.
+    return {"_baton_faults": [{"command": "noop", "action": "hang"}]}
+
+
+def test_deliveries_waiting_past_the_hold_limit_are_given_back_and_consuming_pauses(parts):
+    store, broker, service, settings = parts
+    runtime = runtime_for(store, broker, settings)
+    runtime.start()
+    try:
+        with structlog.testing.capture_logs() as logs:
+            blocker = service.submit("slow", hanging()).task
+            time.sleep(0.3)
+            waiting = service.submit("slow", {}).task
+            wait_until(lambda: any(e["event"] == "every worker busy; consuming paused" for e in logs), 10, "pause")
+            # Given back, not held: the message is ready in the queue again while the slot is busy.
+            assert broker.queue_depth("mysql") == 1
+            for task in (blocker, waiting):
+                wait_until(lambda t=task: store.get(t.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
+        assert store.get(blocker.TaskId).TaskStatus is TaskStatus.ROLLED_BACK  # timed out
+        assert store.get(waiting.TaskId).TaskStatus is TaskStatus.SUCCESS
+        assert any(e["event"] == "a worker is free; consuming resumed" for e in logs)
+    finally:
+        runtime.stop(grace=1)
+
+
+def test_stop_lets_a_running_step_finish_within_the_grace_period(parts):
+    store, broker, service, settings = parts
+    runtime = runtime_for(store, broker, settings)
+    runtime.start()
+    task = service.submit("slow", {}).task
+    wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 10, "final")
+    started = time.monotonic()
+    assert runtime.stop(grace=5) is True
+    assert time.monotonic() - started < 3
+
+
+def test_stop_past_the_grace_period_stops_the_command_and_releases_the_step(parts):
+    store, broker, service, settings = parts
+    runtime = runtime_for(store, broker, settings)
+    runtime.start()
+    task = service.submit("slow", hanging()).task
+    wait_until(lambda: store.get(task.TaskId).TaskStatus is TaskStatus.RUNNING, 10, "running")
+    started = time.monotonic()
+    assert runtime.stop(grace=0.5) is False
+    assert time.monotonic() - started < 2.5
+    stored = store.get(task.TaskId)
+    # Not failed, not left to a lease: pending again, same attempt, its message re-published.
+    assert stored.TaskStatus is TaskStatus.RUNNING and stored.Active.State.value == "pending"
+    assert stored.Active.Attempt == 1 and stored.Outbox == []
+    assert [e.Event for e in stored.History][-2:] == ["released", "dispatched"]
+    assert broker.queue_depth("mysql") == 1
