@@ -2,10 +2,29 @@
 
 Layout, one job per file: yaml_source (YAML -> data + lines, duplicate keys), schema (the format
 as pydantic models), messages (pydantic errors -> readable problems), checks (rules across
-values), build (models -> Step templates), catalog (lookups), loader (the pipeline).
+values), parameter_checks (the same for `parameters:` declarations), build (models -> Step
+templates and parameter schemas), catalog (lookups), parameters (a job's parameters checked
+against a schema), loader (the pipeline).
 """
 
 from common.flows.catalog import FlowCatalog, FlowDefinition
 from common.flows.loader import load_flows, parse_flows
+from common.flows.parameters import (
+    FieldError,
+    ParameterCheck,
+    ParameterField,
+    ParameterSchema,
+    validate_parameters,
+)
 
-__all__ = ["FlowCatalog", "FlowDefinition", "load_flows", "parse_flows"]
+__all__ = [
+    "FieldError",
+    "FlowCatalog",
+    "FlowDefinition",
+    "ParameterCheck",
+    "ParameterField",
+    "ParameterSchema",
+    "load_flows",
+    "parse_flows",
+    "validate_parameters",
+]

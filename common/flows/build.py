@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from common.flows.catalog import FlowCatalog, FlowDefinition
+from common.flows.parameters import NO_DEFAULT, ParameterField, ParameterSchema
 from common.flows.schema import (
     BUILTIN_RETRY,
     BUILTIN_TIMEOUT,
     BackoffSpec,
     DefaultsSpec,
     FlowsFile,
+    ParameterSpec,
     PhaseSpec,
 )
 from common.models import BackoffPolicy, Step
@@ -25,7 +27,7 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
             steps=[
                 _step(step.name, step.normal, step.rollback, defaults) for step in task_type.steps
             ],
-            parameters=dict(task_type.parameters),
+            parameter_schema=_parameter_schema(task_type.parameters),
         )
         for name, task_type in spec.task_types.items()
     )
@@ -57,3 +59,26 @@ def _backoff(*layers: BackoffSpec | None) -> BackoffPolicy:
         if layer is not None:
             merged.update(layer.model_dump(exclude_none=True))
     return BackoffPolicy(**{key.capitalize(): float(value) for key, value in merged.items()})
+
+
+def _parameter_schema(declared: dict[str, ParameterSpec] | None) -> ParameterSchema | None:
+    if declared is None:
+        return None
+    return ParameterSchema(tuple(parameter_field(name, spec) for name, spec in declared.items()))
+
+
+def parameter_field(name: str, spec: ParameterSpec) -> ParameterField:
+    return ParameterField(
+        name=name,
+        type=spec.type,
+        required=spec.required,
+        default=NO_DEFAULT if spec.default is None else spec.default,
+        description=spec.description,
+        minimum=spec.minimum,
+        maximum=spec.maximum,
+        min_length=spec.min_length,
+        max_length=spec.max_length,
+        pattern=spec.pattern,
+        enum=tuple(spec.enum) if spec.enum is not None else None,
+        secret=spec.secret,
+    )

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from common.errors import UnknownTaskType
+from common.flows.parameters import ParameterCheck, ParameterSchema, validate_parameters
 from common.models import Step
 
 
@@ -19,7 +20,15 @@ class FlowDefinition:
     name: str
     description: str
     steps: list[Step]
-    parameters: dict[str, Any]  # opaque until the parameter schema is defined
+    parameter_schema: ParameterSchema | None  # None: `parameters:` left out, anything goes
+
+    def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
+        """The job's parameters checked against this type's schema, defaults filled in."""
+        return validate_parameters(self.parameter_schema, parameters)
+
+    @property
+    def secret_parameters(self) -> list[str]:
+        return self.parameter_schema.secret_names if self.parameter_schema else []
 
 
 class FlowCatalog:

@@ -21,6 +21,7 @@ _TYPE_NAMES = {
     "dict_type": "a mapping",
     "model_type": "a mapping",
     "list_type": "a list",
+    "bool_type": "true or false",
 }
 _BOUNDS = {
     "greater_than": (">", "gt"),
@@ -56,6 +57,8 @@ def _message(details: ErrorDetails, root: type[BaseModel], path: Path) -> str:
         return f"must be {operator} {describe(context[key])} (got {describe(value)})"
     if kind == "string_pattern_mismatch":
         return f"must be a lowercase name: a-z first, then a-z, 0-9 or _ (got {describe(value)})"
+    if kind == "literal_error":
+        return f"must be one of {context.get('expected')} (got {describe(value)})"
     if kind == "too_short":
         return "must not be empty"
     if kind == "finite_number":

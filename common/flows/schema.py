@@ -7,7 +7,9 @@ is far more often a forgotten value than a wish for the default.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import math
+import re
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -17,6 +19,8 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+
+from common.flows.messages import describe
 
 # Task type, step, module and command names. Module names become RabbitMQ queue names.
 IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -75,11 +79,51 @@ class StepSpec(_Spec):
     rollback: PhaseSpec | None = None  # left out: nothing to undo, passed over while rolling back
 
 
+ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]
+Length = Annotated[int, Field(ge=0)]
+
+
+class ParameterSpec(_Spec):
+    """One declared parameter of a task type. Which keys fit which type, and whether a default
+    fits its own declaration, is checked across keys in parameter_checks.py."""
+
+    type: ParameterType
+    required: bool = False
+    default: Any = None  # None: no default (`default:` left empty is reported, not taken as null)
+    description: str = ""
+    minimum: int | float | None = None  # an int stays an int, for display
+    maximum: int | float | None = None
+    min_length: Length | None = None
+    max_length: Length | None = None
+    pattern: str | None = None  # the whole value must match (re.fullmatch)
+    enum: list[Any] | None = Field(None, min_length=1)
+    secret: bool = False  # never shown: masked in API answers, CLI output and logs
+
+    @field_validator("minimum", "maximum", mode="before")
+    @classmethod
+    def _finite_number(cls, value: Any) -> Any:
+        # One message of ours instead of one per member of the int | float union.
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"must be a number (got {describe(value)})")
+        if not math.isfinite(value):
+            raise ValueError(f"must be a finite number (got {value})")
+        return value
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"not a valid regular expression: {error}") from None
+        return value
+
+
 class TaskTypeSpec(_Spec):
     description: str = ""
-    # Opaque for now: a later issue defines a schema for a task type's parameters. Until then
-    # any mapping is accepted and handed on unchanged.
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    # Left out: the task type takes any parameters. Given (even empty): only the declared ones,
+    # plus the reserved `_baton_*` keys.
+    parameters: dict[str, ParameterSpec] | None = None
     steps: list[StepSpec] = Field(min_length=1)
 
 
@@ -94,3 +138,4 @@ class FlowsFile(_Spec):
         if value != 1:
             raise ValueError(f"must be 1, the only version of this format (got {value})")
         return value
+

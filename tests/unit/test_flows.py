@@ -8,7 +8,7 @@ from textwrap import dedent
 import pytest
 
 from common.errors import FlowError, UnknownTaskType
-from common.flows import FlowCatalog, load_flows, parse_flows
+from common.flows import FlowCatalog, ParameterField, ParameterSchema, load_flows, parse_flows
 from common.models import BackoffPolicy, Step
 
 SHIPPED = Path(__file__).resolve().parents[2] / "flows.yaml"
@@ -59,7 +59,6 @@ def test_shipped_create_mysql_instance_steps() -> None:
     flow = load_flows(SHIPPED).get("create_mysql_instance")
     assert flow.name == "create_mysql_instance"
     assert flow.description.startswith("Reserve capacity")
-    assert flow.parameters == {}
     assert flow.steps == [
         step(
             "check_resource",
@@ -163,7 +162,7 @@ def test_defaults_apply_to_every_phase_that_leaves_a_value_out() -> None:
     )
     flow = catalog.get("t")
     assert flow.description == "Two steps."
-    assert flow.parameters == {"region": {"type": "string"}}  # opaque, passed on as written
+    assert flow.parameter_schema == ParameterSchema((ParameterField("region", "string"),))
     a, b = flow.steps
     assert (a.NormalTimeout, a.NormalRetry) == (30.0, 4)
     assert a.NormalBackoff == BackoffPolicy(Initial=2, Max=20, Multiplier=2, Jitter=0.2)
@@ -274,6 +273,134 @@ def test_unreadable_file() -> None:
 
 
 # --- one fault each: exact line, path and message ------------------------------------------------
+
+
+def with_parameters(*declarations: str) -> str:
+    """MINIMAL with a `parameters:` block whose declarations start on line 5."""
+    block = "".join(f"      {line}\n" for line in declarations)
+    return MINIMAL.replace("  t:\n", "  t:\n    parameters:\n" + block)
+
+
+_P = "task_types.t.parameters"
+PARAMETER_CASES = {
+    "parameter without type": (
+        ["cpu: {minimum: 1}"],
+        [f"flows.yaml:5: {_P}.cpu.type: required key is missing"],
+    ),
+    "unknown parameter type": (
+        ["cpu: {type: int}"],
+        [
+            f"flows.yaml:5: {_P}.cpu.type: must be one of 'string', 'integer', 'number',"
+            " 'boolean', 'object' or 'array' (got \"int\")"
+        ],
+    ),
+    "unknown parameter key": (
+        ["cpu: {type: integer, min: 1}"],
+        [
+            f'flows.yaml:5: {_P}.cpu.min: unknown key; did you mean "minimum"? allowed keys here:'
+            " type, required, default, description, minimum, maximum, min_length, max_length,"
+            " pattern, enum, secret"
+        ],
+    ),
+    "bad regular expression": (
+        ["name: {type: string}", 'code: {type: string, pattern: "^[a-z(+$"}'],
+        [
+            f"flows.yaml:6: {_P}.code.pattern: not a valid regular expression:"
+            " unterminated character set at position 1"
+        ],
+    ),
+    "required is not a boolean": (
+        ['name: {type: string, required: "yes"}'],
+        [f'flows.yaml:5: {_P}.name.required: must be true or false (got "yes")'],
+    ),
+    "minimum is not a number": (
+        ["cpu: {type: integer, minimum: one}"],
+        [f'flows.yaml:5: {_P}.cpu.minimum: must be a number (got "one")'],
+    ),
+    "minimum is infinite": (
+        ["cpu: {type: number, minimum: .inf}"],
+        [f"flows.yaml:5: {_P}.cpu.minimum: must be a finite number (got inf)"],
+    ),
+    "negative length": (
+        ["name: {type: string, min_length: -1}"],
+        [f"flows.yaml:5: {_P}.name.min_length: must be >= 0 (got -1)"],
+    ),
+    "empty enum": (
+        ["tier: {type: string, enum: []}"],
+        [f"flows.yaml:5: {_P}.tier.enum: must not be empty"],
+    ),
+    "empty default": (
+        ["tier:", "  type: string", "  default:"],
+        [f"flows.yaml:7: {_P}.tier.default: is empty: write a value or remove the key"],
+    ),
+    "bad parameter name": (
+        ["instance name: {type: string}"],
+        [
+            f'flows.yaml:5: {_P}["instance name"]: must be a name: a letter or _ first,'
+            ' then letters, digits or _ (got "instance name")'
+        ],
+    ),
+    "reserved parameter name": (
+        ["_baton_faults: {type: array}"],
+        [f"flows.yaml:5: {_P}._baton_faults: names starting with _baton_ are reserved for baton"],
+    ),
+    "length bound on an integer": (
+        ["cpu: {type: integer, max_length: 3}"],
+        [f"flows.yaml:5: {_P}.cpu.max_length: applies to string parameters only (this one is integer)"],
+    ),
+    "range bound on a string": (
+        ["name:", "  type: string", "  maximum: 3"],
+        [
+            f"flows.yaml:7: {_P}.name.maximum: applies to integer and number parameters only"
+            " (this one is string)"
+        ],
+    ),
+    "maximum below minimum": (
+        ["cpu: {type: integer, minimum: 8, maximum: 4}"],
+        [f"flows.yaml:5: {_P}.cpu.maximum: must be >= minimum (got 4; minimum is 8)"],
+    ),
+    "max_length below min_length": (
+        ["name:", "  type: string", "  min_length: 5", "  max_length: 2"],
+        [f"flows.yaml:8: {_P}.name.max_length: must be >= min_length (got 2; min_length is 5)"],
+    ),
+    "default of the wrong type": (
+        ["cpu:", "  type: integer", '  default: "2"'],
+        [f"flows.yaml:7: {_P}.cpu.default: does not fit the declaration: must be an integer (got a string)"],
+    ),
+    "default out of range": (
+        ["cpu: {type: integer, maximum: 64, default: 128}"],
+        [f"flows.yaml:5: {_P}.cpu.default: does not fit the declaration: must be <= 64 (got 128)"],
+    ),
+    "default not among the choices": (
+        ["tier: {type: string, enum: [small, large], default: huge}"],
+        [
+            f'flows.yaml:5: {_P}.tier.default: does not fit the declaration: must be one of'
+            ' "small", "large" (got "huge")'
+        ],
+    ),
+    "secret default is never shown": (
+        ["admin_password: {type: string, secret: true, min_length: 12, default: hunter2}"],
+        [
+            f"flows.yaml:5: {_P}.admin_password.default: does not fit the declaration:"
+            " must be at least 12 characters long"
+        ],
+    ),
+    "required with a default": (
+        ["tier:", "  type: string", "  required: true", "  default: small"],
+        [
+            f"flows.yaml:8: {_P}.tier.default: a required parameter takes no default:"
+            " remove `required: true` or the default"
+        ],
+    ),
+    "enum choice of the wrong type": (
+        ["cpu:", "  type: integer", "  enum:", "    - 1", "    - two"],
+        [f"flows.yaml:9: {_P}.cpu.enum[1]: must be an integer (got a string)"],
+    ),
+    "pattern pattern mismatch in a choice": (
+        ['code: {type: string, pattern: "[a-z]+", enum: [abc, A1]}'],
+        [f'flows.yaml:5: {_P}.code.enum[1]: must match the pattern [a-z]+ (got "A1")'],
+    ),
+}
 
 CASES = {
     "duplicate key, nested": (
@@ -386,6 +513,7 @@ CASES = {
         MINIMAL.replace("  t:\n", "  t:\n    parameters: [region]\n"),
         ["flows.yaml:4: task_types.t.parameters: must be a mapping (got a list)"],
     ),
+    **{name: (with_parameters(*case[0]), case[1]) for name, case in PARAMETER_CASES.items()},
     "empty value": (
         """\
         version: 1
@@ -685,3 +813,59 @@ def test_a_fault_message_carries_every_problem() -> None:
         "x.yaml:1: version: must be 1, the only version of this format (got 3)\n"
         "x.yaml:2: task_types: must be a mapping (got a list)"
     )
+
+
+# --- parameter schemas --------------------------------------------------------------------------
+
+EXAMPLE_PARAMETERS = with_parameters(
+    'name:        {type: string, required: true, pattern: "^[a-z][a-z0-9_]{0,31}$", description: "instance name"}',
+    "cpu:         {type: integer, minimum: 1, maximum: 64, default: 1}",
+    "memory_mb:   {type: integer, minimum: 256, maximum: 262144, default: 1024}",
+    "admin_password: {type: string, secret: true, min_length: 12}",
+    "tier:        {type: string, enum: [small, large]}",
+    "ratio:       {type: number, minimum: 0.5}",
+    "tags:        {type: array, default: []}",
+    "extra:       {type: object}",
+    "dry_run:     {type: boolean, default: false}",
+)
+
+
+def test_a_parameter_schema_is_read_as_declared() -> None:
+    schema = parse_flows(EXAMPLE_PARAMETERS).get("t").parameter_schema
+    assert schema is not None
+    assert [f.name for f in schema.fields] == [
+        "name", "cpu", "memory_mb", "admin_password", "tier", "ratio", "tags", "extra", "dry_run",
+    ]  # fmt: skip
+    assert schema.field("name") == ParameterField(
+        "name", "string", required=True, pattern="^[a-z][a-z0-9_]{0,31}$", description="instance name"
+    )
+    cpu = schema.field("cpu")
+    assert (cpu.minimum, cpu.maximum, cpu.default) == (1, 64, 1) and isinstance(cpu.minimum, int)
+    assert schema.field("tier").enum == ("small", "large")
+    assert schema.field("tags").default == [] and schema.field("dry_run").default is False
+    assert not schema.field("extra").has_default
+    assert schema.secret_names == ["admin_password"]
+
+
+def test_parameters_left_out_accept_anything_and_empty_accepts_nothing_declared() -> None:
+    assert parse_flows(MINIMAL).get("t").parameter_schema is None
+    assert parse_flows(MINIMAL).get("t").validate({"anything": 1}).ok
+    empty = parse_flows(MINIMAL.replace("  t:\n", "  t:\n    parameters: {}\n")).get("t")
+    assert empty.parameter_schema == ParameterSchema(())
+    assert not empty.validate({"anything": 1}).ok
+    assert empty.validate({"_baton_faults": []}).ok
+
+
+def test_task_type_describes_its_schema_with_secrets_masked() -> None:
+    text = with_parameters(
+        "admin_password: {type: string, secret: true, default: correct-horse-battery}",
+        "tier: {type: string, enum: [small, large], default: small}",
+    )
+    described = parse_flows(text).get("t").parameter_schema.describe()
+    assert described == {
+        "admin_password": {"type": "string", "required": False, "default": "***", "secret": True},
+        "tier": {
+            "type": "string", "required": False, "default": "small",
+            "enum": ["small", "large"], "secret": False,
+        },
+    }  # fmt: skip
