@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.models import ActiveRun, Alarm, HistoryEvent, OutboxEntry, Step, StepMessage, Task
-from common.queues import ALARM_QUEUE, module_queue
+from common.queues import ALARM_QUEUE, QUEUE_MAX_PRIORITY, module_queue
 from common.routing import Finish, RunStep, route
 from common.statuses import (
     FINAL_STATUSES,
@@ -37,7 +37,7 @@ IdFactory = Callable[[], str]
 # so a burst of submissions cannot starve work in flight. Task priority (0-4) orders within a band.
 MAX_TASK_PRIORITY = 4
 IN_FLIGHT_BAND = MAX_TASK_PRIORITY + 1
-MAX_MESSAGE_PRIORITY = IN_FLIGHT_BAND + MAX_TASK_PRIORITY
+MAX_MESSAGE_PRIORITY = QUEUE_MAX_PRIORITY  # the bands fill it: IN_FLIGHT_BAND + MAX_TASK_PRIORITY
 
 
 def new_id() -> str:

@@ -19,22 +19,12 @@ import structlog
 
 from common.broker.port import DeliveryHandler
 from common.errors import BrokerError, UnroutableMessage
-from common.queues import DEAD_LETTER_SUFFIX, dead_letter_queue
-from common.transitions import MAX_MESSAGE_PRIORITY
+from common.queues import check_priority, dead_letter_queue, is_dead_letter_queue
 
 log = structlog.get_logger(__name__)
 
 PAUSE_WAIT_SECONDS = 5.0
 STOP_JOIN_SECONDS = 10.0
-
-
-def is_dead_letter_queue(queue: str) -> bool:
-    return queue.endswith(DEAD_LETTER_SUFFIX)
-
-
-def check_priority(priority: int) -> None:
-    if not 0 <= priority <= MAX_MESSAGE_PRIORITY:
-        raise ValueError(f"priority must be within 0..{MAX_MESSAGE_PRIORITY}, not {priority}")
 
 
 @dataclass

@@ -20,6 +20,8 @@ class Delivery(Protocol):
 
     body: bytes
     redelivered: bool
+    message_id: str | None  # as given to publish
+    priority: int
 
     def ack(self) -> None: ...
 

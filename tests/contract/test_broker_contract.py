@@ -15,7 +15,9 @@ import pytest
 from common.broker.factory import open_broker
 from common.broker.inprocess import InProcessBroker
 from common.broker.port import Broker, Delivery
-from common.broker.rabbitmq import RabbitBroker, keepalive_interval, masked_url, reconnect_delay
+from common.broker.rabbitmq import RabbitBroker
+from common.broker.rabbitmq.connection import masked_url
+from common.broker.rabbitmq.policy import keepalive_interval, reconnect_delay
 from common.errors import BrokerError, ConfigError, UnroutableMessage
 from common.queues import dead_letter_queue
 from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
@@ -44,8 +46,8 @@ def test_round_trip(broker: Broker, queue: str) -> None:
     [delivery] = received.wait_for(1)
     assert delivery.body == b'{"step": 1}'
     assert delivery.redelivered is False
-    assert getattr(delivery, "message_id") == "m-1"
-    assert getattr(delivery, "priority") == 3
+    assert delivery.message_id == "m-1"
+    assert delivery.priority == 3
     subscription.stop()
     assert broker.queue_depth(queue) == 0  # the ack stuck: nothing came back on stop
 
@@ -118,7 +120,7 @@ def test_dead_letter_moves_the_message_to_the_twin(broker: Broker, queue: str) -
     broker.subscribe(twin, from_twin, prefetch=1)
     [dead] = from_twin.wait_for(1)
     assert dead.body == b"poison"
-    assert getattr(dead, "message_id") == "p-1"
+    assert dead.message_id == "p-1"
 
 
 def test_a_handler_that_raises_dead_letters_its_delivery(broker: Broker, queue: str) -> None:

@@ -1,0 +1,87 @@
+"""RabbitBroker: the Broker port on RabbitMQ, one publisher connection plus one per subscription."""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel
+
+from common.broker.port import DeliveryHandler
+from common.broker.rabbitmq.connection import ConnectionSettings
+from common.broker.rabbitmq.consumer import RabbitSubscription
+from common.broker.rabbitmq.publisher import Publisher
+from common.broker.rabbitmq.topology import declare_pair
+from common.errors import BrokerError
+from common.queues import check_priority
+
+
+class RabbitBroker:
+    def __init__(self, url: str, *, heartbeat: int = 30, reconnect_max_delay: float = 10.0):
+        self._settings = ConnectionSettings(url, heartbeat, reconnect_max_delay)
+        self._closed = threading.Event()
+        self._publisher = Publisher(self._settings, self._closed)
+        self._lock = threading.Lock()  # guards self._subscriptions
+        self._subscriptions: list[RabbitSubscription] = []
+
+    def declare(self, queue: str) -> None:
+        self._publisher.run(f"declare {queue}", partial(declare_pair, queue=queue))
+        self._publisher.remember(queue)
+
+    def publish(
+        self, queue: str, body: bytes, *, priority: int = 0, message_id: str | None = None
+    ) -> None:
+        check_priority(priority)
+        properties = pika.BasicProperties(
+            content_type="application/json",
+            delivery_mode=pika.DeliveryMode.Persistent,
+            priority=priority,
+            message_id=message_id,
+        )
+
+        def publish_on(channel: BlockingChannel) -> None:
+            # With confirms on, this returns after the broker's ack, and raises UnroutableError
+            # when a Basic.Return (mandatory, no queue took it) preceded that ack.
+            channel.basic_publish("", queue, body, properties, mandatory=True)
+
+        self._publisher.run(f"publish to {queue}", publish_on)
+
+    def subscribe(
+        self, queue: str, handler: DeliveryHandler, *, prefetch: int
+    ) -> RabbitSubscription:
+        if prefetch < 1:
+            raise ValueError("prefetch must be at least 1")
+        if self._closed.is_set():
+            raise BrokerError(f"subscribe {queue}: the broker adapter is closed")
+        subscription = RabbitSubscription(self._settings, queue, handler, prefetch)
+        subscription.start()  # declares the queue, or raises if the broker refused it
+        self._publisher.remember(queue)
+        with self._lock:
+            self._subscriptions.append(subscription)
+        return subscription
+
+    def queue_depth(self, queue: str) -> int:
+        def depth(channel: BlockingChannel) -> int:
+            return channel.queue_declare(queue, passive=True).method.message_count
+
+        return self._publisher.run(f"queue_depth {queue}", depth)
+
+    def purge(self, queue: str) -> int:
+        def purge_on(channel: BlockingChannel) -> int:
+            return channel.queue_purge(queue).method.message_count
+
+        return self._publisher.run(f"purge {queue}", purge_on)
+
+    def ping(self) -> None:
+        self._publisher.run(
+            "ping", lambda channel: channel.connection.process_data_events(0), deadline=0
+        )
+
+    def close(self) -> None:
+        self._closed.set()  # from here on, publishing and subscribing raise BrokerError
+        with self._lock:
+            subscriptions, self._subscriptions = self._subscriptions, []
+        for subscription in subscriptions:
+            subscription.stop()
+        self._publisher.close()

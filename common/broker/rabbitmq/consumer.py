@@ -1,0 +1,237 @@
+"""A subscription: one consumer connection, owned by the subscription's own I/O thread.
+
+Other threads reach the connection only through `connection.add_callback_threadsafe`, the one
+thread-safe pika call: to settle deliveries, and to wake the loop for a pause, resume or stop.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from functools import partial
+
+import pika
+import pika.exceptions
+import structlog
+from pika.adapters.blocking_connection import BlockingChannel
+
+from common.broker.port import DeliveryHandler
+from common.broker.rabbitmq.connection import ConnectionSettings, close_quietly
+from common.broker.rabbitmq.delivery import Link, RabbitDelivery, Settlement
+from common.broker.rabbitmq.errors import CONNECTION_ERRORS, REFUSALS
+from common.broker.rabbitmq.policy import (
+    FIRST_CONNECT_SECONDS,
+    PAUSE_WAIT_SECONDS,
+    POLL_SECONDS,
+    STABLE_SECONDS,
+    STOP_JOIN_SECONDS,
+    reconnect_delay,
+)
+from common.broker.rabbitmq.topology import declare_pair
+from common.errors import BrokerError
+
+log = structlog.get_logger(__name__)
+
+
+class RabbitSubscription:
+    def __init__(
+        self, settings: ConnectionSettings, queue: str, handler: DeliveryHandler, prefetch: int
+    ):
+        self._settings = settings
+        self._queue = queue
+        self._handler = handler
+        self._prefetch = prefetch
+        self._link: Link | None = None
+        self._generation = 0
+        self._cond = threading.Condition()  # guards the desired/applied state below
+        self._paused = False
+        self._requested = 0  # bumped by pause/resume; the I/O thread applies up to it
+        self._applied = 0
+        self._stopping = threading.Event()
+        self._started = threading.Event()  # consuming for the first time, or refused at once
+        self._refusal: str | None = None
+        self._thread = threading.Thread(
+            target=self._io_loop, name=f"baton-rabbit-{queue}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+        started = self._started.wait(FIRST_CONNECT_SECONDS)
+        if not started or self._refusal is not None:
+            self.stop()
+            why = self._refusal or "broker unreachable"
+            raise BrokerError(f"could not start consuming {self._queue!r}: {why}")
+
+    # -- the Subscription port, callable from any thread ----------------------------------------
+
+    def pause(self) -> None:
+        self._request(paused=True)
+
+    def resume(self) -> None:
+        self._request(paused=False)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(STOP_JOIN_SECONDS)
+            if self._thread.is_alive():
+                log.warning("broker.consumer_stop_timeout", queue=self._queue)
+
+    def _request(self, *, paused: bool) -> None:
+        """Ask the I/O thread to cancel or restart consuming, and wait until it has: after
+        pause() returns, the handler is not called again."""
+        with self._cond:
+            self._paused = paused
+            self._requested += 1
+            wanted = self._requested
+        if threading.current_thread() is self._thread:
+            return  # inside the handler: applied as soon as it returns; see _on_message
+        self._wake()
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self._applied >= wanted or self._link is None or self._stopping.is_set(),
+                timeout=PAUSE_WAIT_SECONDS,
+            )
+
+    def _wake(self) -> None:
+        """Make the I/O thread's process_data_events return now instead of at its next poll."""
+        link = self._link
+        if link is not None:
+            try:
+                link.connection.add_callback_threadsafe(lambda: None)
+            except pika.exceptions.AMQPError:
+                pass  # closed: the loop is on its way out or reconnecting, and will look
+
+    def _settle(self, link: Link, tag: int, settlement: Settlement) -> None:
+        try:
+            link.connection.add_callback_threadsafe(
+                partial(self._settle_on_io, link, tag, settlement)
+            )
+        except pika.exceptions.AMQPError:
+            # The connection is gone; the broker requeued the message and will redeliver it.
+            log.info("broker.settle_skipped", queue=self._queue, action=settlement, reason="closed")
+
+    # -- the I/O thread -------------------------------------------------------------------------
+
+    def _io_loop(self) -> None:
+        attempt = 0
+        while not self._stopping.is_set():
+            connected_at = None
+            try:
+                link = self._connect()
+                connected_at = time.monotonic()
+                self._serve(link)
+            except REFUSALS as exc:
+                log.warning("broker.consumer_refused", queue=self._queue, error=repr(exc))
+                if not self._started.is_set():
+                    # Refused before ever consuming: a configuration fault that retrying will
+                    # not mend; subscribe() reports it. Later on, keep trying (with backoff).
+                    self._refusal = repr(exc)
+                    self._started.set()
+                    break
+            except CONNECTION_ERRORS as exc:
+                log.warning("broker.consumer_lost", queue=self._queue, error=repr(exc))
+            except Exception:
+                # A bug of ours: log it loudly but keep the module consuming.
+                log.exception("broker.consumer_failed", queue=self._queue)
+            finally:
+                self._drop_link()
+            if self._stopping.is_set():
+                break
+            if connected_at is not None and time.monotonic() - connected_at > STABLE_SECONDS:
+                attempt = 0  # a healthy connection lost: back off from the start again
+            attempt += 1
+            delay = reconnect_delay(attempt, self._settings.reconnect_max_delay, random.random())
+            log.info("broker.reconnecting", queue=self._queue, attempt=attempt, delay=delay)
+            self._stopping.wait(delay)
+
+    def _connect(self) -> Link:
+        connection = self._settings.connect(f"consumer {self._queue}")
+        try:
+            channel = connection.channel()
+            declare_pair(channel, self._queue)
+            channel.basic_qos(prefetch_count=self._prefetch)
+        except BaseException:
+            close_quietly(connection)
+            raise
+        self._generation += 1
+        link = Link(connection, channel, self._generation)
+        # The broker cancels our consumer if the queue is deleted: consume again (which fails,
+        # and reconnecting re-declares the queue).
+        channel.add_on_cancel_callback(lambda _frame: setattr(link, "consumer_tag", None))
+        self._link = link
+        log.info(
+            "broker.connected",
+            role="consumer",
+            queue=self._queue,
+            generation=link.generation,
+            url=self._settings.masked_url,
+        )
+        return link
+
+    def _serve(self, link: Link) -> None:
+        while not self._stopping.is_set():
+            self._apply_requests(link)
+            link.connection.process_data_events(time_limit=POLL_SECONDS)
+        if link.consumer_tag is not None:
+            link.channel.basic_cancel(link.consumer_tag)
+            link.consumer_tag = None
+        # Run the settles already queued by workers before the connection goes.
+        link.connection.process_data_events(0)
+        link.connection.close()  # unsettled deliveries go back to the queue
+
+    def _apply_requests(self, link: Link) -> None:
+        with self._cond:
+            paused, wanted = self._paused, self._requested
+        if paused and link.consumer_tag is not None:
+            # pika nacks (requeue) what arrived but was not dispatched yet.
+            link.channel.basic_cancel(link.consumer_tag)
+            link.consumer_tag = None
+        elif not paused and link.consumer_tag is None:
+            link.consumer_tag = link.channel.basic_consume(
+                self._queue, partial(self._on_message, link)
+            )
+            self._started.set()
+        with self._cond:
+            self._applied = max(self._applied, wanted)
+            self._cond.notify_all()
+
+    def _on_message(
+        self,
+        link: Link,
+        channel: BlockingChannel,
+        method: pika.spec.Basic.Deliver,
+        properties: pika.BasicProperties,
+        body: bytes,
+    ) -> None:
+        if self._paused or self._stopping.is_set():
+            # Arrived before our cancel took effect: not ours to hand out any more.
+            channel.basic_reject(method.delivery_tag, requeue=True)
+            return
+        delivery = RabbitDelivery(self._settle, link, method, properties, body)
+        try:
+            self._handler(delivery)
+        except Exception:
+            # A handler that raises must not kill the consumer; its message is poison until
+            # proven otherwise (DESIGN, Reliability 8). No-op if the handler settled it.
+            log.exception("broker.handler_failed", queue=self._queue)
+            delivery.dead_letter()
+
+    def _settle_on_io(self, link: Link, tag: int, settlement: Settlement) -> None:
+        if link is not self._link or not link.channel.is_open:
+            return  # from an earlier connection: the broker has requeued it already
+        if settlement == "ack":
+            link.channel.basic_ack(tag)
+        elif settlement == "dead_letter":
+            link.channel.basic_nack(tag, requeue=False)  # the queue's DLX routes it to the twin
+        else:
+            link.channel.basic_nack(tag, requeue=True)
+
+    def _drop_link(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            close_quietly(link.connection)
+        with self._cond:
+            self._cond.notify_all()  # a pause() waiting on this link need wait no more
