@@ -1,0 +1,46 @@
+"""Open the inventory and the event log named by a store URL (the same URLs as open_store).
+
+They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
+BATON_STORE_URL configures all three. Adapters are imported on demand: a SQLite deployment never
+imports pymongo.
+"""
+
+from __future__ import annotations
+
+from common.errors import ConfigError
+from common.store.events_port import EventLog
+from common.store.factory import database_name, sqlite_path
+from common.store.inventory_port import Inventory
+
+
+def _scheme(url: str) -> str:
+    scheme, sep, _ = url.partition(":")
+    if not sep or scheme.lower() not in ("sqlite", "mongodb", "mongodb+srv", "mongomock"):
+        raise ConfigError(f"store URL {url!r}: use sqlite:, mongodb:, mongodb+srv: or mongomock:")
+    return scheme.lower()
+
+
+def open_inventory(url: str) -> Inventory:
+    scheme = _scheme(url)
+    if scheme == "sqlite":
+        from common.store.inventory_sqlite import SqliteInventory
+
+        return SqliteInventory(sqlite_path(url))
+    from common.store.inventory_mongo import MongoInventory
+
+    if scheme == "mongomock":
+        return MongoInventory.in_memory(database_name(url))
+    return MongoInventory(url, database_name(url))
+
+
+def open_event_log(url: str) -> EventLog:
+    scheme = _scheme(url)
+    if scheme == "sqlite":
+        from common.store.events_sqlite import SqliteEventLog
+
+        return SqliteEventLog(sqlite_path(url))
+    from common.store.events_mongo import MongoEventLog
+
+    if scheme == "mongomock":
+        return MongoEventLog.in_memory(database_name(url))
+    return MongoEventLog(url, database_name(url))

@@ -1,0 +1,78 @@
+"""Which inventories (and event logs) the contract suites run against, and how to open each.
+
+The same kinds as the task store's suite: [sqlite] (a temp file), [mongo-mongomock] (an in-memory
+fake, not a server) and [mongo-real] when a real MongoDB is reachable (see store_fixtures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from common.store.events_mongo import MongoEventLog
+from common.store.events_sqlite import SqliteEventLog
+from common.store.inventory_mongo import MongoInventory
+from common.store.inventory_sqlite import SqliteInventory
+from tests.contract.store_fixtures import fresh_database_name, store_kinds
+
+
+@dataclass
+class Backend:
+    """Where an inventory lives, so other threads and processes can open their own handle."""
+
+    kind: str
+    sqlite_path: str | None = None
+    mongo_url: str | None = None  # a real server only: mongomock cannot be shared by processes
+    mongo_client: Any = None
+    database: str | None = None
+
+    def open_inventory(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteInventory(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoInventory(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    def open_event_log(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteEventLog(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoEventLog(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    @property
+    def shared_by_processes(self) -> bool:
+        return self.kind != "mongo-mongomock"
+
+
+@pytest.fixture(params=store_kinds())
+def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Backend]:
+    kind: str = request.param
+    if kind == "sqlite":
+        yield Backend(kind, sqlite_path=str(tmp_path / "baton.db"))
+        return
+    if kind == "mongo-mongomock":
+        import mongomock
+
+        yield Backend(kind, mongo_client=mongomock.MongoClient(), database=fresh_database_name())
+        return
+    client = request.getfixturevalue("real_mongo_client")
+    url = request.getfixturevalue("real_mongo_url")
+    database = fresh_database_name()
+    try:
+        yield Backend(kind, mongo_url=url, mongo_client=client, database=database)
+    finally:
+        client.drop_database(database)
+
+
+@pytest.fixture
+def inventory(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_inventory()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def event_log(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_event_log()
+    yield opened
+    opened.close()

@@ -1,0 +1,430 @@
+"""The Inventory contract: one set of tests, run against every adapter.
+
+Test ids name the backend: [sqlite], [mongo-mongomock] (an in-memory fake, not a server) and, when
+a real MongoDB is reachable, [mongo-real] (see the store contract's report header for which ran).
+The races run on threads for every backend and on processes where the backend is shared by
+processes (SQLite, a real MongoDB; never mongomock).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from typing import Any
+
+import pytest
+
+from common.store.inventory_port import (
+    Capacity,
+    ClaimClosed,
+    ClaimState,
+    HostConflict,
+    HostState,
+    InvalidInventoryInput,
+    KeyReused,
+    NoCapacity,
+    UnknownClaim,
+    UnknownHost,
+)
+from tests.contract.inventory_fixtures import (  # noqa: F401  (fixtures are found by name)
+    Backend,
+    backend,
+    inventory,
+)
+from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # noqa: F401
+
+NOW = 1_700_000_000.0
+TTL = 600.0
+SMALL = Capacity(cpu=1, memory_mb=1024, storage_gb=10)
+HOST = Capacity(cpu=4, memory_mb=4096, storage_gb=100)
+
+
+def reserve(inv: Any, key: str, need: Capacity = SMALL, holder: str = "app", now: float = NOW, ttl: float = TTL) -> Any:
+    return inv.reserve(key, need, holder, now, now + ttl)
+
+
+# --- hosts ---------------------------------------------------------------------------------------
+
+
+def test_add_get_and_list_hosts(inventory: Any) -> None:
+    added = inventory.add_host("db-2", HOST, NOW)
+    inventory.add_host("db-1", Capacity(8, 8192, 200), NOW)
+    assert added.name == "db-2" and added.capacity == HOST and added.state is HostState.ACTIVE
+    assert added.used == Capacity() and added.free == HOST and added.created_at == NOW
+    assert inventory.get_host("db-2", NOW) == added
+    assert inventory.get_host("nope", NOW) is None
+    assert [h.name for h in inventory.list_hosts(NOW)] == ["db-1", "db-2"]
+
+
+def test_adding_a_host_again_is_idempotent_but_not_with_another_capacity(inventory: Any) -> None:
+    first = inventory.add_host("db-1", HOST, NOW)
+    assert inventory.add_host("db-1", HOST, NOW + 5) == first
+    with pytest.raises(HostConflict, match="exists with capacity"):
+        inventory.add_host("db-1", Capacity(1, 1, 1), NOW)
+    assert len(inventory.list_hosts(NOW)) == 1
+
+
+@pytest.mark.parametrize("name", ["", "DB-1", "-db", "db_1", "db 1", "d" * 64, "db-1'", "dé"])
+def test_bad_host_names_are_refused(inventory: Any, name: str) -> None:
+    with pytest.raises(InvalidInventoryInput, match="host name"):
+        inventory.add_host(name, HOST, NOW)
+    assert inventory.list_hosts(NOW) == []
+
+
+@pytest.mark.parametrize("capacity", [Capacity(-1, 1, 1), Capacity(1, True, 1), Capacity(1, 1, 1.5)])  # type: ignore[arg-type]
+def test_bad_amounts_are_refused(inventory: Any, capacity: Capacity) -> None:
+    with pytest.raises(InvalidInventoryInput):
+        inventory.add_host("db-1", capacity, NOW)
+    inventory.add_host("db-1", HOST, NOW)
+    with pytest.raises(InvalidInventoryInput):
+        reserve(inventory, "k", capacity)
+
+
+def test_a_draining_host_keeps_its_claims_and_takes_no_new_ones(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    held = reserve(inventory, "k1")
+    drained = inventory.set_host_state("db-1", HostState.DRAINING, NOW)
+    assert drained.state is HostState.DRAINING and drained.used == SMALL
+    with pytest.raises(NoCapacity, match="none active"):
+        reserve(inventory, "k2")
+    assert inventory.deduct(held.key, NOW).state is ClaimState.DEDUCTED  # what it holds, it keeps
+    assert inventory.set_host_state("db-1", HostState.ACTIVE, NOW).state is HostState.ACTIVE
+    assert reserve(inventory, "k2").host == "db-1"
+    with pytest.raises(UnknownHost):
+        inventory.set_host_state("nope", HostState.DRAINING, NOW)
+
+
+# --- reserve -------------------------------------------------------------------------------------
+
+
+def test_reserve_places_on_the_host_with_the_least_memory_in_use(inventory: Any) -> None:
+    inventory.add_host("db-a", HOST, NOW)
+    inventory.add_host("db-b", HOST, NOW)
+    first = reserve(inventory, "k1", Capacity(1, 2048, 1))
+    second = reserve(inventory, "k2", Capacity(1, 1024, 1))
+    third = reserve(inventory, "k3", Capacity(1, 512, 1))
+    assert (first.host, second.host, third.host) == ("db-a", "db-b", "db-b")
+    assert first.state is ClaimState.RESERVED and first.expires_at == NOW + TTL and first.holder == "app"
+    used = {h.name: h.used for h in inventory.list_hosts(NOW)}
+    assert used == {"db-a": Capacity(1, 2048, 1), "db-b": Capacity(2, 1536, 2)}
+
+
+def test_reserve_needs_room_in_every_resource(inventory: Any) -> None:
+    inventory.add_host("db-1", Capacity(2, 1024, 10), NOW)
+    for need in (Capacity(3, 1, 1), Capacity(1, 1025, 1), Capacity(1, 1, 11)):
+        with pytest.raises(NoCapacity, match="no active host has room"):
+            reserve(inventory, f"k-{need.cpu}-{need.memory_mb}", need)
+    assert reserve(inventory, "fits", Capacity(2, 1024, 10)).host == "db-1"
+    with pytest.raises(NoCapacity):
+        reserve(inventory, "full", Capacity(0, 1, 0))
+    assert inventory.get_claim("full", NOW) is None  # a refusal leaves nothing behind
+
+
+def test_reserve_without_hosts_says_so(inventory: Any) -> None:
+    with pytest.raises(NoCapacity, match="no active host"):
+        reserve(inventory, "k1")
+
+
+def test_reserving_a_key_again_returns_the_same_claim_and_takes_nothing_more(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    first = reserve(inventory, "k1")
+    assert reserve(inventory, "k1", now=NOW + 1) == first
+    assert inventory.get_host("db-1", NOW).used == SMALL
+    with pytest.raises(KeyReused):
+        reserve(inventory, "k1", Capacity(2, 1024, 10))
+    with pytest.raises(KeyReused):
+        reserve(inventory, "k1", holder="other")
+
+
+def test_an_expired_reservation_stops_counting_and_its_key_stays_closed(inventory: Any) -> None:
+    inventory.add_host("db-1", Capacity(1, 1024, 10), NOW)
+    reserve(inventory, "k1", ttl=10)
+    with pytest.raises(NoCapacity):
+        reserve(inventory, "k2", now=NOW + 9.9)
+    later = NOW + 10  # expiry is inclusive: at expires_at it no longer counts
+    assert inventory.get_claim("k1", later).state is ClaimState.EXPIRED
+    assert inventory.get_host("db-1", later).used == Capacity()
+    assert reserve(inventory, "k2", now=later).host == "db-1"
+    # A closed claim is never revived: reserving its key again answers with it as it stands.
+    assert reserve(inventory, "k1", now=later).state is ClaimState.EXPIRED
+    assert inventory.get_host("db-1", later).used == SMALL
+
+
+def test_expire_due_closes_lapsed_reservations_only(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    reserve(inventory, "short", ttl=5)
+    reserve(inventory, "long", ttl=50)
+    reserve(inventory, "charged", ttl=5)
+    inventory.deduct("charged", NOW)
+    assert inventory.expire_due(NOW + 4) == 0
+    assert inventory.expire_due(NOW + 5) == 1
+    assert inventory.expire_due(NOW + 6) == 0
+    states = {c.key: c.state for c in inventory.list_claims(NOW + 6)}
+    assert states == {"short": ClaimState.EXPIRED, "long": ClaimState.RESERVED, "charged": ClaimState.DEDUCTED}
+    assert inventory.get_host("db-1", NOW + 6).used == Capacity(2, 2048, 20)
+
+
+# --- deduct, restore, release --------------------------------------------------------------------
+
+
+def test_deduct_turns_a_reservation_into_a_deduction_that_never_expires(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    reserve(inventory, "k1", ttl=10)
+    charged = inventory.deduct("k1", NOW + 1)
+    assert charged.state is ClaimState.DEDUCTED and charged.expires_at is None
+    assert inventory.deduct("k1", NOW + 2) == charged  # again: the same answer
+    much_later = NOW + 10 * TTL
+    assert inventory.get_claim("k1", much_later).state is ClaimState.DEDUCTED
+    assert inventory.get_host("db-1", much_later).used == SMALL
+
+
+def test_deduct_refuses_unknown_expired_and_restored_claims(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    with pytest.raises(UnknownClaim):
+        inventory.deduct("nope", NOW)
+    reserve(inventory, "lapsed", ttl=10)
+    with pytest.raises(ClaimClosed, match="expired") as caught:
+        inventory.deduct("lapsed", NOW + 10)
+    assert caught.value.claim.state is ClaimState.EXPIRED
+    assert inventory.get_host("db-1", NOW + 10).used == Capacity()
+    reserve(inventory, "given-back")
+    inventory.restore("given-back", NOW)
+    with pytest.raises(ClaimClosed, match="restored"):
+        inventory.deduct("given-back", NOW)
+
+
+@pytest.mark.parametrize("charged", [False, True])
+def test_restore_gives_a_reservation_or_deduction_back_once(inventory: Any, charged: bool) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    reserve(inventory, "k1")
+    reserve(inventory, "k2", holder="other")
+    if charged:
+        inventory.deduct("k1", NOW)
+    restored = inventory.restore("k1", NOW + 1)
+    assert restored.state is ClaimState.RESTORED and restored.updated_at == NOW + 1
+    assert inventory.restore("k1", NOW + 2) == restored
+    assert inventory.get_host("db-1", NOW + 2).used == SMALL  # only k2 is left
+    assert inventory.restore("unknown", NOW) is None
+
+
+def test_restore_leaves_an_expired_reservation_expired(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    reserve(inventory, "k1", ttl=10)
+    assert inventory.restore("k1", NOW + 10).state is ClaimState.EXPIRED
+    assert inventory.get_host("db-1", NOW + 10).used == Capacity()
+
+
+def test_release_closes_the_holders_deductions_once_per_key(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    reserve(inventory, "mine", holder="app_1")
+    reserve(inventory, "pending", holder="app_1")  # not deducted: a release leaves it alone
+    reserve(inventory, "theirs", holder="app_2")
+    inventory.deduct("mine", NOW)
+    inventory.deduct("theirs", NOW)
+    released = inventory.release("app_1", "delete-1", NOW + 1)
+    assert [(c.key, c.state, c.released_by) for c in released] == [("mine", ClaimState.RELEASED, "delete-1")]
+    assert inventory.release("app_1", "delete-1", NOW + 2) == released
+    assert inventory.get_host("db-1", NOW + 2).used == Capacity(2, 2048, 20)
+    assert inventory.release("app_1", "delete-2", NOW + 3) == []
+    assert inventory.release("nobody", "delete-3", NOW) == []
+    assert inventory.get_claim("theirs", NOW).state is ClaimState.DEDUCTED
+
+
+def test_list_claims_filters(inventory: Any) -> None:
+    inventory.add_host("db-a", HOST, NOW)
+    inventory.add_host("db-b", HOST, NOW)
+    reserve(inventory, "k1", holder="x", now=NOW)
+    reserve(inventory, "k2", holder="y", now=NOW + 1)
+    reserve(inventory, "k3", holder="x", now=NOW + 2)
+    inventory.restore("k3", NOW + 3)
+    assert [c.key for c in inventory.list_claims(NOW + 3)] == ["k1", "k2", "k3"]
+    assert [c.key for c in inventory.list_claims(NOW + 3, holder="x")] == ["k1", "k3"]
+    assert [c.key for c in inventory.list_claims(NOW + 3, holder="x", live_only=True)] == ["k1"]
+    assert [c.key for c in inventory.list_claims(NOW + 3, host="db-b")] == ["k2"]
+
+
+def test_prune_forgets_claims_closed_long_ago(inventory: Any) -> None:
+    inventory.add_host("db-1", HOST, NOW)
+    reserve(inventory, "old", now=NOW)
+    inventory.restore("old", NOW)
+    reserve(inventory, "recent", now=NOW + 1)
+    inventory.restore("recent", NOW + 100)
+    reserve(inventory, "live", now=NOW + 2)
+    assert inventory.prune_closed(NOW + 50) == 1
+    assert [c.key for c in inventory.list_claims(NOW + 100)] == ["recent", "live"]
+
+
+def test_claims_survive_reopening(backend: Backend) -> None:
+    first = backend.open_inventory()
+    first.add_host("db-1", HOST, NOW)
+    reserve(first, "k1")
+    first.close()
+    second = backend.open_inventory()
+    try:
+        assert second.get_claim("k1", NOW).state is ClaimState.RESERVED
+        assert second.get_host("db-1", NOW).used == SMALL
+    finally:
+        second.close()
+
+
+# --- races ---------------------------------------------------------------------------------------
+
+
+def _race(workers: int, work: Any) -> list[Any]:
+    """Run work(i) on `workers` threads released together; their results (or exceptions)."""
+    barrier = threading.Barrier(workers)
+    results: list[Any] = [None] * workers
+
+    def run(i: int) -> None:
+        barrier.wait(timeout=30)
+        try:
+            results[i] = work(i)
+        except Exception as exc:  # collected: the test looks at every outcome
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def test_concurrent_reservations_from_threads_never_overbook(backend: Backend) -> None:
+    setup = backend.open_inventory()
+    setup.add_host("db-a", Capacity(3, 3072, 30), NOW)
+    setup.add_host("db-b", Capacity(2, 2048, 20), NOW)
+    handles = [backend.open_inventory() for _ in range(16)]  # each thread its own, like processes
+    try:
+        results = _race(16, lambda i: reserve(handles[i], f"k{i}"))
+    finally:
+        for handle in handles:
+            handle.close()
+    placed = [r for r in results if not isinstance(r, Exception)]
+    refused = [r for r in results if isinstance(r, NoCapacity)]
+    assert len(placed) == 5 and len(refused) == 11, results
+    hosts = {h.name: h for h in setup.list_hosts(NOW)}
+    assert hosts["db-a"].used == Capacity(3, 3072, 30) and hosts["db-b"].used == Capacity(2, 2048, 20)
+    assert len(setup.list_claims(NOW)) == 5
+    setup.close()
+
+
+def test_the_same_key_from_many_threads_takes_capacity_once(backend: Backend) -> None:
+    setup = backend.open_inventory()
+    setup.add_host("db-a", HOST, NOW)
+    setup.add_host("db-b", HOST, NOW)
+    handles = [backend.open_inventory() for _ in range(8)]
+    try:
+        results = _race(8, lambda i: reserve(handles[i], "same"))
+        assert all(not isinstance(r, Exception) for r in results), results
+        assert len({(r.key, r.host) for r in results}) == 1
+        assert sum((h.used for h in setup.list_hosts(NOW)), Capacity()) == SMALL
+        restored = _race(8, lambda i: handles[i].restore("same", NOW + 1))
+    finally:
+        for handle in handles:
+            handle.close()
+    assert {r.state for r in restored} == {ClaimState.RESTORED}
+    assert sum((h.used for h in setup.list_hosts(NOW + 1)), Capacity()) == Capacity()
+    setup.close()
+
+
+def test_deduct_racing_expiry_ends_one_way_only(backend: Backend) -> None:
+    setup = backend.open_inventory()
+    setup.add_host("db-1", Capacity(10, 10 * 1024, 100), NOW)
+    for i in range(10):
+        reserve(setup, f"k{i}", ttl=10)
+    handles = [backend.open_inventory() for _ in range(2)]
+    expiring = NOW + 10
+
+    def work(i: int) -> Any:
+        if i == 0:
+            return handles[0].expire_due(expiring)
+        outcomes = []
+        for k in range(10):
+            try:
+                outcomes.append(handles[1].deduct(f"k{k}", expiring - 0.001).state)
+            except ClaimClosed as exc:
+                outcomes.append(exc.claim.state)
+        return outcomes
+
+    try:
+        expired, outcomes = _race(2, work)
+    finally:
+        for handle in handles:
+            handle.close()
+    deducted = outcomes.count(ClaimState.DEDUCTED)
+    assert deducted + expired == 10, (expired, outcomes)
+    assert setup.get_host("db-1", expiring).used.cpu == deducted
+    setup.close()
+
+
+def _reserve_in_process(kind: str, path: str | None, url: str | None, database: str | None,
+                        worker: int, keys: int, start: Any, placed: Any) -> None:
+    """Entry point of a spawned process: reserve `keys` distinct keys with its own handle."""
+    from common.store.inventory_mongo import MongoInventory
+    from common.store.inventory_sqlite import SqliteInventory
+
+    inv: Any = SqliteInventory(path) if kind == "sqlite" else MongoInventory(url, database)
+    try:
+        start.wait(timeout=60)
+        for k in range(keys):
+            try:
+                reserve(inv, f"p{worker}-{k}")
+                with placed.get_lock():
+                    placed.value += 1
+            except NoCapacity:
+                pass
+    finally:
+        inv.close()
+
+
+def test_concurrent_reservations_from_processes_never_overbook(backend: Backend) -> None:
+    if not backend.shared_by_processes:
+        pytest.skip("mongomock lives inside one process: the thread race covers it")
+    setup = backend.open_inventory()
+    setup.add_host("db-a", Capacity(7, 7 * 1024, 70), NOW)
+    setup.add_host("db-b", Capacity(5, 5 * 1024, 50), NOW)
+    context = multiprocessing.get_context("spawn")
+    workers, keys = 4, 6  # 24 attempts for 12 places
+    start = context.Barrier(workers)
+    placed = context.Value("i", 0)
+    processes = [
+        context.Process(
+            target=_reserve_in_process,
+            args=(backend.kind, backend.sqlite_path, backend.mongo_url, backend.database, w, keys, start, placed),
+        )
+        for w in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    assert placed.value == 12
+    hosts = {h.name: h for h in setup.list_hosts(NOW)}
+    assert hosts["db-a"].free == Capacity() and hosts["db-b"].free == Capacity()
+    assert len(setup.list_claims(NOW, live_only=True)) == 12
+    setup.close()
+
+
+# --- opening by URL ------------------------------------------------------------------------------
+
+
+def test_open_inventory_and_event_log_share_the_task_stores_url(tmp_path: Any) -> None:
+    from common.errors import ConfigError
+    from common.store.factory import open_store
+    from common.store.inventory_factory import open_event_log, open_inventory
+
+    url = f"sqlite:///{tmp_path / 'baton.db'}"
+    store, inv, events = open_store(url), open_inventory(url), open_event_log(url)
+    try:
+        inv.add_host("db-1", HOST, NOW)
+        assert open_inventory(url).get_host("db-1", NOW) is not None  # the same file
+        store.ping()
+    finally:
+        store.close(), inv.close(), events.close()
+    mock = open_inventory("mongomock:///inventory_factory_test")
+    mock.add_host("db-9", HOST, NOW)
+    assert open_inventory("mongomock:///inventory_factory_test").get_host("db-9", NOW) is not None
+    with pytest.raises(ConfigError):
+        open_inventory("redis://x")
