@@ -112,6 +112,14 @@ class HistoryEvent(_Doc):
     Message: str = ""
 
 
+class OperatorRequest(_Doc):
+    """An operator's request recorded on a task: who asked, why, and when."""
+
+    Actor: str
+    Reason: str
+    Time: float
+
+
 class Task(_Doc):
     TaskId: str
     TaskType: str
@@ -128,6 +136,10 @@ class Task(_Doc):
     Priority: int = 0
     UserId: str | None = None
     Labels: dict[str, str] = Field(default_factory=dict)
+    # Names of Parameters declared `secret: true` in flows.yaml: masked wherever a task is shown.
+    SecretParameters: list[str] = Field(default_factory=list)
+    # Set by a cancel while a step runs: its outcome, whatever it is, routes into rollback.
+    CancelRequested: OperatorRequest | None = None
     Active: ActiveRun | None = None
     Outbox: list[OutboxEntry] = Field(default_factory=list)
     History: list[HistoryEvent] = Field(default_factory=list)

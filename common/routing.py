@@ -50,6 +50,17 @@ def route(has_rollback: Sequence[bool], cursor: int, phase: Phase, succeeded: bo
     return _first_rollback_from(has_rollback, first)
 
 
+def rollback_from(has_rollback: Sequence[bool], start: int) -> Route:
+    """Roll back step `start` and every earlier one (start -1: nothing ran, the task is over).
+
+    For operator actions that enter rollback between steps (a cancelled dispatch, a rollback
+    step compensated by hand), where no step run just ended.
+    """
+    if not -1 <= start < len(has_rollback):
+        raise ValueError(f"step {start} outside a flow of {len(has_rollback)} steps")
+    return _first_rollback_from(has_rollback, start)
+
+
 def _first_rollback_from(has_rollback: Sequence[bool], start: int) -> Route:
     passed_over: list[int] = []
     for index in range(start, -1, -1):

@@ -14,8 +14,12 @@ class TaskStatus(IntEnum):
     NOT_STARTED = 1  # accepted; step 0 dispatched (or waiting for its start time), not yet claimed
     RUNNING = 2  # a normal step has been claimed
     ROLLING_BACK = 3  # a normal step failed; rollbacks are running in reverse order
-    ROLLED_BACK = 4  # FAILED, and every step that ran was rolled back cleanly: nothing to do
+    ROLLED_BACK = 4  # FAILED (or cancelled), and every step that ran was rolled back cleanly
     ROLLBACK_FAILED = 5  # FAILED, and a rollback step failed: alarm raised, an operator must act
+
+
+# A cancelled task ends ROLLED_BACK like a failed one (its TaskMessage and history say who
+# cancelled it and why): it needs no code of its own, and clients of codes 0-5 keep working.
 
 
 FINAL_STATUSES = frozenset({TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED})
@@ -28,6 +32,12 @@ TASK_TRANSITIONS: frozenset[tuple[TaskStatus, TaskStatus]] = frozenset(
         (TaskStatus.RUNNING, TaskStatus.ROLLED_BACK),  # failed step had nothing to roll back
         (TaskStatus.ROLLING_BACK, TaskStatus.ROLLED_BACK),
         (TaskStatus.ROLLING_BACK, TaskStatus.ROLLBACK_FAILED),
+        # Operator actions (common.operator_actions):
+        (TaskStatus.NOT_STARTED, TaskStatus.ROLLED_BACK),  # cancelled before step 0 was claimed
+        (TaskStatus.ROLLED_BACK, TaskStatus.NOT_STARTED),  # retry of a task that never started
+        (TaskStatus.ROLLED_BACK, TaskStatus.RUNNING),  # retry: resumes at the step that failed
+        (TaskStatus.ROLLBACK_FAILED, TaskStatus.ROLLING_BACK),  # retry-rollback, or compensate
+        (TaskStatus.ROLLBACK_FAILED, TaskStatus.ROLLED_BACK),  # compensated; nothing earlier to undo
     }
 )
 
@@ -54,6 +64,8 @@ class StepState(StrEnum):
     ROLLED_BACK = "rolled_back"  # rollback phase done
     ROLLBACK_FAILED = "rollback_failed"  # rollback phase failed: see the task's alarm
     SKIPPED = "skipped"  # declared no rollback, passed over while rolling back
+    CANCELLED = "cancelled"  # dispatched, then cancelled before anyone claimed it: never ran
+    COMPENSATED = "compensated"  # its rollback failed; an operator undid it by hand
 
 
 STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
@@ -67,6 +79,17 @@ STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
         (StepState.FAILED, StepState.SKIPPED),
         (StepState.ROLLING_BACK, StepState.ROLLED_BACK),
         (StepState.ROLLING_BACK, StepState.ROLLBACK_FAILED),
+        # Operator actions (common.operator_actions):
+        (StepState.RUNNING, StepState.CANCELLED),  # its dispatch was cancelled before a claim
+        (StepState.ROLLED_BACK, StepState.RUNNING),  # retry resumes at this step
+        (StepState.SKIPPED, StepState.RUNNING),
+        (StepState.CANCELLED, StepState.RUNNING),
+        (StepState.COMPENSATED, StepState.RUNNING),
+        (StepState.ROLLED_BACK, StepState.SUCCEEDED),  # retry resumes after this step: it counts
+        (StepState.SKIPPED, StepState.SUCCEEDED),  # as done again, and is rolled back again if needed
+        (StepState.COMPENSATED, StepState.SUCCEEDED),
+        (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK),  # retry-rollback
+        (StepState.ROLLBACK_FAILED, StepState.COMPENSATED),  # compensated by hand
     }
 )
 

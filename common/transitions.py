@@ -17,7 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.models import ActiveRun, Alarm, HistoryEvent, OutboxEntry, Step, StepMessage, Task
+from common.models import (
+    ActiveRun,
+    Alarm,
+    HistoryEvent,
+    OperatorRequest,
+    OutboxEntry,
+    Step,
+    StepMessage,
+    Task,
+)
 from common.queues import ALARM_QUEUE, QUEUE_MAX_PRIORITY, module_queue
 from common.routing import Finish, RunStep, route
 from common.statuses import (
@@ -85,6 +94,7 @@ def create_task(
     user_id: str | None = None,
     labels: dict[str, str] | None = None,
     task_id: str | None = None,
+    secret_parameters: list[str] | None = None,
     ids: IdFactory = new_id,
 ) -> Task:
     """A new task whose step 0 dispatch sits in the outbox, ready for one insert."""
@@ -100,6 +110,7 @@ def create_task(
         Priority=max(0, min(priority, MAX_TASK_PRIORITY)),
         UserId=user_id,
         Labels=dict(labels or {}),
+        SecretParameters=sorted(secret_parameters or []),
     )
     _record(task, timing.now, "created", actor="oss")
     due = max(timing.now, start_at) if start_at is not None else timing.now
@@ -211,6 +222,10 @@ def mark_sent(task: Task, dispatch_id: str) -> Task | Refusal:
     return new
 
 
+def cancel_message(request: OperatorRequest) -> str:
+    return f"cancelled by {request.Actor}: {request.Reason}"
+
+
 def idempotency_key(task_id: str, cursor: int, phase: Phase) -> str:
     """Stays the same across retries and redeliveries of one step phase, as DESIGN.md requires."""
     return f"{task_id}:{cursor}:{phase.label}"
@@ -233,7 +248,11 @@ def _conclude(task: Task, result: AttemptResult, timing: Timing, actor: str, ids
     assert run is not None
     step = task.Steps[run.Cursor]
     _store_result(step, run.Phase, result, timing.now)
-    if not result.ok and result.retryable and run.Attempt <= step.retry(run.Phase):
+    # Cancelled while this step ran: no further attempt, and even a success routes into rollback
+    # of this step (it did work that must be undone), as if it had failed.
+    cancel = task.CancelRequested if run.Phase is Phase.NORMAL else None
+    retry_left = run.Attempt <= step.retry(run.Phase)
+    if not result.ok and result.retryable and cancel is None and retry_left:
         _record(task, timing.now, "attempt_failed", run, actor=actor, message=result.message)
         due = timing.now + timing.retry_delay
         _dispatch(task, run.Cursor, run.Phase, run.Attempt + 1, timing, due, actor, ids)
@@ -253,7 +272,11 @@ def _conclude(task: Task, result: AttemptResult, timing: Timing, actor: str, ids
         failure = f"{what} {run.Cursor} ({step.Name}) failed: {result.message}"
         if run.Phase is Phase.ROLLBACK or task.TaskStatus is not TaskStatus.ROLLING_BACK:
             task.TaskMessage = failure
-    next_move = route([s.has_rollback for s in task.Steps], run.Cursor, run.Phase, result.ok)
+    if cancel is not None:
+        task.TaskMessage = cancel_message(cancel)
+        _record(task, timing.now, "cancelled", run, actor=cancel.Actor, message=cancel.Reason)
+    succeeded = result.ok and cancel is None
+    next_move = route([s.has_rollback for s in task.Steps], run.Cursor, run.Phase, succeeded)
     for index in next_move.passed_over:
         _set_step_state(task.Steps[index], StepState.SKIPPED)
     if isinstance(next_move, RunStep):

@@ -1,0 +1,80 @@
+"""A task as it may be shown: to an API client, on a terminal, in a log line.
+
+Three layers, because a secret can hide in three ways:
+1. Parameters declared `secret: true` in flows.yaml (named in the task's SecretParameters);
+2. keys that look secret wherever they are (common.logging.mask_secrets), e.g. a command's
+   output such as instance.password merged into Parameters;
+3. the VALUE of either copied into free text (a step's error message quoting a connection
+   string, say): every string in the document is scrubbed of those values. Values shorter than
+   MIN_SCRUBBED characters are not scrubbed from text: they would mangle ordinary words, and
+   flows.yaml can demand a longer secret with min_length.
+
+The document keeps its shape (a masked value becomes "***"), so a view still validates as a Task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from common.logging import MASK, SECRET_KEY, mask_secrets
+from common.models import Task
+
+MIN_SCRUBBED = 4
+
+
+def masked_task_view(task: Task) -> dict[str, Any]:
+    """The whole task document, JSON-able, with every secret masked."""
+    names = set(task.SecretParameters)
+    doc = task.to_doc()
+    doc["Parameters"] = mask_parameters(doc["Parameters"], names)
+    for entry in doc["Outbox"]:  # step messages carry a copy of the parameters
+        body = entry["Body"]
+        if isinstance(body.get("Parameters"), dict):
+            body["Parameters"] = mask_parameters(body["Parameters"], names)
+    values = sorted(set(_secret_values(task.Parameters, names)), key=len, reverse=True)
+    return _scrubbed(doc, values)  # type: ignore[no-any-return]
+
+
+def masked_task(task: Task) -> Task:
+    """masked_task_view as a Task, for code that renders Task objects."""
+    return Task.from_doc(masked_task_view(task))
+
+
+def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:
+    marked = {key: MASK if key in secret_names else value for key, value in parameters.items()}
+    return mask_secrets(marked)  # type: ignore[no-any-return]
+
+
+def _secret_values(parameters: dict[str, Any], names: Collection[str]) -> Iterator[str]:
+    for key, value in parameters.items():
+        if key in names or SECRET_KEY.search(key):
+            yield from _leaves(value)
+        elif isinstance(value, (dict, list)):
+            nested = value if isinstance(value, dict) else {str(i): v for i, v in enumerate(value)}
+            yield from _secret_values(nested, ())
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    elif value is not None and not isinstance(value, bool):
+        text = str(value)
+        if len(text) >= MIN_SCRUBBED:
+            yield text
+
+
+def _scrubbed(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, dict):
+        return {key: _scrubbed(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, secrets) for item in value]
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, MASK)
+        return mask_secrets(value)
+    return value

@@ -1,0 +1,56 @@
+"""masked_task_view: declared secrets, secret-looking keys, and their values in free text."""
+
+from __future__ import annotations
+
+from common.logging import MASK
+from common.masking import masked_task, masked_task_view
+from common.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.models import StepMessage
+from common.statuses import ResultCode
+from tests.support.builders import counter_ids, make_step
+
+PASSWORD = "correct-horse-battery"
+
+
+def secret_task():
+    return create_task(
+        task_type="t",
+        steps=[make_step("a"), make_step("b")],
+        parameters={"name": "db1", "admin_password": PASSWORD, "pin": 123456, "nested": {"dsn": "x"}},
+        timing=Timing(100.0),
+        secret_parameters=["pin", "admin_password"],
+        ids=counter_ids(),
+    )
+
+
+def test_secret_names_are_recorded_sorted():
+    assert secret_task().SecretParameters == ["admin_password", "pin"]
+
+
+def test_declared_secrets_are_masked_in_parameters_and_in_the_outbox():
+    view = masked_task_view(secret_task())
+    assert view["Parameters"] == {"name": "db1", "admin_password": MASK, "pin": MASK, "nested": {"dsn": "x"}}
+    assert view["Outbox"][0]["Body"]["Parameters"]["pin"] == MASK
+    assert PASSWORD not in str(view) and "123456" not in str(view)
+    assert view["SecretParameters"] == ["admin_password", "pin"]  # the names are not secret
+
+
+def test_secret_values_copied_into_messages_and_command_output_are_masked():
+    task = secret_task()
+    message = StepMessage.model_validate(task.Outbox[0].Body)
+    task = claim(task, message, "w1", Timing(101))
+    output = {"instance": {"password": "generated-pw-42", "url": "mysql://root:pw-in-url@h/db"}}
+    failed = AttemptResult(ResultCode.FAILED, f"login as root/{PASSWORD} refused", output=output)
+    task = finish_attempt(task, message.DispatchId, "w1", AttemptResult(ResultCode.OK, output=output), Timing(102))
+    task.Steps[1].Message = failed.message + " (generated-pw-42)"
+    view = masked_task_view(task)
+    text = str(view)
+    for secret in (PASSWORD, "generated-pw-42", "pw-in-url"):
+        assert secret not in text
+    assert view["Parameters"]["instance"]["password"] == MASK
+    assert view["Steps"][1]["Message"] == f"login as root/{MASK} refused ({MASK})"
+
+
+def test_a_masked_view_is_still_a_task():
+    task = masked_task(secret_task())
+    assert task.Parameters["admin_password"] == MASK and task.TaskId == secret_task().TaskId
