@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from pymongo import ASCENDING, DESCENDING, MongoClient, ReturnDocument
@@ -25,6 +25,7 @@ from pymongo.write_concern import WriteConcern
 from common.errors import DuplicateTask, StoreError
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
+from common.store.task_filters import PageKey, TaskFilter, mongo_query
 
 
 
@@ -52,6 +53,8 @@ _TASK_INDEXES: list[IndexSpec] = [
     ([("TaskStatus", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "status_time"}),
     ([("TaskType", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "type_time"}),
     ([("TimeCreate", DESCENDING)], {"name": "time"}),
+    ([("TimeCreate", DESCENDING), ("TaskId", DESCENDING)], {"name": "time_id"}),  # listing order
+    ([("UserId", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "user_time"}),
     ([("Active.Deadline", ASCENDING)], {"name": "deadline"}),
     ([("Outbox.DueAt", ASCENDING)], {"name": "outbox_due"}),
 ]
@@ -62,6 +65,7 @@ _ALARM_INDEXES: list[IndexSpec] = [
 ]
 
 Docs = Collection[dict[str, Any]]
+_LISTING_ORDER = [("TimeCreate", DESCENDING), ("TaskId", DESCENDING)]
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -151,13 +155,13 @@ class MongoStore:
     @_adapter_edge
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
         query = {"Active.Deadline": {"$lte": now}}
-        return self._find_tasks(query, ("Active.Deadline", ASCENDING), limit)
+        return self._find_tasks(query, [("Active.Deadline", ASCENDING)], limit)
 
     @_adapter_edge
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         # On an array field the ascending sort key is its smallest element: the oldest entry.
         query = {"Outbox.DueAt": {"$lte": due_before}}
-        return self._find_tasks(query, ("Outbox.DueAt", ASCENDING), limit)
+        return self._find_tasks(query, [("Outbox.DueAt", ASCENDING)], limit)
 
     @_adapter_edge
     def list_tasks(
@@ -165,14 +169,17 @@ class MongoStore:
         *,
         status: TaskStatus | None = None,
         task_type: str | None = None,
+        user_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        created_from: float | None = None,
+        created_to: float | None = None,
+        after: PageKey | None = None,
         limit: int = 100,
     ) -> list[Task]:
-        query: dict[str, Any] = {}
-        if status is not None:
-            query["TaskStatus"] = int(status)
-        if task_type is not None:
-            query["TaskType"] = task_type
-        return self._find_tasks(query, ("TimeCreate", DESCENDING), limit)
+        query = mongo_query(
+            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after)
+        )
+        return self._find_tasks(query, _LISTING_ORDER, limit)
 
     # --- locks ---------------------------------------------------------------------------------
 
@@ -236,10 +243,12 @@ class MongoStore:
 
     # --- the parts -----------------------------------------------------------------------------
 
-    def _find_tasks(self, query: dict[str, Any], order: tuple[str, int], limit: int) -> list[Task]:
+    def _find_tasks(
+        self, query: dict[str, Any], order: list[tuple[str, int]], limit: int
+    ) -> list[Task]:
         if limit <= 0:
             return []  # limit(0) would mean "no limit" to MongoDB
-        cursor = self._tasks.find(query, _no_id()).sort(*order).limit(limit)
+        cursor = self._tasks.find(query, _no_id()).sort(order).limit(limit)
         return [Task.from_doc(doc) for doc in cursor]
 
     def _close_owned(self) -> None:

@@ -8,10 +8,12 @@ late or stale worker can never overwrite a newer outcome.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
+from common.store.task_filters import PageKey
 
 
 class TaskStore(Protocol):
@@ -42,9 +44,19 @@ class TaskStore(Protocol):
         *,
         status: TaskStatus | None = None,
         task_type: str | None = None,
+        user_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        created_from: float | None = None,
+        created_to: float | None = None,
+        after: PageKey | None = None,
         limit: int = 100,
     ) -> list[Task]:
-        """Newest first (TimeCreate descending)."""
+        """Newest first: TimeCreate descending, then TaskId descending (see task_filters).
+
+        Every filter given must hold: `labels` all match (keys without '.' and not starting
+        with '$'), created_from <= TimeCreate < created_to. `after`: the page key of the last
+        task of the previous page; the answer starts strictly after it.
+        """
 
     def try_lock(self, name: str, owner: str, now: float, ttl: float) -> bool:
         """Take or renew the named lock until now+ttl. False while someone else holds it.

@@ -22,7 +22,7 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
@@ -31,6 +31,7 @@ import pydantic_core
 from common.errors import DuplicateTask, StoreError
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
+from common.store.task_filters import PageKey, TaskFilter, sql_where
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -42,6 +43,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     task_type       TEXT NOT NULL,
     time_create     REAL NOT NULL,
     idempotency_key TEXT UNIQUE,
+    user_id         TEXT,
     deadline        REAL,
     outbox_due      REAL,
     doc             TEXT NOT NULL
@@ -51,6 +53,7 @@ CREATE INDEX IF NOT EXISTS tasks_outbox_due ON tasks (outbox_due) WHERE outbox_d
 CREATE INDEX IF NOT EXISTS tasks_status_time ON tasks (status, time_create);
 CREATE INDEX IF NOT EXISTS tasks_type_time ON tasks (task_type, time_create);
 CREATE INDEX IF NOT EXISTS tasks_time ON tasks (time_create);
+CREATE INDEX IF NOT EXISTS tasks_time_id ON tasks (time_create, task_id);
 
 CREATE TABLE IF NOT EXISTS locks (
     name    TEXT PRIMARY KEY,
@@ -70,12 +73,22 @@ CREATE INDEX IF NOT EXISTS alarms_ack_time ON alarms (acknowledged, time);
 
 _INSERT_TASK = """
 INSERT INTO tasks (task_id, version, status, task_type, time_create, idempotency_key,
-                   deadline, outbox_due, doc)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   user_id, deadline, outbox_due, doc)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+# Files created before a column existed get it here, filled from the documents, before the
+# indexes that use it are created. (column, its definition, how to fill it, its index)
+_ADDED_COLUMNS = (
+    (
+        "user_id",
+        "TEXT",
+        "json_extract(doc, '$.UserId')",
+        "CREATE INDEX IF NOT EXISTS tasks_user_time ON tasks (user_id, time_create)",
+    ),
+)
 # SQLite rewrites an index whenever its column is in SET, even to the same value (a page more for
 # the WAL, ~5 us each). So the columns a task never changes (task_type, time_create,
-# idempotency_key) are never set, and of the indexed columns a transition may change only those
+# idempotency_key, user_id) are never set, and of the indexed columns a transition may change only those
 # that did change are (see SqliteStore._changed_since_read).
 _INDEXED = ("status", "deadline", "outbox_due")
 
@@ -171,7 +184,7 @@ class SqliteStore:
         self._conn().execute(
             _INSERT_TASK,
             (task.TaskId, task.Version, status, task.TaskType, task.TimeCreate,
-             task.IdempotencyKey, deadline, outbox_due, _encode(task.to_doc())),
+             task.IdempotencyKey, task.UserId, deadline, outbox_due, _encode(task.to_doc())),
         )
 
     @_translated
@@ -189,8 +202,8 @@ class SqliteStore:
 
     @_translated
     def compare_and_set(self, task: Task, expected_version: int) -> bool:
-        """TaskId, TaskType, TimeCreate and IdempotencyKey are fixed at insert (no transition
-        changes them); their columns are not rewritten."""
+        """TaskId, TaskType, TimeCreate, IdempotencyKey and UserId are fixed at insert (no
+        transition changes them); their columns are not rewritten."""
         if task.Version != expected_version + 1:
             raise ValueError(f"task.Version must be {expected_version + 1}, not {task.Version}")
         values = _indexed_values(task)
@@ -223,18 +236,17 @@ class SqliteStore:
         *,
         status: TaskStatus | None = None,
         task_type: str | None = None,
+        user_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        created_from: float | None = None,
+        created_to: float | None = None,
+        after: PageKey | None = None,
         limit: int = 100,
     ) -> list[Task]:
-        where: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            where.append("status = ?")
-            params.append(int(status))
-        if task_type is not None:
-            where.append("task_type = ?")
-            params.append(task_type)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT doc FROM tasks {clause} ORDER BY time_create DESC LIMIT ?"
+        where, params = sql_where(
+            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after)
+        )
+        sql = f"SELECT doc FROM tasks {where} ORDER BY time_create DESC, task_id DESC LIMIT ?"
         return self._tasks(sql, tuple(params), limit)
 
     # --- locks ---------------------------------------------------------------------------------
@@ -380,6 +392,12 @@ def _create_schema(conn: sqlite3.Connection) -> None:
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
+        have = {row[1] for row in conn.execute("PRAGMA table_info(tasks)")}
+        for column, definition, fill, index in _ADDED_COLUMNS:
+            if column not in have:
+                conn.execute(f"ALTER TABLE tasks ADD COLUMN {column} {definition}")
+                conn.execute(f"UPDATE tasks SET {column} = {fill}")
+            conn.execute(index)
 
 
 @contextmanager

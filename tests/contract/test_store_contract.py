@@ -22,6 +22,7 @@ from common.store.factory import database_name, open_store, sqlite_path
 from common.store.mongo import MongoStore
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
+from common.store.task_filters import page_key
 from common.transitions import (
     AttemptResult,
     Refusal,
@@ -353,6 +354,93 @@ def test_list_tasks_filters_newest_first(store: Any) -> None:
     assert store.list_tasks(status=TaskStatus.SUCCESS) == []
     assert store.list_tasks(limit=0) == []
     assert running[0].TaskStatus is TaskStatus.RUNNING
+
+
+def test_list_tasks_by_owner_label_and_time_range(store: Any) -> None:
+    def make(i: int, user: str | None, labels: dict[str, str]) -> Task:
+        return new_task(NOW + i, user_id=user, labels=labels)
+
+    tasks = [
+        make(0, "alice", {"team": "db", "env": "prod"}),
+        make(1, "bob", {"team": "db", "env": "dev"}),
+        make(2, "alice", {"team": "web"}),
+        make(3, None, {"team": "db", "env": "prod"}),
+        make(4, "alice", {"team": "db", "env": "prod"}),
+    ]
+    for task in tasks:
+        store.insert(task)
+
+    def ids(**filters: Any) -> list[int]:
+        return [tasks.index(t) for t in store.list_tasks(**filters)]
+
+    assert ids(user_id="alice") == [4, 2, 0]
+    assert ids(labels={"team": "db"}) == [4, 3, 1, 0]
+    assert ids(labels={"team": "db", "env": "prod"}) == [4, 3, 0]
+    assert ids(labels={"team": "db", "env": "prod"}, user_id="alice") == [4, 0]
+    assert ids(labels={"env": "staging"}) == []
+    assert ids(labels={"nothing": "here"}) == []
+    assert ids(created_from=NOW + 1, created_to=NOW + 3) == [2, 1]  # from inclusive, to exclusive
+    assert ids(created_from=NOW + 3) == [4, 3]
+    assert ids(created_to=NOW + 0.5) == [0]
+    assert ids(user_id="alice", created_from=NOW + 1, limit=1) == [4]
+    assert ids(user_id="nobody") == []
+
+
+def test_list_tasks_breaks_ties_on_time_by_task_id(store: Any) -> None:
+    same_time = [new_task(NOW, task_id=f"t-{i}") for i in (3, 1, 2)]
+    for task in same_time:
+        store.insert(task)
+    assert [t.TaskId for t in store.list_tasks()] == ["t-3", "t-2", "t-1"]
+    assert [t.TaskId for t in store.list_tasks(after=(NOW, "t-3"))] == ["t-2", "t-1"]
+    assert [t.TaskId for t in store.list_tasks(after=(NOW, "t-1"))] == []
+    assert [t.TaskId for t in store.list_tasks(after=(NOW + 1, ""))] == ["t-3", "t-2", "t-1"]
+
+
+def test_pages_list_every_task_once_while_tasks_are_inserted(store: Any) -> None:
+    # Ties on TimeCreate across page boundaries, and new tasks arriving between pages.
+    old = [new_task(NOW + i // 3, task_id=f"old-{i:02}") for i in range(14)]
+    for task in old:
+        store.insert(task)
+    seen: list[str] = []
+    after = None
+    for page_number in range(100):
+        page = store.list_tasks(after=after, limit=4, labels=None)
+        if not page:
+            break
+        seen += [t.TaskId for t in page]
+        after = page_key(page[-1])
+        store.insert(new_task(NOW + 100 + page_number, task_id=f"new-{page_number}"))
+    expected = [t.TaskId for t in sorted(old, key=lambda t: (t.TimeCreate, t.TaskId), reverse=True)]
+    assert seen == expected
+
+
+def test_filtered_pages(store: Any) -> None:
+    for i in range(7):
+        store.insert(new_task(NOW + i, task_id=f"t-{i}", user_id="alice" if i % 2 else "bob"))
+    first = store.list_tasks(user_id="bob", limit=2)
+    second = store.list_tasks(user_id="bob", limit=2, after=page_key(first[-1]))
+    assert [t.TaskId for t in first + second] == ["t-6", "t-4", "t-2", "t-0"]
+
+
+def test_sqlite_file_from_before_user_id_gets_the_column(tmp_path: Any) -> None:
+    path = str(tmp_path / "old.db")
+    task = new_task(user_id="alice")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE tasks (task_id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+            " status INTEGER NOT NULL, task_type TEXT NOT NULL, time_create REAL NOT NULL,"
+            " idempotency_key TEXT UNIQUE, deadline REAL, outbox_due REAL, doc TEXT NOT NULL)"
+        )
+        conn.execute(
+            "INSERT INTO tasks VALUES (?, 0, 1, ?, ?, NULL, NULL, NULL, ?)",
+            (task.TaskId, task.TaskType, task.TimeCreate, task.model_dump_json()),
+        )
+        conn.commit()
+    store = SqliteStore(path)
+    assert [t.TaskId for t in store.list_tasks(user_id="alice")] == [task.TaskId]
+    store.insert(new_task(user_id="bob"))
+    assert len(store.list_tasks(user_id="bob")) == 1
+    store.close()
 
 
 # --- locks ---------------------------------------------------------------------------------------

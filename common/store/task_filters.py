@@ -1,0 +1,107 @@
+"""Which tasks a listing asks for, and where a page ends: one description, translated for each
+store (SQL for SQLite, a query document for MongoDB), so both answer alike.
+
+Listings are newest first: TimeCreate descending, then TaskId descending. That is a total order,
+so a page boundary is exact: the next page starts strictly after the (TimeCreate, TaskId) of the
+last task of the previous one ("keyset" paging). A task created meanwhile is newer than every
+page already served, so it never shifts a later page: nothing is skipped or repeated.
+
+The cursor handed to clients is that key, JSON in URL-safe base64: opaque to them, and checked
+on the way back in (a tampered cursor is a client error, never a crash).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.models import Task
+from common.statuses import TaskStatus
+
+PageKey = tuple[float, str]  # (TimeCreate, TaskId) of the last task of a page
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    status: TaskStatus | None = None
+    task_type: str | None = None
+    user_id: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)  # every pair must match
+    created_from: float | None = None  # TimeCreate >= created_from
+    created_to: float | None = None  # TimeCreate < created_to
+    after: PageKey | None = None  # only tasks after this key in listing order
+
+
+def sql_where(f: TaskFilter) -> tuple[str, list[Any]]:
+    """A WHERE clause ("" when nothing is filtered) and its parameters, for the tasks table."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, value in (("status", f.status), ("task_type", f.task_type), ("user_id", f.user_id)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(int(value) if isinstance(value, TaskStatus) else value)
+    if f.created_from is not None:
+        clauses.append("time_create >= ?")
+        params.append(f.created_from)
+    if f.created_to is not None:
+        clauses.append("time_create < ?")
+        params.append(f.created_to)
+    if f.after is not None:
+        clauses.append("(time_create, task_id) < (?, ?)")  # a row value: uses the index
+        params.extend(f.after)
+    for key, value in f.labels.items():
+        clauses.append(
+            "EXISTS (SELECT 1 FROM json_each(tasks.doc, '$.Labels') AS l"
+            " WHERE l.key = ? AND l.value = ?)"
+        )
+        params.extend((key, value))
+    return (f"WHERE {' AND '.join(clauses)}" if clauses else ""), params
+
+
+def mongo_query(f: TaskFilter) -> dict[str, Any]:
+    clauses: list[dict[str, Any]] = []
+    for name, value in (("TaskStatus", f.status), ("TaskType", f.task_type), ("UserId", f.user_id)):
+        if value is not None:
+            clauses.append({name: int(value) if isinstance(value, TaskStatus) else value})
+    if f.created_from is not None:
+        clauses.append({"TimeCreate": {"$gte": f.created_from}})
+    if f.created_to is not None:
+        clauses.append({"TimeCreate": {"$lt": f.created_to}})
+    if f.after is not None:
+        time, task_id = f.after
+        clauses.append(
+            {"$or": [{"TimeCreate": {"$lt": time}}, {"TimeCreate": time, "TaskId": {"$lt": task_id}}]}
+        )
+    for key, value in f.labels.items():
+        if "." in key or key.startswith("$"):
+            raise ValueError(f"label key {key!r}: MongoDB cannot query a key with '.' or a leading '$'")
+        clauses.append({f"Labels.{key}": value})
+    return {"$and": clauses} if clauses else {}
+
+
+def page_key(task: Task) -> PageKey:
+    return (task.TimeCreate, task.TaskId)
+
+
+def encode_cursor(key: PageKey) -> str:
+    raw = json.dumps([key[0], key[1]], separators=(",", ":")).encode()  # floats round-trip exactly
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> PageKey:
+    """The key a cursor holds; ValueError for anything encode_cursor did not produce."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        time, task_id = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        raise ValueError("not a cursor this API handed out") from None
+    if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time):
+        raise ValueError("not a cursor this API handed out")
+    if not isinstance(task_id, str):
+        raise ValueError("not a cursor this API handed out")
+    return (float(time), task_id)
