@@ -127,7 +127,7 @@ def claim(task: Task, message: StepMessage, owner: str, timing: Timing) -> Task 
         return Refusal("stale dispatch: the task has moved on")
     if active.State is RunState.RUNNING:
         return Refusal(f"already claimed by {active.Owner}")
-    new = task.model_copy(deep=True)
+    new = task.clone()
     run = new.Active
     assert run is not None
     run.State, run.Owner, run.Deadline = RunState.RUNNING, owner, timing.now + timing.lease
@@ -150,7 +150,7 @@ def renew_lease(task: Task, dispatch_id: str, owner: str, timing: Timing) -> Tas
     refusal = _check_owner(task, dispatch_id, owner)
     if refusal:
         return refusal
-    new = task.model_copy(deep=True)
+    new = task.clone()
     assert new.Active is not None
     new.Active.Deadline = timing.now + timing.lease
     return new
@@ -168,7 +168,7 @@ def finish_attempt(
     refusal = _check_owner(task, dispatch_id, owner)
     if refusal:
         return refusal
-    new = task.model_copy(deep=True)
+    new = task.clone()
     _conclude(new, result, timing, actor=owner, ids=ids)
     return new
 
@@ -181,7 +181,7 @@ def release(task: Task, dispatch_id: str, owner: str, timing: Timing, ids: IdFac
     refusal = _check_owner(task, dispatch_id, owner)
     if refusal:
         return refusal
-    new = task.model_copy(deep=True)
+    new = task.clone()
     run = new.Active
     assert run is not None
     _record(new, timing.now, "released", run, actor=owner, message="module shutting down")
@@ -199,7 +199,7 @@ def expire(task: Task, timing: Timing, ids: IdFactory = new_id) -> Task | Refusa
     active = task.Active
     if active is None or active.Deadline > timing.now:
         return Refusal("nothing past its deadline")
-    new = task.model_copy(deep=True)
+    new = task.clone()
     run = new.Active
     assert run is not None
     if run.State is RunState.RUNNING:
@@ -217,7 +217,7 @@ def mark_sent(task: Task, dispatch_id: str) -> Task | Refusal:
     """Drop an outbox entry the broker confirmed."""
     if not any(e.DispatchId == dispatch_id for e in task.Outbox):
         return Refusal("already marked sent")
-    new = task.model_copy(deep=True)
+    new = task.clone()
     new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
     return new
 
