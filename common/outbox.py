@@ -2,6 +2,11 @@
 
 Used by OSS (step 0 of a new task), by modules (the next step) and by the sweeper's relay (any
 entry left unsent by a crash). Publishing twice is harmless: the claim fences duplicates.
+
+Marking sent is deferred: usually the next module's claim has removed the entry by then (see
+transitions.claim), so the mark costs a read instead of a write, off the step's critical path.
+An entry whose mark never happens (this process died) is published again by the relay and
+fenced by the claim.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from common.transitions import mark_sent
 
 log = structlog.get_logger(__name__)
 Clock = Callable[[], float]
+DEFAULT_MARK_DELAY = 1.0  # keep it well under the relay's grace period
 
 
 def encode(entry: OutboxEntry) -> bytes:
@@ -29,11 +35,12 @@ def encode(entry: OutboxEntry) -> bytes:
 
 
 class OutboxPublisher:
-    def __init__(self, store: TaskStore, broker: Broker, clock: Clock):
+    def __init__(self, store: TaskStore, broker: Broker, clock: Clock, mark_delay: float = DEFAULT_MARK_DELAY):
         self._store = store
         self._broker = broker
         self._clock = clock
-        self._delayed = _DelayedEntries(self)
+        self._mark_delay = mark_delay
+        self._timers = _Timers(clock)
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
         """Publish every entry due now; entries due later (a retry's backoff) wait in a timer."""
@@ -42,12 +49,17 @@ class OutboxPublisher:
             if entry.DueAt <= now:
                 self.publish(task.TaskId, entry, before_mark_sent)
             else:
-                self._delayed.add(task.TaskId, entry)
+                self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
 
     def publish(
-        self, task_id: str, entry: OutboxEntry, before_mark_sent: Callable[[], None] | None = None
+        self,
+        task_id: str,
+        entry: OutboxEntry,
+        before_mark_sent: Callable[[], None] | None = None,
+        *,
+        mark_now: bool = False,
     ) -> bool:
-        """Publish one entry and mark it sent. False if it stays for the relay to try again."""
+        """Publish one entry and (soon) mark it sent. False if it stays for the relay to retry."""
         try:
             self._broker.publish(
                 entry.Queue, encode(entry), priority=entry.Priority, message_id=entry.DispatchId
@@ -58,37 +70,42 @@ class OutboxPublisher:
             return False
         if before_mark_sent:
             before_mark_sent()
-        try:
-            mutate(self._store, task_id, lambda t: mark_sent(t, entry.DispatchId))
-        except StoreError as exc:  # published but not marked: the relay publishes it again
-            log.warning("mark-sent failed", task_id=task_id, error=str(exc))
+        if mark_now:
+            self._mark_sent(task_id, entry.DispatchId)
+        else:
+            self._timers.at(self._clock() + self._mark_delay, lambda: self._mark_sent(task_id, entry.DispatchId))
         return True
 
     def stop(self) -> None:
-        self._delayed.stop()
+        self._timers.stop()
+
+    def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
+        try:
+            mutate(self._store, task_id, lambda t: mark_sent(t, dispatch_id))
+        except StoreError as exc:  # published but not marked: the relay publishes it again
+            log.warning("mark-sent failed", task_id=task_id, error=str(exc))
 
 
-class _DelayedEntries:
-    """A timer thread for outbox entries due later, so a backoff never holds a worker slot.
+class _Timers:
+    """One thread running callbacks at their due times, so a wait never holds a worker slot."""
 
-    Only a latency aid: if this process dies, the relay publishes the entries when they are due.
-    """
-
-    def __init__(self, publisher: OutboxPublisher):
-        self._publisher = publisher
-        self._heap: list[tuple[float, int, str, OutboxEntry]] = []
+    def __init__(self, clock: Clock):
+        self._clock = clock
+        self._heap: list[tuple[float, int, Callable[[], object]]] = []
         self._condition = threading.Condition()
         self._counter = 0
         self._stopped = False
         self._thread: threading.Thread | None = None
 
-    def add(self, task_id: str, entry: OutboxEntry) -> None:
+    def at(self, due: float, callback: Callable[[], object]) -> None:
         with self._condition:
+            if self._stopped:
+                return
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="baton-delayed", daemon=True)
+                self._thread = threading.Thread(target=self._run, name="baton-outbox-timers", daemon=True)
                 self._thread.start()
             self._counter += 1
-            heapq.heappush(self._heap, (entry.DueAt, self._counter, task_id, entry))
+            heapq.heappush(self._heap, (due, self._counter, callback))
             self._condition.notify()
 
     def stop(self) -> None:
@@ -100,12 +117,14 @@ class _DelayedEntries:
         while True:
             with self._condition:
                 while not self._stopped:
-                    now = self._publisher._clock()
+                    now = self._clock()
                     if self._heap and self._heap[0][0] <= now:
                         break
-                    wait = self._heap[0][0] - now if self._heap else None
-                    self._condition.wait(timeout=wait)
+                    self._condition.wait(timeout=self._heap[0][0] - now if self._heap else None)
                 if self._stopped:
                     return
-                _, _, task_id, entry = heapq.heappop(self._heap)
-            self._publisher.publish(task_id, entry)
+                _, _, callback = heapq.heappop(self._heap)
+            try:
+                callback()
+            except Exception:  # one failed callback must not stop the others
+                log.exception("outbox timer callback failed")

@@ -113,5 +113,5 @@ class Sweeper:
     def _relay(self, task: Task, report: SweepReport) -> None:
         cutoff = self._clock() - self._config.relay_grace
         for entry in task.Outbox:
-            if entry.DueAt <= cutoff and self._publisher.publish(task.TaskId, entry):
+            if entry.DueAt <= cutoff and self._publisher.publish(task.TaskId, entry, mark_now=True):
                 report.relayed += 1

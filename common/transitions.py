@@ -131,6 +131,9 @@ def claim(task: Task, message: StepMessage, owner: str, timing: Timing) -> Task 
     run = new.Active
     assert run is not None
     run.State, run.Owner, run.Deadline = RunState.RUNNING, owner, timing.now + timing.lease
+    # The claim proves the dispatch was delivered: its outbox entry goes in this same write, which
+    # spares the publisher a write of its own to mark it sent.
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
     step = new.Steps[run.Cursor]
     if run.Phase is Phase.NORMAL:
         step.Attempts = run.Attempt

@@ -49,7 +49,7 @@ class ModuleRuntime:
             registry_ref, settings.concurrency, settings.fault_injection, settings.log_format, settings.log_level
         )
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock)
-        self._publisher = OutboxPublisher(store, broker, clock)
+        self._publisher = OutboxPublisher(store, broker, clock, mark_delay=min(1.0, settings.relay_grace_seconds / 2))
         config = HandlerConfig(
             module=self.module,
             owner=self.owner,

@@ -111,7 +111,7 @@ class StepHandler:
             idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase),
             parameters=task.Parameters,
         )
-        log.info("step started")
+        log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
         with self._leases.hold(task.TaskId, message.DispatchId) as lease:
             self._crash_point(task, message, "during_command", delay=0.2)

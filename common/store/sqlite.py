@@ -152,7 +152,7 @@ def _indexed_values(task: Task) -> tuple[Any, ...]:
 
 
 def _task(row: tuple[str] | None) -> Task | None:
-    return None if row is None else Task.from_doc(_decode(row[0]))
+    return None if row is None else Task.from_json(row[0])
 
 
 def _alarm(row: tuple[str] | None) -> Alarm | None:
@@ -184,7 +184,7 @@ class SqliteStore:
         self._conn().execute(
             _INSERT_TASK,
             (task.TaskId, task.Version, status, task.TaskType, task.TimeCreate,
-             task.IdempotencyKey, task.UserId, deadline, outbox_due, _encode(task.to_doc())),
+             task.IdempotencyKey, task.UserId, deadline, outbox_due, task.to_json()),
         )
 
     @_translated
@@ -213,7 +213,7 @@ class SqliteStore:
             (
                 task.Version,
                 *(value for value, flag in zip(values, changed) if flag),
-                _encode(task.to_doc()),
+                task.to_json(),
                 task.TaskId,
                 expected_version,
             ),
@@ -319,7 +319,7 @@ class SqliteStore:
         if limit <= 0:
             return []
         rows = self._conn().execute(sql, (*params, limit))
-        return [Task.from_doc(_decode(doc)) for (doc,) in rows]
+        return [Task.from_json(doc) for (doc,) in rows]
 
     def _changed_since_read(
         self, task_id: str, version: int, values: tuple[Any, ...]

@@ -232,3 +232,10 @@ def test_release_hands_the_step_back_without_counting_an_attempt():
     assert released.Active.State is RunState.PENDING and released.Active.Attempt == 1
     assert released.Active.DispatchId != message.DispatchId and released.Outbox[-1].DueAt == 102
     assert isinstance(release(claimed, message.DispatchId, "w2", Timing(102)), Refusal)
+
+
+def test_claim_removes_the_outbox_entry_it_proves_delivered():
+    task = new_task()
+    message = message_for(task)
+    claimed = claim(task, message, "w1", Timing(101))
+    assert all(e.DispatchId != message.DispatchId for e in claimed.Outbox)
