@@ -1,16 +1,35 @@
-"""Monitor commands. `report_event` is step 0's rollback in create_mysql_instance."""
+"""Monitor commands. `report_event` records an event in the event log beside the task store:
+create_mysql_instance announces itself with it, and records with its rollback that it was
+abandoned."""
+
+from __future__ import annotations
+
+import time
 
 import structlog
 
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
+from common.settings import load_settings
+from common.store.events_port import EventLog
+from common.store.inventory_factory import open_event_log
+from modules.monitor.events import event_for
 
 registry = CommandRegistry("monitor")
 add_demo_commands(registry)
 log = structlog.get_logger(__name__)
 
 
+@registry.setup
+def open_events() -> EventLog:
+    """Once per command process: the event log its commands share."""
+    return open_event_log(load_settings().store_url)
+
+
 @registry.command()
 def report_event(ctx: CommandContext) -> dict:
-    log.info("event reported", what=f"{ctx.task_type} abandoned", task_id=ctx.task_id)
-    return {"event_reported": True}
+    events: EventLog = ctx.resources
+    event = event_for(ctx, time.time())
+    if events.record(event):
+        log.info("event reported", kind=event.Kind, what=event.Message)
+    return {"last_event": {"id": event.EventId, "kind": event.Kind}}

@@ -1,23 +1,109 @@
-"""MySQL commands (simple stand-ins: real provisioning on MariaDB is issue 4's work)."""
+"""MySQL commands: create, clean up and drop an instance (a database and its user), and change
+its connection limit. The work is in provision.py; these map a task's Parameters onto it.
 
+Each command opens its own admin connection (commands are rare and a connection costs a few
+milliseconds; a long-lived one would need keep-alive and reconnect logic for nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pymysql
+
+from common.errors import CommandFailed
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
+from modules.mysql import provision
+from modules.mysql.naming import access_from, connection_limit, given_password, instance_name
+from modules.mysql.provision import Placement
+from modules.mysql.server import Server
+from modules.mysql.settings import MysqlSettings, load_mysql_settings
 
 registry = CommandRegistry("mysql")
 add_demo_commands(registry)
 
 
+@dataclass
+class MysqlParts:
+    settings: MysqlSettings
+    placement: Placement
+    meta_ready: list[bool] = field(default_factory=lambda: [False])  # per process, set once
+
+
+@registry.setup
+def load_parts() -> MysqlParts:
+    """Once per command process. Connects to nothing: a server that is down fails commands (and
+    they retry), it does not stop the module from starting."""
+    settings = load_mysql_settings()
+    secret = settings.password_secret.get_secret_value().encode() if settings.password_secret else None
+    placement = Placement(settings.client_host, settings.client_port, settings.user_host, secret)
+    return MysqlParts(settings, placement)
+
+
+@contextlib.contextmanager
+def _server(ctx: CommandContext) -> Iterator[Server]:
+    parts: MysqlParts = ctx.resources
+    try:
+        server = Server.connect(parts.settings)
+    except pymysql.err.OperationalError as exc:
+        address = parts.settings.server()
+        raise CommandFailed(f"cannot reach MySQL at {address.host}:{address.port}: {exc.args[-1]}") from None
+    try:
+        if not parts.meta_ready[0]:
+            server.ensure_meta_schema()
+            parts.meta_ready[0] = True
+        yield server
+    except pymysql.err.OperationalError as exc:  # lost connection, lock wait timeout...: retry
+        raise CommandFailed(f"MySQL: {exc.args[-1]}") from None
+    finally:
+        server.close()
+
+
+def _name(ctx: CommandContext) -> str:
+    parts: MysqlParts = ctx.resources
+    return instance_name(ctx.parameters.get("name"), parts.settings.meta_schema)
+
+
 @registry.command()
 def init_instance(ctx: CommandContext) -> dict:
-    # Uses what check_resource put into Parameters: the steps of a task share them.
-    return {"instance": {"host": ctx.parameters.get("host"), "database": f"db_{ctx.task_id[:8]}"}}
+    name = _name(ctx)  # checked before any connection: a refused name touches nothing
+    access, password = access_from(ctx.parameters), given_password(ctx.parameters)
+    with _server(ctx) as server:
+        return provision.init_instance(
+            server, ctx.resources.placement, name=name, access=access, password=password,
+            task_id=ctx.task_id, key=ctx.idempotency_key,
+        )
 
 
 @registry.command()
 def clean_instance(ctx: CommandContext) -> dict:
-    return {"instance_cleaned": True}
+    try:
+        name = _name(ctx)
+    except CommandFailed:
+        return {"instance_cleaned": False}  # init refused this name: it created nothing
+    with _server(ctx) as server:
+        return provision.clean_instance(server, name=name, task_id=ctx.task_id)
 
 
 @registry.command()
 def drop_instance(ctx: CommandContext) -> dict:
-    return {"instance_dropped": True}
+    name = _name(ctx)
+    with _server(ctx) as server:
+        return provision.drop_instance(server, name=name, user_host=ctx.resources.placement.user_host)
+
+
+@registry.command()
+def set_connection_limit(ctx: CommandContext) -> dict:
+    name, limit = _name(ctx), connection_limit(ctx.parameters.get("max_connections"))
+    with _server(ctx) as server:
+        # One change per task: its rollback (another step phase, another idempotency key) finds it.
+        return provision.set_connection_limit(server, name=name, limit=limit, change_key=ctx.task_id)
+
+
+@registry.command()
+def restore_connection_limit(ctx: CommandContext) -> dict:
+    with _server(ctx) as server:
+        return provision.restore_connection_limit(server, change_key=ctx.task_id)

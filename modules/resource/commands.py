@@ -1,31 +1,102 @@
-"""Resource commands (simple stand-ins: the real inventory is issue 4's work).
+"""Resource commands: reserve capacity for a task, charge it, give it back, release it.
 
-They already follow the contract every command must: results go back into Parameters for the
-later steps, and the idempotency key makes a re-run return the same answer.
+check_resource reserves room on a host for the whole task (the reservation lapses if the task
+dies before deduct_resource charges it); restore_resource gives it back when the task rolls back;
+release_resource frees what a deleted instance held. Each is idempotent: the claim is keyed by the
+task (requests.claim_key) and a release by its step's idempotency key.
 """
 
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import structlog
+
+from common.errors import CommandFailed
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
+from common.settings import load_settings
+from common.store.inventory_factory import open_inventory
+from common.store.inventory_port import (
+    ClaimClosed,
+    ClaimState,
+    Inventory,
+    InventoryError,
+    NoCapacity,
+    UnknownClaim,
+)
+from modules.resource.requests import claim_key, holder_from, need_from, summary
+from modules.resource.settings import load_resource_settings
 
 registry = CommandRegistry("resource")
 add_demo_commands(registry)
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ResourceParts:
+    inventory: Inventory
+    reservation_ttl: float
+
+
+@registry.setup
+def open_parts() -> ResourceParts:
+    """Once per command process: the inventory handle its commands share."""
+    settings = load_resource_settings()
+    url = settings.inventory_url or load_settings().store_url
+    return ResourceParts(open_inventory(url), settings.reservation_ttl_seconds)
+
+
+def _parts(ctx: CommandContext) -> ResourceParts:
+    return ctx.resources  # type: ignore[no-any-return]
 
 
 @registry.command()
 def check_resource(ctx: CommandContext) -> dict:
-    return {"host": "host-1", "reservation_id": ctx.idempotency_key}
+    parts = _parts(ctx)
+    need, holder = need_from(ctx.parameters), holder_from(ctx.parameters)
+    now = time.time()
+    try:
+        claim = parts.inventory.reserve(claim_key(ctx.task_id), need, holder, now, now + parts.reservation_ttl)
+    except NoCapacity as exc:
+        # Not retried: the answer is not expected to change in seconds, and a retry would hold
+        # the task (and its submitter) in suspense. Submit again once capacity is added.
+        raise CommandFailed(str(exc), retryable=False) from None
+    except InventoryError as exc:
+        raise CommandFailed(str(exc), retryable=False) from None
+    if claim.state is not ClaimState.RESERVED and claim.state is not ClaimState.DEDUCTED:
+        raise CommandFailed(f"this task's reservation is {claim.state.value}; submit a new task", retryable=False)
+    log.info("capacity reserved", host=claim.host, holder=holder, **need.as_dict())
+    return {"reservation": summary(claim)}
 
 
 @registry.command()
 def deduct_resource(ctx: CommandContext) -> dict:
-    return {"deducted_reservation": ctx.parameters.get("reservation_id")}
+    try:
+        claim = _parts(ctx).inventory.deduct(claim_key(ctx.task_id), time.time())
+    except UnknownClaim:
+        raise CommandFailed("this task holds no reservation: check_resource must run first", retryable=False) from None
+    except ClaimClosed as exc:
+        # Typically: the task took longer than the reservation's lifetime, and the capacity may
+        # have gone to someone else since. Charging it anyway could overbook the host.
+        raise CommandFailed(str(exc), retryable=False) from None
+    log.info("capacity deducted", host=claim.host, holder=claim.holder)
+    return {"reservation": summary(claim)}
 
 
 @registry.command()
 def restore_resource(ctx: CommandContext) -> dict:
-    return {"restored_reservation": ctx.parameters.get("reservation_id")}
+    claim = _parts(ctx).inventory.restore(claim_key(ctx.task_id), time.time())
+    if claim is None:
+        return {"reservation": None}  # never reserved (check_resource failed): nothing to give back
+    log.info("capacity restored", host=claim.host, holder=claim.holder, state=claim.state.value)
+    return {"reservation": summary(claim)}
 
 
 @registry.command()
 def release_resource(ctx: CommandContext) -> dict:
-    return {"released": True}
+    holder = holder_from(ctx.parameters)
+    released = _parts(ctx).inventory.release(holder, ctx.idempotency_key, time.time())
+    log.info("capacity released", holder=holder, claims=[c.key for c in released])
+    return {"released": [summary(c) for c in released]}

@@ -31,11 +31,16 @@ task_types:
 
 @pytest.fixture(scope="module")
 def cluster(rabbitmq_url, tmp_path_factory):
-    """resource, mysql and monitor modules plus a sweeper, as real processes on RabbitMQ + SQLite."""
+    """resource, mysql and monitor modules plus a sweeper, as real processes on RabbitMQ + SQLite.
+
+    The engine is under test here, not the modules: resource and mysql serve stand-in commands
+    of the same names (no inventory, no MariaDB); the monitor is the real one, alarm queue and all.
+    """
     cluster = Cluster(tmp_path_factory.mktemp("cluster"), rabbitmq_url, ENGINE_FLOWS)
     try:
-        for module in ("resource", "mysql", "monitor"):
-            cluster.start_module(module)
+        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+        cluster.start_module("monitor")
         cluster.start_sweeper()
         yield cluster
     finally:

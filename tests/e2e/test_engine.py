@@ -148,7 +148,7 @@ def test_malformed_messages_are_dead_lettered_and_the_consumer_keeps_going(clust
 
 
 def test_two_replicas_share_a_queue_without_running_a_step_twice(cluster):
-    cluster.start_module("resource", name="resource-2")
+    cluster.start_module("resource", name="resource-2", registry="tests.support.standin_commands:resource")
     try:
         tasks = [insert_unpublished(cluster) for _ in range(20)]
         for task in tasks:  # each step 0 delivered three times: the replicas race for duplicates

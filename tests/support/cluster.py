@@ -33,6 +33,7 @@ class Proc:
     args: list[str]
     log_path: Path
     popen: subprocess.Popen | None = None
+    ready: str = ""  # the log line that says it started; "" = guess from args (as before)
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -75,14 +76,19 @@ class Cluster:
 
     # --- processes ---------------------------------------------------------------------------
 
-    def start_module(self, module: str, name: str | None = None, **env: str) -> Proc:
-        return self._start(name or module, [sys.executable, "-m", f"modules.{module}"], env, ready="module started")
+    def start_module(self, module: str, name: str | None = None, registry: str | None = None, **env: str) -> Proc:
+        """`registry` ("package.module:attribute"): serve that command registry instead of the
+        module's own (test stand-ins), through the same runtime."""
+        args = [sys.executable, "-m", f"modules.{module}"]
+        if registry is not None:
+            args = [sys.executable, "-m", "tests.support.run_registry", registry]
+        return self._start(name or module, args, env, ready="module started")
 
     def start_sweeper(self, name: str = "sweeper", **env: str) -> Proc:
         return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started")
 
     def _start(self, name: str, args: list[str], env: dict[str, str], ready: str) -> Proc:
-        proc = self.procs.get(name) or Proc(name, args, self.workdir / f"{name}.log")
+        proc = self.procs.get(name) or Proc(name, args, self.workdir / f"{name}.log", ready=ready)
         self.procs[name] = proc
         offset = len(proc.log_text())
         with proc.log_path.open("a") as log:
@@ -96,7 +102,8 @@ class Cluster:
 
     def restart(self, name: str) -> Proc:
         proc = self.procs[name]
-        return self._start(name, proc.args, {}, ready="module started" if "modules" in proc.args[-1] else "sweeper started")
+        ready = proc.ready or ("module started" if "modules" in proc.args[-1] else "sweeper started")
+        return self._start(name, proc.args, {}, ready=ready)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         proc = self.procs[name]

@@ -1,17 +1,16 @@
-"""flows.yaml: the shipped file, defaults, and the exact "file:line: path: message" of faults."""
+"""flows.yaml: defaults, and the exact "file:line: path: message" of faults. The shipped file
+itself is tested in test_shipped_flows.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
-from common.errors import FlowError, UnknownTaskType
+from common.errors import FlowError
 from common.flows import FlowCatalog, ParameterField, ParameterSchema, load_flows, parse_flows
 from common.models import BackoffPolicy, Step
 
-SHIPPED = Path(__file__).resolve().parents[2] / "flows.yaml"
 
 # The smallest valid file; cases below change one thing in files shaped like it.
 MINIMAL = """\
@@ -34,100 +33,7 @@ def only_step(text: str) -> Step:
     return parse_flows(dedent(text), "flows.yaml").get("t").steps[0]
 
 
-# --- the shipped file -------------------------------------------------------------------------
-
-
-def test_shipped_flows_define_the_three_task_types_in_order() -> None:
-    catalog = load_flows(SHIPPED)
-    assert list(catalog.task_types) == ["create_mysql_instance", "delete_mysql_instance", "demo"]
-
-
-def test_shipped_create_mysql_instance_steps() -> None:
-    backoff = BackoffPolicy(Initial=1, Max=30, Multiplier=2, Jitter=0.2)
-
-    def step(
-        name: str, normal: tuple[str, str, float, int], rollback: tuple[str, str, float, int]
-    ) -> Step:
-        return Step(
-            Name=name,
-            NormalModule=normal[0], NormalCommand=normal[1], NormalTimeout=normal[2],
-            NormalRetry=normal[3], NormalBackoff=backoff,
-            RollbackModule=rollback[0], RollbackCommand=rollback[1], RollbackTimeout=rollback[2],
-            RollbackRetry=rollback[3], RollbackBackoff=backoff,
-        )  # fmt: skip
-
-    flow = load_flows(SHIPPED).get("create_mysql_instance")
-    assert flow.name == "create_mysql_instance"
-    assert flow.description.startswith("Reserve capacity")
-    assert flow.steps == [
-        step(
-            "check_resource",
-            ("resource", "check_resource", 10, 2),
-            ("monitor", "report_event", 10, 3),
-        ),
-        step(
-            "init_instance", ("mysql", "init_instance", 120, 1), ("mysql", "clean_instance", 120, 3)
-        ),
-        step(
-            "deduct_resource",
-            ("resource", "deduct_resource", 10, 2),
-            ("resource", "restore_resource", 10, 3),
-        ),
-    ]
-    assert all(isinstance(s.NormalTimeout, float) for s in flow.steps)
-
-
-def test_shipped_delete_mysql_instance_has_no_rollbacks() -> None:
-    steps = load_flows(SHIPPED).get("delete_mysql_instance").steps
-    assert [(s.Name, s.NormalModule, s.NormalCommand) for s in steps] == [
-        ("drop_instance", "mysql", "drop_instance"),
-        ("release_resource", "resource", "release_resource"),
-    ]
-    assert [s.has_rollback for s in steps] == [False, False]
-    assert steps[0].RollbackCommand is None and steps[0].RollbackTimeout is None
-    assert steps[0].NormalRetry == 2  # from the file's defaults
-
-
-def test_shipped_demo_uses_every_module_with_noops() -> None:
-    steps = load_flows(SHIPPED).get("demo").steps
-    assert [
-        (s.Name, s.NormalModule, s.NormalCommand, s.RollbackModule, s.RollbackCommand)
-        for s in steps
-    ] == [
-        ("demo_a", "resource", "noop", "resource", "noop_rollback"),
-        ("demo_b", "mysql", "noop", "mysql", "noop_rollback"),
-        ("demo_c", "monitor", "noop", "monitor", "noop_rollback"),
-    ]
-    assert steps[0].NormalTimeout == 60.0 and steps[0].RollbackRetry == 2
-
-
-def test_shipped_modules_and_their_commands() -> None:
-    catalog = load_flows(SHIPPED)
-    assert catalog.modules() == {"resource", "mysql", "monitor"}
-    noops = {"noop", "noop_rollback"}
-    resource = {"check_resource", "deduct_resource", "restore_resource", "release_resource"}
-    assert catalog.commands_of("resource") == resource | noops
-    assert (
-        catalog.commands_of("mysql") == {"init_instance", "clean_instance", "drop_instance"} | noops
-    )
-    assert catalog.commands_of("monitor") == {"report_event", "noop", "noop_rollback"}
-    assert catalog.commands_of("nobody") == set()
-    # What the modules serve is exactly what the file needs: the check passes.
-    load_flows(SHIPPED, {m: catalog.commands_of(m) for m in catalog.modules()})
-
-
 # --- catalog ------------------------------------------------------------------------------------
-
-
-def test_get_unknown_task_type_lists_the_known_ones() -> None:
-    catalog = load_flows(SHIPPED)
-    with pytest.raises(UnknownTaskType) as caught:
-        catalog.get("create_postgres")
-    assert str(caught.value) == (
-        "unknown task type 'create_postgres' "
-        "(known task types: create_mysql_instance, delete_mysql_instance, demo)"
-    )
-    assert "demo" in catalog and "create_postgres" not in catalog
 
 
 def test_task_types_cannot_be_changed_through_the_catalog() -> None:
@@ -741,28 +647,6 @@ def test_known_commands_report_unknown_modules_and_commands() -> None:
         (
             'flows.yaml:9: task_types.t.steps[1].normal.module: unknown module "mysql"'
             " (known modules: monitor, resource)"
-        ),
-    ]
-
-
-def test_a_module_checking_only_its_own_commands() -> None:
-    # At start-up a module knows only itself: other modules are not its business.
-    mysql = {"mysql": {"init_instance", "clean_instance", "drop_instance", "noop", "noop_rollback"}}
-    load_flows(SHIPPED, mysql, all_modules=False)
-    with pytest.raises(FlowError) as caught:
-        load_flows(SHIPPED, {"mysql": {"init_instance", "clean_instance"}}, all_modules=False)
-    assert [p.split(": ", 1)[1] for p in caught.value.problems] == [
-        (
-            'task_types.delete_mysql_instance.steps[0].normal.command: module "mysql" has no command'
-            ' "drop_instance" (it serves: clean_instance, init_instance)'
-        ),
-        (
-            'task_types.demo.steps[1].normal.command: module "mysql" has no command "noop"'
-            " (it serves: clean_instance, init_instance)"
-        ),
-        (
-            'task_types.demo.steps[1].rollback.command: module "mysql" has no command "noop_rollback"'
-            " (it serves: clean_instance, init_instance)"
         ),
     ]
 

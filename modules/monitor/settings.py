@@ -1,0 +1,31 @@
+"""The monitor's settings (BATON_MONITOR_*): where alarms are also sent."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from common.errors import ConfigError
+
+
+class MonitorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BATON_MONITOR_", extra="ignore")
+
+    # A secret: webhook URLs often carry a token in their path or query.
+    webhook_url: SecretStr | None = Field(None, description="POST every new alarm as JSON here (http or https)")
+    webhook_timeout_seconds: float = Field(5.0, gt=0, le=60, description="One POST may take this long")
+    webhook_attempts: int = Field(4, ge=1, le=20, description="Tries per alarm, backing off between them")
+    webhook_backoff_seconds: float = Field(0.5, gt=0, description="Wait before the first retry; doubles, up to 30 s")
+    webhook_queue_size: int = Field(1000, ge=1, description="Alarms waiting to be sent; past it, new ones are only stored")
+
+
+def load_monitor_settings() -> MonitorSettings:
+    try:
+        settings = MonitorSettings()
+    except ValidationError as exc:
+        problems = [f"BATON_MONITOR_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None
+    url = settings.webhook_url.get_secret_value() if settings.webhook_url else None
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ConfigError("BATON_MONITOR_WEBHOOK_URL must be an http:// or https:// URL")
+    return settings

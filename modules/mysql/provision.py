@@ -1,0 +1,148 @@
+"""Creating and removing an instance (a database and its user) so that every step can be re-run.
+
+Ownership: before creating anything, init records the name in baton's ownership table
+(`<meta_schema>.instances`) with the task and step that create it. Only a name that neither
+exists on the server nor is recorded may be taken, so a row of ours always means "this task
+created (or was about to create) that database and user": clean_instance removes exactly those,
+and a database or user baton did not create is never touched.
+
+Crash safety: each step is a statement that is harmless to repeat (IF NOT EXISTS / IF EXISTS,
+INSERT IGNORE), so a re-run after a crash anywhere finishes the work. The password is derived
+from a key and the step's idempotency key, so the re-run recreates nothing and reports the same
+password. Known window: if someone outside baton creates a database of the same name between our
+check and our CREATE, the re-run adopts it; baton cannot tell the two apart (MySQL DDL is not
+transactional).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from common.errors import CommandFailed
+from modules.mysql.naming import ACCESS_PRIVILEGES, derive_password
+from modules.mysql.server import LimitChange, OwnedInstance, Server
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where clients reach the server, and how created users may connect."""
+
+    client_host: str
+    client_port: int
+    user_host: str
+    password_secret: bytes | None  # None: use the server's own key (Server.password_key)
+
+
+def init_instance(
+    server: Server, place: Placement, *, name: str, access: str, password: str | None, task_id: str, key: str
+) -> dict[str, Any]:
+    now = time.time()
+    row = server.owned(name)
+    if row is None:
+        _refuse_foreign(server, name, place.user_host)
+        wanted = OwnedInstance(name, place.user_host, task_id, key, access, "creating", now)
+        server.claim_ownership(wanted, now)
+        row = server.owned(name)  # ours, or a concurrent creator's that won the insert
+        assert row is not None
+    if row.owner_key != key:
+        raise CommandFailed(f"instance {name} exists already (created by task {row.owner_task})", retryable=False)
+    if row.state == "dropping":
+        raise CommandFailed(f"instance {name} is being dropped", retryable=False)
+    secret = place.password_secret or server.password_key()
+    password = password or derive_password(secret, key)
+    server.create_database(name)
+    server.create_user(name, row.user_host, password)
+    server.grant(name, name, row.user_host, ACCESS_PRIVILEGES[row.access])
+    if row.state != "ready":
+        server.set_state(name, "ready", time.time())
+    log.info("instance created", instance=name, access=row.access)
+    return {
+        "instance": {
+            "host": place.client_host,
+            "port": place.client_port,
+            "database": name,
+            "user": name,
+            "password": password,  # masked in logs and API answers (common.logging.mask_secrets)
+            "access": row.access,
+        }
+    }
+
+
+def clean_instance(server: Server, *, name: str, task_id: str) -> dict[str, Any]:
+    """Undo init_instance of THIS task: nothing happens to an instance another task created."""
+    row = server.owned(name)
+    if row is None or row.owner_task != task_id:
+        return {"instance_cleaned": False}
+    _remove(server, row)
+    log.info("instance cleaned", instance=name)
+    return {"instance_cleaned": True}
+
+
+def drop_instance(server: Server, *, name: str, user_host: str) -> dict[str, Any]:
+    row = server.owned(name)
+    if row is None:
+        if server.database_exists(name) or server.user_exists(name, user_host):
+            raise CommandFailed(f"{name} was not created by baton; refusing to drop it", retryable=False)
+        return {"instance_dropped": {"name": name, "existed": False}}  # gone already: done
+    _remove(server, row)
+    log.info("instance dropped", instance=name)
+    return {"instance_dropped": {"name": name, "existed": True}}
+
+
+def set_connection_limit(server: Server, *, name: str, limit: int, change_key: str) -> dict[str, Any]:
+    """Record the limit in force BEFORE changing it, so the rollback (even of a re-run) restores it."""
+    row = _ready(server, name)
+    change = server.limit_change(change_key)
+    if change is None:
+        previous = server.user_connection_limit(name, row.user_host)
+        if previous is None:
+            raise CommandFailed(f"user {name}@{row.user_host} is missing; the instance is damaged", retryable=False)
+        server.record_limit_change(LimitChange(change_key, name, previous, limit, "applied"), time.time())
+        change = server.limit_change(change_key)
+        assert change is not None
+    server.set_user_connection_limit(name, row.user_host, change.requested)
+    return {"connection_limit": {"name": name, "max_connections": change.requested, "previous": change.previous}}
+
+
+def restore_connection_limit(server: Server, *, change_key: str) -> dict[str, Any]:
+    change = server.limit_change(change_key)
+    if change is None:
+        return {"connection_limit_restored": False}  # the change never started: nothing to undo
+    row = server.owned(change.name)
+    if row is not None and server.user_exists(change.name, row.user_host):
+        server.set_user_connection_limit(change.name, row.user_host, change.previous)
+    server.set_limit_change_state(change_key, "restored", time.time())
+    return {"connection_limit_restored": True, "connection_limit": {"name": change.name, "max_connections": change.previous}}
+
+
+# --- the parts -------------------------------------------------------------------------------------
+
+
+def _refuse_foreign(server: Server, name: str, user_host: str) -> None:
+    if server.database_exists(name):
+        raise CommandFailed(f"database {name} exists already and was not created by baton", retryable=False)
+    if server.user_exists(name, user_host):
+        raise CommandFailed(f"user {name}@{user_host} exists already and was not created by baton", retryable=False)
+
+
+def _ready(server: Server, name: str) -> OwnedInstance:
+    row = server.owned(name)
+    if row is None or row.state != "ready":
+        raise CommandFailed(f"no ready instance {name} created by baton", retryable=False)
+    return row
+
+
+def _remove(server: Server, row: OwnedInstance) -> None:
+    """User first (no new sessions), its sessions, then the data, and the record last: a crash
+    anywhere leaves the record, so a re-run finishes the removal."""
+    server.set_state(row.name, "dropping", time.time())
+    server.drop_user(row.name, row.user_host)
+    server.kill_sessions(row.name)
+    server.drop_database(row.name)
+    server.forget(row.name)

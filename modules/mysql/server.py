@@ -1,0 +1,214 @@
+"""The statements baton runs on a MySQL/MariaDB server, one method each: the only I/O of the module.
+
+Every identifier in here passed naming.instance_name (or is baton's meta schema, checked at start)
+and is quoted by naming.quote_identifier / grant_database; every value (user names, host patterns,
+passwords, limits) is a bound parameter. DDL commits on its own in MySQL, so the connection is in
+autocommit mode and each method is one step that is safe to repeat.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from modules.mysql.naming import grant_database, quote_identifier
+from modules.mysql.settings import MysqlSettings
+
+_SECRET_NAME = "password_key"
+
+
+@dataclass(frozen=True)
+class OwnedInstance:
+    """A row of baton's ownership table: baton created this database and user, for this task."""
+
+    name: str
+    user_host: str
+    owner_task: str
+    owner_key: str
+    access: str
+    state: str  # creating | ready | dropping
+    created_at: float
+
+
+@dataclass(frozen=True)
+class LimitChange:
+    change_key: str
+    name: str
+    previous: int
+    requested: int
+    state: str  # applied | restored
+
+
+class Server:
+    def __init__(self, conn: Any, meta_schema: str):
+        self._conn = conn
+        self._meta = quote_identifier(meta_schema)
+
+    @classmethod
+    def connect(cls, settings: MysqlSettings) -> Server:
+        address = settings.server()
+        conn = pymysql.connect(
+            host=address.host,
+            port=address.port,
+            user=address.user,
+            password=address.password or "",
+            unix_socket=address.unix_socket,
+            autocommit=True,
+            charset="utf8mb4",
+            connect_timeout=settings.connect_timeout_seconds,
+        )
+        return cls(conn, settings.meta_schema)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # --- baton's own schema --------------------------------------------------------------------
+
+    def ensure_meta_schema(self) -> None:
+        self._run(f"CREATE DATABASE IF NOT EXISTS {self._meta} CHARACTER SET utf8mb4")
+        self._run(
+            f"""CREATE TABLE IF NOT EXISTS {self._meta}.instances (
+                name VARCHAR(64) NOT NULL PRIMARY KEY,
+                user_host VARCHAR(255) NOT NULL,
+                owner_task VARCHAR(128) NOT NULL,
+                owner_key VARCHAR(255) NOT NULL,
+                access VARCHAR(16) NOT NULL,
+                state VARCHAR(16) NOT NULL,
+                created_at DOUBLE NOT NULL,
+                updated_at DOUBLE NOT NULL
+            ) ENGINE=InnoDB"""
+        )
+        self._run(
+            f"""CREATE TABLE IF NOT EXISTS {self._meta}.limit_changes (
+                change_key VARCHAR(255) NOT NULL PRIMARY KEY,
+                name VARCHAR(64) NOT NULL,
+                previous INT NOT NULL,
+                requested INT NOT NULL,
+                state VARCHAR(16) NOT NULL,
+                updated_at DOUBLE NOT NULL
+            ) ENGINE=InnoDB"""
+        )
+        self._run(
+            f"""CREATE TABLE IF NOT EXISTS {self._meta}.secrets (
+                name VARCHAR(64) NOT NULL PRIMARY KEY,
+                value VARBINARY(64) NOT NULL
+            ) ENGINE=InnoDB"""
+        )
+
+    def password_key(self) -> bytes:
+        """The server's random key for deriving passwords: created once, by whoever comes first."""
+        self._run(
+            f"INSERT IGNORE INTO {self._meta}.secrets (name, value) VALUES (%s, %s)",
+            (_SECRET_NAME, secrets.token_bytes(32)),
+        )
+        (value,) = self._one(f"SELECT value FROM {self._meta}.secrets WHERE name = %s", (_SECRET_NAME,))
+        return bytes(value)
+
+    def owned(self, name: str) -> OwnedInstance | None:
+        row = self._one(
+            f"SELECT name, user_host, owner_task, owner_key, access, state, created_at "
+            f"FROM {self._meta}.instances WHERE name = %s",
+            (name,),
+        )
+        return None if row is None else OwnedInstance(*row)
+
+    def claim_ownership(self, row: OwnedInstance, now: float) -> bool:
+        """Record the intent to create BEFORE creating. False if the name is taken already."""
+        affected = self._run(
+            f"INSERT IGNORE INTO {self._meta}.instances "
+            "(name, user_host, owner_task, owner_key, access, state, created_at, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (row.name, row.user_host, row.owner_task, row.owner_key, row.access, row.state, now, now),
+        )
+        return affected == 1
+
+    def set_state(self, name: str, state: str, now: float) -> None:
+        self._run(f"UPDATE {self._meta}.instances SET state = %s, updated_at = %s WHERE name = %s", (state, now, name))
+
+    def forget(self, name: str) -> None:
+        self._run(f"DELETE FROM {self._meta}.instances WHERE name = %s", (name,))
+
+    def limit_change(self, change_key: str) -> LimitChange | None:
+        row = self._one(
+            f"SELECT change_key, name, previous, requested, state FROM {self._meta}.limit_changes WHERE change_key = %s",
+            (change_key,),
+        )
+        return None if row is None else LimitChange(*row)
+
+    def record_limit_change(self, change: LimitChange, now: float) -> None:
+        self._run(
+            f"INSERT IGNORE INTO {self._meta}.limit_changes (change_key, name, previous, requested, state, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (change.change_key, change.name, change.previous, change.requested, change.state, now),
+        )
+
+    def set_limit_change_state(self, change_key: str, state: str, now: float) -> None:
+        self._run(
+            f"UPDATE {self._meta}.limit_changes SET state = %s, updated_at = %s WHERE change_key = %s",
+            (state, now, change_key),
+        )
+
+    # --- databases and users -------------------------------------------------------------------
+
+    def database_exists(self, name: str) -> bool:
+        return self._one("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (name,)) is not None
+
+    def user_exists(self, user: str, host: str) -> bool:
+        return self._one("SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", (user, host)) is not None
+
+    def create_database(self, name: str) -> None:
+        self._run(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(name)} CHARACTER SET utf8mb4")
+
+    def create_user(self, user: str, host: str, password: str) -> None:
+        self._run("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", (user, host, password))
+
+    def grant(self, database: str, user: str, host: str, privileges: Sequence[str]) -> None:
+        # Privilege names come from naming.ACCESS_PRIVILEGES, never from a request. An escaped
+        # wildcard's "%" is doubled: with parameters bound, the driver reads "%" as a placeholder.
+        target = grant_database(database).replace("%", "%%")
+        self._run(f"GRANT {', '.join(privileges)} ON {target}.* TO %s@%s", (user, host))
+
+    def drop_user(self, user: str, host: str) -> None:
+        self._run("DROP USER IF EXISTS %s@%s", (user, host))
+
+    def drop_database(self, name: str) -> None:
+        self._run(f"DROP DATABASE IF EXISTS {quote_identifier(name)}")
+
+    def kill_sessions(self, user: str) -> int:
+        """End the user's open sessions: a dropped user's sessions otherwise live on."""
+        ids = self._all("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = %s", (user,))
+        killed = 0
+        for (session_id,) in ids:
+            try:
+                self._run(f"KILL CONNECTION {int(session_id)}")
+                killed += 1
+            except pymysql.err.OperationalError:
+                pass  # it ended by itself meanwhile (unknown thread id)
+        return killed
+
+    def user_connection_limit(self, user: str, host: str) -> int | None:
+        row = self._one("SELECT max_user_connections FROM mysql.user WHERE User = %s AND Host = %s", (user, host))
+        return None if row is None else int(row[0])
+
+    def set_user_connection_limit(self, user: str, host: str, limit: int) -> None:
+        self._run(f"ALTER USER %s@%s WITH MAX_USER_CONNECTIONS {int(limit)}", (user, host))
+
+    # --- the parts -----------------------------------------------------------------------------
+
+    def _run(self, sql: str, params: Sequence[Any] | None = None) -> int:
+        with self._conn.cursor() as cursor:
+            return int(cursor.execute(sql, params))
+
+    def _one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        with self._conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()  # type: ignore[no-any-return]
+
+    def _all(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())

@@ -1,0 +1,94 @@
+"""The mysql module's settings (BATON_MYSQL_*): which server it provisions on, and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from common.errors import ConfigError
+from modules.mysql.naming import SCHEMA_NAME, USER_HOST
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    host: str
+    port: int
+    user: str
+    password: str | None
+    unix_socket: str | None
+
+
+class MysqlSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BATON_MYSQL_", extra="ignore")
+
+    admin_url: SecretStr = Field(
+        SecretStr("mysql://root@127.0.0.1:3306"),
+        description="mysql://user:password@host:port of an account that may create databases and users "
+        "(?unix_socket=/path to connect through a socket)",
+    )
+    public_host: str | None = Field(None, description="Host handed out to clients; default the admin URL's")
+    public_port: int | None = Field(None, ge=1, le=65535, description="Port handed out; default the admin URL's")
+    user_host: str = Field("%", description="Host pattern of created users ('name'@'<this>')")
+    meta_schema: str = Field("baton_meta", description="baton's own schema on the server: what it created")
+    password_secret: SecretStr | None = Field(
+        None, description="Key passwords are derived from; default a random one kept in the meta schema"
+    )
+    connect_timeout_seconds: int = Field(10, ge=1, le=300)
+
+    @field_validator("user_host")
+    @classmethod
+    def _host_pattern(cls, value: str) -> str:
+        if not USER_HOST.fullmatch(value):
+            raise ValueError("must be a host name, address or pattern (letters, digits, . % _ : / -)")
+        return value
+
+    @field_validator("meta_schema")
+    @classmethod
+    def _schema(cls, value: str) -> str:
+        if not SCHEMA_NAME.fullmatch(value):
+            raise ValueError("must be a lowercase identifier")
+        return value
+
+    def server(self) -> ServerAddress:
+        return parse_admin_url(self.admin_url.get_secret_value())
+
+    @property
+    def client_host(self) -> str:
+        return self.public_host or self.server().host
+
+    @property
+    def client_port(self) -> int:
+        return self.public_port or self.server().port
+
+
+def parse_admin_url(url: str) -> ServerAddress:
+    parts = urlsplit(url)
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise ConfigError("BATON_MYSQL_ADMIN_URL must start with mysql:// (or mariadb://)")
+    socket = parse_qs(parts.query).get("unix_socket", [None])[0]
+    try:
+        port = parts.port or 3306
+    except ValueError:
+        raise ConfigError("BATON_MYSQL_ADMIN_URL has a bad port") from None
+    return ServerAddress(
+        host=parts.hostname or "127.0.0.1",
+        port=port,
+        user=unquote(parts.username or "root"),
+        password=unquote(parts.password) if parts.password is not None else None,
+        unix_socket=socket,
+    )
+
+
+def load_mysql_settings() -> MysqlSettings:
+    try:
+        settings = MysqlSettings()
+        settings.server()  # a bad URL stops the module at start, not at its first command
+        return settings
+    except ValidationError as exc:
+        problems = [
+            f"BATON_MYSQL_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+        ]  # the input is not echoed: it may be the admin URL with its password
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None

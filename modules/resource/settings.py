@@ -1,0 +1,29 @@
+"""The resource module's own settings (BATON_RESOURCE_*), beside the common BATON_* ones."""
+
+from __future__ import annotations
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from common.errors import ConfigError
+
+
+class ResourceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BATON_RESOURCE_", extra="ignore")
+
+    # A reservation lapses if its task never deducts it (the task died, or was abandoned):
+    # longer than check -> init -> deduct ever takes with their retries, short enough that lost
+    # capacity comes back the same hour.
+    reservation_ttl_seconds: float = Field(1800.0, gt=0, description="How long a reservation holds")
+    inventory_url: str | None = Field(None, description="Where the inventory lives; default BATON_STORE_URL")
+
+
+def load_resource_settings() -> ResourceSettings:
+    try:
+        return ResourceSettings()
+    except ValidationError as exc:
+        problems = [
+            f"BATON_RESOURCE_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']} (got {e.get('input')!r})"
+            for e in exc.errors()
+        ]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None
