@@ -54,7 +54,7 @@ def http_post(url: str, body: bytes, timeout: float) -> int:
         url, data=body, method="POST", headers={"Content-Type": "application/json", "User-Agent": "baton-monitor"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (http/https only: checked in settings)
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # http(s) only: checked in settings
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)

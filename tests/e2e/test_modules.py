@@ -39,7 +39,7 @@ class HookServer:
         received = self.bodies
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 received.append(json.loads(self.rfile.read(length)))
                 self.send_response(204)
