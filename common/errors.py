@@ -21,6 +21,26 @@ class UnknownTaskType(BatonError):
     """A job named a task type that flows.yaml does not define: reject the request."""
 
 
+class InvalidParameters(BatonError):
+    """A job's parameters do not fit its task type's schema: reject it; nothing was written.
+
+    `errors` holds (path, message) pairs such as ("parameters.cpu", "must be <= 64 (got 100)");
+    no message carries the value of a secret parameter.
+    """
+
+    def __init__(self, errors: list[tuple[str, str]]):
+        self.errors = errors
+        super().__init__("; ".join(f"{path}: {message}" for path, message in errors))
+
+
+class UnknownTask(BatonError):
+    """No task has this id: tell the caller (HTTP 404, CLI exit code 3)."""
+
+
+class ActionRefused(BatonError):
+    """An operator action does not fit the task's state (HTTP 409); the message says why."""
+
+
 class StoreError(BatonError):
     """The store failed or is unreachable: retry later; nothing is known to have been written."""
 

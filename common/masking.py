@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from common.logging import MASK, SECRET_KEY, mask_secrets
-from common.models import Task
+from common.models import Alarm, Task
 
 MIN_SCRUBBED = 4
 
@@ -32,8 +32,13 @@ def masked_task_view(task: Task) -> dict[str, Any]:
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
             body["Parameters"] = mask_parameters(body["Parameters"], names)
-    values = sorted(set(_secret_values(task.Parameters, names)), key=len, reverse=True)
-    return _scrubbed(doc, values)  # type: ignore[no-any-return]
+    return _scrubbed(doc, _sorted_values(task))  # type: ignore[no-any-return]
+
+
+def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:
+    """An alarm's text may quote a failure message: scrub the secrets of the task it is about."""
+    values = _sorted_values(task) if task is not None else []
+    return Alarm.model_validate(_scrubbed(alarm.model_dump(mode="json"), values))
 
 
 def masked_task(task: Task) -> Task:
@@ -44,6 +49,12 @@ def masked_task(task: Task) -> Task:
 def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:
     marked = {key: MASK if key in secret_names else value for key, value in parameters.items()}
     return mask_secrets(marked)  # type: ignore[no-any-return]
+
+
+def _sorted_values(task: Task) -> list[str]:
+    # Longest first: a secret containing another is replaced whole.
+    values = set(_secret_values(task.Parameters, set(task.SecretParameters)))
+    return sorted(values, key=len, reverse=True)
 
 
 def _secret_values(parameters: dict[str, Any], names: Collection[str]) -> Iterator[str]:

@@ -52,7 +52,7 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
         return Refusal("task is ROLLING_BACK already: there is nothing left to cancel")
     if task.CancelRequested is not None:
         return Refusal(f"cancel already requested by {task.CancelRequested.Actor}")
-    new = task.model_copy(deep=True)
+    new = task.clone()
     run = new.Active
     assert run is not None  # every task that has not ended has an active run
     request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
@@ -83,7 +83,7 @@ def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
         return Refusal("a rollback step failed: retry that rollback or mark it compensated")
     if task.TaskStatus is not TaskStatus.ROLLED_BACK:
         return Refusal(f"task is {task.TaskStatus.name}: only a ROLLED_BACK task can be retried")
-    new = task.model_copy(deep=True)
+    new = task.clone()
     cursor = new.TaskCursor
     for step in new.Steps[:cursor]:
         _set_step_state(step, StepState.SUCCEEDED)
@@ -106,7 +106,7 @@ def retry_rollback(
     cursor = _failed_rollback(task)
     if isinstance(cursor, Refusal):
         return cursor
-    new = task.model_copy(deep=True)
+    new = task.clone()
     _reset_rollback(new.Steps[cursor])
     _reopen(new)
     _record(new, timing.now, "rollback_retried", actor=actor, message=reason)
@@ -121,7 +121,7 @@ def compensate(
     cursor = _failed_rollback(task)
     if isinstance(cursor, Refusal):
         return cursor
-    new = task.model_copy(deep=True)
+    new = task.clone()
     step = new.Steps[cursor]
     _set_step_state(step, StepState.COMPENSATED)
     step.RollbackMessage = f"compensated by hand by {actor}: {reason}"

@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from common.broker.port import Broker
-from common.errors import DuplicateTask
+from common.errors import DuplicateTask, InvalidParameters
 from common.flows import FlowCatalog
 from common.models import Task
 from common.outbox import OutboxPublisher
@@ -18,6 +18,7 @@ from common.queues import ALARM_QUEUE, module_queue
 from common.settings import Settings
 from common.store.port import TaskStore
 from common.transitions import Timing, create_task
+from oss.actions import OperatorActions
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +44,7 @@ class TaskService:
         self._clock = clock
         self._publisher = OutboxPublisher(store, broker, clock)
         self._broker = broker
+        self.actions = OperatorActions(store, self._publisher, clock, settings.redeliver_after_seconds)
 
     def declare_queues(self) -> None:
         """Every module queue the flows name, and the alarm queue: publishes need somewhere to go."""
@@ -62,10 +64,14 @@ class TaskService:
     ) -> Submission:
         """Write the whole task (step 0's dispatch in its outbox) in one insert, then publish it.
 
-        A publish that fails here is not an error for the caller: the task is stored and the
-        outbox relay publishes step 0 within a few seconds.
+        Parameters are checked against the task type's schema first (InvalidParameters; nothing
+        is written) and its defaults filled in. A publish that fails here is not an error for
+        the caller: the task is stored and the outbox relay publishes step 0 within seconds.
         """
         flow = self._flows.get(task_type)
+        check = flow.validate(parameters)
+        if not check.ok:
+            raise InvalidParameters([(e.path, e.message) for e in check.errors])
         if idempotency_key is not None:
             existing = self._store.get_by_idempotency_key(idempotency_key)
             if existing is not None:
@@ -73,7 +79,8 @@ class TaskService:
         task = create_task(
             task_type=task_type,
             steps=flow.steps,
-            parameters=dict(parameters),
+            parameters=check.parameters,
+            secret_parameters=flow.secret_parameters,
             timing=Timing(self._clock(), redeliver_after=self._settings.redeliver_after_seconds),
             start_at=start_at,
             idempotency_key=idempotency_key,

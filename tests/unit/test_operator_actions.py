@@ -31,8 +31,11 @@ def claimed(task, owner="w1", now=101.0):
     return result
 
 
+IDS = counter_ids("n")  # one sequence for the whole module: dispatch ids never repeat
+
+
 def finished(task, result, owner="w1", now=102.0):
-    done = finish_attempt(task, task.Active.DispatchId, owner, result, Timing(now), ids=counter_ids("n"))
+    done = finish_attempt(task, task.Active.DispatchId, owner, result, Timing(now), ids=IDS)
     assert not isinstance(done, Refusal), done
     return done
 
@@ -42,7 +45,7 @@ def run(task, result):
 
 
 def applied(action, task, actor="alice", reason="wrong region", timing=T):
-    result = action(task, actor, reason, timing, ids=counter_ids("op"))
+    result = action(task, actor, reason, timing, ids=IDS)
     assert not isinstance(result, Refusal), result
     return result
 

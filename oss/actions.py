@@ -1,0 +1,61 @@
+"""Operator actions on stored tasks: the I/O shell around common.operator_actions.
+
+Read, apply the pure action, write with one compare-and-set (re-reading on a lost race, so a
+module committing at the same moment is never overwritten), then publish what the action put in
+the outbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+
+from common.errors import ActionRefused, UnknownTask
+from common.models import Task
+from common.operator_actions import cancel, compensate, retry, retry_rollback
+from common.outbox import OutboxPublisher
+from common.store.mutate import mutate
+from common.store.port import TaskStore
+from common.transitions import Refusal, Timing
+
+log = structlog.get_logger(__name__)
+
+# Action names as the API and the CLI spell them.
+ACTIONS = {
+    "cancel": cancel,
+    "retry": retry,
+    "retry-rollback": retry_rollback,
+    "compensate": compensate,
+}
+
+
+class OperatorActions:
+    def __init__(
+        self,
+        store: TaskStore,
+        publisher: OutboxPublisher,
+        clock: Callable[[], float],
+        redeliver_after: float,
+    ):
+        self._store = store
+        self._publisher = publisher
+        self._clock = clock
+        self._redeliver_after = redeliver_after
+
+    def apply(self, action: str, task_id: str, actor: str, reason: str) -> Task:
+        """The task as written. UnknownTask, or ActionRefused when it does not fit the state."""
+        change = ACTIONS[action]
+        if self._store.get(task_id) is None:  # tasks are never deleted: no race to fear here
+            raise UnknownTask(f"no task {task_id}")
+        result = mutate(
+            self._store,
+            task_id,
+            lambda task: change(task, actor, reason, Timing(self._clock(), redeliver_after=self._redeliver_after)),
+        )
+        if isinstance(result, Refusal):
+            raise ActionRefused(result.reason)
+        log.info("operator action", action=action, task_id=task_id, actor=actor, reason=reason,
+                 task_status=result.TaskStatus.name)
+        self._publisher.flush(result)
+        return result

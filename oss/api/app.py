@@ -1,0 +1,102 @@
+"""create_app: the FastAPI app of OSS, built from settings (no import-time state).
+
+Passing `store` / `broker` shares ones the caller owns (tests, an embedded deployment); the app
+opens its own from the settings otherwise, and closes only what it opened. While the app runs
+(its lifespan) it declares the queues the flows need and, unless BATON_OSS_SWEEPER=false, runs
+the sweeper and outbox relay in a thread: every OSS replica may, the sweeper's store lock lets
+one sweep at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import structlog
+from fastapi import FastAPI
+
+from common.broker.factory import open_broker
+from common.broker.port import Broker
+from common.errors import BrokerError
+from common.flows import FlowCatalog, load_flows
+from common.store.factory import open_store
+from common.store.port import TaskStore
+from oss.api.context import ApiContext
+from oss.api.errors import install_error_handlers
+from oss.api.limits import BodyLimit
+from oss.api.metrics import ApiMetrics, MetricsMiddleware
+from oss.api.routers import actions, alarms, health, task_types, tasks
+from oss.service import TaskService
+from oss.settings import OssSettings
+from oss.wiring import build_sweeper
+
+log = structlog.get_logger(__name__)
+API_PREFIX = "/api/v1"
+
+
+def create_app(
+    settings: OssSettings,
+    store: TaskStore | None = None,
+    broker: Broker | None = None,
+    *,
+    flows: FlowCatalog | None = None,
+    clock: Callable[[], float] = time.time,
+) -> FastAPI:
+    owned = []
+    if store is None:
+        store = open_store(settings.store_url)
+        owned.append(store)
+    if broker is None:
+        broker = open_broker(settings.broker_url)
+        owned.append(broker)
+    flows = flows or load_flows(settings.flows_path)
+    service = TaskService(store, broker, flows, settings, clock)
+    metrics = ApiMetrics()
+    context = ApiContext(settings, store, broker, flows, service, metrics, settings.tokens, clock)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            service.declare_queues()
+        except BrokerError as exc:  # /readyz says so; the relay publishes once it is back
+            log.warning("could not declare the queues", error=str(exc))
+        stop = threading.Event()
+        sweeper = None
+        if settings.oss_sweeper:
+            sweeper = threading.Thread(
+                target=build_sweeper(settings, store, broker).run, args=(stop,),
+                name="baton-sweeper", daemon=True,
+            )  # fmt: skip
+            sweeper.start()
+        if not context.tokens:
+            log.warning("BATON_API_TOKENS is empty: every API call but health will get 401")
+        try:
+            yield
+        finally:
+            stop.set()
+            if sweeper is not None:
+                sweeper.join(timeout=settings.shutdown_grace_seconds)
+            service.close()
+            for part in owned:
+                part.close()
+
+    app = FastAPI(
+        title="baton",
+        version="1",
+        summary="Multi-step control-plane operations with rollback",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.baton = context
+    install_error_handlers(app)
+    for module in (tasks, actions, task_types, alarms, health):
+        app.include_router(module.router)
+    health.add_metrics_route(app, settings.metrics_public)
+    # The last added runs first: metrics see every answer, the 413s of the body limit included.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

@@ -1,0 +1,32 @@
+"""What every request handler needs, built once per app by create_app and kept on app.state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from common.broker.port import Broker
+from common.flows import FlowCatalog
+from common.store.port import TaskStore
+from oss.api.metrics import ApiMetrics
+from oss.service import TaskService
+from oss.settings import ApiToken, OssSettings
+
+
+@dataclass
+class ApiContext:
+    settings: OssSettings
+    store: TaskStore
+    broker: Broker
+    flows: FlowCatalog
+    service: TaskService
+    metrics: ApiMetrics
+    tokens: tuple[ApiToken, ...]
+    clock: Callable[[], float]
+
+
+def get_context(request: Request) -> ApiContext:
+    context: ApiContext = request.app.state.baton
+    return context

@@ -1,0 +1,119 @@
+"""Every error answered in one JSON shape, and no input able to produce a bare 500:
+
+    {"error": {"code": "not_found", "message": "no task 42", "fields": []}}
+
+`fields` lists (path, message) for a 422. FastAPI's own 422 handler echoes each offending value
+back (`input`), which would return a secret to whoever sent it (and to every proxy log); ours
+keeps only where and what. An unexpected exception is logged and answered 500 in the same shape
+(the tests make sure no input reaches that branch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from common.errors import (
+    ActionRefused,
+    BrokerError,
+    InvalidParameters,
+    StoreError,
+    UnknownTask,
+    UnknownTaskType,
+)
+from common.flows.problems import format_path
+
+log = structlog.get_logger(__name__)
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        fields: Sequence[tuple[str, str]] = (),
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.status, self.message, self.fields, self.headers = status, message, fields, headers
+        self.code = code or _CODES.get(status, "error")
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    body = {
+        "error": {
+            "code": error.code,
+            "message": error.message,
+            "fields": [{"path": path, "message": message} for path, message in error.fields],
+        }
+    }
+    return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    def handle(exc_type: type[BaseException], to_error: Any) -> None:
+        async def handler(_request: Request, exc: Any) -> JSONResponse:
+            return error_response(to_error(exc))
+
+        app.add_exception_handler(exc_type, handler)
+
+    handle(ApiError, lambda e: e)
+    handle(RequestValidationError, _validation_error)
+    handle(StarletteHTTPException, lambda e: ApiError(
+        e.status_code, str(e.detail), headers=getattr(e, "headers", None)))  # fmt: skip
+    handle(UnknownTask, lambda e: ApiError(404, str(e)))
+    handle(ActionRefused, lambda e: ApiError(409, str(e)))
+    handle(InvalidParameters, lambda e: ApiError(
+        422, "the parameters do not fit the task type", code="invalid_parameters", fields=e.errors))  # fmt: skip
+    handle(UnknownTaskType, lambda e: ApiError(
+        422, "unknown task type", code="unknown_task_type", fields=[("task_type", str(e))]))  # fmt: skip
+    handle(StoreError, lambda e: _unavailable("store", e))
+    handle(BrokerError, lambda e: _unavailable("broker", e))
+    handle(Exception, _internal)
+
+
+def _validation_error(exc: RequestValidationError) -> ApiError:
+    fields = [_field(error) for error in exc.errors()]
+    return ApiError(422, "the request is not valid", fields=fields[:100])
+
+
+def _field(error: dict[str, Any]) -> tuple[str, str]:
+    loc = list(error.get("loc") or ())
+    if loc and loc[0] == "body":  # body fields are named as in the body: "parameters.cpu"
+        loc = loc[1:]
+    message = str(error.get("msg", "is not valid")).removeprefix("Value error, ")
+    if loc and loc[-1] == "[key]":  # pydantic's marker for a mapping key that is wrong
+        loc, message = loc[:-1], f"key: {message}"
+    path = format_path(tuple(p if isinstance(p, (str, int)) else str(p) for p in loc))
+    return (path if len(path) <= 200 else path[:199] + "…"), message
+
+
+def _unavailable(what: str, exc: Exception) -> ApiError:
+    log.warning(f"{what} unavailable", error=str(exc))
+    return ApiError(503, f"the {what} cannot be reached; try again later", code=f"{what}_unavailable")
+
+
+def _internal(exc: Exception) -> ApiError:
+    log.error("unexpected error", error=repr(exc), exc_info=exc)
+    return ApiError(500, "internal error", code="internal")

@@ -1,0 +1,57 @@
+"""Operator actions on a task: cancel, retry, retry-rollback, compensate. Each needs the operator
+role and a reason; both go into the task's history."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import APIRouter
+
+from common.models import Task
+from oss.actions import ACTIONS
+from oss.api.auth import Context, Operator
+from oss.api.schemas import OperatorAction, error_responses
+from oss.api.views import task_view
+
+router = APIRouter(prefix="/api/v1", tags=["operator actions"])
+
+_SUMMARIES = {
+    "cancel": (
+        "Cancel a task",
+        "A running step finishes, then it and every earlier step are rolled back; a step only "
+        "dispatched is fenced and the rollback starts at once; a task not started yet ends now.",
+    ),
+    "retry": (
+        "Retry a failed task",
+        "A ROLLED_BACK task resumes at the step that failed, in its normal phase, attempts anew.",
+    ),
+    "retry-rollback": (
+        "Retry the failed rollback step",
+        "A ROLLBACK_FAILED task dispatches the rollback step that failed again.",
+    ),
+    "compensate": (
+        "Mark the failed rollback step compensated",
+        "The operator undid the step by hand (say how in the reason); the rollback continues "
+        "with the earlier steps.",
+    ),
+}
+
+
+def _route(action: str) -> Callable[..., Task]:
+    def act(task_id: str, body: OperatorAction, context: Context, token: Operator) -> Task:
+        return task_view(context.service.actions.apply(action, task_id, token.name, body.reason))
+
+    act.__name__ = action.replace("-", "_") + "_task"
+    act.__doc__ = _SUMMARIES[action][1]
+    return act
+
+
+for _action in ACTIONS:
+    router.add_api_route(
+        f"/tasks/{{task_id}}/{_action}",
+        _route(_action),
+        methods=["POST"],
+        response_model=Task,
+        summary=_SUMMARIES[_action][0],
+        responses=error_responses(401, 403, 404, 409, 413, 422, 503),
+    )

@@ -1,0 +1,123 @@
+"""Create, list and read tasks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from pydantic import StringConstraints
+
+from common.models import Task
+from common.statuses import TaskStatus
+from common.store.task_filters import decode_cursor, encode_cursor, page_key
+from oss.api.auth import Context, Reader, Submitter
+from oss.api.errors import ApiError
+from oss.api.schemas import CreateTask, TaskCreated, TaskPage, error_responses
+from oss.times import to_epoch
+from oss.api.views import task_summary, task_view
+
+router = APIRouter(prefix="/api/v1", tags=["tasks"])
+LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
+Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=.{{0,256}}$")]
+
+
+@router.post(
+    "/tasks",
+    status_code=201,
+    response_model=TaskCreated,
+    summary="Create a task",
+    responses={
+        200: {"model": TaskCreated, "description": "The task an earlier request with this "
+              "idempotency key created (nothing new was created)"},  # fmt: skip
+        **error_responses(401, 403, 413, 422, 503),
+    },
+)
+def create_task(body: CreateTask, context: Context, token: Submitter, response: Response) -> TaskCreated:
+    """Validate the parameters against the task type's schema, then write the whole task and
+    dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
+    the existing task when the idempotency key was used before, even by a concurrent request."""
+    submission = context.service.submit(
+        body.task_type,
+        body.parameters,
+        idempotency_key=body.idempotency_key,
+        priority=body.priority,
+        start_at=body.start_at,  # type: ignore[arg-type]  (the validator made it epoch seconds)
+        user_id=body.user_id,
+        labels=body.labels,
+    )
+    task = submission.task
+    location = f"/api/v1/tasks/{task.TaskId}"
+    if submission.created:
+        response.headers["Location"] = location
+        context.metrics.tasks_created.labels(task.TaskType).inc()
+    else:
+        response.status_code = 200
+    return TaskCreated(task_id=task.TaskId, created=submission.created, location=location, task=task_view(task))
+
+
+@router.get("/tasks", response_model=TaskPage, summary="List tasks, newest first",
+            responses=error_responses(401, 422, 503))  # fmt: skip
+def list_tasks(
+    context: Context,
+    token: Reader,
+    task_type: Annotated[str | None, Query(max_length=128)] = None,
+    status: Annotated[str | None, Query(description="A code 0-5 or its name, e.g. ROLLED_BACK")] = None,
+    user_id: Annotated[str | None, Query(max_length=256, description="Owner")] = None,
+    label: Annotated[list[Label] | None, Query(description="key=value; repeat: all must match")] = None,
+    created_from: Annotated[str | None, Query(description="ISO-8601 or epoch; inclusive")] = None,
+    created_to: Annotated[str | None, Query(description="ISO-8601 or epoch; exclusive")] = None,
+    cursor: Annotated[str | None, Query(max_length=2048, description="next_cursor of the page before")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> TaskPage:
+    labels = dict(item.split("=", 1) for item in label or [])
+    tasks = context.store.list_tasks(
+        status=_status(status),
+        task_type=task_type,
+        user_id=user_id,
+        labels=labels,
+        created_from=_time("created_from", created_from),
+        created_to=_time("created_to", created_to),
+        after=_after(cursor),
+        limit=limit + 1,  # one more than asked tells whether another page exists
+    )
+    page = tasks[:limit]
+    more = len(tasks) > limit
+    return TaskPage(
+        items=[task_summary(t) for t in page],
+        next_cursor=encode_cursor(page_key(page[-1])) if more else None,
+    )
+
+
+@router.get("/tasks/{task_id}", response_model=Task, summary="One task: the whole document",
+            responses=error_responses(401, 404, 422, 503))  # fmt: skip
+def get_task(task_id: str, context: Context, token: Reader) -> Task:
+    """Every field of the task document, steps with times, attempts and errors, and the event
+    history; secret parameters masked."""
+    task = context.store.get(task_id)
+    if task is None:
+        raise ApiError(404, f"no task {task_id}")
+    return task_view(task)
+
+
+def _status(text: str | None) -> TaskStatus | None:
+    if text is None:
+        return None
+    try:
+        return TaskStatus(int(text)) if text.strip().isdigit() else TaskStatus[text.strip().upper()]
+    except (KeyError, ValueError):
+        names = ", ".join(f"{s.value} {s.name}" for s in TaskStatus)
+        raise ApiError(422, "the request is not valid", fields=[("query.status", f"must be one of {names}")]) from None
+
+
+def _time(name: str, text: str | None) -> float | None:
+    try:
+        return None if text is None else to_epoch(text)
+    except ValueError as exc:
+        raise ApiError(422, "the request is not valid", fields=[(f"query.{name}", str(exc))]) from None
+
+
+def _after(cursor: str | None) -> tuple[float, str] | None:
+    try:
+        return None if cursor is None else decode_cursor(cursor)
+    except ValueError as exc:
+        raise ApiError(422, "the request is not valid", fields=[("query.cursor", str(exc))]) from None

@@ -1,0 +1,92 @@
+"""What the CLI commands share: settings, the parts they open, exit codes, output helpers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import click
+
+from common.errors import ConfigError
+from common.logging import configure_logging
+from common.masking import masked_task_view
+from common.models import Task
+from common.settings import Settings, load_settings
+from common.statuses import TaskStatus
+from oss.times import to_epoch
+from oss.wiring import Parts, build
+
+# Exit codes (documented in oss/cli.py)
+EXIT_OK = 0
+EXIT_TASK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_NO_TASK = 3
+EXIT_REFUSED = 4
+
+
+def settings() -> Settings:
+    try:
+        loaded = load_settings()
+    except ConfigError as exc:
+        fail(EXIT_USAGE, str(exc))
+    configure_logging(loaded.log_format, loaded.log_level)
+    return loaded
+
+
+@contextmanager
+def opened_parts() -> Iterator[Parts]:
+    try:
+        parts = build(settings())
+    except ConfigError as exc:  # flows.yaml or a store URL that does not work
+        fail(EXIT_USAGE, str(exc))
+    try:
+        yield parts
+    finally:
+        parts.close()
+
+
+def fail(code: int, message: str) -> NoReturn:
+    click.echo(f"baton: {message}", err=True)
+    sys.exit(code)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    return masked_task_view(task)
+
+
+def exit_code_of(task: Task) -> int:
+    return EXIT_OK if task.TaskStatus is TaskStatus.SUCCESS else EXIT_TASK_FAILED
+
+
+def parse_status(text: str | None) -> TaskStatus | None:
+    if text is None:
+        return None
+    try:
+        return TaskStatus(int(text)) if text.isdigit() else TaskStatus[text.upper()]
+    except (KeyError, ValueError):
+        names = ", ".join(f"{s.value}/{s.name}" for s in TaskStatus)
+        raise click.BadParameter(f"must be one of {names}", param_hint="--status") from None
+
+
+def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not key=value", param_hint=hint)
+        labels[key] = value
+    return labels
+
+
+def parse_time(text: str | None, hint: str) -> float | None:
+    try:
+        return None if text is None else to_epoch(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None

@@ -1,0 +1,97 @@
+"""`baton oss | sweeper | module | demo | check-flows`: start baton's processes, check a flows file."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from common.errors import ConfigError
+from common.logging import configure_logging
+from common.settings import load_settings
+from oss.cli_common import EXIT_USAGE, fail, settings
+from oss.wiring import build, build_sweeper
+
+BUILTIN_REGISTRIES = (
+    "modules.resource.commands:registry",
+    "modules.mysql.commands:registry",
+    "modules.monitor.commands:registry",
+)
+
+
+@click.command()
+@click.option("--host", help="Listen address (default BATON_OSS_HOST, 127.0.0.1).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default BATON_OSS_PORT, 8080).")
+def oss(host: str | None, port: int | None) -> None:
+    """Run OSS: the REST API (with its OpenAPI at /api/v1/docs) and the sweeper."""
+    import uvicorn
+
+    from oss.api import create_app
+    from oss.settings import load_oss_settings
+
+    try:
+        loaded = load_oss_settings()
+        configure_logging(loaded.log_format, loaded.log_level)
+        app = create_app(loaded)
+    except ConfigError as exc:
+        fail(EXIT_USAGE, str(exc))
+    uvicorn.run(app, host=host or loaded.oss_host, port=loaded.oss_port if port is None else port,
+                timeout_graceful_shutdown=int(loaded.shutdown_grace_seconds))  # fmt: skip
+
+
+@click.command(name="check-flows")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--registry", "registries", multiple=True, default=BUILTIN_REGISTRIES,
+              show_default=True, help="module:attribute of a CommandRegistry to check commands against.")  # fmt: skip
+def check_flows(path: Path | None, registries: tuple[str, ...]) -> None:
+    """Validate flows.yaml; print every problem with its line and path."""
+    from common.flows import load_flows
+    from common.runtime.registry import load_registry
+
+    known = {r.module: r.names() for r in map(load_registry, registries)}
+    target = path or Path(load_settings().flows_path)
+    try:
+        catalog = load_flows(target, known)
+    except ConfigError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"{target}: ok, {len(catalog.task_types)} task types: {', '.join(catalog.task_types)}")
+
+
+@click.command()
+@click.argument("name")
+def module(name: str) -> None:
+    """Run module NAME (resource, mysql, monitor, or a package under modules/) in this process."""
+    runpy.run_module(f"modules.{name}", run_name="__main__", alter_sys=True)
+
+
+@click.command()
+def sweeper() -> None:
+    """Run the sweeper: re-dispatch lapsed steps and relay unsent outbox entries."""
+    from oss.processes import run_until_signalled
+
+    loaded = settings()
+    parts = build(loaded)
+    parts.service.declare_queues()
+    sweeper_ = build_sweeper(loaded, parts.store, parts.broker)
+    stop = threading.Event()
+    thread = threading.Thread(target=sweeper_.run, args=(stop,), name="baton-sweeper")
+    thread.start()
+    run_until_signalled(stop)
+    thread.join(timeout=loaded.shutdown_grace_seconds)
+    parts.close()
+
+
+@click.command()
+@click.option("--task-type", default="demo", show_default=True)
+def demo(task_type: str) -> None:
+    """Start every module and a sweeper as processes, run a task, show its progress, stop."""
+    from oss.processes import run_demo
+
+    sys.exit(run_demo(settings(), task_type, click.echo))
+
+
+COMMANDS = [oss, check_flows, module, sweeper, demo]

@@ -1,0 +1,176 @@
+"""`baton submit | get | list | watch`: tasks from the command line, straight on the store."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import click
+
+from common.errors import InvalidParameters, UnknownTaskType
+from common.masking import masked_task
+from common.models import Task
+from common.statuses import FINAL_STATUSES
+from common.store.task_filters import decode_cursor, encode_cursor, page_key
+from oss.cli_common import (
+    EXIT_NO_TASK,
+    EXIT_USAGE,
+    echo_json,
+    exit_code_of,
+    fail,
+    opened_parts,
+    parse_labels,
+    parse_status,
+    parse_time,
+    task_json,
+)
+from oss.render import event_line, task_summary
+from oss.wiring import Parts
+
+
+def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`key=value` pairs; a value that reads as JSON (42, true, {"a": 1}) is taken as such."""
+    parameters: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="PARAMS")
+        try:
+            parameters[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            parameters[key] = raw
+    return parameters
+
+
+@click.command()
+@click.argument("task_type")
+@click.argument("params", nargs=-1)
+@click.option("--params-file", type=click.File("r"), help="JSON object of parameters.")
+@click.option("--key", "idempotency_key", help="Idempotency key: the same key returns the same task.")
+@click.option("--priority", type=click.IntRange(0, 4), default=0, show_default=True)
+@click.option("--start-at", help="Delayed start: ISO-8601 (no zone: UTC) or epoch seconds.")
+@click.option("--user", "user_id", help="Owner of the task.")
+@click.option("--label", "labels", multiple=True, help="key=value; repeat for more.")
+@click.option("--wait", is_flag=True, help="Follow the task until it ends; exit 1 if it failed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the task document as JSON.")
+def submit(task_type, params, params_file, idempotency_key, priority, start_at, user_id, labels,
+           wait, as_json) -> None:  # fmt: skip
+    """Create a task of TASK_TYPE with PARAMS given as key=value."""
+    parameters = json.load(params_file) if params_file else {}
+    if not isinstance(parameters, dict):
+        raise click.BadParameter("must hold a JSON object", param_hint="--params-file")
+    parameters.update(parse_assignments(params))
+    with opened_parts() as parts:
+        parts.service.declare_queues()
+        try:
+            submission = parts.service.submit(
+                task_type, parameters, idempotency_key=idempotency_key, priority=priority,
+                start_at=parse_time(start_at, "--start-at"), user_id=user_id,
+                labels=parse_labels(labels),
+            )  # fmt: skip
+        except UnknownTaskType as exc:
+            fail(EXIT_USAGE, str(exc))
+        except InvalidParameters as exc:
+            for path, message in exc.errors:
+                click.echo(f"{path}: {message}", err=True)
+            fail(EXIT_USAGE, "the parameters do not fit the task type; nothing was created")
+        task = submission.task
+        if not as_json:
+            verb = "created" if submission.created else "exists (same idempotency key)"
+            click.echo(f"task {task.TaskId} {verb}")
+        if wait:
+            task = follow(parts, task.TaskId, quiet=as_json)
+        if as_json:
+            echo_json(task_json(task))
+        if wait:
+            sys.exit(exit_code_of(task))
+
+
+@click.command()
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True)
+def get(task_id: str, as_json: bool) -> None:
+    """Show one task (secrets masked)."""
+    with opened_parts() as parts:
+        task = _task(parts, task_id)
+        click.echo(json.dumps(task_json(task), indent=2) if as_json else task_summary(masked_task(task)))
+
+
+@click.command(name="list")
+@click.option("--status", help="TaskStatus code (0-5) or name (e.g. ROLLED_BACK).")
+@click.option("--type", "task_type", help="Only tasks of this type.")
+@click.option("--user", "user_id", help="Only tasks of this owner.")
+@click.option("--label", "labels", multiple=True, help="key=value; repeat: all must match.")
+@click.option("--since", help="Created at or after (ISO-8601 or epoch).")
+@click.option("--until", help="Created before (ISO-8601 or epoch).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--cursor", help="Continue after the page that printed this cursor.")
+@click.option("--json", "as_json", is_flag=True, help='{"items": [...documents], "next_cursor": ...}')
+def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, as_json) -> None:
+    """List tasks, newest first."""
+    try:
+        after = decode_cursor(cursor) if cursor else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--cursor") from None
+    with opened_parts() as parts:
+        found = parts.store.list_tasks(
+            status=parse_status(status), task_type=task_type, user_id=user_id,
+            labels=parse_labels(labels), created_from=parse_time(since, "--since"),
+            created_to=parse_time(until, "--until"), after=after, limit=limit + 1,
+        )  # fmt: skip
+    tasks = [masked_task(t) for t in found[:limit]]
+    next_cursor = encode_cursor(page_key(tasks[-1])) if len(found) > limit else None
+    if as_json:
+        echo_json({"items": [task_json(t) for t in tasks], "next_cursor": next_cursor})
+        return
+    for task in tasks:
+        status_text = f"{task.TaskStatus.value} {task.TaskStatus.name}"
+        click.echo(f"{task.TaskId}  {task.TaskType:<24} {status_text:<18} {task.TaskMessage}")
+    if next_cursor:
+        click.echo(f"(more: --cursor {next_cursor})")
+
+
+@click.command()
+@click.argument("task_id")
+@click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
+              help="Seconds between looks at the task.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per event, then the task.")
+def watch(task_id: str, interval: float, as_json: bool) -> None:
+    """Follow a task live until it ends: a line per step event. Exit 0 success, 1 failed."""
+    with opened_parts() as parts:
+        _task(parts, task_id)
+        task = follow(parts, task_id, quiet=False, as_json=as_json, poll=interval)
+        if as_json:
+            echo_json(task_json(task))
+        else:
+            click.echo(task_summary(masked_task(task)))
+    sys.exit(exit_code_of(task))
+
+
+def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = False,
+           poll: float = 0.1) -> Task:  # fmt: skip
+    """Print each history event as it happens until the task has ended."""
+    seen = 0
+    while True:
+        task = parts.store.get(task_id)
+        assert task is not None  # tasks are never deleted
+        shown = masked_task(task)
+        if not quiet:
+            for event in shown.History[seen:]:
+                if as_json:
+                    click.echo(json.dumps({"TaskId": task_id, **event.model_dump(mode="json")}))
+                else:
+                    click.echo(event_line(shown, event))
+        seen = len(task.History)
+        if task.TaskStatus in FINAL_STATUSES:
+            return task
+        time.sleep(poll)
+
+
+def _task(parts: Parts, task_id: str) -> Task:
+    task = parts.store.get(task_id)
+    if task is None:
+        fail(EXIT_NO_TASK, f"no task {task_id}")
+    return task

@@ -1,0 +1,101 @@
+"""Settings of the OSS process (the REST API server): common Settings plus API tokens, limits,
+and where to listen. Read from BATON_* variables like the rest.
+
+BATON_API_TOKENS lists who may call the API, as `name:token:role` entries separated by commas:
+
+    BATON_API_TOKENS="alice:9f2c...e1:operator,ci:5d1e...a4:submit,grafana:77ab...c0:read"
+
+Each role may do what the one before it may, and more:
+- `read`: read everything (tasks, task types, alarms);
+- `submit`: also create tasks (the users of the issue: they submit jobs and watch them);
+- `operator`: also act on tasks (cancel, retry, retry-rollback, compensate) and alarms (ack).
+The name is what the task history records as the actor of an operator action. A token is at
+least 16 characters (use `openssl rand -hex 24`); with no tokens every API call is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+
+from common.errors import ConfigError
+from common.settings import Settings
+
+Role = Literal["read", "submit", "operator"]
+ROLES: tuple[Role, ...] = ("read", "submit", "operator")  # each may do what those before it may
+MIN_TOKEN_CHARS = 16
+_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+_SECRET_FIELDS = {"api_tokens"}  # never echoed in a configuration error
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    name: str
+    token: str = field(repr=False)
+    role: Role
+
+    def may(self, role: Role) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+def parse_tokens(text: str) -> tuple[ApiToken, ...]:
+    """The entries of BATON_API_TOKENS. ValueError names the faulty entry, never its token."""
+    tokens: list[ApiToken] = []
+    for number, entry in enumerate((e.strip() for e in text.split(",")), start=1):
+        if not entry:
+            continue
+        name, _, rest = entry.partition(":")
+        token, _, role = rest.rpartition(":")
+        where = f"entry {number}" + (f" ({name})" if _NAME.fullmatch(name) else "")
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"{where}: must be name:token:role, the name of letters, digits, _.@-")
+        if role not in ROLES:
+            raise ValueError(f"{where}: the role must be read, submit or operator")
+        if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+            raise ValueError(f"{where}: the token must be {MIN_TOKEN_CHARS}+ characters, no spaces")
+        if any(t.name == name for t in tokens):
+            raise ValueError(f"{where}: the name is used twice")
+        if any(t.token == token for t in tokens):
+            raise ValueError(f"{where}: the token is used twice")
+        tokens.append(ApiToken(name, token, role))  # type: ignore[arg-type]
+    return tuple(tokens)
+
+
+class OssSettings(Settings):
+    api_tokens: SecretStr = Field(SecretStr(""), description="name:token:role,... (read|submit|operator)")
+    max_body_bytes: int = Field(
+        1_048_576, ge=1_024, le=64 * 1_048_576, description="Larger request bodies get 413"
+    )
+    oss_host: str = Field("127.0.0.1", description="Address the API server listens on")
+    oss_port: int = Field(8080, ge=0, le=65_535, description="Port the API server listens on")
+    oss_sweeper: bool = Field(True, description="Run the sweeper (and outbox relay) in OSS")
+    metrics_public: bool = Field(
+        True, description="Serve /metrics without a token (counters only, no task data)"
+    )
+
+    @field_validator("api_tokens")
+    @classmethod
+    def _well_formed(cls, value: SecretStr) -> SecretStr:
+        parse_tokens(value.get_secret_value())
+        return value
+
+    @property
+    def tokens(self) -> tuple[ApiToken, ...]:
+        return parse_tokens(self.api_tokens.get_secret_value())
+
+
+def load_oss_settings(**overrides: object) -> OssSettings:
+    """Like common.settings.load_settings, but a secret setting's value is never echoed."""
+    try:
+        return OssSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = "BATON_" + "_".join(str(p) for p in error["loc"]).upper()
+            secret = str(error["loc"][0]) in _SECRET_FIELDS if error["loc"] else False
+            got = "" if secret else f" (got {error.get('input')!r})"
+            problems.append(f"{name}: {error['msg']}{got}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None
