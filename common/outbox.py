@@ -20,6 +20,7 @@ import structlog
 
 from common.broker.port import Broker
 from common.errors import BrokerError, StoreError
+from common.metrics import RuntimeMetrics
 from common.models import OutboxEntry, Task
 from common.store.mutate import mutate
 from common.store.port import TaskStore
@@ -35,7 +36,15 @@ def encode(entry: OutboxEntry) -> bytes:
 
 
 class OutboxPublisher:
-    def __init__(self, store: TaskStore, broker: Broker, clock: Clock, mark_delay: float = DEFAULT_MARK_DELAY):
+    def __init__(
+        self,
+        store: TaskStore,
+        broker: Broker,
+        clock: Clock,
+        mark_delay: float = DEFAULT_MARK_DELAY,
+        metrics: RuntimeMetrics | None = None,
+    ):
+        self._metrics = metrics
         self._store = store
         self._broker = broker
         self._clock = clock
@@ -68,6 +77,8 @@ class OutboxPublisher:
             log.warning("publish failed; the outbox relay will retry", task_id=task_id,
                         queue=entry.Queue, error=str(exc))
             return False
+        if self._metrics:
+            self._metrics.outbox_lag.observe(max(0.0, self._clock() - entry.DueAt))
         if before_mark_sent:
             before_mark_sent()
         if mark_now:

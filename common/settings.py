@@ -37,6 +37,7 @@ class Settings(BaseSettings):
         300.0, gt=0, description="Give back a delivery left waiting this long for a free worker"
     )
     shutdown_grace_seconds: float = Field(30.0, ge=0, description="SIGTERM: time to finish steps")
+    metrics_port: int = Field(0, ge=0, le=65535, description="Serve Prometheus /metrics here; 0: off")
     fault_injection: bool = Field(False, description="Honour _baton_faults in Parameters (tests, drills)")
     log_format: Literal["console", "json"] = Field("console", description="console or json")
     log_level: str = Field("info", description="debug, info, warning, error")

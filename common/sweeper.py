@@ -22,6 +22,7 @@ import structlog
 from common.backoff import retry_delay
 from common.broker.port import Broker
 from common.errors import BatonError
+from common.metrics import RuntimeMetrics
 from common.models import Task
 from common.outbox import OutboxPublisher
 from common.statuses import RunState
@@ -59,12 +60,14 @@ class Sweeper:
         clock: Callable[[], float] = time.time,
         owner: str | None = None,
         rng: random.Random | None = None,
+        metrics: RuntimeMetrics | None = None,
     ):
+        self.metrics = metrics or RuntimeMetrics()
         self._store = store
         self._config = config
         self._clock = clock
         self.owner = owner or f"sweeper-{new_id()[:8]}"
-        self._publisher = OutboxPublisher(store, broker, clock)
+        self._publisher = OutboxPublisher(store, broker, clock, metrics=self.metrics)
         self._rng = rng or random.Random()
 
     def sweep_once(self) -> SweepReport:
@@ -77,6 +80,10 @@ class Sweeper:
             self._expire(task, report)
         for task in self._store.unsent_outbox(self._clock() - self._config.relay_grace, BATCH):
             self._relay(task, report)
+        for action, count in (("lease_lapsed", report.leases_lapsed), ("redispatched", report.redispatched),
+                              ("relayed", report.relayed)):
+            if count:
+                self.metrics.sweeper_actions.labels(action).inc(count)
         if report.leases_lapsed or report.redispatched or report.relayed:
             log.info("swept", lapsed=report.leases_lapsed, redispatched=report.redispatched, relayed=report.relayed)
         return report

@@ -49,6 +49,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     runtime.start()
+    runtime.metrics.serve(settings.metrics_port)
     while not stop.wait(1.0):
         pass
     log.info("stop requested", grace=settings.shutdown_grace_seconds)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 import structlog
 
 from common.broker.port import Broker, Delivery, Subscription
+from common.metrics import RuntimeMetrics
 from common.outbox import OutboxPublisher
 from common.queues import ALARM_QUEUE, module_queue
 from common.runtime.inbox import Handle, Inbox, TrackedDelivery
@@ -37,7 +38,9 @@ class ModuleRuntime:
         queues_to_declare: Iterable[str] = (),
         extra_consumers: Mapping[str, BodyHandler] | None = None,
         clock: Callable[[], float] = time.time,
+        metrics: RuntimeMetrics | None = None,
     ):
+        self.metrics = metrics or RuntimeMetrics()
         registry = load_registry(registry_ref)
         self.module = registry.module
         self.owner = f"{self.module}@{socket.gethostname()}:{os.getpid()}:{new_id()[:6]}"
@@ -49,7 +52,9 @@ class ModuleRuntime:
             registry_ref, settings.concurrency, settings.fault_injection, settings.log_format, settings.log_level
         )
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock)
-        self._publisher = OutboxPublisher(store, broker, clock, mark_delay=min(1.0, settings.relay_grace_seconds / 2))
+        self._publisher = OutboxPublisher(
+            store, broker, clock, mark_delay=min(1.0, settings.relay_grace_seconds / 2), metrics=self.metrics
+        )
         config = HandlerConfig(
             module=self.module,
             owner=self.owner,
@@ -57,7 +62,9 @@ class ModuleRuntime:
             redeliver_after=settings.redeliver_after_seconds,
             fault_injection=settings.fault_injection,
         )
-        self._handler = StepHandler(config, store, broker, self._runner, self._leases, self._publisher, clock)
+        self._handler = StepHandler(
+            config, store, broker, self._runner, self._leases, self._publisher, clock, metrics=self.metrics
+        )
         self._inbox = Inbox()
         self._subscriptions: list[Subscription] = []
         self._workers: list[threading.Thread] = []

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from common.broker.port import Broker, Delivery
 from common.errors import BrokerError, StoreError
+from common.metrics import RuntimeMetrics
 from common.models import Alarm, StepMessage, Task
 from common.outbox import OutboxPublisher
 from common.queues import ALARM_QUEUE
@@ -27,6 +28,7 @@ from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.lease import LeaseKeeper
 from common.runtime.runner import CommandInterrupted, CommandRequest, CommandRunner
 from common.store.mutate import mutate
+from common.statuses import FINAL_STATUSES, ResultCode
 from common.store.port import TaskStore
 from common.transitions import (
     AttemptResult,
@@ -63,7 +65,9 @@ class StepHandler:
         publisher: OutboxPublisher,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        metrics: RuntimeMetrics | None = None,
     ):
+        self._metrics = metrics or RuntimeMetrics()
         self._config = config
         self._store = store
         self._broker = broker
@@ -90,6 +94,7 @@ class StepHandler:
                 return
             if isinstance(claimed, Refusal):
                 delivery.ack()  # a duplicate or stale delivery: the store already knows better
+                self._metrics.deliveries_dropped.labels(self._config.module).inc()
                 log.info("delivery dropped", reason=claimed.reason)
                 return
             delivery.ack()  # acked right after the claim: the lease, not the delivery, guards the run
@@ -121,6 +126,10 @@ class StepHandler:
                 self._release(task.TaskId, message)
                 return
         elapsed = round(time.monotonic() - started, 4)
+        labels = (self._config.module, request.command, phase.label)
+        self._metrics.step_seconds.labels(*labels, result.code.name.lower()).observe(elapsed)
+        if result.code is ResultCode.TIMED_OUT:
+            self._metrics.timeouts.labels(*labels).inc()
         if lease.lost.is_set():
             log.warning("claim lost while running; outcome discarded", seconds=elapsed)
             return
@@ -130,6 +139,7 @@ class StepHandler:
             return
         log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
                  seconds=elapsed, task_status=committed.TaskStatus.name)
+        self._count_outcome(committed, message, labels)
         self._crash_point(task, message, "after_commit")
         self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))
 
@@ -153,6 +163,13 @@ class StepHandler:
                 log.warning("outcome refused", reason=outcome.reason)
                 return None
             return outcome
+
+    def _count_outcome(self, task: Task, message: StepMessage, labels: tuple[str, str, str]) -> None:
+        active = task.Active
+        if active and (active.Cursor, active.Phase, active.Attempt) == (message.Cursor, message.Type, message.Attempt + 1):
+            self._metrics.retries.labels(*labels).inc()
+        if task.TaskStatus in FINAL_STATUSES:
+            self._metrics.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
 
     def _release(self, task_id: str, message: StepMessage) -> None:
         """Shutdown stopped the command: hand the step straight back instead of failing it."""
@@ -182,6 +199,7 @@ class StepHandler:
 
     def _dead_letter(self, delivery: Delivery, reason: str, message: StepMessage | None = None) -> None:
         delivery.dead_letter()
+        self._metrics.dead_letters.labels(self._config.module).inc()
         log.error("message dead-lettered", reason=reason, module=self._config.module)
         alarm = Alarm(
             AlarmId=new_id(), Kind="dead_letter", Time=self._clock(), Message=reason,

@@ -123,6 +123,7 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     proc.popen.kill()
                     proc.popen.wait()
+        self.service.close()  # its deferred mark-sent timers must not outlive the store
         self.broker.close()
         self.store.close()
 
