@@ -9,6 +9,9 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import structlog
@@ -32,8 +35,39 @@ def mask_secrets(value: Any) -> Any:
     return value
 
 
+# Values to mask in every log line of the current context (thread or asyncio task): the secret
+# parameter values of the task being worked on, which a failure message may quote verbatim.
+_HIDDEN: ContextVar[tuple[str, ...]] = ContextVar("baton_hidden_values", default=())
+
+
+@contextmanager
+def hidden_values(values: Iterable[str]) -> Iterator[None]:
+    """Mask these values wherever they appear in a log line written inside the block.
+
+    Typically `with hidden_values(common.masking.secret_values(task)):` around the work on a task.
+    """
+    token = _HIDDEN.set(tuple(sorted(set(values), key=len, reverse=True)))  # longest first
+    try:
+        yield
+    finally:
+        _HIDDEN.reset(token)
+
+
+def scrub_values(value: Any, hidden: Iterable[str]) -> Any:
+    """A copy of `value` with every occurrence of the `hidden` strings in its strings masked."""
+    if isinstance(value, dict):
+        return {k: scrub_values(v, hidden) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_values(v, hidden) for v in value]
+    if isinstance(value, str):
+        for secret in hidden:
+            value = value.replace(secret, MASK)
+    return value
+
+
 def _mask_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-    return mask_secrets(event)
+    hidden = _HIDDEN.get()
+    return mask_secrets(scrub_values(event, hidden) if hidden else event)  # type: ignore[no-any-return]
 
 
 def configure_logging(log_format: str = "console", level: str = "info") -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from common.logging import MASK, SECRET_KEY, mask_secrets
+from common.logging import MASK, SECRET_KEY, mask_secrets, scrub_values
 from common.models import Alarm, Task
 
 MIN_SCRUBBED = 4
@@ -32,12 +32,12 @@ def masked_task_view(task: Task) -> dict[str, Any]:
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
             body["Parameters"] = mask_parameters(body["Parameters"], names)
-    return _scrubbed(doc, _sorted_values(task))  # type: ignore[no-any-return]
+    return _scrubbed(doc, secret_values(task))  # type: ignore[no-any-return]
 
 
 def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:
     """An alarm's text may quote a failure message: scrub the secrets of the task it is about."""
-    values = _sorted_values(task) if task is not None else []
+    values = secret_values(task) if task is not None else []
     return Alarm.model_validate(_scrubbed(alarm.model_dump(mode="json"), values))
 
 
@@ -51,8 +51,9 @@ def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -
     return mask_secrets(marked)  # type: ignore[no-any-return]
 
 
-def _sorted_values(task: Task) -> list[str]:
-    # Longest first: a secret containing another is replaced whole.
+def secret_values(task: Task) -> list[str]:
+    """The task's secret values as text (longest first, so a secret containing another is
+    replaced whole), for common.logging.hidden_values."""
     values = set(_secret_values(task.Parameters, set(task.SecretParameters)))
     return sorted(values, key=len, reverse=True)
 
@@ -80,12 +81,13 @@ def _leaves(value: Any) -> Iterator[str]:
 
 
 def _scrubbed(value: Any, secrets: list[str]) -> Any:
+    # Strings only: keys stay (a view must keep the document's shape).
+    return _urls_masked(scrub_values(value, secrets))
+
+
+def _urls_masked(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _scrubbed(item, secrets) for key, item in value.items()}
+        return {key: _urls_masked(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_scrubbed(item, secrets) for item in value]
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, MASK)
-        return mask_secrets(value)
-    return value
+        return [_urls_masked(item) for item in value]
+    return mask_secrets(value) if isinstance(value, str) else value

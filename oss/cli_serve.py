@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from common.errors import ConfigError
+from common.errors import ConfigError, InvalidParameters
 from common.logging import configure_logging
 from common.settings import load_settings
 from oss.cli_common import EXIT_USAGE, fail, settings
@@ -91,7 +91,10 @@ def demo(task_type: str) -> None:
     """Start every module and a sweeper as processes, run a task, show its progress, stop."""
     from oss.processes import run_demo
 
-    sys.exit(run_demo(settings(), task_type, click.echo))
+    try:
+        sys.exit(run_demo(settings(), task_type, click.echo))
+    except InvalidParameters as exc:
+        fail(EXIT_USAGE, f"{task_type} needs parameters the demo cannot make up: {exc}")
 
 
 COMMANDS = [oss, check_flows, module, sweeper, demo]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.flows import load_flows
+from common.masking import masked_task
 from common.runtime.module import ModuleRuntime
 from common.settings import Settings
 from common.statuses import TaskStatus
@@ -53,11 +54,13 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
             runtime.start()
         sweeper_thread.start()
         parts.service.declare_queues()
-        task = parts.service.submit(task_type, {"requested_by": "baton demo"}).task
+        # A task type that declares its parameters gets only its defaults (or says what it lacks).
+        free_form = flows.get(task_type).parameter_schema is None
+        task = parts.service.submit(task_type, {"requested_by": "baton demo"} if free_form else {}).task
         echo(f"submitted {task_type} task {task.TaskId}")
         seen = 0
         while True:
-            task = parts.store.get(task.TaskId)
+            task = masked_task(parts.store.get(task.TaskId))
             for event in task.History[seen:]:
                 echo(event_line(task, event))
             seen = len(task.History)

@@ -54,3 +54,15 @@ def test_secret_values_copied_into_messages_and_command_output_are_masked():
 def test_a_masked_view_is_still_a_task():
     task = masked_task(secret_task())
     assert task.Parameters["admin_password"] == MASK and task.TaskId == secret_task().TaskId
+
+
+def test_log_lines_inside_hidden_values_have_the_task_secrets_masked():
+    from common.logging import _mask_processor, hidden_values
+    from common.masking import secret_values
+
+    event = {"event": "step finished", "error": f"login as root/{PASSWORD} refused", "n": [PASSWORD]}
+    with hidden_values(secret_values(secret_task())):
+        inside = _mask_processor(None, "warning", dict(event))
+    outside = _mask_processor(None, "warning", dict(event))
+    assert inside == {"event": "step finished", "error": "login as root/*** refused", "n": ["***"]}
+    assert outside == event  # only where the values were declared hidden
