@@ -43,6 +43,7 @@ from common.transitions import (
     new_id,
 )
 
+
 def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
     _check_reason(reason)
     status = task.TaskStatus

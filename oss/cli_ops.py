@@ -27,7 +27,7 @@ _HELP = {
 def _default_actor() -> str:
     try:
         return f"cli:{getpass.getuser()}"
-    except Exception:  # no login name in some containers
+    except Exception:  # noqa: BLE001  (getpass raises several kinds when there is no login name)
         return "cli"
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from common.flows import load_flows
 from common.masking import masked_task
+from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import Settings
 from common.statuses import TaskStatus
-from common.queues import module_queue
 from oss.render import event_line, task_summary
 from oss.wiring import build, build_sweeper
 

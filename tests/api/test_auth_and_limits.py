@@ -44,7 +44,7 @@ def test_auth_comes_before_body_validation(api):
 
 
 def test_a_declared_body_over_the_limit_is_413_unread(tmp_path):
-    app, store, broker = open_api(tmp_path, max_body_bytes=2048)
+    app, store, _ = open_api(tmp_path, max_body_bytes=2048)
     with TestClient(app) as client:
         big = {"task_type": "free_form", "parameters": {"blob": "x" * 4096}}
         response = client.post("/api/v1/tasks", json=big, headers=auth())
@@ -57,7 +57,7 @@ def test_a_declared_body_over_the_limit_is_413_unread(tmp_path):
 
 
 def test_a_chunked_body_over_the_limit_is_413(tmp_path):
-    app, store, broker = open_api(tmp_path, max_body_bytes=2048)
+    app, store, _ = open_api(tmp_path, max_body_bytes=2048)
 
     def chunks():
         yield b'{"task_type": "free_form", "parameters": {"blob": "'

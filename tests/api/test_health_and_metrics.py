@@ -53,7 +53,7 @@ def test_a_store_outage_is_503_not_500(api, monkeypatch):
 def test_unexpected_errors_answer_500_in_the_one_shape(tmp_path, monkeypatch):
     logged = []
     monkeypatch.setattr(errors, "log", SimpleNamespace(error=lambda *a, **k: logged.append((a, k))))
-    app, store, broker = open_api(tmp_path)
+    app, store, _ = open_api(tmp_path)
     with TestClient(app, raise_server_exceptions=False) as client:
         monkeypatch.setattr(store, "get", lambda *_: 1 / 0)
         response = client.get("/api/v1/tasks/x", headers=auth())
@@ -88,14 +88,14 @@ def test_each_app_has_its_own_registry(tmp_path, api):
     api.create("free_form")
     other_dir = tmp_path / "other"
     other_dir.mkdir()
-    app, store, broker = open_api(other_dir)
+    app, store, _ = open_api(other_dir)
     with TestClient(app) as client:
         assert "baton_tasks_created_total{" not in client.get("/metrics").text
     store.close()
 
 
 def test_metrics_can_require_a_token(tmp_path):
-    app, store, broker = open_api(tmp_path, metrics_public=False)
+    app, store, _ = open_api(tmp_path, metrics_public=False)
     with TestClient(app) as client:
         assert client.get("/metrics").status_code == 401
         response = client.get("/metrics", headers=auth(READER))

@@ -41,7 +41,7 @@ def test_alarms_listed_newest_first_and_filtered(api):
     for i in range(3):
         api.store.add_alarm(alarm(f"a-{i}", 100.0 + i))
     api.store.acknowledge_alarm("a-0", by="someone", now=200.0)
-    ids = lambda **p: [a["AlarmId"] for a in api.get("/api/v1/alarms", token=READER, **p).json()["items"]]  # noqa: E731
+    ids = lambda **p: [a["AlarmId"] for a in api.get("/api/v1/alarms", token=READER, **p).json()["items"]]
     assert ids() == ["a-2", "a-1", "a-0"]
     assert ids(acknowledged="false") == ["a-2", "a-1"] and ids(acknowledged="true") == ["a-0"]
     assert ids(limit=1) == ["a-2"]

@@ -9,7 +9,7 @@ import time
 
 from common.logging import MASK
 from common.statuses import TaskStatus
-from tests.api.support import OPERATOR, READER, SECRET, SUBMITTER, auth
+from tests.api.support import READER, SECRET, SUBMITTER, auth
 
 
 def test_create_answers_201_with_location_and_the_task(api):

@@ -43,7 +43,7 @@ def submitted(run, *args: str) -> str:
 
 
 def test_submit_prints_the_masked_document(cli):
-    run, driver = cli
+    run, _ = cli
     result = run("submit", "create_db", "name=db1", f"admin_password={SECRET}", "--json", "--label", "team=db")
     assert result.exit_code == 0, result.output
     task = json.loads(result.stdout)

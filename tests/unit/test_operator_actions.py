@@ -7,7 +7,15 @@ import pytest
 from common.models import StepMessage
 from common.operator_actions import cancel, compensate, retry, retry_rollback
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
-from common.transitions import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt
+from common.transitions import (
+    AttemptResult,
+    Refusal,
+    Timing,
+    claim,
+    create_task,
+    expire,
+    finish_attempt,
+)
 from tests.support.builders import counter_ids, make_step
 
 OK = AttemptResult(ResultCode.OK, output={"x": 1})

@@ -18,8 +18,10 @@ router = APIRouter(prefix="/api/v1", tags=["operator actions"])
 _SUMMARIES = {
     "cancel": (
         "Cancel a task",
-        "A running step finishes, then it and every earlier step are rolled back; a step only "
-        "dispatched is fenced and the rollback starts at once; a task not started yet ends now.",
+        (
+            "A running step finishes, then it and every earlier step are rolled back; a step only "
+            "dispatched is fenced and the rollback starts at once; a task not started yet ends now."
+        ),
     ),
     "retry": (
         "Retry a failed task",
@@ -31,8 +33,10 @@ _SUMMARIES = {
     ),
     "compensate": (
         "Mark the failed rollback step compensated",
-        "The operator undid the step by hand (say how in the reason); the rollback continues "
-        "with the earlier steps.",
+        (
+            "The operator undid the step by hand (say how in the reason); the rollback continues "
+            "with the earlier steps."
+        ),
     ),
 }
 

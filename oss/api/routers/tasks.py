@@ -13,8 +13,8 @@ from common.store.task_filters import decode_cursor, encode_cursor, page_key
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.errors import ApiError
 from oss.api.schemas import CreateTask, TaskCreated, TaskPage, error_responses
-from oss.times import to_epoch
 from oss.api.views import task_summary, task_view
+from oss.times import to_epoch
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
@@ -27,8 +27,10 @@ Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=.{{0,256}}$")]
     response_model=TaskCreated,
     summary="Create a task",
     responses={
-        200: {"model": TaskCreated, "description": "The task an earlier request with this "
-              "idempotency key created (nothing new was created)"},  # fmt: skip
+        200: {
+            "model": TaskCreated,
+            "description": "The task an earlier request with this idempotency key created",
+        },
         **error_responses(401, 403, 413, 422, 503),
     },
 )
