@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,9 @@ from common.settings import Settings, load_settings
 from common.statuses import TaskStatus
 from oss.times import to_epoch
 from oss.wiring import Parts, build
+
+# The API's rule for label keys (oss/api/schemas.py): a '.' would be a path to MongoDB.
+LABEL_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}")
 
 # Exit codes (documented in oss/cli.py)
 EXIT_OK = 0
@@ -79,8 +83,10 @@ def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str
     labels: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not key=value", param_hint=hint)
+        if not sep or not LABEL_KEY.fullmatch(key):
+            raise click.BadParameter(
+                f"{pair!r} is not key=value with a key of letters, digits, _ / -", param_hint=hint
+            )
         labels[key] = value
     return labels
 

@@ -69,6 +69,7 @@ def test_list_filters_and_pages(cli):
     alice = json.loads(run("list", "--json", "--user", "alice", "--status", "NOT_STARTED").stdout)
     assert [t["TaskId"] for t in alice["items"]] == [ids[1]]
     assert run("list", "--status", "LOST").exit_code == 2
+    assert run("list", "--label", "a.b=c").exit_code == 2
 
 
 def test_watch_follows_a_task_live_and_exits_0_on_success(cli):
