@@ -27,7 +27,8 @@ def masked_task_view(task: Task) -> dict[str, Any]:
     """The whole task document, JSON-able, with every secret masked."""
     names = set(task.SecretParameters)
     doc = task.to_doc()
-    doc["Parameters"] = mask_parameters(doc["Parameters"], names)
+    for field in ("Parameters", "SubmittedParameters"):
+        doc[field] = mask_parameters(doc[field], names)
     for entry in doc["Outbox"]:  # step messages carry a copy of the parameters
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
@@ -54,7 +55,8 @@ def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -
 def secret_values(task: Task) -> list[str]:
     """The task's secret values as text (longest first, so a secret containing another is
     replaced whole), for common.logging.hidden_values."""
-    values = set(_secret_values(task.Parameters, set(task.SecretParameters)))
+    names = set(task.SecretParameters)
+    values = set(_secret_values(task.Parameters, names)) | set(_secret_values(task.SubmittedParameters, names))
     return sorted(values, key=len, reverse=True)
 
 

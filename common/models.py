@@ -145,6 +145,10 @@ class Task(_Doc):
     Outbox: list[OutboxEntry] = Field(default_factory=list)
     History: list[HistoryEvent] = Field(default_factory=list)
     Version: int = 0  # bumped by every compare-and-set
+    # An operator's retry of a rolled-back task runs the flow again from step 0 as a new
+    # generation, from the parameters it was submitted with (its rollback undid every step).
+    Generation: int = 0
+    SubmittedParameters: dict[str, Any] = Field(default_factory=dict)
 
     def to_doc(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

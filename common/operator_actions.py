@@ -14,10 +14,12 @@ caller publishes it with OutboxPublisher.flush after the write.
   was never claimed (not started, or waiting for its start time) ends ROLLED_BACK at once.
   Concurrent with a module's claim or commit, the compare-and-set decides which came first;
   either order ends in the same place.
-- retry (ROLLED_BACK): resumes at the step that failed (TaskCursor, the furthest step reached),
-  normal phase, attempts counted afresh. The steps before it count as done again: the task goes
-  on from where it stopped, as if they had not been rolled back. (Their results are still in
-  Parameters; flows whose rollbacks truly undo earlier steps are better submitted anew.)
+- retry (ROLLED_BACK): the task runs again. Its rollback undid every step that had run, so
+  resuming at the failed step would run it on top of nothing (deduct capacity for an instance
+  that was dropped): the flow starts again at step 0, from the parameters the task was submitted
+  with, as a new generation whose idempotency keys are new (so its commands really run again).
+  The history keeps the first run's events. A failed *rollback* is resumed where it failed
+  instead: see retry_rollback.
 - retry_rollback (ROLLBACK_FAILED): dispatches the failed rollback step again.
 - compensate (ROLLBACK_FAILED): the operator undid the failed rollback step by hand; the step
   becomes COMPENSATED and the rollback continues with the earlier steps.
@@ -85,18 +87,19 @@ def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     if task.TaskStatus is not TaskStatus.ROLLED_BACK:
         return Refusal(f"task is {task.TaskStatus.name}: only a ROLLED_BACK task can be retried")
     new = task.clone()
-    cursor = new.TaskCursor
-    for step in new.Steps[:cursor]:
-        _set_step_state(step, StepState.SUCCEEDED)
+    for step in new.Steps:
+        _set_step_state(step, StepState.WAITING)
+        _reset_normal(step)
         _reset_rollback(step)
-    _reset_normal(new.Steps[cursor])
-    _reset_rollback(new.Steps[cursor])
+    new.Generation += 1
+    new.Parameters = dict(new.SubmittedParameters)
+    new.TaskCursor = 0
     new.CancelRequested = None
     new.TaskMessage = ""
-    new.TimeEnd = None
-    _set_status(new, TaskStatus.NOT_STARTED if new.TimeStart is None else TaskStatus.RUNNING)
+    new.TimeStart = new.TimeEnd = None
+    _set_status(new, TaskStatus.NOT_STARTED)
     _record(new, timing.now, "retried", actor=actor, message=reason)
-    _dispatch(new, cursor, Phase.NORMAL, 1, timing, timing.now, actor, ids)
+    _dispatch(new, 0, Phase.NORMAL, 1, timing, timing.now, actor, ids)
     return new
 
 

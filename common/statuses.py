@@ -34,8 +34,7 @@ TASK_TRANSITIONS: frozenset[tuple[TaskStatus, TaskStatus]] = frozenset(
         (TaskStatus.ROLLING_BACK, TaskStatus.ROLLBACK_FAILED),
         # Operator actions (common.operator_actions):
         (TaskStatus.NOT_STARTED, TaskStatus.ROLLED_BACK),  # cancelled before step 0 was claimed
-        (TaskStatus.ROLLED_BACK, TaskStatus.NOT_STARTED),  # retry of a task that never started
-        (TaskStatus.ROLLED_BACK, TaskStatus.RUNNING),  # retry: resumes at the step that failed
+        (TaskStatus.ROLLED_BACK, TaskStatus.NOT_STARTED),  # retry: the flow starts again at step 0
         (TaskStatus.ROLLBACK_FAILED, TaskStatus.ROLLING_BACK),  # retry-rollback, or compensate
         (TaskStatus.ROLLBACK_FAILED, TaskStatus.ROLLED_BACK),  # compensated; nothing earlier to undo
     }
@@ -81,13 +80,11 @@ STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
         (StepState.ROLLING_BACK, StepState.ROLLBACK_FAILED),
         # Operator actions (common.operator_actions):
         (StepState.RUNNING, StepState.CANCELLED),  # its dispatch was cancelled before a claim
-        (StepState.ROLLED_BACK, StepState.RUNNING),  # retry resumes at this step
-        (StepState.SKIPPED, StepState.RUNNING),
-        (StepState.CANCELLED, StepState.RUNNING),
-        (StepState.COMPENSATED, StepState.RUNNING),
-        (StepState.ROLLED_BACK, StepState.SUCCEEDED),  # retry resumes after this step: it counts
-        (StepState.SKIPPED, StepState.SUCCEEDED),  # as done again, and is rolled back again if needed
-        (StepState.COMPENSATED, StepState.SUCCEEDED),
+        (StepState.ROLLED_BACK, StepState.WAITING),  # retry: every step runs again, from step 0
+        (StepState.SKIPPED, StepState.WAITING),
+        (StepState.CANCELLED, StepState.WAITING),
+        (StepState.COMPENSATED, StepState.WAITING),
+        (StepState.FAILED, StepState.WAITING),
         (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK),  # retry-rollback
         (StepState.ROLLBACK_FAILED, StepState.COMPENSATED),  # compensated by hand
     }

@@ -105,6 +105,7 @@ def create_task(
         TaskType=task_type,
         TimeCreate=timing.now,
         Parameters=dict(parameters),
+        SubmittedParameters=dict(parameters),
         Steps=[s.model_copy(deep=True) for s in steps],
         IdempotencyKey=idempotency_key,
         Priority=max(0, min(priority, MAX_TASK_PRIORITY)),
@@ -229,9 +230,18 @@ def cancel_message(request: OperatorRequest) -> str:
     return f"cancelled by {request.Actor}: {request.Reason}"
 
 
-def idempotency_key(task_id: str, cursor: int, phase: Phase) -> str:
-    """Stays the same across retries and redeliveries of one step phase, as DESIGN.md requires."""
-    return f"{task_id}:{cursor}:{phase.label}"
+def idempotency_key(task_id: str, cursor: int, phase: Phase, generation: int = 0) -> str:
+    """Stays the same across retries and redeliveries of one step phase, as DESIGN.md requires.
+
+    A new generation (an operator restarted the rolled-back task) gets new keys: its steps must
+    really run again, not answer with what the undone run did.
+    """
+    return f"{run_key(task_id, generation)}:{cursor}:{phase.label}"
+
+
+def run_key(task_id: str, generation: int = 0) -> str:
+    """Names one run of a task, shared by all its steps (a resource claim held across steps)."""
+    return task_id if generation == 0 else f"{task_id}:g{generation}"
 
 
 # --- the parts ---------------------------------------------------------------------------------

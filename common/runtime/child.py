@@ -59,6 +59,7 @@ def execute(
         idempotency_key=request["idempotency_key"],
         parameters=request["parameters"],
         resources=resources,
+        run_key=request["run_key"],
     )
     try:
         if fault_injection:

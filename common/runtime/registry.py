@@ -41,6 +41,9 @@ class CommandContext:
     idempotency_key: str  # same for every attempt and redelivery of this step phase
     parameters: Mapping[str, Any]
     resources: Any = None  # what the registry's setup function returned, in this process
+    # Names this run of the task, the same for all its steps (e.g. a resource claim held from
+    # check to deduct). A task an operator restarted gets a new one.
+    run_key: str = ""
 
 
 CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]

@@ -49,6 +49,7 @@ class CommandRequest:
     phase: int
     attempt: int
     idempotency_key: str
+    run_key: str
     parameters: dict[str, Any] = field(default_factory=dict)
 
 

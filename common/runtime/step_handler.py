@@ -39,6 +39,7 @@ from common.transitions import (
     idempotency_key,
     new_id,
     release,
+    run_key,
 )
 
 log = structlog.get_logger(__name__)
@@ -113,7 +114,8 @@ class StepHandler:
             cursor=message.Cursor,
             phase=int(phase),
             attempt=message.Attempt,
-            idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase),
+            idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase, task.Generation),
+            run_key=run_key(task.TaskId, task.Generation),
             parameters=task.Parameters,
         )
         log.debug("step started")  # "step finished" (info) carries the outcome and duration

@@ -58,7 +58,7 @@ def check_resource(ctx: CommandContext) -> dict:
     need, holder = need_from(ctx.parameters), holder_from(ctx.parameters)
     now = time.time()
     try:
-        claim = parts.inventory.reserve(claim_key(ctx.task_id), need, holder, now, now + parts.reservation_ttl)
+        claim = parts.inventory.reserve(claim_key(ctx.run_key), need, holder, now, now + parts.reservation_ttl)
     except NoCapacity as exc:
         # Not retried: the answer is not expected to change in seconds, and a retry would hold
         # the task (and its submitter) in suspense. Submit again once capacity is added.
@@ -74,7 +74,7 @@ def check_resource(ctx: CommandContext) -> dict:
 @registry.command()
 def deduct_resource(ctx: CommandContext) -> dict:
     try:
-        claim = _parts(ctx).inventory.deduct(claim_key(ctx.task_id), time.time())
+        claim = _parts(ctx).inventory.deduct(claim_key(ctx.run_key), time.time())
     except UnknownClaim:
         raise CommandFailed("this task holds no reservation: check_resource must run first", retryable=False) from None
     except ClaimClosed as exc:
@@ -87,7 +87,7 @@ def deduct_resource(ctx: CommandContext) -> dict:
 
 @registry.command()
 def restore_resource(ctx: CommandContext) -> dict:
-    claim = _parts(ctx).inventory.restore(claim_key(ctx.task_id), time.time())
+    claim = _parts(ctx).inventory.restore(claim_key(ctx.run_key), time.time())
     if claim is None:
         return {"reservation": None}  # never reserved (check_resource failed): nothing to give back
     log.info("capacity restored", host=claim.host, holder=claim.holder, state=claim.state.value)

@@ -1,7 +1,7 @@
 """What the resource commands read from a task's Parameters: pure, no I/O.
 
-One claim per task: every step of a task names its claim by the task id, so the rollback of any
-step can give it back without depending on what an earlier step managed to write into Parameters
+One claim per run of a task: every step names its claim by the task's run key (its id, plus the
+generation once an operator restarted it), so the rollback of any step can give it back without depending on what an earlier step managed to write into Parameters
 (a step that failed after reserving wrote nothing).
 """
 
@@ -19,8 +19,8 @@ from common.store.inventory_port import Capacity, Claim
 DEFAULT_NEED = Capacity(cpu=1, memory_mb=1024, storage_gb=10)
 
 
-def claim_key(task_id: str) -> str:
-    return f"task:{task_id}"
+def claim_key(run_key: str) -> str:
+    return f"task:{run_key}"
 
 
 def need_from(parameters: Mapping[str, Any]) -> Capacity:

@@ -37,15 +37,16 @@ def test_cancel_a_running_step_rolls_back_after_it(api):
     assert after.TaskStatus is TaskStatus.ROLLING_BACK and after.Steps[0].State is StepState.ROLLING_BACK
 
 
-def test_retry_a_rolled_back_task_resumes_at_the_failed_step(api):
+def test_retry_a_rolled_back_task_runs_its_flow_again_from_step_0(api):
     task_id = api.rolled_back()
     response = api.act(task_id, "retry", "database host is back")
     assert response.status_code == 200
     task = response.json()
-    assert task["TaskStatus"] == TaskStatus.RUNNING
-    assert [s["State"] for s in task["Steps"]] == ["succeeded", "running"]
+    assert task["TaskStatus"] == TaskStatus.NOT_STARTED and task["Generation"] == 1
+    assert [s["State"] for s in task["Steps"]] == ["running", "waiting"]
     assert ("retried", "olga", "database host is back") in events(task)
-    assert api.broker.queue_depth("mysql") >= 1  # step 1 dispatched again
+    assert api.broker.queue_depth("resource") >= 1  # step 0 dispatched again
+    api.step(task_id)
     api.step(task_id)
     assert api.store.get(task_id).TaskStatus is TaskStatus.SUCCESS
 

@@ -189,26 +189,36 @@ def test_cancel_refusals(make, why):
 # --- retry --------------------------------------------------------------------------------------
 
 
-def test_retry_resumes_at_the_failed_step_with_attempts_counted_afresh():
-    failed = rolled_back_at_step_1()
+def test_retry_restarts_the_flow_at_step_0_as_a_new_generation():
+    failed = rolled_back_at_step_1()  # step 0 ran and was rolled back, so step 1 has nothing to stand on
+    assert failed.Parameters == {"p": 1, "x": 1}
     again = applied(retry, failed)
-    assert again.TaskStatus is TaskStatus.RUNNING and again.TimeEnd is None and again.TaskMessage == ""
-    assert [s.State for s in again.Steps] == [StepState.SUCCEEDED, StepState.RUNNING, StepState.WAITING]
-    assert again.Steps[0].RollbackCode is None and again.Steps[1].Code is None
-    assert (again.Active.Cursor, again.Active.Phase, again.Active.Attempt) == (1, Phase.NORMAL, 1)
+    assert again.TaskStatus is TaskStatus.NOT_STARTED and again.TimeEnd is None and again.TaskMessage == ""
+    assert again.TimeStart is None and again.TaskCursor == 0 and again.Generation == 1
+    assert [s.State for s in again.Steps] == [StepState.RUNNING, StepState.WAITING, StepState.WAITING]
+    assert all(s.Code is None and s.RollbackCode is None and s.Attempts == 0 for s in again.Steps)
+    assert again.Parameters == {"p": 1}  # as submitted: the undone run's results are gone
+    assert (again.Active.Cursor, again.Active.Phase, again.Active.Attempt) == (0, Phase.NORMAL, 1)
     entry = again.Outbox[-1]
     assert entry.DispatchId == again.Active.DispatchId and entry.DueAt == 200.0
     retried = next(e for e in again.History if e.Event == "retried")
     assert (retried.Actor, retried.Message) == ("alice", "wrong region")
+    assert events(again)[: len(failed.History)] == events(failed)  # the first run's story stays
     claimed_again = claimed(again, now=201.0)
-    assert claimed_again.Steps[1].Attempts == 1 and claimed_again.Steps[1].TimeStart == 201.0
-    done = finish_all(again)
-    assert done.TaskStatus is TaskStatus.SUCCESS
+    assert claimed_again.TaskStatus is TaskStatus.RUNNING and claimed_again.TimeStart == 201.0
+    assert finish_all(again).TaskStatus is TaskStatus.SUCCESS
+
+
+def test_a_new_generation_gets_new_idempotency_keys():
+    from common.transitions import idempotency_key, run_key
+
+    assert idempotency_key("T", 1, Phase.NORMAL) == "T:1:normal" and run_key("T") == "T"
+    assert idempotency_key("T", 1, Phase.NORMAL, 2) == "T:g2:1:normal" and run_key("T", 2) == "T:g2"
 
 
 def test_a_retried_task_that_fails_again_rolls_back_every_step_again():
     again = applied(retry, rolled_back_at_step_1())
-    done = finish_all(run(again, FAIL))
+    done = finish_all(run(run(again, OK), FAIL))
     assert done.TaskStatus is TaskStatus.ROLLED_BACK
     assert [s.State for s in done.Steps[:2]] == [StepState.ROLLED_BACK, StepState.ROLLED_BACK]
 
@@ -220,10 +230,10 @@ def test_retry_of_a_task_cancelled_before_it_started_starts_it():
     assert finish_all(again).TaskStatus is TaskStatus.SUCCESS
 
 
-def test_retry_of_a_task_cancelled_mid_step_reruns_that_step():
+def test_retry_of_a_task_cancelled_mid_step_runs_the_flow_again():
     task = applied(cancel, claimed(run(new_task(), OK)))
     again = applied(retry, finish_all(finished(task, OK)))
-    assert again.Active.Cursor == 1 and again.CancelRequested is None
+    assert again.Active.Cursor == 0 and again.CancelRequested is None
     assert finish_all(again).TaskStatus is TaskStatus.SUCCESS
 
 
@@ -281,7 +291,7 @@ def test_compensating_step_0_ends_the_task_rolled_back():
 def test_a_compensated_task_can_be_retried():
     done = finish_all(applied(compensate, rollback_failed_at_step_1()))
     again = applied(retry, done)
-    assert [s.State for s in again.Steps] == [StepState.SUCCEEDED, StepState.RUNNING, StepState.WAITING]
+    assert [s.State for s in again.Steps] == [StepState.RUNNING, StepState.WAITING, StepState.WAITING]
 
 
 @pytest.mark.parametrize("action", [retry_rollback, compensate])
