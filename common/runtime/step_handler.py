@@ -19,6 +19,8 @@ from pydantic import ValidationError
 
 from common.broker.port import Broker, Delivery
 from common.errors import BrokerError, StoreError
+from common.logging import hidden_values
+from common.masking import secret_values
 from common.metrics import RuntimeMetrics
 from common.models import Alarm, StepMessage, Task
 from common.outbox import OutboxPublisher
@@ -99,7 +101,10 @@ class StepHandler:
                 log.info("delivery dropped", reason=claimed.reason)
                 return
             delivery.ack()  # acked right after the claim: the lease, not the delivery, guards the run
-            with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType):
+            # Secret values (a declared password, say) never reach a log line, even inside an
+            # error message a command wrote.
+            with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType), \
+                    hidden_values(secret_values(claimed)):
                 self._run_claimed(claimed, message)
 
     def _run_claimed(self, task: Task, message: StepMessage) -> None:
@@ -139,8 +144,9 @@ class StepHandler:
         committed = self._commit(task.TaskId, message, result, delay)
         if committed is None:
             return
-        log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
-                 seconds=elapsed, task_status=committed.TaskStatus.name)
+        with hidden_values(secret_values(committed)):  # the command's output may hold new ones
+            log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
+                     seconds=elapsed, task_status=committed.TaskStatus.name)
         self._count_outcome(committed, message, labels)
         self._crash_point(task, message, "after_commit")
         self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))

@@ -1,0 +1,52 @@
+"""A secret parameter's value never reaches a module's log, even inside a command's error text."""
+
+from __future__ import annotations
+
+from common.broker.inprocess import InProcessBroker
+from common.flows import parse_flows
+from common.logging import configure_logging
+from common.queues import module_queue
+from common.runtime.module import ModuleRuntime
+from common.settings import load_settings
+from common.statuses import FINAL_STATUSES, TaskStatus
+from common.store.sqlite import SqliteStore
+from oss.service import TaskService
+from tests.support.cluster import wait_until
+
+FLOWS = """
+version: 1
+task_types:
+  login:
+    parameters:
+      admin_password: {type: string, secret: true, required: true}
+    steps:
+      - name: connect
+        normal: {module: leaky, command: connect, timeout: 5, retry: 0}
+"""
+SECRET = "hunter2-correct-horse"
+
+
+def test_secret_values_are_masked_in_step_log_lines(tmp_path, capfd):
+    configure_logging("json", "debug")
+    store = SqliteStore(str(tmp_path / "baton.db"))
+    broker = InProcessBroker()
+    settings = load_settings(concurrency=1)
+    broker.declare(module_queue("leaky"))
+    service = TaskService(store, broker, parse_flows(FLOWS, "flows.yaml"), settings)
+    runtime = ModuleRuntime(registry_ref="tests.support.leaky_commands:registry", settings=settings, store=store, broker=broker)
+    runtime.start()
+    try:
+        task = service.submit("login", {"admin_password": SECRET}).task
+        wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
+    finally:
+        runtime.stop(grace=1)
+        service.close()
+        broker.close()
+        store.close()
+    done = SqliteStore(str(tmp_path / "baton.db")).get(task.TaskId)
+    assert done.TaskStatus is TaskStatus.ROLLED_BACK
+    assert SECRET in done.Steps[0].Message  # the store keeps the truth; the API masks it
+    out, err = capfd.readouterr()
+    logs = out + err
+    assert "login refused for password ***" in logs  # the line is there, masked
+    assert SECRET not in logs
