@@ -189,6 +189,12 @@ def release(task: Task, dispatch_id: str, owner: str, timing: Timing, ids: IdFac
     run = new.Active
     assert run is not None
     _record(new, timing.now, "released", run, actor=owner, message="module shutting down")
+    if new.CancelRequested is not None and run.Phase is Phase.NORMAL:
+        # Cancelled meanwhile: no point running it again; it may have done part of its work,
+        # so it is rolled back like a step that ended under a cancel.
+        stopped = AttemptResult(ResultCode.FAILED, "stopped by a module shutdown")
+        _conclude(new, stopped, timing, actor=owner, ids=ids)
+        return new
     _dispatch(new, run.Cursor, run.Phase, run.Attempt, timing, timing.now, owner, ids)
     return new
 

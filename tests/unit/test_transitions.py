@@ -239,3 +239,16 @@ def test_claim_removes_the_outbox_entry_it_proves_delivered():
     message = message_for(task)
     claimed = claim(task, message, "w1", Timing(101))
     assert all(e.DispatchId != message.DispatchId for e in claimed.Outbox)
+
+
+def test_release_of_a_step_whose_task_was_cancelled_rolls_it_back_instead():
+    from common.operator_actions import cancel
+    from common.transitions import release
+
+    task = new_task()
+    message = message_for(task)
+    claimed = claim(task, message, "w1", Timing(101))
+    cancelled = cancel(claimed, "ann", "not needed", Timing(102))
+    released = release(cancelled, message.DispatchId, "w1", Timing(103), ids=counter_ids("r"))
+    assert released.TaskStatus is TaskStatus.ROLLING_BACK
+    assert (released.Active.Cursor, released.Active.Phase) == (0, Phase.ROLLBACK)
