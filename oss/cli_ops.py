@@ -18,7 +18,7 @@ from oss.render import task_summary
 
 _HELP = {
     "cancel": "Cancel a task: the running step finishes, then everything done is rolled back.",
-    "retry": "Retry a ROLLED_BACK task from the step that failed.",
+    "retry": "Run a ROLLED_BACK task again, from step 0 and its submitted parameters.",
     "retry-rollback": "Retry the rollback step that failed (ROLLBACK_FAILED task).",
     "compensate": "Mark the failed rollback step undone by hand; the rollback continues.",
 }
