@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench`. They print figures; they never fail the test suite."""
