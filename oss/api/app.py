@@ -28,6 +28,7 @@ from oss.api.errors import install_error_handlers
 from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
 from oss.api.routers import actions, alarms, health, task_types, tasks
+from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
 from oss.wiring import build_sweeper
@@ -96,6 +97,7 @@ def create_app(
     for module in (tasks, actions, task_types, alarms, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
+    mount_console(app)  # the web console at /console/, and / redirects there
     # The last added runs first: metrics see every answer, the 413s of the body limit included.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

@@ -1,0 +1,49 @@
+// Names, words and colours (CSS classes) of task statuses, step states and result codes, as
+// common/statuses.py defines them. The two ways a task fails are told apart: ROLLED_BACK (it
+// failed, or was cancelled, and everything was undone cleanly) and ROLLBACK_FAILED (an undo
+// failed too: an operator must act).
+
+export const TASK_STATUSES = [
+  { code: 0, name: "SUCCESS", label: "Succeeded", css: "st-success" },
+  { code: 1, name: "NOT_STARTED", label: "Not started", css: "st-waiting" },
+  { code: 2, name: "RUNNING", label: "Running", css: "st-running" },
+  { code: 3, name: "ROLLING_BACK", label: "Rolling back", css: "st-rolling-back" },
+  { code: 4, name: "ROLLED_BACK", label: "Failed · rolled back", css: "st-rolled-back" },
+  { code: 5, name: "ROLLBACK_FAILED", label: "Rollback failed", css: "st-rollback-failed" },
+];
+export const FINAL = new Set([0, 4, 5]);
+
+export function taskStatus(code, cancelRequested) {
+  const status = TASK_STATUSES.find((s) => s.code === code) ??
+    { code, name: String(code), label: `Status ${code}`, css: "st-waiting" };
+  // A cancelled task ends ROLLED_BACK like a failed one; its CancelRequested says it was a cancel.
+  if (code === 4 && cancelRequested) return { ...status, label: "Cancelled · rolled back" };
+  return status;
+}
+
+export const STEP_STATES = {
+  waiting: { label: "waiting", css: "st-waiting" },
+  running: { label: "running", css: "st-running" },
+  succeeded: { label: "succeeded", css: "st-success" },
+  failed: { label: "failed", css: "st-failed" },
+  rolling_back: { label: "rolling back", css: "st-rolling-back" },
+  rolled_back: { label: "rolled back", css: "st-rolled-back" },
+  rollback_failed: { label: "rollback failed", css: "st-rollback-failed" },
+  skipped: { label: "skipped", css: "st-skipped" },
+  cancelled: { label: "cancelled", css: "st-skipped" },
+  compensated: { label: "compensated", css: "st-compensated" },
+};
+
+export function stepState(state) {
+  return STEP_STATES[state] ?? { label: String(state), css: "st-waiting" };
+}
+
+// ResultCode: how a phase's last attempt ended.
+export const RESULT_CODES = ["ok", "failed", "timed out", "worker lost", "process died"];
+
+export function resultCode(code) {
+  if (code === null || code === undefined) return null;
+  return RESULT_CODES[code] ?? `code ${code}`;
+}
+
+export const PHASES = ["normal", "rollback"];

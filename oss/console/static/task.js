@@ -1,0 +1,108 @@
+// One task: what it is and where it stands, the operator actions that fit, its step timeline,
+// its parameters (as the API's masked view has them: secrets are "***" before they arrive)
+// and its history. Polls while the task has not ended.
+
+import { call } from "./api.js";
+import { el, replace, when, duration, asText } from "./dom.js";
+import { FINAL, taskStatus } from "./labels.js";
+import { poller } from "./poll.js";
+import { hashFor } from "./route.js";
+import { badge, labels, errorBanner } from "./widgets.js";
+import { actionBar, actionLabel } from "./actions.js";
+import { timeline, history } from "./timeline.js";
+
+const REFRESH_MS = 1500;
+const MASK = "***";
+
+export function showTask(root, taskId) {
+  const header = el("section", { class: "card task-head" });
+  const outcome = el("div", { class: "outcome", "aria-live": "polite" });
+  const actions = el("section", { class: "card" });
+  const steps = el("section", { class: "card" });
+  const params = el("section", { class: "card" });
+  const events = el("section", { class: "card" });
+  replace(root,
+    el("a", { class: "back", href: hashFor("tasks"), text: "← All tasks" }),
+    header, outcome, actions,
+    el("div", { class: "columns" }, steps, params),
+    events);
+  let version = null;
+
+  const draw = (task) => {
+    if (task.Version === version) return;
+    version = task.Version;
+    replace(header, ...summary(task));
+    replace(actions, el("h2", { text: "Operator actions" }), actionBar(task, perform));
+    replace(steps, el("h2", { text: "Steps" }), timeline(task));
+    replace(params, el("h2", { text: "Parameters" }), parameters(task));
+    replace(events, el("h2", { text: `History (${task.History.length} events)` }), history(task));
+  };
+  const refresh = async () => {
+    try {
+      const task = await call("GET", `/tasks/${encodeURIComponent(taskId)}`);
+      draw(task);
+      return !FINAL.has(task.TaskStatus) || task.Active !== null;
+    } catch (error) {
+      replace(header, errorBanner(error));
+      return error.status !== 404;
+    }
+  };
+  const polling = poller(refresh, REFRESH_MS);
+
+  async function perform(action, reason) {
+    replace(outcome, el("div", { class: "banner info", text: `${actionLabel(action)}: sending…` }));
+    try {
+      const task = await call("POST", `/tasks/${encodeURIComponent(taskId)}/${action}`, { reason });
+      const status = taskStatus(task.TaskStatus, task.CancelRequested);
+      replace(outcome, el("div", { class: "banner ok", role: "status",
+        text: `${actionLabel(action)} done: the task is now ${status.label} (${status.name}).` }));
+      draw(task);
+    } catch (error) {
+      replace(outcome, el("div", { class: "banner error", role: "alert",
+        text: `${actionLabel(action)} refused: ${error.describe ? error.describe() : error}` }));
+    }
+    polling.kick(); // whatever happened, show the task as it is now and follow it
+  }
+
+  polling.start();
+  return polling;
+}
+
+function summary(task) {
+  const status = taskStatus(task.TaskStatus, task.CancelRequested);
+  const fact = (name, ...value) => el("div", {}, el("dt", { text: name }), el("dd", {}, ...value));
+  const cancel = task.CancelRequested;
+  return [
+    el("div", { class: "title-row" },
+      el("h1", { text: task.TaskType }), badge(status),
+      el("code", { class: "id", text: task.TaskId })),
+    task.TaskMessage ? el("p", { class: `task-message ${status.css}`, text: task.TaskMessage }) : null,
+    el("dl", { class: "facts" },
+      fact("Owner", task.UserId ?? "—"),
+      fact("Priority", String(task.Priority)),
+      fact("Labels", labels(task.Labels)),
+      fact("Created", when(task.TimeCreate)),
+      fact("Started", when(task.TimeStart)),
+      fact("Ended", when(task.TimeEnd)),
+      fact("Took", duration(task.TimeStart, task.TimeEnd) || "—"),
+      fact("Step", `${task.TaskCursor + 1} of ${task.Steps.length} reached`),
+      // A retry runs the flow again as a new generation; the history keeps every run's events.
+      task.Generation ? fact("Run", `${task.Generation + 1} (retried ${task.Generation}×)`) : [],
+      task.IdempotencyKey ? fact("Idempotency key", task.IdempotencyKey) : [],
+      cancel ? fact("Cancel", `requested by ${cancel.Actor}: ${cancel.Reason} (`, when(cancel.Time), ")") : []),
+  ];
+}
+
+function parameters(task) {
+  const entries = Object.entries(task.Parameters);
+  if (!entries.length) return el("p", { class: "muted", text: "No parameters." });
+  const secret = new Set(task.SecretParameters);
+  return el("table", { class: "params" }, el("tbody", {}, entries.map(([key, value]) => {
+    const masked = value === MASK || secret.has(key);
+    return el("tr", {},
+      el("th", { scope: "row", text: key }),
+      el("td", {}, masked
+        ? [el("span", { class: "secret", text: asText(value) }), el("span", { class: "tag", text: "secret" })]
+        : el("pre", { class: "value", text: asText(value) })));
+  })));
+}

@@ -1,0 +1,45 @@
+"""Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright's Python package.
+
+Playwright's own browser downloads are not used (`playwright install` is never run): the
+system Chromium is launched by path. Without the package or the browser the tests skip on a
+laptop and FAIL under CI=true (tests.support.services.require).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tests.support.services import require
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # gitignored
+
+
+def launch(playwright_factory: Any) -> tuple[Any, Any]:
+    """(playwright, browser), or a skip / CI failure saying what is missing."""
+    require(CHROMIUM.exists(), f"{CHROMIUM} missing: apt-get install -y chromium")
+    playwright = playwright_factory().start()
+    try:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=ARGS, timeout=30_000
+        )
+    except Exception as exc:  # a broken install: say why, once
+        playwright.stop()
+        require(False, f"{CHROMIUM} does not start: {exc}")
+        raise
+    return playwright, browser
+
+
+def save_screenshot(page: Any, directory: Path, name: str) -> Path:
+    """A full-page PNG in the test's directory, and a copy in tests/artifacts/ to look at."""
+    path = directory / f"console-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(path, ARTIFACTS / path.name)
+    return path

@@ -1,0 +1,151 @@
+"""OSS served for a real browser: uvicorn on 127.0.0.1 (a free port) in a thread, the SQLite
+store, the in-process broker, and the module runtimes in this process (as `baton demo` runs
+them: the real runtime, each command in a child process) serving the engine tests' stand-in
+commands. Faults come from the tasks' `_baton_faults`; the stand-in mysql runtime also consumes
+the alarm queue with the monitor's own alarm handler, so failed rollbacks raise real alarms."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from common.broker.inprocess import InProcessBroker
+from common.flows import load_flows
+from common.models import Task
+from common.queues import module_queue
+from common.runtime.module import ModuleRuntime
+from common.statuses import FINAL_STATUSES
+from common.store.sqlite import SqliteStore
+from modules.monitor.alarms import alarm_consumer
+from oss.api import create_app
+from oss.settings import load_oss_settings
+
+FLOWS = """
+version: 1
+defaults: {timeout: 10, retry: 0, backoff: {initial: 0.05, max: 0.1, multiplier: 1, jitter: 0}}
+task_types:
+  provision_db:
+    description: Announce, reserve capacity, create a database, charge the capacity.
+    parameters:
+      name: {type: string, required: true, pattern: "^[a-z][a-z0-9_]{0,31}$"}
+      admin_password: {type: string, secret: true, min_length: 12}
+    steps:
+      - name: announce
+        normal:   {module: resource, command: noop}
+      - name: reserve
+        normal:   {module: resource, command: check_resource}
+        rollback: {module: resource, command: restore_resource}
+      - name: create
+        normal:   {module: mysql, command: init_instance, retry: 1}
+        rollback: {module: mysql, command: clean_instance}
+      - name: charge
+        normal:   {module: resource, command: deduct_resource}
+        rollback: {module: resource, command: restore_resource}
+"""
+OPERATOR = "console-operator-token-0123"
+READER = "console-reader-token-01234"
+TOKENS = f"olga:{OPERATOR}:operator,rita:{READER}:read"
+REGISTRIES = {
+    "resource": "tests.support.standin_commands:resource",
+    "mysql": "tests.support.standin_commands:mysql",
+}
+# Faults that make step 3 (charge) fail: its rollback and the earlier ones then run.
+FAIL_CHARGE = [{"command": "deduct_resource", "action": "fail"}]
+FAIL_CLEAN = [{"command": "clean_instance", "phase": "rollback", "action": "fail"}]
+
+
+@dataclass
+class LiveConsole:
+    url: str
+    store: SqliteStore
+    api: httpx.Client  # to the served app, as the operator
+
+    def submit(self, **parameters: Any) -> str:
+        body = {"task_type": "provision_db", "parameters": parameters,
+                "user_id": "dana", "labels": {"team": "payments", "env": "staging"}}  # fmt: skip
+        response = self.api.post("/api/v1/tasks", json=body)
+        assert response.status_code == 201, response.text
+        return response.json()["task_id"]
+
+    def act(self, task_id: str, action: str, reason: str) -> httpx.Response:
+        return self.api.post(f"/api/v1/tasks/{task_id}/{action}", json={"reason": reason})
+
+    def wait_final(self, task_id: str, timeout: float = 15) -> Task:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            task = self.store.get(task_id)
+            if (
+                task
+                and task.TaskStatus in FINAL_STATUSES
+                and task.Active is None
+                and not task.Outbox
+            ):
+                return task
+            time.sleep(0.05)
+        raise AssertionError(
+            f"task {task_id} not final after {timeout}s: {self.store.get(task_id)}"
+        )
+
+
+@contextlib.contextmanager
+def live_console(workdir: Path) -> Iterator[LiveConsole]:
+    """Everything started here is stopped on the way out, last started first."""
+    flows_path = workdir / "flows.yaml"
+    flows_path.write_text(FLOWS)
+    db = workdir / "console.db"
+    settings = load_oss_settings(
+        store_url=f"sqlite:///{db}", broker_url="memory://", flows_path=str(flows_path),
+        api_tokens=TOKENS, fault_injection=True, concurrency=2, sweep_interval_seconds=0.3,
+        relay_grace_seconds=1, lease_seconds=5, shutdown_grace_seconds=2,
+    )  # fmt: skip
+    flows = load_flows(flows_path)
+    with contextlib.ExitStack() as stack:
+        store = SqliteStore(db)
+        stack.callback(store.close)
+        broker = InProcessBroker()
+        stack.callback(broker.close)
+        queues = {module_queue(m) for m in flows.modules()}
+        for module, registry in REGISTRIES.items():
+            extra = alarm_consumer(settings, store) if module == "mysql" else None
+            runtime = ModuleRuntime(registry_ref=registry, settings=settings, store=store, broker=broker,
+                                    queues_to_declare=queues, extra_consumers=extra)  # fmt: skip
+            runtime.start()
+            stack.callback(runtime.stop, grace=2)
+        url = stack.enter_context(
+            _served(create_app(settings, store=store, broker=broker, flows=flows))
+        )
+        api = stack.enter_context(
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=10)
+        )
+        yield LiveConsole(url, store, api)
+
+
+@contextlib.contextmanager
+def _served(app: Any) -> Iterator[str]:
+    """uvicorn in a thread on a port the kernel picks (bound here, so no race for it)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="console-uvicorn", daemon=True
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
