@@ -25,7 +25,7 @@ _SUMMARIES = {
     ),
     "retry": (
         "Retry a failed task",
-        "A ROLLED_BACK task resumes at the step that failed, in its normal phase, attempts anew.",
+        "A ROLLED_BACK task runs its flow again from step 0, with the parameters it was submitted with, as a new generation (its rollback undid every step).",
     ),
     "retry-rollback": (
         "Retry the failed rollback step",
