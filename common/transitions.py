@@ -47,6 +47,9 @@ IdFactory = Callable[[], str]
 MAX_TASK_PRIORITY = 4
 IN_FLIGHT_BAND = MAX_TASK_PRIORITY + 1
 MAX_MESSAGE_PRIORITY = QUEUE_MAX_PRIORITY  # the bands fill it: IN_FLIGHT_BAND + MAX_TASK_PRIORITY
+# A run nobody claimed is re-published after redeliver_after, then after 2x, 4x ... at most this
+# many times redeliver_after (see expire).
+MAX_REDISPATCH_BACKOFF = 16
 
 
 def new_id() -> str:
@@ -204,7 +207,8 @@ def expire(task: Task, timing: Timing, ids: IdFactory = new_id) -> Task | Refusa
 
     A RUNNING run lost its worker (dead or frozen): the attempt counts as failed and the step is
     retried or routed as any failure. A PENDING run was never claimed (the message was lost or
-    purged): it is published again under the same dispatch id.
+    purged): it is published again under the same dispatch id, and again after twice the period,
+    four times... (it may only be waiting in a long queue).
     """
     active = task.Active
     if active is None or active.Deadline > timing.now:
@@ -218,7 +222,16 @@ def expire(task: Task, timing: Timing, ids: IdFactory = new_id) -> Task | Refusa
         return new
     if not any(e.DispatchId == run.DispatchId for e in new.Outbox):
         new.Outbox.append(_outbox_entry(new, run, due_at=timing.now))
-    run.Deadline = timing.now + timing.redeliver_after
+    # Back off: a message that merely waits in a long queue (a backlog, its module down) must not
+    # be copied into that queue every period; each copy lengthens the wait, so ever more runs
+    # pass their deadline and the queue grows without bound (a redelivery storm).
+    earlier = 0  # re-publications of this dispatch: since it was last "dispatched"
+    for e in reversed(new.History):
+        if (e.Cursor, e.Phase, e.Attempt) == (run.Cursor, run.Phase, run.Attempt):
+            if e.Event == "dispatched":
+                break
+            earlier += e.Event == "redispatched"
+    run.Deadline = timing.now + timing.redeliver_after * min(2**earlier, MAX_REDISPATCH_BACKOFF)
     _record(new, timing.now, "redispatched", run, actor="sweeper", message="never claimed")
     return new
 
