@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import threading
-from functools import partial
 
 import pika
-from pika.adapters.blocking_connection import BlockingChannel
 
 from common.broker.port import DeliveryHandler
 from common.broker.rabbitmq.connection import ConnectionSettings
 from common.broker.rabbitmq.consumer import RabbitSubscription
 from common.broker.rabbitmq.publisher import Publisher
-from common.broker.rabbitmq.topology import declare_pair
 from common.errors import BrokerError
 from common.queues import check_priority
 
@@ -26,7 +23,7 @@ class RabbitBroker:
         self._subscriptions: list[RabbitSubscription] = []
 
     def declare(self, queue: str) -> None:
-        self._publisher.run(f"declare {queue}", partial(declare_pair, queue=queue))
+        self._publisher.declare(queue)
         self._publisher.remember(queue)
 
     def publish(
@@ -39,13 +36,7 @@ class RabbitBroker:
             priority=priority,
             message_id=message_id,
         )
-
-        def publish_on(channel: BlockingChannel) -> None:
-            # With confirms on, this returns after the broker's ack, and raises UnroutableError
-            # when a Basic.Return (mandatory, no queue took it) preceded that ack.
-            channel.basic_publish("", queue, body, properties, mandatory=True)
-
-        self._publisher.run(f"publish to {queue}", publish_on)
+        self._publisher.publish(queue, body, properties)
 
     def subscribe(
         self, queue: str, handler: DeliveryHandler, *, prefetch: int
@@ -62,21 +53,13 @@ class RabbitBroker:
         return subscription
 
     def queue_depth(self, queue: str) -> int:
-        def depth(channel: BlockingChannel) -> int:
-            return channel.queue_declare(queue, passive=True).method.message_count
-
-        return self._publisher.run(f"queue_depth {queue}", depth)
+        return self._publisher.queue_depth(queue)
 
     def purge(self, queue: str) -> int:
-        def purge_on(channel: BlockingChannel) -> int:
-            return channel.queue_purge(queue).method.message_count
-
-        return self._publisher.run(f"purge {queue}", purge_on)
+        return self._publisher.purge(queue)
 
     def ping(self) -> None:
-        self._publisher.run(
-            "ping", lambda channel: channel.connection.process_data_events(0), deadline=0
-        )
+        self._publisher.ping()
 
     def close(self) -> None:
         self._closed.set()  # from here on, publishing and subscribing raise BrokerError

@@ -6,6 +6,10 @@ from common.backoff import retry_delay
 from common.models import BackoffPolicy
 
 PUBLISH_DEADLINE_SECONDS = 30.0  # how long publish keeps reconnecting before BrokerError
+PING_DEADLINE_SECONDS = 5.0  # ping tries one connection, and waits this long for the answer
+DEADLINE_CHECK_SECONDS = 0.5  # how often the publisher fails the calls past their deadline
+ANSWER_SLACK_SECONDS = 5.0  # a caller waits this much past its deadline before blaming a bug
+CLOSE_GRACE_SECONDS = 5.0  # close() waits this long for the confirms of publishes in flight
 FIRST_CONNECT_SECONDS = 15.0  # subscribe() fails if it cannot start consuming in this time
 POLL_SECONDS = 1.0  # longest an I/O loop sleeps without looking at its stop flag
 PAUSE_WAIT_SECONDS = 5.0
@@ -28,5 +32,9 @@ def reconnect_delay(attempt: int, max_delay: float, unit_random: float) -> float
 
 
 def keepalive_interval(heartbeat: int) -> float:
-    """How often to service an idle publisher connection: well inside the heartbeat timeout."""
+    """How often to service an idle BlockingConnection: well inside the heartbeat timeout.
+
+    Unused since the publisher moved to a SelectConnection (its I/O loop answers heartbeats, as
+    the consumers' loops do); kept because the broker contract suite still tests it.
+    """
     return min(5.0, max(0.25, heartbeat / 4))

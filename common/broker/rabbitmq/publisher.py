@@ -1,137 +1,128 @@
-"""The publisher connection: one per adapter, shared by every thread that publishes.
+"""The publisher: what the threads that publish (or declare, count, purge, ping) call.
 
-It belongs to whoever holds `Publisher._lock`: the callers of `run` (publish, declare,
-queue_depth, purge, ping) and the keep-alive thread that services its heartbeats.
+Each call goes into the inbox with its own future and deadline, and the caller waits for its own
+answer only; the publisher's I/O thread (publisher_loop.py) sends the calls and resolves the
+futures as the broker's confirms come in. Many threads can so publish at once: nothing here holds
+a lock across a round trip to the broker.
 """
 
 from __future__ import annotations
 
-import random
+import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
 import pika
-import pika.exceptions
 import structlog
-from pika.adapters.blocking_connection import BlockingChannel
+from pika.channel import Channel
 
-from common.broker.rabbitmq.connection import ConnectionSettings, close_quietly
-from common.broker.rabbitmq.errors import CONNECTION_ERRORS, REFUSALS
+from common.broker.rabbitmq.calls import PUBLISH_ID_HEADER, Call, Inbox, Operation, Publish
+from common.broker.rabbitmq.connection import ConnectionSettings
 from common.broker.rabbitmq.policy import (
+    ANSWER_SLACK_SECONDS,
+    PING_DEADLINE_SECONDS,
     PUBLISH_DEADLINE_SECONDS,
     STOP_JOIN_SECONDS,
-    keepalive_interval,
-    reconnect_delay,
 )
-from common.broker.rabbitmq.topology import declare_pair
-from common.errors import BrokerError, UnroutableMessage
+from common.broker.rabbitmq.publisher_loop import PublisherLoop
+from common.broker.rabbitmq.topology import declare_pair_async
+from common.errors import BrokerError
 
 log = structlog.get_logger(__name__)
 
-T = TypeVar("T")
+Finish = Callable[[Any], None]
 
 
 class Publisher:
     def __init__(self, settings: ConnectionSettings, closed: threading.Event):
-        self._settings = settings
-        self._closed = closed  # the adapter's: once set, `run` refuses and the keep-alive ends
-        self._lock = threading.Lock()  # owns the connection, the channel and self._declared
-        self._connection: pika.BlockingConnection | None = None
-        self._channel: BlockingChannel | None = None
-        self._declared: set[str] = set()
-        self._keepalive = threading.Thread(
-            target=self._keep_alive, name="baton-rabbit-keepalive", daemon=True
+        self._closed = closed  # the adapter's: once set, every call raises BrokerError
+        self._inbox = Inbox()
+        self._loop = PublisherLoop(settings, self._inbox)
+        self._ids = itertools.count(1)  # next() on a count is atomic: no lock needed
+        self._thread = threading.Thread(
+            target=self._loop.run, name="baton-rabbit-publisher", daemon=True
         )
-        self._keepalive.start()
+        self._thread.start()
 
-    def run(
-        self,
-        what: str,
-        operation: Callable[[BlockingChannel], T],
-        *,
-        deadline: float = PUBLISH_DEADLINE_SECONDS,
-    ) -> T:
-        """Run `operation` on the publisher channel, reconnecting until `deadline` seconds pass.
+    def publish(self, queue: str, body: bytes, properties: pika.BasicProperties) -> None:
+        """Return once the broker confirmed; UnroutableMessage if no queue took it, BrokerError
+        if it was not confirmed within PUBLISH_DEADLINE_SECONDS (reconnecting meanwhile)."""
+        publish_id = str(next(self._ids))
+        properties.headers = {**(properties.headers or {}), PUBLISH_ID_HEADER: publish_id}
+        self._call(
+            Publish(
+                what=f"publish to {queue}",
+                give_up_at=time.monotonic() + PUBLISH_DEADLINE_SECONDS,
+                queue=queue,
+                body=body,
+                properties=properties,
+                publish_id=publish_id,
+            )
+        )
 
-        Retrying a publish whose confirm was lost may deliver it twice: the protocol expects
-        at-least-once delivery and fences duplicates in the store.
-        """
-        if self._closed.is_set():
-            raise BrokerError(f"{what}: the broker adapter is closed")
-        give_up_at = time.monotonic() + deadline
-        attempt = 0
-        with self._lock:
-            while True:
-                try:
-                    return operation(self._open_channel())
-                except pika.exceptions.UnroutableError:
-                    raise UnroutableMessage(f"{what}: no queue took the message") from None
-                except pika.exceptions.ChannelClosedByBroker as exc:
-                    # No such queue, different arguments: retrying cannot help. The connection
-                    # is fine; only the channel must be opened again.
-                    self._channel = None
-                    raise BrokerError(f"{what}: {exc.reply_code} {exc.reply_text}") from None
-                except REFUSALS as exc:
-                    self._drop(what, exc)
-                    raise BrokerError(f"{what}: refused by the broker ({exc!r})") from None
-                except CONNECTION_ERRORS as exc:
-                    self._drop(what, exc)
-                    attempt += 1
-                    delay = reconnect_delay(
-                        attempt, self._settings.reconnect_max_delay, random.random()
-                    )
-                    if time.monotonic() + delay > give_up_at:
-                        raise BrokerError(f"{what}: broker unreachable ({exc!r})") from None
-                    time.sleep(delay)
+    def declare(self, queue: str) -> None:
+        def start(channel: Channel, finish: Finish) -> None:
+            declare_pair_async(channel, queue, lambda: finish(None))
+
+        self._operate(f"declare {queue}", start)
+
+    def queue_depth(self, queue: str) -> int:
+        def start(channel: Channel, finish: Finish) -> None:
+            channel.queue_declare(
+                queue, passive=True, callback=lambda frame: finish(frame.method.message_count)
+            )
+
+        return int(self._operate(f"queue_depth {queue}", start))
+
+    def purge(self, queue: str) -> int:
+        def start(channel: Channel, finish: Finish) -> None:
+            channel.queue_purge(queue, callback=lambda frame: finish(frame.method.message_count))
+
+        return int(self._operate(f"purge {queue}", start))
+
+    def ping(self) -> None:
+        """One connection attempt at most, then a round trip on it."""
+
+        def start(channel: Channel, finish: Finish) -> None:
+            channel.exchange_declare("amq.direct", passive=True, callback=lambda _f: finish(None))
+
+        self._operate("ping", start, deadline=PING_DEADLINE_SECONDS, retry=False)
 
     def remember(self, queue: str) -> None:
-        """Declare `queue` again on every reconnect (see _open_channel)."""
-        with self._lock:
-            self._declared.add(queue)
+        """Declare `queue` again on every new connection."""
+        self._inbox.remember(queue)
 
     def close(self) -> None:
-        """Close the connection; call once the adapter's `closed` flag is set."""
-        with self._lock:
-            close_quietly(self._connection)
-            self._connection = self._channel = None
-        self._keepalive.join(STOP_JOIN_SECONDS)
+        """Let the publishes in flight be confirmed (briefly), then close the connection; call
+        once the adapter's `closed` flag is set."""
+        self._loop.shut_down()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(STOP_JOIN_SECONDS)
+            if self._thread.is_alive():
+                log.warning("broker.publisher_stop_timeout")
 
-    def _open_channel(self) -> BlockingChannel:
-        reconnected = False
-        if self._connection is None or not self._connection.is_open:
-            self._connection = self._settings.connect("publisher")
-            self._channel = None
-            reconnected = True
-            log.info("broker.connected", role="publisher", url=self._settings.masked_url)
-        if self._channel is None or not self._channel.is_open:
-            channel = self._connection.channel()
-            channel.confirm_delivery()
-            if reconnected:
-                # A broker that comes back without its definitions (a new node, a reset) would
-                # otherwise find every publish unroutable.
-                for queue in sorted(self._declared):
-                    declare_pair(channel, queue)
-            self._channel = channel
-        return self._channel
+    def _operate(
+        self,
+        what: str,
+        start: Callable[[Channel, Finish], None],
+        *,
+        deadline: float = PUBLISH_DEADLINE_SECONDS,
+        retry: bool = True,
+    ) -> Any:
+        give_up_at = time.monotonic() + deadline
+        return self._call(Operation(what=what, give_up_at=give_up_at, retry=retry, start=start))
 
-    def _drop(self, what: str, error: BaseException) -> None:
-        log.warning("broker.publisher_lost", during=what, error=repr(error))
-        close_quietly(self._connection)
-        self._connection = self._channel = None
-
-    def _keep_alive(self) -> None:
-        """Service the idle connection so the broker does not time out its heartbeats.
-
-        A BlockingConnection only answers heartbeats while one of its methods runs; a module that
-        publishes once a minute would otherwise see its connection closed under it.
-        """
-        while not self._closed.wait(keepalive_interval(self._settings.heartbeat)):
-            with self._lock:
-                if self._connection is None or not self._connection.is_open:
-                    continue  # reconnecting is run's job, when there is something to send
-                try:
-                    self._connection.process_data_events(0)
-                except CONNECTION_ERRORS as exc:
-                    self._drop("keep-alive", exc)
+    def _call(self, call: Call) -> Any:
+        if self._closed.is_set():
+            raise BrokerError(f"{call.what}: the broker adapter is closed")
+        if self._inbox.put(call):
+            self._loop.wake()
+        # The I/O thread fails the call at its deadline; the slack is for a bug of ours there.
+        wait = max(0.0, call.give_up_at - time.monotonic()) + ANSWER_SLACK_SECONDS
+        try:
+            return call.future.result(timeout=wait)
+        except TimeoutError:
+            log.error("broker.publisher_unresponsive", what=call.what)
+            raise BrokerError(f"{call.what}: no answer from the publisher's I/O thread") from None
