@@ -1,22 +1,32 @@
 # The two commands of the README: `make run` (see baton work) and `make test`.
+# Containers (deploy/README.md): `make image`, `make up` / `make down` (docker compose).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test test-fast check-flows clean
+.PHONY: venv run test test-fast check-flows clean image up down k8s-flows
 
 venv: $(VENV)/.installed
 
 # Exact pins from requirements.lock: a run today and next month installs the same thing.
-$(VENV)/.installed: requirements.lock pyproject.toml
+# `make run` needs only the runtime dependencies pyproject.toml declares (at the lock's
+# versions): about half the install of the test tools, which `make test` adds.
+$(VENV)/.runtime: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements.lock
+	$(BIN)/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > $(VENV)/runtime-requirements.txt
+	$(BIN)/pip install -q -r $(VENV)/runtime-requirements.txt -c requirements.lock
 	$(BIN)/pip install -q --no-deps --no-build-isolation -e . || $(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-run: venv
-	$(BIN)/baton demo
+$(VENV)/.installed: $(VENV)/.runtime requirements.lock
+	$(BIN)/pip install -q -r requirements.lock
+	touch $@
+
+# Everything in one process: OSS, every module, the sweeper, SQLite, the in-process broker.
+# Runs a demo task, then serves the API (and console) until Ctrl-C.
+run: $(VENV)/.runtime
+	$(BIN)/baton up
 
 test: venv
 	$(BIN)/python -m pytest
@@ -29,3 +39,30 @@ check-flows: venv
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
+
+# -- containers (need a Docker engine) -------------------------------------------------------
+IMAGE ?= baton:latest
+COMPOSE := docker compose --project-name baton --env-file deploy/.env -f deploy/docker-compose.yml
+
+image:
+	docker build -t $(IMAGE) .
+
+# The stack's secrets, made up once and kept out of git (deploy/.gitignore).
+deploy/.env:
+	@umask 077 && $(PYTHON) -c 'import secrets; t = secrets.token_hex; print(f"RABBITMQ_PASSWORD={t(16)}\nMARIADB_ROOT_PASSWORD={t(16)}\nBATON_API_TOKENS=admin:{t(24)}:operator")' > $@
+	@echo "wrote $@: the RabbitMQ and MariaDB passwords and an operator API token for this stack"
+
+up: deploy/.env
+	$(COMPOSE) up -d --build --wait
+	@echo "API: http://127.0.0.1:8080 and http://127.0.0.1:8081 (two OSS replicas); token: BATON_API_TOKENS in deploy/.env"
+	@echo "RabbitMQ management: http://127.0.0.1:15672 (user baton, RABBITMQ_PASSWORD in deploy/.env)"
+
+down:
+	$(COMPOSE) down
+
+# deploy/k8s/flows-configmap.yaml is flows.yaml as a ConfigMap; run after editing flows.yaml.
+k8s-flows:
+	{ printf '%s\n' '# Generated from flows.yaml by `make k8s-flows`: edit flows.yaml, then run it again.' \
+	    'apiVersion: v1' 'kind: ConfigMap' 'metadata:' '  name: baton-flows' \
+	    '  labels: {app.kubernetes.io/part-of: baton}' 'data:' '  flows.yaml: |'; \
+	  sed 's/^\(.\)/    \1/' flows.yaml; } > deploy/k8s/flows-configmap.yaml

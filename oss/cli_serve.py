@@ -1,4 +1,4 @@
-"""`baton oss | sweeper | module | demo | check-flows`: start baton's processes, check a flows file."""
+"""`baton oss | sweeper | module | up | demo | check-flows`: start baton's processes, check a flows file."""
 
 from __future__ import annotations
 
@@ -80,6 +80,7 @@ def sweeper() -> None:
     stop = threading.Event()
     thread = threading.Thread(target=sweeper_.run, args=(stop,), name="baton-sweeper")
     thread.start()
+    sweeper_.metrics.serve(loaded.metrics_port)  # BATON_METRICS_PORT, like a module's
     run_until_signalled(stop)
     thread.join(timeout=loaded.shutdown_grace_seconds)
     parts.close()
@@ -97,4 +98,19 @@ def demo(task_type: str) -> None:
         fail(EXIT_USAGE, f"{task_type} needs parameters the demo cannot make up: {exc}")
 
 
-COMMANDS = [oss, check_flows, module, sweeper, demo]
+@click.command()
+@click.option("--host", help="Listen address (default BATON_OSS_HOST, 127.0.0.1).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default BATON_OSS_PORT, 8080).")
+@click.option("--task-type", default="demo", show_default=True, help="The task submitted at start.")
+@click.option("--no-demo", is_flag=True, help="Submit no task at start.")
+def up(host: str | None, port: int | None, task_type: str, no_demo: bool) -> None:
+    """Everything in one process: OSS, every module, the sweeper, the store and the in-process
+    broker (or RabbitMQ when BATON_BROKER_URL names one that answers). Runs a demo task, then
+    serves the API until Ctrl-C or SIGTERM."""
+    from oss.embedded import Options, run_embedded
+
+    options = Options(host=host, port=port, task_type=None if no_demo else task_type)
+    sys.exit(run_embedded(options, click.echo, lambda line: click.echo(line, err=True)))
+
+
+COMMANDS = [oss, check_flows, module, sweeper, up, demo]
