@@ -1,19 +1,66 @@
 """Every setting, read from BATON_* environment variables and validated at start.
 
-Built once by each entry point and passed down: no import-time singleton.
+BATON_CONFIG_FILE may name a file of the same settings as KEY=VALUE lines (the .env format of
+docker compose and `kubectl create configmap --from-env-file`): a variable set in the environment
+wins over the file. Built once by each entry point and passed down: no import-time singleton.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from common.errors import ConfigError
 
+CONFIG_FILE_VARIABLE = "BATON_CONFIG_FILE"
 
-class Settings(BaseSettings):
+
+def config_file() -> Path | None:
+    """The file BATON_CONFIG_FILE names, or None when it is unset or empty."""
+    value = os.environ.get(CONFIG_FILE_VARIABLE, "").strip()
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_file():
+        raise ConfigError(f"{CONFIG_FILE_VARIABLE}: no such file (got {value!r})")
+    return path
+
+
+class ConfigFileSources:
+    """Mixin of every settings class (modules' too): the environment, then BATON_CONFIG_FILE."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = config_file()
+        if path is None:
+            return init_settings, env_settings, file_secret_settings
+        from_file = DotEnvSettingsSource(settings_cls, env_file=path)
+        return init_settings, env_settings, from_file, file_secret_settings
+
+
+def where_from() -> str:
+    """For configuration errors: where the values came from."""
+    path = os.environ.get(CONFIG_FILE_VARIABLE, "").strip()
+    return f" (from the environment, then {CONFIG_FILE_VARIABLE}={path})" if path else ""
+
+
+class Settings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_", extra="ignore")
 
     broker_url: str = Field("memory://", description="amqp://user:pass@host:5672/vhost, or memory://")
@@ -21,7 +68,6 @@ class Settings(BaseSettings):
         "sqlite:var/baton.db", description="sqlite:relative.db, sqlite:///abs/path.db, mongodb://..., mongomock://"
     )
     flows_path: str = Field("flows.yaml", description="The task types")
-    module: str | None = Field(None, description="Which module this process runs")
     concurrency: int = Field(4, ge=1, le=256, description="Steps a module process runs at once")
     prefetch: int = Field(0, ge=0, description="Unacked deliveries per consumer; 0 means = concurrency")
     lease_seconds: float = Field(30.0, gt=0, description="How long a claim holds without a heartbeat")
@@ -67,4 +113,6 @@ def load_settings(**overrides: object) -> Settings:
         for error in exc.errors():
             name = "BATON_" + "_".join(str(p) for p in error["loc"]).upper()
             problems.append(f"{name}: {error['msg']} (got {error.get('input')!r})")
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None
+        raise ConfigError(
+            f"invalid configuration{where_from()}:\n  " + "\n  ".join(problems)
+        ) from None

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 import structlog
 
 from common.broker.factory import open_broker
-from common.errors import ConfigError
+from common.errors import BatonError, ConfigError
 from common.flows import load_flows
 from common.logging import configure_logging
 from common.queues import module_queue
@@ -34,8 +34,12 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
     except ConfigError as exc:
         print(f"baton: {exc}", file=sys.stderr)
         sys.exit(2)
-    store = open_store(settings.store_url)
-    broker = open_broker(settings.broker_url)
+    try:
+        store = open_store(settings.store_url)
+        broker = open_broker(settings.broker_url)
+    except BatonError as exc:  # unreachable or refusing: say so plainly and let the supervisor retry
+        print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
+        sys.exit(3)
     runtime = ModuleRuntime(
         registry_ref=registry_ref,
         settings=settings,
@@ -48,7 +52,11 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    runtime.start()
+    try:
+        runtime.start()
+    except BatonError as exc:
+        print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
+        sys.exit(3)
     runtime.metrics.serve(settings.metrics_port)
     while not stop.wait(1.0):
         pass

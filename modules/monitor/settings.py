@@ -6,9 +6,10 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import ConfigError
+from common.settings import ConfigFileSources
 
 
-class MonitorSettings(BaseSettings):
+class MonitorSettings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_MONITOR_", extra="ignore")
 
     # A secret: webhook URLs often carry a token in their path or query.

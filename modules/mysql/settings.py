@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import ConfigError
+from common.settings import ConfigFileSources
 from modules.mysql.naming import SCHEMA_NAME, USER_HOST
 
 
@@ -21,7 +22,7 @@ class ServerAddress:
     unix_socket: str | None
 
 
-class MysqlSettings(BaseSettings):
+class MysqlSettings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_MYSQL_", extra="ignore")
 
     admin_url: SecretStr = Field(

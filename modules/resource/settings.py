@@ -6,9 +6,10 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import ConfigError
+from common.settings import ConfigFileSources
 
 
-class ResourceSettings(BaseSettings):
+class ResourceSettings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_RESOURCE_", extra="ignore")
 
     # A reservation lapses if its task never deducts it (the task died, or was abandoned):

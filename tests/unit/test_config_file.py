@@ -1,0 +1,45 @@
+"""BATON_CONFIG_FILE: every setting from an optional KEY=VALUE file; the environment wins."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.errors import ConfigError
+from common.settings import load_settings
+from modules.monitor.settings import load_monitor_settings
+from oss.settings import load_oss_settings
+
+
+@pytest.fixture
+def config(tmp_path, monkeypatch):
+    for name in ("BATON_CONCURRENCY", "BATON_BROKER_URL", "BATON_OSS_PORT", "BATON_MONITOR_WEBHOOK_ATTEMPTS"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "baton.env"
+    monkeypatch.setenv("BATON_CONFIG_FILE", str(path))
+    return path
+
+
+def test_settings_come_from_the_file_and_the_environment_wins(config, monkeypatch):
+    config.write_text(
+        "# a comment\nBATON_CONCURRENCY=8\nBATON_BROKER_URL=amqp://u:p@rabbit/baton\n"
+        "BATON_OSS_PORT=9090\nBATON_MONITOR_WEBHOOK_ATTEMPTS=7\nOTHER_TOOL=ignored\n"
+    )
+    monkeypatch.setenv("BATON_CONCURRENCY", "2")
+    settings = load_oss_settings()
+    assert settings.concurrency == 2  # the environment
+    assert settings.broker_url == "amqp://u:p@rabbit/baton" and settings.oss_port == 9090  # the file
+    assert load_monitor_settings().webhook_attempts == 7  # module settings read it too
+    assert {"concurrency", "broker_url", "oss_port"} <= settings.model_fields_set
+
+
+def test_a_bad_value_in_the_file_names_the_variable_the_value_and_the_file(config):
+    config.write_text("BATON_CONCURRENCY=zero\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings()
+    assert "BATON_CONCURRENCY" in str(error.value) and "'zero'" in str(error.value)
+    assert str(config) in str(error.value)
+
+
+def test_a_missing_file_stops_the_start(config):
+    with pytest.raises(ConfigError, match="BATON_CONFIG_FILE: no such file"):
+        load_settings()
