@@ -1,0 +1,374 @@
+"""The promises a chaos run must keep, checked over the final task documents and the queues.
+
+A pure function of what the run left behind; no I/O, so it is unit-tested on hand-made
+documents (tests/chaos/test_invariants.py) and can be trusted to FAIL.
+
+What is checked, per task, from the document and its History (the store's own log of every
+committed change, in commit order):
+
+final        every accepted task exists and ended SUCCESS (0), ROLLED_BACK (4) or ROLLBACK_FAILED
+             (5), with no Active run, a TimeEnd, and an empty Outbox (nothing owed to the broker).
+once         no outcome committed twice: at most one step_succeeded/step_failed per step, one
+             rollback_succeeded/rollback_failed per step, one attempt_failed per (step, phase,
+             attempt), never an attempt that both failed and concluded, one task_* event, and no
+             dispatch claimed twice (a claim may repeat an attempt only after a `released`).
+rollback     SUCCESS: every step succeeded once, in order, and nothing was rolled back.
+             ROLLED_BACK: the normal phase failed at TaskCursor, every earlier step succeeded,
+             and the rollbacks committed are exactly the steps reached (TaskCursor down to 0)
+             that declare one, in descending order. ROLLBACK_FAILED: a prefix of that sequence,
+             ending with the one rollback_failed.
+forward      no state went backwards: replaying History, every step's state changes only along
+             common.statuses.STEP_TRANSITIONS and the task's along TASK_TRANSITIONS; the replay
+             ends in the document's state; nothing but `alarm_raised` follows the task_* event;
+             every claim follows the dispatch of that (step, phase, attempt).
+alarm        (when alarms are given) one rollback_failed alarm per ROLLBACK_FAILED task, none
+             for any other task.
+queues       every queue empty, except dead-letter queues, which hold exactly what the scenario
+             expects (poison messages).
+
+Counted, never a violation (commands run at least once, by design):
+
+executions            `claimed` events: each claim hands the command to a worker.
+duplicate executions  per (step, phase): claims beyond the attempts whose verdict came from the
+                      command itself (an outcome or attempt_failed committed by the worker that
+                      ran it, not by the sweeper after a lease lapsed). A worker killed after its
+                      claim, a lease lost while frozen, a step released at shutdown: each costs
+                      one duplicate execution. (A claim whose worker died before the command
+                      started counts too: the store cannot tell.)
+lost attempts         attempts concluded by the sweeper (lease lapsed): the fault's footprint.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from common.models import Alarm, HistoryEvent, Task
+from common.queues import DEAD_LETTER_SUFFIX
+from common.statuses import (
+    FINAL_STATUSES,
+    STEP_TRANSITIONS,
+    TASK_TRANSITIONS,
+    Phase,
+    StepState,
+    TaskStatus,
+)
+
+OUTCOMES: dict[str, tuple[Phase, StepState]] = {
+    "step_succeeded": (Phase.NORMAL, StepState.SUCCEEDED),
+    "step_failed": (Phase.NORMAL, StepState.FAILED),
+    "rollback_succeeded": (Phase.ROLLBACK, StepState.ROLLED_BACK),
+    "rollback_failed": (Phase.ROLLBACK, StepState.ROLLBACK_FAILED),
+}
+FINAL_EVENTS = {f"task_{status.name.lower()}": status for status in FINAL_STATUSES}
+CONCLUSIONS = frozenset({"attempt_failed", *OUTCOMES})
+SWEEPER = "sweeper"
+
+PhaseKey = tuple[int, int]  # (cursor, phase)
+AttemptKey = tuple[int, int, int]  # (cursor, phase, attempt)
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str  # final | once | rollback | forward | alarm | queues | lost
+    task_id: str | None
+    detail: str
+
+    def __str__(self) -> str:
+        where = f"task {self.task_id}" if self.task_id else "run"
+        return f"[{self.rule}] {where}: {self.detail}"
+
+
+@dataclass
+class TaskFigures:
+    executions: int = 0
+    duplicate_executions: int = 0
+    duplicate_commits: int = 0
+    lost_attempts: int = 0
+
+
+@dataclass
+class ChaosReport:
+    tasks: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    executions: int = 0
+    duplicate_executions: int = 0
+    duplicate_commits: int = 0
+    lost_attempts: int = 0
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def rules_broken(self) -> set[str]:
+        return {v.rule for v in self.violations}
+
+    def summary(self, limit: int = 20) -> str:
+        lines = [f"{len(self.violations)} violation(s) over {self.tasks} task(s):"]
+        lines += [f"  {v}" for v in self.violations[:limit]]
+        if len(self.violations) > limit:
+            lines.append(f"  ... and {len(self.violations) - limit} more")
+        return "\n".join(lines)
+
+
+def check_invariants(
+    tasks: Iterable[Task],
+    *,
+    accepted: Iterable[str] | None = None,
+    queues: Mapping[str, int] | None = None,
+    expected_dead_letters: Mapping[str, int] | None = None,
+    alarms: Iterable[Alarm] | None = None,
+) -> ChaosReport:
+    """Check every invariant of the module docstring; returns the figures and every violation.
+
+    `accepted`: the TaskIds the run submitted (a missing one was lost). `queues`: messages per
+    queue (ready + unacknowledged) once settled. `alarms`: the alarms in the store.
+    """
+    report = ChaosReport()
+    by_id = {task.TaskId: task for task in tasks}
+    for task_id in sorted(set(accepted or ()) - set(by_id)):
+        report.violations.append(Violation("lost", task_id, "accepted but not in the store"))
+    for task in by_id.values():
+        report.tasks += 1
+        report.statuses[task.TaskStatus.name] += 1
+        violations, figures = check_task(task)
+        report.violations += violations
+        report.executions += figures.executions
+        report.duplicate_executions += figures.duplicate_executions
+        report.duplicate_commits += figures.duplicate_commits
+        report.lost_attempts += figures.lost_attempts
+    if alarms is not None:
+        report.violations += _check_alarms(by_id.values(), alarms)
+    if queues is not None:
+        report.violations += _check_queues(queues, expected_dead_letters or {})
+    return report
+
+
+def check_task(task: Task) -> tuple[list[Violation], TaskFigures]:
+    found: list[Violation] = []
+
+    def violation(rule: str, detail: str) -> None:
+        found.append(Violation(rule, task.TaskId, detail))
+
+    _check_final(task, violation)
+    figures = _check_once(task, violation)
+    _check_rollbacks(task, violation)
+    _check_forward(task, violation)
+    return found, figures
+
+
+# --- final ---------------------------------------------------------------------------------------
+
+
+def _check_final(task: Task, violation) -> None:
+    if task.TaskStatus not in FINAL_STATUSES:
+        violation("final", f"left {task.TaskStatus.name}")
+    if task.Active is not None:
+        a = task.Active
+        violation("final", f"Active run left: step {a.Cursor} {a.Phase.label} attempt {a.Attempt} {a.State.value}")
+    if task.Outbox:
+        violation("final", f"{len(task.Outbox)} outbox entr(y/ies) never marked sent: {[e.Queue for e in task.Outbox]}")
+    if task.TaskStatus in FINAL_STATUSES and task.TimeEnd is None:
+        violation("final", "final without TimeEnd")
+
+
+# --- once ----------------------------------------------------------------------------------------
+
+
+def _key(event: HistoryEvent) -> PhaseKey:
+    return (event.Cursor if event.Cursor is not None else -1, int(event.Phase) if event.Phase is not None else -1)
+
+
+def _attempt_key(event: HistoryEvent) -> AttemptKey:
+    return (*_key(event), event.Attempt if event.Attempt is not None else -1)
+
+
+def _check_once(task: Task, violation) -> TaskFigures:
+    figures = TaskFigures()
+    outcomes: Counter[PhaseKey] = Counter()
+    failed_attempts: Counter[AttemptKey] = Counter()
+    concluded_attempts: Counter[AttemptKey] = Counter()
+    claims: Counter[AttemptKey] = Counter()
+    releases: Counter[AttemptKey] = Counter()
+    claims_per_phase: Counter[PhaseKey] = Counter()
+    verdicts_per_phase: Counter[PhaseKey] = Counter()
+    finals = 0
+    for event in task.History:
+        name = event.Event
+        if name == "claimed":
+            claims[_attempt_key(event)] += 1
+            claims_per_phase[_key(event)] += 1
+        elif name == "released":
+            releases[_attempt_key(event)] += 1
+        elif name in CONCLUSIONS:
+            concluded_attempts[_attempt_key(event)] += 1
+            if name == "attempt_failed":
+                failed_attempts[_attempt_key(event)] += 1
+            else:
+                outcomes[_key(event)] += 1
+            if event.Actor == SWEEPER:
+                figures.lost_attempts += 1
+            else:
+                verdicts_per_phase[_key(event)] += 1
+        elif name in FINAL_EVENTS:
+            finals += 1
+
+    for (cursor, phase), count in outcomes.items():
+        if count > 1:
+            figures.duplicate_commits += count - 1
+            violation("once", f"step {cursor} {Phase(phase).label}: outcome committed {count} times")
+    for (cursor, phase, attempt), count in failed_attempts.items():
+        if count > 1:
+            figures.duplicate_commits += count - 1
+            violation("once", f"step {cursor} {Phase(phase).label} attempt {attempt}: failure committed {count} times")
+    for key, count in concluded_attempts.items():
+        if failed_attempts[key] and count > failed_attempts[key]:
+            figures.duplicate_commits += 1
+            cursor, phase, attempt = key
+            violation("once", f"step {cursor} {Phase(phase).label} attempt {attempt}: both failed and concluded")
+    for key, count in claims.items():
+        allowed = 1 + releases[key]
+        if count > allowed:
+            figures.duplicate_commits += count - allowed
+            cursor, phase, attempt = key
+            violation("once", f"step {cursor} {Phase(phase).label} attempt {attempt}: claimed {count} times, released {releases[key]}")
+    if finals > 1:
+        figures.duplicate_commits += finals - 1
+        violation("once", f"task_* event committed {finals} times")
+
+    figures.executions = sum(claims_per_phase.values())
+    for key, count in claims_per_phase.items():
+        figures.duplicate_executions += max(0, count - verdicts_per_phase[key])
+    return figures
+
+
+# --- rollback ------------------------------------------------------------------------------------
+
+
+def expected_rollbacks(task: Task) -> list[int]:
+    """The steps a failed task must roll back, in order: TaskCursor down to 0, those declaring one."""
+    return [c for c in range(task.TaskCursor, -1, -1) if task.Steps[c].has_rollback]
+
+
+def _check_rollbacks(task: Task, violation) -> None:
+    normal = [(e.Event, e.Cursor) for e in task.History if e.Event in ("step_succeeded", "step_failed")]
+    rollbacks = [(e.Event, e.Cursor) for e in task.History if e.Event in ("rollback_succeeded", "rollback_failed")]
+    status = task.TaskStatus
+    reached = task.TaskCursor
+    if status is TaskStatus.SUCCESS:
+        wanted = [("step_succeeded", c) for c in range(len(task.Steps))]
+        if normal != wanted:
+            violation("rollback", f"SUCCESS but normal outcomes were {normal}")
+        if rollbacks:
+            violation("rollback", f"SUCCESS but rollbacks ran: {rollbacks}")
+        return
+    if status not in (TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED):
+        return  # not final: reported by `final`
+    wanted = [("step_succeeded", c) for c in range(reached)] + [("step_failed", reached)]
+    if normal != wanted:
+        violation("rollback", f"{status.name} at step {reached} but normal outcomes were {normal}")
+    expected = expected_rollbacks(task)
+    cursors = [cursor for _, cursor in rollbacks]
+    if status is TaskStatus.ROLLED_BACK:
+        if rollbacks != [("rollback_succeeded", c) for c in expected]:
+            violation("rollback", f"rolled back {rollbacks}, expected steps {expected} in that order")
+        return
+    # ROLLBACK_FAILED: a prefix of the expected sequence, the last one failed, the others not.
+    good = (
+        rollbacks
+        and cursors == expected[: len(cursors)]
+        and [name for name, _ in rollbacks] == ["rollback_succeeded"] * (len(rollbacks) - 1) + ["rollback_failed"]
+    )
+    if not good:
+        violation("rollback", f"ROLLBACK_FAILED after {rollbacks}, expected a prefix of steps {expected} ending in the failure")
+
+
+# --- forward -------------------------------------------------------------------------------------
+
+
+def _check_forward(task: Task, violation) -> None:
+    history = task.History
+    if not history or history[0].Event != "created":
+        violation("forward", "History does not start with 'created'")
+    states = [StepState.WAITING] * len(task.Steps)
+    status = TaskStatus.NOT_STARTED
+    dispatched: set[AttemptKey] = set()
+    final_seen = False
+
+    def move_task(new: TaskStatus, why: str) -> None:
+        nonlocal status
+        if new != status and (status, new) not in TASK_TRANSITIONS:
+            violation("forward", f"task status {status.name} -> {new.name} ({why})")
+        status = new
+
+    for index, event in enumerate(history):
+        name = event.Event
+        if final_seen and name != "alarm_raised":
+            violation("forward", f"event {index} '{name}' after the task's final event")
+        cursor = event.Cursor
+        if cursor is not None and not 0 <= cursor < len(states):
+            violation("forward", f"event {index} '{name}' names step {cursor}, outside the flow")
+            continue
+        target: StepState | None = None
+        if name == "dispatched":
+            dispatched.add(_attempt_key(event))
+            target = StepState.RUNNING if event.Phase is Phase.NORMAL else StepState.ROLLING_BACK
+            if event.Phase is Phase.ROLLBACK and status is TaskStatus.RUNNING:
+                move_task(TaskStatus.ROLLING_BACK, "first rollback dispatched")
+        elif name == "claimed":
+            if _attempt_key(event) not in dispatched:
+                violation("forward", f"event {index}: claim of step {cursor} attempt {event.Attempt} never dispatched")
+            if event.Phase is Phase.NORMAL and status is TaskStatus.NOT_STARTED:
+                move_task(TaskStatus.RUNNING, "first claim")
+        elif name in OUTCOMES:
+            phase, target = OUTCOMES[name]
+            if event.Phase is not phase:
+                violation("forward", f"event {index} '{name}' recorded for the {event.Phase} phase")
+        elif name in FINAL_EVENTS:
+            move_task(FINAL_EVENTS[name], name)
+            final_seen = True
+        if target is not None and cursor is not None:
+            old = states[cursor]
+            if target != old and (old, target) not in STEP_TRANSITIONS:
+                violation("forward", f"step {cursor}: {old.value} -> {target.value} at event {index} '{name}'")
+            states[cursor] = target
+
+    if status != task.TaskStatus:
+        violation("forward", f"History ends {status.name}, the document says {task.TaskStatus.name}")
+    for cursor, (replayed, step) in enumerate(zip(states, task.Steps)):
+        stored = step.State
+        if stored != replayed and (replayed, stored) not in STEP_TRANSITIONS:
+            violation("forward", f"step {cursor}: History ends {replayed.value}, the document says {stored.value}")
+        elif stored != replayed and stored is not StepState.SKIPPED:
+            # Only passing over a step without rollback changes a state without an event.
+            violation("forward", f"step {cursor}: {stored.value} in the document but never recorded")
+        if stored is StepState.SKIPPED and step.has_rollback:
+            violation("forward", f"step {cursor} skipped although it declares a rollback")
+
+
+# --- alarms and queues ---------------------------------------------------------------------------
+
+
+def _check_alarms(tasks: Iterable[Task], alarms: Iterable[Alarm]) -> list[Violation]:
+    raised = Counter(a.TaskId for a in alarms if a.Kind == "rollback_failed")
+    found = []
+    for task in tasks:
+        count = raised.get(task.TaskId, 0)
+        want = 1 if task.TaskStatus is TaskStatus.ROLLBACK_FAILED else 0
+        if count != want:
+            found.append(Violation("alarm", task.TaskId, f"{task.TaskStatus.name} with {count} rollback_failed alarm(s), expected {want}"))
+    return found
+
+
+def _check_queues(queues: Mapping[str, int], expected_dead_letters: Mapping[str, int]) -> list[Violation]:
+    found = []
+    for queue, depth in sorted(queues.items()):
+        want = expected_dead_letters.get(queue, 0) if queue.endswith(DEAD_LETTER_SUFFIX) else 0
+        if depth != want:
+            found.append(Violation("queues", None, f"queue {queue!r} holds {depth} message(s), expected {want}"))
+    for queue in sorted(set(expected_dead_letters) - set(queues)):
+        if expected_dead_letters[queue]:
+            found.append(Violation("queues", None, f"queue {queue!r} missing, expected {expected_dead_letters[queue]}"))
+    return found

@@ -1,0 +1,71 @@
+"""The broker itself dies: restarted cleanly twice, then killed with kill -9 and started again.
+
+On a private RabbitMQ node (tests.chaos.private_rabbit), never the shared one. Tasks keep being
+submitted while the broker is down: OSS's publish fails, the task is stored anyway, and the
+outbox relay publishes step 0 once the broker is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from tests.chaos.harness import FULL, ChaosCluster, Feeder, assert_clean, record, scale
+
+pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(1800 if FULL else 300)]
+
+
+@contextlib.contextmanager
+def cluster_on(rabbit, tmp_path):
+    with rabbit.vhost() as url:
+        vhost = unquote(urlsplit(url).path.lstrip("/"))
+        cluster = ChaosCluster(tmp_path, url, ctl=lambda: rabbit.queue_messages(vhost))
+        try:
+            yield cluster
+        finally:
+            cluster.stop_all()
+
+
+def test_broker_restarted_twice_during_a_run(private_rabbit, tmp_path):
+    restarts, count, gap = 2, scale(40, 300), scale(2.0, 8.0)
+    with cluster_on(private_rabbit, tmp_path) as cluster:
+        cluster.start_standard()
+        began = time.monotonic()
+        feeder = Feeder(cluster, count, seconds=scale(20.0, 60.0), seed=21).start()
+        downtime = 0.0
+        for _ in range(restarts):
+            time.sleep(gap)
+            stopped, started = private_rabbit.restart()
+            downtime += stopped + started
+        back = time.monotonic()
+        feeder.join()
+        settle = cluster.settle(timeout=scale(120, 300), since=max(back, feeder.finished_at))
+        report = cluster.check()
+        record("broker restarted x2", report, f"{restarts} clean restarts ({downtime:.0f}s down)", settle,
+               time.monotonic() - began)
+        assert_clean(cluster, report)
+        assert all(p.popen.poll() is None for p in cluster.procs.values()), "a process died with the broker"
+
+
+def test_broker_killed_with_kill_9_and_started_again(private_rabbit, tmp_path):
+    count, gap, down = scale(40, 300), scale(2.0, 10.0), scale(1.0, 5.0)
+    with cluster_on(private_rabbit, tmp_path) as cluster:
+        cluster.start_standard()
+        began = time.monotonic()
+        feeder = Feeder(cluster, count, seconds=scale(10.0, 40.0), seed=22).start()
+        time.sleep(gap)
+        killed = time.monotonic()
+        private_rabbit.kill9()
+        time.sleep(down)
+        private_rabbit.start()
+        back = time.monotonic()
+        downtime = back - killed
+        feeder.join()
+        settle = cluster.settle(timeout=scale(120, 300), since=max(back, feeder.finished_at))
+        report = cluster.check()
+        record("broker kill -9", report, f"kill -9 of beam.smp ({downtime:.0f}s down)", settle, time.monotonic() - began)
+        assert_clean(cluster, report)
+        assert all(p.popen.poll() is None for p in cluster.procs.values()), "a process died with the broker"
