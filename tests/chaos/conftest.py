@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.chaos import harness
-from tests.chaos.harness import FULL, ChaosCluster, delete_queues, rabbitmqctl_shared
+from tests.chaos import report
+from tests.chaos.harness import ChaosCluster, delete_queues, rabbitmqctl_shared
+from tests.chaos.plans import ALL_QUEUES, FULL
 from tests.chaos.private_rabbit import PrivateRabbit, PrivateRabbitError, rabbitmq_bin_dir
 from tests.support.services import in_ci, rabbitmq_vhost, require
 
@@ -22,11 +23,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if not harness.ROWS:
+    if not report.ROWS:
         return
     mode = "FULL (BATON_CHAOS=full)" if FULL else "reduced"
     terminalreporter.section(f"chaos scenarios, {mode}")
-    terminalreporter.write_line(harness.table(harness.ROWS))
+    terminalreporter.write_line(report.table(report.ROWS))
     terminalreporter.write_line(
         "final S/R/F: SUCCESS / ROLLED_BACK / ROLLBACK_FAILED. execs: command executions (claims); "
         "dup execs: executions beyond the attempts the command itself concluded; lost: attempts "
@@ -49,7 +50,7 @@ def make_cluster(chaos_vhost, tmp_path) -> Iterator[Callable[..., ChaosCluster]]
 
         def make(**env: str) -> ChaosCluster:
             assert not stack._exit_callbacks, "one cluster per scenario: they share the vhost"
-            delete_queues(chaos_vhost, harness.ALL_QUEUES)
+            delete_queues(chaos_vhost, ALL_QUEUES)
             workdir = tmp_path / "cluster"
             workdir.mkdir()
             cluster = ChaosCluster(workdir, chaos_vhost, env, ctl=rabbitmqctl_shared(chaos_vhost))

@@ -1,4 +1,4 @@
-"""What every chaos scenario shares: the cluster, a supervisor, task plans, settling, the report.
+"""What every chaos scenario shares: the cluster, a supervisor, a feeder of tasks, settling.
 
 A scenario starts real module and sweeper processes (tests.support.cluster) on a broker of its
 own (a vhost of the shared RabbitMQ, or a private node when the broker itself is the victim),
@@ -9,10 +9,6 @@ system to settle, and checks tests.chaos.invariants over every task and queue.
 from __future__ import annotations
 
 import contextlib
-import json
-import math
-import os
-import random
 import sqlite3
 import subprocess
 import sys
@@ -28,91 +24,12 @@ from urllib.parse import unquote, urlsplit
 import pika
 
 from common.models import Task
-from common.queues import dead_letter_queue
 from common.statuses import TaskStatus
+from tests.chaos.evidence import fault_footprint
 from tests.chaos.invariants import ChaosReport, check_invariants
+from tests.chaos.plans import ALL_QUEUES, CHAOS_FLOWS, MODULES, plan_tasks, scale
+from tests.chaos.private_rabbit import list_queue_messages
 from tests.support.cluster import Cluster, Proc
-
-FULL = os.environ.get("BATON_CHAOS", "").lower() == "full"
-MODULES = ("resource", "mysql", "monitor")
-QUEUES = (*MODULES, "baton.alarms")
-ALL_QUEUES = (*QUEUES, *(dead_letter_queue(q) for q in QUEUES))
-
-
-def scale(reduced, full):
-    """The reduced figure in the normal test run, the full one under BATON_CHAOS=full."""
-    return full if FULL else reduced
-
-
-# Retries differ per step so that one rule on the shared `noop` command fails a chosen step:
-# a rule failing attempts 1..t fails step a when t > 3, step b when t > 2, step c when t > 1.
-CHAOS_FLOWS = """
-version: 1
-defaults:
-  timeout: 5
-  retry: 1
-  backoff: {initial: 0.05, max: 0.2, multiplier: 2, jitter: 0.2}
-task_types:
-  chaos_demo:
-    description: the demo flow (three no-op steps, one per module, each with a rollback)
-    steps:
-      - name: demo_a
-        normal:   {module: resource, command: noop, retry: 3}
-        rollback: {module: resource, command: noop_rollback, retry: 1}
-      - name: demo_b
-        normal:   {module: mysql, command: noop, retry: 2}
-        rollback: {module: mysql, command: noop_rollback, retry: 1}
-      - name: demo_c
-        normal:   {module: monitor, command: noop, retry: 1}
-        rollback: {module: monitor, command: noop_rollback, retry: 2}
-  chaos_hang:
-    description: one step whose command may hang; timeout 2 s, 2 retries
-    steps:
-      - name: hang
-        normal:   {module: mysql, command: noop, timeout: 2, retry: 2,
-                   backoff: {initial: 0.1, max: 0.2, multiplier: 2, jitter: 0}}
-        rollback: {module: mysql, command: noop_rollback, timeout: 2, retry: 2}
-  chaos_slow:
-    description: one step on resource whose first attempt hangs until its timeout
-    steps:
-      - name: slow
-        normal:   {module: resource, command: noop, timeout: 3, retry: 2}
-        rollback: {module: resource, command: noop_rollback, retry: 2}
-"""
-
-
-def fail(times: int | None = None, phase: str = "normal") -> dict:
-    command = "noop" if phase == "normal" else "noop_rollback"
-    rule = {"command": command, "action": "fail", "phase": phase}
-    if times is not None:
-        rule["times"] = times
-    return rule
-
-
-def crash(at: str, phase: str = "normal") -> dict:
-    return {"command": "noop" if phase == "normal" else "noop_rollback", "action": "crash", "at": at, "phase": phase}
-
-
-# name -> (share of tasks, faults, the status the plan leads to without any other fault)
-PLANS: dict[str, tuple[float, list[dict], TaskStatus]] = {
-    "ok": (0.58, [], TaskStatus.SUCCESS),
-    "retry": (0.10, [fail(1)], TaskStatus.SUCCESS),  # every step fails once, then works
-    "fail_c": (0.08, [fail(2)], TaskStatus.ROLLED_BACK),  # rolls back c, b, a
-    "fail_b": (0.08, [fail(3)], TaskStatus.ROLLED_BACK),  # rolls back b, a
-    "fail_a": (0.08, [fail()], TaskStatus.ROLLED_BACK),  # rolls back a
-    "rb_fail": (0.08, [fail(2), fail(2, "rollback")], TaskStatus.ROLLBACK_FAILED),  # c undone, b's undo fails
-}
-
-
-def plan_tasks(count: int, seed: int) -> list[tuple[str, list[dict], TaskStatus]]:
-    """A deterministic mix of plans with each plan present at least once when count allows."""
-    rng = random.Random(seed)
-    names = list(PLANS)
-    picks = names[: min(count, len(names))]
-    picks += rng.choices(names, weights=[PLANS[n][0] for n in names], k=count - len(picks))
-    rng.shuffle(picks)
-    return [(name, PLANS[name][1], PLANS[name][2]) for name in picks]
-
 
 # --- the cluster -----------------------------------------------------------------------------------
 
@@ -322,98 +239,14 @@ class ChaosCluster(Cluster):
         return unexplained
 
 
-def timeline(task: Task) -> str:
-    """A task's History with times relative to its creation: what to read when a run was slow."""
-    start = task.TimeCreate
-    lines = [f"task {task.TaskId} {task.TaskStatus.name} in {((task.TimeEnd or time.time()) - start):.2f}s"]
-    for e in task.History:
-        where = f"step {e.Cursor} {e.Phase.label} #{e.Attempt}" if e.Cursor is not None else ""
-        lines.append(f"  +{e.Time - start:7.3f} {e.Event:<19} {where:<22} {e.Actor or ''} {e.Message}")
-    return "\n".join(lines)
-
-
-def slowest(cluster: ChaosCluster, count: int = 3) -> str:
-    tasks = sorted(cluster.tasks(), key=lambda t: (t.TimeEnd or time.time()) - t.TimeCreate, reverse=True)
-    return "\n".join(timeline(t) for t in tasks[:count])
-
-
-def log_events(proc: Proc) -> list[dict]:
-    events = []
-    for line in proc.log_text().splitlines():
-        if line.startswith("{"):
-            with contextlib.suppress(ValueError):
-                events.append(json.loads(line))
-    return events
-
-
-def sweeper_totals(cluster: ChaosCluster) -> Counter[str]:
-    """What every sweeper process logged doing: leases lapsed, dispatches re-published, relays."""
-    totals: Counter[str] = Counter()
-    for proc in cluster.procs.values():
-        if isinstance(proc, ChaosProc) and proc.ready == "sweeper started":
-            for event in log_events(proc):
-                if event.get("event") == "swept":
-                    for key in ("lapsed", "redispatched", "relayed"):
-                        totals[key] += int(event.get(key) or 0)
-    return totals
-
-
-def redispatch_excess(tasks: Iterable[Task], redeliver_after: float) -> list[str]:
-    """Runs the sweeper re-published more often than its backoff allows.
-
-    A run nobody claims is re-published after redeliver_after, then after 2x, 4x ... that, so a
-    run that waited W seconds was re-published at most floor(log2(1 + W / redeliver_after)) + 1
-    times (one of slack for the sweep period). Once per period would be a redelivery storm.
-    """
-    excess = []
-    for task in tasks:
-        runs: dict[tuple, list] = {}
-        for e in task.History:
-            key = (e.Cursor, e.Phase, e.Attempt)
-            if e.Event == "dispatched":
-                runs.setdefault(key, [e.Time, None, 0])
-            elif e.Event == "claimed" and key in runs and runs[key][1] is None:
-                runs[key][1] = e.Time
-            elif e.Event == "redispatched" and key in runs:
-                runs[key][2] += 1
-        for (cursor, phase, attempt), (dispatched, claimed, count) in runs.items():
-            waited = (claimed if claimed is not None else task.TimeEnd or time.time()) - dispatched
-            allowed = math.floor(math.log2(1 + max(0.0, waited) / redeliver_after)) + 1
-            if count > allowed:
-                excess.append(f"{task.TaskId} step {cursor} {phase.label} #{attempt}: re-published {count} "
-                              f"times in {waited:.1f}s (backoff allows {allowed})")
-    return excess
-
-
-def fault_footprint(event) -> bool:
-    if event.Event not in ("attempt_failed", "step_failed", "rollback_failed"):
-        return False
-    return event.Actor == "sweeper" or any(
-        mark in event.Message for mark in ("command process died", "timed out", "cancelled", "lapsed")
-    )
-
-
 def rabbitmqctl_shared(url: str) -> Callable[[], dict[str, int]]:
     """list_queues on the shared node, for the vhost of `url` (through the system wrapper)."""
     vhost = unquote(urlsplit(url).path.lstrip("/")) or "/"
 
-    def run() -> dict[str, int]:
-        out = subprocess.run(
-            ["rabbitmqctl", "list_queues", "-q", "--no-table-headers", "-p", vhost, "name", "messages"],
-            capture_output=True, text=True, timeout=60, check=True,
-        ).stdout
-        return _parse_counts(out)
+    def run_ctl(*args: str) -> str:
+        return subprocess.run(["rabbitmqctl", *args], capture_output=True, text=True, timeout=60, check=True).stdout
 
-    return run
-
-
-def _parse_counts(output: str) -> dict[str, int]:
-    counts = {}
-    for line in output.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            counts[parts[0]] = int(parts[1])
-    return counts
+    return lambda: list_queue_messages(run_ctl, vhost)
 
 
 # --- fault injectors ---------------------------------------------------------------------------------
@@ -486,64 +319,6 @@ class Feeder:
                 time.sleep(max(0.0, next_at - time.monotonic()))
         except Exception as exc:  # noqa: BLE001  (a background thread: re-raised by join())
             self.error = exc
-
-
-# --- the per-scenario report ---------------------------------------------------------------------------
-
-
-@dataclass
-class Row:
-    scenario: str
-    tasks: int
-    faults: str
-    statuses: str
-    executions: int
-    duplicate_executions: int
-    duplicate_commits: int
-    lost_attempts: int
-    settle_seconds: float
-    run_seconds: float
-    violations: int
-
-
-ROWS: list[Row] = []
-
-
-def record(scenario: str, report: ChaosReport, faults: str, settle: float, run: float) -> Row:
-    order = ["SUCCESS", "ROLLED_BACK", "ROLLBACK_FAILED"]
-    statuses = " ".join(f"{s[:1] if s != 'ROLLBACK_FAILED' else 'F'}={report.statuses.get(s, 0)}" for s in order)
-    others = {k: v for k, v in report.statuses.items() if k not in order}
-    if others:
-        statuses += " " + " ".join(f"{k}={v}" for k, v in others.items())
-    row = Row(scenario, report.tasks, faults, statuses, report.executions, report.duplicate_executions,
-              report.duplicate_commits, report.lost_attempts, round(settle, 1), round(run, 1), len(report.violations))
-    ROWS.append(row)
-    print(f"\nCHAOS {json.dumps(row.__dict__)}")
-    return row
-
-
-def table(rows: list[Row]) -> str:
-    headers = ["scenario", "tasks", "faults injected", "final S/R/F", "execs", "dup execs",
-               "dup commits", "lost", "settle s", "run s", "violations"]
-    cells = [[r.scenario, str(r.tasks), r.faults, r.statuses, str(r.executions), str(r.duplicate_executions),
-              str(r.duplicate_commits), str(r.lost_attempts), f"{r.settle_seconds:.1f}", f"{r.run_seconds:.1f}",
-              str(r.violations)] for r in rows]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    def line(values: list[str]) -> str:
-        return " | ".join(v.ljust(w) for v, w in zip(values, widths))
-
-    return "\n".join([line(headers), "-+-".join("-" * w for w in widths), *map(line, cells)])
-
-
-def assert_clean(cluster: ChaosCluster, report: ChaosReport, ids: Iterable[str] | None = None) -> None:
-    problems = [] if report.ok else [report.summary()]
-    unexplained = cluster.deviations(ids)
-    if unexplained:
-        problems.append("outcomes changed without a fault footprint:\n  " + "\n  ".join(unexplained[:20]))
-    if problems:
-        print(cluster.logs())
-    assert not problems, "\n".join(problems)
-    assert report.duplicate_commits == 0
 
 
 def delete_queues(url: str, queues: Iterable[str]) -> None:

@@ -13,7 +13,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tests.chaos.harness import FULL, ChaosCluster, Feeder, assert_clean, record, scale
+from tests.chaos.evidence import assert_clean
+from tests.chaos.harness import ChaosCluster, Feeder
+from tests.chaos.plans import FULL, scale
+from tests.chaos.report import record
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(1800 if FULL else 300)]
 

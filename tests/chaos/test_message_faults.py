@@ -23,16 +23,10 @@ import pytest
 from common.models import StepMessage
 from common.queues import dead_letter_queue
 from common.statuses import Phase
-from tests.chaos.harness import (
-    FULL,
-    MODULES,
-    Feeder,
-    assert_clean,
-    log_events,
-    record,
-    redispatch_excess,
-    scale,
-)
+from tests.chaos.evidence import assert_clean, log_events, redispatch_excess
+from tests.chaos.harness import Feeder
+from tests.chaos.plans import FULL, MODULES, scale
+from tests.chaos.report import record
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]

@@ -9,17 +9,10 @@ import pytest
 
 from common.runtime.faults import CRASH_POINTS
 from common.statuses import TaskStatus
-from tests.chaos.harness import (
-    FULL,
-    Supervisor,
-    assert_clean,
-    crash,
-    fail,
-    record,
-    scale,
-    sweeper_totals,
-    timeline,
-)
+from tests.chaos.evidence import assert_clean, sweeper_totals
+from tests.chaos.harness import Supervisor
+from tests.chaos.plans import FULL, crash, fail, scale
+from tests.chaos.report import record, timeline
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]

@@ -15,18 +15,11 @@ import pytest
 from common.statuses import Phase, TaskStatus
 from common.store.factory import open_store
 from common.sweeper import SweepConfig, Sweeper
-from tests.chaos.harness import (
-    FULL,
-    Supervisor,
-    assert_clean,
-    crash,
-    log_events,
-    record,
-    scale,
-    slowest,
-    sweeper_totals,
-)
+from tests.chaos.evidence import assert_clean, log_events, sweeper_totals
+from tests.chaos.harness import Supervisor
 from tests.chaos.invariants import CONCLUSIONS
+from tests.chaos.plans import FULL, crash, scale
+from tests.chaos.report import record, slowest
 from tests.chaos.test_module_faults import pick_busy_victim
 from tests.support.cluster import wait_until
 
@@ -227,7 +220,7 @@ def test_two_sweepers_at_once(make_cluster):
             thread.join(10)
         restarts = sum(supervisor.restarts.values())
     report = cluster.check()
-    print(slowest(cluster))
+    print(slowest(cluster.tasks()))
     swept = sweeper_totals(cluster)
     record("two sweepers (+2 lock-ignoring)", report,
            f"{kills} kill -9 ({restarts} restarts), {cycles} crash after_commit", settle, time.monotonic() - began)

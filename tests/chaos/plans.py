@@ -1,0 +1,89 @@
+"""Task plans of the chaos scenarios: the flows file, fault rules, and the mix of outcomes."""
+
+from __future__ import annotations
+
+import os
+import random
+
+from common.queues import dead_letter_queue
+from common.statuses import TaskStatus
+
+FULL = os.environ.get("BATON_CHAOS", "").lower() == "full"
+MODULES = ("resource", "mysql", "monitor")
+QUEUES = (*MODULES, "baton.alarms")
+ALL_QUEUES = (*QUEUES, *(dead_letter_queue(q) for q in QUEUES))
+
+
+def scale(reduced, full):
+    """The reduced figure in the normal test run, the full one under BATON_CHAOS=full."""
+    return full if FULL else reduced
+
+
+# Retries differ per step so that one rule on the shared `noop` command fails a chosen step:
+# a rule failing attempts 1..t fails step a when t > 3, step b when t > 2, step c when t > 1.
+CHAOS_FLOWS = """
+version: 1
+defaults:
+  timeout: 5
+  retry: 1
+  backoff: {initial: 0.05, max: 0.2, multiplier: 2, jitter: 0.2}
+task_types:
+  chaos_demo:
+    description: the demo flow (three no-op steps, one per module, each with a rollback)
+    steps:
+      - name: demo_a
+        normal:   {module: resource, command: noop, retry: 3}
+        rollback: {module: resource, command: noop_rollback, retry: 1}
+      - name: demo_b
+        normal:   {module: mysql, command: noop, retry: 2}
+        rollback: {module: mysql, command: noop_rollback, retry: 1}
+      - name: demo_c
+        normal:   {module: monitor, command: noop, retry: 1}
+        rollback: {module: monitor, command: noop_rollback, retry: 2}
+  chaos_hang:
+    description: one step whose command may hang; timeout 2 s, 2 retries
+    steps:
+      - name: hang
+        normal:   {module: mysql, command: noop, timeout: 2, retry: 2,
+                   backoff: {initial: 0.1, max: 0.2, multiplier: 2, jitter: 0}}
+        rollback: {module: mysql, command: noop_rollback, timeout: 2, retry: 2}
+  chaos_slow:
+    description: one step on resource whose first attempt hangs until its timeout
+    steps:
+      - name: slow
+        normal:   {module: resource, command: noop, timeout: 3, retry: 2}
+        rollback: {module: resource, command: noop_rollback, retry: 2}
+"""
+
+
+def fail(times: int | None = None, phase: str = "normal") -> dict:
+    command = "noop" if phase == "normal" else "noop_rollback"
+    rule = {"command": command, "action": "fail", "phase": phase}
+    if times is not None:
+        rule["times"] = times
+    return rule
+
+
+def crash(at: str, phase: str = "normal") -> dict:
+    return {"command": "noop" if phase == "normal" else "noop_rollback", "action": "crash", "at": at, "phase": phase}
+
+
+# name -> (share of tasks, faults, the status the plan leads to without any other fault)
+PLANS: dict[str, tuple[float, list[dict], TaskStatus]] = {
+    "ok": (0.58, [], TaskStatus.SUCCESS),
+    "retry": (0.10, [fail(1)], TaskStatus.SUCCESS),  # every step fails once, then works
+    "fail_c": (0.08, [fail(2)], TaskStatus.ROLLED_BACK),  # rolls back c, b, a
+    "fail_b": (0.08, [fail(3)], TaskStatus.ROLLED_BACK),  # rolls back b, a
+    "fail_a": (0.08, [fail()], TaskStatus.ROLLED_BACK),  # rolls back a
+    "rb_fail": (0.08, [fail(2), fail(2, "rollback")], TaskStatus.ROLLBACK_FAILED),  # c undone, b's undo fails
+}
+
+
+def plan_tasks(count: int, seed: int) -> list[tuple[str, list[dict], TaskStatus]]:
+    """A deterministic mix of plans with each plan present at least once when count allows."""
+    rng = random.Random(seed)
+    names = list(PLANS)
+    picks = names[: min(count, len(names))]
+    picks += rng.choices(names, weights=[PLANS[n][0] for n in names], k=count - len(picks))
+    rng.shuffle(picks)
+    return [(name, PLANS[name][1], PLANS[name][2]) for name in picks]
