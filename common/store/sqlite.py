@@ -164,6 +164,8 @@ class SqliteStore:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = os.fspath(path)
+        # The default store (sqlite:var/baton.db) must work in a fresh checkout: make its folder.
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         self._local = threading.local()
         self._open: weakref.WeakSet[_Handle] = weakref.WeakSet()
         self._closed = False

@@ -648,3 +648,12 @@ def test_mongo_write_concern_is_a_constructor_argument() -> None:
     task = new_task()
     store.insert(task)
     assert store.get(task.TaskId) == task
+
+
+def test_sqlite_store_creates_the_folder_of_its_file(tmp_path):
+    from common.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "new" / "folder" / "baton.db")
+    store.ping()
+    store.close()
+    assert (tmp_path / "new" / "folder" / "baton.db").exists()
