@@ -70,6 +70,17 @@ def _mask_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str
     return mask_secrets(scrub_values(event, hidden) if hidden else event)  # type: ignore[no-any-return]
 
 
+class _CurrentStderr:
+    """Writes to whatever sys.stderr is at the time of the write, not at configuration time:
+    a logger cached earlier must not hold on to a stream someone has since replaced or closed."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
     renderer: Any
     if log_format == "json":
@@ -86,6 +97,8 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
+        # Not cached: a logger first used before a reconfiguration (tests, `baton up` switching
+        # formats) must follow the new one. It costs a few microseconds a line.
+        cache_logger_on_first_use=False,
     )

@@ -34,10 +34,12 @@ class _Child:
     conn: Connection
 
     def kill(self) -> None:
+        """Idempotent: shutdown (close) and the worker using the child may both get here."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # type: ignore[arg-type]
         self.process.join(timeout=5)
-        self.conn.close()
+        with contextlib.suppress(OSError):
+            self.conn.close()
 
 
 @dataclass

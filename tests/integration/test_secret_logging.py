@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from common.broker.inprocess import InProcessBroker
 from common.flows import parse_flows
 from common.logging import configure_logging
@@ -26,8 +28,14 @@ task_types:
 SECRET = "hunter2-correct-horse"
 
 
-def test_secret_values_are_masked_in_step_log_lines(tmp_path, capfd):
+@pytest.fixture
+def json_logs():
     configure_logging("json", "debug")
+    yield
+    configure_logging()  # back to the defaults for the tests that follow
+
+
+def test_secret_values_are_masked_in_step_log_lines(tmp_path, capfd, json_logs):
     store = SqliteStore(str(tmp_path / "baton.db"))
     broker = InProcessBroker()
     settings = load_settings(concurrency=1)
