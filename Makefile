@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test test-fast check-flows clean image up down k8s-flows
+.PHONY: venv run test test-fast chaos bench check-flows clean image up down k8s-flows
 
 venv: $(VENV)/.installed
 
@@ -33,6 +33,14 @@ test: venv
 
 test-fast: venv
 	$(BIN)/python -m pytest tests/unit tests/contract
+
+# The full fault-injection scenarios (the normal run has reduced ones); prints a table per scenario.
+chaos: venv
+	BATON_CHAOS=full $(BIN)/python -m pytest tests/chaos -s -q
+
+# Rates and latencies next to a bare baseline measured in the same run; prints, asserts nothing.
+bench: venv
+	$(BIN)/python -m bench.run
 
 check-flows: venv
 	$(BIN)/baton check-flows flows.yaml
