@@ -186,9 +186,7 @@ class MongoInventory:
 
     @_edge
     def reserve(self, key: str, need: Capacity, holder: str, now: float, expires_at: float) -> Claim:
-        rules.check_key(key)
-        rules.check_holder(holder)
-        rules.check_capacity(need, "need")
+        rules.check_reservation(key, holder, need)
         existing = self._get_claim(key, now)
         if existing is not None:
             return rules.check_same_request(existing, need, holder)

@@ -92,3 +92,10 @@ def no_room_message(need: Capacity, hosts: list[Host]) -> str:
         f"no active host has room for {need.as_dict()}: {len(active)} active hosts, "
         f"the roomiest ({best.name}) has {best.free.as_dict()} free"
     )
+
+
+def check_reservation(key: object, holder: object, need: Capacity) -> None:
+    """What every adapter's reserve checks before it touches its store."""
+    check_key(key)
+    check_holder(holder)
+    check_capacity(need, "need")

@@ -147,9 +147,7 @@ class SqliteInventory:
 
     @translated
     def reserve(self, key: str, need: Capacity, holder: str, now: float, expires_at: float) -> Claim:
-        rules.check_key(key)
-        rules.check_holder(holder)
-        rules.check_capacity(need, "need")
+        rules.check_reservation(key, holder, need)
         conn = self._conns.get()
         with immediate(conn):
             existing = self._claim(conn, key, now)
