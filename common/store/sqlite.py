@@ -165,7 +165,10 @@ class SqliteStore:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = os.fspath(path)
         # The default store (sqlite:var/baton.db) must work in a fresh checkout: make its folder.
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"sqlite {self.path}: cannot create its folder: {e}") from e
         self._local = threading.local()
         self._open: weakref.WeakSet[_Handle] = weakref.WeakSet()
         self._closed = False

@@ -566,8 +566,9 @@ def test_sqlite_survives_close_and_reopen(tmp_path: Any) -> None:
 
 
 def test_sqlite_unopenable_file_is_a_store_error(tmp_path: Any) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
     with pytest.raises(StoreError):
-        SqliteStore(str(tmp_path / "no-such-dir" / "tasks.db"))
+        SqliteStore(str(tmp_path / "a-file" / "tasks.db"))
 
 
 def test_sqlite_connection_per_thread_after_other_threads_end(tmp_path: Any) -> None:
