@@ -31,6 +31,11 @@ Clock = Callable[[], float]
 DEFAULT_MARK_DELAY = 1.0  # keep it well under the relay's grace period
 
 
+def mark_delay_for(relay_grace: float) -> float:
+    """Mark sent before the relay would consider the entry lost and publish it again."""
+    return min(DEFAULT_MARK_DELAY, relay_grace / 2)
+
+
 def encode(entry: OutboxEntry) -> bytes:
     return json.dumps(entry.Body, separators=(",", ":")).encode()
 

@@ -13,7 +13,7 @@ from common.broker.port import Broker
 from common.errors import DuplicateTask, InvalidParameters
 from common.flows import FlowCatalog
 from common.models import Task
-from common.outbox import OutboxPublisher
+from common.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.settings import Settings
 from common.store.port import TaskStore
@@ -42,7 +42,7 @@ class TaskService:
         self._flows = flows
         self._settings = settings
         self._clock = clock
-        self._publisher = OutboxPublisher(store, broker, clock)
+        self._publisher = OutboxPublisher(store, broker, clock, mark_delay_for(settings.relay_grace_seconds))
         self._broker = broker
         self.actions = OperatorActions(store, self._publisher, clock, settings.redeliver_after_seconds)
 

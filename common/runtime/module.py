@@ -12,7 +12,7 @@ import structlog
 
 from common.broker.port import Broker, Delivery, Subscription
 from common.metrics import RuntimeMetrics
-from common.outbox import OutboxPublisher
+from common.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.runtime.inbox import Handle, Inbox, TrackedDelivery
 from common.runtime.lease import LeaseKeeper
@@ -53,7 +53,7 @@ class ModuleRuntime:
         )
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock)
         self._publisher = OutboxPublisher(
-            store, broker, clock, mark_delay=min(1.0, settings.relay_grace_seconds / 2), metrics=self.metrics
+            store, broker, clock, mark_delay=mark_delay_for(settings.relay_grace_seconds), metrics=self.metrics
         )
         config = HandlerConfig(
             module=self.module,
