@@ -36,7 +36,7 @@ test-fast: venv
 
 # The full fault-injection scenarios (the normal run has reduced ones); prints a table per scenario.
 chaos: venv
-	BATON_CHAOS=full $(BIN)/python -m pytest tests/chaos -s -q
+	BATON_CHAOS=full $(BIN)/python -m pytest tests/chaos -q -p no:cacheprovider
 
 # Rates and latencies next to a bare baseline measured in the same run; prints, asserts nothing.
 bench: venv
