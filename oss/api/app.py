@@ -27,7 +27,7 @@ from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
 from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
-from oss.api.routers import actions, alarms, health, task_types, tasks
+from oss.api.routers import actions, alarms, health, hosts, task_types, tasks
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
@@ -80,6 +80,8 @@ def create_app(
             if sweeper is not None:
                 sweeper.join(timeout=settings.shutdown_grace_seconds)
             service.close()
+            if getattr(app.state, "hosts", None) is not None:
+                app.state.hosts.close()
             for part in owned:
                 part.close()
 
@@ -94,7 +96,7 @@ def create_app(
     )
     app.state.baton = context
     install_error_handlers(app)
-    for module in (tasks, actions, task_types, alarms, health):
+    for module in (tasks, actions, task_types, alarms, hosts, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
     mount_console(app)  # the web console at /console/, and / redirects there

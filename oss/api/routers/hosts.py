@@ -1,0 +1,93 @@
+"""The resource inventory's hosts over REST: list, add, drain, activate (`baton hosts` does the same)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+
+from common.store.inventory_port import Host, HostConflict, InventoryError, UnknownHost
+from oss.api.auth import Context, Operator, Reader
+from oss.api.errors import ApiError
+from oss.api.schemas import error_responses
+from oss.hosts_service import HostsService
+
+router = APIRouter(prefix="/api/v1", tags=["hosts"])
+
+
+class Amounts(BaseModel):
+    cpu: int
+    memory_mb: int
+    storage_gb: int
+
+
+class HostView(BaseModel):
+    name: str
+    state: str
+    capacity: Amounts
+    used: Amounts
+    free: Amounts
+    created_at: float
+
+
+class HostList(BaseModel):
+    items: list[HostView]
+
+
+class HostCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    cpu: int = Field(ge=0, le=1_000_000)
+    memory_mb: int = Field(ge=0, le=1_000_000_000)
+    storage_gb: int = Field(ge=0, le=1_000_000_000)
+
+
+def hosts_service(request: Request, context: Context) -> HostsService:
+    """One per app, opened on first use beside the task store (as `baton hosts` does)."""
+    state = request.app.state
+    if getattr(state, "hosts", None) is None:
+        state.hosts = HostsService.open(context.settings.store_url)
+    return state.hosts  # type: ignore[no-any-return]
+
+
+Hosts = Annotated[HostsService, Depends(hosts_service)]
+
+
+@router.get("/hosts", response_model=HostList, summary="Hosts with their capacity, use and room",
+            responses=error_responses(401, 503))  # fmt: skip
+def list_hosts(hosts: Hosts, token: Reader) -> HostList:
+    return HostList(items=[_view(h) for h in hosts.list()])
+
+
+@router.post("/hosts", response_model=HostView, status_code=201, summary="Add a host (again: no change)",
+             responses=error_responses(401, 403, 409, 422, 503))  # fmt: skip
+def add_host(body: HostCreate, hosts: Hosts, token: Operator) -> HostView:
+    return _view(_answer(lambda: hosts.add(body.name, body.cpu, body.memory_mb, body.storage_gb)))
+
+
+@router.post("/hosts/{name}/drain", response_model=HostView, summary="No new reservations on this host",
+             responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
+def drain_host(name: str, hosts: Hosts, token: Operator) -> HostView:
+    return _view(_answer(lambda: hosts.drain(name)))
+
+
+@router.post("/hosts/{name}/activate", response_model=HostView, summary="Take new reservations again",
+             responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
+def activate_host(name: str, hosts: Hosts, token: Operator) -> HostView:
+    return _view(_answer(lambda: hosts.activate(name)))
+
+
+def _answer(action) -> Host:  # type: ignore[no-untyped-def]
+    """The inventory's own errors, as the API's answers."""
+    try:
+        return action()  # type: ignore[no-any-return]
+    except UnknownHost as exc:
+        raise ApiError(404, str(exc)) from None
+    except HostConflict as exc:
+        raise ApiError(409, str(exc)) from None
+    except InventoryError as exc:  # invalid input the schema did not catch
+        raise ApiError(422, str(exc)) from None
+
+
+def _view(host: Host) -> HostView:
+    return HostView.model_validate(host.as_dict())
