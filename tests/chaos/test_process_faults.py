@@ -225,10 +225,16 @@ def test_two_sweepers_at_once(make_cluster):
     record("two sweepers (+2 lock-ignoring)", report,
            f"{kills} kill -9 ({restarts} restarts), {cycles} crash after_commit", settle, time.monotonic() - began)
     assert_clean(cluster, report)
-    assert swept["lapsed"] + swept["relayed"] > 0, swept
+    # The lock-ignoring racers sweep every 0.1 s and may heal everything before the sweeper
+    # processes look: count what either kind healed (the racers' own metrics).
+    raced = sum(
+        r.metrics.registry.get_sample_value("baton_sweeper_actions_total", {"action": action}) or 0
+        for r in racers for action in ("lease_lapsed", "relayed")
+    )
+    assert swept["lapsed"] + swept["relayed"] + raced > 0, (swept, raced)
     sweeping = [n for n in ("sweeper", "sweeper-2")
                 if any(e.get("event") == "swept" for e in log_events(cluster.procs[n]))]
-    assert sweeping, "neither sweeper process swept anything"
+    assert sweeping or raced, "nothing swept anything"
 
 
 def lock_holder(cluster) -> str | None:
