@@ -9,7 +9,7 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from common.errors import StoreError
 from common.store.events_port import Event
-from common.store.mongo import _serializer, _shared_mongomock_client
+from common.store.mongo import serializer, shared_mongomock_client
 
 
 class MongoEventLog:
@@ -17,7 +17,7 @@ class MongoEventLog:
         self._owns_client = isinstance(url_or_client, str)
         try:
             self._client = MongoClient(url_or_client) if self._owns_client else url_or_client
-            self._serial = _serializer(self._client)
+            self._serial = serializer(self._client)
             self._events = self._client[database]["events"]
             self._events.create_index([("EventId", ASCENDING)], name="event_id", unique=True)
             self._events.create_index([("TaskId", ASCENDING), ("Time", DESCENDING)], name="task_time")
@@ -28,7 +28,7 @@ class MongoEventLog:
 
     @classmethod
     def in_memory(cls, database: str = "baton") -> MongoEventLog:
-        return cls(_shared_mongomock_client(), database)
+        return cls(shared_mongomock_client(), database)
 
     def record(self, event: Event) -> bool:
         try:

@@ -43,7 +43,7 @@ from common.store.inventory_port import (
     UnknownClaim,
     UnknownHost,
 )
-from common.store.mongo import _serializer, _shared_mongomock_client
+from common.store.mongo import serializer, shared_mongomock_client
 
 COLLECTION = "inventory_hosts"
 _FIELDS = ("cpu", "memory_mb", "storage_gb")
@@ -115,7 +115,7 @@ class MongoInventory:
         self._owns_client = isinstance(url_or_client, str)
         try:
             self._client = MongoClient(url_or_client) if self._owns_client else url_or_client
-            self._serial = _serializer(self._client)
+            self._serial = serializer(self._client)
             concern = WriteConcern(w=write_concern) if write_concern is not None else None
             self._hosts: Collection[Doc] = self._client[database].get_collection(COLLECTION, write_concern=concern)
             # Only documents holding a claim are indexed: hosts without any would all index the
@@ -141,7 +141,7 @@ class MongoInventory:
     @classmethod
     def in_memory(cls, database: str = "baton") -> MongoInventory:
         """On the process's shared mongomock server (tests and demos; NOT MongoDB)."""
-        return cls(_shared_mongomock_client(), database)
+        return cls(shared_mongomock_client(), database)
 
     # --- hosts ---------------------------------------------------------------------------------
 

@@ -72,7 +72,7 @@ R = TypeVar("R")
 
 def _adapter_edge(method: Callable[P, R]) -> Callable[P, R]:
     """Every public call: no pymongo exception escapes (callers know StoreError and DuplicateTask
-    only), and calls on mongomock run one at a time (see _serializer)."""
+    only), and calls on mongomock run one at a time (see serializer)."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -110,7 +110,7 @@ class MongoStore:
         self._owns_client = isinstance(url_or_client, str)
         try:
             self._client = MongoClient(url_or_client) if self._owns_client else url_or_client
-            self._serial = _serializer(self._client)
+            self._serial = serializer(self._client)
             db = self._client[database]
             concern = WriteConcern(w=write_concern) if write_concern is not None else None
             self._tasks: Docs = db.get_collection("tasks", write_concern=concern)
@@ -127,7 +127,7 @@ class MongoStore:
         """A store on mongomock, for tests and demos. NOT a MongoDB server: nothing is durable and
         no other process sees it. Every in-memory store of a process shares one mongomock server,
         so an all-in-one demo's components see the same tasks."""
-        return cls(_shared_mongomock_client(), database)
+        return cls(shared_mongomock_client(), database)
 
     # --- tasks ---------------------------------------------------------------------------------
 
@@ -275,13 +275,13 @@ _mongomock_client: Any = None
 _mongomock_calls = threading.RLock()
 
 
-def _serializer(client: Any) -> contextlib.AbstractContextManager[Any]:
+def serializer(client: Any) -> contextlib.AbstractContextManager[Any]:
     if type(client).__module__.split(".")[0] == "mongomock":
         return _mongomock_calls
     return contextlib.nullcontext()
 
 
-def _shared_mongomock_client() -> Any:
+def shared_mongomock_client() -> Any:
     global _mongomock_client
     with _mongomock_lock:
         if _mongomock_client is None:
