@@ -7,6 +7,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench.procstat import CpuMeter, descendants, listening_pid, usage
 from common.statuses import FINAL_STATUSES
 from tests.support.cluster import Cluster
 
@@ -40,19 +41,55 @@ def start_cluster(workdir: Path, amqp_url: str, replicas: int) -> Cluster:
     return cluster
 
 
-def throughput(cluster: Cluster, tasks: int) -> dict:
-    """Submit `tasks` at once, wait for all to end; step transitions per second over the run."""
+def throughput(cluster: Cluster, tasks: int, broker_port: int = 5672) -> dict:
+    """Submit `tasks` at once, wait for all to end; step transitions per second over the run,
+    and the CPU milliseconds each process role spent per transition meanwhile."""
+    meter = CpuMeter(_roles(cluster, broker_port))
+    meter.start()
     started = time.perf_counter()
     ids = [cluster.submit("bench").TaskId for _ in range(tasks)]
     submitted = time.perf_counter() - started
     _wait_all(cluster, ids, timeout=600)
     elapsed = time.perf_counter() - started
+    spent = meter.stop()
+    transitions = tasks * STEPS
     return {
         "tasks": tasks,
         "seconds": elapsed,
-        "transitions_per_second": tasks * STEPS / elapsed,
+        "transitions_per_second": transitions / elapsed,
         "tasks_per_second": tasks / elapsed,
         "submit_seconds": submitted,
+        "cpu_ms_per_transition": {role: 1000 * cpu / transitions for role, cpu in spent.items()},
+    }
+
+
+def module_rss(cluster: Cluster, tasks_per_round: int, rounds: int) -> list[tuple[int, int]]:
+    """(steps done so far, largest module RSS in bytes) after each round of tasks: flat or not."""
+    points = []
+    done = 0
+    for _ in range(rounds):
+        ids = [cluster.submit("bench").TaskId for _ in range(tasks_per_round)]
+        _wait_all(cluster, ids, timeout=600)
+        done += tasks_per_round * STEPS
+        sizes = [u.rss_bytes for pid in _module_pids(cluster) if (u := usage(pid)) is not None]
+        points.append((done, max(sizes)))
+    return points
+
+
+def _module_pids(cluster: Cluster) -> list[int]:
+    return [p.popen.pid for p in cluster.procs.values() if p.popen is not None and p.popen.poll() is None]
+
+
+def _roles(cluster: Cluster, broker_port: int) -> dict:
+    """Module processes, their command children, and the broker (whoever listens on its port).
+
+    The submitting process (this one) is OSS's share: measured by the REST benchmark instead.
+    """
+    rabbit = listening_pid(broker_port)
+    return {
+        "module process": lambda: _module_pids(cluster),
+        "command children": lambda: descendants(_module_pids(cluster)),
+        "RabbitMQ": lambda: [rabbit] if rabbit else [],
     }
 
 

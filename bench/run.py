@@ -1,7 +1,8 @@
 """`make bench`: baton's rates and latencies on this machine, next to the bare baseline.
 
 Prints figures; asserts nothing. Uses a RabbitMQ vhost of its own on the local broker and
-SQLite files in a temporary directory. Sizes: BATON_BENCH_TASKS (default 2000).
+SQLite files in a temporary directory. Sizes: BATON_BENCH_TASKS (default 2000) and
+BATON_BENCH_RSS_STEPS (default 100000: the long run that watches a module's memory; 0 skips it).
 """
 
 from __future__ import annotations
@@ -13,13 +14,28 @@ from pathlib import Path
 
 from bench.api import submissions
 from bench.baseline import run_baseline
-from bench.engine import start_cluster, latency, throughput
+from bench.engine import STEPS, latency, module_rss, start_cluster, throughput
+from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
 TARGETS = {"transitions_per_second": 2000, "baseline_share": 0.40, "idle_p50_ms": 10, "submissions_per_second": 1000}
 
 
+def _rss_rows(cluster) -> list[tuple[str, str, str]]:
+    steps = int(os.environ.get("BATON_BENCH_RSS_STEPS", "100000"))
+    if steps <= 0:
+        return []
+    rounds = 10
+    per_round = max(1, steps // (rounds * STEPS))
+    points = module_rss(cluster, per_round, rounds)
+    first, last = points[0], points[-1]
+    trend = " -> ".join(f"{rss / 2**20:.0f}" for _, rss in points)
+    return [(f"largest module RSS over {last[0]:,} steps (MiB, after each tenth)", trend,
+             f"{(last[1] - first[1]) / 2**20:+.1f} MiB from the first tenth to the last")]
+
+
 def main() -> None:
+    configure_logging(level="warning")  # the figures, not a line per submitted task
     tasks = int(os.environ.get("BATON_BENCH_TASKS", "2000"))
     rows: list[tuple[str, str, str]] = []
     with rabbitmq_vhost("baton-bench") as url, tempfile.TemporaryDirectory() as tmp:
@@ -36,6 +52,9 @@ def main() -> None:
                              f"{result['transitions_per_second']:.0f} /s", f"{share:.0%} of baseline"))
                 rows.append((f"baton, {replicas} process(es) per module: three-step tasks",
                              f"{result['tasks_per_second']:.0f} /s", ""))
+                for role, ms in result["cpu_ms_per_transition"].items():
+                    rows.append((f"baton, {replicas} process(es) per module: CPU per transition, {role}",
+                                 f"{ms:.2f} ms", "all processes of the role together"))
                 if replicas == 1:
                     idle = latency(cluster, samples=100)
                     rows.append(("latency, idle (submission to final status, 3 steps)",
@@ -44,6 +63,7 @@ def main() -> None:
                     loaded = latency(cluster, samples=100, background_rate=rate)
                     rows.append((f"latency, under load ({rate:.0f} tasks/s in the background)",
                                  f"p50 {loaded['p50_ms']:.1f} ms", f"p99 {loaded['p99_ms']:.1f} ms"))
+                    rows.extend(_rss_rows(cluster))
                 flows_path = cluster.flows_path
             finally:
                 cluster.stop_all()
