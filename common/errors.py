@@ -49,6 +49,10 @@ class DuplicateTask(StoreError):
     """A task with this TaskId or idempotency key exists already: fetch it instead of creating."""
 
 
+class DuplicateSchedule(StoreError):
+    """A schedule with this name exists already: names are unique."""
+
+
 class BrokerError(BatonError):
     """The broker failed or is unreachable: the message was not confirmed, publish again later."""
 

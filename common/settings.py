@@ -76,6 +76,9 @@ class Settings(ConfigFileSources, BaseSettings):
         60.0, gt=0, description="Re-publish a dispatch nobody claimed after this long"
     )
     sweep_interval_seconds: float = Field(1.0, gt=0, description="Sweeper and outbox relay period")
+    schedule_misfire_grace_seconds: float = Field(
+        60.0, ge=0, description="A schedule tick later than this counts as missed (see the missed policy)"
+    )
     relay_grace_seconds: float = Field(
         5.0, ge=0, description="Outbox entries older than this are re-published by the relay"
     )

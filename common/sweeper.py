@@ -4,6 +4,7 @@
   the step is retried or routed, exactly as if the worker had reported a failure.
 - A PENDING dispatch nobody claimed for too long (its message was lost or purged): re-published.
 - An outbox entry left unsent past a grace period (a crash between commit and publish): relayed.
+- Periodic jobs handed in by the process that runs it (due schedules, say), under the same lock.
 
 Safe to run in several processes: a lease-lock in the store lets one sweep at a time, and every
 change is a compare-and-set anyway, so two sweepers racing would still not corrupt a task.
@@ -14,8 +15,9 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -33,6 +35,15 @@ from common.transitions import Refusal, Timing, expire, new_id
 log = structlog.get_logger(__name__)
 LOCK_NAME = "sweeper"
 BATCH = 500
+
+
+class Job(Protocol):
+    """Called with "now" once per round while this sweeper holds the lock; a BatonError it
+    raises is logged and the round goes on. Closed when the sweeper stops."""
+
+    def __call__(self, now: float) -> object: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -61,8 +72,10 @@ class Sweeper:
         owner: str | None = None,
         rng: random.Random | None = None,
         metrics: RuntimeMetrics | None = None,
+        jobs: Sequence[Job] = (),
     ):
         self.metrics = metrics or RuntimeMetrics()
+        self._jobs = tuple(jobs)
         self._store = store
         self._config = config
         self._clock = clock
@@ -80,6 +93,11 @@ class Sweeper:
             self._expire(task, report)
         for task in self._store.unsent_outbox(self._clock() - self._config.relay_grace, BATCH):
             self._relay(task, report)
+        for job in self._jobs:
+            try:
+                job(self._clock())
+            except BatonError as exc:
+                log.warning("sweeper job failed", job=getattr(job, "__qualname__", repr(job)), error=str(exc))
         for action, count in (("lease_lapsed", report.leases_lapsed), ("redispatched", report.redispatched),
                               ("relayed", report.relayed)):
             if count:
@@ -98,6 +116,8 @@ class Sweeper:
             stop.wait(self._config.interval)
         self._store.release_lock(LOCK_NAME, self.owner)
         self._publisher.stop()
+        for job in self._jobs:
+            job.close()
 
     def _expire(self, task: Task, report: SweepReport) -> None:
         active = task.Active

@@ -76,7 +76,7 @@ def sweeper() -> None:
     loaded = settings()
     parts = build(loaded)
     parts.service.declare_queues()
-    sweeper_ = build_sweeper(loaded, parts.store, parts.broker)
+    sweeper_ = build_sweeper(loaded, parts.store, parts.broker, parts.service)
     stop = threading.Event()
     thread = threading.Thread(target=sweeper_.run, args=(stop,), name="baton-sweeper")
     thread.start()

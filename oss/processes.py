@@ -47,7 +47,7 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
         for name in BUILTIN_MODULES
     ]
     stop = threading.Event()
-    sweeper = build_sweeper(settings, parts.store, parts.broker)
+    sweeper = build_sweeper(settings, parts.store, parts.broker, parts.service)
     sweeper_thread = threading.Thread(target=sweeper.run, args=(stop,), daemon=True)
     try:
         for runtime in runtimes:

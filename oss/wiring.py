@@ -10,6 +10,8 @@ from common.flows import FlowCatalog, load_flows
 from common.settings import Settings
 from common.store.factory import open_store
 from common.store.port import TaskStore
+from common.schedule_runner import ScheduleRunner
+from common.store.inventory_factory import open_schedule_store
 from common.sweeper import SweepConfig, Sweeper
 from oss.service import TaskService
 
@@ -36,11 +38,15 @@ def build(settings: Settings) -> Parts:
     return Parts(settings, store, broker, flows, service)
 
 
-def build_sweeper(settings: Settings, store: TaskStore, broker: Broker) -> Sweeper:
+def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service: TaskService) -> Sweeper:
+    """The sweeper with its jobs: the schedules' ticks create tasks through `service`."""
     config = SweepConfig(
         lease=settings.lease_seconds,
         redeliver_after=settings.redeliver_after_seconds,
         relay_grace=settings.relay_grace_seconds,
         interval=settings.sweep_interval_seconds,
     )
-    return Sweeper(store, broker, config)
+    schedules = ScheduleRunner(
+        open_schedule_store(settings.store_url), store, service.submit, settings.schedule_misfire_grace_seconds
+    )
+    return Sweeper(store, broker, config, jobs=[schedules])

@@ -1,7 +1,7 @@
-"""Open the inventory and the event log named by a store URL (the same URLs as open_store).
+"""Open the inventory, the event log and the schedules named by a store URL (as open_store).
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
-BATON_STORE_URL configures all three. Adapters are imported on demand: a SQLite deployment never
+BATON_STORE_URL configures them all. Adapters are imported on demand: a SQLite deployment never
 imports pymongo.
 """
 
@@ -11,6 +11,7 @@ from common.errors import ConfigError
 from common.store.events_port import EventLog
 from common.store.factory import database_name, sqlite_path
 from common.store.inventory_port import Inventory
+from common.store.schedules_port import ScheduleStore
 
 
 def _scheme(url: str) -> str:
@@ -44,3 +45,16 @@ def open_event_log(url: str) -> EventLog:
     if scheme == "mongomock":
         return MongoEventLog.in_memory(database_name(url))
     return MongoEventLog(url, database_name(url))
+
+
+def open_schedule_store(url: str) -> ScheduleStore:
+    scheme = _scheme(url)
+    if scheme == "sqlite":
+        from common.store.schedules_sqlite import SqliteScheduleStore
+
+        return SqliteScheduleStore(sqlite_path(url))
+    from common.store.schedules_mongo import MongoScheduleStore
+
+    if scheme == "mongomock":
+        return MongoScheduleStore.in_memory(database_name(url))
+    return MongoScheduleStore(url, database_name(url))

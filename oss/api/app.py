@@ -27,7 +27,7 @@ from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
 from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
-from oss.api.routers import actions, alarms, health, hosts, task_types, tasks
+from oss.api.routers import actions, alarms, health, hosts, schedules, task_types, tasks
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
@@ -67,7 +67,7 @@ def create_app(
         sweeper = None
         if settings.oss_sweeper:
             sweeper = threading.Thread(
-                target=build_sweeper(settings, store, broker).run, args=(stop,),
+                target=build_sweeper(settings, store, broker, service).run, args=(stop,),
                 name="baton-sweeper", daemon=True,
             )  # fmt: skip
             sweeper.start()
@@ -80,8 +80,9 @@ def create_app(
             if sweeper is not None:
                 sweeper.join(timeout=settings.shutdown_grace_seconds)
             service.close()
-            if getattr(app.state, "hosts", None) is not None:
-                app.state.hosts.close()
+            for opened in ("hosts", "schedules"):  # opened on first use by their routers
+                if getattr(app.state, opened, None) is not None:
+                    getattr(app.state, opened).close()
             for part in owned:
                 part.close()
 
@@ -96,7 +97,7 @@ def create_app(
     )
     app.state.baton = context
     install_error_handlers(app)
-    for module in (tasks, actions, task_types, alarms, hosts, health):
+    for module in (tasks, actions, task_types, alarms, hosts, schedules, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
     mount_console(app)  # the web console at /console/, and / redirects there

@@ -16,6 +16,8 @@ from common.store.events_mongo import MongoEventLog
 from common.store.events_sqlite import SqliteEventLog
 from common.store.inventory_mongo import MongoInventory
 from common.store.inventory_sqlite import SqliteInventory
+from common.store.schedules_mongo import MongoScheduleStore
+from common.store.schedules_sqlite import SqliteScheduleStore
 from tests.contract.store_fixtures import fresh_database_name, store_kinds
 
 
@@ -38,6 +40,11 @@ class Backend:
         if self.kind == "sqlite":
             return SqliteEventLog(self.sqlite_path)  # type: ignore[arg-type]
         return MongoEventLog(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    def open_schedules(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteScheduleStore(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoScheduleStore(self.mongo_client, self.database)  # type: ignore[arg-type]
 
     @property
     def shared_by_processes(self) -> bool:
@@ -74,5 +81,12 @@ def inventory(backend: Backend) -> Iterator[Any]:
 @pytest.fixture
 def event_log(backend: Backend) -> Iterator[Any]:
     opened = backend.open_event_log()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def schedule_store(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_schedules()
     yield opened
     opened.close()

@@ -1,0 +1,127 @@
+"""Schedules over REST: create, list, show, pause, resume, delete (`baton schedules` does the same).
+
+The sweeper runs the ticks (common/schedule_runner.py); this router only manages definitions.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from common.errors import DuplicateSchedule
+from common.scheduling import Missed, Overlap, ScheduleError
+from oss.api.auth import Context, Operator, Reader
+from oss.api.errors import ApiError
+from oss.api.schemas import MAX_LABELS, LabelKey, LabelValue, error_responses
+from oss.schedules_service import ScheduleService
+
+router = APIRouter(prefix="/api/v1", tags=["schedules"])
+ScheduleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
+
+
+class CreateSchedule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: ScheduleName
+    task_type: str = Field(min_length=1, max_length=128)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    cron: str | None = Field(None, min_length=1, max_length=256, examples=["*/5 * * * *"],
+                             description="Five fields (minute hour day month weekday), in `timezone`")  # fmt: skip
+    interval_seconds: float | None = Field(None, ge=1, le=366 * 86400, description="Instead of cron")
+    timezone: str = Field("UTC", min_length=1, max_length=64, examples=["Europe/Paris"])
+    overlap: Overlap = Field(Overlap.SKIP, description="While the previous task runs: skip, queue or allow")
+    missed: Missed = Field(Missed.LATEST, description="Ticks missed by more than the grace: latest, skip or all")
+    priority: int = Field(0, ge=0, le=4)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS)
+
+
+class ScheduleView(BaseModel):
+    ScheduleId: str
+    Name: str
+    TaskType: str
+    Parameters: dict[str, Any]
+    Cron: str | None
+    IntervalSeconds: float | None
+    Timezone: str
+    Overlap: Overlap
+    Missed: Missed
+    Priority: int
+    Labels: dict[str, str]
+    Paused: bool
+    NextAt: float
+    LastTickAt: float | None
+    LastTaskId: str | None
+    Fired: int
+    Skipped: int
+    LastError: str
+    CreatedBy: str | None
+    TimeCreate: float
+    Version: int
+
+
+class ScheduleList(BaseModel):
+    items: list[ScheduleView]
+
+
+def schedules_service(request: Request, context: Context) -> ScheduleService:
+    """One per app, opened on first use beside the task store."""
+    state = request.app.state
+    if getattr(state, "schedules", None) is None:
+        state.schedules = ScheduleService.open(context.settings.store_url, context.flows, context.clock)
+    return state.schedules  # type: ignore[no-any-return]
+
+
+Schedules = Annotated[ScheduleService, Depends(schedules_service)]
+
+
+@router.post("/schedules", status_code=201, response_model=ScheduleView, summary="Create a schedule",
+             responses=error_responses(401, 403, 404, 409, 413, 422, 503))  # fmt: skip
+def create_schedule(body: CreateSchedule, schedules: Schedules, token: Operator, response: Response) -> dict:
+    """Its parameters are checked against the task type now, as a submission's would be."""
+    try:
+        created = schedules.create(
+            name=body.name, task_type=body.task_type, parameters=body.parameters, cron=body.cron,
+            interval_seconds=body.interval_seconds, timezone=body.timezone, overlap=body.overlap,
+            missed=body.missed, priority=body.priority, labels=body.labels, created_by=token.name,
+        )  # fmt: skip
+    except ScheduleError as exc:
+        raise ApiError(422, "the schedule is not valid", fields=[(exc.field, exc.message)]) from None
+    except DuplicateSchedule:
+        raise ApiError(409, f"a schedule named {body.name!r} exists already") from None
+    response.headers["Location"] = f"/api/v1/schedules/{created.ScheduleId}"
+    return schedules.shown(created)
+
+
+@router.get("/schedules", response_model=ScheduleList, summary="Schedules, by name",
+            responses=error_responses(401, 422, 503))  # fmt: skip
+def list_schedules(schedules: Schedules, token: Reader,
+                   limit: Annotated[int, Query(ge=1, le=500)] = 100) -> dict:  # fmt: skip
+    return {"items": [schedules.shown(s) for s in schedules.list(limit)]}
+
+
+@router.get("/schedules/{schedule}", response_model=ScheduleView, summary="One schedule, by id or name",
+            responses=error_responses(401, 404, 422, 503))  # fmt: skip
+def get_schedule(schedule: str, schedules: Schedules, token: Reader) -> dict:
+    return schedules.shown(schedules.get(schedule))
+
+
+@router.post("/schedules/{schedule}/pause", response_model=ScheduleView, summary="Pause: no tick runs",
+             responses=error_responses(401, 403, 404, 409, 422, 503))  # fmt: skip
+def pause_schedule(schedule: str, schedules: Schedules, token: Operator) -> dict:
+    return schedules.shown(schedules.pause(schedule))
+
+
+@router.post("/schedules/{schedule}/resume", response_model=ScheduleView,
+             summary="Resume: the next tick is the first after now (ticks while paused are not run)",
+             responses=error_responses(401, 403, 404, 409, 422, 503))  # fmt: skip
+def resume_schedule(schedule: str, schedules: Schedules, token: Operator) -> dict:
+    return schedules.shown(schedules.resume(schedule))
+
+
+@router.delete("/schedules/{schedule}", status_code=204, summary="Delete (the tasks it created stay)",
+               responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
+def delete_schedule(schedule: str, schedules: Schedules, token: Operator) -> Response:
+    schedules.delete(schedule)
+    return Response(status_code=204)

@@ -1,0 +1,133 @@
+"""`baton schedules ...`: periodic tasks from the command line (the sweeper runs their ticks).
+
+Exit codes as for the rest of the CLI: 0 done; 2 bad usage, a refused definition or a name taken;
+3 no such schedule; 4 an action that does not fit (pause a paused schedule).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+
+from common.errors import ActionRefused, BatonError, DuplicateSchedule, InvalidParameters, StoreError, UnknownTaskType
+from common.flows import load_flows
+from common.scheduling import Missed, Overlap, Schedule, ScheduleError
+from oss.cli_common import EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, parse_labels, settings
+from oss.cli_tasks import parse_assignments
+from oss.schedules_service import ScheduleService, UnknownSchedule
+
+
+def _run(action: Callable[[ScheduleService], Any], as_json: bool) -> None:
+    loaded = settings()
+    try:
+        service = ScheduleService.open(loaded.store_url, load_flows(loaded.flows_path))
+    except BatonError as exc:
+        fail(EXIT_USAGE, str(exc))
+    try:
+        result = action(service)
+        if result is None:
+            return
+        shown = [service.shown(s) for s in (result if isinstance(result, list) else [result])]
+    except UnknownSchedule as exc:
+        fail(EXIT_NO_TASK, str(exc))
+    except ActionRefused as exc:
+        fail(EXIT_REFUSED, str(exc))
+    except InvalidParameters as exc:
+        fail(EXIT_USAGE, "; ".join(f"{path}: {message}" for path, message in exc.errors))
+    except (ScheduleError, DuplicateSchedule, UnknownTaskType) as exc:
+        fail(EXIT_USAGE, str(exc))
+    except StoreError as exc:
+        fail(EXIT_USAGE, f"the store cannot be reached: {exc}")
+    finally:
+        service.close()
+    if as_json:
+        echo_json(shown if isinstance(result, list) else shown[0])
+        return
+    for schedule in result if isinstance(result, list) else [result]:
+        click.echo(_line(schedule))
+
+
+def _line(schedule: Schedule) -> str:
+    timing = f"cron {schedule.Cron!r} {schedule.Timezone}" if schedule.Cron else f"every {schedule.IntervalSeconds:g}s"
+    state = "paused" if schedule.Paused else f"next {_when(schedule.NextAt)}"
+    last = f"last task {schedule.LastTaskId}" if schedule.LastTaskId else "no task yet"
+    error = f"  last error: {schedule.LastError}" if schedule.LastError else ""
+    return (f"{schedule.Name:<20} {schedule.TaskType:<24} {timing:<28} {state:<32} "
+            f"fired {schedule.Fired}, skipped {schedule.Skipped}, {last}{error}")  # fmt: skip
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@click.group()
+def schedules() -> None:
+    """Periodic tasks: a task type with fixed parameters, on a cron expression or an interval."""
+
+
+@schedules.command()
+@click.argument("name")
+@click.argument("task_type")
+@click.argument("params", nargs=-1)
+@click.option("--cron", help="Five fields, e.g. '*/5 * * * *' (minute hour day month weekday).")
+@click.option("--every", "interval", type=click.FloatRange(min=1), help="Instead of --cron: seconds between ticks.")
+@click.option("--timezone", "zone", default="UTC", show_default=True, help="For --cron, e.g. Europe/Paris.")
+@click.option("--overlap", type=click.Choice([o.value for o in Overlap]), default=Overlap.SKIP.value,
+              show_default=True, help="While the previous task runs: skip the tick, queue it, or allow it.")  # fmt: skip
+@click.option("--missed", type=click.Choice([m.value for m in Missed]), default=Missed.LATEST.value,
+              show_default=True, help="Ticks missed by more than the grace (sweepers down): run the latest, none, or all.")  # fmt: skip
+@click.option("--priority", type=click.IntRange(0, 4), default=0, show_default=True)
+@click.option("--label", "labels", multiple=True, help="key=value, put on every task it creates.")
+@click.option("--json", "as_json", is_flag=True)
+def add(name, task_type, params, cron, interval, zone, overlap, missed, priority, labels, as_json) -> None:  # type: ignore[no-untyped-def]
+    """Create schedule NAME creating TASK_TYPE tasks with PARAMS (key=value ...)."""
+    parameters = parse_assignments(params)
+    _run(lambda s: s.create(
+        name=name, task_type=task_type, parameters=parameters, cron=cron, interval_seconds=interval,
+        timezone=zone, overlap=Overlap(overlap), missed=Missed(missed), priority=priority,
+        labels=parse_labels(labels), created_by="cli",
+    ), as_json)  # fmt: skip
+
+
+@schedules.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+def list_schedules(as_json: bool) -> None:
+    """Every schedule: timing, next tick, counts, last task."""
+    _run(lambda s: s.list(500), as_json)
+
+
+@schedules.command()
+@click.argument("schedule")
+@click.option("--json", "as_json", is_flag=True)
+def show(schedule: str, as_json: bool) -> None:
+    """One schedule, by id or name."""
+    _run(lambda s: s.get(schedule), as_json)
+
+
+@schedules.command()
+@click.argument("schedule")
+@click.option("--json", "as_json", is_flag=True)
+def pause(schedule: str, as_json: bool) -> None:
+    """No tick runs until resumed."""
+    _run(lambda s: s.pause(schedule), as_json)
+
+
+@schedules.command()
+@click.argument("schedule")
+@click.option("--json", "as_json", is_flag=True)
+def resume(schedule: str, as_json: bool) -> None:
+    """The next tick is the first after now; ticks that passed while paused are not run."""
+    _run(lambda s: s.resume(schedule), as_json)
+
+
+@schedules.command()
+@click.argument("schedule")
+def delete(schedule: str) -> None:
+    """Delete it; the tasks it created stay."""
+    _run(lambda s: s.delete(schedule), False)
+    click.echo(f"deleted {schedule} at {_when(time.time())}")
+
