@@ -18,6 +18,16 @@ class TaskStatus(IntEnum):
     ROLLBACK_FAILED = 5  # FAILED, and a rollback step failed: alarm raised, an operator must act
 
 
+def parse_task_status(text: str) -> TaskStatus:
+    """A status as clients write it: its code ("4") or its name ("rolled_back", any case)."""
+    cleaned = text.strip()
+    try:
+        return TaskStatus(int(cleaned)) if cleaned.isdigit() else TaskStatus[cleaned.upper()]
+    except (KeyError, ValueError):
+        names = ", ".join(f"{s.value} {s.name}" for s in TaskStatus)
+        raise ValueError(f"{text!r} is not a status; use one of {names}") from None
+
+
 # A cancelled task ends ROLLED_BACK like a failed one (its TaskMessage and history say who
 # cancelled it and why): it needs no code of its own, and clients of codes 0-5 keep working.
 

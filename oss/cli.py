@@ -21,6 +21,7 @@ import click
 
 from common.errors import BatonError
 from oss import cli_ops, cli_serve
+from oss.cli_bulk import bulk
 from oss.cli_common import EXIT_USAGE
 from oss.cli_hosts import hosts
 from oss.cli_schedules import schedules
@@ -34,7 +35,7 @@ def main() -> None:
     """baton: crash-safe multi-step operations with rollback."""
 
 
-for _command in (submit, get, list_tasks, watch, *cli_ops.COMMANDS, *cli_serve.COMMANDS, hosts, schedules):
+for _command in (submit, get, list_tasks, watch, *cli_ops.COMMANDS, *cli_serve.COMMANDS, hosts, schedules, bulk):
     main.add_command(_command)
 
 

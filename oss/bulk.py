@@ -1,0 +1,97 @@
+"""Operator actions on every task a filter selects, with a dry run that says what would happen.
+
+The dry run evaluates the action's pure change (common.operator_actions) on each matching task
+without writing anything, so its count of tasks the action fits is exact at that moment. The
+real run applies the action task by task through OperatorActions (one compare-and-set each,
+recorded in each task's history with the operator and the reason); a task whose state changed
+in between is refused and listed, never forced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from common.errors import ActionRefused, UnknownTask
+from common.models import Task
+from common.store.port import TaskStore
+from common.store.task_filters import page_key
+from common.transitions import Refusal, Timing
+from oss.actions import ACTIONS, OperatorActions
+
+log = structlog.get_logger(__name__)
+PAGE = 500
+MAX_TASKS = 10_000
+
+
+@dataclass
+class BulkResult:
+    action: str
+    dry_run: bool
+    matched: int = 0  # tasks the filter selects (up to the limit)
+    applied: list[str] = field(default_factory=list)  # dry run: the action would fit these
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (task id, why not)
+    truncated: bool = False  # more tasks match than the limit let through
+
+
+class BulkActions:
+    def __init__(self, store: TaskStore, actions: OperatorActions, clock: Callable[[], float], redeliver_after: float):
+        self._store = store
+        self._actions = actions
+        self._clock = clock
+        self._redeliver_after = redeliver_after
+
+    def run(
+        self,
+        action: str,
+        filters: Mapping[str, Any],
+        *,
+        actor: str,
+        reason: str,
+        dry_run: bool,
+        limit: int = 1000,
+    ) -> BulkResult:
+        """`filters` as TaskStore.list_tasks takes them; at least one must be given."""
+        if action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r}")
+        if not any(value not in (None, {}, "") for value in filters.values()):
+            raise ValueError("give at least one filter: a bulk action on every task is never what was meant")
+        result = BulkResult(action, dry_run)
+        tasks, result.truncated = self._matching(filters, min(limit, MAX_TASKS))
+        result.matched = len(tasks)
+        for task in tasks:
+            outcome = self._dry(action, task, actor, reason) if dry_run else self._apply(action, task, actor, reason)
+            if outcome is None:
+                result.applied.append(task.TaskId)
+            else:
+                result.refused.append((task.TaskId, outcome))
+        if not dry_run:
+            log.info("bulk action", action=action, actor=actor, reason=reason, matched=result.matched,
+                     applied=len(result.applied), refused=len(result.refused))  # fmt: skip
+        return result
+
+    def _matching(self, filters: Mapping[str, Any], limit: int) -> tuple[list[Task], bool]:
+        found: list[Task] = []
+        after = None
+        while True:  # one more than the limit tells whether more match
+            wanted = min(PAGE, limit + 1 - len(found))
+            page = self._store.list_tasks(**filters, after=after, limit=wanted)
+            found.extend(page)
+            if len(page) < wanted or len(found) > limit:
+                return found[:limit], len(found) > limit
+            after = page_key(page[-1])
+
+    def _dry(self, action: str, task: Task, actor: str, reason: str) -> str | None:
+        timing = Timing(self._clock(), redeliver_after=self._redeliver_after)
+        changed = ACTIONS[action](task, actor, reason, timing)
+        return changed.reason if isinstance(changed, Refusal) else None
+
+    def _apply(self, action: str, task: Task, actor: str, reason: str) -> str | None:
+        try:
+            self._actions.apply(action, task.TaskId, actor, reason)
+        except (ActionRefused, UnknownTask) as exc:
+            return str(exc)
+        return None

@@ -1,0 +1,81 @@
+"""`baton bulk cancel|retry|retry-rollback`: an operator action on every task a filter selects.
+
+A dry run unless --apply: it counts the matching tasks and how many the action fits, writing
+nothing. Exit 0 done (or dry run); 2 bad usage; 4 --apply and some tasks refused the action.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import click
+
+from common.errors import BatonError
+from oss.bulk import MAX_TASKS, BulkActions, BulkResult
+from oss.cli_common import EXIT_REFUSED, EXIT_USAGE, echo_json, fail, opened_parts, parse_labels, parse_status, parse_time
+from oss.cli_ops import _default_actor
+
+
+def _command(action: str) -> click.Command:
+    @click.command(name=action, help=f"{action} every task the filters select (a dry run unless --apply).")
+    @click.option("--type", "task_type", help="Only tasks of this type.")
+    @click.option("--status", help="Only tasks in this status (code or name).")
+    @click.option("--user", "user_id", help="Only tasks of this owner.")
+    @click.option("--label", "labels", multiple=True, help="key=value; repeat: all must match.")
+    @click.option("--created-from", help="Created at or after (ISO-8601 or epoch).")
+    @click.option("--created-to", help="Created before (ISO-8601 or epoch).")
+    @click.option("--limit", type=click.IntRange(1, MAX_TASKS), default=1000, show_default=True)
+    @click.option("--reason", required=True, help="Why: recorded in every task's history.")
+    @click.option("--as", "actor", default=_default_actor, show_default="cli:<login name>")
+    @click.option("--apply", "apply_", is_flag=True, help="Do it (without: count what would change).")
+    @click.option("--json", "as_json", is_flag=True)
+    def run(task_type, status, user_id, labels, created_from, created_to, limit, reason, actor, apply_, as_json) -> None:  # type: ignore[no-untyped-def]
+        if not reason.strip():
+            raise click.BadParameter("must say why", param_hint="--reason")
+        filters: dict[str, Any] = {
+            "task_type": task_type, "status": parse_status(status), "user_id": user_id,
+            "labels": parse_labels(labels), "created_from": parse_time(created_from, "--created-from"),
+            "created_to": parse_time(created_to, "--created-to"),
+        }  # fmt: skip
+        with opened_parts() as parts:
+            parts.service.declare_queues()
+            bulk = BulkActions(parts.store, parts.service.actions, time.time,
+                               parts.settings.redeliver_after_seconds)  # fmt: skip
+            try:
+                result = bulk.run(action, filters, actor=actor, reason=reason.strip(), dry_run=not apply_, limit=limit)
+            except ValueError as exc:
+                fail(EXIT_USAGE, str(exc))
+            except BatonError as exc:
+                fail(EXIT_USAGE, str(exc))
+        _report(result, as_json)
+        if apply_ and result.refused:
+            raise SystemExit(EXIT_REFUSED)
+
+    return run
+
+
+def _report(result: BulkResult, as_json: bool) -> None:
+    if as_json:
+        echo_json({"action": result.action, "dry_run": result.dry_run, "matched": result.matched,
+                   "applied": result.applied, "truncated": result.truncated,
+                   "refused": [{"task_id": t, "reason": r} for t, r in result.refused]})  # fmt: skip
+        return
+    verb = "would apply to" if result.dry_run else "applied to"
+    more = " (more match: raise --limit)" if result.truncated else ""
+    click.echo(f"{result.action}: {result.matched} tasks match{more}; {verb} {len(result.applied)}, "
+               f"{len(result.refused)} refused")  # fmt: skip
+    for why, count in Counter(reason for _, reason in result.refused).most_common(5):
+        click.echo(f"  {count} refused: {why}")
+    if result.dry_run and result.applied:
+        click.echo("dry run: nothing changed; run again with --apply to do it")
+
+
+@click.group()
+def bulk() -> None:
+    """Operator actions by filter, with a dry run first."""
+
+
+for _action in ("cancel", "retry", "retry-rollback"):
+    bulk.add_command(_command(_action))
