@@ -11,7 +11,7 @@ import click
 
 from common.errors import InvalidParameters, UnknownTaskType
 from common.masking import masked_task
-from common.models import Task
+from common.models import HistoryEvent, Task
 from common.statuses import FINAL_STATUSES
 from common.store.task_filters import decode_cursor, encode_cursor, page_key
 from oss.cli_common import (
@@ -26,6 +26,7 @@ from oss.cli_common import (
     parse_time,
     task_json,
 )
+from oss.cli_stream import StreamError, follow_stream
 from oss.render import event_line, task_summary
 from oss.wiring import Parts
 
@@ -137,8 +138,14 @@ def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, 
 @click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
               help="Seconds between looks at the task.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event, then the task.")
-def watch(task_id: str, interval: float, as_json: bool) -> None:
+@click.option("--api", "api_url", envvar="BATON_API_URL",
+              help="Follow through this OSS's event stream (e.g. http://oss:8080) instead of the store.")  # fmt: skip
+@click.option("--token", envvar="BATON_API_TOKEN", help="API token (read role) for --api.")
+def watch(task_id: str, interval: float, as_json: bool, api_url: str | None, token: str | None) -> None:
     """Follow a task live until it ends: a line per step event. Exit 0 success, 1 failed."""
+    if api_url:
+        _watch_stream(api_url, token or "", task_id, as_json)
+        return
     with opened_parts() as parts:
         _task(parts, task_id)
         task = follow(parts, task_id, quiet=False, as_json=as_json, poll=interval)
@@ -146,6 +153,24 @@ def watch(task_id: str, interval: float, as_json: bool) -> None:
             echo_json(task_json(task))
         else:
             click.echo(task_summary(masked_task(task)))
+    sys.exit(exit_code_of(task))
+
+
+def _watch_stream(api_url: str, token: str, task_id: str, as_json: bool) -> None:
+    def show(task: Task, event: HistoryEvent) -> None:
+        if as_json:
+            click.echo(json.dumps({"TaskId": task_id, **event.model_dump(mode="json")}))
+        else:
+            click.echo(event_line(task, event))
+
+    try:
+        task = follow_stream(api_url, token, task_id, show)
+    except StreamError as exc:
+        fail(EXIT_NO_TASK if str(exc).startswith("404") else EXIT_USAGE, str(exc))
+    if as_json:
+        echo_json(task.model_dump(mode="json"))
+    else:
+        click.echo(task_summary(task))  # masked by the API already
     sys.exit(exit_code_of(task))
 
 

@@ -75,6 +75,9 @@ class OssSettings(Settings):
     metrics_public: bool = Field(
         True, description="Serve /metrics without a token (counters only, no task data)"
     )
+    event_poll_seconds: float = Field(
+        0.2, gt=0, le=10, description="How often an event stream looks at its task for a change"
+    )
 
     @field_validator("api_tokens")
     @classmethod

@@ -27,7 +27,7 @@ from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
 from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
-from oss.api.routers import actions, alarms, bulk, health, hosts, schedules, task_types, tasks
+from oss.api.routers import actions, alarms, bulk, events, health, hosts, schedules, task_types, tasks
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
@@ -97,7 +97,7 @@ def create_app(
     )
     app.state.baton = context
     install_error_handlers(app)
-    for module in (tasks, actions, bulk, task_types, alarms, hosts, schedules, health):
+    for module in (tasks, events, actions, bulk, task_types, alarms, hosts, schedules, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
     mount_console(app)  # the web console at /console/, and / redirects there

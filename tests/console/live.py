@@ -7,8 +7,6 @@ the alarm queue with the monitor's own alarm handler, so failed rollbacks raise 
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
@@ -28,6 +25,7 @@ from common.store.sqlite import SqliteStore
 from modules.monitor.alarms import alarm_consumer
 from oss.api import create_app
 from oss.settings import load_oss_settings
+from tests.support.served import served as _served
 
 FLOWS = """
 version: 1
@@ -127,25 +125,3 @@ def live_console(workdir: Path) -> Iterator[LiveConsole]:
             httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=10)
         )
         yield LiveConsole(url, store, api)
-
-
-@contextlib.contextmanager
-def _served(app: Any) -> Iterator[str]:
-    """uvicorn in a thread on a port the kernel picks (bound here, so no race for it)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="console-uvicorn", daemon=True
-    )
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()

@@ -1,0 +1,100 @@
+"""A task's changes as they happen: `GET /api/v1/tasks/{id}/events`, Server-Sent Events.
+
+Every event of the task's history is sent once, in order, as an event `change` (claimed,
+step_succeeded, rollback_failed, cancelled ...: who, when, which step), followed by an event
+`task` with the whole task as the API shows it (secrets masked). Changes that come faster than
+the server looks are all sent (from the history), with one `task` after them. The stream ends with
+`end` once the task is final and its outbox empty, or with `timeout` after `timeout` seconds.
+Event ids are "<version>.<history length>": a client that reconnects with `Last-Event-ID` gets
+only what came after. The server looks at the task every BATON_EVENT_POLL_SECONDS: the client
+does not poll, and one stream costs one read by id per period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from common.models import Task
+from common.statuses import FINAL_STATUSES
+from oss.api.auth import Context, Reader
+from oss.api.errors import ApiError
+from oss.api.schemas import error_responses
+from oss.api.views import task_view
+
+router = APIRouter(prefix="/api/v1", tags=["tasks"])
+KEEP_ALIVE_SECONDS = 15.0  # a comment line, so proxies do not close an idle stream
+
+
+def _resume_point(last_event_id: str | None) -> tuple[int, int]:
+    """(version, history events) a reconnecting client has seen; (-1, 0) for a new client."""
+    version, _, events = (last_event_id or "").partition(".")
+    if version.isdigit() and events.isdigit():
+        return int(version), int(events)
+    return -1, 0
+
+
+def sse(event: str, data: str, event_id: str | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {data}\n\n"
+
+
+def _ended(task: Task) -> bool:
+    return task.TaskStatus in FINAL_STATUSES and not task.Outbox
+
+
+@router.get(
+    "/tasks/{task_id}/events",
+    summary="A task's changes as Server-Sent Events, until it ends",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "events `task`, then `end` or `timeout`"},
+               **error_responses(401, 404, 422, 503)},  # fmt: skip
+)
+async def task_events(
+    task_id: str,
+    request: Request,
+    context: Context,
+    token: Reader,
+    timeout: Annotated[float, Query(gt=0, le=3600, description="End the stream after this many seconds")] = 600,
+    last_event_id: Annotated[str | None, Header(max_length=40, description="Resume after this event id")] = None,
+) -> StreamingResponse:
+    task = await run_in_threadpool(context.store.get, task_id)
+    if task is None:
+        raise ApiError(404, f"no task {task_id}")
+    seen_version, seen_events = _resume_point(last_event_id)
+    poll = context.settings.event_poll_seconds
+
+    async def stream(current: Task | None) -> AsyncIterator[str]:
+        nonlocal seen_version, seen_events
+        started, quiet_since = time.monotonic(), time.monotonic()
+        while True:
+            if current is not None and current.Version > seen_version:
+                shown = task_view(current)
+                for event in shown.History[seen_events:]:
+                    yield sse("change", event.model_dump_json())
+                seen_version, seen_events = current.Version, len(shown.History)
+                quiet_since = time.monotonic()
+                yield sse("task", shown.model_dump_json(), f"{seen_version}.{seen_events}")
+            if current is not None and _ended(current):
+                yield sse("end", json.dumps({"TaskStatus": int(current.TaskStatus)}))
+                return
+            if time.monotonic() - started >= timeout:
+                yield sse("timeout", json.dumps({"seconds": timeout}))
+                return
+            if time.monotonic() - quiet_since >= KEEP_ALIVE_SECONDS:
+                quiet_since = time.monotonic()
+                yield ": still here\n\n"
+            if await request.is_disconnected():
+                return
+            await asyncio.sleep(poll)
+            current = await run_in_threadpool(context.store.get, task_id)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(task), media_type="text/event-stream", headers=headers)
