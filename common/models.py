@@ -205,3 +205,4 @@ class Alarm(_Doc):
     Acknowledged: bool = False
     AcknowledgedBy: str | None = None
     AcknowledgedAt: float | None = None
+    AcknowledgedReason: str | None = None  # given with a bulk acknowledgement (the console's)

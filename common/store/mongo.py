@@ -174,12 +174,20 @@ class MongoStore:
         created_from: float | None = None,
         created_to: float | None = None,
         after: PageKey | None = None,
+        search: str | None = None,
         limit: int = 100,
     ) -> list[Task]:
         query = mongo_query(
-            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after)
+            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after, search)
         )
         return self._find_tasks(query, _LISTING_ORDER, limit)
+
+    @_adapter_edge
+    def count_tasks(self, task_filter: TaskFilter) -> dict[TaskStatus, int]:
+        groups = self._tasks.aggregate(
+            [{"$match": mongo_query(task_filter)}, {"$group": {"_id": "$TaskStatus", "n": {"$sum": 1}}}]
+        )
+        return {TaskStatus(group["_id"]): group["n"] for group in groups}
 
     # --- locks ---------------------------------------------------------------------------------
 
@@ -220,11 +228,14 @@ class MongoStore:
         return [Alarm.model_validate(doc) for doc in cursor]
 
     @_adapter_edge
-    def acknowledge_alarm(self, alarm_id: str, by: str, now: float) -> Alarm | None:
+    def acknowledge_alarm(
+        self, alarm_id: str, by: str, now: float, reason: str | None = None
+    ) -> Alarm | None:
         """The first acknowledgement stands: acknowledging again returns the alarm unchanged."""
+        done = {"Acknowledged": True, "AcknowledgedBy": by, "AcknowledgedAt": now, "AcknowledgedReason": reason}
         doc = self._alarms.find_one_and_update(
             {"AlarmId": alarm_id, "Acknowledged": False},
-            {"$set": {"Acknowledged": True, "AcknowledgedBy": by, "AcknowledgedAt": now}},
+            {"$set": done},
             projection=_no_id(),
             return_document=ReturnDocument.AFTER,
         )

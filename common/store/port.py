@@ -13,7 +13,7 @@ from typing import Protocol
 
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
-from common.store.task_filters import PageKey
+from common.store.task_filters import PageKey, TaskFilter
 
 
 class TaskStore(Protocol):
@@ -49,14 +49,19 @@ class TaskStore(Protocol):
         created_from: float | None = None,
         created_to: float | None = None,
         after: PageKey | None = None,
+        search: str | None = None,
         limit: int = 100,
     ) -> list[Task]:
         """Newest first: TimeCreate descending, then TaskId descending (see task_filters).
 
         Every filter given must hold: `labels` all match (keys without '.' and not starting
-        with '$'), created_from <= TimeCreate < created_to. `after`: the page key of the last
-        task of the previous page; the answer starts strictly after it.
+        with '$'), created_from <= TimeCreate < created_to, `search` as task_filters says.
+        `after`: the page key of the last task of the previous page; the answer starts
+        strictly after it.
         """
+
+    def count_tasks(self, task_filter: TaskFilter) -> dict[TaskStatus, int]:
+        """How many tasks match, per status (statuses with none are left out)."""
 
     def try_lock(self, name: str, owner: str, now: float, ttl: float) -> bool:
         """Take or renew the named lock until now+ttl. False while someone else holds it.
@@ -73,9 +78,11 @@ class TaskStore(Protocol):
     def list_alarms(self, *, acknowledged: bool | None = None, limit: int = 100) -> list[Alarm]:
         """Newest first."""
 
-    def acknowledge_alarm(self, alarm_id: str, by: str, now: float) -> Alarm | None:
-        """Mark acknowledged; returns the alarm, or None if unknown. A second acknowledgement
-        leaves the first one's name and time in place."""
+    def acknowledge_alarm(
+        self, alarm_id: str, by: str, now: float, reason: str | None = None
+    ) -> Alarm | None:
+        """Mark acknowledged (by whom, when, why); returns the alarm, or None if unknown. A
+        second acknowledgement leaves the first one's name, time and reason in place."""
 
     def ping(self) -> None:
         """Raise StoreError if the store cannot be reached."""

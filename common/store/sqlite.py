@@ -246,13 +246,20 @@ class SqliteStore:
         created_from: float | None = None,
         created_to: float | None = None,
         after: PageKey | None = None,
+        search: str | None = None,
         limit: int = 100,
     ) -> list[Task]:
         where, params = sql_where(
-            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after)
+            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after, search)
         )
         sql = f"SELECT doc FROM tasks {where} ORDER BY time_create DESC, task_id DESC LIMIT ?"
         return self._tasks(sql, tuple(params), limit)
+
+    @_translated
+    def count_tasks(self, task_filter: TaskFilter) -> dict[TaskStatus, int]:
+        where, params = sql_where(task_filter)
+        rows = self._conn().execute(f"SELECT status, count(*) FROM tasks {where} GROUP BY status", params)
+        return {TaskStatus(status): count for status, count in rows}
 
     # --- locks ---------------------------------------------------------------------------------
 
@@ -289,7 +296,9 @@ class SqliteStore:
         return [Alarm.model_validate(_decode(doc)) for (doc,) in rows]
 
     @_translated
-    def acknowledge_alarm(self, alarm_id: str, by: str, now: float) -> Alarm | None:
+    def acknowledge_alarm(
+        self, alarm_id: str, by: str, now: float, reason: str | None = None
+    ) -> Alarm | None:
         """The first acknowledgement stands: acknowledging again returns the alarm unchanged."""
         conn = self._conn()
         with _immediate(conn):
@@ -298,6 +307,7 @@ class SqliteStore:
             if alarm is None or alarm.Acknowledged:
                 return alarm
             alarm.Acknowledged, alarm.AcknowledgedBy, alarm.AcknowledgedAt = True, by, now
+            alarm.AcknowledgedReason = reason
             conn.execute(
                 "UPDATE alarms SET acknowledged = 1, doc = ? WHERE alarm_id = ?",
                 (_encode(alarm.model_dump(mode="json")), alarm_id),

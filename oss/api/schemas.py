@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from common.models import Alarm, BackoffPolicy, OperatorRequest, Task
+from oss.api.attempts import AttemptView
 from oss.times import to_epoch
 
 # Label keys are plain names (a dot would be a path to MongoDB); values short free text.
@@ -43,22 +44,38 @@ class CreateTask(_Request):
         return None if value is None else to_epoch(value)
 
 
-class OperatorAction(_Request):
-    reason: str = Field(min_length=1, max_length=2000, description="Recorded in the history")
+def _said_why(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must say why")
+    return value.strip()
 
-    @field_validator("reason")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must say why")
-        return value.strip()
+
+# Why an operator acts: recorded with the operator's name wherever the action is.
+Reason = Annotated[str, StringConstraints(min_length=1, max_length=2000), AfterValidator(_said_why)]
+
+
+class OperatorAction(_Request):
+    reason: Reason = Field(description="Recorded in the history")
+
+
+SCHEDULED_FOR = "Delayed start not reached yet: when step 0 is due (epoch s); else null"
+
+
+class TaskDetail(Task):
+    """The task document as shown (secrets masked), plus what the API derives from it."""
+
+    ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
+    Attempts: list[AttemptView] = Field(
+        default_factory=list,
+        description="Every attempt of every step phase, from the history: the document keeps only the last",
+    )
 
 
 class TaskCreated(BaseModel):
     task_id: str
     created: bool = Field(description="false: the idempotency key named an existing task")
     location: str
-    task: Task
+    task: TaskDetail
 
 
 class TaskSummary(BaseModel):
@@ -76,11 +93,16 @@ class TaskSummary(BaseModel):
     UserId: str | None
     Labels: dict[str, str]
     CancelRequested: OperatorRequest | None
+    ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
 
 
 class TaskPage(BaseModel):
     items: list[TaskSummary]
     next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null: no more")
+    total: int = Field(description="How many tasks match the filters (every page together)")
+    counts: dict[str, int] = Field(
+        description="Per status name (SUCCESS, RUNNING...): the tasks matching every filter but status"
+    )
 
 
 class PhaseView(BaseModel):
@@ -110,8 +132,37 @@ class TaskTypeList(BaseModel):
     items: list[TaskTypeView]
 
 
+class AlarmView(Alarm):
+    """An alarm as shown: with the current status of the task it is about (an alarm stays open
+    after an operator dealt with its task: the status says whether that task still needs one)."""
+
+    TaskStatus: int | None = Field(None, description="null: no task, or the task is gone")
+    TaskStatusName: str | None = None
+
+
 class AlarmList(BaseModel):
-    items: list[Alarm]
+    items: list[AlarmView]
+
+
+class AlarmFilter(_Request):
+    kind: str | None = Field(None, max_length=64, description="rollback_failed or dead_letter")
+    task_id: str | None = Field(None, min_length=1, max_length=128)
+
+
+class AcknowledgeAlarms(_Request):
+    """Which open alarms to acknowledge: `ids`, or every open one `filter` matches (both: either)."""
+
+    ids: list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] = Field(
+        default_factory=list, max_length=500
+    )
+    filter: AlarmFilter | None = None
+    reason: Reason = Field(description="Recorded on every alarm acknowledged")
+
+
+class AlarmsAcknowledged(BaseModel):
+    acknowledged: list[str] = Field(description="Ids of the alarms this request acknowledged")
+    already: list[str] = Field(description="Ids that were acknowledged before (left as they were)")
+    unknown: list[str] = Field(description="Ids of no alarm")
 
 
 class Health(BaseModel):

@@ -3,17 +3,38 @@
 from __future__ import annotations
 
 from common.flows import FlowDefinition
-from common.masking import masked_task
-from common.models import Step, Task
-from common.statuses import Phase
-from oss.api.schemas import PhaseView, StepView, TaskSummary, TaskTypeView
+from common.masking import masked_alarm, masked_task, masked_task_view
+from common.models import Alarm, Step, Task
+from common.statuses import Phase, RunState, TaskStatus
+from oss.api.attempts import attempts
+from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
 
 
-def task_view(task: Task) -> Task:
-    return masked_task(task)
+def task_view(task: Task, now: float) -> TaskDetail:
+    shown = TaskDetail.model_validate(masked_task_view(task))
+    shown.ScheduledFor = scheduled_for(task, now)
+    shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
+    return shown
 
 
-def task_summary(task: Task) -> TaskSummary:
+def scheduled_for(task: Task, now: float) -> float | None:
+    """When a task submitted with a future start_at begins: its step 0 dispatch waits in the
+    outbox until then. None once it is due (or for any other task)."""
+    run = task.Active
+    if task.TaskStatus is not TaskStatus.NOT_STARTED or run is None or run.State is not RunState.PENDING:
+        return None
+    due = [e.DueAt for e in task.Outbox if e.DispatchId == run.DispatchId]
+    return due[0] if due and due[0] > now else None
+
+
+def alarm_view(alarm: Alarm, task: Task | None) -> AlarmView:
+    shown = AlarmView.model_validate(masked_alarm(alarm, task).model_dump())
+    if task is not None:
+        shown.TaskStatus, shown.TaskStatusName = int(task.TaskStatus), task.TaskStatus.name
+    return shown
+
+
+def task_summary(task: Task, now: float) -> TaskSummary:
     shown = masked_task(task)  # TaskMessage may quote a secret
     return TaskSummary(
         TaskId=shown.TaskId,
@@ -30,6 +51,7 @@ def task_summary(task: Task) -> TaskSummary:
         UserId=shown.UserId,
         Labels=shown.Labels,
         CancelRequested=shown.CancelRequested,
+        ScheduledFor=scheduled_for(task, now),
     )
 
 

@@ -7,10 +7,9 @@ from collections.abc import Callable
 
 from fastapi import APIRouter
 
-from common.models import Task
 from oss.actions import ACTIONS
 from oss.api.auth import Context, Operator
-from oss.api.schemas import OperatorAction, error_responses
+from oss.api.schemas import OperatorAction, TaskDetail, error_responses
 from oss.api.views import task_view
 
 router = APIRouter(prefix="/api/v1", tags=["operator actions"])
@@ -41,9 +40,10 @@ _SUMMARIES = {
 }
 
 
-def _route(action: str) -> Callable[..., Task]:
-    def act(task_id: str, body: OperatorAction, context: Context, token: Operator) -> Task:
-        return task_view(context.service.actions.apply(action, task_id, token.name, body.reason))
+def _route(action: str) -> Callable[..., TaskDetail]:
+    def act(task_id: str, body: OperatorAction, context: Context, token: Operator) -> TaskDetail:
+        task = context.service.actions.apply(action, task_id, token.name, body.reason)
+        return task_view(task, context.clock())
 
     act.__name__ = action.replace("-", "_") + "_task"
     act.__doc__ = _SUMMARIES[action][1]
@@ -55,7 +55,7 @@ for _action in ACTIONS:
         f"/tasks/{{task_id}}/{_action}",
         _route(_action),
         methods=["POST"],
-        response_model=Task,
+        response_model=TaskDetail,
         summary=_SUMMARIES[_action][0],
         responses=error_responses(401, 403, 404, 409, 413, 422, 503),
     )

@@ -7,18 +7,19 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import StringConstraints
 
-from common.models import Task
+from common.masking import masked_task
 from common.statuses import TaskStatus
-from common.store.task_filters import decode_cursor, encode_cursor, page_key
+from common.store.task_filters import TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.errors import ApiError
-from oss.api.schemas import CreateTask, TaskCreated, TaskPage, error_responses
+from oss.api.schemas import CreateTask, TaskCreated, TaskDetail, TaskPage, error_responses
 from oss.api.views import task_summary, task_view
 from oss.times import to_epoch
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
 Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=.{{0,256}}$")]
+SEARCH = "A task id or its start, or text in the task type, message or a label (key=value); any case"
 
 
 @router.post(
@@ -54,7 +55,7 @@ def create_task(body: CreateTask, context: Context, token: Submitter, response: 
         context.metrics.tasks_created.labels(task.TaskType).inc()
     else:
         response.status_code = 200
-    return TaskCreated(task_id=task.TaskId, created=submission.created, location=location, task=task_view(task))
+    return TaskCreated(task_id=task.TaskId, created=submission.created, location=location, task=task_view(task, context.clock()))
 
 
 @router.get("/tasks", response_model=TaskPage, summary="List tasks, newest first",
@@ -68,37 +69,48 @@ def list_tasks(
     label: Annotated[list[Label] | None, Query(description="key=value; repeat: all must match")] = None,
     created_from: Annotated[str | None, Query(description="ISO-8601 or epoch; inclusive")] = None,
     created_to: Annotated[str | None, Query(description="ISO-8601 or epoch; exclusive")] = None,
+    q: Annotated[str | None, Query(max_length=256, description=SEARCH)] = None,
     cursor: Annotated[str | None, Query(max_length=2048, description="next_cursor of the page before")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> TaskPage:
-    labels = dict(item.split("=", 1) for item in label or [])
-    tasks = context.store.list_tasks(
-        status=_status(status),
-        task_type=task_type,
-        user_id=user_id,
-        labels=labels,
-        created_from=_time("created_from", created_from),
-        created_to=_time("created_to", created_to),
-        after=_after(cursor),
-        limit=limit + 1,  # one more than asked tells whether another page exists
-    )
+    search = q.strip() if q and q.strip() else None
+    wanted = {
+        "status": _status(status),
+        "task_type": task_type,
+        "user_id": user_id,
+        "labels": dict(item.split("=", 1) for item in label or []),
+        "created_from": _time("created_from", created_from),
+        "created_to": _time("created_to", created_to),
+        "search": search,
+    }
+    # one more than asked tells whether another page exists
+    tasks = context.store.list_tasks(**wanted, after=_after(cursor), limit=limit + 1)
     page = tasks[:limit]
     more = len(tasks) > limit
+    now = context.clock()
+    shown = [task_summary(t, now) for t in page]
+    if search:  # a task matched only through a masked secret is not shown (see search_matches)
+        shown = [s for s, t in zip(shown, page) if search_matches(masked_task(t), search)]
+    counts = context.store.count_tasks(TaskFilter(**{**wanted, "status": None}))
+    chosen = wanted["status"]
     return TaskPage(
-        items=[task_summary(t) for t in page],
+        items=shown,
         next_cursor=encode_cursor(page_key(page[-1])) if more else None,
+        total=sum(counts.values()) if chosen is None else counts.get(chosen, 0),
+        counts={status.name: counts.get(status, 0) for status in TaskStatus},
     )
 
 
-@router.get("/tasks/{task_id}", response_model=Task, summary="One task: the whole document",
+@router.get("/tasks/{task_id}", response_model=TaskDetail, summary="One task: the whole document",
             responses=error_responses(401, 404, 422, 503))  # fmt: skip
-def get_task(task_id: str, context: Context, token: Reader) -> Task:
+def get_task(task_id: str, context: Context, token: Reader) -> TaskDetail:
     """Every field of the task document, steps with times, attempts and errors, and the event
-    history; secret parameters masked."""
+    history; secret parameters masked. Added: every attempt (the document keeps each phase's
+    last) and, for a delayed start not reached yet, when it starts."""
     task = context.store.get(task_id)
     if task is None:
         raise ApiError(404, f"no task {task_id}")
-    return task_view(task)
+    return task_view(task, context.clock())
 
 
 def _status(text: str | None) -> TaskStatus | None:
