@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from tests.console.live import OPERATOR
 from tests.support.services import require
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -19,6 +20,10 @@ ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"  # gitignored
+SECRET = "Hunter2-Correct-Horse-Battery"
+TIMEOUT_MS = 10_000
+TIME_ZONE = "Asia/Kolkata"  # +05:30 all year: neither UTC nor a whole hour
+TIME_ZONE_OFFSET = "+05:30"
 
 
 def launch(playwright_factory: Any) -> tuple[Any, Any]:
@@ -43,3 +48,21 @@ def save_screenshot(page: Any, directory: Path, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(path, ARTIFACTS / path.name)
     return path
+
+
+def sign_in(page: Any, token: str = OPERATOR, at: str = "/console/") -> None:
+    page.goto(at)
+    page.fill("#token", token)
+    page.click("form.login button[type=submit]")
+
+
+def assert_clean(page: Any) -> None:
+    """No secret in the DOM or the visible text, no token in the URL, no script error."""
+    assert SECRET not in page.content()
+    assert SECRET not in page.inner_text("body")
+    assert OPERATOR not in page.url
+    assert page.problems == []
+
+
+def row(page: Any, task_id: str) -> Any:
+    return page.locator(f'tr.task-row[data-task-id="{task_id}"]')

@@ -1,2 +1,57 @@
-# The console's API-level tests use the API tests' app (SQLite store, in-process broker).
+"""Fixtures of the console tests. The API-level ones use the API tests' app (SQLite store,
+in-process broker); the browser ones share one served OSS (live.py) and one headless Chromium
+for the whole run, and give each test a fresh browser context (its own sessionStorage: it signs
+in again) in a time zone east of UTC with a half-hour offset, so a time shown without its zone,
+or in UTC, would be seen."""
+
+from collections.abc import Iterator
+
+import pytest
+
 from tests.api.conftest import api  # noqa: F401
+from tests.console.browser import TIMEOUT_MS, TIME_ZONE, launch
+from tests.console.live import LiveConsole, live_console
+from tests.support.services import require
+
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - the package is in requirements.lock
+    sync_playwright = None
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory) -> Iterator[LiveConsole]:
+    with live_console(tmp_path_factory.mktemp("console")) as live:
+        yield live
+
+
+@pytest.fixture(scope="session")
+def browser():
+    require(sync_playwright is not None, "the playwright package is not installed")
+    playwright, browser = launch(sync_playwright)
+    try:
+        yield browser
+    finally:
+        browser.close()
+        playwright.stop()
+
+
+@pytest.fixture
+def page(browser, live, tasks, tmp_path) -> Iterator["Page"]:
+    """`tasks` is the test module's own fixture: the tasks it looks at, run to their end."""
+    context = browser.new_context(
+        viewport={"width": 1360, "height": 900}, base_url=live.url, timezone_id=TIME_ZONE
+    )
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)  # a busy CI machine: the page polls every 1.5-3 s
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on(
+        "console",
+        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
+    )
+    page.problems = problems  # type: ignore[attr-defined]
+    page.shots = tmp_path  # type: ignore[attr-defined]
+    yield page
+    context.close()

@@ -59,6 +59,8 @@ REGISTRIES = {
 # Faults that make step 3 (charge) fail: its rollback and the earlier ones then run.
 FAIL_CHARGE = [{"command": "deduct_resource", "action": "fail"}]
 FAIL_CLEAN = [{"command": "clean_instance", "phase": "rollback", "action": "fail"}]
+# Step 2 (create) fails its first attempt only: its retry succeeds.
+FLAKY_CREATE = [{"command": "init_instance", "action": "fail", "times": 1}]
 
 
 @dataclass
@@ -67,8 +69,8 @@ class LiveConsole:
     store: SqliteStore
     api: httpx.Client  # to the served app, as the operator
 
-    def submit(self, **parameters: Any) -> str:
-        body = {"task_type": "provision_db", "parameters": parameters,
+    def submit(self, start_at: float | None = None, **parameters: Any) -> str:
+        body = {"task_type": "provision_db", "parameters": parameters, "start_at": start_at,
                 "user_id": "dana", "labels": {"team": "payments", "env": "staging"}}  # fmt: skip
         response = self.api.post("/api/v1/tasks", json=body)
         assert response.status_code == 201, response.text

@@ -2,42 +2,26 @@
 pages, a task that rolled back and its timeline, retry on a failed task, an action the API
 refuses (409) shown as such, compensate, alarms, a wrong token; and never a secret on a page.
 
-One OSS (uvicorn, real module runtimes, see live.py) and one browser for the module; each test
-gets a fresh browser context (its own sessionStorage: it signs in again).
+One OSS (uvicorn, real module runtimes, see live.py) and one browser for the run (conftest.py);
+each test gets a fresh browser context (its own sessionStorage: it signs in again).
+test_browser_operator.py checks what an operator reads: outcomes, attempts, times, search.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
-from tests.console.browser import launch, save_screenshot
-from tests.console.live import (
-    FAIL_CHARGE,
-    FAIL_CLEAN,
-    OPERATOR,
-    READER,
-    LiveConsole,
-    live_console,
-)
-from tests.support.services import require
+from tests.console.browser import SECRET, assert_clean, row, save_screenshot, sign_in
+from tests.console.live import FAIL_CHARGE, FAIL_CLEAN, OPERATOR, READER, LiveConsole
 
 try:
-    from playwright.sync_api import Page, expect, sync_playwright
+    from playwright.sync_api import expect
 except ImportError:  # pragma: no cover - the package is in requirements.lock
-    sync_playwright = None
+    pass
 
 pytestmark = pytest.mark.slow
-SECRET = "Hunter2-Correct-Horse-Battery"
-TIMEOUT_MS = 10_000
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory) -> Iterator[LiveConsole]:
-    with live_console(tmp_path_factory.mktemp("console")) as live:
-        yield live
 
 
 @pytest.fixture(scope="module")
@@ -57,53 +41,6 @@ def tasks(live: LiveConsole) -> dict[str, str]:
     for task_id in made.values():
         live.wait_final(task_id)
     return made
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require(sync_playwright is not None, "the playwright package is not installed")
-    playwright, browser = launch(sync_playwright)
-    try:
-        yield browser
-    finally:
-        browser.close()
-        playwright.stop()
-
-
-@pytest.fixture
-def page(browser, live, tasks, tmp_path) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=live.url)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)  # a busy CI machine: the page polls every 1.5-3 s
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.on(
-        "console",
-        lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
-    )
-    page.problems = problems  # type: ignore[attr-defined]
-    page.shots = tmp_path  # type: ignore[attr-defined]
-    yield page
-    context.close()
-
-
-def sign_in(page: Page, token: str = OPERATOR, at: str = "/console/") -> None:
-    page.goto(at)
-    page.fill("#token", token)
-    page.click("form.login button[type=submit]")
-
-
-def assert_clean(page: Page) -> None:
-    """No secret in the DOM or the visible text, no token in the URL, no script error."""
-    assert SECRET not in page.content()
-    assert SECRET not in page.inner_text("body")
-    assert OPERATOR not in page.url
-    assert page.problems == []  # type: ignore[attr-defined]
-
-
-def row(page: Page, task_id: str):
-    return page.locator(f'tr.task-row[data-task-id="{task_id}"]')
 
 
 def test_the_list_shows_every_task_with_its_status_newest_first(page, live, tasks):
@@ -177,7 +114,7 @@ def test_a_rolled_back_task_shows_its_rollback_timeline(page, live, tasks):
         "injected failure in deduct_resource"
     )
     for index in (1, 2, 3):  # each rolled back step ran its rollback phase, and it went fine
-        expect(steps.nth(index).locator(".phase-rollback .code")).to_have_text("ok")
+        expect(steps.nth(index).locator(".phase-rollback .code")).to_have_text("rolled back")
         expect(steps.nth(index).locator(".phase-rollback .attempts")).to_have_text("attempts 1/1")
     expect(steps.nth(0).locator(".phase-rollback")).to_contain_text("none declared")
     history = page.locator("table.history")

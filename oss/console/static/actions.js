@@ -2,7 +2,8 @@
 // answers 409 for one that does not fit, and the console shows that answer), and the dialog
 // that asks for the reason every action records in the task's history.
 
-import { el, replace } from "./dom.js";
+import { el } from "./dom.js";
+import { askReason } from "./dialog.js";
 
 const ACTIONS = {
   cancel: {
@@ -48,31 +49,10 @@ export function actionBar(task, perform) {
     const action = ACTIONS[name];
     return el("div", { class: "action" },
       el("button", { type: "button", class: action.danger ? "danger" : "primary", dataset: { action: name },
-        text: action.label, onclick: () => askReason(name, action, perform) }),
+        text: action.label, onclick: () => askReason({ title: action.label, help: action.help, danger: action.danger,
+          placeholder: "Why? Recorded in the task's history with your name." }, (reason) => perform(name, reason)) }),
       el("span", { class: "muted small", text: action.help }));
   }));
-}
-
-function askReason(name, action, perform) {
-  const dialog = document.getElementById("reason-dialog");
-  const input = el("textarea", { name: "reason", rows: "3", required: "", maxlength: "2000",
-    placeholder: "Why? Recorded in the task's history with your name." });
-  const form = el("form", { method: "dialog" },
-    el("h2", { text: action.label }),
-    el("p", { class: "muted", text: action.help }),
-    el("label", { class: "field wide" }, el("span", { text: "Reason" }), input),
-    el("div", { class: "dialog-buttons" },
-      el("button", { type: "button", text: "Back", onclick: () => dialog.close() }),
-      el("button", { type: "submit", class: action.danger ? "danger" : "primary", text: action.label })));
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    if (!input.value.trim()) { input.focus(); return; }
-    dialog.close();
-    perform(name, input.value.trim());
-  });
-  replace(dialog, form);
-  dialog.showModal();
-  input.focus();
 }
 
 export function actionLabel(name) {

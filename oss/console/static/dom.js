@@ -28,17 +28,31 @@ export function replace(node, ...children) {
   return append(node, children);
 }
 
-// Times are UNIX epoch seconds (UTC) in the API; shown in the browser's time zone, with the
-// UTC ISO time as a tooltip.
-// `precise`: the time of day to the millisecond, without the date (rows of one task's history).
+// Times are UNIX epoch seconds (UTC) in the API. Every time on every page is written one way:
+// 24-hour, ISO-like, in the browser's time zone WITH its offset ("2026-11-23 14:05:09 +01:00"),
+// so an operator comparing it with a log line in UTC knows which hour it is. The UTC ISO time
+// is the tooltip. `precise` adds milliseconds (a task's history, where events are close).
 export function when(seconds, precise = false) {
   if (seconds === null || seconds === undefined) return el("span", { class: "muted", text: "—" });
   const date = new Date(seconds * 1000);
-  const pad = (n, width = 2) => String(n).padStart(width, "0");
+  const [day, time] = stamp(date, precise);
+  // Two spans, so a narrow column breaks between the date and the time of day.
+  return el("time", { datetime: date.toISOString(), title: date.toISOString() },
+    el("span", { class: "day", text: day }), " ", el("span", { class: "clock", text: time }));
+}
+
+// The same format as text: [date, "time offset"].
+export function stamp(date, precise = false) {
+  const pad = (n, width = 2) => String(Math.abs(n)).padStart(width, "0");
   const day = `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
-  const time = `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
-  const text = precise ? `${time}.${pad(date.getMilliseconds(), 3)}` : `${day} ${time}`;
-  return el("time", { datetime: date.toISOString(), title: date.toISOString(), text });
+  const millis = precise ? `.${pad(date.getMilliseconds(), 3)}` : "";
+  const offset = -date.getTimezoneOffset(); // minutes east of UTC
+  const zone = `${offset < 0 ? "-" : "+"}${pad(Math.trunc(offset / 60))}:${pad(offset % 60)}`;
+  return [day, `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}${millis} ${zone}`];
+}
+
+export function nowText() {
+  return stamp(new Date()).join(" ");
 }
 
 export function duration(start, end, now = Date.now() / 1000) {

@@ -13,11 +13,15 @@ export const TASK_STATUSES = [
 ];
 export const FINAL = new Set([0, 4, 5]);
 
-export function taskStatus(code, cancelRequested) {
+// `task`: a task or a list item (TaskStatus, CancelRequested, ScheduledFor).
+export function taskStatus(task) {
+  const code = task.TaskStatus;
   const status = TASK_STATUSES.find((s) => s.code === code) ??
     { code, name: String(code), label: `Status ${code}`, css: "st-waiting" };
   // A cancelled task ends ROLLED_BACK like a failed one; its CancelRequested says it was a cancel.
-  if (code === 4 && cancelRequested) return { ...status, label: "Cancelled · rolled back" };
+  if (code === 4 && task.CancelRequested) return { ...status, label: "Cancelled · rolled back" };
+  // Submitted with a start time still ahead: nothing runs, whatever step 0's state says.
+  if (code === 1 && task.ScheduledFor) return { ...status, label: "Scheduled", css: "st-scheduled" };
   return status;
 }
 
@@ -34,6 +38,14 @@ export const STEP_STATES = {
   compensated: { label: "compensated", css: "st-compensated" },
 };
 
+// What the legend explains: each colour a step (or a progress segment) can have.
+export const LEGEND = [
+  ["st-waiting", "waiting / not run"], ["st-running", "running"], ["st-success", "succeeded"],
+  ["st-failed", "failed"], ["st-rolling-back", "rolling back"], ["st-rolled-back", "rolled back"],
+  ["st-rollback-failed", "rollback failed"], ["st-compensated", "compensated by hand"],
+  ["st-skipped", "skipped (nothing to undo)"],
+];
+
 export function stepState(state) {
   return STEP_STATES[state] ?? { label: String(state), css: "st-waiting" };
 }
@@ -47,3 +59,13 @@ export function resultCode(code) {
 }
 
 export const PHASES = ["normal", "rollback"];
+
+// One phase's outcome in words, from its last attempt's code (null: the phase did not end).
+export function phaseOutcome(phase, code) {
+  if (code === null || code === undefined) return null;
+  if (code === 0) return phase === "normal"
+    ? { label: "succeeded", css: "st-success" } : { label: "rolled back", css: "st-rolled-back" };
+  const how = code === 1 ? "" : ` (${RESULT_CODES[code] ?? `code ${code}`})`;
+  return phase === "normal"
+    ? { label: `failed${how}`, css: "st-failed" } : { label: `rollback failed${how}`, css: "st-rollback-failed" };
+}

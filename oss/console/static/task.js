@@ -9,7 +9,8 @@ import { poller } from "./poll.js";
 import { hashFor } from "./route.js";
 import { badge, labels, errorBanner } from "./widgets.js";
 import { actionBar, actionLabel } from "./actions.js";
-import { timeline, history } from "./timeline.js";
+import { timeline } from "./timeline.js";
+import { history } from "./history.js";
 
 const REFRESH_MS = 1500;
 const MASK = "***";
@@ -53,7 +54,7 @@ export function showTask(root, taskId) {
     replace(outcome, el("div", { class: "banner info", text: `${actionLabel(action)}: sending…` }));
     try {
       const task = await call("POST", `/tasks/${encodeURIComponent(taskId)}/${action}`, { reason });
-      const status = taskStatus(task.TaskStatus, task.CancelRequested);
+      const status = taskStatus(task);
       replace(outcome, el("div", { class: "banner ok", role: "status",
         text: `${actionLabel(action)} done: the task is now ${status.label} (${status.name}).` }));
       draw(task);
@@ -69,7 +70,7 @@ export function showTask(root, taskId) {
 }
 
 function summary(task) {
-  const status = taskStatus(task.TaskStatus, task.CancelRequested);
+  const status = taskStatus(task);
   const fact = (name, ...value) => el("div", {}, el("dt", { text: name }), el("dd", {}, ...value));
   const cancel = task.CancelRequested;
   return [
@@ -81,6 +82,7 @@ function summary(task) {
       fact("Owner", task.UserId ?? "—"),
       fact("Priority", String(task.Priority)),
       fact("Labels", labels(task.Labels)),
+      task.ScheduledFor ? fact("Scheduled", "starts at ", when(task.ScheduledFor)) : [],
       fact("Created", when(task.TimeCreate)),
       fact("Started", when(task.TimeStart)),
       fact("Ended", when(task.TimeEnd)),

@@ -1,40 +1,66 @@
-// A task's steps as a timeline (each step's normal phase, then its rollback phase, with times,
-// attempts and errors) and its event history. Everything comes from the masked task view.
+// A task's steps as a timeline. Each step says how its normal phase ended and, when it was
+// undone, how its rollback ended: the step that failed reads "failed → rolled back", the ones
+// undone after it "succeeded → rolled back". Under each phase, every attempt of the current
+// run with its times, duration and error (the API derives them from the history).
 
 import { el, when, duration } from "./dom.js";
-import { stepState, resultCode, PHASES } from "./labels.js";
+import { stepState, phaseOutcome } from "./labels.js";
+import { legend } from "./widgets.js";
 
 export function timeline(task) {
-  return el("ol", { class: "timeline" }, task.Steps.map((step, index) => stepItem(task, step, index)));
+  return [
+    el("ol", { class: "timeline" }, task.Steps.map((step, index) => stepItem(task, step, index))),
+    legend(),
+  ];
 }
 
 function stepItem(task, step, index) {
-  const state = stepState(step.State);
   const active = task.Active && task.Active.Cursor === index ? task.Active : null;
-  return el("li", { class: `step ${state.css}`, dataset: { step: String(index), state: step.State } },
-    el("div", { class: "step-head" },
-      el("span", { class: "step-index", text: String(index) }),
-      el("span", { class: "step-name", text: step.Name }),
-      el("span", { class: `badge ${state.css}` }, el("span", { class: "dot" }), state.label)),
-    phaseRow("normal", {
-      module: step.NormalModule, command: step.NormalCommand, code: step.Code, message: step.Message,
-      start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry,
-    }, active && active.Phase === 0 ? active : null),
-    step.RollbackModule === null
-      ? el("div", { class: "phase phase-rollback none" },
-        el("span", { class: "phase-marker", "aria-hidden": "true", text: "↺" }),
-        el("span", { class: "phase-name", text: "rollback" }),
-        el("span", { class: "muted", text: "none declared: passed over when rolling back" }))
-      : phaseRow("rollback", {
-        module: step.RollbackModule, command: step.RollbackCommand, code: step.RollbackCode,
-        message: step.RollbackMessage, start: step.RollbackTimeStart, end: step.RollbackTimeEnd,
-        attempts: step.RollbackAttempts, retry: step.RollbackRetry,
-      }, active && active.Phase === 1 ? active : null));
+  const scheduled = Boolean(task.ScheduledFor) && active !== null;
+  const state = scheduled ? { label: "scheduled", css: "st-scheduled" } : stepState(step.State);
+  const normal = phaseOutcome("normal", step.Code);
+  const undone = step.RollbackModule === null ? null : phaseOutcome("rollback", step.RollbackCode);
+  const failedHere = step.Code !== null && step.Code !== 0;
+  const attempts = (task.Attempts ?? []).filter((a) => a.Run === task.Generation && a.Cursor === index);
+  return el("li", {
+    class: `step ${failedHere ? "st-failed failed-here" : state.css}`,
+    dataset: { step: String(index), state: step.State, ...(failedHere ? { failed: "true" } : {}) },
+  },
+  el("div", { class: "step-head" },
+    el("span", { class: "step-index", text: String(index) }),
+    el("span", { class: "step-name", text: step.Name }),
+    outcomeBadges(state, normal, undone, step.State),
+    failedHere ? el("span", { class: "failed-flag", text: "✖ the step that failed" }) : null),
+  phaseRow("normal", {
+    module: step.NormalModule, command: step.NormalCommand, outcome: normal, message: step.Message,
+    start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry,
+  }, active && active.Phase === 0 ? active : null, attempts.filter((a) => a.Phase === 0), scheduled && task.ScheduledFor),
+  step.RollbackModule === null
+    ? el("div", { class: "phase phase-rollback none" },
+      el("span", { class: "phase-marker", "aria-hidden": "true", text: "↺" }),
+      el("span", { class: "phase-name", text: "rollback" }),
+      el("span", { class: "muted", text: "none declared: passed over when rolling back" }))
+    : phaseRow("rollback", {
+      module: step.RollbackModule, command: step.RollbackCommand, outcome: undone,
+      message: step.RollbackMessage, start: step.RollbackTimeStart, end: step.RollbackTimeEnd,
+      attempts: step.RollbackAttempts, retry: step.RollbackRetry,
+    }, active && active.Phase === 1 ? active : null, attempts.filter((a) => a.Phase === 1)));
 }
 
-function phaseRow(phase, run, active) {
-  const ran = run.start !== null || run.attempts > 0 || active;
-  const outcome = resultCode(run.code);
+// The step's story in badges: how its normal phase ended, then what became of it (how its
+// rollback ended, or: skipped, compensated...). A step still on its way shows its state.
+function outcomeBadges(state, normal, undone, stateName) {
+  const badge = (what, cls) => el("span", { class: `badge ${what.css} ${cls}` },
+    el("span", { class: "dot", "aria-hidden": "true" }), what.label);
+  if (!normal || stateName === "running") return el("span", { class: "outcome-badges" }, badge(state, "state"));
+  const parts = [badge(normal, "normal-outcome")];
+  if (["rolled_back", "rollback_failed"].includes(stateName) && undone) parts.push(" → ", badge(undone, "rollback-outcome"));
+  else if (!["succeeded", "failed"].includes(stateName)) parts.push(" → ", badge(state, "state"));
+  return el("span", { class: "outcome-badges" }, parts);
+}
+
+function phaseRow(phase, run, active, attempts, startsAt) {
+  const ran = run.start !== null || run.attempts > 0 || (active && !startsAt);
   return el("div", { class: `phase phase-${phase}${ran ? "" : " not-run"}`, dataset: { phase } },
     el("span", { class: "phase-marker", "aria-hidden": "true", text: phase === "normal" ? "▶" : "↺" }),
     el("span", { class: "phase-name", text: phase }),
@@ -43,12 +69,36 @@ function phaseRow(phase, run, active) {
       ? el("span", { class: "phase-times" },
         when(run.start), " → ", when(run.end),
         el("span", { class: "took", text: duration(run.start, run.end) }))
-      : el("span", { class: "muted", text: "not run" }),
+      : el("span", { class: "muted", text: startsAt ? "not run yet" : "not run" }),
     el("span", { class: "attempts", title: "attempts started / allowed (1 + retries)",
       text: `attempts ${run.attempts}/${run.retry + 1}` }),
-    outcome ? el("span", { class: `code code-${run.code === 0 ? "ok" : "bad"}`, text: outcome }) : null,
-    active ? activeRun(active) : null,
-    run.message ? el("pre", { class: "phase-message", text: run.message }) : null);
+    run.outcome ? el("span", { class: `code ${run.outcome.css}`, text: run.outcome.label }) : null,
+    startsAt ? el("span", { class: "active-run scheduled" }, "scheduled: starts at ", when(startsAt))
+      : active ? activeRun(active) : null,
+    ...attemptsAndMessage(attempts, run.message));
+}
+
+// One attempt that ended as the phase did: its message is the phase's. Otherwise every attempt,
+// and the phase's message too when it is not the last attempt's (compensated by hand, say).
+function attemptsAndMessage(attempts, message) {
+  const list = attempts.length > 1 || (attempts.length === 1 && attempts[0].Message !== message)
+    ? attemptList(attempts) : null;
+  const last = attempts.length ? attempts[attempts.length - 1].Message : null;
+  const text = message && (!list || message !== last) ? el("pre", { class: "phase-message", text: message }) : null;
+  return [list, text];
+}
+
+// Every attempt of one phase: when, how long, how it ended, its error.
+function attemptList(attempts) {
+  return el("ol", { class: "attempt-list" }, attempts.map((a) => el("li", {
+    class: `attempt outcome-${a.Outcome.replace(/[^a-z]+/g, "-")}`, dataset: { attempt: String(a.Attempt) },
+  },
+  el("span", { class: "attempt-no", text: `attempt ${a.Attempt}` }),
+  el("span", { class: "phase-times" }, when(a.TimeStart), " → ", when(a.TimeEnd)),
+  el("span", { class: "took", text: duration(a.TimeStart, a.TimeEnd) }),
+  el("span", { class: "attempt-outcome", text: a.Outcome }),
+  a.Worker ? el("span", { class: "muted small", text: `on ${a.Worker}` }) : null,
+  a.Message ? el("pre", { class: "phase-message", text: a.Message }) : null)));
 }
 
 function activeRun(active) {
@@ -56,30 +106,4 @@ function activeRun(active) {
     ? `running attempt ${active.Attempt} on ${active.Owner ?? "?"}`
     : `dispatched, attempt ${active.Attempt}: waiting for a worker`;
   return el("span", { class: "active-run", text });
-}
-
-const OPERATOR_EVENTS = new Set(["cancel_requested", "cancelled", "retried", "rollback_retried", "compensated"]);
-
-export function history(task) {
-  const head = el("thead", {}, el("tr", {},
-    ["Time", "+", "Event", "Step", "Phase", "Attempt", "Actor", "Message"].map((h) => el("th", { text: h }))));
-  const rows = task.History.map((event) => {
-    const step = event.Cursor === null ? null : task.Steps[event.Cursor];
-    const kind = OPERATOR_EVENTS.has(event.Event) ? "ev-operator"
-      : /fail|lost|died|timed/.test(event.Event) ? "ev-bad" : "";
-    return el("tr", { class: kind },
-      el("td", { class: "nowrap" }, when(event.Time, true)),
-      el("td", { class: "num muted", text: offset(event.Time - task.TimeCreate) }),
-      el("td", {}, el("span", { class: "event", text: event.Event })),
-      el("td", { class: "nowrap", text: step ? `${event.Cursor} ${step.Name}` : "" }),
-      el("td", { text: event.Phase === null ? "" : PHASES[event.Phase] }),
-      el("td", { class: "num", text: event.Attempt ?? "" }),
-      el("td", { text: event.Actor ?? "" }),
-      el("td", { class: "message", text: event.Message }));
-  });
-  return el("table", { class: "history" }, head, el("tbody", {}, rows));
-}
-
-function offset(seconds) {
-  return seconds < 60 ? `${seconds.toFixed(2)} s` : `${(seconds / 60).toFixed(1)} min`;
 }
