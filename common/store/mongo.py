@@ -232,7 +232,9 @@ class MongoStore:
         self, alarm_id: str, by: str, now: float, reason: str | None = None
     ) -> Alarm | None:
         """The first acknowledgement stands: acknowledging again returns the alarm unchanged."""
-        done = {"Acknowledged": True, "AcknowledgedBy": by, "AcknowledgedAt": now, "AcknowledgedReason": reason}
+        done = {
+            "Acknowledged": True, "AcknowledgedBy": by, "AcknowledgedAt": now, "AcknowledgedReason": reason,
+        }  # fmt: skip
         doc = self._alarms.find_one_and_update(
             {"AlarmId": alarm_id, "Acknowledged": False},
             {"$set": done},

@@ -141,6 +141,7 @@ def test_a_task_with_a_future_start_is_scheduled_not_running(page, live, tasks):
     starts = datetime.fromtimestamp(int(start), ZoneInfo(TIME_ZONE)).strftime("%Y-%m-%d %H:%M:%S")
     expect(status).to_contain_text(f"starts at {starts} {TIME_ZONE_OFFSET}")
     expect(row(page, task_id).locator(".seg.st-running")).to_have_count(0)
+    expect(row(page, task_id).locator(".seg.st-scheduled")).to_have_count(1)  # step 0, in the legend's colour
     expect(row(page, task_id).locator(".st-running")).to_have_count(0)
     save_screenshot(page, page.shots, "op-scheduled-list")
     row(page, task_id).locator("a.task-link").click()
@@ -152,6 +153,8 @@ def test_a_task_with_a_future_start_is_scheduled_not_running(page, live, tasks):
         re.compile(rf"^scheduled: starts at {starts}")
     )
     expect(page.locator(".task-head .st-running, .timeline .st-running")).to_have_count(0)
+    expect(page.locator(".timeline + .legend")).to_contain_text("scheduled (waits for its start time)")
+    expect(page.locator(".action")).to_contain_text("No step has run yet: the task ends now")
     save_screenshot(page, page.shots, "op-scheduled-task")
     # Cancelled, so it does not sit in the list of the tests after this one.
     assert live.act(task_id, "cancel", "only a test").status_code == 200
@@ -218,8 +221,10 @@ def test_a_legend_explains_every_step_colour(page, tasks):
 
 def test_an_alarm_shows_its_task_state_now_and_links_to_it(page, live, tasks):
     stuck = tasks["stuck"]
-    live.store.add_alarm(Alarm(AlarmId=f"dl-{uuid.uuid4().hex[:8]}", Kind="dead_letter", Time=time.time(),
-                               Message="malformed step message: Attempt: missing", Module="mysql"))  # fmt: skip
+    live.store.add_alarm(Alarm(
+        AlarmId=f"dl-{uuid.uuid4().hex[:8]}", Kind="dead_letter", Time=time.time(),
+        Message="malformed step message: Attempt: missing", Module="mysql",
+    ))  # fmt: skip
     sign_in(page, at="/console/#/alarms")
     alarm = page.locator("tr.alarm-row", has=page.locator(f'a[title="{stuck}"]'))
     expect(alarm.locator(".alarm-task .badge")).to_have_text("Rollback failed")
@@ -242,8 +247,10 @@ def test_an_alarm_shows_its_task_state_now_and_links_to_it(page, live, tasks):
 def test_alarms_are_acknowledged_together_with_a_reason(page, live, tasks):
     ids = [f"bulk-{uuid.uuid4().hex[:8]}" for _ in range(3)]
     for n, alarm_id in enumerate(ids):
-        live.store.add_alarm(Alarm(AlarmId=alarm_id, Kind="dead_letter", Time=time.time() + n,
-                                   Message=f"bulk test {n}", TaskId=tasks["ok"], Module="resource"))  # fmt: skip
+        live.store.add_alarm(Alarm(
+            AlarmId=alarm_id, Kind="dead_letter", Time=time.time() + n,
+            Message=f"bulk test {n}", TaskId=tasks["ok"], Module="resource",
+        ))  # fmt: skip
     sign_in(page, at="/console/#/alarms")
     alarm = lambda alarm_id: page.locator(f'tr.alarm-row[data-alarm-id="{alarm_id}"]')  # noqa: E731
     expect(alarm(ids[0])).to_be_visible()

@@ -55,7 +55,8 @@ def create_task(body: CreateTask, context: Context, token: Submitter, response: 
         context.metrics.tasks_created.labels(task.TaskType).inc()
     else:
         response.status_code = 200
-    return TaskCreated(task_id=task.TaskId, created=submission.created, location=location, task=task_view(task, context.clock()))
+    shown = task_view(task, context.clock())
+    return TaskCreated(task_id=task.TaskId, created=submission.created, location=location, task=shown)
 
 
 @router.get("/tasks", response_model=TaskPage, summary="List tasks, newest first",

@@ -26,6 +26,9 @@ const ACTIONS = {
   },
 };
 
+// Nothing has run yet (not started, or scheduled): a cancel ends the task at once.
+const CANCEL_BEFORE_START = { ...ACTIONS.cancel, help: "No step has run yet: the task ends now, with nothing to roll back." };
+
 export function fittingActions(task) {
   switch (task.TaskStatus) {
     case 1: case 2: return task.CancelRequested ? [] : ["cancel"];
@@ -46,7 +49,7 @@ export function actionBar(task, perform) {
     return el("p", { class: "muted", text: why });
   }
   return el("div", { class: "action-bar" }, names.map((name) => {
-    const action = ACTIONS[name];
+    const action = name === "cancel" && !task.TimeStart ? CANCEL_BEFORE_START : ACTIONS[name];
     return el("div", { class: "action" },
       el("button", { type: "button", class: action.danger ? "danger" : "primary", dataset: { action: name },
         text: action.label, onclick: () => askReason({ title: action.label, help: action.help, danger: action.danger,

@@ -36,6 +36,7 @@ export const STEP_STATES = {
   skipped: { label: "skipped", css: "st-skipped" },
   cancelled: { label: "cancelled", css: "st-skipped" },
   compensated: { label: "compensated", css: "st-compensated" },
+  scheduled: { label: "scheduled", css: "st-scheduled" }, // the console's: a delayed step 0
 };
 
 // What the legend explains: each colour a step (or a progress segment) can have.
@@ -43,7 +44,7 @@ export const LEGEND = [
   ["st-waiting", "waiting / not run"], ["st-running", "running"], ["st-success", "succeeded"],
   ["st-failed", "failed"], ["st-rolling-back", "rolling back"], ["st-rolled-back", "rolled back"],
   ["st-rollback-failed", "rollback failed"], ["st-compensated", "compensated by hand"],
-  ["st-skipped", "skipped (nothing to undo)"],
+  ["st-skipped", "skipped (nothing to undo)"], ["st-scheduled", "scheduled (waits for its start time)"],
 ];
 
 export function stepState(state) {

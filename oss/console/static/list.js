@@ -98,7 +98,7 @@ function table(tasks) {
 
 function progress(task) {
   // A delayed task has dispatched step 0 (so it reads "running"), but nothing runs until its start.
-  const states = task.StepStates.map((state) => (task.ScheduledFor ? "waiting" : state));
+  const states = task.StepStates.map((state, index) => (!task.ScheduledFor ? state : index ? "waiting" : "scheduled"));
   return el("span", { class: "progress", "aria-label": states.join(", ") },
     states.map((state, index) => el("span",
       { class: `seg ${stepState(state).css}`, title: `step ${index}: ${stepState(state).label}` })));
