@@ -84,15 +84,20 @@ def test_filters_and_older_pages(page, live, tasks):
     assert statuses and set(statuses) <= {"Failed · rolled back", "Cancelled · rolled back"}
 
     page.goto("/console/#/tasks?limit=2")  # two a page: the cursor links walk back in time
+    expect(page.locator("a.older")).to_have_attribute("href", re.compile(r"\?limit=2&cursor="))
     seen: list[str] = []
     while True:
-        expect(page.locator("tr.task-row").first).to_be_visible()
-        seen += page.locator("tr.task-row").evaluate_all("rows => rows.map(r => r.dataset.taskId)")
+        # Rows and pager are drawn together: once the pager is there, the rows are this page's.
+        expect(page.locator(".pager")).to_be_visible()
+        shown = page.locator("tr.task-row").evaluate_all("rows => rows.map(r => r.dataset.taskId)")
+        seen += shown
         older = page.locator("a.older")
         if older.count() == 0:
             break
+        href = older.get_attribute("href")
         older.click()
-        expect(page.locator("a.newest")).to_be_visible()
+        expect(page).to_have_url(re.compile(re.escape(href) + "$"))
+        expect(page.locator("tr.task-row").first).not_to_have_attribute("data-task-id", shown[0])
     assert len(seen) == len(set(seen)) and set(tasks.values()) <= set(seen)
     assert_clean(page)
 
