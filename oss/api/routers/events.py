@@ -76,7 +76,7 @@ async def task_events(
         started, quiet_since = time.monotonic(), time.monotonic()
         while True:
             if current is not None and current.Version > seen_version:
-                shown = task_view(current)
+                shown = task_view(current, context.clock())
                 for event in shown.History[seen_events:]:
                     yield sse("change", event.model_dump_json())
                 seen_version, seen_events = current.Version, len(shown.History)
