@@ -66,3 +66,14 @@ def assert_clean(page: Any) -> None:
 
 def row(page: Any, task_id: str) -> Any:
     return page.locator(f'tr.task-row[data-task-id="{task_id}"]')
+
+
+def give_reason(page: Any, reason: str, screenshot: str) -> None:
+    """In the open reason dialog: no reason is refused (the dialog stays), then this one is sent."""
+    from playwright.sync_api import expect
+
+    page.click("#reason-dialog button[type=submit]")
+    expect(page.locator("#reason-dialog")).to_be_visible()
+    page.fill("#reason-dialog textarea", reason)
+    save_screenshot(page, page.shots, screenshot)
+    page.click("#reason-dialog button[type=submit]")

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.console.browser import SECRET, assert_clean, row, save_screenshot, sign_in
+from tests.console.browser import SECRET, assert_clean, give_reason, row, save_screenshot, sign_in
 from tests.console.live import FAIL_CHARGE, FAIL_CLEAN, OPERATOR, READER, LiveConsole
 
 try:
@@ -172,11 +172,7 @@ def test_compensate_asks_why_and_the_rollback_goes_on(page, live, tasks):
     )
     save_screenshot(page, page.shots, "task-rollback-failed")
     page.click("[data-action=compensate]")
-    page.click("#reason-dialog button[type=submit]")  # no reason yet: the dialog stays
-    expect(page.locator("#reason-dialog")).to_be_visible()
-    page.fill("#reason-dialog textarea", "dropped the database by hand")
-    save_screenshot(page, page.shots, "reason-dialog")
-    page.click("#reason-dialog button[type=submit]")
+    give_reason(page, "dropped the database by hand", "reason-dialog")
     expect(page.locator(".banner.ok")).to_contain_text("Mark compensated done")
     expect(page.locator(".timeline > li.step").nth(2)).to_have_attribute(
         "data-state", "compensated"

@@ -23,6 +23,7 @@ from tests.console.browser import (
     TIME_ZONE,
     TIME_ZONE_OFFSET,
     assert_clean,
+    give_reason,
     row,
     save_screenshot,
     sign_in,
@@ -259,11 +260,7 @@ def test_alarms_are_acknowledged_together_with_a_reason(page, live, tasks):
     alarm(ids[2]).locator("input.tick").check()
     expect(page.locator("#ack-selected")).to_have_text("Acknowledge selected (2)…")
     page.click("#ack-selected")
-    page.click("#reason-dialog button[type=submit]")  # no reason yet: the dialog stays
-    expect(page.locator("#reason-dialog")).to_be_visible()
-    page.fill("#reason-dialog textarea", "replayed the messages by hand")
-    save_screenshot(page, page.shots, "op-alarms-bulk-dialog")
-    page.click("#reason-dialog button[type=submit]")
+    give_reason(page, "replayed the messages by hand", "op-alarms-bulk-dialog")
     expect(page.locator(".banner.ok")).to_have_text("2 alarms acknowledged.")
     expect(alarm(ids[0])).to_have_count(0)
     expect(alarm(ids[2])).to_have_count(0)
