@@ -9,6 +9,9 @@ import { legend } from "./widgets.js";
 
 export function timeline(task) {
   return [
+    // A retry runs the flow again: the steps show this run; the history keeps the earlier ones.
+    task.Generation ? el("p", { class: "muted small run-note",
+      text: `Run ${task.Generation + 1}: the attempts of earlier runs are in the history below.` }) : null,
     el("ol", { class: "timeline" }, task.Steps.map((step, index) => stepItem(task, step, index))),
     legend(),
   ];

@@ -1,0 +1,43 @@
+"""oss.api.attempts: every attempt of a step phase read back from the history, for the runs that
+the API tests cannot reach without processes: a module shutting down under a claim (released,
+then claimed again) and a worker that died (its lease lapsed: the sweeper failed the attempt)."""
+
+from common.models import StepMessage
+from common.statuses import ResultCode
+from common.transitions import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt, release
+from oss.api.attempts import attempts
+from tests.support.builders import counter_ids, make_step
+
+
+def written(result):
+    assert not isinstance(result, Refusal), result
+    return result
+
+
+def claimed(task, owner, now):
+    entry = next(e for e in task.Outbox if e.DispatchId == task.Active.DispatchId)
+    return written(claim(task, StepMessage.model_validate(entry.Body), owner, Timing(now, lease=5)))
+
+
+def test_released_and_lost_attempts_each_keep_their_story():
+    ids = counter_ids()
+    task = create_task(task_type="t", steps=[make_step("only", retry=1)], parameters={}, timing=Timing(100.0), ids=ids)
+    task = claimed(task, "w1", 101.0)
+    task = written(release(task, task.Active.DispatchId, "w1", Timing(102.0), ids=ids))  # w1 shuts down
+    task = claimed(task, "w2", 103.0)
+    task = written(expire(task, Timing(109.0), ids=ids))  # w2 died: its lease lapsed at 108
+    task = claimed(task, "w3", 110.0)
+    assert [(a.Attempt, a.Worker, a.Outcome, a.TimeStart, a.TimeEnd) for a in attempts(task)] == [
+        (1, "w1", "released", 101.0, 102.0),
+        (1, "w2", "failed, retried", 103.0, 109.0),
+        (2, "w3", "running", 110.0, None),
+    ]
+    assert attempts(task)[1].Message == "lease of w2 lapsed"
+    done = written(finish_attempt(task, task.Active.DispatchId, "w3", AttemptResult(ResultCode.OK), Timing(111.0), ids=ids))
+    assert [(a.Outcome, a.TimeEnd) for a in attempts(done)][-1] == ("ok", 111.0)
+
+
+def test_a_dispatch_nobody_claimed_is_no_attempt():
+    task = create_task(task_type="t", steps=[make_step("only")], parameters={}, timing=Timing(100.0), ids=counter_ids())
+    assert attempts(task) == []
+    assert [a.Outcome for a in attempts(claimed(task, "w1", 101.0))] == ["running"]
