@@ -12,6 +12,8 @@ import { go, hashFor } from "./route.js";
 
 const PAGE_SIZE = 25;
 const REFRESH_MS = 3000;
+// A search is a scan of every task (no index holds substrings): refreshed less often.
+const SEARCH_REFRESH_MS = 15000;
 
 export function showTasks(root, _arg, params) {
   const results = el("section", { class: "results", "aria-live": "polite" });
@@ -23,6 +25,7 @@ export function showTasks(root, _arg, params) {
     counts,
     results);
   let shown = "";
+  const every = params.q ? SEARCH_REFRESH_MS : REFRESH_MS;
   const refresh = async () => {
     let page;
     try {
@@ -33,7 +36,7 @@ export function showTasks(root, _arg, params) {
     }
     const running = page.items.some((t) => !FINAL.has(t.TaskStatus));
     stamp.textContent = running || !params.cursor
-      ? `auto-refresh every ${REFRESH_MS / 1000} s · updated ${nowText()}`
+      ? `auto-refresh every ${every / 1000} s · updated ${nowText()}`
       : `updated ${nowText()}`;
     const fingerprint = JSON.stringify(page);
     if (fingerprint !== shown) { // re-draw only on change: no flicker, hover and focus kept
@@ -44,7 +47,7 @@ export function showTasks(root, _arg, params) {
     // The first page also picks up new tasks; an older page only changes while tasks on it run.
     return running || !params.cursor;
   };
-  const polling = poller(refresh, REFRESH_MS);
+  const polling = poller(refresh, every);
   polling.start();
   return polling;
 }
