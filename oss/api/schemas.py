@@ -144,17 +144,19 @@ class AlarmList(BaseModel):
     items: list[AlarmView]
 
 
+# Alarm and task ids are baton's own (hex), or a test's plain names: nothing else can match one.
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,128}$")]
+
+
 class AlarmFilter(_Request):
-    kind: str | None = Field(None, max_length=64, description="rollback_failed or dead_letter")
-    task_id: str | None = Field(None, min_length=1, max_length=128)
+    kind: Id | None = Field(None, description="rollback_failed or dead_letter")
+    task_id: Id | None = None
 
 
 class AcknowledgeAlarms(_Request):
     """Which open alarms to acknowledge: `ids`, or every open one `filter` matches (both: either)."""
 
-    ids: list[Annotated[str, StringConstraints(min_length=1, max_length=128)]] = Field(
-        default_factory=list, max_length=500
-    )
+    ids: list[Id] = Field(default_factory=list, max_length=500)
     filter: AlarmFilter | None = None
     reason: Reason = Field(description="Recorded on every alarm acknowledged")
 

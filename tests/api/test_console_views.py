@@ -4,6 +4,7 @@ acknowledging many alarms at once with a reason."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from common.models import Alarm
@@ -159,9 +160,11 @@ def test_acknowledge_many_refuses_what_it_cannot_do(api):
         ({"ids": ["a-1"], "reason": "why", "extra": 1}, "extra"),
         ({"ids": ["x"] * 501, "reason": "why"}, "ids"),
         ({"filter": {"colour": "red"}, "reason": "why"}, "filter.colour"),
+        ({"ids": ["a-1", "\ud800"], "reason": "why"}, "ids[1]"),
+        ({"filter": {"task_id": "x y"}, "reason": "why"}, "filter.task_id"),
     ]
-    for body, path in cases:
-        response = api.client.post(ACK, json=body, headers=auth())
+    for body, path in cases:  # as text: the client would not encode a lone surrogate
+        response = api.client.post(ACK, content=json.dumps(body), headers={**auth(), "Content-Type": "application/json"})
         assert response.status_code == 422, (body, response.text)
         assert [f["path"] for f in response.json()["error"]["fields"]] == [path], body
     assert api.client.post(ACK, json={"ids": ["a-1"], "reason": "x"}, headers=auth(READER)).status_code == 403
