@@ -67,6 +67,11 @@ class Settings(ConfigFileSources, BaseSettings):
     store_url: str = Field(
         "sqlite:var/baton.db", description="sqlite:relative.db, sqlite:///abs/path.db, mongodb://..., mongomock://"
     )
+    # Named BATON_RESOURCE_INVENTORY_URL for where it is used most; every surface (the resource
+    # module, `baton hosts`, /api/v1/hosts, the reconciler) reads it here, so they cannot disagree.
+    resource_inventory_url: str | None = Field(
+        None, description="Where the resource inventory lives; default BATON_STORE_URL"
+    )
     flows_path: str = Field("flows.yaml", description="The task types")
     concurrency: int = Field(4, ge=1, le=256, description="Steps a module process runs at once")
     prefetch: int = Field(0, ge=0, description="Unacked deliveries per consumer; 0 means = concurrency")
@@ -101,6 +106,11 @@ class Settings(ConfigFileSources, BaseSettings):
     @property
     def effective_prefetch(self) -> int:
         return self.prefetch or self.concurrency
+
+    @property
+    def inventory_url(self) -> str:
+        """The resource inventory: its own URL if set, else beside the tasks."""
+        return self.resource_inventory_url or self.store_url
 
     @property
     def effective_heartbeat(self) -> float:

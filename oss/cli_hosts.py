@@ -19,7 +19,7 @@ from oss.hosts_service import HostsService
 
 def _service() -> HostsService:
     try:
-        return HostsService.open(load_settings().store_url)
+        return HostsService.open(load_settings())
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from common.settings import Settings
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity, Claim, Host, HostState, Inventory, UnknownHost
 
@@ -30,9 +31,10 @@ class HostsService:
         self._clock = clock
 
     @classmethod
-    def open(cls, store_url: str) -> HostsService:
-        """On the inventory beside the task store that BATON_STORE_URL names."""
-        return cls(open_inventory(store_url))
+    def open(cls, settings: Settings) -> HostsService:
+        """On the inventory the resource module uses: BATON_RESOURCE_INVENTORY_URL, else beside
+        the task store (Settings.inventory_url)."""
+        return cls(open_inventory(settings.inventory_url))
 
     def add(self, name: str, cpu: int, memory_mb: int, storage_gb: int) -> Host:
         return self._inventory.add_host(name, Capacity(cpu, memory_mb, storage_gb), self._clock())

@@ -44,8 +44,7 @@ class ResourceParts:
 def open_parts() -> ResourceParts:
     """Once per command process: the inventory handle its commands share."""
     settings = load_resource_settings()
-    url = settings.inventory_url or load_settings().store_url
-    return ResourceParts(open_inventory(url), settings.reservation_ttl_seconds)
+    return ResourceParts(open_inventory(load_settings().inventory_url), settings.reservation_ttl_seconds)
 
 
 def _parts(ctx: CommandContext) -> ResourceParts:

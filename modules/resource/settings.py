@@ -16,7 +16,8 @@ class ResourceSettings(ConfigFileSources, BaseSettings):
     # longer than check -> init -> deduct ever takes with their retries, short enough that lost
     # capacity comes back the same hour.
     reservation_ttl_seconds: float = Field(1800.0, gt=0, description="How long a reservation holds")
-    inventory_url: str | None = Field(None, description="Where the inventory lives; default BATON_STORE_URL")
+    # BATON_RESOURCE_INVENTORY_URL is read by common.settings (Settings.inventory_url): the CLI
+    # and the API use it too.
 
 
 def load_resource_settings() -> ResourceSettings:

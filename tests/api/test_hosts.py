@@ -35,3 +35,21 @@ def test_host_errors(api):
     bad = api.client.post("/api/v1/hosts", json={**HOST, "cpu": -1, "name": "a b"}, headers=auth(OPERATOR))
     assert bad.status_code == 422
     assert {f["path"] for f in bad.json()["error"]["fields"]} >= {"cpu", "name"}
+
+
+def test_hosts_live_in_the_inventory_the_resource_module_uses(tmp_path):
+    """BATON_RESOURCE_INVENTORY_URL, when set, is where the API reads and adds hosts."""
+    from fastapi.testclient import TestClient
+
+    from common.store.inventory_factory import open_inventory
+    from tests.api.support import open_api
+
+    elsewhere = f"sqlite:///{tmp_path / 'inventory.db'}"
+    app, store, broker = open_api(tmp_path, resource_inventory_url=elsewhere)
+    with TestClient(app) as client:
+        assert client.post("/api/v1/hosts", json=HOST, headers=auth(OPERATOR)).status_code == 201
+        assert [h["name"] for h in client.get("/api/v1/hosts", headers=auth(READER)).json()["items"]] == ["db-host-1"]
+    store.close()
+    broker.close()
+    assert [h.name for h in open_inventory(elsewhere).list_hosts(0.0)] == ["db-host-1"]
+    assert open_inventory(f"sqlite:///{tmp_path / 'api.db'}").list_hosts(0.0) == []

@@ -46,7 +46,7 @@ def hosts_service(request: Request, context: Context) -> HostsService:
     """One per app, opened on first use beside the task store (as `baton hosts` does)."""
     state = request.app.state
     if getattr(state, "hosts", None) is None:
-        state.hosts = HostsService.open(context.settings.store_url)
+        state.hosts = HostsService.open(context.settings)
     return state.hosts  # type: ignore[no-any-return]
 
 
