@@ -14,11 +14,15 @@ import os
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from common.errors import CommandFailed
+from common.errors import CommandFailed, StoreError
 from common.logging import configure_logging
+from common.models import Task
+from common.store.factory import open_store
+from common.store.port import TaskStore
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.registry import CommandContext, CommandRegistry, load_registry
 from common.statuses import Phase
@@ -27,7 +31,12 @@ PR_SET_PDEATHSIG = 1
 
 
 def child_main(
-    registry_ref: str, conn: Connection, fault_injection: bool, log_format: str = "console", log_level: str = "info"
+    registry_ref: str,
+    conn: Connection,
+    fault_injection: bool,
+    log_format: str = "console",
+    log_level: str = "info",
+    store_url: str | None = None,
 ) -> None:
     configure_logging(log_format, log_level)  # a command's log lines look like its module's
     os.setsid()  # own process group: the parent kills the command and whatever it started
@@ -35,17 +44,39 @@ def child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     registry = load_registry(registry_ref)
     resources = registry.make_resources()
+    read_task = _task_reader(store_url)
     conn.send({"ready": True})  # imports done: the parent may count this slot as available
     while True:
         try:
             request = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send(execute(registry, request, fault_injection, resources))
+        conn.send(execute(registry, request, fault_injection, resources, read_task))
+
+
+def _task_reader(store_url: str | None) -> Callable[[str], Task | None] | None:
+    """The store, opened on first use (a command that never checks its fence never connects)."""
+    if store_url is None:
+        return None
+    opened: list[TaskStore] = []
+
+    def read(task_id: str) -> Task | None:
+        if not opened:
+            opened.append(open_store(store_url))
+        try:
+            return opened[0].get(task_id)
+        except StoreError as exc:
+            raise CommandFailed(f"cannot check the fencing token: {exc}") from None  # retryable
+
+    return read
 
 
 def execute(
-    registry: CommandRegistry, request: dict[str, Any], fault_injection: bool, resources: Any = None
+    registry: CommandRegistry,
+    request: dict[str, Any],
+    fault_injection: bool,
+    resources: Any = None,
+    read_task: Callable[[str], Task | None] | None = None,
 ) -> dict[str, Any]:
     """Run one command; always answer with {"ok", "message", "output", "retryable"}."""
     context = CommandContext(
@@ -60,6 +91,9 @@ def execute(
         parameters=request["parameters"],
         resources=resources,
         run_key=request["run_key"],
+        dispatch_id=request.get("dispatch_id", ""),
+        owner=request.get("owner", ""),
+        read_task=read_task,
     )
     try:
         if fault_injection:

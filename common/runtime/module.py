@@ -49,7 +49,8 @@ class ModuleRuntime:
         self._queues = {module_queue(self.module), ALARM_QUEUE, *queues_to_declare}
         self._extra = dict(extra_consumers or {})
         self._runner = CommandRunner(
-            registry_ref, settings.concurrency, settings.fault_injection, settings.log_format, settings.log_level
+            registry_ref, settings.concurrency, settings.fault_injection, settings.log_format, settings.log_level,
+            store_url=settings.store_url,
         )
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock)
         self._publisher = OutboxPublisher(

@@ -17,6 +17,10 @@ connection pool, a store handle) comes from a setup function, run once in each c
 and reaches each command as `ctx.resources`. It reports a failure it understands by raising CommandFailed; any
 other exception fails the attempt as well. Commands run at least once: use the idempotency key so
 that running twice has no double effect.
+
+A command may also outlive its claim (its process froze past the lease; see common/fence.py):
+before a side effect that a rollback may undo, call `ctx.check_fence()`, under the same lock or
+transaction the undo takes.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.fence import FencingToken, check_fence
+from common.models import Task
 from common.statuses import Phase
 
 
@@ -44,6 +50,22 @@ class CommandContext:
     # Names this run of the task, the same for all its steps (e.g. a resource claim held from
     # check to deduct). A task an operator restarted gets a new one.
     run_key: str = ""
+    # The fencing token: this attempt's dispatch id and the worker that claimed it.
+    dispatch_id: str = ""
+    owner: str = ""
+    # Reads the task from the store (in the command's own process); None where there is no store.
+    read_task: Callable[[str], Task | None] | None = None
+
+    @property
+    def fencing_token(self) -> FencingToken:
+        return FencingToken(self.task_id, self.cursor, self.phase, self.attempt, self.dispatch_id, self.owner)
+
+    def check_fence(self) -> None:
+        """Raise StaleFence (a CommandFailed) unless this attempt is still its task's current run,
+        RUNNING under this worker. Call it right before a side effect, under the lock the undo takes."""
+        if self.read_task is None:
+            raise RuntimeError("this command runs without a store: its fence cannot be checked")
+        check_fence(self.read_task, self.fencing_token)
 
 
 CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]

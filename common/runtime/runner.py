@@ -53,6 +53,8 @@ class CommandRequest:
     idempotency_key: str
     run_key: str
     parameters: dict[str, Any] = field(default_factory=dict)
+    dispatch_id: str = ""  # with owner: the fencing token (common/fence.py)
+    owner: str = ""
 
 
 class CommandRunner:
@@ -63,8 +65,10 @@ class CommandRunner:
         fault_injection: bool = False,
         log_format: str = "console",
         log_level: str = "info",
+        store_url: str | None = None,
     ):
         self._registry_ref = registry_ref
+        self._store_url = store_url  # the children read tasks from it to check fencing tokens
         self._log = (log_format, log_level)
         self._size = size
         self._fault_injection = fault_injection
@@ -130,7 +134,7 @@ class CommandRunner:
         parent_end, child_end = self._context.Pipe()
         process = self._context.Process(
             target=child_main,
-            args=(self._registry_ref, child_end, self._fault_injection, *self._log),
+            args=(self._registry_ref, child_end, self._fault_injection, *self._log, self._store_url),
             daemon=True,
             name=f"baton-command-{self._registry_ref}",
         )

@@ -122,6 +122,8 @@ class StepHandler:
             idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase, task.Generation),
             run_key=run_key(task.TaskId, task.Generation),
             parameters=task.Parameters,
+            dispatch_id=message.DispatchId,
+            owner=self._config.owner,
         )
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()

@@ -19,7 +19,7 @@ from common.runtime.registry import CommandContext, CommandRegistry
 from modules.mysql import provision
 from modules.mysql.naming import access_from, connection_limit, given_password, instance_name
 from modules.mysql.provision import Placement
-from modules.mysql.server import Server
+from modules.mysql.server import LockBusy, Server
 from modules.mysql.settings import MysqlSettings, load_mysql_settings
 
 registry = CommandRegistry("mysql")
@@ -58,6 +58,8 @@ def _server(ctx: CommandContext) -> Iterator[Server]:
         yield server
     except pymysql.err.OperationalError as exc:  # lost connection, lock wait timeout...: retry
         raise CommandFailed(f"MySQL: {exc.args[-1]}") from None
+    except LockBusy as exc:
+        raise CommandFailed(str(exc)) from None
     finally:
         server.close()
 
@@ -74,7 +76,7 @@ def init_instance(ctx: CommandContext) -> dict:
     with _server(ctx) as server:
         return provision.init_instance(
             server, ctx.resources.placement, name=name, access=access, password=password,
-            task_id=ctx.task_id, key=ctx.idempotency_key,
+            task_id=ctx.task_id, key=ctx.idempotency_key, run_key=ctx.run_key, fence=ctx.check_fence,
         )
 
 
@@ -85,7 +87,7 @@ def clean_instance(ctx: CommandContext) -> dict:
     except CommandFailed:
         return {"instance_cleaned": False}  # init refused this name: it created nothing
     with _server(ctx) as server:
-        return provision.clean_instance(server, name=name, task_id=ctx.task_id)
+        return provision.clean_instance(server, name=name, task_id=ctx.task_id, run_key=ctx.run_key)
 
 
 @registry.command()
@@ -99,11 +101,18 @@ def drop_instance(ctx: CommandContext) -> dict:
 def set_connection_limit(ctx: CommandContext) -> dict:
     name, limit = _name(ctx), connection_limit(ctx.parameters.get("max_connections"))
     with _server(ctx) as server:
-        # One change per task: its rollback (another step phase, another idempotency key) finds it.
-        return provision.set_connection_limit(server, name=name, limit=limit, change_key=ctx.task_id)
+        # One change per run of the task: its rollback (another step phase, another idempotency
+        # key) finds it; an operator's restart (a new run) makes a new one.
+        return provision.set_connection_limit(
+            server, name=name, limit=limit, change_key=ctx.run_key, fence=ctx.check_fence
+        )
 
 
 @registry.command()
 def restore_connection_limit(ctx: CommandContext) -> dict:
+    try:
+        name = _name(ctx)
+    except CommandFailed:
+        return {"connection_limit_restored": False}  # the change refused this name: it changed nothing
     with _server(ctx) as server:
-        return provision.restore_connection_limit(server, change_key=ctx.task_id)
+        return provision.restore_connection_limit(server, name=name, change_key=ctx.run_key)

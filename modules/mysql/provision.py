@@ -12,11 +12,20 @@ from a key and the step's idempotency key, so the re-run recreates nothing and r
 password. Known window: if someone outside baton creates a database of the same name between our
 check and our CREATE, the re-run adopts it; baton cannot tell the two apart (MySQL DDL is not
 transactional).
+
+Fencing (common/fence.py): a command can outlive its claim (its replica froze past the lease) and
+resume after the task was rolled back. So every change to an instance runs under the instance's
+lock (Server.instance_lock), which clean_instance takes as well; clean_instance leaves a tombstone
+for the task's run before it removes anything; and init_instance, holding the lock, refuses a run
+with a tombstone or a stale fencing token. A late init therefore either finished its creation
+before the clean took the lock (and the clean removes it), or finds the tombstone, or had its
+session killed by the clean while it held the lock: it never re-creates what a rollback removed.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +48,36 @@ class Placement:
     password_secret: bytes | None  # None: use the server's own key (Server.password_key)
 
 
+Fence = Callable[[], None]  # raises (StaleFence) when the command's step is no longer current
+
+
+def _no_fence() -> None:
+    """Tools and tests that act outside a task's step: only the tombstones fence them."""
+
+
 def init_instance(
+    server: Server,
+    place: Placement,
+    *,
+    name: str,
+    access: str,
+    password: str | None,
+    task_id: str,
+    key: str,
+    run_key: str | None = None,
+    fence: Fence = _no_fence,
+) -> dict[str, Any]:
+    with server.instance_lock(name):
+        if server.has_tombstone(run_key or task_id):
+            raise CommandFailed(
+                f"instance {name} of this run was cleaned by its rollback; refusing to create it again",
+                retryable=False,
+            )
+        fence()
+        return _create(server, place, name=name, access=access, password=password, task_id=task_id, key=key)
+
+
+def _create(
     server: Server, place: Placement, *, name: str, access: str, password: str | None, task_id: str, key: str
 ) -> dict[str, Any]:
     now = time.time()
@@ -74,17 +112,27 @@ def init_instance(
     }
 
 
-def clean_instance(server: Server, *, name: str, task_id: str) -> dict[str, Any]:
-    """Undo init_instance of THIS task: nothing happens to an instance another task created."""
-    row = server.owned(name)
-    if row is None or row.owner_task != task_id:
-        return {"instance_cleaned": False}
-    _remove(server, row)
+def clean_instance(server: Server, *, name: str, task_id: str, run_key: str | None = None) -> dict[str, Any]:
+    """Undo init_instance of THIS task: nothing happens to an instance another task created.
+
+    The tombstone comes first, before the lock: an init of this run that takes the lock after
+    it (a late or frozen one) refuses to create anything."""
+    server.leave_tombstone(run_key or task_id, name, task_id, time.time())
+    with server.instance_lock(name):
+        row = server.owned(name)
+        if row is None or row.owner_task != task_id:
+            return {"instance_cleaned": False}
+        _remove(server, row)
     log.info("instance cleaned", instance=name)
     return {"instance_cleaned": True}
 
 
 def drop_instance(server: Server, *, name: str, user_host: str) -> dict[str, Any]:
+    with server.instance_lock(name):
+        return _drop(server, name=name, user_host=user_host)
+
+
+def _drop(server: Server, *, name: str, user_host: str) -> dict[str, Any]:
     row = server.owned(name)
     if row is None:
         if server.database_exists(name) or server.user_exists(name, user_host):
@@ -95,10 +143,24 @@ def drop_instance(server: Server, *, name: str, user_host: str) -> dict[str, Any
     return {"instance_dropped": {"name": name, "existed": True}}
 
 
-def set_connection_limit(server: Server, *, name: str, limit: int, change_key: str) -> dict[str, Any]:
-    """Record the limit in force BEFORE changing it, so the rollback (even of a re-run) restores it."""
+def set_connection_limit(
+    server: Server, *, name: str, limit: int, change_key: str, fence: Fence = _no_fence
+) -> dict[str, Any]:
+    """Record the limit in force BEFORE changing it, so the rollback (even of a re-run) restores it.
+
+    The record is also this change's tombstone: once its rollback marked it restored, a late
+    attempt of the change (a frozen replica resuming) refuses instead of applying it again."""
+    with server.instance_lock(name):
+        fence()
+        return _set_limit(server, name=name, limit=limit, change_key=change_key)
+
+
+def _set_limit(server: Server, *, name: str, limit: int, change_key: str) -> dict[str, Any]:
     row = _ready(server, name)
     change = server.limit_change(change_key)
+    if change is not None and change.state == "restored":
+        raise CommandFailed(f"the connection limit change on {name} was rolled back; refusing to apply it again",
+                            retryable=False)
     if change is None:
         previous = server.user_connection_limit(name, row.user_host)
         if previous is None:
@@ -110,7 +172,12 @@ def set_connection_limit(server: Server, *, name: str, limit: int, change_key: s
     return {"connection_limit": {"name": name, "max_connections": change.requested, "previous": change.previous}}
 
 
-def restore_connection_limit(server: Server, *, change_key: str) -> dict[str, Any]:
+def restore_connection_limit(server: Server, *, name: str, change_key: str) -> dict[str, Any]:
+    with server.instance_lock(name):
+        return _restore_limit(server, change_key=change_key)
+
+
+def _restore_limit(server: Server, *, change_key: str) -> dict[str, Any]:
     change = server.limit_change(change_key)
     if change is None:
         return {"connection_limit_restored": False}  # the change never started: nothing to undo

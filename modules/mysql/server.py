@@ -8,17 +8,25 @@ autocommit mode and each method is one step that is safe to repeat.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pymysql
+import structlog
 
 from modules.mysql.naming import grant_database, quote_identifier
 from modules.mysql.settings import MysqlSettings
 
 _SECRET_NAME = "password_key"
+log = structlog.get_logger(__name__)
+
+
+class LockBusy(Exception):
+    """The instance's lock could not be taken, even after ending its holder's session."""
 
 
 @dataclass(frozen=True)
@@ -44,9 +52,11 @@ class LimitChange:
 
 
 class Server:
-    def __init__(self, conn: Any, meta_schema: str):
+    def __init__(self, conn: Any, meta_schema: str, lock_wait: int = 10):
         self._conn = conn
+        self._meta_name = meta_schema
         self._meta = quote_identifier(meta_schema)
+        self._lock_wait = lock_wait
 
     @classmethod
     def connect(cls, settings: MysqlSettings) -> Server:
@@ -61,7 +71,7 @@ class Server:
             charset="utf8mb4",
             connect_timeout=settings.connect_timeout_seconds,
         )
-        return cls(conn, settings.meta_schema)
+        return cls(conn, settings.meta_schema, settings.lock_wait_seconds)
 
     def close(self) -> None:
         self._conn.close()
@@ -90,6 +100,16 @@ class Server:
                 requested INT NOT NULL,
                 state VARCHAR(16) NOT NULL,
                 updated_at DOUBLE NOT NULL
+            ) ENGINE=InnoDB"""
+        )
+        # One row per run of a task whose instance was cleaned (rolled back): init refuses that
+        # run for good, so a late command of it cannot create what the rollback removed.
+        self._run(
+            f"""CREATE TABLE IF NOT EXISTS {self._meta}.tombstones (
+                run_key VARCHAR(255) NOT NULL PRIMARY KEY,
+                name VARCHAR(64) NOT NULL,
+                owner_task VARCHAR(128) NOT NULL,
+                created_at DOUBLE NOT NULL
             ) ENGINE=InnoDB"""
         )
         self._run(
@@ -151,6 +171,56 @@ class Server:
             f"UPDATE {self._meta}.limit_changes SET state = %s, updated_at = %s WHERE change_key = %s",
             (state, now, change_key),
         )
+
+    def leave_tombstone(self, run_key: str, name: str, owner_task: str, now: float) -> None:
+        self._run(
+            f"INSERT IGNORE INTO {self._meta}.tombstones (run_key, name, owner_task, created_at) VALUES (%s, %s, %s, %s)",
+            (run_key, name, owner_task, now),
+        )
+
+    def has_tombstone(self, run_key: str) -> bool:
+        return self._one(f"SELECT 1 FROM {self._meta}.tombstones WHERE run_key = %s", (run_key,)) is not None
+
+    def all_owned(self) -> list[OwnedInstance]:
+        rows = self._all(
+            f"SELECT name, user_host, owner_task, owner_key, access, state, created_at FROM {self._meta}.instances", ()
+        )
+        return [OwnedInstance(*row) for row in rows]
+
+    @contextlib.contextmanager
+    def instance_lock(self, name: str) -> Iterator[None]:
+        """Hold the instance's named lock (GET_LOCK: it survives the implicit commits of DDL).
+
+        Every change to an instance (create, clean, drop, connection limit) runs under it, and a
+        change checks its fence under it, so a check and the DDL it allows cannot be separated
+        by a rollback. A holder still there after lock_wait seconds is taken for frozen and its
+        session is killed: MariaDB then frees the lock, and the frozen command's next statement
+        fails. A live command that is merely slow is killed too; its step retries (idempotent).
+        """
+        lock = self._lock_name(name)
+        if not self._get_lock(lock):
+            holder = self._one("SELECT IS_USED_LOCK(%s)", (lock,))
+            if holder is not None and holder[0] is not None:
+                log.warning("instance lock held too long; ending the holder's session", instance=name,
+                            session=int(holder[0]), waited=self._lock_wait)
+                with contextlib.suppress(pymysql.err.OperationalError, pymysql.err.InternalError):
+                    self._run(f"KILL CONNECTION {int(holder[0])}")
+            if not self._get_lock(lock):
+                raise LockBusy(f"instance {name} is locked by another session")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(pymysql.err.Error):
+                self._one("SELECT RELEASE_LOCK(%s)", (lock,))
+
+    def _get_lock(self, lock: str) -> bool:
+        row = self._one("SELECT GET_LOCK(%s, %s)", (lock, self._lock_wait))
+        return row is not None and row[0] == 1
+
+    def _lock_name(self, name: str) -> str:
+        # At most 64 characters (MySQL's limit), one per meta schema and instance name.
+        digest = hashlib.sha256(f"{self._meta_name}.{name}".encode()).hexdigest()[:40]
+        return f"baton_instance_{digest}"
 
     # --- databases and users -------------------------------------------------------------------
 

@@ -38,6 +38,10 @@ class MysqlSettings(ConfigFileSources, BaseSettings):
         None, description="Key passwords are derived from; default a random one kept in the meta schema"
     )
     connect_timeout_seconds: int = Field(10, ge=1, le=300)
+    # Every change to an instance holds its lock (server.Server.instance_lock). A holder past this
+    # is taken for frozen (a replica stopped mid-command): its session is killed, so it can never
+    # resume its half-done change after a rollback undid it.
+    lock_wait_seconds: int = Field(10, ge=1, le=600)
 
     @field_validator("user_host")
     @classmethod

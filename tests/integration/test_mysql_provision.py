@@ -163,9 +163,9 @@ def test_connection_limit_is_set_and_restored_once(server, place, sandbox) -> No
     # A re-run keeps the limit that was in force BEFORE the first run as the one to restore.
     again = provision.set_connection_limit(server, name=name, limit=3, change_key="limit-task")
     assert again == changed and server.user_connection_limit(name, "%") == 3
-    provision.restore_connection_limit(server, change_key="limit-task")
-    provision.restore_connection_limit(server, change_key="limit-task")
+    provision.restore_connection_limit(server, name=name, change_key="limit-task")
+    provision.restore_connection_limit(server, name=name, change_key="limit-task")
     assert server.user_connection_limit(name, "%") == 0
-    assert provision.restore_connection_limit(server, change_key="never") == {"connection_limit_restored": False}
+    assert provision.restore_connection_limit(server, name=name, change_key="never") == {"connection_limit_restored": False}
     with pytest.raises(CommandFailed, match="no ready instance"):
         provision.set_connection_limit(server, name=sandbox.name("nope"), limit=3, change_key="x")
