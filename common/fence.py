@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from common.errors import CommandFailed
 from common.models import Task
-from common.statuses import FINAL_STATUSES, Phase, RunState
+from common.statuses import FINAL_STATUSES, Phase, RunState, TaskStatus
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,17 @@ def current_run_refusal(task: Task | None, token: FencingToken) -> str | None:
     if run.State is not RunState.RUNNING or run.Owner != token.owner:
         return f"the step is {run.State.value} under {run.Owner}"
     return None
+
+
+def rollback_reached(task: Task | None, cursor: int) -> bool:
+    """True once the rollback of step `cursor` has begun (or the task ended without success):
+    an effect a late command made now is one that rollback may already have missed, and the
+    command must undo it itself. Pure; the same note on several active runs applies."""
+    if task is None:
+        return True  # gone: nobody else will undo anything
+    if task.TaskStatus in FINAL_STATUSES:
+        return task.TaskStatus is not TaskStatus.SUCCESS
+    return task.Steps[cursor].RollbackAttempts > 0
 
 
 def check_fence(read_task: Callable[[str], Task | None], token: FencingToken) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.fence import FencingToken, check_fence
+from common.fence import FencingToken, check_fence, rollback_reached
 from common.models import Task
 from common.statuses import Phase
 
@@ -66,6 +66,14 @@ class CommandContext:
         if self.read_task is None:
             raise RuntimeError("this command runs without a store: its fence cannot be checked")
         check_fence(self.read_task, self.fencing_token)
+
+    def rollback_reached(self) -> bool:
+        """True once this step's rollback has begun (or the task ended without success). For an
+        effect that cannot be fenced under a lock: make it, then ask this; if True, undo it
+        yourself (the rollback may have run before the effect, and found nothing to undo)."""
+        if self.read_task is None:
+            raise RuntimeError("this command runs without a store: its fence cannot be checked")
+        return rollback_reached(self.read_task(self.task_id), self.cursor)
 
 
 CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]

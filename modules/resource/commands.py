@@ -4,6 +4,13 @@ check_resource reserves room on a host for the whole task (the reservation lapse
 dies before deduct_resource charges it); restore_resource gives it back when the task rolls back;
 release_resource frees what a deleted instance held. Each is idempotent: the claim is keyed by the
 task (requests.claim_key) and a release by its step's idempotency key.
+
+Fencing (common/fence.py): a check_resource that outlived its claim must not hold capacity for a
+task that was rolled back. After restore_resource, the key is closed for good (a closed claim
+never reserves again: the inventory port's rule). Before it, restore finds nothing to give back
+when no attempt had reserved yet; so check_resource checks its fencing token before reserving,
+and after reserving asks whether this step's rollback has begun: if so, it restores the claim
+itself (the rollback may have come first).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ def _parts(ctx: CommandContext) -> ResourceParts:
 def check_resource(ctx: CommandContext) -> dict:
     parts = _parts(ctx)
     need, holder = need_from(ctx.parameters), holder_from(ctx.parameters)
+    ctx.check_fence()
     now = time.time()
     try:
         claim = parts.inventory.reserve(claim_key(ctx.run_key), need, holder, now, now + parts.reservation_ttl)
@@ -66,6 +74,10 @@ def check_resource(ctx: CommandContext) -> dict:
         raise CommandFailed(str(exc), retryable=False) from None
     if claim.state is not ClaimState.RESERVED and claim.state is not ClaimState.DEDUCTED:
         raise CommandFailed(f"this task's reservation is {claim.state.value}; submit a new task", retryable=False)
+    if ctx.rollback_reached():
+        parts.inventory.restore(claim.key, time.time())
+        log.warning("late reservation given back: the task's rollback has begun", host=claim.host, holder=holder)
+        raise CommandFailed("the task is being rolled back; reservation given back", retryable=False)
     log.info("capacity reserved", host=claim.host, holder=holder, **need.as_dict())
     return {"reservation": summary(claim)}
 

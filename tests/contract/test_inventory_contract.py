@@ -207,6 +207,23 @@ def test_restore_gives_a_reservation_or_deduction_back_once(inventory: Any, char
     assert inventory.restore("unknown", NOW) is None
 
 
+@pytest.mark.parametrize("charged", [False, True])
+def test_a_late_reserve_after_restore_reserves_nothing(inventory: Any, charged: bool) -> None:
+    """A check_resource that outlived its claim (a frozen replica) reserves again after the
+    rollback's restore: the key is closed for good, so nothing is taken, even with room to spare."""
+    inventory.add_host("db-1", HOST, NOW)
+    reserve(inventory, "run-1")
+    if charged:
+        inventory.deduct("run-1", NOW)
+    inventory.restore("run-1", NOW + 1)
+    late = reserve(inventory, "run-1", now=NOW + 2)
+    assert late.state is ClaimState.RESTORED and not late.live
+    assert inventory.get_host("db-1", NOW + 2).used == Capacity()
+    assert [c.key for c in inventory.list_claims(NOW + 2, live_only=True)] == []
+    with pytest.raises(ClaimClosed):
+        inventory.deduct("run-1", NOW + 3)  # nor can a late deduct charge it
+
+
 def test_restore_leaves_an_expired_reservation_expired(inventory: Any) -> None:
     inventory.add_host("db-1", HOST, NOW)
     reserve(inventory, "k1", ttl=10)

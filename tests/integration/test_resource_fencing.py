@@ -1,0 +1,78 @@
+"""check_resource run late (its replica froze past the lease) never leaves capacity held for a
+task whose rollback has begun: the command as its process runs it, on a real SQLite store and
+inventory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.runtime.child import execute
+from common.statuses import Phase
+from common.store.inventory_factory import open_inventory
+from common.store.inventory_port import Capacity
+from common.store.mutate import mutate
+from common.store.sqlite import SqliteStore
+from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
+from common.statuses import ResultCode
+from modules.resource.commands import ResourceParts, registry
+from tests.support.builders import counter_ids, make_step
+from tests.unit.test_transitions import message_for
+from common.transitions import create_task
+
+PARAMS = {"name": "app_1", "cpu": 1, "memory_mb": 256, "storage_gb": 1}
+
+
+def setup(tmp_path: Any) -> tuple[SqliteStore, ResourceParts, Any]:
+    url = f"sqlite:///{tmp_path / 'baton.db'}"
+    store = SqliteStore(tmp_path / "baton.db")
+    inventory = open_inventory(url)
+    inventory.add_host("db-1", Capacity(8, 8192, 100), 0.0)
+    steps = [make_step("check", "resource", retry=0), make_step("init", "mysql")]
+    task = create_task(task_type="t", steps=steps, parameters=PARAMS, timing=Timing(100.0), ids=counter_ids())
+    store.insert(task)
+    return store, ResourceParts(inventory, 600.0), task
+
+
+def claim_step(store: SqliteStore, task_id: str, owner: str) -> Any:
+    task = store.get(task_id)
+    result = mutate(store, task_id, lambda t: claim(t, message_for(t), owner, Timing(101.0, lease=30)))
+    assert not isinstance(result, Refusal)
+    return task.Active, result
+
+
+def request(task: Any, run: Any, owner: str) -> dict:
+    return {
+        "task_id": task.TaskId, "task_type": "t", "command": "check_resource", "cursor": run.Cursor,
+        "phase": int(Phase.NORMAL), "attempt": run.Attempt, "idempotency_key": "k", "run_key": task.TaskId,
+        "parameters": PARAMS, "dispatch_id": run.DispatchId, "owner": owner,
+    }  # fmt: skip
+
+
+def test_a_late_check_with_a_stale_token_reserves_nothing(tmp_path: Any) -> None:
+    store, parts, task = setup(tmp_path)
+    run, _ = claim_step(store, task.TaskId, "resource@a")
+    answer = execute(registry, request(task, run, "resource@b"), False, parts, store.get)  # not the owner
+    assert not answer["ok"] and "stale" in answer["message"]
+    assert parts.inventory.list_claims(200.0, live_only=True) == []
+    store.close()
+
+
+def test_a_check_that_reserved_after_its_rollback_gives_the_reservation_back(tmp_path: Any) -> None:
+    """The rollback (restore_resource) ran while no attempt had reserved yet: it found nothing.
+    The frozen attempt then reserves: it sees the rollback began, and restores the claim itself."""
+    store, parts, task = setup(tmp_path)
+    run, claimed = claim_step(store, task.TaskId, "resource@a")
+    failed = AttemptResult(ResultCode.FAILED, "lease lapsed", retryable=False)
+    mutate(store, task.TaskId, lambda t: finish_attempt(t, run.DispatchId, "resource@a", failed, Timing(102.0)))
+    rollback, _ = claim_step(store, task.TaskId, "resource@b")  # the rollback of the check step
+    assert rollback.Phase is Phase.ROLLBACK
+    assert parts.inventory.restore(task.TaskId, 103.0) is None  # nothing to give back yet
+
+    # The frozen attempt checked its fence before all this (it read the document as it was then),
+    # froze, and reserves now; every later read sees the store as it is.
+    reads = iter([claimed])
+    answer = execute(registry, request(task, run, "resource@a"), False, parts,
+                     lambda task_id: next(reads, None) or store.get(task_id))  # fmt: skip
+    assert not answer["ok"] and "given back" in answer["message"]
+    assert parts.inventory.list_claims(200.0, live_only=True) == []
+    store.close()
