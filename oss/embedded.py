@@ -71,7 +71,7 @@ def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
     except BatonError as exc:  # ConfigError, FlowError, StoreError: say why, start nothing
         echo_err(f"baton: {exc}")
         return 2
-    broker = open_broker(settings.broker_url)
+    broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
     metrics = RuntimeMetrics()  # one registry for every module of the process (labelled by module)
     runtimes = [
         _runtime(name, settings, store, broker, flows, metrics) for name in sorted(flows.modules())

@@ -33,7 +33,7 @@ class Parts:
 def build(settings: Settings) -> Parts:
     flows = load_flows(settings.flows_path)
     store = open_store(settings.store_url)
-    broker = open_broker(settings.broker_url)
+    broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
     service = TaskService(store, broker, flows, settings)
     return Parts(settings, store, broker, flows, service)
 

@@ -15,13 +15,15 @@ _in_process: dict[str, InProcessBroker] = {}
 _in_process_lock = threading.Lock()
 
 
-def open_broker(url: str) -> Broker:
+def open_broker(url: str, heartbeat: int | None = None) -> Broker:
+    """`heartbeat`: the AMQP heartbeat timeout in seconds (BATON_BROKER_HEARTBEAT_SECONDS);
+    None for the adapter's default."""
     scheme = urlsplit(url).scheme.lower()
     if scheme in {"amqp", "amqps"}:
         # Imported here so that the embedded mode never needs pika.
         from common.broker.rabbitmq import RabbitBroker
 
-        return RabbitBroker(url)
+        return RabbitBroker(url) if heartbeat is None else RabbitBroker(url, heartbeat=heartbeat)
     if scheme == "memory":
         with _in_process_lock:
             if url not in _in_process:

@@ -36,7 +36,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         sys.exit(2)
     try:
         store = open_store(settings.store_url)
-        broker = open_broker(settings.broker_url)
+        broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
     except BatonError as exc:  # unreachable or refusing: say so plainly and let the supervisor retry
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
         sys.exit(3)

@@ -50,7 +50,7 @@ def create_app(
         store = open_store(settings.store_url)
         owned.append(store)
     if broker is None:
-        broker = open_broker(settings.broker_url)
+        broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
         owned.append(broker)
     flows = flows or load_flows(settings.flows_path)
     service = TaskService(store, broker, flows, settings, clock)

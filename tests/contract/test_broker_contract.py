@@ -336,10 +336,11 @@ def test_rabbitmq_long_held_delivery_keeps_the_connection(rabbitmq_url: str) -> 
 # -- the RabbitMQ adapter's pure decisions (no broker needed) ------------------------------------
 
 
-def test_reconnect_delay_is_immediate_then_doubles_up_to_the_cap() -> None:
-    delays = [reconnect_delay(attempt, 10.0, unit_random=0.5) for attempt in range(1, 8)]
-    assert delays == [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 10.0]
-    assert 0.4 <= reconnect_delay(2, 10.0, unit_random=0.0) < 0.5  # jitter spreads the herd
+def test_reconnect_delay_starts_small_and_doubles_up_to_a_low_cap() -> None:
+    delays = [round(reconnect_delay(attempt, 1.0, unit_random=0.5), 3) for attempt in range(1, 7)]
+    assert delays == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert 0.08 <= reconnect_delay(1, 1.0, unit_random=0.0) < 0.1  # jitter spreads the herd
+    assert reconnect_delay(30, 1.0, unit_random=0.999) < 1.2  # never much past the cap
 
 
 def test_keepalive_runs_well_inside_the_heartbeat_timeout() -> None:

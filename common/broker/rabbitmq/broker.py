@@ -9,13 +9,20 @@ import pika
 from common.broker.port import DeliveryHandler
 from common.broker.rabbitmq.connection import ConnectionSettings
 from common.broker.rabbitmq.consumer import RabbitSubscription
+from common.broker.rabbitmq.policy import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_RECONNECT_MAX_SECONDS
 from common.broker.rabbitmq.publisher import Publisher
 from common.errors import BrokerError
 from common.queues import check_priority
 
 
 class RabbitBroker:
-    def __init__(self, url: str, *, heartbeat: int = 30, reconnect_max_delay: float = 10.0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        heartbeat: int = DEFAULT_HEARTBEAT_SECONDS,
+        reconnect_max_delay: float = DEFAULT_RECONNECT_MAX_SECONDS,
+    ):
         self._settings = ConnectionSettings(url, heartbeat, reconnect_max_delay)
         self._closed = threading.Event()
         self._publisher = Publisher(self._settings, self._closed)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from functools import partial
 
 import pika
@@ -24,7 +23,6 @@ from common.broker.rabbitmq.policy import (
     FIRST_CONNECT_SECONDS,
     PAUSE_WAIT_SECONDS,
     POLL_SECONDS,
-    STABLE_SECONDS,
     STOP_JOIN_SECONDS,
     reconnect_delay,
 )
@@ -118,10 +116,9 @@ class RabbitSubscription:
     def _io_loop(self) -> None:
         attempt = 0
         while not self._stopping.is_set():
-            connected_at = None
             try:
                 link = self._connect()
-                connected_at = time.monotonic()
+                attempt = 0  # connected: the next loss backs off from the start again
                 self._serve(link)
             except REFUSALS as exc:
                 log.warning("broker.consumer_refused", queue=self._queue, error=repr(exc))
@@ -140,8 +137,6 @@ class RabbitSubscription:
                 self._drop_link()
             if self._stopping.is_set():
                 break
-            if connected_at is not None and time.monotonic() - connected_at > STABLE_SECONDS:
-                attempt = 0  # a healthy connection lost: back off from the start again
             attempt += 1
             delay = reconnect_delay(attempt, self._settings.reconnect_max_delay, random.random())
             log.info("broker.reconnecting", queue=self._queue, attempt=attempt, delay=delay)

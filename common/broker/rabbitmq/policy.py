@@ -15,20 +15,26 @@ POLL_SECONDS = 1.0  # longest an I/O loop sleeps without looking at its stop fla
 PAUSE_WAIT_SECONDS = 5.0
 STOP_JOIN_SECONDS = 10.0
 
-STABLE_SECONDS = 10.0  # a consumer connection that lived this long reconnects at once when lost
+DEFAULT_HEARTBEAT_SECONDS = 5  # a frozen peer's connection is closed by the broker in about this long
+DEFAULT_RECONNECT_MAX_SECONDS = 1.0  # the longest wait between two reconnect attempts
+FIRST_RECONNECT_SECONDS = 0.1
 
 
 def reconnect_delay(attempt: int, max_delay: float, unit_random: float) -> float:
-    """Seconds before reconnect attempt `attempt` (1 = first).
+    """Seconds before reconnect attempt `attempt` (1 = first; the count starts again at 1 each
+    time a connection opens).
 
-    The first is immediate: most losses are one connection dropped by a broker that is still
-    up. Then 0.5 s doubling up to `max_delay`, jittered so that the modules a broker restart
-    disconnected together do not all come back in the same instant.
+    Short and capped low on purpose: a module must be back within a second or so of the broker
+    being reachable again, not sleep through the end of a short outage. 0.1 s (not 0: a broker
+    that accepts and drops at once is not hammered), doubling up to `max_delay`, jittered by
+    +-20% so the modules a broker restart disconnected together do not all come back at once.
+    An attempt against a stopped broker on a reachable host costs one refused TCP connect.
     """
-    if attempt <= 1:
-        return 0.0
-    policy = BackoffPolicy(Initial=min(0.5, max_delay), Max=max_delay, Multiplier=2.0, Jitter=0.2)
-    return retry_delay(policy, attempt - 1, unit_random)
+    if attempt < 1:
+        raise ValueError("attempt starts at 1")
+    initial = min(FIRST_RECONNECT_SECONDS, max_delay)
+    policy = BackoffPolicy(Initial=initial, Max=max_delay, Multiplier=2.0, Jitter=0.2)
+    return retry_delay(policy, attempt, unit_random)
 
 
 def keepalive_interval(heartbeat: int) -> float:

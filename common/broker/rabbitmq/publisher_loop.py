@@ -29,7 +29,6 @@ from common.broker.rabbitmq.operations import OperationsChannel
 from common.broker.rabbitmq.policy import (
     CLOSE_GRACE_SECONDS,
     DEADLINE_CHECK_SECONDS,
-    STABLE_SECONDS,
     reconnect_delay,
 )
 from common.broker.rabbitmq.publishing import PublishingChannel
@@ -46,7 +45,6 @@ class PublisherLoop:
         self._publishing = PublishingChannel(inbox, on_answered=self._on_answered)
         self._operations = OperationsChannel(inbox, on_answered=self._on_answered)
         self._connection: SelectConnection | None = None
-        self._connected_at: float | None = None
         self._attempt = 0
         self._next_attempt_at = 0.0  # time.monotonic(): no new connection before (backoff)
         self._refusal: str | None = None  # why the last attempt was refused
@@ -122,7 +120,7 @@ class PublisherLoop:
     def _on_connection_open(self, connection: SelectConnection) -> None:
         if connection is not self._connection:
             return
-        self._connected_at = time.monotonic()
+        self._attempt = 0  # connected: the next loss backs off from the start again
         log.info("broker.connected", role="publisher", url=self._settings.masked_url)
         self._publishing.open(connection, redeclare=True)
         self._operations.open(connection)
@@ -139,9 +137,6 @@ class PublisherLoop:
             self.ioloop.stop()
             return
         now = time.monotonic()
-        if self._connected_at is not None and now - self._connected_at > STABLE_SECONDS:
-            self._attempt = 0  # a healthy connection lost: back off from the start again
-        self._connected_at = None
         self._attempt += 1
         delay = reconnect_delay(self._attempt, self._settings.reconnect_max_delay, random.random())
         refused = isinstance(reason, REFUSALS)
