@@ -66,7 +66,7 @@ class Settings(ConfigFileSources, BaseSettings):
     broker_url: str = Field("memory://", description="amqp://user:pass@host:5672/vhost, or memory://")
     # Short, so that the broker closes a frozen process's connections (and hands the deliveries
     # it held to another replica) within seconds; see README "Failure and recovery times".
-    broker_heartbeat_seconds: int = Field(5, ge=1, le=600, description="AMQP heartbeat timeout")
+    broker_heartbeat_seconds: int = Field(3, ge=1, le=600, description="AMQP heartbeat timeout")
     store_url: str = Field(
         "sqlite:var/baton.db", description="sqlite:relative.db, sqlite:///abs/path.db, mongodb://..., mongomock://"
     )

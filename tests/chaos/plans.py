@@ -53,6 +53,18 @@ task_types:
       - name: slow
         normal:   {module: resource, command: noop, timeout: 3, retry: 2}
         rollback: {module: resource, command: noop_rollback, retry: 2}
+  chaos_mysql:
+    description: the real create flow (inventory and MariaDB), without the announcement
+    steps:
+      - name: check_resource
+        normal:   {module: resource, command: check_resource, timeout: 10, retry: 1}
+        rollback: {module: resource, command: restore_resource, timeout: 10, retry: 3}
+      - name: init_instance
+        normal:   {module: mysql, command: init_instance, timeout: 30, retry: 1}
+        rollback: {module: mysql, command: clean_instance, timeout: 30, retry: 5}
+      - name: deduct_resource
+        normal:   {module: resource, command: deduct_resource, timeout: 10, retry: 1}
+        rollback: {module: resource, command: restore_resource, timeout: 10, retry: 3}
 """
 
 
