@@ -13,6 +13,7 @@ from common.errors import ConfigError, InvalidParameters
 from common.logging import configure_logging
 from common.settings import load_settings
 from oss.cli_common import EXIT_USAGE, fail, settings
+from oss.reconcile_job import start_reconcile_job
 from oss.wiring import build, build_sweeper
 
 BUILTIN_REGISTRIES = (
@@ -80,6 +81,7 @@ def sweeper() -> None:
     stop = threading.Event()
     thread = threading.Thread(target=sweeper_.run, args=(stop,), name="baton-sweeper")
     thread.start()
+    start_reconcile_job(loaded, parts.store, stop)  # BATON_RECONCILE_INTERVAL_SECONDS; off by default
     sweeper_.metrics.serve(loaded.metrics_port)  # BATON_METRICS_PORT, like a module's
     run_until_signalled(stop)
     thread.join(timeout=loaded.shutdown_grace_seconds)

@@ -112,15 +112,18 @@ def _create(
     }
 
 
-def clean_instance(server: Server, *, name: str, task_id: str, run_key: str | None = None) -> dict[str, Any]:
-    """Undo init_instance of THIS task: nothing happens to an instance another task created.
+def clean_instance(
+    server: Server, *, name: str, task_id: str, run_key: str | None = None, owner_key: str | None = None
+) -> dict[str, Any]:
+    """Undo init_instance of THIS task: nothing happens to an instance another task created
+    (nor, given `owner_key`, to one another run of this task created: the reconciler's guard).
 
     The tombstone comes first, before the lock: an init of this run that takes the lock after
     it (a late or frozen one) refuses to create anything."""
     server.leave_tombstone(run_key or task_id, name, task_id, time.time())
     with server.instance_lock(name):
         row = server.owned(name)
-        if row is None or row.owner_task != task_id:
+        if row is None or row.owner_task != task_id or (owner_key is not None and row.owner_key != owner_key):
             return {"instance_cleaned": False}
         _remove(server, row)
     log.info("instance cleaned", instance=name)

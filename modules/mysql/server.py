@@ -181,6 +181,13 @@ class Server:
     def has_tombstone(self, run_key: str) -> bool:
         return self._one(f"SELECT 1 FROM {self._meta}.tombstones WHERE run_key = %s", (run_key,)) is not None
 
+    def meta_exists(self) -> bool:
+        """Has any command run here yet? (Asking creates nothing, unlike ensure_meta_schema.)"""
+        return self._one(
+            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'instances'",
+            (self._meta_name,),
+        ) is not None
+
     def all_owned(self) -> list[OwnedInstance]:
         rows = self._all(
             f"SELECT name, user_host, owner_task, owner_key, access, state, created_at FROM {self._meta}.instances", ()

@@ -31,6 +31,7 @@ from oss.api.routers import actions, alarms, bulk, events, health, hosts, schedu
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
+from oss.reconcile_job import start_reconcile_job
 from oss.wiring import build_sweeper
 
 log = structlog.get_logger(__name__)
@@ -71,6 +72,7 @@ def create_app(
                 name="baton-sweeper", daemon=True,
             )  # fmt: skip
             sweeper.start()
+            start_reconcile_job(settings, store, stop)  # BATON_RECONCILE_INTERVAL_SECONDS; off by default
         if not context.tokens:
             log.warning("BATON_API_TOKENS is empty: every API call but health will get 401")
         try:

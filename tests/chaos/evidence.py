@@ -5,8 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import socket
+import threading
 import time
 from collections import Counter
+from datetime import datetime
 from collections.abc import Iterable
 
 from common.models import Task
@@ -79,3 +82,39 @@ def assert_clean(cluster, report: ChaosReport, ids: Iterable[str] | None = None)
         print(cluster.logs())
     assert not problems, "\n".join(problems)
     assert report.duplicate_commits == 0
+
+
+def reconnect_seconds(cluster, reachable_at: float) -> dict[str, float]:
+    """Per module process: seconds from the broker being reachable again (wall clock) until its
+    consumer connected again, from its log. A process that never reconnected reads inf."""
+    found: dict[str, float] = {}
+    for name in cluster.module_names():
+        times = [datetime.fromisoformat(e["timestamp"]).timestamp() for e in log_events(cluster.procs[name])
+                 if e.get("event") == "broker.connected" and e.get("role") == "consumer"]
+        after = [t for t in times if t >= reachable_at - 0.5]  # clocks: the log's, ours
+        found[name] = max(0.0, min(after) - reachable_at) if after else math.inf
+    return found
+
+
+class PortWatch:
+    """Notes (wall clock) when a TCP port first accepts a connection again, polling every 20 ms."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.open_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-port-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                self.open_at = time.time()
+                return
+            time.sleep(0.02)
+
+    def wait(self, timeout: float = 120) -> float:
+        self._thread.join(timeout)
+        self._stop.set()
+        assert self.open_at is not None, f"port {self.port} never opened"
+        return self.open_at

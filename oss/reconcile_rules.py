@@ -1,0 +1,132 @@
+"""What the reconciler should do, decided from records alone: pure, no I/O (oss/reconcile.py reads
+the records and carries the actions out).
+
+The modules' own records say what belongs to which task: the mysql module's ownership table
+(a database and its user per row, with the owner task and the idempotency key of the init that
+created it) and the resource inventory's live claims (keyed `task:<run key>`). Compared with the
+tasks' states:
+
+- a record of a task that ended ROLLED_BACK is a leak (a command that outlived its claim, or a
+  rollback that ran before the fences existed): remove it;
+- a SUCCESS task whose instance has no record is reported, never "fixed" (someone dropped it by
+  hand, or the record was lost: a person must look);
+- everything else is left alone. Above all, a record of a task that succeeded, is still running
+  or failed its rollback (an operator's case) is never touched, and neither is a record whose
+  task the store does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from common.statuses import TaskStatus
+
+CLAIM_PREFIX = "task:"  # modules.resource.requests.claim_key
+
+
+@dataclass(frozen=True)
+class InstanceRecord:
+    """A row of the mysql module's ownership table."""
+
+    name: str
+    owner_task: str
+    owner_key: str  # the idempotency key of the init step that created it: "<run key>:<step>:normal"
+    state: str
+
+
+@dataclass(frozen=True)
+class ReservationRecord:
+    """A live claim (reserved or deducted) of the resource inventory."""
+
+    key: str
+    holder: str
+    host: str
+    state: str
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    task_id: str
+    status: TaskStatus
+    instance: str | None = None  # SUCCESS tasks: the database its init created (Parameters.instance)
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # "remove_instance" | "restore_reservation"
+    target: str  # the instance name, or the claim key
+    task_id: str
+    guard: str  # what must still hold when acting: the row's owner_key, the claim's key
+    why: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # "instance_missing" | "owner_unknown" | "owner_rollback_failed"
+    target: str
+    task_id: str
+    why: str
+
+
+@dataclass
+class Plan:
+    actions: list[Action] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def task_of_claim(key: str) -> str | None:
+    """The task a claim key names ("task:<task id>" or "task:<task id>:g<generation>"); None for
+    a claim some other tool made (not ours to judge)."""
+    if not key.startswith(CLAIM_PREFIX):
+        return None
+    run_key = key[len(CLAIM_PREFIX):]
+    task_id, _, generation = run_key.partition(":g")
+    return task_id if task_id and (not generation or generation.isdigit()) else None
+
+
+def run_of_owner_key(owner_key: str) -> str:
+    """"<run key>:<step>:normal" -> "<run key>" (the tombstone the removal leaves is keyed by it)."""
+    return owner_key.rsplit(":", 2)[0]
+
+
+def plan(
+    instances: Iterable[InstanceRecord],
+    reservations: Iterable[ReservationRecord],
+    owners: Mapping[str, TaskFacts],
+    successes: Iterable[TaskFacts],
+    dropped: Iterable[str] = (),
+) -> Plan:
+    """`owners`: the facts of every task a record names (missing: the store does not know it).
+    `successes`: SUCCESS tasks that created an instance. `dropped`: instance names a successful
+    delete task dropped (their creators' instances are gone on purpose)."""
+    result = Plan()
+    instances = list(instances)
+    for row in instances:
+        _judge(result, "remove_instance", row.name, row.owner_task, row.owner_key, owners, f"database and user {row.name}")
+    for claim in reservations:
+        task_id = task_of_claim(claim.key)
+        if task_id is not None:
+            _judge(result, "restore_reservation", claim.key, task_id, claim.key, owners,
+                   f"{claim.state} claim on {claim.host} for {claim.holder}")  # fmt: skip
+    recorded = {(row.name, row.owner_task) for row in instances}
+    gone_on_purpose = set(dropped)
+    for task in successes:
+        if task.instance and (task.instance, task.task_id) not in recorded and task.instance not in gone_on_purpose:
+            result.findings.append(Finding(
+                "instance_missing", task.instance, task.task_id,
+                f"task {task.task_id} succeeded but no instance {task.instance} of it is recorded",
+            ))  # fmt: skip
+    return result
+
+
+def _judge(result: Plan, kind: str, target: str, task_id: str, guard: str,
+           owners: Mapping[str, TaskFacts], what: str) -> None:  # fmt: skip
+    task = owners.get(task_id)
+    if task is None:
+        result.findings.append(Finding("owner_unknown", target, task_id, f"{what}: the store has no task {task_id}"))
+    elif task.status is TaskStatus.ROLLED_BACK:
+        result.actions.append(Action(kind, target, task_id, guard, f"{what} belongs to rolled-back task {task_id}"))
+    elif task.status is TaskStatus.ROLLBACK_FAILED:
+        result.findings.append(Finding("owner_rollback_failed", target, task_id,
+                                       f"{what}: task {task_id} failed its rollback; an operator decides"))  # fmt: skip
