@@ -130,3 +130,25 @@ def test_an_action_planned_for_a_task_restarted_since_is_left_alone(tmp_path: An
     assert not outcome.done and "RUNNING" in outcome.note
     assert sandbox.databases() == {name}
     store.close()
+
+
+def test_the_periodic_job_only_logs_in_a_dry_run(tmp_path: Any, sandbox) -> None:
+    import structlog
+
+    from oss.reconcile import Reconciler
+    from oss.reconcile_job import run_once
+
+    store = SqliteStore(tmp_path / "baton.db")
+    settings = MysqlSettings(admin_url=sandbox.admin_url, meta_schema=sandbox.meta_schema)  # type: ignore[arg-type]
+    server = Server.connect(settings)
+    server.ensure_meta_schema()
+    name = sandbox.name("leak")
+    plant(server, task_in(store, TaskStatus.ROLLED_BACK, "rb", name), name)
+    server.close()
+    with structlog.testing.capture_logs() as logs:
+        run_once(Reconciler(store, None, settings), apply=False)
+    assert [(e["event"], e["target"]) for e in logs if "target" in e] == [("reconcile would act (dry run)", name)]
+    assert sandbox.databases() == {name}
+    run_once(Reconciler(store, None, settings), apply=True)
+    assert sandbox.databases() == set()
+    store.close()
