@@ -25,8 +25,8 @@ from oss import cli_ops, cli_serve
 from oss.cli_bulk import bulk
 from oss.cli_common import EXIT_USAGE
 from oss.cli_hosts import hosts
-from oss.cli_schedules import schedules
 from oss.cli_reconcile import reconcile
+from oss.cli_schedules import schedules
 from oss.cli_tasks import get, list_tasks, parse_assignments, submit, watch
 
 __all__ = ["main", "parse_assignments"]
