@@ -76,3 +76,18 @@ def test_a_command_checks_its_fence_against_the_store(tmp_path):
     late = execute(registry, {**request, "owner": "w2"}, False, read_task=store.get)
     assert not late["ok"] and not late["retryable"] and "stale" in late["message"]
     store.close()
+
+
+def test_rollback_reached_once_the_steps_rollback_was_claimed_or_the_task_failed():
+    from common.fence import rollback_reached
+    from common.statuses import ResultCode
+    from common.transitions import AttemptResult, finish_attempt
+
+    task = claimed()  # step 0 running, normal phase
+    assert not rollback_reached(task, 0)
+    failed = finish_attempt(task, task.Active.DispatchId, "w1",
+                            AttemptResult(ResultCode.FAILED, "x", retryable=False), Timing(102.0))  # fmt: skip
+    assert not rollback_reached(failed, 0)  # its rollback is dispatched, not begun
+    rolling = claim(failed, message_for(failed), "w2", Timing(103.0))
+    assert rolling.Active.Phase is Phase.ROLLBACK and rollback_reached(rolling, 0)
+    assert rollback_reached(None, 0)
