@@ -45,6 +45,11 @@ class StoreError(BatonError):
     """The store failed or is unreachable: retry later; nothing is known to have been written."""
 
 
+class StoreRefused(BatonError):
+    """The store refuses this write for good (too large, nested too deep, not storable as BSON):
+    retrying cannot help, nothing was written. Not a StoreError: callers must not retry it."""
+
+
 class DuplicateTask(StoreError):
     """A task with this TaskId or idempotency key exists already: fetch it instead of creating."""
 

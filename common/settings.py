@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -75,6 +75,9 @@ class Settings(ConfigFileSources, BaseSettings):
     resource_inventory_url: str | None = Field(
         None, description="Where the resource inventory lives; default BATON_STORE_URL"
     )
+    store_timeout_seconds: float = Field(
+        0.0, ge=0, description="MongoDB: the longest one store call may take; 0 means lease/3"
+    )
     flows_path: str = Field("flows.yaml", description="The task types")
     concurrency: int = Field(4, ge=1, le=256, description="Steps a module process runs at once")
     prefetch: int = Field(0, ge=0, description="Unacked deliveries per consumer; 0 means = concurrency")
@@ -112,6 +115,17 @@ class Settings(ConfigFileSources, BaseSettings):
             raise ValueError(f"must be one of debug, info, warning, error (got {value!r})")
         return value.lower()
 
+    @model_validator(mode="after")
+    def _store_timeout_below_lease(self) -> Settings:
+        # A call to a frozen store must fail while the claim still holds, so the module gives the
+        # delivery back instead of outliving its lease.
+        if self.store_timeout_seconds and self.store_timeout_seconds >= self.lease_seconds:
+            raise ValueError(
+                f"store_timeout_seconds ({self.store_timeout_seconds}) must be below "
+                f"lease_seconds ({self.lease_seconds})"
+            )
+        return self
+
     @property
     def effective_prefetch(self) -> int:
         return self.prefetch or self.concurrency
@@ -120,6 +134,10 @@ class Settings(ConfigFileSources, BaseSettings):
     def inventory_url(self) -> str:
         """The resource inventory: its own URL if set, else beside the tasks."""
         return self.resource_inventory_url or self.store_url
+
+    @property
+    def effective_store_timeout(self) -> float:
+        return self.store_timeout_seconds or self.lease_seconds / 3
 
     @property
     def effective_heartbeat(self) -> float:

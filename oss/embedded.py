@@ -65,7 +65,7 @@ def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
         configure_logging(settings.log_format, settings.log_level)
         flows = load_flows(settings.flows_path, _known_commands(settings))
         _prepare_store(settings.store_url)
-        store = open_store(settings.store_url)
+        store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
         host = options.host or settings.oss_host
         listener = _listen(host, settings.oss_port if options.port is None else options.port)
     except BatonError as exc:  # ConfigError, FlowError, StoreError: say why, start nothing

@@ -32,7 +32,7 @@ class Parts:
 
 def build(settings: Settings) -> Parts:
     flows = load_flows(settings.flows_path)
-    store = open_store(settings.store_url)
+    store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
     broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
     service = TaskService(store, broker, flows, settings)
     return Parts(settings, store, broker, flows, service)

@@ -1,6 +1,15 @@
 import pytest
 
+from common.store.mongo_client import open_client
+from tests.support.secantus import secantus_server
 from tests.support.services import rabbitmq_vhost
+
+
+def pytest_report_header(config):
+    # Which stores and servers this run uses (the contract suites' kinds): said before any test.
+    from tests.contract.store_fixtures import report_header
+
+    return report_header()
 
 
 @pytest.fixture(scope="module")
@@ -8,3 +17,24 @@ def rabbitmq_url():
     """An AMQP URL to a vhost of its own, for one test module; deleted afterwards."""
     with rabbitmq_vhost() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def secantus():
+    """A SecantusDB server process for the whole session (tests.support.secantus). Tests that
+    kill or freeze a server start their own, never this one."""
+    with secantus_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def secantus_url(secantus):
+    return secantus.url
+
+
+@pytest.fixture(scope="session")
+def secantus_client(secantus):
+    """A client opened as baton opens one: w=majority + journal, bounded waits."""
+    client = open_client(secantus.url)
+    yield client
+    client.close()

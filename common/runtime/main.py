@@ -35,7 +35,8 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         print(f"baton: {exc}", file=sys.stderr)
         sys.exit(2)
     try:
-        store = open_store(settings.store_url)
+        # Only checks the indexes: creating them is OSS's (or `baton store init`'s) job.
+        store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
         broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
     except BatonError as exc:  # unreachable or refusing: say so plainly and let the supervisor retry
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)

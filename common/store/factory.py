@@ -4,8 +4,9 @@
   absolute path); SQLAlchemy's `sqlite:////absolute/path.db` means the same file
 - `sqlite:relative/path.db`     -> relative to the working directory (also `sqlite:/abs/path.db`)
 - `mongodb://...`, `mongodb+srv://...` -> MongoDB; the database is the URL's path
-  (`mongodb://h1,h2/prod?replicaSet=rs` -> "prod"), "baton" when it has none. Client options such
-  as `w=majority` or `serverSelectionTimeoutMS` ride in the query string.
+  (`mongodb://h1,h2/prod?replicaSet=rs` -> "prod"), "baton" when it has none. Writes are
+  w=majority + journal and every call is bounded by `timeout_seconds` unless the URL's query string
+  says otherwise (`w=1&journal=false`, `timeoutMS=...`): see common.store.mongo_client.
 - `mongomock://` or `mongomock:///dbname` -> an in-memory mongomock server, shared by every store
   of this process, for tests and demos only: it is not MongoDB, nothing survives the process and
   no other process sees it.
@@ -17,13 +18,22 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit
 
+from typing import Literal
+
 from common.errors import ConfigError
 from common.store.port import TaskStore
 
 DEFAULT_DATABASE = "baton"
+# Same as common.store.mongo_client's (importing it would import pymongo for SQLite too).
+DEFAULT_TIMEOUT_SECONDS = 10.0
+# MongoDB indexes: OSS and `baton store init` "create" the missing ones, modules "check" them,
+# command children leave them alone ("none"). See common.store.mongo_indexes.
+IndexMode = Literal["create", "check", "none"]
 
 
-def open_store(url: str) -> TaskStore:
+def open_store(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> TaskStore:
     scheme, sep, _ = url.partition(":")
     scheme = scheme.lower()
     if not sep:
@@ -35,7 +45,7 @@ def open_store(url: str) -> TaskStore:
     if scheme in ("mongodb", "mongodb+srv"):
         from common.store.mongo import MongoStore
 
-        return MongoStore(url, database_name(url))
+        return MongoStore(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
     if scheme == "mongomock":
         from common.store.mongo import MongoStore
 

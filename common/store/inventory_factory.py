@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from common.errors import ConfigError
 from common.store.events_port import EventLog
-from common.store.factory import database_name, sqlite_path
+from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, database_name, sqlite_path
 from common.store.inventory_port import Inventory
 from common.store.schedules_port import ScheduleStore
 
@@ -21,7 +21,9 @@ def _scheme(url: str) -> str:
     return scheme.lower()
 
 
-def open_inventory(url: str) -> Inventory:
+def open_inventory(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> Inventory:
     scheme = _scheme(url)
     if scheme == "sqlite":
         from common.store.inventory_sqlite import SqliteInventory
@@ -31,10 +33,12 @@ def open_inventory(url: str) -> Inventory:
 
     if scheme == "mongomock":
         return MongoInventory.in_memory(database_name(url))
-    return MongoInventory(url, database_name(url))
+    return MongoInventory(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
 
 
-def open_event_log(url: str) -> EventLog:
+def open_event_log(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> EventLog:
     scheme = _scheme(url)
     if scheme == "sqlite":
         from common.store.events_sqlite import SqliteEventLog
@@ -44,7 +48,7 @@ def open_event_log(url: str) -> EventLog:
 
     if scheme == "mongomock":
         return MongoEventLog.in_memory(database_name(url))
-    return MongoEventLog(url, database_name(url))
+    return MongoEventLog(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
 
 
 def open_schedule_store(url: str) -> ScheduleStore:

@@ -1,17 +1,32 @@
-"""The inventory on MongoDB: one document per host, holding its claims and what they use.
+"""The inventory on MongoDB: one document per host, holding its open claims and what they use.
 
-Why claims live inside their host's document: MongoDB makes a write to ONE document atomic, so
-"is there room?" and "take it" become one conditional `find_one_and_update` - the filter guards
+Why open claims live inside their host's document: MongoDB makes a write to ONE document atomic,
+so "is there room?" and "take it" become one conditional `find_one_and_update` - the filter guards
 the free capacity with `$expr`, the update `$inc`s the host's `used` counters and `$push`es the
 claim. Of two concurrent reservations that only one fits, the second finds no document matching
 its filter. Every later change of a claim (deduct, restore, release, expire) changes its state and
 the host's counters in the same single-document update, so the two can never drift apart.
+
+Closed claims leave the host document. A host that kept every claim it ever had would reach
+MongoDB's 16 MB document limit at about 67,000 claims, and reservations on it would then fail;
+so a claim closed more than ARCHIVE_AFTER_SECONDS ago is copied to `inventory_closed_claims`
+(`_id` = its key) and then pulled from the host. Copy first, pull second: at every moment the
+claim is in at least one of the two, and readers look in the host documents first, then in the
+closed claims, so a closed key is always found and never reserved again. A crash between the two
+leaves a closed claim in both places, which the next move finishes. The grace period keeps a
+reservation that checked its key just before the claim moved from placing the key again.
+`prune_closed` (the retention setting, see oss.hosts_service) deletes closed claims at last.
 
 A key must name one claim across ALL hosts: a unique index on `claims.key` (MongoDB enforces a
 unique multikey index across documents) refuses the same key pushed onto a second host by a
 concurrent caller; `claims.key: {$ne: key}` in the filter covers the same host. mongomock does not
 enforce the cross-document part, but this adapter serializes every mongomock call of a process
 (see common.store.mongo), so it holds there too.
+
+A release closes several claims, possibly on several hosts, so it cannot be one atomic write: it
+first records which claims it releases (`inventory_releases`, `_id` = its key, written once), then
+releases each, each conditional on still being DEDUCTED. A crash part-way and a rerun finish the
+same list: idempotent per claim.
 
 `used` counts RESERVED claims until they are closed as expired: a reservation first closes every
 due one (`expire_due`), then tries to place itself. Reads compute `used` from the claims as of the
@@ -20,17 +35,19 @@ time asked, exactly like the SQLite adapter.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-from pymongo import ASCENDING, MongoClient, ReturnDocument
+from bson.errors import BSONError
+from pymongo import ASCENDING, ReturnDocument
 from pymongo.collection import Collection
 from pymongo.errors import DuplicateKeyError, PyMongoError
-from pymongo.write_concern import WriteConcern
 
 from common.errors import StoreError
 from common.store import inventory_rules as rules
+from common.store.inventory_mongo_docs import CLOSED, Doc, amount, archived, by_age, closed_claim, inc
+from common.store.inventory_mongo_docs import claim as claim_of
+from common.store.inventory_mongo_docs import host as host_of
+from common.store.inventory_mongo_docs import new_claim, new_host, room_for
 from common.store.inventory_port import (
     Capacity,
     Claim,
@@ -43,100 +60,43 @@ from common.store.inventory_port import (
     UnknownClaim,
     UnknownHost,
 )
-from common.store.mongo import serializer, shared_mongomock_client
+from common.store.mongo import prepare_indexes, serializer, shared_mongomock_client
+from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
+from common.store.mongo_errors import adapter_edge, describe
+from common.store.mongo_indexes import IndexMode
 
 COLLECTION = "inventory_hosts"
-_FIELDS = ("cpu", "memory_mb", "storage_gb")
-_CLOSED = [ClaimState.RESTORED.value, ClaimState.RELEASED.value, ClaimState.EXPIRED.value]
-P = ParamSpec("P")
-R = TypeVar("R")
-Doc = dict[str, Any]
-
-
-def _edge(method: Callable[P, R]) -> Callable[P, R]:
-    """No pymongo exception escapes; on mongomock the whole call runs alone (see module doc)."""
-
-    @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        inventory: MongoInventory = args[0]  # type: ignore[assignment]
-        try:
-            with inventory._serial:
-                return method(*args, **kwargs)
-        except PyMongoError as e:
-            raise StoreError(f"mongodb inventory: {e or type(e).__name__}") from e
-
-    return wrapper
-
-
-def _amount(doc: Doc) -> Capacity:
-    return Capacity(doc["cpu"], doc["memory_mb"], doc["storage_gb"])
-
-
-def _claim(doc: Doc, host: str, now: float) -> Claim:
-    return Claim(
-        key=doc["key"],
-        host=host,
-        holder=doc["holder"],
-        need=_amount(doc["need"]),
-        state=rules.effective_state(ClaimState(doc["state"]), doc.get("expires_at"), now),
-        created_at=doc["created_at"],
-        expires_at=doc.get("expires_at"),
-        updated_at=doc["updated_at"],
-        released_by=doc.get("released_by"),
-    )
-
-
-def _host(doc: Doc, now: float) -> Host:
-    live = [_amount(c["need"]) for c in doc.get("claims", []) if rules.counts(ClaimState(c["state"]), c.get("expires_at"), now)]
-    return Host(
-        name=doc["_id"],
-        capacity=_amount(doc["capacity"]),
-        state=HostState(doc["state"]),
-        used=Capacity.total(live),
-        created_at=doc["created_at"],
-    )
-
-
-def _room_for(need: Capacity) -> Doc:
-    """$expr: used + need <= capacity, for every resource."""
-    return {
-        "$and": [
-            {"$lte": [{"$add": [f"$used.{f}", getattr(need, f)]}, f"$capacity.{f}"]} for f in _FIELDS
-        ]
-    }
-
-
-def _inc(need: Capacity, sign: int) -> Doc:
-    return {f"used.{f}": sign * getattr(need, f) for f in _FIELDS}
+CLOSED_COLLECTION = "inventory_closed_claims"
+RELEASES = "inventory_releases"
+_COLLECTIONS = [COLLECTION, CLOSED_COLLECTION, RELEASES]
+# How long a closed claim stays in its host document before it moves to the closed claims: far
+# longer than any one call may take (the store timeout is below the lease), see the module doc.
+ARCHIVE_AFTER_SECONDS = 300.0
+_edge = adapter_edge("mongodb inventory")
 
 
 class MongoInventory:
-    def __init__(self, url_or_client: str | Any, database: str = "baton", *, write_concern: str | int | None = None):
+    def __init__(
+        self,
+        url_or_client: str | Any,
+        database: str = "baton",
+        *,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        indexes: IndexMode = "create",
+    ):
         self._owns_client = isinstance(url_or_client, str)
         try:
-            self._client = MongoClient(url_or_client) if self._owns_client else url_or_client
+            self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
             self._serial = serializer(self._client)
-            concern = WriteConcern(w=write_concern) if write_concern is not None else None
-            self._hosts: Collection[Doc] = self._client[database].get_collection(COLLECTION, write_concern=concern)
-            # Only documents holding a claim are indexed: hosts without any would all index the
-            # same "missing" key and collide. Created once: mongomock re-checks uniqueness of an
-            # existing partial index without its filter, a server does not need it again.
-            if "claim_key" not in self._hosts.index_information():
-                self._create_claim_key_index()
-            self._hosts.create_index([("claims.state", ASCENDING), ("claims.expires_at", ASCENDING)], name="claim_expiry")
-            self._hosts.create_index([("claims.holder", ASCENDING)], name="claim_holder")
-            self._hosts.create_index([("claims.released_by", ASCENDING)], name="claim_released_by")
-        except PyMongoError as e:
+            db = self._client[database]
+            self._hosts: Collection[Doc] = db[COLLECTION]
+            self._closed: Collection[Doc] = db[CLOSED_COLLECTION]
+            self._releases: Collection[Doc] = db[RELEASES]
+            with self._serial:
+                self.index_report = prepare_indexes(db, _COLLECTIONS, indexes)
+        except (PyMongoError, BSONError) as e:
             self.close()
-            raise StoreError(f"mongodb inventory: cannot open {database!r}: {e}") from e
-
-    def _create_claim_key_index(self) -> None:
-        self._hosts.create_index(
-                [("claims.key", ASCENDING)],
-                name="claim_key",
-                unique=True,
-                partialFilterExpression={"claims.key": {"$exists": True}},
-            )
+            raise StoreError(f"mongodb inventory: cannot open {database!r}: {describe(e)}") from e
 
     @classmethod
     def in_memory(cls, database: str = "baton") -> MongoInventory:
@@ -149,15 +109,7 @@ class MongoInventory:
     def add_host(self, name: str, capacity: Capacity, now: float) -> Host:
         rules.check_host_name(name)
         rules.check_capacity(capacity, "capacity")
-        fresh = {
-            "capacity": capacity.as_dict(),
-            "used": Capacity().as_dict(),
-            "state": HostState.ACTIVE.value,
-            "created_at": now,
-            "updated_at": now,
-            "claims": [],
-        }
-        self._hosts.update_one({"_id": name}, {"$setOnInsert": fresh}, upsert=True)
+        self._hosts.update_one({"_id": name}, {"$setOnInsert": new_host(capacity, now)}, upsert=True)
         host = self._get_host(name, now)
         assert host is not None
         if host.capacity != capacity:
@@ -170,7 +122,7 @@ class MongoInventory:
 
     @_edge
     def list_hosts(self, now: float) -> list[Host]:
-        return [_host(doc, now) for doc in self._hosts.find({}).sort("_id", ASCENDING)]
+        return [host_of(doc, now) for doc in self._hosts.find({}).sort("_id", ASCENDING)]
 
     @_edge
     def set_host_state(self, name: str, state: HostState, now: float) -> Host:
@@ -191,20 +143,11 @@ class MongoInventory:
         if existing is not None:
             return rules.check_same_request(existing, need, holder)
         self._expire_due(now)
-        claim = {
-            "key": key,
-            "holder": holder,
-            "need": need.as_dict(),
-            "state": ClaimState.RESERVED.value,
-            "created_at": now,
-            "expires_at": expires_at,
-            "updated_at": now,
-            "released_by": None,
-        }
+        self._move_closed(now - ARCHIVE_AFTER_SECONDS)
         try:
             doc = self._hosts.find_one_and_update(
-                {"state": HostState.ACTIVE.value, "claims.key": {"$ne": key}, "$expr": _room_for(need)},
-                {"$inc": _inc(need, +1), "$push": {"claims": claim}},
+                {"state": HostState.ACTIVE.value, "claims.key": {"$ne": key}, "$expr": room_for(need)},
+                {"$inc": inc(need, +1), "$push": {"claims": new_claim(key, need, holder, now, expires_at)}},
                 sort=[("used.memory_mb", ASCENDING), ("_id", ASCENDING)],  # rules.placement_key
                 projection={"_id": True},
                 return_document=ReturnDocument.AFTER,
@@ -215,7 +158,7 @@ class MongoInventory:
         if placed is not None:
             return rules.check_same_request(placed, need, holder)
         assert doc is None
-        raise NoCapacity(rules.no_room_message(need, [_host(d, now) for d in self._hosts.find({})]))
+        raise NoCapacity(rules.no_room_message(need, [host_of(d, now) for d in self._hosts.find({})]))
 
     @_edge
     def get_claim(self, key: str, now: float) -> Claim | None:
@@ -229,12 +172,18 @@ class MongoInventory:
         if holder is not None:
             query["claims.holder"] = holder
         claims = [
-            _claim(c, doc["_id"], now)
+            claim_of(c, doc["_id"], now)
             for doc in self._hosts.find(query)
             for c in doc.get("claims", [])
             if holder is None or c["holder"] == holder
         ]
-        claims.sort(key=lambda c: (c.created_at, c.key))
+        if not live_only:
+            seen = {c.key for c in claims}  # a claim caught mid-move is in both places
+            closed: Doc = {} if host is None else {"host": host}
+            if holder is not None:
+                closed["holder"] = holder
+            claims += [c for c in map(lambda d: closed_claim(d, now), self._closed.find(closed)) if c.key not in seen]
+        claims = by_age(claims)
         return [c for c in claims if c.live] if live_only else claims
 
     @_edge
@@ -267,7 +216,7 @@ class MongoInventory:
                 {"claims": {"$elemMatch": {"key": key, "state": {"$in": ["reserved", "deducted"]}}}},
                 {
                     "$set": {"claims.$.state": "restored", "claims.$.expires_at": None, "claims.$.updated_at": now},
-                    "$inc": _inc(claim.need, -1),
+                    "$inc": inc(claim.need, -1),
                 },
             )
             claim = self._get_claim(key, now)
@@ -276,17 +225,11 @@ class MongoInventory:
     @_edge
     def release(self, holder: str, key: str, now: float) -> list[Claim]:
         rules.check_key(key)
-        if not self._released_by(key, now):
-            for doc in self._hosts.find({"claims": {"$elemMatch": {"holder": holder, "state": "deducted"}}}):
-                for c in doc["claims"]:
-                    if c["holder"] == holder and c["state"] == "deducted":
-                        self._hosts.update_one(
-                            {"_id": doc["_id"], "claims": {"$elemMatch": {"key": c["key"], "state": "deducted"}}},
-                            {
-                                "$set": {"claims.$.state": "released", "claims.$.released_by": key, "claims.$.updated_at": now},
-                                "$inc": _inc(_amount(c["need"]), -1),
-                            },
-                        )
+        keys = self._release_list(holder, key, now)
+        for claim_key in keys:
+            # Conditional on DEDUCTED: a claim this release (or anything else) closed already is
+            # left alone, so a rerun after a crash part-way releases exactly the rest.
+            self._release_one(claim_key, key, now)
         return self._released_by(key, now)
 
     @_edge
@@ -295,12 +238,10 @@ class MongoInventory:
 
     @_edge
     def prune_closed(self, closed_before: float) -> int:
-        condition = {"state": {"$in": _CLOSED}, "updated_at": {"$lt": closed_before}}
-        pruned = 0
-        for doc in self._hosts.find({"claims": {"$elemMatch": condition}}, {"claims": True}):
-            gone = sum(1 for c in doc["claims"] if c["state"] in _CLOSED and c["updated_at"] < closed_before)
-            result = self._hosts.update_one({"_id": doc["_id"]}, {"$pull": {"claims": condition}})
-            pruned += gone if result.modified_count else 0
+        # Moved first, so every claim to forget is in one place and counted once.
+        self._move_closed(closed_before)
+        pruned = self._closed.delete_many({"updated_at": {"$lt": closed_before}}).deleted_count
+        self._releases.delete_many({"created_at": {"$lt": closed_before}})
         return pruned
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -318,23 +259,60 @@ class MongoInventory:
 
     def _get_host(self, name: str, now: float) -> Host | None:
         doc = self._hosts.find_one({"_id": name})
-        return None if doc is None else _host(doc, now)
+        return None if doc is None else host_of(doc, now)
 
     def _get_claim(self, key: str, now: float) -> Claim | None:
+        # Host documents first, closed claims second: the move copies before it pulls (module doc).
         # Whole document, then the claim picked here: mongomock has no positional projection.
         doc = self._hosts.find_one({"claims.key": key})
+        if doc is not None:
+            return next(claim_of(c, doc["_id"], now) for c in doc["claims"] if c["key"] == key)
+        closed = self._closed.find_one({"_id": key})
+        return None if closed is None else closed_claim(closed, now)
+
+    def _release_list(self, holder: str, key: str, now: float) -> list[str]:
+        """The keys of the claims release `key` closes: fixed by its first call."""
+        record = self._releases.find_one({"_id": key})
+        if record is None:
+            if self._released_by(key, now):
+                return []  # released before release records existed: done then
+            deducted = [
+                c["key"]
+                for doc in self._hosts.find({"claims": {"$elemMatch": {"holder": holder, "state": "deducted"}}})
+                for c in doc["claims"]
+                if c["holder"] == holder and c["state"] == "deducted"
+            ]
+            try:
+                self._releases.insert_one({"_id": key, "holder": holder, "claims": deducted, "created_at": now})
+            except DuplicateKeyError:
+                pass  # a concurrent call of the same release wrote it first: follow its list
+            record = self._releases.find_one({"_id": key})
+            assert record is not None
+        return list(record["claims"])
+
+    def _release_one(self, claim_key: str, release_key: str, now: float) -> None:
+        doc = self._hosts.find_one({"claims": {"$elemMatch": {"key": claim_key, "state": "deducted"}}})
         if doc is None:
-            return None
-        return next(_claim(c, doc["_id"], now) for c in doc["claims"] if c["key"] == key)
+            return
+        need = amount(next(c["need"] for c in doc["claims"] if c["key"] == claim_key))
+        self._hosts.update_one(
+            {"_id": doc["_id"], "claims": {"$elemMatch": {"key": claim_key, "state": "deducted"}}},
+            {
+                "$set": {"claims.$.state": "released", "claims.$.released_by": release_key, "claims.$.updated_at": now},
+                "$inc": inc(need, -1),
+            },
+        )
 
     def _released_by(self, key: str, now: float) -> list[Claim]:
-        claims = [
-            _claim(c, doc["_id"], now)
+        claims = {
+            c["key"]: claim_of(c, doc["_id"], now)
             for doc in self._hosts.find({"claims.released_by": key})
             for c in doc["claims"]
             if c.get("released_by") == key
-        ]
-        return sorted(claims, key=lambda c: (c.created_at, c.key))
+        }
+        for doc in self._closed.find({"released_by": key}):
+            claims.setdefault(doc["_id"], closed_claim(doc, now))
+        return by_age(list(claims.values()))
 
     def _expire_due(self, now: float) -> int:
         due = {"state": "reserved", "expires_at": {"$lte": now}}
@@ -348,8 +326,21 @@ class MongoInventory:
                         {"_id": doc["_id"], "claims": {"$elemMatch": {"key": c["key"], "state": "reserved"}}},
                         {
                             "$set": {"claims.$.state": "expired", "claims.$.updated_at": c["expires_at"]},
-                            "$inc": _inc(_amount(c["need"]), -1),
+                            "$inc": inc(amount(c["need"]), -1),
                         },
                     )
                     expired += result.modified_count
         return expired
+
+    def _move_closed(self, closed_before: float) -> None:
+        """Move claims closed before this time out of their host documents (see the module doc)."""
+        condition = {"state": {"$in": CLOSED}, "updated_at": {"$lt": closed_before}}
+        for doc in self._hosts.find({"claims": {"$elemMatch": condition}}, {"claims": True}):
+            keys = []
+            for c in doc["claims"]:
+                if c["state"] in CLOSED and c["updated_at"] < closed_before:
+                    self._closed.replace_one({"_id": c["key"]}, archived(c, doc["_id"]), upsert=True)
+                    keys.append(c["key"])
+            self._hosts.update_one(
+                {"_id": doc["_id"]}, {"$pull": {"claims": {"key": {"$in": keys}, "state": {"$in": CLOSED}}}}
+            )

@@ -1,32 +1,36 @@
 """The production task store: MongoDB, one document per task, shaped exactly like Task.to_doc().
 
-The only module of baton that imports pymongo. Every pymongo error is turned into StoreError (or
-DuplicateTask) here, so nothing above this adapter sees a pymongo type.
+Every pymongo error is turned into StoreError, StoreRefused or DuplicateTask at the adapter's
+edge (common.store.mongo_errors), so nothing above the adapters sees a pymongo type.
 
 A compare-and-set is one `replace_one` filtered on TaskId and the expected Version: MongoDB applies
 a single-document write atomically, so of two writers holding the same version exactly one
-matches. With a replica set pass `write_concern="majority"` (or `w=majority` in the URL) so an
-acknowledged change survives a failover.
+matches. Writes are w=majority + journal unless the URL opts out (common.store.mongo_client), so
+an acknowledged change survives a crash of the server and a failover.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, MongoClient, ReturnDocument
+import structlog
+from bson.errors import BSONError
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.collection import Collection
+from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, PyMongoError
-from pymongo.write_concern import WriteConcern
 
 from common.errors import DuplicateTask, StoreError
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
+from common.store import mongo_indexes
+from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
+from common.store.mongo_errors import adapter_edge, describe
+from common.store.mongo_indexes import IndexMode
 from common.store.task_filters import PageKey, TaskFilter, mongo_query
-
 
 
 def _no_id() -> dict[str, bool]:
@@ -35,69 +39,19 @@ def _no_id() -> dict[str, bool]:
     return {"_id": False}
 
 
-# (keys, options) pairs, created one by one with create_index: mongomock's create_indexes drops
-# partialFilterExpression, which would make every task without an idempotency key a duplicate.
-IndexSpec = tuple[list[tuple[str, int]], dict[str, Any]]
-
-_TASK_INDEXES: list[IndexSpec] = [
-    ([("TaskId", ASCENDING)], {"name": "task_id", "unique": True}),
-    # Only string keys are unique: any number of tasks may have no key (None is stored as null).
-    (
-        [("IdempotencyKey", ASCENDING)],
-        {
-            "name": "idempotency_key",
-            "unique": True,
-            "partialFilterExpression": {"IdempotencyKey": {"$type": "string"}},
-        },
-    ),
-    ([("TaskStatus", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "status_time"}),
-    ([("TaskType", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "type_time"}),
-    ([("TimeCreate", DESCENDING)], {"name": "time"}),
-    ([("TimeCreate", DESCENDING), ("TaskId", DESCENDING)], {"name": "time_id"}),  # listing order
-    ([("UserId", ASCENDING), ("TimeCreate", DESCENDING)], {"name": "user_time"}),
-    ([("Active.Deadline", ASCENDING)], {"name": "deadline"}),
-    ([("Outbox.DueAt", ASCENDING)], {"name": "outbox_due"}),
-]
-_ALARM_INDEXES: list[IndexSpec] = [
-    ([("AlarmId", ASCENDING)], {"name": "alarm_id", "unique": True}),
-    ([("Acknowledged", ASCENDING), ("Time", DESCENDING)], {"name": "ack_time"}),
-    ([("Time", DESCENDING)], {"name": "time"}),
-]
-
 Docs = Collection[dict[str, Any]]
 _LISTING_ORDER = [("TimeCreate", DESCENDING), ("TaskId", DESCENDING)]
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _adapter_edge(method: Callable[P, R]) -> Callable[P, R]:
-    """Every public call: no pymongo exception escapes (callers know StoreError and DuplicateTask
-    only), and calls on mongomock run one at a time (see serializer)."""
-
-    @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        store: MongoStore = args[0]  # type: ignore[assignment]
-        try:
-            with store._serial:
-                return method(*args, **kwargs)
-        except DuplicateKeyError as e:
-            raise DuplicateTask(_describe(e)) from e
-        except PyMongoError as e:
-            raise StoreError(f"mongodb: {_describe(e)}") from e
-
-    return wrapper
-
-
-def _describe(error: PyMongoError) -> str:
-    return str(error) or type(error).__name__
+log = structlog.get_logger(__name__)
+_adapter_edge = adapter_edge("mongodb", duplicate=DuplicateTask)
 
 
 class MongoStore:
     """TaskStore on MongoDB.
 
     `url_or_client`: a mongodb:// or mongodb+srv:// URL (the store then owns and closes the
-    client), or a ready MongoClient (or mongomock client), which the caller keeps and closes.
-    `write_concern`: e.g. "majority" or 1; None keeps the server's (or the URL's) default.
+    client, opened durable and with timeouts: see common.store.mongo_client), or a ready
+    MongoClient (or mongomock client), which the caller keeps and closes.
+    `indexes`: "create" the missing ones (OSS), only "check" them (modules), or "none".
     """
 
     def __init__(
@@ -105,22 +59,23 @@ class MongoStore:
         url_or_client: str | Any,
         database: str = "baton",
         *,
-        write_concern: str | int | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        indexes: IndexMode = "create",
     ):
         self._owns_client = isinstance(url_or_client, str)
         try:
-            self._client = MongoClient(url_or_client) if self._owns_client else url_or_client
+            self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
             self._serial = serializer(self._client)
             db = self._client[database]
-            concern = WriteConcern(w=write_concern) if write_concern is not None else None
-            self._tasks: Docs = db.get_collection("tasks", write_concern=concern)
-            self._locks: Docs = db.get_collection("locks", write_concern=concern)
-            self._alarms: Docs = db.get_collection("alarms", write_concern=concern)
-            _create_indexes(self._tasks, _TASK_INDEXES)
-            _create_indexes(self._alarms, _ALARM_INDEXES)
-        except PyMongoError as e:
+            self._tasks: Docs = db["tasks"]
+            self._locks: Docs = db["locks"]
+            self._alarms: Docs = db["alarms"]
+            with self._serial:
+                # The task store is what OSS opens: it prepares the whole database's indexes.
+                self.index_report = prepare_indexes(db, None, indexes)
+        except (PyMongoError, BSONError) as e:
             self._close_owned()
-            raise StoreError(f"mongodb: cannot open database {database!r}: {_describe(e)}") from e
+            raise StoreError(f"mongodb: cannot open database {database!r}: {describe(e)}") from e
 
     @classmethod
     def in_memory(cls, database: str = "baton") -> MongoStore:
@@ -270,9 +225,16 @@ class MongoStore:
             client.close()
 
 
-def _create_indexes(collection: Docs, specs: list[IndexSpec]) -> None:
-    for keys, options in specs:
-        collection.create_index(keys, **options)
+def prepare_indexes(db: Database[Any], collections: list[str] | None, mode: IndexMode) -> list[str]:
+    """Create or check the indexes of these collections (None: all of baton's, see mongo_indexes);
+    each problem left is logged with the way to fix it, and returned. Never refuses to start over
+    an index."""
+    if mode == "none":
+        return []
+    report = mongo_indexes.ensure(db, collections) if mode == "create" else mongo_indexes.check(db, collections)
+    for problem in report:
+        log.warning("mongodb index not as this version expects", problem=problem, fix="baton store migrate")
+    return report
 
 
 def _task(doc: dict[str, Any] | None) -> Task | None:

@@ -23,7 +23,9 @@ log = structlog.get_logger(__name__)
 @registry.setup
 def open_events() -> EventLog:
     """Once per command process: the event log its commands share."""
-    return open_event_log(load_settings().store_url)
+    settings = load_settings()
+    # A command child never creates indexes (OSS does, once): see common.store.mongo_indexes.
+    return open_event_log(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
 
 
 @registry.command()

@@ -51,7 +51,10 @@ class ResourceParts:
 def open_parts() -> ResourceParts:
     """Once per command process: the inventory handle its commands share."""
     settings = load_resource_settings()
-    return ResourceParts(open_inventory(load_settings().inventory_url), settings.reservation_ttl_seconds)
+    common = load_settings()
+    # A command child never creates indexes (OSS does, once): see common.store.mongo_indexes.
+    inventory = open_inventory(common.inventory_url, timeout_seconds=common.effective_store_timeout, indexes="none")
+    return ResourceParts(inventory, settings.reservation_ttl_seconds)
 
 
 def _parts(ctx: CommandContext) -> ResourceParts:

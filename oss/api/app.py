@@ -48,7 +48,7 @@ def create_app(
 ) -> FastAPI:
     owned = []
     if store is None:
-        store = open_store(settings.store_url)
+        store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
         owned.append(store)
     if broker is None:
         broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)

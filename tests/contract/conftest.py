@@ -7,12 +7,6 @@ import pytest
 from tests.contract.store_fixtures import report_header
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    # Shown when pytest is pointed at tests/contract (or a file in it): pytest reads a
-    # subdirectory's conftest before the header only for the paths given on its command line.
-    return report_header()
-
-
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     # Also at the end, where a run of the whole tree (no header from here) still says it.
     ran = any(

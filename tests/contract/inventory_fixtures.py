@@ -1,7 +1,8 @@
 """Which inventories (and event logs) the contract suites run against, and how to open each.
 
 The same kinds as the task store's suite: [sqlite] (a temp file), [mongo-mongomock] (an in-memory
-fake, not a server) and [mongo-real] when a real MongoDB is reachable (see store_fixtures).
+fake, not a server) and [mongo-secantus] (SecantusDB, a real wire-protocol server) and [mongo-real] when a MongoDB is
+reachable (see store_fixtures).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from common.store.inventory_mongo import MongoInventory
 from common.store.inventory_sqlite import SqliteInventory
 from common.store.schedules_mongo import MongoScheduleStore
 from common.store.schedules_sqlite import SqliteScheduleStore
-from tests.contract.store_fixtures import fresh_database_name, store_kinds
+from tests.contract.store_fixtures import fresh_database_name, server_client_fixture, store_kinds
 
 
 @dataclass
@@ -62,8 +63,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Backend]:
 
         yield Backend(kind, mongo_client=mongomock.MongoClient(), database=fresh_database_name())
         return
-    client = request.getfixturevalue("real_mongo_client")
-    url = request.getfixturevalue("real_mongo_url")
+    client = request.getfixturevalue(server_client_fixture(kind))
+    url = request.getfixturevalue("secantus_url" if kind == "mongo-secantus" else "real_mongo_url")
     database = fresh_database_name()
     try:
         yield Backend(kind, mongo_url=url, mongo_client=client, database=database)

@@ -1,15 +1,18 @@
 """Which stores the store contract suite runs against, and how to open each one.
 
-Every run covers SQLite (a temp file) and mongomock. A REAL MongoDB is added when one is
-reachable: BATON_TEST_MONGO_URL, or a MongoDB container started through testcontainers when a
-Docker engine answers. mongomock is never passed off as a server: its tests are named
-"mongo-mongomock", the real server's "mongo-real", and the report header says which ran and why.
+Every run covers SQLite (a temp file), mongomock (an in-memory fake) and SecantusDB (a real
+MongoDB wire-protocol server, a pinned test dependency, started once per session: see
+tests.support.secantus). A MongoDB server is added when one is reachable: BATON_TEST_MONGO_URL,
+or a container started through testcontainers when a Docker engine answers. mongomock is never
+passed off as a server: the tests are named "mongo-mongomock", "mongo-secantus" and "mongo-real",
+and the report header says which ran and why.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.metadata
 import json
 import os
 import sqlite3
@@ -26,6 +29,7 @@ from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.store.sqlite import SqliteStore
 from common.transitions import Refusal
+from tests.support import secantus
 
 MONGO_URL_ENV = "BATON_TEST_MONGO_URL"
 MONGO_IMAGE = "mongo:7.0"
@@ -73,7 +77,7 @@ def _docker_engine_problem() -> str | None:
 
 
 def store_kinds() -> list[str]:
-    kinds = ["sqlite", "mongo-mongomock"]
+    kinds = ["sqlite", "mongo-mongomock", "mongo-secantus"]
     if mongo_plan().real:
         kinds.append("mongo-real")
     return kinds
@@ -81,11 +85,17 @@ def store_kinds() -> list[str]:
 
 def report_header() -> list[str]:
     plan = mongo_plan()
-    if plan.real:
-        mongo = f"mongo-real (a MongoDB server: {plan.why}) and mongo-mongomock (a fake)"
+    servers = ["mongo-mongomock (an in-memory fake, not a server)"]
+    if secantus.available():
+        version = importlib.metadata.version("SecantusDB")
+        servers.append(f"mongo-secantus (SecantusDB {version}, a real wire-protocol server process)")
     else:
-        mongo = f"mongo-mongomock only, an in-memory fake, NOT a MongoDB server: {plan.why}"
-    return [f"store contract: sqlite (temp file); Mongo store: {mongo}"]
+        servers.append("mongo-secantus NOT RUN: SecantusDB is not installed (a failure under CI=true)")
+    if plan.real:
+        servers.append(f"mongo-real (a MongoDB server: {plan.why})")
+    else:
+        servers.append(f"no mongo-real: {plan.why}")
+    return [f"store contract: sqlite (temp file); Mongo store: {'; '.join(servers)}"]
 
 
 # --- opening stores ------------------------------------------------------------------------------
@@ -150,6 +160,11 @@ def real_mongo_client(real_mongo_url: str) -> Iterator[Any]:
     client.close()
 
 
+def server_client_fixture(kind: str) -> str:
+    """The session fixture giving the client of a server kind ("mongo-secantus", "mongo-real")."""
+    return {"mongo-secantus": "secantus_client", "mongo-real": "real_mongo_client"}[kind]
+
+
 def fresh_database_name() -> str:
     return f"baton_contract_{uuid.uuid4().hex[:12]}"
 
@@ -169,7 +184,7 @@ def subject(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[StoreUnde
         # A client of its own: a server nobody else touches, gone with the test.
         yield open_mongo(kind, mongomock.MongoClient(), fresh_database_name())
         return
-    client = request.getfixturevalue("real_mongo_client")
+    client = request.getfixturevalue(server_client_fixture(kind))
     database = fresh_database_name()
     opened = open_mongo(kind, client, database)
     try:

@@ -642,15 +642,6 @@ def test_mongomock_url_is_one_in_memory_server_per_process() -> None:
     assert open_store("mongomock://").get(task.TaskId) is None  # database "baton"
 
 
-def test_mongo_write_concern_is_a_constructor_argument() -> None:
-    import mongomock
-
-    store = MongoStore(mongomock.MongoClient(), "write_concern", write_concern="majority")
-    task = new_task()
-    store.insert(task)
-    assert store.get(task.TaskId) == task
-
-
 def test_sqlite_store_creates_the_folder_of_its_file(tmp_path):
     from common.store.sqlite import SqliteStore
 

@@ -1,0 +1,49 @@
+"""How baton connects to MongoDB: durable writes and bounded waits unless the URL says otherwise.
+
+Every Mongo adapter (tasks, locks, alarms, inventory, events) opens its client here, so they all
+write the same way:
+
+- **Write concern `w=majority`, `journal=true` by default.** An acknowledged write is on the
+  journal of a majority of the replica set: a crash of the server (kill -9, power loss) or a
+  failover right after the answer does not lose it. Without `journal`, a server acknowledges a
+  write still in its memory; a task answered 201 could vanish. The URL opts out explicitly, e.g.
+  `mongodb://h/baton?w=1&journal=false` (faster, and loses acknowledged writes on a crash).
+- **Timeouts.** `timeoutMS` bounds a whole operation (server selection, connecting, the socket
+  wait, the write concern wait, the driver's own retry) by the store timeout setting, which must
+  stay below the lease: a frozen server then fails a call with StoreError in time for the module
+  to give its delivery back instead of outliving its lease. Server selection and connecting get
+  the same bound. Any of these named in the URL wins.
+
+The URL's query options are read case-insensitively, as the driver does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from pymongo import MongoClient
+
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+# When the URL names any of these, baton adds no timeout of its own.
+_TIMEOUTS = ("timeoutms", "sockettimeoutms", "serverselectiontimeoutms", "connecttimeoutms", "wtimeoutms")
+
+
+def client_options(url: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> dict[str, Any]:
+    """Keyword arguments for MongoClient: baton's defaults for what the URL leaves unsaid."""
+    query = {name.lower(): value for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True)}
+    options: dict[str, Any] = {}
+    if "w" not in query:
+        options["w"] = "majority"
+    if "journal" not in query and query.get("w") != "0":
+        # w=0 asks for no acknowledgement at all, which the driver refuses to combine with journal.
+        options["journal"] = True
+    if not query.keys() & set(_TIMEOUTS):
+        millis = int(timeout_seconds * 1000)
+        options.update(timeoutMS=millis, serverSelectionTimeoutMS=millis, connectTimeoutMS=millis)
+    return options
+
+
+def open_client(url: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> MongoClient[dict[str, Any]]:
+    return MongoClient(url, **client_options(url, timeout_seconds))
