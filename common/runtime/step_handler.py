@@ -30,7 +30,7 @@ from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.lease import LeaseKeeper
 from common.runtime.runner import CommandInterrupted, CommandRequest, CommandRunner
 from common.store.mutate import mutate
-from common.statuses import FINAL_STATUSES, ResultCode
+from common.statuses import FINAL_STATUSES, ResultCode, RunState
 from common.store.port import TaskStore
 from common.transitions import (
     AttemptResult,
@@ -88,13 +88,17 @@ class StepHandler:
             task_id=message.TaskId, step=message.Cursor, phase=message.Type.label,
             attempt=message.Attempt, module=self._config.module, command=message.Command,
         ):
+            timing = self._timing()
             try:
-                claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, self._timing()))
+                claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, timing))
             except StoreError as exc:
-                log.warning("store unreachable; delivery given back", error=str(exc))
-                time.sleep(STORE_RETRY_PAUSE)
-                delivery.requeue()
-                return
+                claimed = self._claim_outcome(message, timing)
+                if claimed is None:
+                    log.warning("store unreachable; delivery given back", error=str(exc))
+                    time.sleep(STORE_RETRY_PAUSE)
+                    delivery.requeue()
+                    return
+                log.info("claim written although the store's answer was lost", error=str(exc))
             if isinstance(claimed, Refusal):
                 delivery.ack()  # a duplicate or stale delivery: the store already knows better
                 self._metrics.deliveries_dropped.labels(self._config.module).inc()
@@ -106,6 +110,29 @@ class StepHandler:
             with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType), \
                     hidden_values(secret_values(claimed)):
                 self._run_claimed(claimed, message)
+
+    def _claim_outcome(self, message: StepMessage, timing: Timing) -> Task | None:
+        """After a StoreError during the claim: the task if OUR claim was written after all.
+
+        A timeout or a dropped connection leaves the write's fate unknown. Giving the delivery back
+        would waste the attempt: its redelivery finds the task "already claimed" (by us) and the
+        step waits for the lease to lapse (a `retry: 0` step then rolls back). Ours means this
+        owner, this dispatch, and the lease deadline this very call wrote: a duplicate delivery
+        of the same dispatch running in this process has its own deadline (or renewed it since),
+        so it is never taken for ours. None when it was not written, or the store cannot tell."""
+        try:
+            task = self._store.get(message.TaskId)
+        except StoreError:
+            return None
+        active = task.Active if task is not None else None
+        ours = (
+            active is not None
+            and active.DispatchId == message.DispatchId
+            and active.State is RunState.RUNNING
+            and active.Owner == self._config.owner
+            and active.Deadline == timing.now + timing.lease
+        )
+        return task if ours else None
 
     def _run_claimed(self, task: Task, message: StepMessage) -> None:
         self._crash_point(task, message, "after_claim")

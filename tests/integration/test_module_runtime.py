@@ -8,6 +8,7 @@ import pytest
 import structlog
 
 from common.broker.inprocess import InProcessBroker
+from common.errors import StoreError
 from common.flows import parse_flows
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
@@ -97,3 +98,40 @@ def test_stop_past_the_grace_period_stops_the_command_and_releases_the_step(part
     assert stored.Active.Attempt == 1 and [e.DispatchId for e in stored.Outbox] == [stored.Active.DispatchId]
     assert [e.Event for e in stored.History][-2:] == ["released", "dispatched"]
     assert broker.queue_depth("mysql") == 1
+
+
+class ClaimAnswerLost:
+    """A store whose first claim is written but answered with StoreError, as when the connection
+    drops (or the store timeout strikes) after the server applied the write."""
+
+    def __init__(self, store):
+        self._store = store
+        self.lost = 0
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def compare_and_set(self, task, expected_version):
+        written = self._store.compare_and_set(task, expected_version)
+        if written and self.lost == 0 and task.Active is not None and task.Active.State.value == "running":
+            self.lost += 1
+            raise StoreError("mongodb: timed out (the claim was applied)")
+        return written
+
+
+def test_a_claim_written_but_answered_with_a_store_error_still_runs_the_step(parts):
+    # retry: 0 and no sweeper: before the fix, the delivery was given back, its redelivery found
+    # the task "already claimed" by this very worker and was dropped, and the step waited for a
+    # lease expiry that no sweeper here would ever act on.
+    store, broker, service, settings = parts
+    flaky = ClaimAnswerLost(store)
+    runtime = runtime_for(flaky, broker, settings)
+    runtime.start()
+    try:
+        task = service.submit("slow", {}).task
+        wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
+        done = store.get(task.TaskId)
+        assert flaky.lost == 1
+        assert done.TaskStatus is TaskStatus.SUCCESS and done.Steps[0].Attempts == 1
+    finally:
+        runtime.stop(grace=1)
