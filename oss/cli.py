@@ -1,7 +1,8 @@
 """The `baton` command: submit, inspect, follow and act on tasks; check flows.yaml; start the
 processes (OSS with its REST API, a module, the sweeper, the all-in-one demo); manage the
 resource inventory's hosts (`baton hosts`, oss/cli_hosts.py); schedules (`baton schedules`); find and
-remove what rolled-back tasks leaked (`baton reconcile`, oss/cli_reconcile.py).
+remove what rolled-back tasks leaked (`baton reconcile`, oss/cli_reconcile.py); prepare the store's
+indexes (`baton store init|migrate`, oss/cli_store.py).
 
 Task commands talk to the store directly, configured like every process (BATON_* variables).
 Most take --json for scripts: the task document, secrets masked like everywhere.
@@ -27,6 +28,7 @@ from oss.cli_common import EXIT_USAGE
 from oss.cli_hosts import hosts
 from oss.cli_reconcile import reconcile
 from oss.cli_schedules import schedules
+from oss.cli_store import store
 from oss.cli_tasks import get, list_tasks, parse_assignments, submit, watch
 
 __all__ = ["main", "parse_assignments"]
@@ -38,7 +40,7 @@ def main() -> None:
 
 
 for _command in (submit, get, list_tasks, watch, *cli_ops.COMMANDS, *cli_serve.COMMANDS, hosts, schedules, bulk,
-                 reconcile):
+                 reconcile, store):
     main.add_command(_command)
 
 

@@ -18,7 +18,7 @@ import structlog
 from pydantic import ValidationError
 
 from common.broker.port import Broker, Delivery
-from common.errors import BrokerError, StoreError
+from common.errors import BrokerError, StoreError, StoreRefused
 from common.logging import hidden_values
 from common.masking import secret_values
 from common.metrics import RuntimeMetrics
@@ -190,6 +190,14 @@ class StepHandler:
                     self._store, task_id,
                     lambda t: finish_attempt(t, message.DispatchId, self._config.owner, result, timing),
                 )
+            except StoreRefused as exc:
+                if not result.ok and not result.retryable and not result.output:
+                    log.error("the store refuses even the failure; the sweeper will retry the step", error=str(exc))
+                    return None
+                # The command's outcome (its output, say) cannot be stored, now or ever: record
+                # the attempt as failed for good, so rollback starts instead of a retry loop.
+                result = AttemptResult(ResultCode.FAILED, f"the outcome cannot be stored: {exc}", retryable=False)
+                continue
             except StoreError as exc:
                 if self._clock() >= give_up:
                     log.error("could not record the outcome; the sweeper will re-run the step", error=str(exc))

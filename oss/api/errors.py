@@ -24,6 +24,7 @@ from common.errors import (
     BrokerError,
     InvalidParameters,
     StoreError,
+    StoreRefused,
     UnknownTask,
     UnknownTaskType,
 )
@@ -89,6 +90,8 @@ def install_error_handlers(app: FastAPI) -> None:
     handle(UnknownTaskType, lambda e: ApiError(
         422, "unknown task type", code="unknown_task_type", fields=[("task_type", str(e))]))  # fmt: skip
     handle(StoreError, lambda e: _unavailable("store", e))
+    # The data itself cannot be stored (too large, too deep...): retrying cannot help, so not 503.
+    handle(StoreRefused, lambda e: ApiError(422, str(e), code="refused_by_store"))
     handle(BrokerError, lambda e: _unavailable("broker", e))
     handle(Exception, _internal)
 

@@ -1,0 +1,94 @@
+"""`baton store init` and `baton store migrate`: prepare the store's indexes, once.
+
+On MongoDB the indexes are created by OSS at start and by `baton store init` (the missing ones
+only); module processes only check them and warn, and command processes never touch them. An index
+whose definition changed in a new version is reported, never silently rebuilt (that can take long
+on a large collection) and never a reason to refuse to start: `baton store migrate` replaces it,
+drops the ones no longer used and creates the missing ones, when the operator chooses.
+
+SQLite brings its schema and indexes up to date whenever a process opens the file (a local file,
+cheap to check), so both commands only open it.
+
+Exit codes: 0 done (init: and every index is as this version expects); 1 init left indexes that
+differ (run migrate); 2 bad configuration or the store refused.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from common.errors import BatonError
+from common.settings import load_settings
+from common.store.factory import database_name, open_store
+from common.store.inventory_factory import open_event_log, open_inventory
+from oss.cli_common import EXIT_USAGE
+
+
+@click.group()
+def store() -> None:
+    """Prepare the store: indexes (MongoDB) and schema (SQLite)."""
+
+
+@store.command()
+def init() -> None:
+    """Create the missing indexes; report the ones that differ (see `baton store migrate`)."""
+    problems = _prepare("create")
+    for problem in problems:
+        click.echo(f"index not as expected: {problem}")
+    if problems:
+        click.echo("run `baton store migrate` to replace them", err=True)
+        sys.exit(1)
+    click.echo("store ready")
+
+
+@store.command()
+def migrate() -> None:
+    """Replace changed indexes, drop unused ones, create missing ones (MongoDB)."""
+    url = _settings_url()
+    if not url.startswith("mongodb"):
+        _prepare("create")
+        click.echo("SQLite: schema and indexes are brought up to date whenever the file is opened")
+        return
+    from common.store import mongo_indexes
+    from common.store.mongo_client import open_client
+
+    client = open_client(url, load_settings().effective_store_timeout)
+    try:
+        done = mongo_indexes.migrate(client[database_name(url)])
+    except Exception as exc:  # any driver error: say it, change nothing more
+        click.echo(f"baton: migrate stopped: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    finally:
+        client.close()
+    for line in done:
+        click.echo(line)
+    click.echo("indexes as this version expects" if not done else f"{len(done)} change(s)")
+
+
+def _settings_url() -> str:
+    try:
+        return load_settings().store_url
+    except BatonError as exc:
+        click.echo(f"baton: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def _prepare(indexes: str) -> list[str]:
+    """Open every part of the store with `indexes`; the problems left (MongoDB), [] for SQLite."""
+    url = _settings_url()
+    timeout = load_settings().effective_store_timeout
+    try:
+        parts = [
+            open_store(url, timeout_seconds=timeout, indexes=indexes),  # type: ignore[arg-type]
+            open_inventory(url, timeout_seconds=timeout, indexes="none"),
+            open_event_log(url, timeout_seconds=timeout, indexes="none"),
+        ]
+    except BatonError as exc:
+        click.echo(f"baton: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    problems: list[str] = getattr(parts[0], "index_report", [])
+    for part in parts:
+        part.close()
+    return problems
