@@ -50,10 +50,16 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_deadline ON tasks (deadline) WHERE deadline IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_outbox_due ON tasks (outbox_due) WHERE outbox_due IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tasks_status_time ON tasks (status, time_create);
-CREATE INDEX IF NOT EXISTS tasks_type_time ON tasks (task_type, time_create);
-CREATE INDEX IF NOT EXISTS tasks_time ON tasks (time_create);
+-- Listings sort by (time_create, task_id) descending: each filtered listing's index ends in that
+-- pair, so SQLite walks it in order instead of sorting (no "TEMP B-TREE FOR ORDER BY").
+CREATE INDEX IF NOT EXISTS tasks_status_time_id ON tasks (status, time_create, task_id);
+CREATE INDEX IF NOT EXISTS tasks_type_time_id ON tasks (task_type, time_create, task_id);
 CREATE INDEX IF NOT EXISTS tasks_time_id ON tasks (time_create, task_id);
+-- Replaced by the ones above (tasks_time was the head of tasks_time_id).
+DROP INDEX IF EXISTS tasks_status_time;
+DROP INDEX IF EXISTS tasks_type_time;
+DROP INDEX IF EXISTS tasks_time;
+DROP INDEX IF EXISTS tasks_user_time;
 
 CREATE TABLE IF NOT EXISTS locks (
     name    TEXT PRIMARY KEY,
@@ -83,7 +89,7 @@ _ADDED_COLUMNS = (
         "user_id",
         "TEXT",
         "json_extract(doc, '$.UserId')",
-        "CREATE INDEX IF NOT EXISTS tasks_user_time ON tasks (user_id, time_create)",
+        "CREATE INDEX IF NOT EXISTS tasks_user_time_id ON tasks (user_id, time_create, task_id)",
     ),
 )
 # SQLite rewrites an index whenever its column is in SET, even to the same value (a page more for
