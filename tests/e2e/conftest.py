@@ -1,6 +1,7 @@
 import pytest
 
 from tests.support.cluster import Cluster
+from tests.support.test_store import cluster_mongo_url
 
 ENGINE_FLOWS = """
 version: 1
@@ -30,13 +31,16 @@ task_types:
 
 
 @pytest.fixture(scope="module")
-def cluster(rabbitmq_url, tmp_path_factory):
-    """resource, mysql and monitor modules plus a sweeper, as real processes on RabbitMQ + SQLite.
+def cluster(rabbitmq_url, tmp_path_factory, request):
+    """resource, mysql and monitor modules plus a sweeper, as real processes on RabbitMQ + SQLite
+    (or MongoDB on SecantusDB with BATON_TEST_STORE=mongo: tests.support.test_store).
 
     The engine is under test here, not the modules: resource and mysql serve stand-in commands
     of the same names (no inventory, no MariaDB); the monitor is the real one, alarm queue and all.
     """
-    cluster = Cluster(tmp_path_factory.mktemp("cluster"), rabbitmq_url, ENGINE_FLOWS)
+    cluster = Cluster(
+        tmp_path_factory.mktemp("cluster"), rabbitmq_url, ENGINE_FLOWS, mongo_url=cluster_mongo_url(request)
+    )
     try:
         cluster.start_module("resource", registry="tests.support.standin_commands:resource")
         cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")

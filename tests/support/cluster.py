@@ -1,7 +1,8 @@
 """Real baton processes for end-to-end tests: modules and a sweeper as separate OS processes.
 
-Each cluster gets its own SQLite file and flows.yaml in a temporary directory, and its broker URL
-from the caller (a vhost of its own on the shared RabbitMQ).
+Each cluster gets its own flows.yaml in a temporary directory, its broker URL from the caller (a
+vhost of its own on the shared RabbitMQ), and its own store: a SQLite file in the directory, or a
+MongoDB URL from the caller (a database of its own on SecantusDB: tests.support.test_store).
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ class Cluster:
     flows_text: str
     extra_env: dict[str, str] = field(default_factory=dict)
     procs: dict[str, Proc] = field(default_factory=dict)
+    mongo_url: str | None = None  # None: a SQLite file of the cluster's own
 
     def __post_init__(self) -> None:
         self.flows_path = self.workdir / "flows.yaml"
         self.flows_path.write_text(self.flows_text)
-        self.store_url = f"sqlite:///{self.workdir / 'baton.db'}"
+        self.store_url = self.mongo_url or f"sqlite:///{self.workdir / 'baton.db'}"
         self.env = {
             **os.environ,
             "PYTHONPATH": str(REPO),

@@ -38,3 +38,8 @@ def init_instance(ctx: CommandContext) -> dict:
 @mysql.command()
 def clean_instance(ctx: CommandContext) -> dict:
     return {"instance_cleaned": True}
+
+
+@mysql.command()
+def drop_instance(ctx: CommandContext) -> dict:
+    return {"dropped": True}
