@@ -8,8 +8,10 @@ from tests.support.services import rabbitmq_vhost
 def pytest_report_header(config):
     # Which stores and servers this run uses (the contract suites' kinds): said before any test.
     from tests.contract.store_fixtures import report_header
+    from tests.support.test_store import STORE_ENV, cluster_store
 
-    return report_header()
+    clusters = "mongo on SecantusDB" if cluster_store() == "mongo" else f"sqlite ({STORE_ENV}=mongo for SecantusDB)"
+    return [*report_header(), f"e2e and chaos clusters: {clusters}; database server faults: SecantusDB"]
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from tests.chaos.harness import ChaosCluster, delete_queues, rabbitmqctl_shared
 from tests.chaos.plans import ALL_QUEUES, FULL
 from tests.chaos.private_rabbit import PrivateRabbit, PrivateRabbitError, rabbitmq_bin_dir
 from tests.support.services import in_ci, rabbitmq_vhost, require
+from tests.support.test_store import cluster_mongo_url
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,8 +45,9 @@ def chaos_vhost() -> Iterator[str]:
 
 
 @pytest.fixture
-def make_cluster(chaos_vhost, tmp_path) -> Iterator[Callable[..., ChaosCluster]]:
-    """A cluster on the chaos vhost (queues deleted first), stopped afterwards. One per test."""
+def make_cluster(chaos_vhost, tmp_path, request) -> Iterator[Callable[..., ChaosCluster]]:
+    """A cluster on the chaos vhost (queues deleted first), stopped afterwards. One per test.
+    Its store: SQLite, or MongoDB on SecantusDB with BATON_TEST_STORE=mongo."""
     with contextlib.ExitStack() as stack:
 
         def make(**env: str) -> ChaosCluster:
@@ -53,7 +55,9 @@ def make_cluster(chaos_vhost, tmp_path) -> Iterator[Callable[..., ChaosCluster]]
             delete_queues(chaos_vhost, ALL_QUEUES)
             workdir = tmp_path / "cluster"
             workdir.mkdir()
-            cluster = ChaosCluster(workdir, chaos_vhost, env, ctl=rabbitmqctl_shared(chaos_vhost))
+            cluster = ChaosCluster(
+                workdir, chaos_vhost, env, ctl=rabbitmqctl_shared(chaos_vhost), mongo_url=cluster_mongo_url(request)
+            )
             stack.callback(cluster.stop_all)
             return cluster
 

@@ -9,6 +9,7 @@ system to settle, and checks tests.chaos.invariants over every task and queue.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 import subprocess
 import sys
@@ -45,7 +46,9 @@ class ChaosProc(Proc):
 class ChaosCluster(Cluster):
     """tests.support.cluster.Cluster, started in parallel and restartable from a supervisor."""
 
-    def __init__(self, workdir: Path, broker_url: str, env: dict[str, str] | None = None, ctl=None):
+    def __init__(
+        self, workdir: Path, broker_url: str, env: dict[str, str] | None = None, ctl=None, mongo_url: str | None = None
+    ):
         base = {
             "BATON_LEASE_SECONDS": "2",
             "BATON_REDELIVER_AFTER_SECONDS": "5",
@@ -55,7 +58,7 @@ class ChaosCluster(Cluster):
             # Fewer command children restart faster on two cores; the full run uses the default.
             "BATON_CONCURRENCY": scale("2", "4"),
         }
-        super().__init__(workdir, broker_url, CHAOS_FLOWS, {**base, **(env or {})})
+        super().__init__(workdir, broker_url, CHAOS_FLOWS, {**base, **(env or {})}, mongo_url=mongo_url)
         self._ctl = ctl  # runs rabbitmqctl against this cluster's broker (list_queues, ...)
         self.lock = threading.RLock()
         self.planned: dict[str, TaskStatus] = {}
@@ -152,6 +155,11 @@ class ChaosCluster(Cluster):
 
     def unsettled(self) -> int:
         """Tasks not final, or still owing the broker a message (one cheap query)."""
+        if self.mongo_url:
+            return mongo_tasks(self.mongo_url).count_documents({"$or": [
+                {"TaskStatus": {"$nin": [0, 4, 5]}}, {"Outbox.0": {"$exists": True}},
+                {"Active.Deadline": {"$type": "number"}},
+            ]})  # fmt: skip
         with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)) as db:
             return db.execute(
                 "SELECT count(*) FROM tasks WHERE status NOT IN (0, 4, 5) OR outbox_due IS NOT NULL "
@@ -160,11 +168,15 @@ class ChaosCluster(Cluster):
 
     def busy_modules(self) -> list[str]:
         """Names of module processes holding a claimed step right now (from the store's leases)."""
-        with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)) as db:
-            owners = [row[0] for row in db.execute(
-                "SELECT json_extract(doc, '$.Active.Owner') FROM tasks "
-                "WHERE deadline IS NOT NULL AND json_extract(doc, '$.Active.State') = 'running'"
-            )]
+        if self.mongo_url:
+            running = {"Active.State": "running", "Active.Deadline": {"$type": "number"}}
+            owners = [d["Active"]["Owner"] for d in mongo_tasks(self.mongo_url).find(running, {"Active.Owner": 1})]
+        else:
+            with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)) as db:
+                owners = [row[0] for row in db.execute(
+                    "SELECT json_extract(doc, '$.Active.Owner') FROM tasks "
+                    "WHERE deadline IS NOT NULL AND json_extract(doc, '$.Active.State') = 'running'"
+                )]
         pids = {int(owner.split(":")[1]) for owner in owners if owner and owner.count(":") >= 2}
         return [n for n in self.module_names() if self.procs[n].popen.pid in pids and self.procs[n].popen.poll() is None]
 
@@ -237,6 +249,15 @@ class ChaosCluster(Cluster):
             if not any(fault_footprint(e) for e in task.History):
                 unexplained.append(f"{task.TaskId}: planned {expected.name}, ended {task.TaskStatus.name}")
         return unexplained
+
+
+@functools.cache
+def mongo_tasks(url: str):  # type: ignore[no-untyped-def]
+    """The tasks collection of a cluster's Mongo store, for the harness's own queries."""
+    from common.store.factory import database_name
+    from common.store.mongo_client import open_client
+
+    return open_client(url)[database_name(url)]["tasks"]
 
 
 def rabbitmqctl_shared(url: str) -> Callable[[], dict[str, int]]:

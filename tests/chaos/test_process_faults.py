@@ -16,7 +16,7 @@ from common.statuses import Phase, TaskStatus
 from common.store.factory import open_store
 from common.sweeper import SweepConfig, Sweeper
 from tests.chaos.evidence import assert_clean, log_events, sweeper_totals
-from tests.chaos.harness import Supervisor
+from tests.chaos.harness import Supervisor, mongo_tasks
 from tests.chaos.invariants import CONCLUSIONS
 from tests.chaos.plans import FULL, crash, scale
 from tests.chaos.report import record, slowest
@@ -91,7 +91,7 @@ def test_module_frozen_past_its_lease_has_its_late_writes_refused(make_cluster):
             os.kill(pid, signal.SIGSTOP)
             frozen_at = time.time()
             time.sleep(0.2)
-            if not store_write_locked(cluster.db_path):
+            if cluster.mongo_url or not store_write_locked(cluster.db_path):
                 break
             # Frozen in the middle of a write: it holds SQLite's write lock, and every process
             # of the cluster waits for it. Not the fault this scenario is about: thaw, go again.
@@ -238,6 +238,9 @@ def test_two_sweepers_at_once(make_cluster):
 
 
 def lock_holder(cluster) -> str | None:
+    if cluster.mongo_url:
+        doc = mongo_tasks(cluster.mongo_url).database["locks"].find_one({"_id": "sweeper"})
+        return doc["owner"] if doc else None
     with sqlite3.connect(cluster.db_path, timeout=30) as db:
         row = db.execute("SELECT owner FROM locks WHERE name = 'sweeper'").fetchone()
     return row[0] if row else None
