@@ -46,7 +46,6 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
         relay_grace=settings.relay_grace_seconds,
         interval=settings.sweep_interval_seconds,
     )
-    schedules = ScheduleRunner(
-        open_schedule_store(settings.store_url), store, service.submit, settings.schedule_misfire_grace_seconds
-    )
+    schedule_store = open_schedule_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
+    schedules = ScheduleRunner(schedule_store, store, service.submit, settings.schedule_misfire_grace_seconds)
     return Sweeper(store, broker, config, jobs=[schedules])

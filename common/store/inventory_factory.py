@@ -51,7 +51,9 @@ def open_event_log(
     return MongoEventLog(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
 
 
-def open_schedule_store(url: str) -> ScheduleStore:
+def open_schedule_store(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> ScheduleStore:
     scheme = _scheme(url)
     if scheme == "sqlite":
         from common.store.schedules_sqlite import SqliteScheduleStore
@@ -61,4 +63,4 @@ def open_schedule_store(url: str) -> ScheduleStore:
 
     if scheme == "mongomock":
         return MongoScheduleStore.in_memory(database_name(url))
-    return MongoScheduleStore(url, database_name(url))
+    return MongoScheduleStore(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)

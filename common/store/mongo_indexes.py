@@ -70,6 +70,11 @@ SPECS: dict[str, list[IndexSpec]] = {
         IndexSpec("ack_time", [("Acknowledged", ASCENDING), ("Time", DESCENDING)]),
         IndexSpec("time", [("Time", DESCENDING)]),
     ],
+    "schedules": [
+        IndexSpec("schedule_id", [("ScheduleId", ASCENDING)], {"unique": True}),
+        IndexSpec("name", [("Name", ASCENDING)], {"unique": True}),
+        IndexSpec("due", [("Paused", ASCENDING), ("NextAt", ASCENDING)]),
+    ],
     "events": [
         IndexSpec("event_id", [("EventId", ASCENDING)], {"unique": True}),
         IndexSpec("task_time", [("TaskId", ASCENDING), ("Time", DESCENDING)]),

@@ -1,4 +1,8 @@
-"""Schedules on MongoDB: one document per schedule, ScheduleId and Name unique."""
+"""Schedules on MongoDB: one document per schedule, ScheduleId and Name unique.
+
+Opened like the task store (common.store.mongo_client): w=majority + journal and bounded waits
+unless the URL says otherwise; indexes from common.store.mongo_indexes.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,16 @@ import functools
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from pymongo import ASCENDING, MongoClient
+from bson.errors import BSONError
+from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from common.errors import DuplicateSchedule, StoreError
 from common.scheduling import Schedule
-from common.store.mongo import serializer, shared_mongomock_client
+from common.store.mongo import prepare_indexes, serializer, shared_mongomock_client
+from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
+from common.store.mongo_errors import describe, translate
+from common.store.mongo_indexes import IndexMode
 from common.store.schedules_port import check_next_version
 
 P = ParamSpec("P")
@@ -26,25 +34,31 @@ def _translated(method: Callable[P, R]) -> Callable[P, R]:
             return method(*args, **kwargs)
         except DuplicateKeyError as e:
             raise DuplicateSchedule("a schedule with this id or name exists already") from e
-        except PyMongoError as e:
-            raise StoreError(f"mongodb schedules: {e}") from e
+        except (PyMongoError, BSONError, OverflowError) as e:
+            raise translate(e, "mongodb schedules") from e
 
     return wrapper
 
 
 class MongoScheduleStore:
-    def __init__(self, url_or_client: str | Any, database: str = "baton"):
+    def __init__(
+        self,
+        url_or_client: str | Any,
+        database: str = "baton",
+        *,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        indexes: IndexMode = "create",
+    ):
         self._owns_client = isinstance(url_or_client, str)
         try:
-            self._client = MongoClient(url_or_client) if self._owns_client else url_or_client
+            self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
             self._serial = serializer(self._client)
             self._schedules = self._client[database]["schedules"]
-            self._schedules.create_index([("ScheduleId", ASCENDING)], name="schedule_id", unique=True)
-            self._schedules.create_index([("Name", ASCENDING)], name="name", unique=True)
-            self._schedules.create_index([("Paused", ASCENDING), ("NextAt", ASCENDING)], name="due")
-        except PyMongoError as e:
+            with self._serial:
+                self.index_report = prepare_indexes(self._client[database], ["schedules"], indexes)
+        except (PyMongoError, BSONError) as e:
             self.close()
-            raise StoreError(f"mongodb schedules: cannot open {database!r}: {e}") from e
+            raise StoreError(f"mongodb schedules: cannot open {database!r}: {describe(e)}") from e
 
     @classmethod
     def in_memory(cls, database: str = "baton") -> MongoScheduleStore:

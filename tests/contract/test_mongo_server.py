@@ -24,6 +24,8 @@ from common.store.inventory_mongo import MongoInventory
 from common.store.inventory_port import Capacity
 from common.store.mongo import MongoStore
 from common.store.mongo_client import client_options
+from common.store.schedules_mongo import MongoScheduleStore
+from tests.contract.test_schedules_contract import schedule
 from tests.contract.test_store_contract import new_task
 from tests.support.secantus import SecantusServer, fresh_database_name, secantus_server
 
@@ -92,6 +94,7 @@ def test_every_collection_writes_with_majority_and_journal_by_default(
     database = fresh_database_name()
     url = secantus.database_url(database)
     store, inventory, events = MongoStore(url, database), MongoInventory(url, database), MongoEventLog(url, database)
+    schedules = MongoScheduleStore(url, database)
     try:
         task = new_task()
         store.insert(task)
@@ -102,10 +105,11 @@ def test_every_collection_writes_with_majority_and_journal_by_default(
         inventory.deduct("k1", 1001.0)
         inventory.release(task.TaskId, "release-1", 1002.0)
         events.record(Event(EventId=uuid.uuid4().hex, Time=time.time(), Kind="progress", Message="m"))
+        schedules.insert(schedule("nightly"))
     finally:
-        store.close(), inventory.close(), events.close()
+        store.close(), inventory.close(), events.close(), schedules.close()
     wanted = {"w": "majority", "j": True}
-    for collection in ("tasks", "locks", "alarms", "inventory_hosts", "inventory_releases", "events"):
+    for collection in ("tasks", "locks", "alarms", "inventory_hosts", "inventory_releases", "events", "schedules"):
         assert listener.seen.get(collection), f"no write to {collection} was seen"
         assert all(concern == wanted for concern in listener.seen[collection]), (collection, listener.seen[collection])
 
