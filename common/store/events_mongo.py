@@ -8,43 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from bson.errors import BSONError
 from pymongo import DESCENDING
-from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.errors import DuplicateKeyError
 
-from common.errors import StoreError
 from common.store.events_port import Event
-from common.store.mongo import prepare_indexes, serializer, shared_mongomock_client
-from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
-from common.store.mongo_errors import adapter_edge, describe
-from common.store.mongo_indexes import IndexMode
+from common.store.mongo_base import MongoAdapter
+from common.store.mongo_errors import adapter_edge
 
 _edge = adapter_edge("mongodb events")
 
 
-class MongoEventLog:
-    def __init__(
-        self,
-        url_or_client: str | Any,
-        database: str = "baton",
-        *,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        indexes: IndexMode = "create",
-    ):
-        self._owns_client = isinstance(url_or_client, str)
-        try:
-            self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
-            self._serial = serializer(self._client)
-            self._events = self._client[database]["events"]
-            with self._serial:
-                self.index_report = prepare_indexes(self._client[database], ["events"], indexes)
-        except (PyMongoError, BSONError) as e:
-            self.close()
-            raise StoreError(f"mongodb events: cannot open {database!r}: {describe(e)}") from e
+class MongoEventLog(MongoAdapter):
+    WHAT = "mongodb events"
+    COLLECTIONS = ["events"]
 
-    @classmethod
-    def in_memory(cls, database: str = "baton") -> MongoEventLog:
-        return cls(shared_mongomock_client(), database)
+    def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
+        super().__init__(url_or_client, database, **options)
+        self._events = self._db["events"]
 
     @_edge
     def record(self, event: Event) -> bool:
@@ -61,8 +41,3 @@ class MongoEventLog:
         query = {} if task_id is None else {"TaskId": task_id}
         docs = list(self._events.find(query, {"_id": False}).sort("Time", DESCENDING).limit(limit))
         return [Event.model_validate(doc) for doc in docs]
-
-    def close(self) -> None:
-        client = getattr(self, "_client", None)
-        if self._owns_client and client is not None:
-            client.close()

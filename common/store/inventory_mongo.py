@@ -37,12 +37,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bson.errors import BSONError
 from pymongo import ASCENDING, ReturnDocument
 from pymongo.collection import Collection
-from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.errors import DuplicateKeyError
 
-from common.errors import StoreError
 from common.store import inventory_rules as rules
 from common.store.inventory_mongo_docs import CLOSED, Doc, amount, archived, by_age, closed_claim, inc
 from common.store.inventory_mongo_docs import claim as claim_of
@@ -60,10 +58,8 @@ from common.store.inventory_port import (
     UnknownClaim,
     UnknownHost,
 )
-from common.store.mongo import prepare_indexes, serializer, shared_mongomock_client
-from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
-from common.store.mongo_errors import adapter_edge, describe
-from common.store.mongo_indexes import IndexMode
+from common.store.mongo_base import MongoAdapter
+from common.store.mongo_errors import adapter_edge
 
 COLLECTION = "inventory_hosts"
 CLOSED_COLLECTION = "inventory_closed_claims"
@@ -75,33 +71,15 @@ ARCHIVE_AFTER_SECONDS = 300.0
 _edge = adapter_edge("mongodb inventory")
 
 
-class MongoInventory:
-    def __init__(
-        self,
-        url_or_client: str | Any,
-        database: str = "baton",
-        *,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        indexes: IndexMode = "create",
-    ):
-        self._owns_client = isinstance(url_or_client, str)
-        try:
-            self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
-            self._serial = serializer(self._client)
-            db = self._client[database]
-            self._hosts: Collection[Doc] = db[COLLECTION]
-            self._closed: Collection[Doc] = db[CLOSED_COLLECTION]
-            self._releases: Collection[Doc] = db[RELEASES]
-            with self._serial:
-                self.index_report = prepare_indexes(db, _COLLECTIONS, indexes)
-        except (PyMongoError, BSONError) as e:
-            self.close()
-            raise StoreError(f"mongodb inventory: cannot open {database!r}: {describe(e)}") from e
+class MongoInventory(MongoAdapter):
+    WHAT = "mongodb inventory"
+    COLLECTIONS = _COLLECTIONS
 
-    @classmethod
-    def in_memory(cls, database: str = "baton") -> MongoInventory:
-        """On the process's shared mongomock server (tests and demos; NOT MongoDB)."""
-        return cls(shared_mongomock_client(), database)
+    def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
+        super().__init__(url_or_client, database, **options)
+        self._hosts: Collection[Doc] = self._db[COLLECTION]
+        self._closed: Collection[Doc] = self._db[CLOSED_COLLECTION]
+        self._releases: Collection[Doc] = self._db[RELEASES]
 
     # --- hosts ---------------------------------------------------------------------------------
 
@@ -249,11 +227,6 @@ class MongoInventory:
     @_edge
     def ping(self) -> None:
         self._client.admin.command("ping")
-
-    def close(self) -> None:
-        client = getattr(self, "_client", None)
-        if self._owns_client and client is not None:
-            client.close()
 
     # --- the parts -----------------------------------------------------------------------------
 

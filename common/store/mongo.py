@@ -11,25 +11,18 @@ an acknowledged change survives a crash of the server and a failover.
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
-from bson.errors import BSONError
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.collection import Collection
-from pymongo.database import Database
-from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.errors import DuplicateKeyError
 
-from common.errors import DuplicateTask, StoreError
+from common.errors import DuplicateTask
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
-from common.store import mongo_indexes
-from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
-from common.store.mongo_errors import adapter_edge, describe
-from common.store.mongo_indexes import IndexMode
+from common.store.mongo_base import MongoAdapter
+from common.store.mongo_errors import adapter_edge
 from common.store.task_filters import PageKey, TaskFilter, mongo_query
 
 
@@ -41,48 +34,18 @@ def _no_id() -> dict[str, bool]:
 
 Docs = Collection[dict[str, Any]]
 _LISTING_ORDER = [("TimeCreate", DESCENDING), ("TaskId", DESCENDING)]
-log = structlog.get_logger(__name__)
 _adapter_edge = adapter_edge("mongodb", duplicate=DuplicateTask)
 
 
-class MongoStore:
-    """TaskStore on MongoDB.
+class MongoStore(MongoAdapter):
+    """TaskStore on MongoDB (opening: common.store.mongo_base). The task store is what OSS opens,
+    so it prepares the indexes of the whole database."""
 
-    `url_or_client`: a mongodb:// or mongodb+srv:// URL (the store then owns and closes the
-    client, opened durable and with timeouts: see common.store.mongo_client), or a ready
-    MongoClient (or mongomock client), which the caller keeps and closes.
-    `indexes`: "create" the missing ones (OSS), only "check" them (modules), or "none".
-    """
-
-    def __init__(
-        self,
-        url_or_client: str | Any,
-        database: str = "baton",
-        *,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        indexes: IndexMode = "create",
-    ):
-        self._owns_client = isinstance(url_or_client, str)
-        try:
-            self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
-            self._serial = serializer(self._client)
-            db = self._client[database]
-            self._tasks: Docs = db["tasks"]
-            self._locks: Docs = db["locks"]
-            self._alarms: Docs = db["alarms"]
-            with self._serial:
-                # The task store is what OSS opens: it prepares the whole database's indexes.
-                self.index_report = prepare_indexes(db, None, indexes)
-        except (PyMongoError, BSONError) as e:
-            self._close_owned()
-            raise StoreError(f"mongodb: cannot open database {database!r}: {describe(e)}") from e
-
-    @classmethod
-    def in_memory(cls, database: str = "baton") -> MongoStore:
-        """A store on mongomock, for tests and demos. NOT a MongoDB server: nothing is durable and
-        no other process sees it. Every in-memory store of a process shares one mongomock server,
-        so an all-in-one demo's components see the same tasks."""
-        return cls(shared_mongomock_client(), database)
+    def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
+        super().__init__(url_or_client, database, **options)
+        self._tasks: Docs = self._db["tasks"]
+        self._locks: Docs = self._db["locks"]
+        self._alarms: Docs = self._db["alarms"]
 
     # --- tasks ---------------------------------------------------------------------------------
 
@@ -206,9 +169,6 @@ class MongoStore:
     def ping(self) -> None:
         self._client.admin.command("ping")
 
-    def close(self) -> None:
-        self._close_owned()
-
     # --- the parts -----------------------------------------------------------------------------
 
     def _find_tasks(
@@ -219,48 +179,6 @@ class MongoStore:
         cursor = self._tasks.find(query, _no_id()).sort(order).limit(limit)
         return [Task.from_doc(doc) for doc in cursor]
 
-    def _close_owned(self) -> None:
-        client = getattr(self, "_client", None)
-        if self._owns_client and client is not None:
-            client.close()
-
-
-def prepare_indexes(db: Database[Any], collections: list[str] | None, mode: IndexMode) -> list[str]:
-    """Create or check the indexes of these collections (None: all of baton's, see mongo_indexes);
-    each problem left is logged with the way to fix it, and returned. Never refuses to start over
-    an index."""
-    if mode == "none":
-        return []
-    report = mongo_indexes.ensure(db, collections) if mode == "create" else mongo_indexes.check(db, collections)
-    for problem in report:
-        log.warning("mongodb index not as this version expects", problem=problem, fix="baton store migrate")
-    return report
-
 
 def _task(doc: dict[str, Any] | None) -> Task | None:
     return None if doc is None else Task.from_doc(doc)
-
-
-_mongomock_lock = threading.Lock()
-_mongomock_client: Any = None
-# mongomock is not thread-safe: it applies a filtered write as "find, then modify" without a lock
-# (two threads' compare-and-sets of one version can both match, which a server never allows) and
-# a read iterates over documents a write is changing. One lock around every mongomock operation in
-# the process keeps the in-memory store to the contract; a real server needs none.
-_mongomock_calls = threading.RLock()
-
-
-def serializer(client: Any) -> contextlib.AbstractContextManager[Any]:
-    if type(client).__module__.split(".")[0] == "mongomock":
-        return _mongomock_calls
-    return contextlib.nullcontext()
-
-
-def shared_mongomock_client() -> Any:
-    global _mongomock_client
-    with _mongomock_lock:
-        if _mongomock_client is None:
-            import mongomock  # a test dependency: imported only when asked for
-
-            _mongomock_client = mongomock.MongoClient()
-        return _mongomock_client

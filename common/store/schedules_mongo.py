@@ -14,12 +14,10 @@ from bson.errors import BSONError
 from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
-from common.errors import DuplicateSchedule, StoreError
+from common.errors import DuplicateSchedule
 from common.scheduling import Schedule
-from common.store.mongo import prepare_indexes, serializer, shared_mongomock_client
-from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
-from common.store.mongo_errors import describe, translate
-from common.store.mongo_indexes import IndexMode
+from common.store.mongo_base import MongoAdapter
+from common.store.mongo_errors import translate
 from common.store.schedules_port import check_next_version
 
 P = ParamSpec("P")
@@ -40,29 +38,13 @@ def _translated(method: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-class MongoScheduleStore:
-    def __init__(
-        self,
-        url_or_client: str | Any,
-        database: str = "baton",
-        *,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        indexes: IndexMode = "create",
-    ):
-        self._owns_client = isinstance(url_or_client, str)
-        try:
-            self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
-            self._serial = serializer(self._client)
-            self._schedules = self._client[database]["schedules"]
-            with self._serial:
-                self.index_report = prepare_indexes(self._client[database], ["schedules"], indexes)
-        except (PyMongoError, BSONError) as e:
-            self.close()
-            raise StoreError(f"mongodb schedules: cannot open {database!r}: {describe(e)}") from e
+class MongoScheduleStore(MongoAdapter):
+    WHAT = "mongodb schedules"
+    COLLECTIONS = ["schedules"]
 
-    @classmethod
-    def in_memory(cls, database: str = "baton") -> MongoScheduleStore:
-        return cls(shared_mongomock_client(), database)
+    def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
+        super().__init__(url_or_client, database, **options)
+        self._schedules = self._db["schedules"]
 
     @_translated
     def insert(self, schedule: Schedule) -> None:
@@ -107,11 +89,6 @@ class MongoScheduleStore:
     def delete(self, schedule_id: str) -> bool:
         with self._serial:
             return self._schedules.delete_one({"ScheduleId": schedule_id}).deleted_count == 1
-
-    def close(self) -> None:
-        client = getattr(self, "_client", None)
-        if self._owns_client and client is not None:
-            client.close()
 
     def _one(self, query: dict[str, str]) -> Schedule | None:
         with self._serial:
