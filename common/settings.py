@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -75,14 +75,14 @@ class Settings(ConfigFileSources, BaseSettings):
     resource_inventory_url: str | None = Field(
         None, description="Where the resource inventory lives; default BATON_STORE_URL"
     )
-    store_timeout_seconds: float = Field(
-        0.0, ge=0, description="MongoDB: the longest one store call may take; 0 means lease/3"
-    )
     flows_path: str = Field("flows.yaml", description="The task types")
     concurrency: int = Field(4, ge=1, le=256, description="Steps a module process runs at once")
     prefetch: int = Field(0, ge=0, description="Unacked deliveries per consumer; 0 means = concurrency")
     lease_seconds: float = Field(30.0, gt=0, description="How long a claim holds without a heartbeat")
     heartbeat_seconds: float = Field(0.0, ge=0, description="Lease renewal period; 0 means lease/3")
+    store_timeout_seconds: float = Field(
+        0.0, ge=0, description="MongoDB: the longest one store call may take; 0 means lease/3"
+    )
     redeliver_after_seconds: float = Field(
         60.0, gt=0, description="Re-publish a dispatch nobody claimed after this long"
     )
@@ -115,16 +115,15 @@ class Settings(ConfigFileSources, BaseSettings):
             raise ValueError(f"must be one of debug, info, warning, error (got {value!r})")
         return value.lower()
 
-    @model_validator(mode="after")
-    def _store_timeout_below_lease(self) -> Settings:
+    @field_validator("store_timeout_seconds")
+    @classmethod
+    def _store_timeout_below_lease(cls, value: float, info: ValidationInfo) -> float:
         # A call to a frozen store must fail while the claim still holds, so the module gives the
         # delivery back instead of outliving its lease.
-        if self.store_timeout_seconds and self.store_timeout_seconds >= self.lease_seconds:
-            raise ValueError(
-                f"store_timeout_seconds ({self.store_timeout_seconds}) must be below "
-                f"lease_seconds ({self.lease_seconds})"
-            )
-        return self
+        lease = info.data.get("lease_seconds")
+        if value and lease is not None and value >= lease:
+            raise ValueError(f"must be below BATON_LEASE_SECONDS ({lease:g})")
+        return value
 
     @property
     def effective_prefetch(self) -> int:

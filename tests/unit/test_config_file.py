@@ -43,3 +43,12 @@ def test_a_bad_value_in_the_file_names_the_variable_the_value_and_the_file(confi
 def test_a_missing_file_stops_the_start(config):
     with pytest.raises(ConfigError, match="BATON_CONFIG_FILE: no such file"):
         load_settings()
+
+
+def test_the_store_timeout_is_a_third_of_the_lease_unless_set_and_must_stay_below_it(config):
+    config.write_text("")
+    assert load_settings().effective_store_timeout == 10.0  # lease 30 s
+    assert load_settings(lease_seconds=6).effective_store_timeout == 2.0
+    assert load_settings(store_timeout_seconds=4).effective_store_timeout == 4.0
+    with pytest.raises(ConfigError, match=r"BATON_STORE_TIMEOUT_SECONDS: .*below BATON_LEASE_SECONDS \(30\)"):
+        load_settings(store_timeout_seconds=30)
