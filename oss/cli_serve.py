@@ -75,7 +75,7 @@ def sweeper() -> None:
     from oss.processes import run_until_signalled
 
     loaded = settings()
-    parts = build(loaded)
+    parts = build(loaded, indexes="check")  # OSS creates them
     parts.service.declare_queues()
     sweeper_ = build_sweeper(loaded, parts.store, parts.broker, parts.service)
     stop = threading.Event()

@@ -33,7 +33,7 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
     module still runs its commands in child processes.
     """
     Path("var").mkdir(exist_ok=True)
-    parts = build(settings)
+    parts = build(settings, indexes="create")
     flows = load_flows(settings.flows_path)
     queues = {module_queue(m) for m in flows.modules()}
     runtimes = [

@@ -8,7 +8,7 @@ from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
 from common.settings import Settings
-from common.store.factory import open_store
+from common.store.factory import IndexMode, open_store
 from common.store.port import TaskStore
 from common.schedule_runner import ScheduleRunner
 from common.store.inventory_factory import open_schedule_store
@@ -30,9 +30,11 @@ class Parts:
         self.store.close()
 
 
-def build(settings: Settings) -> Parts:
+def build(settings: Settings, indexes: IndexMode = "none") -> Parts:
+    """`indexes` (MongoDB): OSS-side processes that start for good pass "create" (the all-in-one
+    demo) or "check" (the sweeper); a CLI command leaves them alone (common.store.mongo_indexes)."""
     flows = load_flows(settings.flows_path)
-    store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
+    store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes=indexes)
     broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
     service = TaskService(store, broker, flows, settings)
     return Parts(settings, store, broker, flows, service)
@@ -46,6 +48,9 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
         relay_grace=settings.relay_grace_seconds,
         interval=settings.sweep_interval_seconds,
     )
-    schedule_store = open_schedule_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
+    # Its indexes are prepared with the task store's (every collection of the database).
+    schedule_store = open_schedule_store(
+        settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
+    )
     schedules = ScheduleRunner(schedule_store, store, service.submit, settings.schedule_misfire_grace_seconds)
     return Sweeper(store, broker, config, jobs=[schedules])
