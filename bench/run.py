@@ -1,8 +1,10 @@
 """`make bench`: baton's rates and latencies on this machine, next to the bare baseline.
 
 Prints figures; asserts nothing. Uses a RabbitMQ vhost of its own on the local broker and
-SQLite files in a temporary directory. Sizes: BATON_BENCH_TASKS (default 2000) and
-BATON_BENCH_RSS_STEPS (default 100000: the long run that watches a module's memory; 0 skips it).
+SQLite files in a temporary directory; then the same tasks on the Mongo store, on a SecantusDB
+server started for the run (bench/mongo.py). Sizes: BATON_BENCH_TASKS (default 2000),
+BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run) and BATON_BENCH_RSS_STEPS (default
+100000: the long run that watches a module's memory; 0 skips it).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 
 from bench.api import submissions
 from bench.baseline import run_baseline
-from bench.engine import STEPS, latency, module_rss, start_cluster, throughput
+from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throughput
+from bench.mongo import mongo_throughput
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -32,6 +35,23 @@ def _rss_rows(cluster) -> list[tuple[str, str, str]]:
     trend = " -> ".join(f"{rss / 2**20:.0f}" for _, rss in points)
     return [(f"largest module RSS over {last[0]:,} steps (MiB, after each tenth)", trend,
              f"{(last[1] - first[1]) / 2**20:+.1f} MiB from the first tenth to the last")]
+
+
+def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
+    tasks = int(os.environ.get("BATON_BENCH_MONGO_TASKS", "500"))
+    if tasks <= 0:
+        return []
+    result = mongo_throughput(work / "mongo", url, FLOWS, tasks)
+    rows = [
+        ("baton on Mongo (SecantusDB), 1 process per module: step transitions",
+         f"{result['transitions_per_second']:.0f} /s", f"{tasks} tasks"),
+        ("baton on Mongo: server round trips per transition",
+         f"{result['reads_per_transition']:.1f} reads, {result['writes_per_transition']:.1f} writes",
+         f"+ {result['commands_per_transition']:.1f} other commands; includes each task's insert and the bench's polling"),
+    ]
+    for role, ms in result["cpu_ms_per_transition"].items():
+        rows.append((f"baton on Mongo: CPU per transition, {role}", f"{ms:.2f} ms", ""))
+    return rows
 
 
 def main() -> None:
@@ -68,6 +88,7 @@ def main() -> None:
             finally:
                 cluster.stop_all()
             time.sleep(1)
+        rows.extend(_mongo_rows(work, url))
         api = submissions(work, url, flows_path)
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", ""))

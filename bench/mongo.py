@@ -1,0 +1,66 @@
+"""baton on the Mongo store: the same cluster and tasks as bench/engine.py, on a SecantusDB server
+(a real MongoDB wire-protocol server, tests.support.secantus) started for the run.
+
+Besides the rate, what each step transition costs the database: the server's own operation
+counters (serverStatus opcounters) per transition, and the server process's CPU per transition,
+because the test server is itself a Python process and slow: its share says how much of the rate
+is the server's and how much baton's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.engine import MODULES, STEPS, _roles, _wait_all
+from bench.procstat import CpuMeter
+from common.store.mongo_client import open_client
+from tests.support.cluster import Cluster
+from tests.support.secantus import secantus_server
+
+_READS = ("query", "getmore")
+_WRITES = ("insert", "update", "delete")
+
+
+def mongo_throughput(workdir: Path, amqp_url: str, flows: str, tasks: int) -> dict[str, Any]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    with secantus_server("baton-bench") as server:
+        cluster = Cluster(workdir, amqp_url, flows, {"BATON_FAULT_INJECTION": "0"}, mongo_url=server.database_url("bench"))
+        client = open_client(server.url)
+        try:
+            for module in MODULES:
+                cluster.start_module(module, name=f"{module}-0")
+            _run(cluster, min(100, tasks))  # warm-up: imports, caches, queues
+            roles = {**_roles(cluster, 5672), "SecantusDB server": lambda: [server.process.pid]}  # type: ignore[union-attr]
+            meter = CpuMeter(roles)
+            before = _counters(client)
+            meter.start()
+            seconds = _run(cluster, tasks)
+            spent = meter.stop()
+            after = _counters(client)
+        finally:
+            cluster.stop_all()
+            client.close()
+    transitions = tasks * STEPS
+    delta = {name: after[name] - before[name] for name in after}
+    return {
+        "transitions_per_second": transitions / seconds,
+        # Includes the submissions' writes (one insert a task) and the polling of this process.
+        "reads_per_transition": sum(delta[n] for n in _READS) / transitions,
+        "writes_per_transition": sum(delta[n] for n in _WRITES) / transitions,
+        "commands_per_transition": delta["command"] / transitions,  # findAndModify, pings, ...
+        "cpu_ms_per_transition": {role: 1000 * cpu / transitions for role, cpu in spent.items()},
+    }
+
+
+def _run(cluster: Cluster, tasks: int) -> float:
+    import time
+
+    started = time.perf_counter()
+    ids = [cluster.submit("bench").TaskId for _ in range(tasks)]
+    _wait_all(cluster, ids, timeout=900)
+    return time.perf_counter() - started
+
+
+def _counters(client: Any) -> dict[str, int]:
+    return dict(client.admin.command("serverStatus")["opcounters"])
