@@ -103,6 +103,9 @@ class Settings(ConfigFileSources, BaseSettings):
         0.0, ge=0, description="Run the reconciler this often in the sweeper; 0: never"
     )
     reconcile_apply: bool = Field(False, description="Let the periodic reconciler remove what it finds")
+    resource_claim_retention_days: float = Field(
+        0.0, ge=0, description="The sweeper forgets inventory claims closed this long ago; 0: keep them"
+    )
     metrics_port: int = Field(0, ge=0, le=65535, description="Serve Prometheus /metrics here; 0: off")
     fault_injection: bool = Field(False, description="Honour _baton_faults in Parameters (tests, drills)")
     log_format: Literal["console", "json"] = Field("console", description="console or json")

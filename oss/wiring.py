@@ -11,8 +11,9 @@ from common.settings import Settings
 from common.store.factory import IndexMode, open_store
 from common.store.port import TaskStore
 from common.schedule_runner import ScheduleRunner
-from common.store.inventory_factory import open_schedule_store
-from common.sweeper import SweepConfig, Sweeper
+from common.store.inventory_factory import open_inventory, open_schedule_store
+from common.sweeper import Job, SweepConfig, Sweeper
+from oss.claim_retention import ClaimRetention
 from oss.service import TaskService
 
 
@@ -53,4 +54,10 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
         settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
     )
     schedules = ScheduleRunner(schedule_store, store, service.submit, settings.schedule_misfire_grace_seconds)
-    return Sweeper(store, broker, config, jobs=[schedules])
+    jobs: list[Job] = [schedules]
+    if settings.resource_claim_retention_days > 0:
+        inventory = open_inventory(
+            settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
+        )
+        jobs.append(ClaimRetention(inventory, settings.resource_claim_retention_days * 86400))
+    return Sweeper(store, broker, config, jobs=jobs)

@@ -15,7 +15,7 @@ claim is in at least one of the two, and readers look in the host documents firs
 closed claims, so a closed key is always found and never reserved again. A crash between the two
 leaves a closed claim in both places, which the next move finishes. The grace period keeps a
 reservation that checked its key just before the claim moved from placing the key again.
-`prune_closed` (the retention setting, see oss.hosts_service) deletes closed claims at last.
+`prune_closed` (BATON_RESOURCE_CLAIM_RETENTION_DAYS, oss.claim_retention) deletes them at last.
 
 A key must name one claim across ALL hosts: a unique index on `claims.key` (MongoDB enforces a
 unique multikey index across documents) refuses the same key pushed onto a second host by a
