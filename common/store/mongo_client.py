@@ -1,7 +1,7 @@
 """How baton connects to MongoDB: durable writes and bounded waits unless the URL says otherwise.
 
-Every Mongo adapter (tasks, locks, alarms, inventory, events) opens its client here, so they all
-write the same way:
+Every Mongo adapter (tasks, locks, alarms, inventory, events, schedules) opens its client here
+(common.store.mongo_base), so they all write the same way:
 
 - **Write concern `w=majority`, `journal=true` by default.** An acknowledged write is on the
   journal of a majority of the replica set: a crash of the server (kill -9, power loss) or a
@@ -12,7 +12,7 @@ write the same way:
   wait, the write concern wait, the driver's own retry) by the store timeout setting, which must
   stay below the lease: a frozen server then fails a call with StoreError in time for the module
   to give its delivery back instead of outliving its lease. Server selection and connecting get
-  the same bound. Any of these named in the URL wins.
+  the same bound. A URL naming any timeout option keeps its own, and baton then adds none.
 
 The URL's query options are read case-insensitively, as the driver does.
 """
