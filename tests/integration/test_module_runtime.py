@@ -8,7 +8,7 @@ import pytest
 import structlog
 
 from common.broker.inprocess import InProcessBroker
-from common.errors import StoreError
+from common.errors import StoreError, StoreRefused
 from common.flows import parse_flows
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
@@ -133,5 +133,41 @@ def test_a_claim_written_but_answered_with_a_store_error_still_runs_the_step(par
         done = store.get(task.TaskId)
         assert flaky.lost == 1
         assert done.TaskStatus is TaskStatus.SUCCESS and done.Steps[0].Attempts == 1
+    finally:
+        runtime.stop(grace=1)
+
+
+class RefusesSuccess:
+    """A store that refuses, for good, the write recording the step's success (as MongoDB refuses
+    a document grown past 16 MB by the command's output)."""
+
+    def __init__(self, store):
+        self._store = store
+        self.refused = 0
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def compare_and_set(self, task, expected_version):
+        if task.TaskStatus is TaskStatus.SUCCESS:
+            self.refused += 1
+            raise StoreRefused("mongodb refuses the write: BSON document too large")
+        return self._store.compare_and_set(task, expected_version)
+
+
+def test_an_outcome_the_store_refuses_for_good_fails_the_step_instead_of_retrying(parts):
+    # Before: the refusal escaped the handler, nothing was recorded, and the step waited for a
+    # lease expiry (then ran again, to the same refusal, forever).
+    store, broker, service, settings = parts
+    refusing = RefusesSuccess(store)
+    runtime = runtime_for(refusing, broker, settings)
+    runtime.start()
+    try:
+        task = service.submit("slow", {}).task
+        wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
+        done = store.get(task.TaskId)
+        assert refusing.refused == 1
+        assert done.TaskStatus is TaskStatus.ROLLED_BACK
+        assert "cannot be stored" in done.Steps[0].Message
     finally:
         runtime.stop(grace=1)
