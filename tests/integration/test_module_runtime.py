@@ -100,21 +100,39 @@ def test_stop_past_the_grace_period_stops_the_command_and_releases_the_step(part
     assert broker.queue_depth("mysql") == 1
 
 
-class ClaimAnswerLost:
-    """A store whose first claim is written but answered with StoreError, as when the connection
-    drops (or the store timeout strikes) after the server applied the write."""
+class FaultyStore:
+    """The real store, with one fault in compare_and_set (subclasses); `faults` counts them."""
 
     def __init__(self, store):
         self._store = store
-        self.lost = 0
+        self.faults = 0
 
     def __getattr__(self, name):
         return getattr(self._store, name)
 
+
+def run_one_task(parts, faulty: type[FaultyStore]):
+    """One "slow" task through a runtime on the faulty store (no sweeper): (final task, faults)."""
+    store, broker, service, settings = parts
+    wrapped = faulty(store)
+    runtime = runtime_for(wrapped, broker, settings)
+    runtime.start()
+    try:
+        task = service.submit("slow", {}).task
+        wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
+        return store.get(task.TaskId), wrapped.faults
+    finally:
+        runtime.stop(grace=1)
+
+
+class ClaimAnswerLost(FaultyStore):
+    """The first claim is written but answered with StoreError, as when the connection drops (or
+    the store timeout strikes) after the server applied the write."""
+
     def compare_and_set(self, task, expected_version):
         written = self._store.compare_and_set(task, expected_version)
-        if written and self.lost == 0 and task.Active is not None and task.Active.State.value == "running":
-            self.lost += 1
+        if written and self.faults == 0 and task.Active is not None and task.Active.State.value == "running":
+            self.faults += 1
             raise StoreError("mongodb: timed out (the claim was applied)")
         return written
 
@@ -123,34 +141,18 @@ def test_a_claim_written_but_answered_with_a_store_error_still_runs_the_step(par
     # retry: 0 and no sweeper: before the fix, the delivery was given back, its redelivery found
     # the task "already claimed" by this very worker and was dropped, and the step waited for a
     # lease expiry that no sweeper here would ever act on.
-    store, broker, service, settings = parts
-    flaky = ClaimAnswerLost(store)
-    runtime = runtime_for(flaky, broker, settings)
-    runtime.start()
-    try:
-        task = service.submit("slow", {}).task
-        wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
-        done = store.get(task.TaskId)
-        assert flaky.lost == 1
-        assert done.TaskStatus is TaskStatus.SUCCESS and done.Steps[0].Attempts == 1
-    finally:
-        runtime.stop(grace=1)
+    done, faults = run_one_task(parts, ClaimAnswerLost)
+    assert faults == 1
+    assert done.TaskStatus is TaskStatus.SUCCESS and done.Steps[0].Attempts == 1
 
 
-class RefusesSuccess:
-    """A store that refuses, for good, the write recording the step's success (as MongoDB refuses
-    a document grown past 16 MB by the command's output)."""
-
-    def __init__(self, store):
-        self._store = store
-        self.refused = 0
-
-    def __getattr__(self, name):
-        return getattr(self._store, name)
+class RefusesSuccess(FaultyStore):
+    """The write recording the step's success is refused for good (as MongoDB refuses a document
+    grown past 16 MB by the command's output)."""
 
     def compare_and_set(self, task, expected_version):
         if task.TaskStatus is TaskStatus.SUCCESS:
-            self.refused += 1
+            self.faults += 1
             raise StoreRefused("mongodb refuses the write: BSON document too large")
         return self._store.compare_and_set(task, expected_version)
 
@@ -158,16 +160,7 @@ class RefusesSuccess:
 def test_an_outcome_the_store_refuses_for_good_fails_the_step_instead_of_retrying(parts):
     # Before: the refusal escaped the handler, nothing was recorded, and the step waited for a
     # lease expiry (then ran again, to the same refusal, forever).
-    store, broker, service, settings = parts
-    refusing = RefusesSuccess(store)
-    runtime = runtime_for(refusing, broker, settings)
-    runtime.start()
-    try:
-        task = service.submit("slow", {}).task
-        wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
-        done = store.get(task.TaskId)
-        assert refusing.refused == 1
-        assert done.TaskStatus is TaskStatus.ROLLED_BACK
-        assert "cannot be stored" in done.Steps[0].Message
-    finally:
-        runtime.stop(grace=1)
+    done, faults = run_one_task(parts, RefusesSuccess)
+    assert faults == 1
+    assert done.TaskStatus is TaskStatus.ROLLED_BACK
+    assert "cannot be stored" in done.Steps[0].Message
