@@ -7,10 +7,10 @@ connection is resumed where it stopped (Last-Event-ID).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 
-import httpx
 
 from common.models import HistoryEvent, Task
 
@@ -37,20 +37,27 @@ def follow_stream(
                 if event == "change":
                     pending.append(HistoryEvent.model_validate_json(data))
                 elif event == "task":
-                    task, last_id = Task.model_validate_json(data), event_id
+                    task, last_id = _task(data), event_id
                     for change in pending:
                         on_change(task, change)
                     pending = []
                 elif event == "end" and task is not None:
                     return task
-        except httpx.TransportError as exc:
+        except _transport_errors() as exc:
             failures += 1
             if failures > MAX_RECONNECTS:
                 raise StreamError(f"lost the event stream of {task_id}: {exc}") from exc
         time.sleep(RECONNECT_PAUSE)  # the stream ended (timeout) or dropped: resume after last_id
 
 
+def _task(data: str) -> Task:
+    """The task as the API shows it: the document's fields plus views (Attempts, ...) it adds."""
+    shown = json.loads(data)
+    return Task.model_validate({key: value for key, value in shown.items() if key in Task.model_fields})
+
+
 def _events(base_url: str, token: str, task_id: str, last_id: str) -> Iterator[tuple[str, str, str]]:
+    import httpx
     headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
     if last_id:
         headers["Last-Event-ID"] = last_id
@@ -77,3 +84,9 @@ def _events(base_url: str, token: str, task_id: str, last_id: str) -> Iterator[t
 
 
 __all__ = ["StreamError", "follow_stream"]
+
+
+def _transport_errors() -> type[Exception]:
+    import httpx
+
+    return httpx.TransportError

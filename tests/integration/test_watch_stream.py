@@ -32,11 +32,12 @@ def test_watch_through_the_api_prints_every_event_then_exits_with_the_outcome(tm
         watcher.join(timeout=30)
         assert not watcher.is_alive()
         outcome = result[0]
+        assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.exception
         assert outcome.exit_code == 1, outcome.output  # rolled back: the task failed
         lines = outcome.output.strip().splitlines()
         events = [json.loads(line)["Event"] for line in lines if line.startswith('{"TaskId"')]
         task = store.get(task_id)
-        assert events == [e.Event for e in task.History]  # every event, in order, once
+        assert events == [e.Event for e in task.History], outcome.output  # every event, in order, once
         missing = CliRunner().invoke(watch, ["nope", "--api", url, "--token", OPERATOR])
         assert missing.exit_code == 3 and "no task nope" in missing.output
         refused = CliRunner().invoke(watch, [task_id, "--api", url, "--token", "wrong"])
