@@ -33,6 +33,29 @@ class InvalidParameters(BatonError):
         super().__init__("; ".join(f"{path}: {message}" for path, message in errors))
 
 
+class InvalidInput(InvalidParameters):
+    """Input breaks baton's limits for anything stored (common.input_limits): too deep, too big,
+    text that is not valid Unicode, a key MongoDB would refuse. Reject it; nothing was written."""
+
+
+class UnreadableTask(BatonError):
+    """A stored task document cannot be read back (written before the input limits, or edited by
+    hand). Skip it: it is marked and alarmed, and nothing else may stop because of it."""
+
+    def __init__(self, task_id: str, reason: str):
+        self.task_id, self.reason = task_id, reason
+        super().__init__(f"task {task_id} cannot be read: {reason}")
+
+
+class IdempotencyConflict(BatonError):
+    """The idempotency key was used for a different request (HTTP 409); `fields` name what differs."""
+
+    def __init__(self, task_id: str, fields: list[str]):
+        self.task_id, self.fields = task_id, fields
+        super().__init__(f"this idempotency key created task {task_id} from a different request: "
+                         f"{', '.join(fields)} differ")
+
+
 class UnknownTask(BatonError):
     """No task has this id: tell the caller (HTTP 404, CLI exit code 3)."""
 

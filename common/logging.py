@@ -7,8 +7,10 @@ Step context (task id, task type, step, phase, attempt, module) is bound with
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
+import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -17,8 +19,14 @@ from typing import Any
 import structlog
 
 SECRET_KEY = re.compile(r"pass(word)?|secret|token|credential|api_?key", re.IGNORECASE)
-URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@\s]+@", re.IGNORECASE)
 MASK = "***"
+# Masking runs on untrusted text (parameters, error messages) in every log line: it must be linear
+# in its input. A regex for "scheme://user:password@" restarts at every letter of a long run and
+# rescans it (quadratic); mask_url_passwords finds each "://" once and scans every character a
+# bounded number of times. These patterns are single character classes: no nesting, no backtracking.
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_USER_END = re.compile(r"[:/@\s]")
+_PASSWORD_END = re.compile(r"[@\s]")
 
 
 def mask_secrets(value: Any) -> Any:
@@ -31,8 +39,63 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [mask_secrets(v) for v in value]
     if isinstance(value, str):
-        return URL_PASSWORD.sub(lambda m: m.group("scheme") + MASK + "@", value)
+        return mask_url_passwords(value)
     return value
+
+
+def mask_url_passwords(text: str) -> str:
+    """Every "scheme://user:password@" in `text` with the password replaced by MASK.
+
+    Same result as re.sub(r"([a-z][a-z0-9+.-]*://[^:/@\\s]+:)[^@\\s]+@", r"\\1***@", text, flags=re.I)
+    (the tests check it), in linear time: each "://" is found once by str.find; the backward look
+    for the scheme stops at the previous match or "://"; the user scan stops at the next ":" or
+    "/", so those scans never overlap; and the password's end ("@" or whitespace) is searched once
+    and reused for every candidate before it.
+    """
+    if "://" not in text:
+        return text
+    parts: list[str] = []
+    done = 0  # text[:done] is decided (copied to parts)
+    stop = -1  # index of the first "@" or whitespace at or after `after_colon`, cached; len: none
+    i = text.find("://")
+    while i != -1:
+        if _has_scheme(text, done, i):
+            user_start = i + 3
+            user_end = _search(_USER_END, text, user_start)
+            if user_end > user_start and user_end < len(text) and text[user_end] == ":":
+                after_colon = user_end + 1
+                if stop < after_colon:
+                    stop = _search(_PASSWORD_END, text, after_colon)
+                if stop > after_colon and stop < len(text) and text[stop] == "@":
+                    parts += [text[done:after_colon], MASK, "@"]
+                    done = stop + 1
+                    i = text.find("://", done)
+                    continue
+        i = text.find("://", i + 1)
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+def _has_scheme(text: str, start: int, i: int) -> bool:
+    """Is text[start:i] ending in a URL scheme: scheme characters back to a letter?"""
+    j = i - 1
+    while j >= start and text[j] in _SCHEME_CHARS:
+        if text[j].isalpha():
+            return True
+        j -= 1
+    return False
+
+
+def _search(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    found = pattern.search(text, pos)
+    return found.start() if found else len(text)
+
+
+def exception_summary(exc: BaseException) -> str:
+    """Where an exception was raised, frame by frame, and its type: never its message, which may
+    quote the input (a pydantic error quotes the value it refused, secrets included)."""
+    frames = traceback.extract_tb(exc.__traceback__)[-8:]
+    return " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in reversed(frames))
 
 
 # Values to mask in every log line of the current context (thread or asyncio task): the secret
@@ -86,14 +149,19 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     if log_format == "json":
         renderer = structlog.processors.JSONRenderer()
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        # Plain tracebacks: a rich one prints every frame's local variables (a task's secret
+        # parameters among them) and can run to megabytes for one large document.
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            _mask_processor,
+            # Tracebacks become text BEFORE masking, so a secret quoted in one is masked too.
             structlog.processors.format_exc_info,
+            _mask_processor,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),

@@ -20,6 +20,7 @@ from pydantic_settings import (
 )
 
 from common.errors import ConfigError
+from common.input_limits import InputLimits
 
 CONFIG_FILE_VARIABLE = "BATON_CONFIG_FILE"
 
@@ -110,6 +111,12 @@ class Settings(ConfigFileSources, BaseSettings):
     fault_injection: bool = Field(False, description="Honour _baton_faults in Parameters (tests, drills)")
     log_format: Literal["console", "json"] = Field("console", description="console or json")
     log_level: str = Field("info", description="debug, info, warning, error")
+    # Limits on anything a client hands baton to store (common.input_limits): the same for every
+    # task type and store. MongoDB refuses documents nested more than 100 levels.
+    input_max_depth: int = Field(32, ge=1, le=64, description="Nesting levels of parameters")
+    input_max_items: int = Field(10_000, ge=1, description="Object keys and list items in all")
+    input_max_bytes: int = Field(256 * 1024, ge=1024, le=8 * 1024 * 1024, description="JSON size of parameters")
+    input_max_string: int = Field(64 * 1024, ge=1, description="Characters in one string")
 
     @field_validator("log_level")
     @classmethod
@@ -127,6 +134,10 @@ class Settings(ConfigFileSources, BaseSettings):
         if value and lease is not None and value >= lease:
             raise ValueError(f"must be below BATON_LEASE_SECONDS ({lease:g})")
         return value
+
+    @property
+    def input_limits(self) -> InputLimits:
+        return InputLimits(self.input_max_depth, self.input_max_items, self.input_max_bytes, self.input_max_string)
 
     @property
     def effective_prefetch(self) -> int:

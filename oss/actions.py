@@ -12,6 +12,9 @@ from collections.abc import Callable
 import structlog
 
 from common.errors import ActionRefused, UnknownTask
+from common.input_limits import InputLimits, check_input
+from common.logging import hidden_values
+from common.masking import secret_values
 from common.models import Task
 from common.operator_actions import cancel, compensate, retry, retry_rollback
 from common.outbox import OutboxPublisher
@@ -37,15 +40,18 @@ class OperatorActions:
         publisher: OutboxPublisher,
         clock: Callable[[], float],
         redeliver_after: float,
+        limits: InputLimits | None = None,
     ):
         self._store = store
         self._publisher = publisher
         self._clock = clock
         self._redeliver_after = redeliver_after
+        self._limits = limits or InputLimits()
 
     def apply(self, action: str, task_id: str, actor: str, reason: str) -> Task:
         """The task as written. UnknownTask, or ActionRefused when it does not fit the state."""
         change = ACTIONS[action]
+        check_input(self._limits, reason=reason, actor=actor)  # both go into the task's history
         if self._store.get(task_id) is None:  # tasks are never deleted: no race to fear here
             raise UnknownTask(f"no task {task_id}")
         result = mutate(
@@ -55,7 +61,8 @@ class OperatorActions:
         )
         if isinstance(result, Refusal):
             raise ActionRefused(result.reason)
-        log.info("operator action", action=action, task_id=task_id, actor=actor, reason=reason,
-                 task_status=result.TaskStatus.name)
+        with hidden_values(secret_values(result)):  # a reason may quote a secret parameter
+            log.info("operator action", action=action, task_id=task_id, actor=actor, reason=reason,
+                     task_status=result.TaskStatus.name)
         self._publisher.flush(result)
         return result

@@ -10,8 +10,9 @@ from typing import Any
 import structlog
 
 from common.broker.port import Broker
-from common.errors import DuplicateTask, InvalidParameters
+from common.errors import DuplicateTask, IdempotencyConflict, InvalidParameters
 from common.flows import FlowCatalog
+from common.input_limits import check_input
 from common.models import Task
 from common.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
@@ -19,6 +20,7 @@ from common.settings import Settings
 from common.store.port import TaskStore
 from common.transitions import Timing, create_task
 from oss.actions import OperatorActions
+from oss.idempotency import differences
 
 log = structlog.get_logger(__name__)
 
@@ -44,7 +46,9 @@ class TaskService:
         self._clock = clock
         self._publisher = OutboxPublisher(store, broker, clock, mark_delay_for(settings.relay_grace_seconds))
         self._broker = broker
-        self.actions = OperatorActions(store, self._publisher, clock, settings.redeliver_after_seconds)
+        self.actions = OperatorActions(
+            store, self._publisher, clock, settings.redeliver_after_seconds, settings.input_limits
+        )
 
     def declare_queues(self) -> None:
         """Every module queue the flows name, and the alarm queue: publishes need somewhere to go."""
@@ -68,14 +72,19 @@ class TaskService:
         is written) and its defaults filled in. A publish that fails here is not an error for
         the caller: the task is stored and the outbox relay publishes step 0 within seconds.
         """
+        # Baton's own limits first: nothing past this line (the schema check, its messages, the
+        # store) ever sees a value too deep, too big or not valid Unicode.
+        check_input(self._settings.input_limits, task_type=task_type, parameters=dict(parameters),
+                    idempotency_key=idempotency_key, user_id=user_id, labels=dict(labels or {}))  # fmt: skip
         flow = self._flows.get(task_type)
         check = flow.validate(parameters)
         if not check.ok:
             raise InvalidParameters([(e.path, e.message) for e in check.errors])
+        request = (task_type, check.parameters, priority, user_id, dict(labels or {}))
         if idempotency_key is not None:
             existing = self._store.get_by_idempotency_key(idempotency_key)
             if existing is not None:
-                return Submission(existing, created=False)
+                return _repeat(existing, *request)
         task = create_task(
             task_type=task_type,
             steps=flow.steps,
@@ -95,7 +104,7 @@ class TaskService:
             existing = self._store.get_by_idempotency_key(idempotency_key) if idempotency_key else None
             if existing is None:
                 raise
-            return Submission(existing, created=False)
+            return _repeat(existing, *request)
         log.info("task created", task_id=task.TaskId, task_type=task_type)
         self._publisher.flush(task)
         return Submission(task, created=True)
@@ -105,3 +114,11 @@ class TaskService:
 
     def close(self) -> None:
         self._publisher.stop()
+
+
+def _repeat(existing: Task, *request: Any) -> Submission:
+    """The task a repeated idempotency key created, or IdempotencyConflict if the request differs."""
+    differ = differences(existing, *request)
+    if differ:
+        raise IdempotencyConflict(existing.TaskId, differ)
+    return Submission(existing, created=False)

@@ -22,12 +22,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from common.errors import (
     ActionRefused,
     BrokerError,
+    IdempotencyConflict,
+    InvalidInput,
     InvalidParameters,
     StoreError,
     StoreRefused,
     UnknownTask,
     UnknownTaskType,
+    UnreadableTask,
 )
+from common.input_limits import printable
+from common.logging import exception_summary
 from common.flows.problems import format_path
 
 log = structlog.get_logger(__name__)
@@ -62,11 +67,13 @@ class ApiError(Exception):
 
 
 def error_response(error: ApiError) -> JSONResponse:
+    # printable(): a message quoting input that is not valid Unicode must still encode, or the
+    # answer about a bad request would itself fail with a 500.
     body = {
         "error": {
             "code": error.code,
-            "message": error.message,
-            "fields": [{"path": path, "message": message} for path, message in error.fields],
+            "message": printable(error.message),
+            "fields": [{"path": printable(path), "message": printable(message)} for path, message in error.fields],
         }
     }
     return JSONResponse(body, status_code=error.status, headers=error.headers)
@@ -85,6 +92,12 @@ def install_error_handlers(app: FastAPI) -> None:
         e.status_code, str(e.detail), headers=getattr(e, "headers", None)))  # fmt: skip
     handle(UnknownTask, lambda e: ApiError(404, str(e)))
     handle(ActionRefused, lambda e: ApiError(409, str(e)))
+    handle(InvalidInput, lambda e: ApiError(
+        422, "the request breaks the input limits", code="invalid_input", fields=e.errors))  # fmt: skip
+    handle(IdempotencyConflict, lambda e: ApiError(
+        409, str(e), code="idempotency_conflict",
+        fields=[(name, "differs from the request that created the task") for name in e.fields]))  # fmt: skip
+    handle(UnreadableTask, lambda e: ApiError(409, f"{e}; an alarm was raised", code="unreadable_task"))
     handle(InvalidParameters, lambda e: ApiError(
         422, "the parameters do not fit the task type", code="invalid_parameters", fields=e.errors))  # fmt: skip
     handle(UnknownTaskType, lambda e: ApiError(
@@ -118,5 +131,6 @@ def _unavailable(what: str, exc: Exception) -> ApiError:
 
 
 def _internal(exc: Exception) -> ApiError:
-    log.error("unexpected error", error=repr(exc), exc_info=exc)
+    # The exception's text may quote the input (a pydantic error does): log where, not what.
+    log.error("unexpected error", error=type(exc).__name__, where=exception_summary(exc))
     return ApiError(500, "internal error", code="internal")
