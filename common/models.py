@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
 
 from common.statuses import Phase as PhaseCode
@@ -188,6 +189,20 @@ class StepMessage(_Doc):
     Retry: int = Field(ge=0)
     DispatchId: str
     Attempt: int = Field(ge=1)
+
+
+def named_task(body: bytes) -> str | None:
+    """The TaskId a step message names, even when the rest of it cannot be parsed (nested too
+    deep, a field of the wrong type): read from its first bytes only, as far as they parse (baton
+    writes TaskId first; the shorter window stays under the parser's nesting limit)."""
+    for window in (1024, 192):
+        try:
+            head = pydantic_core.from_json(body[:window], allow_partial=True)
+        except ValueError:
+            continue
+        task_id = head.get("TaskId") if isinstance(head, dict) else None
+        return task_id if isinstance(task_id, str) and 0 < len(task_id) <= 128 else None
+    return None
 
 
 class Alarm(_Doc):

@@ -23,7 +23,8 @@ import structlog
 
 from common.backoff import retry_delay
 from common.broker.port import Broker
-from common.errors import BatonError
+from common.errors import BatonError, BrokerError, StoreError
+from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.models import Task
 from common.outbox import OutboxPublisher
@@ -90,9 +91,9 @@ class Sweeper:
             return report
         report.swept = True
         for task in self._store.due_for_sweep(now, BATCH):
-            self._expire(task, report)
+            self._one(self._expire, task, report)
         for task in self._store.unsent_outbox(self._clock() - self._config.relay_grace, BATCH):
-            self._relay(task, report)
+            self._one(self._relay, task, report)
         for job in self._jobs:
             try:
                 job(self._clock())
@@ -113,11 +114,24 @@ class Sweeper:
                 self.sweep_once()
             except BatonError as exc:  # store or broker down: try again next round
                 log.warning("sweep failed", error=str(exc))
+            except Exception as exc:  # a bug must not end the sweeper thread: log it, go on
+                log.error("sweep failed unexpectedly", error=type(exc).__name__, where=exception_summary(exc))
             stop.wait(self._config.interval)
         self._store.release_lock(LOCK_NAME, self.owner)
         self._publisher.stop()
         for job in self._jobs:
             job.close()
+
+    def _one(self, work: Callable[[Task, SweepReport], None], task: Task, report: SweepReport) -> None:
+        """One task's healing; its failure is logged and the batch goes on (one task must never
+        hold up the others). A store or broker outage still ends the round: the rest would fail too."""
+        try:
+            work(task, report)
+        except (StoreError, BrokerError):
+            raise
+        except Exception as exc:
+            log.error("could not heal a task; skipped this round", task_id=task.TaskId,
+                      error=type(exc).__name__, where=exception_summary(exc))
 
     def _expire(self, task: Task, report: SweepReport) -> None:
         active = task.Active

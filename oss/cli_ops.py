@@ -10,10 +10,10 @@ import json
 
 import click
 
-from common.errors import ActionRefused, UnknownTask
+from common.errors import ActionRefused, InvalidInput, UnknownTask
 from common.masking import masked_task
 from oss.actions import ACTIONS
-from oss.cli_common import EXIT_NO_TASK, EXIT_REFUSED, fail, opened_parts, task_json
+from oss.cli_common import EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, fail, opened_parts, task_json
 from oss.render import task_summary
 
 _HELP = {
@@ -49,6 +49,8 @@ def _command(action: str) -> click.Command:
                 fail(EXIT_NO_TASK, str(exc))
             except ActionRefused as exc:
                 fail(EXIT_REFUSED, f"{action} refused: {exc}")
+            except InvalidInput as exc:
+                fail(EXIT_USAGE, f"{action}: {exc}")
         click.echo(json.dumps(task_json(task), indent=2) if as_json else task_summary(masked_task(task)))
 
     return run

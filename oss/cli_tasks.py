@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from common.errors import InvalidParameters, UnknownTaskType
+from common.errors import IdempotencyConflict, InvalidParameters, UnknownTaskType
 from common.masking import masked_task
 from common.models import HistoryEvent, Task
 from common.statuses import FINAL_STATUSES
@@ -40,7 +40,7 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
             raise click.BadParameter(f"{pair!r} is not key=value", param_hint="PARAMS")
         try:
             parameters[key] = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested too deep: the limits refuse it as text
             parameters[key] = raw
     return parameters
 
@@ -59,7 +59,10 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
 def submit(task_type, params, params_file, idempotency_key, priority, start_at, user_id, labels,
            wait, as_json) -> None:  # fmt: skip
     """Create a task of TASK_TYPE with PARAMS given as key=value."""
-    parameters = json.load(params_file) if params_file else {}
+    try:
+        parameters = json.load(params_file) if params_file else {}
+    except (ValueError, RecursionError) as exc:
+        raise click.BadParameter(f"not JSON that baton can take ({type(exc).__name__})", param_hint="--params-file") from None
     if not isinstance(parameters, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--params-file")
     parameters.update(parse_assignments(params))
@@ -71,7 +74,7 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
                 start_at=parse_time(start_at, "--start-at"), user_id=user_id,
                 labels=parse_labels(labels),
             )  # fmt: skip
-        except UnknownTaskType as exc:
+        except (UnknownTaskType, IdempotencyConflict) as exc:
             fail(EXIT_USAGE, str(exc))
         except InvalidParameters as exc:
             for path, message in exc.errors:

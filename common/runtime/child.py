@@ -9,7 +9,6 @@ starts a fresh child.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import time
@@ -19,6 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from common.errors import CommandFailed, StoreError
+from common.input_limits import InputLimits, json_problems
 from common.logging import configure_logging
 from common.models import Task
 from common.store.factory import open_store
@@ -101,7 +101,11 @@ def execute(
         output = registry.get(context.command)(context) or {}
         if not isinstance(output, dict):
             raise CommandFailed(f"command returned {type(output).__name__}, not a dict", retryable=False)
-        json.dumps(output)  # it goes into the task document: refuse what cannot be stored
+        # It goes into the task's Parameters: the same limits as a client's parameters, so no
+        # command can store what a reader, the sweeper or another store could not handle.
+        problems = json_problems(output, InputLimits(), "output")
+        if problems:
+            raise CommandFailed("; ".join(f"{path}: {message}" for path, message in problems), retryable=False)
         return {"ok": True, "message": "", "output": output, "retryable": True}
     except CommandFailed as exc:
         return {"ok": False, "message": str(exc), "output": {}, "retryable": exc.retryable}

@@ -18,11 +18,11 @@ import structlog
 from pydantic import ValidationError
 
 from common.broker.port import Broker, Delivery
-from common.errors import BrokerError, StoreError, StoreRefused
+from common.errors import BrokerError, StoreError, StoreRefused, UnreadableTask
 from common.logging import hidden_values
 from common.masking import secret_values
 from common.metrics import RuntimeMetrics
-from common.models import Alarm, StepMessage, Task
+from common.models import Alarm, StepMessage, Task, named_task
 from common.outbox import OutboxPublisher
 from common.queues import ALARM_QUEUE
 from common.backoff import retry_delay
@@ -91,6 +91,9 @@ class StepHandler:
             timing = self._timing()
             try:
                 claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, timing))
+            except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
+                self._dead_letter(delivery, str(exc), message)
+                return
             except StoreError as exc:
                 claimed = self._claim_outcome(message, timing)
                 if claimed is None:
@@ -237,18 +240,23 @@ class StepHandler:
         except ValidationError as exc:
             # Name the fields and what is wrong, never the values: they may hold secrets.
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
-            return self._dead_letter(delivery, f"malformed step message: {problems}")
+            return self._dead_letter(delivery, f"malformed step message: {problems}", task_id=named_task(delivery.body))
         if message.Module != self._config.module:
             return self._dead_letter(delivery, f"message for module {message.Module!r} on {self._config.module!r}'s queue", message)
         return message
 
-    def _dead_letter(self, delivery: Delivery, reason: str, message: StepMessage | None = None) -> None:
+    def _dead_letter(
+        self, delivery: Delivery, reason: str, message: StepMessage | None = None, task_id: str | None = None
+    ) -> None:
         delivery.dead_letter()
         self._metrics.dead_letters.labels(self._config.module).inc()
-        log.error("message dead-lettered", reason=reason, module=self._config.module)
+        task_id = message.TaskId if message else task_id
+        log.error("message dead-lettered", reason=reason, module=self._config.module, task_id=task_id)
         alarm = Alarm(
             AlarmId=new_id(), Kind="dead_letter", Time=self._clock(), Message=reason,
-            Module=self._config.module, TaskId=message.TaskId if message else None,
+            Module=self._config.module, TaskId=task_id,
+            Cursor=message.Cursor if message else None, Phase=message.Type if message else None,
+            Command=message.Command if message else None,
         )
         try:
             self._broker.publish(ALARM_QUEUE, alarm.model_dump_json().encode(), message_id=alarm.AlarmId)

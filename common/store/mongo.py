@@ -11,6 +11,7 @@ an acknowledged change survives a crash of the server and a failover.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,9 +19,10 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.collection import Collection
 from pymongo.errors import DuplicateKeyError
 
-from common.errors import DuplicateTask
+from common.errors import DuplicateTask, UnreadableTask
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
+from common.store import unreadable
 from common.store.mongo_base import MongoAdapter
 from common.store.mongo_errors import adapter_edge
 from common.store.task_filters import PageKey, TaskFilter, mongo_query
@@ -55,11 +57,11 @@ class MongoStore(MongoAdapter):
 
     @_adapter_edge
     def get(self, task_id: str) -> Task | None:
-        return _task(self._tasks.find_one({"TaskId": task_id}, _no_id()))
+        return self._one(self._tasks.find_one({"TaskId": task_id}, _no_id()))
 
     @_adapter_edge
     def get_by_idempotency_key(self, key: str) -> Task | None:
-        return _task(self._tasks.find_one({"IdempotencyKey": key}, _no_id()))
+        return self._one(self._tasks.find_one({"IdempotencyKey": key}, _no_id()))
 
     @_adapter_edge
     def compare_and_set(self, task: Task, expected_version: int) -> bool:
@@ -72,13 +74,13 @@ class MongoStore(MongoAdapter):
 
     @_adapter_edge
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
-        query = {"Active.Deadline": {"$lte": now}}
+        query = {"Active.Deadline": {"$lte": now}, unreadable.MARK_FIELD: {"$exists": False}}
         return self._find_tasks(query, [("Active.Deadline", ASCENDING)], limit)
 
     @_adapter_edge
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         # On an array field the ascending sort key is its smallest element: the oldest entry.
-        query = {"Outbox.DueAt": {"$lte": due_before}}
+        query = {"Outbox.DueAt": {"$lte": due_before}, unreadable.MARK_FIELD: {"$exists": False}}
         return self._find_tasks(query, [("Outbox.DueAt", ASCENDING)], limit)
 
     @_adapter_edge
@@ -98,7 +100,7 @@ class MongoStore(MongoAdapter):
         query = mongo_query(
             TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after, search)
         )
-        return self._find_tasks(query, _LISTING_ORDER, limit)
+        return self._find_tasks(query, _LISTING_ORDER, limit, placeholders=True)
 
     @_adapter_edge
     def count_tasks(self, task_filter: TaskFilter) -> dict[TaskStatus, int]:
@@ -167,18 +169,46 @@ class MongoStore(MongoAdapter):
 
     @_adapter_edge
     def ping(self) -> None:
+        """Can this store serve: the server answers AND takes a write (a replica set without a
+        primary answers pings while refusing every write). One upsert of a lock of its own."""
         self._client.admin.command("ping")
+        self._locks.update_one({"_id": "baton-ping"}, {"$set": {"owner": "ping", "expires": time.time()}}, upsert=True)
 
     # --- the parts -----------------------------------------------------------------------------
 
     def _find_tasks(
-        self, query: dict[str, Any], order: list[tuple[str, int]], limit: int
+        self, query: dict[str, Any], order: list[tuple[str, int]], limit: int, placeholders: bool = False
     ) -> list[Task]:
+        """A document that does not parse is skipped (a listing shows a placeholder) and reported
+        (common.store.unreadable), never raised: the rest of the page or batch goes on."""
         if limit <= 0:
             return []  # limit(0) would mean "no limit" to MongoDB
-        cursor = self._tasks.find(query, _no_id()).sort(order).limit(limit)
-        return [Task.from_doc(doc) for doc in cursor]
+        tasks = []
+        for doc in list(self._tasks.find(query, _no_id()).sort(order).limit(limit)):
+            task = self._parse(doc)
+            if isinstance(task, Task):
+                tasks.append(task)
+            elif placeholders:
+                tasks.append(unreadable.placeholder(
+                    doc.get("TaskId"), doc.get("TaskType"), doc.get("TimeCreate"), doc.get("TaskStatus"), why=task))  # fmt: skip
+        return tasks
 
+    def _one(self, doc: dict[str, Any] | None) -> Task | None:
+        if doc is None:
+            return None
+        task = self._parse(doc)
+        if isinstance(task, Task):
+            return task
+        raise UnreadableTask(str(doc.get("TaskId")), task)
 
-def _task(doc: dict[str, Any] | None) -> Task | None:
-    return None if doc is None else Task.from_doc(doc)
+    def _parse(self, doc: dict[str, Any]) -> Task | str:
+        """The document's task, or why it cannot be read (after marking and alarming it)."""
+        try:
+            return Task.from_doc({k: v for k, v in doc.items() if k != unreadable.MARK_FIELD})
+        except Exception as exc:  # RecursionError, ValueError, ValidationError: all the same here
+            why, mark = unreadable.reason(exc), unreadable.should_mark(exc)
+        task_id = str(doc.get("TaskId"))
+        if mark:  # out of the sweeper's queries; a replace of the document drops the mark
+            self._tasks.update_one({"TaskId": task_id}, {"$set": {unreadable.MARK_FIELD: why}})
+        unreadable.report(self.add_alarm, task_id, why, time.time())
+        return why

@@ -21,6 +21,7 @@ import itertools
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,12 +29,19 @@ from typing import Any, ParamSpec, TypeVar
 
 import pydantic_core
 
-from common.errors import DuplicateTask, StoreError
+from common.errors import DuplicateTask, StoreError, UnreadableTask
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
+from common.store import unreadable
 from common.store.task_filters import PageKey, TaskFilter, sql_where
 
 BUSY_TIMEOUT_MS = 10_000
+PING_TIMEOUT_MS = 2_000
+_PING = """
+INSERT INTO locks (name, owner, expires) VALUES ('baton-ping', 'ping', ?)
+ON CONFLICT (name) DO UPDATE SET expires = excluded.expires
+"""
+_ROW = "task_id, task_type, time_create, status, doc"  # what every task read selects
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -157,10 +165,6 @@ def _indexed_values(task: Task) -> tuple[Any, ...]:
     return int(task.TaskStatus), deadline, outbox_due
 
 
-def _task(row: tuple[str] | None) -> Task | None:
-    return None if row is None else Task.from_json(row[0])
-
-
 def _alarm(row: tuple[str] | None) -> Alarm | None:
     return None if row is None else Alarm.model_validate(_decode(row[0]))
 
@@ -200,16 +204,14 @@ class SqliteStore:
 
     @_translated
     def get(self, task_id: str) -> Task | None:
-        row = self._conn().execute("SELECT doc FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-        task = _task(row)
+        task = self._one(f"SELECT {_ROW} FROM tasks WHERE task_id = ?", (task_id,))
         if task is not None:
             self._local.last_read = (task.TaskId, task.Version, _indexed_values(task))
         return task
 
     @_translated
     def get_by_idempotency_key(self, key: str) -> Task | None:
-        sql = "SELECT doc FROM tasks WHERE idempotency_key = ?"
-        return _task(self._conn().execute(sql, (key,)).fetchone())
+        return self._one(f"SELECT {_ROW} FROM tasks WHERE idempotency_key = ?", (key,))
 
     @_translated
     def compare_and_set(self, task: Task, expected_version: int) -> bool:
@@ -233,12 +235,12 @@ class SqliteStore:
 
     @_translated
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
-        sql = "SELECT doc FROM tasks WHERE deadline <= ? ORDER BY deadline LIMIT ?"
+        sql = f"SELECT {_ROW} FROM tasks WHERE deadline <= ? ORDER BY deadline LIMIT ?"
         return self._tasks(sql, (now,), limit)
 
     @_translated
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
-        sql = "SELECT doc FROM tasks WHERE outbox_due <= ? ORDER BY outbox_due LIMIT ?"
+        sql = f"SELECT {_ROW} FROM tasks WHERE outbox_due <= ? ORDER BY outbox_due LIMIT ?"
         return self._tasks(sql, (due_before,), limit)
 
     @_translated
@@ -258,8 +260,8 @@ class SqliteStore:
         where, params = sql_where(
             TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after, search)
         )
-        sql = f"SELECT doc FROM tasks {where} ORDER BY time_create DESC, task_id DESC LIMIT ?"
-        return self._tasks(sql, tuple(params), limit)
+        sql = f"SELECT {_ROW} FROM tasks {where} ORDER BY time_create DESC, task_id DESC LIMIT ?"
+        return self._tasks(sql, tuple(params), limit, placeholders=True)
 
     @_translated
     def count_tasks(self, task_filter: TaskFilter) -> dict[TaskStatus, int]:
@@ -298,7 +300,7 @@ class SqliteStore:
         else:
             sql = "SELECT doc FROM alarms WHERE acknowledged = ? ORDER BY time DESC LIMIT ?"
             params = (int(acknowledged), limit)
-        rows = self._conn().execute(sql, params)
+        rows = self._conn().execute(sql, params).fetchall()  # see _tasks: never leave a read open
         return [Alarm.model_validate(_decode(doc)) for (doc,) in rows]
 
     @_translated
@@ -324,7 +326,16 @@ class SqliteStore:
 
     @_translated
     def ping(self) -> None:
-        self._conn().execute("SELECT 1 FROM tasks LIMIT 1").fetchall()
+        """Can this store serve: read AND write? (Reads keep working while every write fails,
+        e.g. another process holding the write lock.) One small upsert of a row of its own in
+        the locks table, waiting at most PING_TIMEOUT_MS for the lock instead of the usual 10 s."""
+        conn = self._conn()
+        conn.execute("SELECT 1 FROM tasks LIMIT 1").fetchall()
+        conn.execute(f"PRAGMA busy_timeout = {PING_TIMEOUT_MS}")
+        try:
+            conn.execute(_PING, (time.time(),))
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def close(self) -> None:
         """Close every thread's connection. Later calls raise StoreError."""
@@ -335,12 +346,48 @@ class SqliteStore:
 
     # --- the parts -----------------------------------------------------------------------------
 
-    def _tasks(self, sql: str, params: tuple[Any, ...], limit: int) -> list[Task]:
-        """Run a query ending in LIMIT ?; a limit below 1 means none (SQLite: -1 = unlimited)."""
+    def _tasks(self, sql: str, params: tuple[Any, ...], limit: int, placeholders: bool = False) -> list[Task]:
+        """Run a query ending in LIMIT ?; a limit below 1 means none (SQLite: -1 = unlimited).
+
+        Every row is fetched BEFORE any is parsed. A statement still stepping holds its
+        connection's read snapshot open; when parsing raised half-way, the cursor lived on in the
+        traceback, and that connection's next write failed with "database is locked" (it cannot
+        write from a stale snapshot, and waiting does not help): after a dozen failed list calls,
+        every thread of the API's pool had such a connection and every POST answered 503.
+        A row that does not parse is skipped (or, for a listing, shown as a placeholder) and
+        reported, never raised (common.store.unreadable).
+        """
         if limit <= 0:
             return []
-        rows = self._conn().execute(sql, (*params, limit))
-        return [Task.from_json(doc) for (doc,) in rows]
+        rows = self._conn().execute(sql, (*params, limit)).fetchall()
+        tasks = []
+        for row in rows:
+            task = self._parse(row)
+            if isinstance(task, Task):
+                tasks.append(task)
+            elif placeholders:
+                tasks.append(unreadable.placeholder(*row[:4], why=task))
+        return tasks
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> Task | None:
+        row = self._conn().execute(sql, params).fetchone()
+        if row is None:
+            return None
+        task = self._parse(row)
+        if isinstance(task, Task):
+            return task
+        raise UnreadableTask(row[0], task)
+
+    def _parse(self, row: tuple[Any, ...]) -> Task | str:
+        """The row's task, or why it cannot be read (after marking and alarming it)."""
+        try:
+            return Task.from_json(row[4])
+        except Exception as exc:  # RecursionError, ValueError, ValidationError: all the same here
+            why = unreadable.reason(exc)
+        # Out of the sweeper's sight until the document is written again (which recomputes them).
+        self._conn().execute("UPDATE tasks SET deadline = NULL, outbox_due = NULL WHERE task_id = ?", (row[0],))
+        unreadable.report(self.add_alarm, row[0], why, time.time())
+        return why
 
     def _changed_since_read(
         self, task_id: str, version: int, values: tuple[Any, ...]

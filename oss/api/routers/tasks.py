@@ -32,13 +32,14 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
             "model": TaskCreated,
             "description": "The task an earlier request with this idempotency key created",
         },
-        **error_responses(401, 403, 413, 422, 503),
+        **error_responses(401, 403, 409, 413, 422, 503),
     },
 )
 def create_task(body: CreateTask, context: Context, token: Submitter, response: Response) -> TaskCreated:
     """Validate the parameters against the task type's schema, then write the whole task and
     dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
-    the existing task when the idempotency key was used before, even by a concurrent request."""
+    the existing task when the idempotency key was used before for the same request, even by a
+    concurrent one; 409 naming the fields that differ when it was used for another request."""
     submission = context.service.submit(
         body.task_type,
         body.parameters,
@@ -103,11 +104,12 @@ def list_tasks(
 
 
 @router.get("/tasks/{task_id}", response_model=TaskDetail, summary="One task: the whole document",
-            responses=error_responses(401, 404, 422, 503))  # fmt: skip
+            responses=error_responses(401, 404, 409, 422, 503))  # fmt: skip
 def get_task(task_id: str, context: Context, token: Reader) -> TaskDetail:
     """Every field of the task document, steps with times, attempts and errors, and the event
     history; secret parameters masked. Added: every attempt (the document keeps each phase's
-    last) and, for a delayed start not reached yet, when it starts."""
+    last) and, for a delayed start not reached yet, when it starts. 409 when the stored document
+    cannot be read (an alarm names it)."""
     task = context.store.get(task_id)
     if task is None:
         raise ApiError(404, f"no task {task_id}")
