@@ -8,6 +8,7 @@ from typing import Annotated
 import structlog
 from fastapi import APIRouter, Query
 
+from common.errors import UnreadableTask
 from common.models import Alarm
 from oss.api.auth import Context, Operator, Reader
 from oss.api.errors import ApiError
@@ -75,5 +76,8 @@ def acknowledge_alarm(alarm_id: str, context: Context, token: Operator) -> Alarm
 
 
 def _shown(context: Context, alarm: Alarm) -> AlarmView:
-    task = context.store.get(alarm.TaskId) if alarm.TaskId else None
+    try:
+        task = context.store.get(alarm.TaskId) if alarm.TaskId else None
+    except UnreadableTask:  # its own alarm says so; an unreadable task must not hide the list
+        task = None
     return alarm_view(alarm, task)
