@@ -42,6 +42,11 @@ def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:
     return Alarm.model_validate(_scrubbed(alarm.model_dump(mode="json"), values))
 
 
+def scrubbed_text(text: str, task: Task) -> str:
+    """Free text about a task (a failure message, an alarm) with its secret values masked."""
+    return _scrubbed(text, secret_values(task))  # type: ignore[no-any-return]
+
+
 def masked_task(task: Task) -> Task:
     """masked_task_view as a Task, for code that renders Task objects."""
     return Task.from_doc(masked_task_view(task))

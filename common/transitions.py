@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.masking import scrubbed_text
 from common.models import (
     ActiveRun,
     Alarm,
@@ -348,7 +349,9 @@ def _finish(task: Task, end: Finish, run: ActiveRun, now: float, actor: str, ids
             AlarmId=ids(),
             Kind="rollback_failed",
             Time=now,
-            Message=task.TaskMessage,
+            # The failure message may quote a secret parameter; the alarm travels to the monitor's
+            # log, the alarm store and a webhook, none of which knows the task's secrets: scrub here.
+            Message=scrubbed_text(task.TaskMessage, task),
             TaskId=task.TaskId,
             Cursor=run.Cursor,
             Phase=run.Phase,

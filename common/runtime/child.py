@@ -19,7 +19,7 @@ from typing import Any
 
 from common.errors import CommandFailed, StoreError
 from common.input_limits import InputLimits, json_problems
-from common.logging import configure_logging
+from common.logging import configure_logging, hidden_values
 from common.models import Task
 from common.store.factory import open_store
 from common.store.port import TaskStore
@@ -95,6 +95,11 @@ def execute(
         owner=request.get("owner", ""),
         read_task=read_task,
     )
+    with hidden_values(request.get("hidden", ())):  # a command's own log lines hide the secrets too
+        return _run(registry, context, fault_injection)
+
+
+def _run(registry: CommandRegistry, context: CommandContext, fault_injection: bool) -> dict[str, Any]:
     try:
         if fault_injection:
             _injected_fault(context)

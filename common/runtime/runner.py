@@ -55,6 +55,8 @@ class CommandRequest:
     parameters: dict[str, Any] = field(default_factory=dict)
     dispatch_id: str = ""  # with owner: the fencing token (common/fence.py)
     owner: str = ""
+    # The task's secret values: the command process masks them in every log line it writes.
+    hidden: list[str] = field(default_factory=list)
 
 
 class CommandRunner:

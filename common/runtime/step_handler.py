@@ -154,6 +154,7 @@ class StepHandler:
             parameters=task.Parameters,
             dispatch_id=message.DispatchId,
             owner=self._config.owner,
+            hidden=secret_values(task),
         )
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()

@@ -7,7 +7,9 @@ from collections.abc import Callable
 
 import structlog
 
-from common.models import Alarm, BackoffPolicy
+from common.errors import BatonError
+from common.masking import masked_alarm
+from common.models import Alarm, BackoffPolicy, Task
 from common.queues import ALARM_QUEUE
 from common.settings import Settings
 from common.store.port import TaskStore
@@ -22,6 +24,9 @@ def alarm_consumer(_settings: Settings, store: TaskStore) -> dict[str, Callable[
 
     def receive(body: bytes) -> None:
         alarm = Alarm.model_validate_json(body)  # a malformed alarm raises: it is dead-lettered
+        # Scrubbed once, here, with its task's secrets: then the store, the log line and the
+        # webhook all get the same safe text (whoever raised it may not have scrubbed it).
+        alarm = masked_alarm(alarm, _task_of(store, alarm))
         # Only a newly stored alarm is logged and sent: a redelivered one was handled already.
         if store.add_alarm(alarm):
             log.error("ALARM", kind=alarm.Kind, alarm_id=alarm.AlarmId, task_id=alarm.TaskId,
@@ -30,6 +35,17 @@ def alarm_consumer(_settings: Settings, store: TaskStore) -> dict[str, Callable[
                 notifier.notify(alarm)
 
     return {ALARM_QUEUE: receive}
+
+
+def _task_of(store: TaskStore, alarm: Alarm) -> Task | None:
+    """The task an alarm is about, for its secrets; None when there is none or it cannot be read
+    (URL passwords and secret-looking keys are still masked)."""
+    if alarm.TaskId is None:
+        return None
+    try:
+        return store.get(alarm.TaskId)
+    except BatonError:  # unreadable, or the store is down: a StoreError would only requeue
+        return None
 
 
 def webhook_notifier(settings: MonitorSettings) -> WebhookNotifier | None:
