@@ -31,6 +31,11 @@ Clock = Callable[[], float]
 DEFAULT_MARK_DELAY = 1.0  # keep it well under the relay's grace period
 
 
+# Outbox entries due within this many seconds get an in-process timer; later ones wait for the
+# relay (the sweeper publishes every entry past its due time), which already covers restarts.
+TIMER_HORIZON = 300.0
+
+
 def mark_delay_for(relay_grace: float) -> float:
     """Mark sent before the relay would consider the entry lost and publish it again."""
     return min(DEFAULT_MARK_DELAY, relay_grace / 2)
@@ -62,8 +67,10 @@ class OutboxPublisher:
         for entry in task.Outbox:
             if entry.DueAt <= now:
                 self.publish(task.TaskId, entry, before_mark_sent)
-            else:
+            elif entry.DueAt - now <= TIMER_HORIZON:
                 self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
+            # Due later (a start_at days away): the relay publishes it when due. A timer for it
+            # would hold memory for as long (any client can ask for year 9999) for no gain.
 
     def publish(
         self,
@@ -136,7 +143,10 @@ class _Timers:
                     now = self._clock()
                     if self._heap and self._heap[0][0] <= now:
                         break
-                    self._condition.wait(timeout=self._heap[0][0] - now if self._heap else None)
+                    # Bounded: a wait past the platform's time_t (year 9999) raised OverflowError
+                    # and ended this thread, and with it every later mark-sent of the process.
+                    wait = min(self._heap[0][0] - now, TIMER_HORIZON) if self._heap else None
+                    self._condition.wait(timeout=wait)
                 if self._stopped:
                     return
                 _, _, callback = heapq.heappop(self._heap)
