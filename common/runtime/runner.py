@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from common.input_limits import printable
 from common.runtime.child import child_main
 from common.statuses import ResultCode
 from common.transitions import AttemptResult
@@ -57,6 +58,16 @@ class CommandRequest:
     owner: str = ""
     # The task's secret values: the command process masks them in every log line it writes.
     hidden: list[str] = field(default_factory=list)
+
+
+MAX_MESSAGE = 2000  # characters of a command's failure message kept in the task document
+
+
+def bounded_message(message: str) -> str:
+    """A failure message is stored on the step, in TaskMessage and in the history of every
+    attempt: unbounded, one chatty command could grow a document past what a store takes."""
+    message = printable(message)
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
 
 
 class CommandRunner:
@@ -106,7 +117,7 @@ class CommandRunner:
         self._idle.put(child)
         return AttemptResult(
             ResultCode.OK if answer["ok"] else ResultCode.FAILED,
-            answer["message"],
+            bounded_message(answer["message"]),
             answer["output"],
             answer["retryable"],
         )
