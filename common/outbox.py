@@ -19,7 +19,7 @@ from collections.abc import Callable
 import structlog
 
 from common.broker.port import Broker
-from common.errors import BrokerError, StoreError
+from common.errors import BrokerError, StoreError, UnreadableTask
 from common.metrics import RuntimeMetrics
 from common.models import OutboxEntry, Task
 from common.store.mutate import mutate
@@ -105,7 +105,7 @@ class OutboxPublisher:
     def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
         try:
             mutate(self._store, task_id, lambda t: mark_sent(t, dispatch_id))
-        except StoreError as exc:  # published but not marked: the relay publishes it again
+        except (StoreError, UnreadableTask) as exc:  # published, not marked: the relay retries
             log.warning("mark-sent failed", task_id=task_id, error=str(exc))
 
 
