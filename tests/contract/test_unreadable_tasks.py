@@ -114,3 +114,30 @@ def test_a_failed_listing_leaves_no_read_open_that_would_lock_out_writes(tmp_pat
     assert len(kept[0]) == 3 and kept[0][0].TaskMessage.startswith("unreadable")
     store.close()
     other.close()
+
+
+def test_the_sweeper_thread_outlives_an_unexpected_error(tmp_path):
+    """It crashed at every start on the unreadable document: one bug must not end the thread."""
+    from common.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "tasks.db")
+    calls = []
+
+    def due_for_sweep(now, limit):
+        calls.append(now)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in one round")
+        return []
+
+    store.due_for_sweep = due_for_sweep  # type: ignore[method-assign]
+    sweeper = Sweeper(store, InProcessBroker(), SweepConfig(lease=30, redeliver_after=5, relay_grace=0, interval=0.01))
+    stop = threading.Event()
+    thread = threading.Thread(target=sweeper.run, args=(stop,))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(calls) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    thread.join(10)
+    assert len(calls) >= 3  # it went on sweeping after the failed round
+    store.close()
