@@ -49,7 +49,7 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("task_type")
 @click.argument("params", nargs=-1)
 @click.option("--params-file", type=click.File("r"), help="JSON object of parameters.")
-@click.option("--key", "idempotency_key", help="Idempotency key: the same key returns the same task.")
+@click.option("--key", "idempotency_key", help="Idempotency key: the same request again returns the same task; another request under it exits 2.")
 @click.option("--priority", type=click.IntRange(0, 4), default=0, show_default=True)
 @click.option("--start-at", help="Delayed start: ISO-8601 (no zone: UTC) or epoch seconds.")
 @click.option("--user", "user_id", help="Owner of the task.")

@@ -59,6 +59,28 @@ def test_submit_with_bad_parameters_exits_2_and_names_them(cli):
     assert "parameters.cpu: must be <= 64 (got 100)" in result.output
 
 
+def test_submit_checks_the_same_input_limits_as_the_api(cli, tmp_path):
+    run, driver = cli
+    deep = "[" * 40 + "]" * 40
+    result = run("submit", "free_form", f"x={deep}", r"k=\ud800", "n=9223372036854775808")
+    assert result.exit_code == 2, result.output
+    assert "parameters.x[0][0]" in result.output and "nested deeper than 32 levels" in result.output
+    assert "parameters.n: integer outside the signed 64-bit range" in result.output
+    very_deep = tmp_path / "deep.json"
+    very_deep.write_text('{"x": ' + "[" * 5000 + "]" * 5000 + "}")  # past Python's own recursion limit
+    result = run("submit", "free_form", "--params-file", str(very_deep))
+    assert result.exit_code == 2 and "--params-file" in result.output, result.output
+    assert driver.store.list_tasks() == []
+
+
+def test_a_reused_idempotency_key_with_other_parameters_exits_2_naming_them(cli):
+    run, _ = cli
+    assert run("submit", "create_db", "name=db1", "--key", "k-1").exit_code == 0
+    assert run("submit", "create_db", "name=db1", "--key", "k-1").exit_code == 0
+    result = run("submit", "create_db", "name=db2", "cpu=4", "--key", "k-1")
+    assert result.exit_code == 2 and "parameters.cpu, parameters.name differ" in result.output
+
+
 def test_list_filters_and_pages(cli):
     run, _ = cli
     ids = [submitted(run, "--user", "alice" if i % 2 else "bob") for i in range(3)]
