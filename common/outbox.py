@@ -20,6 +20,7 @@ import structlog
 
 from common.broker.port import Broker
 from common.errors import BrokerError, StoreError, UnreadableTask
+from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.models import OutboxEntry, Task
 from common.store.mutate import mutate
@@ -152,5 +153,5 @@ class _Timers:
                 _, _, callback = heapq.heappop(self._heap)
             try:
                 callback()
-            except Exception:  # one failed callback must not stop the others
-                log.exception("outbox timer callback failed")
+            except Exception as exc:  # one failed callback must not stop the others
+                log.error("outbox timer callback failed", error=type(exc).__name__, where=exception_summary(exc))

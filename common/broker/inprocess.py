@@ -19,6 +19,7 @@ import structlog
 
 from common.broker.port import DeliveryHandler
 from common.errors import BrokerError, UnroutableMessage
+from common.logging import exception_summary
 from common.queues import check_priority, dead_letter_queue, is_dead_letter_queue
 
 log = structlog.get_logger(__name__)
@@ -229,10 +230,10 @@ class _InProcessSubscription:
     def _call_handler(self, delivery: _InProcessDelivery) -> None:
         try:
             self._handler(delivery)
-        except Exception:
+        except Exception as exc:
             # A handler that raises must not kill the dispatcher; its message is poison until
-            # proven otherwise (DESIGN, Reliability 8).
-            log.exception("broker.handler_failed", queue=self._queue)
+            # proven otherwise (DESIGN, Reliability 8). Type and place only: see exception_summary.
+            log.error("broker.handler_failed", queue=self._queue, error=type(exc).__name__, where=exception_summary(exc))
             delivery.dead_letter()
 
     def _settle(self, delivery: _InProcessDelivery, action: str) -> None:

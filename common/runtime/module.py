@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 import structlog
 
 from common.broker.port import Broker, Delivery, Subscription
+from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
@@ -138,8 +139,9 @@ class ModuleRuntime:
                 self._busy += 1
             try:
                 handle(delivery)
-            except Exception:  # a bug must not kill the worker; an unsettled delivery is dead-lettered
-                log.exception("handler failed")
+            except Exception as exc:  # a bug must not kill the worker; an unsettled delivery is dead-lettered
+                # Type and place only: the message of an error about a task may quote its secrets.
+                log.error("handler failed", error=type(exc).__name__, where=exception_summary(exc))
                 delivery.dead_letter()
             finally:
                 with self._busy_lock:

@@ -28,6 +28,7 @@ from common.broker.rabbitmq.policy import (
 )
 from common.broker.rabbitmq.topology import declare_pair
 from common.errors import BrokerError
+from common.logging import exception_summary
 
 log = structlog.get_logger(__name__)
 
@@ -208,10 +209,11 @@ class RabbitSubscription:
         delivery = RabbitDelivery(self._settle, link, method, properties, body)
         try:
             self._handler(delivery)
-        except Exception:
+        except Exception as exc:
             # A handler that raises must not kill the consumer; its message is poison until
             # proven otherwise (DESIGN, Reliability 8). No-op if the handler settled it.
-            log.exception("broker.handler_failed", queue=self._queue)
+            # Type and place only: the message of an error about a task may quote its secrets.
+            log.error("broker.handler_failed", queue=self._queue, error=type(exc).__name__, where=exception_summary(exc))
             delivery.dead_letter()
 
     def _settle_on_io(self, link: Link, tag: int, settlement: Settlement) -> None:
