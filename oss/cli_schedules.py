@@ -24,7 +24,7 @@ from oss.schedules_service import ScheduleService, UnknownSchedule
 def _run(action: Callable[[ScheduleService], Any], as_json: bool) -> None:
     loaded = settings()
     try:
-        service = ScheduleService.open(loaded.store_url, load_flows(loaded.flows_path))
+        service = ScheduleService.open(loaded.store_url, load_flows(loaded.flows_path), limits=loaded.input_limits)
     except BatonError as exc:
         fail(EXIT_USAGE, str(exc))
     try:

@@ -8,6 +8,7 @@ from typing import Any
 
 from common.errors import ActionRefused, InvalidParameters, StoreError, UnknownTask
 from common.flows import FlowCatalog
+from common.input_limits import InputLimits, check_input
 from common.scheduling import Missed, Overlap, Schedule, ScheduleError, check_timing, next_tick_after
 from common.store.inventory_factory import open_schedule_store
 from common.store.schedules_port import ScheduleStore
@@ -21,14 +22,23 @@ class UnknownSchedule(UnknownTask):
 
 
 class ScheduleService:
-    def __init__(self, schedules: ScheduleStore, flows: FlowCatalog, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        schedules: ScheduleStore,
+        flows: FlowCatalog,
+        clock: Callable[[], float] = time.time,
+        limits: InputLimits | None = None,
+    ):
         self._schedules = schedules
         self._flows = flows
         self._clock = clock
+        self._limits = limits or InputLimits()
 
     @classmethod
-    def open(cls, store_url: str, flows: FlowCatalog, clock: Callable[[], float] = time.time) -> ScheduleService:
-        return cls(open_schedule_store(store_url), flows, clock)
+    def open(
+        cls, store_url: str, flows: FlowCatalog, clock: Callable[[], float] = time.time, limits: InputLimits | None = None
+    ) -> ScheduleService:
+        return cls(open_schedule_store(store_url), flows, clock, limits)
 
     def create(
         self,
@@ -49,6 +59,9 @@ class ScheduleService:
 
         Raises ScheduleError (timing), UnknownTaskType, InvalidParameters, DuplicateSchedule.
         """
+        # Stored, then submitted at every tick: the same input limits as a submission, first.
+        check_input(self._limits, name=name, task_type=task_type, parameters=dict(parameters),
+                    labels=dict(labels or {}), created_by=created_by)  # fmt: skip
         check_timing(cron, interval_seconds, timezone)
         flow = self._flows.get(task_type)
         check = flow.validate(parameters)

@@ -177,3 +177,15 @@ def test_label_filters_are_bounded_like_labels(api):
     assert api.get("/api/v1/tasks", label=labels[:32]).status_code == 200
     too_many = api.get("/api/v1/tasks", label=labels * 30)
     assert too_many.status_code == 422 and too_many.json()["error"]["fields"][0]["path"] == "query.label"
+
+
+def test_a_schedule_stores_only_what_a_submission_would_take(api):
+    """A schedule's parameters are stored, then submitted at every tick: the same edge first."""
+    body = {"name": "deep", "task_type": "free_form", "cron": "0 3 * * *",
+            "parameters": {"x": nested(40), "s": "\ud800"}}  # fmt: skip
+    response = api.client.post("/api/v1/schedules", content=json.dumps(body), headers=H)
+    assert response.status_code == 422, response.text
+    fields = {f["path"]: f["message"] for f in response.json()["error"]["fields"]}
+    assert fields.pop("parameters.s") == "contains a lone surrogate (not valid Unicode)"
+    assert [p.startswith("parameters.x[0]") and m.startswith("nested deeper") for p, m in fields.items()] == [True]
+    assert api.get("/api/v1/schedules").json()["items"] == []

@@ -69,7 +69,9 @@ def schedules_service(request: Request, context: Context) -> ScheduleService:
     """One per app, opened on first use beside the task store."""
     state = request.app.state
     if getattr(state, "schedules", None) is None:
-        state.schedules = ScheduleService.open(context.settings.store_url, context.flows, context.clock)
+        state.schedules = ScheduleService.open(
+            context.settings.store_url, context.flows, context.clock, context.settings.input_limits
+        )
     return state.schedules  # type: ignore[no-any-return]
 
 
