@@ -15,8 +15,11 @@ from typing import Any
 
 import structlog
 
-from common.errors import ActionRefused, UnknownTask
+from common.errors import ActionRefused, UnknownTask, UnreadableTask
+from common.logging import hidden_values
+from common.masking import secret_values
 from common.models import Task
+from common.store import unreadable
 from common.store.port import TaskStore
 from common.store.task_filters import page_key
 from common.transitions import Refusal, Timing
@@ -63,14 +66,19 @@ class BulkActions:
         tasks, result.truncated = self._matching(filters, min(limit, MAX_TASKS))
         result.matched = len(tasks)
         for task in tasks:
+            if unreadable.is_placeholder(task):  # its document cannot be read: nothing to act on
+                result.refused.append((task.TaskId, "the stored document cannot be read (see its alarm)"))
+                continue
             outcome = self._dry(action, task, actor, reason) if dry_run else self._apply(action, task, actor, reason)
             if outcome is None:
                 result.applied.append(task.TaskId)
             else:
                 result.refused.append((task.TaskId, outcome))
         if not dry_run:
-            log.info("bulk action", action=action, actor=actor, reason=reason, matched=result.matched,
-                     applied=len(result.applied), refused=len(result.refused))  # fmt: skip
+            # The reason may quote a secret of any of the tasks: hide all of theirs in this line.
+            with hidden_values(value for task in tasks for value in secret_values(task)):
+                log.info("bulk action", action=action, actor=actor, reason=reason, matched=result.matched,
+                         applied=len(result.applied), refused=len(result.refused))  # fmt: skip
         return result
 
     def _matching(self, filters: Mapping[str, Any], limit: int) -> tuple[list[Task], bool]:
@@ -92,6 +100,6 @@ class BulkActions:
     def _apply(self, action: str, task: Task, actor: str, reason: str) -> str | None:
         try:
             self._actions.apply(action, task.TaskId, actor, reason)
-        except (ActionRefused, UnknownTask) as exc:
+        except (ActionRefused, UnknownTask, UnreadableTask) as exc:
             return str(exc)
         return None

@@ -63,6 +63,11 @@ def placeholder(task_id: str, task_type: str, time_create: float, status: Any, w
     )  # fmt: skip
 
 
+def is_placeholder(task: Task) -> bool:
+    """A listing's stand-in for an unreadable document (a real task has at least one step)."""
+    return not task.Steps
+
+
 def report(add_alarm: Any, task_id: str, why: str, now: float) -> None:
     """Store the task's alarm; log once, when this is the first time anyone stored it."""
     try:

@@ -189,3 +189,16 @@ def test_a_schedule_stores_only_what_a_submission_would_take(api):
     assert fields.pop("parameters.s") == "contains a lone surrogate (not valid Unicode)"
     assert [p.startswith("parameters.x[0]") and m.startswith("nested deeper") for p, m in fields.items()] == [True]
     assert api.get("/api/v1/schedules").json()["items"] == []
+
+
+def test_a_bulk_action_lists_an_unreadable_task_as_refused_and_acts_on_the_rest(api):
+    good = api.create(task_type="free_form", labels={"wave": "2"})["task_id"]
+    bad = api.create(task_type="free_form", labels={"wave": "2"})["task_id"]
+    with sqlite3.connect(api.store.path) as conn:
+        conn.execute("UPDATE tasks SET doc = json_set(doc, '$.Priority', 'high') WHERE task_id = ?", (bad,))
+    for dry_run in (True, False):
+        answer = api.client.post("/api/v1/bulk/cancel", headers=auth(),
+                                 json={"reason": "drill", "labels": {"wave": "2"}, "dry_run": dry_run})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["applied"] == [good]
+        assert [r["task_id"] for r in answer.json()["refused"]] == [bad]

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from common.errors import UnreadableTask
 from common.models import Task
 from common.statuses import FINAL_STATUSES
 from oss.api.auth import Context, Reader
@@ -94,7 +95,11 @@ async def task_events(
             if await request.is_disconnected():
                 return
             await asyncio.sleep(poll)
-            current = await run_in_threadpool(context.store.get, task_id)
+            try:
+                current = await run_in_threadpool(context.store.get, task_id)
+            except UnreadableTask as exc:  # its document broke meanwhile: say so, end the stream
+                yield sse("end", json.dumps({"error": "unreadable_task", "reason": exc.reason}))
+                return
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(task), media_type="text/event-stream", headers=headers)
