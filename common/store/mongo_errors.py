@@ -4,7 +4,7 @@ Every Mongo adapter runs each public call through `adapter_edge`, so nothing abo
 sees a pymongo or bson type:
 
 - a write the server (or the driver, before sending it) refuses for the data itself: too large,
-  nested too deep, an integer past 64 bits, a key BSON cannot hold. Sending it again gives the same
+  nested too deep, an integer past 64 bits, a key BSON cannot hold, text that is not valid Unicode. Sending it again gives the same
   answer, so it becomes StoreRefused (the API answers 422; retrying forever as "unavailable" would
   never end);
 - a duplicate key: the adapter's own `duplicate` class (DuplicateTask for tasks);
@@ -48,7 +48,8 @@ def translate(error: BaseException, what: str, duplicate: type[BatonError] = Sto
     """The baton error for a driver error raised while `what` (e.g. "mongodb inventory") ran."""
     if isinstance(error, DuplicateKeyError):
         return duplicate(describe(error))
-    if isinstance(error, (BSONError, OverflowError)) or (
+    # UnicodeError: text that is not valid Unicode (a lone surrogate) cannot be encoded at all.
+    if isinstance(error, (BSONError, OverflowError, UnicodeError)) or (
         isinstance(error, OperationFailure) and error.code in PERMANENT_CODES
     ):
         # The text names the problem ("BSON document too large (17826034 bytes)..."), no value.
@@ -67,7 +68,7 @@ def adapter_edge(what: str, duplicate: type[BatonError] = StoreError) -> Callabl
             try:
                 with adapter._serial:
                     return method(*args, **kwargs)
-            except (PyMongoError, BSONError, OverflowError) as e:
+            except (PyMongoError, BSONError, OverflowError, UnicodeError) as e:
                 raise translate(e, what, duplicate) from e
 
         return wrapper

@@ -29,7 +29,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import pydantic_core
 
-from common.errors import DuplicateTask, StoreError, UnreadableTask
+from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTask
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
 from common.store import unreadable
@@ -154,6 +154,11 @@ def _translated(method: Callable[P, R]) -> Callable[P, R]:
             raise DuplicateTask(str(e)) from e
         except sqlite3.Error as e:
             raise StoreError(f"sqlite: {e}") from e
+        except pydantic_core.PydanticSerializationError as e:
+            # Text that is not valid Unicode: the edge's input limits keep it out; should some
+            # get here, it is refused for good (as the Mongo store does), never a 500.
+            raise StoreRefused("sqlite refuses the write: the document cannot be encoded "
+                               "(text that is not valid Unicode)") from e
 
     return wrapper
 

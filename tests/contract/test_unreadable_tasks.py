@@ -141,3 +141,12 @@ def test_the_sweeper_thread_outlives_an_unexpected_error(tmp_path):
     thread.join(10)
     assert len(calls) >= 3  # it went on sweeping after the failed round
     store.close()
+
+
+@pytest.mark.parametrize("parameters", [{"x": "\ud800"}, {"x": {"y": "a\udfffb"}}])
+def test_a_document_no_store_can_encode_is_refused_never_a_crash(subject, parameters):
+    """The edge keeps these out; the stores still refuse in their own terms if one slips by."""
+    from common.errors import StoreRefused
+
+    with pytest.raises(StoreRefused):
+        subject.store.insert(new_task(1000.0, **parameters))
