@@ -202,3 +202,25 @@ def test_a_bulk_action_lists_an_unreadable_task_as_refused_and_acts_on_the_rest(
         assert answer.status_code == 200, answer.text
         assert answer.json()["applied"] == [good]
         assert [r["task_id"] for r in answer.json()["refused"]] == [bad]
+
+
+def test_a_different_request_that_loses_the_insert_race_is_a_409_too(api, monkeypatch):
+    """Both requests looked the key up before either inserted: the loser compares with the winner."""
+    first = submit(api, idempotency_key="race-1", parameters={"name": "db1"})
+    assert first.status_code == 201
+    monkeypatch.setattr(api.store, "get_by_idempotency_key", _none_once(api.store.get_by_idempotency_key))
+    same = submit(api, idempotency_key="race-1", parameters={"name": "db1"})
+    assert same.status_code == 200 and same.json()["task_id"] == first.json()["task_id"]
+    monkeypatch.setattr(api.store, "get_by_idempotency_key", _none_once(api.store.get_by_idempotency_key))
+    other = submit(api, idempotency_key="race-1", parameters={"name": "db2"})
+    assert other.status_code == 409 and [f["path"] for f in other.json()["error"]["fields"]] == ["parameters.name"]
+
+
+def _none_once(lookup):
+    calls = []
+
+    def looked_up(key):
+        calls.append(key)
+        return None if len(calls) == 1 else lookup(key)
+
+    return looked_up
