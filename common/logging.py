@@ -133,6 +133,28 @@ def _mask_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str
     return mask_secrets(scrub_values(event, hidden) if hidden else event)  # type: ignore[no-any-return]
 
 
+def _masked_text(text: str) -> str:
+    hidden = _HIDDEN.get()
+    return mask_url_passwords(scrub_values(text, hidden) if hidden else text)  # type: ignore[arg-type]
+
+
+_PLAIN_RECORDS = logging.getLogRecordFactory()
+
+
+def _masked_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    """Records of the standard library's logging (uvicorn, pika, pymongo) get the same masking as
+    structlog's lines: URL passwords, and the secrets of the task being worked on."""
+    record = _PLAIN_RECORDS(*args, **kwargs)
+    try:
+        text = record.getMessage()
+    except Exception:  # a malformed call: leave it to logging's own error report
+        return record
+    masked = _masked_text(text)
+    if masked != text:
+        record.msg, record.args = masked, ()
+    return record
+
+
 class _CurrentStderr:
     """Writes to whatever sys.stderr is at the time of the write, not at configuration time:
     a logger cached earlier must not hold on to a stream someone has since replaced or closed."""
@@ -154,6 +176,7 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
         renderer = structlog.dev.ConsoleRenderer(
             colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
         )
+    logging.setLogRecordFactory(_masked_record)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -71,3 +71,15 @@ def test_masking_is_linear_on_a_megabyte_of_hostile_text():
     for name, unit in HOSTILE.items():
         ratio = _slowest_ratio(unit)
         assert ratio < 100, f"{name}: 1 MB took {ratio:.0f}x the time of 50 KB"
+
+
+def test_standard_library_log_records_are_masked_too(caplog):
+    """uvicorn, pika and pymongo log through the standard library, not structlog."""
+    import logging
+
+    from common.logging import configure_logging, hidden_values
+
+    configure_logging("json", "info")
+    with caplog.at_level(logging.INFO), hidden_values(["hunter2-secret"]):
+        logging.getLogger("some.library").warning("connecting to %s as %s", "amqp://u:pw@h/v", "hunter2-secret")
+    assert caplog.records[-1].getMessage() == "connecting to amqp://u:***@h/v as ***"
