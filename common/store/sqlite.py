@@ -388,9 +388,9 @@ class SqliteStore:
         try:
             return Task.from_json(row[4])
         except Exception as exc:  # RecursionError, ValueError, ValidationError: all the same here
-            why = unreadable.reason(exc)
-        # Out of the sweeper's sight until the document is written again (which recomputes them).
-        self._conn().execute("UPDATE tasks SET deadline = NULL, outbox_due = NULL WHERE task_id = ?", (row[0],))
+            why, mark = unreadable.reason(exc), unreadable.should_mark(exc)
+        if mark:  # out of the sweeper's sight until the document is written again (recomputed then)
+            self._conn().execute("UPDATE tasks SET deadline = NULL, outbox_due = NULL WHERE task_id = ?", (row[0],))
         unreadable.report(self.add_alarm, row[0], why, time.time())
         return why
 

@@ -8,7 +8,8 @@ newer baton with a field this one does not know can fail to parse. Every store r
 - the sweeper's queries skip it, and the store MARKS it so those queries stop returning it (no
   loop, no starving the healthy tasks behind it). The mark changes no field of the document: the
   SQLite store clears the row's derived index columns, the Mongo store adds `Unreadable`; the next
-  write of the document (a fix by hand, a newer baton) removes the mark;
+  write of the document by baton removes the mark. A document that fails only on fields this
+  version does not know is not marked: a newer baton wrote it (a rolling upgrade) and sweeps it;
 - the listing shows a minimal entry (id, type, creation time, status, why) instead of failing
   the whole page;
 - one alarm per task (its AlarmId is derived from the TaskId, so stores ignore a repeat) and one
@@ -40,6 +41,14 @@ def reason(exc: BaseException) -> str:
         where = ".".join(str(p) for p in first["loc"]) or "document"
         return printable(f"{where}: {first['msg']}")[:300]
     return type(exc).__name__
+
+
+def should_mark(exc: BaseException) -> bool:
+    """Mark it out of the sweeper's sight, unless only unknown fields stop it: then a newer baton
+    (a rolling upgrade) wrote it and can handle it, so this process just skips it each time."""
+    if isinstance(exc, ValidationError):
+        return any(error["type"] != "extra_forbidden" for error in exc.errors(include_input=False))
+    return True
 
 
 def alarm(task_id: str, why: str, now: float) -> Alarm:

@@ -42,6 +42,15 @@ def corrupt(subject: StoreUnderTest, task_id: str) -> None:
         conn.execute("UPDATE tasks SET doc = json_set(doc, '$.Priority', 'high') WHERE task_id = ?", (task_id,))
 
 
+def marked(subject: StoreUnderTest, task_id: str) -> bool:
+    """Is the task out of the sweeper's sight (see common.store.unreadable)?"""
+    if isinstance(subject.store, MongoStore):
+        return unreadable.MARK_FIELD in subject.raw_task_doc(task_id)
+    with sqlite3.connect(subject.store.path) as conn:  # type: ignore[attr-defined]
+        (deadline,) = conn.execute("SELECT deadline FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    return deadline is None
+
+
 def test_readers_skip_name_or_show_an_unreadable_task_and_alarm_it_once(subject):
     store = subject.store
     good, bad = new_task(1000.0), new_task(1001.0)
@@ -73,7 +82,8 @@ def test_the_sweeper_heals_the_others_and_stops_seeing_an_unreadable_task(subjec
     corrupt(subject, bad.TaskId)
     now = 2000.0  # both dispatches are long overdue
     assert {t.TaskId for t in store.due_for_sweep(now, 10)} == {healthy.TaskId}  # skipped...
-    assert bad.TaskId not in {t.TaskId for t in store.unsent_outbox(now, 10)}  # ...and marked
+    assert bad.TaskId not in {t.TaskId for t in store.unsent_outbox(now, 10)}
+    assert marked(subject, bad.TaskId) and not marked(subject, healthy.TaskId)  # ...and marked
 
     sweeper = Sweeper(store, broker, SweepConfig(lease=30, redeliver_after=5, relay_grace=0, interval=1),
                       clock=lambda: now)  # fmt: skip
@@ -150,3 +160,19 @@ def test_a_document_no_store_can_encode_is_refused_never_a_crash(subject, parame
 
     with pytest.raises(StoreRefused):
         subject.store.insert(new_task(1000.0, **parameters))
+
+
+def test_a_document_a_newer_baton_wrote_is_skipped_but_left_in_the_sweepers_sight(subject):
+    """Unknown fields only (a rolling upgrade): this process cannot read it, a newer one can."""
+    store = subject.store
+    task = new_task(1000.0)
+    store.insert(task)
+    if isinstance(store, MongoStore):
+        store._tasks.update_one({"TaskId": task.TaskId}, {"$set": {"Runs": []}})
+    else:
+        with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
+            conn.execute("UPDATE tasks SET doc = json_set(doc, '$.Runs', json('[]')) WHERE task_id = ?", (task.TaskId,))
+    for _ in range(2):
+        assert store.due_for_sweep(2000.0, 10) == []  # skipped...
+    assert not marked(subject, task.TaskId)  # ...not marked
+    assert [a.TaskId for a in store.list_alarms() if a.Kind == unreadable.KIND] == [task.TaskId]
