@@ -11,15 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.support import SECRET, auth, open_api
+from tests.support.builders import nested
 
 H = {**auth(), "content-type": "application/json"}
-
-
-def nested(depth: int) -> object:
-    value: object = "leaf"
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 def post_raw(api, body: str):

@@ -31,6 +31,7 @@ from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found b
     real_mongo_url,
     subject,
 )
+from tests.support.builders import nested
 
 TOKEN = "property-operator-token-0123"
 FLOWS = """
@@ -43,13 +44,6 @@ task_types:
         normal:   {module: resource, command: noop}
         rollback: {module: resource, command: noop_rollback}
 """
-
-
-def nested(depth: int) -> Any:
-    value: Any = 0
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 HOSTILE_TEXT = ["\ud800", "\udfff", "a\x00b", "$where", "a.b", "", "mysql://u:p@h", "é" * 3, "🙂"]

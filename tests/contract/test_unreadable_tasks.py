@@ -17,7 +17,7 @@ from common.store import unreadable
 from common.store.mongo import MongoStore
 from common.sweeper import SweepConfig, Sweeper
 from common.transitions import Timing, create_task
-from tests.support.builders import make_step
+from tests.support.builders import make_step, nested
 
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
@@ -100,9 +100,7 @@ def test_a_failed_listing_leaves_no_read_open_that_would_lock_out_writes(tmp_pat
 
     path = tmp_path / "tasks.db"
     store, other = SqliteStore(path), SqliteStore(path)
-    deep: object = 1
-    for _ in range(199):  # deeper than the JSON reader goes: what the API took before its limits
-        deep = [deep]
+    deep = nested(199)  # deeper than the JSON reader goes: what the API took before its limits
     store.insert(new_task(1000.0))
     broken = new_task(1001.0)
     store.insert(broken)

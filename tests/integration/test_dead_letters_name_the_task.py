@@ -16,6 +16,7 @@ from common.settings import load_settings
 from common.store.sqlite import SqliteStore
 from modules.monitor.alarms import alarm_consumer
 from oss.service import TaskService
+from tests.support.builders import nested
 from tests.support.cluster import wait_until
 
 FLOWS = """
@@ -66,11 +67,8 @@ def test_a_step_of_an_unreadable_task_is_dead_lettered_with_an_alarm_naming_the_
 def test_a_message_malformed_past_its_task_id_still_names_the_task(parts):
     store, broker, _service, runtime = parts
     runtime.start()
-    deep: object = 0
-    for _ in range(300):
-        deep = [deep]
     bodies = [{"TaskId": "task-with-bad-cursor", "Cursor": "first"},
-              {"TaskId": "task-nested-too-deep", "Parameters": {"x": deep}}]  # fmt: skip
+              {"TaskId": "task-nested-too-deep", "Parameters": {"x": nested(300)}}]  # fmt: skip
     for body in bodies:
         broker.publish(module_queue("mysql"), json.dumps(body).encode())
     wait_until(lambda: len(alarms_of(store, "dead_letter")) == 2, 15, "two dead-letter alarms")

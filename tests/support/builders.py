@@ -26,3 +26,11 @@ def counter_ids(prefix: str = "id"):
     """A deterministic id factory: id-1, id-2, ..."""
     numbers = itertools.count(1)
     return lambda: f"{prefix}-{next(numbers)}"
+
+
+def nested(depth: int, leaf: object = 0) -> object:
+    """`leaf` inside `depth` lists: [[[0]]] for depth 3 (hostile-input tests)."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
