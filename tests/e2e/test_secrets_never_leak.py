@@ -2,11 +2,12 @@
 leak on purpose (tests/support/leaky_vault.py), the real monitor with a webhook to a real HTTP
 server, the real RabbitMQ. The step fails quoting the secret, its rollback fails quoting it (an
 alarm, a webhook), an operator's reason quotes it. Then every process's log, every webhook body
-and every API answer is searched for it: zero hits."""
+every API answer and the CLI's output is searched for it: zero hits."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +16,7 @@ import httpx
 import pytest
 
 from tests.e2e.test_modules import HookServer
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import REPO, Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 SECRET = "Sup3r-Secret-Pa55word"
@@ -87,6 +88,11 @@ def test_a_secret_reaches_no_log_webhook_alarm_or_answer(leaky):
     # Every path was taken: the command logged, the monitor alarmed, OSS logged the action.
     assert "connecting" in logs["vault"] and "access denied" in logs["vault"]
     assert "ALARM" in logs["monitor"] and "operator action" in logs["oss"]
-    outputs = {**logs, "webhook": repr(hook.bodies), "api": "\n".join(answers)}
+    cli = [subprocess.run([sys.executable, "-m", "oss", *args], cwd=REPO, env=cluster.env, capture_output=True,
+                          text=True, timeout=60) for args in (["get", task_id], ["get", task_id, "--json"],
+                                                               ["list", "--json"])]  # fmt: skip
+    assert all(run.returncode == 0 for run in cli), [run.stderr for run in cli]
+    outputs = {**logs, "webhook": repr(hook.bodies), "api": "\n".join(answers),
+               "cli": "\n".join(run.stdout + run.stderr for run in cli)}  # fmt: skip
     leaks = {name: text.count(SECRET) for name, text in outputs.items() if SECRET in text}
     assert leaks == {}, f"the secret leaked: {leaks}"
