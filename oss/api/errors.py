@@ -31,9 +31,9 @@ from common.errors import (
     UnknownTaskType,
     UnreadableTask,
 )
+from common.flows.problems import format_path
 from common.input_limits import printable
 from common.logging import exception_summary
-from common.flows.problems import format_path
 
 log = structlog.get_logger(__name__)
 

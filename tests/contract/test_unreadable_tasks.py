@@ -17,7 +17,6 @@ from common.store import unreadable
 from common.store.mongo import MongoStore
 from common.sweeper import SweepConfig, Sweeper
 from common.transitions import Timing, create_task
-from tests.support.builders import make_step, nested
 
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
@@ -25,6 +24,7 @@ from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found b
     real_mongo_url,
     subject,
 )
+from tests.support.builders import make_step, nested
 
 
 def new_task(now: float = 1000.0, **parameters):
