@@ -51,12 +51,12 @@ HOSTILE = {  # each of these made some part of the old pattern rescan the rest o
 
 
 def _slowest_ratio(unit: str) -> float:
-    """Time of 1 MB over time of 50 KB of the same pattern (best of three each: noise only adds)."""
+    """Time of 1 MB over time of 50 KB of the same pattern (best of five each: noise only adds)."""
 
     def best(size: int) -> float:
         text = (unit * (size // len(unit) + 1))[:size]
         times = []
-        for _ in range(3):
+        for _ in range(5):
             start = time.perf_counter()
             mask_secrets({"value": text})
             times.append(time.perf_counter() - start)
