@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from common.errors import StoreError
+from common.errors import StoreError, UnreadableTask
 from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.transitions import Refusal, Timing, renew_lease
@@ -73,6 +73,10 @@ class LeaseKeeper:
             result = mutate(
                 self._store, lease.task_id, lambda t: renew_lease(t, lease.dispatch_id, self._owner, timing)
             )
+        except UnreadableTask as exc:  # its document broke under us: no outcome can be written
+            log.error("lease given up: the task cannot be read", task_id=lease.task_id, reason=exc.reason)
+            lease.lost.set()
+            return
         except StoreError as exc:
             if now >= lease.expires:
                 log.error("lease lapsed: store unreachable", task_id=lease.task_id, error=str(exc))

@@ -202,6 +202,9 @@ class StepHandler:
                 # the attempt as failed for good, so rollback starts instead of a retry loop.
                 result = AttemptResult(ResultCode.FAILED, f"the outcome cannot be stored: {exc}", retryable=False)
                 continue
+            except UnreadableTask as exc:  # its document broke while the command ran
+                log.error("could not record the outcome: the task cannot be read", reason=exc.reason)
+                return None
             except StoreError as exc:
                 if self._clock() >= give_up:
                     log.error("could not record the outcome; the sweeper will re-run the step", error=str(exc))
@@ -226,7 +229,7 @@ class StepHandler:
             released = mutate(
                 self._store, task_id, lambda t: release(t, message.DispatchId, self._config.owner, self._timing())
             )
-        except StoreError as exc:
+        except (StoreError, UnreadableTask) as exc:
             log.warning("could not release the step; its lease will lapse", error=str(exc))
             return
         if isinstance(released, Refusal):

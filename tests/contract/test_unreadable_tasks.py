@@ -174,3 +174,28 @@ def test_a_document_a_newer_baton_wrote_is_skipped_but_left_in_the_sweepers_sigh
         assert store.due_for_sweep(2000.0, 10) == []  # skipped...
     assert not marked(subject, task.TaskId)  # ...not marked
     assert [a.TaskId for a in store.list_alarms() if a.Kind == unreadable.KIND] == [task.TaskId]
+
+
+def test_a_lease_on_a_task_that_breaks_is_given_up_and_the_others_renewed(subject):
+    """The heartbeat thread renews every running step of a module: one broken document must
+    neither end it (every other step would lose its lease) nor hold it."""
+    from common.models import StepMessage
+    from common.runtime.lease import LeaseKeeper
+    from common.store.mutate import mutate
+    from common.transitions import claim
+
+    store = subject.store
+    broken, fine = new_task(1000.0), new_task(1000.0)
+    for task in (broken, fine):
+        store.insert(task)
+    run, step = fine.Active, fine.Steps[0]
+    message = StepMessage(TaskId=fine.TaskId, Cursor=0, Type=run.Phase, Module=step.NormalModule,
+                          Command=step.NormalCommand, Timeout=step.NormalTimeout, Retry=step.NormalRetry,
+                          DispatchId=run.DispatchId, Attempt=run.Attempt)  # fmt: skip
+    mutate(store, fine.TaskId, lambda t: claim(t, message, "worker-1", Timing(1000.0, lease=30)))
+    keeper = LeaseKeeper(store, "worker-1", lease=30, interval=1, clock=lambda: 1010.0)
+    with keeper.hold(broken.TaskId, "d-broken") as gone, keeper.hold(fine.TaskId, run.DispatchId) as kept:
+        corrupt(subject, broken.TaskId)
+        keeper.renew_all()  # before: UnreadableTask (a ValidationError) ended the heartbeat thread
+        assert gone.lost.is_set() and not kept.lost.is_set()
+    assert store.get(fine.TaskId).Active.Deadline == 1040.0  # renewed after the broken one
