@@ -115,7 +115,7 @@ class Settings(ConfigFileSources, BaseSettings):
     # task type and store. MongoDB refuses documents nested more than 100 levels.
     input_max_depth: int = Field(32, ge=1, le=64, description="Nesting levels of parameters")
     input_max_items: int = Field(10_000, ge=1, description="Object keys and list items in all")
-    input_max_bytes: int = Field(256 * 1024, ge=1024, le=8 * 1024 * 1024, description="JSON size of parameters")
+    input_max_bytes: int = Field(256 * 1024, ge=1024, le=64 * 1024 * 1024, description="JSON size of parameters")
     input_max_string: int = Field(64 * 1024, ge=1, description="Characters in one string")
 
     @field_validator("log_level")

@@ -23,6 +23,8 @@ def test_a_task_too_large_for_a_mongo_document_is_422_and_stores_nothing(tmp_pat
     settings = load_oss_settings(
         store_url=secantus_url + database, flows_path=str(flows_path), api_tokens=TOKENS,
         oss_sweeper=False, max_body_bytes=64 * 1024 * 1024,
+        # baton's own input limits (256 KiB by default) raised, so the store's is what refuses
+        input_max_bytes=32 * 1024 * 1024, input_max_string=32 * 1024 * 1024,
     )  # fmt: skip
     app = create_app(settings, store=store, broker=broker, flows=load_flows(flows_path))
     try:
