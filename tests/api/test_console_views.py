@@ -88,6 +88,10 @@ def test_a_search_never_confirms_a_secret(api):
     api.step(task_id, AttemptResult(ResultCode.FAILED, f"login with {SECRET} refused"))
     assert [t["TaskId"] for t in api.get("/api/v1/tasks", q="login with").json()["items"]] == [task_id]
     assert api.get("/api/v1/tasks", q=SECRET[:8]).json()["items"] == []
+    # Nor do the counts: a count of 1 for the secret's text would confirm it as surely.
+    probe = api.get("/api/v1/tasks", q=SECRET[:8]).json()
+    assert probe["total"] == 0 and set(probe["counts"].values()) == {0}
+    assert api.get("/api/v1/tasks", q="login with").json()["total"] == 1
 
 
 def test_total_and_counts_per_status(api):
