@@ -1,8 +1,8 @@
 """The task document, the step message and the alarm, as pydantic models.
 
 Field names follow the original spec (`TaskId`, `TaskCursor`, `Steps[].NormalModule`, ...) so a
-stored document reads against it; what the protocol adds (`State`, `Active`, `Outbox`, `History`,
-`Version`, ...) is named the same way. Times are UNIX epoch seconds (float, UTC): both stores
+stored document reads against it; what the protocol adds (`State`, `Runs`, `Outbox`, `History`,
+`Version`, ...) is named the same way. docs/DESIGN.md sec. 2 explains every field. Times are UNIX epoch seconds (float, UTC): both stores
 compare and index them alike, and the pure code takes "now" as a plain number.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from common.statuses import Phase as PhaseCode
 from common.statuses import ResultCode, RunState, StepState
@@ -37,15 +37,48 @@ class BackoffPolicy(_Doc):
     Jitter: float = 0.2
 
 
-class Step(_Doc):
+class UnitState(_Doc):
+    """The state of one unit (DESIGN.md 2.1): a plain step, or one item of a `for_each` step.
+
+    The field names are the step's own, so code handling a unit needs not know which it is."""
+
+    State: StepState = StepState.WAITING
     Code: ResultCode | None = None  # normal phase: how its last attempt ended
     Message: str = ""
     TimeStart: float | None = None
     TimeEnd: float | None = None
-    NormalModule: str
-    NormalCommand: str
-    NormalTimeout: float
-    NormalRetry: int
+    Attempts: int = 0  # normal-phase attempts started
+    RollbackCode: ResultCode | None = None
+    RollbackMessage: str = ""
+    RollbackTimeStart: float | None = None
+    RollbackTimeEnd: float | None = None
+    RollbackAttempts: int = 0
+
+
+class StepItem(UnitState):
+    """One item of a `for_each` step: its value (fixed when the step started), its own phase
+    states, and its command's output."""
+
+    Value: Any = None
+    Output: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChildTemplate(_Doc):
+    """What a sub-flow step needs to create its child task without reading flows.yaml again:
+    the child type's steps (copied when the parent was created), defaults and secrets."""
+
+    TaskType: str
+    Steps: list[Step]
+    Defaults: dict[str, Any] = Field(default_factory=dict)
+    SecretParameters: list[str] = Field(default_factory=list)
+
+
+class Step(UnitState):
+    # A sub-flow step (Flow set) runs no command of its own: its Normal* fields are None.
+    NormalModule: str | None = None
+    NormalCommand: str | None = None
+    NormalTimeout: float = 60.0
+    NormalRetry: int = 0
     NormalBackoff: BackoffPolicy = Field(default_factory=BackoffPolicy)
     RollbackModule: str | None = None  # None: this step declares no rollback
     RollbackCommand: str | None = None
@@ -54,17 +87,21 @@ class Step(_Doc):
     RollbackBackoff: BackoffPolicy = Field(default_factory=BackoffPolicy)
     # Added by baton:
     Name: str
-    State: StepState = StepState.WAITING
-    Attempts: int = 0  # normal-phase attempts started
-    RollbackCode: ResultCode | None = None
-    RollbackMessage: str = ""
-    RollbackTimeStart: float | None = None
-    RollbackTimeEnd: float | None = None
-    RollbackAttempts: int = 0
+    # The graph (DESIGN.md sec. 3): indices of the steps this one waits for. None only in a
+    # template or an old document; Task fills it with "the step before".
+    After: list[int] | None = None
+    ForEach: str | None = None  # the list parameter this step fans out over
+    MaxParallel: int | None = None  # items running at once (None: all)
+    Items: list[StepItem] | None = None  # fixed when a for_each step starts
+    Flow: str | None = None  # a sub-flow step: the child's task type
+    FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's
+    FlowTemplate: ChildTemplate | None = None
+    ChildTaskId: str | None = None
 
     @property
     def has_rollback(self) -> bool:
-        return self.RollbackModule is not None
+        # A sub-flow step rolls back by rolling its child back.
+        return self.RollbackModule is not None or self.Flow is not None
 
     def module(self, phase: PhaseCode) -> str:
         return self.NormalModule if phase is PhaseCode.NORMAL else self.RollbackModule  # type: ignore[return-value]
@@ -82,23 +119,50 @@ class Step(_Doc):
         return self.NormalBackoff if phase is PhaseCode.NORMAL else self.RollbackBackoff
 
 
-class ActiveRun(_Doc):
-    """The one step run a task is waiting for. None once the task is final."""
+ChildTemplate.model_rebuild()
+
+
+class Run(_Doc):
+    """One dispatched attempt of one phase of one unit. A task has any number at once, at most
+    one per unit; none once it is final (DESIGN.md 2.2)."""
 
     Cursor: int
+    Item: int | None = None  # the item of a for_each step; None for a plain step
     Phase: PhaseCode
-    Attempt: int  # 1-based, per step and phase
+    Attempt: int  # 1-based, per unit and phase
     DispatchId: str  # fences stale deliveries: only the current dispatch may be claimed
     State: RunState = RunState.PENDING
     Owner: str | None = None  # worker id holding the claim
-    Deadline: float  # PENDING: when the sweeper re-publishes it; RUNNING: when the lease lapses
+    # PENDING: when the sweeper re-publishes it; RUNNING: when the lease lapses;
+    # WAITING_CHILD: None (the child task has runs and deadlines of its own).
+    Deadline: float | None = None
+    Redispatches: int = 0  # re-publications of this dispatch by the sweeper (its backoff)
+
+    @property
+    def unit(self) -> tuple[int, int | None]:
+        return self.Cursor, self.Item
+
+
+ActiveRun = Run  # the name round 1 used for the single run
+
+
+class ParentLink(_Doc):
+    """A child task's link to the step of its parent that runs it."""
+
+    TaskId: str
+    Cursor: int
+    Item: int | None = None
 
 
 class OutboxEntry(_Doc):
-    """A message that a committed change owes the broker; removed once the broker confirmed it."""
+    """What a committed change owes the broker or another task; removed once done.
+
+    Kinds (DESIGN.md 7.3): "publish" (Body is a message for Queue), "start_child" (Body is the
+    child task document), "child_finished", "undo_child", "cancel_child" (Body says which task)."""
 
     DispatchId: str
-    Queue: str
+    Kind: str = "publish"
+    Queue: str = ""
     Body: dict[str, Any]
     Priority: int = 0
     DueAt: float  # publish at or after this time (a retry's backoff, a delayed start)
@@ -108,6 +172,7 @@ class HistoryEvent(_Doc):
     Time: float
     Event: str
     Cursor: int | None = None
+    Item: int | None = None
     Phase: PhaseCode | None = None
     Attempt: int | None = None
     Actor: str | None = None  # worker id, "oss", "sweeper" or an operator's name
@@ -142,7 +207,8 @@ class Task(_Doc):
     SecretParameters: list[str] = Field(default_factory=list)
     # Set by a cancel while a step runs: its outcome, whatever it is, routes into rollback.
     CancelRequested: OperatorRequest | None = None
-    Active: ActiveRun | None = None
+    Runs: list[Run] = Field(default_factory=list)
+    Parent: ParentLink | None = None  # set on a sub-flow's child task
     Outbox: list[OutboxEntry] = Field(default_factory=list)
     History: list[HistoryEvent] = Field(default_factory=list)
     Version: int = 0  # bumped by every compare-and-set
@@ -150,8 +216,41 @@ class Task(_Doc):
     # generation, from the parameters it was submitted with (its rollback undid every step).
     Generation: int = 0
     SubmittedParameters: dict[str, Any] = Field(default_factory=dict)
+    # The sweeper's two indexes, derived from Runs and Outbox whenever the task is serialised
+    # (to_doc, to_json), so no transition can forget them.
+    SweepAt: float | None = None
+    OutboxDue: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Round 1's documents: `Active` (one run) becomes `Runs`; a step without `After`
+        waits for the one before it."""
+        if not isinstance(data, dict):
+            return data
+        if "Active" in data:
+            data = dict(data)
+            active = data.pop("Active")
+            data.setdefault("Runs", [active] if active is not None else [])
+        steps = data.get("Steps")
+        if isinstance(steps, list) and any(isinstance(s, dict) and s.get("After") is None for s in steps):
+            data = dict(data)
+            data["Steps"] = [
+                {**s, "After": [i - 1] if i else []} if isinstance(s, dict) and s.get("After") is None else s
+                for i, s in enumerate(steps)
+            ]
+        return data
+
+    def _refresh_indexes(self) -> None:
+        deadlines = [r.Deadline for r in self.Runs if r.Deadline is not None]
+        self.SweepAt = min(deadlines) if deadlines else None
+        self.OutboxDue = min(e.DueAt for e in self.Outbox) if self.Outbox else None
+
+    def run(self, dispatch_id: str) -> Run | None:
+        return next((r for r in self.Runs if r.DispatchId == dispatch_id), None)
 
     def to_doc(self) -> dict[str, Any]:
+        self._refresh_indexes()
         return self.model_dump(mode="json")
 
     @classmethod
@@ -162,6 +261,7 @@ class Task(_Doc):
     # The hot path of every step reads, copies and writes a task a few times: pydantic-core's
     # JSON and dict round trips are 2-4x faster than json + dicts, or deepcopy.
     def to_json(self) -> str:
+        self._refresh_indexes()
         return self.model_dump_json()
 
     @classmethod
@@ -181,6 +281,7 @@ class StepMessage(_Doc):
 
     TaskId: str
     Cursor: int = Field(ge=0)
+    Item: int | None = Field(None, ge=0)
     Type: PhaseCode
     Parameters: dict[str, Any] = Field(default_factory=dict)
     Module: str

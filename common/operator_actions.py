@@ -4,49 +4,52 @@ Each takes the task as read, the operator's name and reason, and "now"; it retur
 write with one compare-and-set, or a Refusal when the action does not fit the task's state (an
 API answers 409). Each records a history event with Actor = the operator and Message = the
 reason. Whatever must be dispatched goes into the outbox, exactly as the engine does it; the
-caller publishes it with OutboxPublisher.flush after the write.
+caller publishes it with OutboxPublisher.flush after the write. DESIGN.md sec. 9.
 
-- cancel: a task whose step is claimed and running gets `CancelRequested`; that step's outcome,
-  success or failure, then routes into rollback of that step and every earlier one
-  (transitions._conclude), without further retries. A step only dispatched (pending: nobody has
-  claimed it, or it waits out a retry backoff) is fenced at once: its dispatch is dropped, so a
-  late delivery of it is refused by the claim, and the rollback starts now. A task whose step 0
-  was never claimed (not started, or waiting for its start time) ends ROLLED_BACK at once.
-  Concurrent with a module's claim or commit, the compare-and-set decides which came first;
-  either order ends in the same place.
-- retry (ROLLED_BACK): the task runs again. Its rollback undid every step that had run, so
-  resuming at the failed step would run it on top of nothing (deduct capacity for an instance
-  that was dropped): the flow starts again at step 0, from the parameters the task was submitted
-  with, as a new generation whose idempotency keys are new (so its commands really run again).
-  The history keeps the first run's events. A failed *rollback* is resumed where it failed
-  instead: see retry_rollback.
-- retry_rollback (ROLLBACK_FAILED): dispatches the failed rollback step again.
-- compensate (ROLLBACK_FAILED): the operator undid the failed rollback step by hand; the step
-  becomes COMPENSATED and the rollback continues with the earlier steps.
+- cancel: every pending normal run (nobody claimed it, or it waits out a retry backoff) is fenced
+  at once: its dispatch is dropped, so a late delivery is refused by the claim. Claimed runs
+  finish (their outcome, success or failure, routes into rollback, without further retries),
+  or with `stop_running` are stopped now: their runs are removed, so the module's next lease
+  renewal is refused and it kills the command; they count as failed (they may have done part of
+  their work). A sub-flow step's child is cancelled too. Then every applied unit rolls back.
+  A task nothing of which was claimed ends ROLLED_BACK at once.
+- retry (ROLLED_BACK): the task runs again. Its rollback undid every unit that had run, so
+  resuming at the failed one would run it on top of nothing (deduct capacity for an instance
+  that was dropped): the flow starts again from its roots, from the parameters the task was
+  submitted with, as a new generation whose idempotency keys are new (so its commands really
+  run again). The history keeps the first run's events.
+- retry_rollback (ROLLBACK_FAILED): dispatches every failed rollback again.
+- compensate (ROLLBACK_FAILED): the operator undid the failed units by hand; they become
+  COMPENSATED and the rollback continues with the units they depended on.
 """
 
 from __future__ import annotations
 
-from typing import cast
-
-from common.models import ActiveRun, OperatorRequest, Step, Task
-from common.routing import RunStep, rollback_from
+from common.advance import advance, dispatch, enter_rollback
+from common.models import OperatorRequest, Task
+from common.routing import Unit, unit_state, units
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
-from common.transitions import (
+from common.subflows import cancel_child_entry
+from common.task_runs import (
+    AttemptResult,
     IdFactory,
     Refusal,
     Timing,
-    _dispatch,
-    _finish,
-    _record,
-    _set_status,
-    _set_step_state,
     cancel_message,
     new_id,
+    record,
+    remove_run,
+    reset_rollback,
+    reset_step,
+    set_status,
+    set_unit_state,
+    store_result,
+    unit_name,
 )
 
 
-def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
+def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id,
+           stop_running: bool = False) -> Task | Refusal:
     _check_reason(reason)
     status = task.TaskStatus
     if status in FINAL_STATUSES:
@@ -56,27 +59,24 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     if task.CancelRequested is not None:
         return Refusal(f"cancel already requested by {task.CancelRequested.Actor}")
     new = task.clone()
-    run = new.Active
-    assert run is not None  # every task that has not ended has an active run
     request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     new.CancelRequested = request
-    _record(new, timing.now, "cancel_requested", run, actor=actor, message=reason)
-    if run.State is RunState.RUNNING:
-        return new  # the running step's outcome routes into rollback
-    # Pending: nobody holds it. Drop its dispatch (a copy already published is refused by the
-    # claim, since the task no longer points at it) and roll back from here.
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
-    step = new.Steps[run.Cursor]
-    _record(new, timing.now, "cancelled", run, actor=actor, message=reason)
+    busy = [r for r in new.Runs if r.State is not RunState.PENDING]
+    record(new, timing.now, "cancel_requested", busy[0] if len(busy) == 1 else None, actor=actor, message=reason)
+    for run in busy:
+        if run.State is RunState.WAITING_CHILD:
+            new.Outbox.append(cancel_child_entry(new, run, actor, reason, timing.now))
+        elif stop_running:
+            remove_run(new, run)
+            store_result(unit_state(new, run.unit), run.Phase, AttemptResult(ResultCode.FAILED, "stopped by a cancel"), timing.now)
+            set_unit_state(new, run.unit, StepState.FAILED)
+            record(new, timing.now, "stopped", run, actor=actor, message=reason)
+    if new.Runs and all(r.State is not RunState.PENDING for r in new.Runs):
+        return new  # the claimed runs' outcomes route into rollback (common.advance.conclude)
+    # Pending runs are fenced now; draining runs finish; routing rolls back once they are gone.
     new.TaskMessage = cancel_message(request)
-    if run.Attempt == 1:
-        _set_step_state(step, StepState.CANCELLED)  # never ran: nothing of it to undo
-        first = run.Cursor - 1
-    else:
-        _set_step_state(step, StepState.FAILED)  # failed attempts ran: it may have left debris
-        step.TimeEnd = timing.now
-        first = run.Cursor
-    _roll_back_from(new, first, run, timing, actor, ids)
+    enter_rollback(new, timing, actor)
+    advance(new, timing, actor, ids)
     return new
 
 
@@ -88,18 +88,16 @@ def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
         return Refusal(f"task is {task.TaskStatus.name}: only a ROLLED_BACK task can be retried")
     new = task.clone()
     for step in new.Steps:
-        _set_step_state(step, StepState.WAITING)
-        _reset_normal(step)
-        _reset_rollback(step)
+        reset_step(step)
     new.Generation += 1
     new.Parameters = dict(new.SubmittedParameters)
     new.TaskCursor = 0
     new.CancelRequested = None
     new.TaskMessage = ""
     new.TimeStart = new.TimeEnd = None
-    _set_status(new, TaskStatus.NOT_STARTED)
-    _record(new, timing.now, "retried", actor=actor, message=reason)
-    _dispatch(new, 0, Phase.NORMAL, 1, timing, timing.now, actor, ids)
+    set_status(new, TaskStatus.NOT_STARTED)
+    record(new, timing.now, "retried", actor=actor, message=reason)
+    advance(new, timing, actor, ids)
     return new
 
 
@@ -107,14 +105,15 @@ def retry_rollback(
     task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id
 ) -> Task | Refusal:
     _check_reason(reason)
-    cursor = _failed_rollback(task)
-    if isinstance(cursor, Refusal):
-        return cursor
+    failed = _failed_rollbacks(task)
+    if isinstance(failed, Refusal):
+        return failed
     new = task.clone()
-    _reset_rollback(new.Steps[cursor])
     _reopen(new)
-    _record(new, timing.now, "rollback_retried", actor=actor, message=reason)
-    _dispatch(new, cursor, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
+    record(new, timing.now, "rollback_retried", actor=actor, message=reason)
+    for unit in failed:
+        reset_rollback(unit_state(new, unit))
+        dispatch(new, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
 
 
@@ -122,19 +121,16 @@ def compensate(
     task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id
 ) -> Task | Refusal:
     _check_reason(reason)
-    cursor = _failed_rollback(task)
-    if isinstance(cursor, Refusal):
-        return cursor
+    failed = _failed_rollbacks(task)
+    if isinstance(failed, Refusal):
+        return failed
     new = task.clone()
-    step = new.Steps[cursor]
-    _set_step_state(step, StepState.COMPENSATED)
-    step.RollbackMessage = f"compensated by hand by {actor}: {reason}"
-    new.TaskMessage = _first_failure(new)
-    new.TimeEnd = None
-    event_run = ActiveRun(Cursor=cursor, Phase=Phase.ROLLBACK, Attempt=step.RollbackAttempts or 1,
-                          DispatchId="", Deadline=timing.now)  # fmt: skip
-    _record(new, timing.now, "compensated", event_run, actor=actor, message=reason)
-    _roll_back_from(new, cursor - 1, event_run, timing, actor, ids)
+    _reopen(new)
+    for unit in failed:
+        set_unit_state(new, unit, StepState.COMPENSATED)
+        unit_state(new, unit).RollbackMessage = f"compensated by hand by {actor}: {reason}"
+        record(new, timing.now, "compensated", actor=actor, message=reason, unit=unit, phase=Phase.ROLLBACK)
+    advance(new, timing, actor, ids)
     return new
 
 
@@ -146,52 +142,28 @@ def _check_reason(reason: str) -> None:
         raise ValueError("an operator action needs a reason")
 
 
-def _roll_back_from(
-    task: Task, first: int, run: ActiveRun, timing: Timing, actor: str, ids: IdFactory
-) -> None:
-    """Dispatch the rollback of step `first` or the nearest earlier one that has a rollback, or
-    end the task ROLLED_BACK when there is none."""
-    move = rollback_from([s.has_rollback for s in task.Steps], first)
-    for index in move.passed_over:
-        _set_step_state(task.Steps[index], StepState.SKIPPED)
-    if isinstance(move, RunStep):
-        if task.TaskStatus is not TaskStatus.ROLLING_BACK:
-            _set_status(task, TaskStatus.ROLLING_BACK)
-        _dispatch(task, move.cursor, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
-        return
-    _finish(task, move, cast(ActiveRun, run), timing.now, actor, ids)  # no alarm: run unused
-
-
-def _failed_rollback(task: Task) -> int | Refusal:
+def _failed_rollbacks(task: Task) -> list[Unit] | Refusal:
     if task.TaskStatus is not TaskStatus.ROLLBACK_FAILED:
         return Refusal(f"task is {task.TaskStatus.name}: only a ROLLBACK_FAILED task has a failed rollback")
-    failed = [i for i, s in enumerate(task.Steps) if s.State is StepState.ROLLBACK_FAILED]
-    if len(failed) != 1:
-        return Refusal(f"expected one step whose rollback failed, found {len(failed)}")
-    return failed[0]
+    failed = [(c, i) for c, s in enumerate(task.Steps) for i, u in units(s) if u.State is StepState.ROLLBACK_FAILED]
+    if not failed:
+        return Refusal("no unit's rollback failed")
+    return failed
 
 
 def _reopen(task: Task) -> None:
     """A ROLLBACK_FAILED task rolling back again: no end time, and the message says why it
     rolls back (the original failure, not the rollback's)."""
-    _set_status(task, TaskStatus.ROLLING_BACK)
+    set_status(task, TaskStatus.ROLLING_BACK)
     task.TimeEnd = None
     task.TaskMessage = _first_failure(task)
 
 
 def _first_failure(task: Task) -> str:
-    step = task.Steps[task.TaskCursor]
-    if step.Code not in (None, ResultCode.OK):
-        return f"step {task.TaskCursor} ({step.Name}) failed: {step.Message}"
+    for cursor, step in enumerate(task.Steps):
+        for item, unit in units(step):
+            if unit.Code not in (None, ResultCode.OK) and unit.State is not StepState.CANCELLED:
+                return f"{unit_name(task, (cursor, item))} failed: {unit.Message}"
     if task.CancelRequested is not None:
         return cancel_message(task.CancelRequested)
     return task.TaskMessage
-
-
-def _reset_normal(step: Step) -> None:
-    step.Code, step.Message, step.TimeStart, step.TimeEnd, step.Attempts = None, "", None, None, 0
-
-
-def _reset_rollback(step: Step) -> None:
-    step.RollbackCode, step.RollbackMessage = None, ""
-    step.RollbackTimeStart, step.RollbackTimeEnd, step.RollbackAttempts = None, None, 0

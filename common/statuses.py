@@ -13,7 +13,7 @@ class TaskStatus(IntEnum):
     SUCCESS = 0  # every normal step succeeded
     NOT_STARTED = 1  # accepted; step 0 dispatched (or waiting for its start time), not yet claimed
     RUNNING = 2  # a normal step has been claimed
-    ROLLING_BACK = 3  # a normal step failed; rollbacks are running in reverse order
+    ROLLING_BACK = 3  # a normal step failed; rollbacks are running in reverse topological order
     ROLLED_BACK = 4  # FAILED (or cancelled), and every step that ran was rolled back cleanly
     ROLLBACK_FAILED = 5  # FAILED, and a rollback step failed: alarm raised, an operator must act
 
@@ -44,9 +44,12 @@ TASK_TRANSITIONS: frozenset[tuple[TaskStatus, TaskStatus]] = frozenset(
         (TaskStatus.ROLLING_BACK, TaskStatus.ROLLBACK_FAILED),
         # Operator actions (common.operator_actions):
         (TaskStatus.NOT_STARTED, TaskStatus.ROLLED_BACK),  # cancelled before step 0 was claimed
+        (TaskStatus.NOT_STARTED, TaskStatus.ROLLING_BACK),  # a root failed before any claim
         (TaskStatus.ROLLED_BACK, TaskStatus.NOT_STARTED),  # retry: the flow starts again at step 0
         (TaskStatus.ROLLBACK_FAILED, TaskStatus.ROLLING_BACK),  # retry-rollback, or compensate
         (TaskStatus.ROLLBACK_FAILED, TaskStatus.ROLLED_BACK),  # compensated; nothing earlier to undo
+        # A sub-flow's child whose parent rolls back: its applied steps are undone.
+        (TaskStatus.SUCCESS, TaskStatus.ROLLING_BACK),
     }
 )
 
@@ -95,6 +98,7 @@ STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
         (StepState.CANCELLED, StepState.WAITING),
         (StepState.COMPENSATED, StepState.WAITING),
         (StepState.FAILED, StepState.WAITING),
+        (StepState.SUCCEEDED, StepState.WAITING),  # a for_each step over zero items: nothing to undo
         (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK),  # retry-rollback
         (StepState.ROLLBACK_FAILED, StepState.COMPENSATED),  # compensated by hand
     }
@@ -102,10 +106,11 @@ STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
 
 
 class RunState(StrEnum):
-    """State of the task's one active step run (`Active.State`)."""
+    """State of one of the task's runs (`Runs[].State`)."""
 
     PENDING = "pending"  # dispatched, nobody has claimed it
     RUNNING = "running"  # claimed by `Owner`, leased until `Deadline`
+    WAITING_CHILD = "waiting_child"  # a sub-flow step waiting for its child task to end
 
 
 class ResultCode(IntEnum):

@@ -1,5 +1,6 @@
 """The sweeper: heals what crashes leave behind.
 
+Per run: a task may have several (DESIGN.md 7.2), and one change handles all its lapsed ones.
 - A RUNNING step whose lease lapsed (its worker died or froze): the attempt counts as failed and
   the step is retried or routed, exactly as if the worker had reported a failure.
 - A PENDING dispatch nobody claimed for too long (its message was lost or purged): re-published.
@@ -134,21 +135,25 @@ class Sweeper:
                       error=type(exc).__name__, where=exception_summary(exc))
 
     def _expire(self, task: Task, report: SweepReport) -> None:
-        active = task.Active
-        if active is None:
+        now = self._clock()
+        lapsed = [r for r in task.Runs if r.Deadline is not None and r.Deadline <= now]
+        if not lapsed:
             return
-        step = task.Steps[active.Cursor]
-        delay = retry_delay(step.backoff(active.Phase), active.Attempt, self._rng.random())
-        timing = Timing(self._clock(), self._config.lease, self._config.redeliver_after, delay)
-        changed = mutate(self._store, task.TaskId, lambda t: expire(t, timing))
+        # Each lapsed lease's retry backs off by its own step's policy, drawn here (not in the
+        # pure change, which may run again on a lost compare-and-set).
+        delays = {r.DispatchId: retry_delay(task.Steps[r.Cursor].backoff(r.Phase), r.Attempt, self._rng.random())
+                  for r in lapsed if r.State is RunState.RUNNING}
+        timing = Timing(now, self._config.lease, self._config.redeliver_after)
+        changed = mutate(self._store, task.TaskId, lambda t: expire(t, timing, retry_delays=delays))
         if isinstance(changed, Refusal):
             return
-        if active.State is RunState.RUNNING:
-            report.leases_lapsed += 1
-            log.warning("lease lapsed", task_id=task.TaskId, step=active.Cursor,
-                        phase=active.Phase.label, attempt=active.Attempt, owner=active.Owner)
-        else:
-            report.redispatched += 1
+        for run in lapsed:
+            if run.State is RunState.RUNNING:
+                report.leases_lapsed += 1
+                log.warning("lease lapsed", task_id=task.TaskId, step=run.Cursor, item=run.Item,
+                            phase=run.Phase.label, attempt=run.Attempt, owner=run.Owner)
+            else:
+                report.redispatched += 1
         self._publisher.flush(changed)
 
     def _relay(self, task: Task, report: SweepReport) -> None:

@@ -27,6 +27,7 @@ from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.errors import BatonError, ConfigError, InvalidParameters
 from common.flows import FlowCatalog, load_flows
+from common.statuses import FINAL_STATUSES
 from common.logging import configure_logging, mask_secrets
 from common.masking import masked_task
 from common.metrics import RuntimeMetrics
@@ -318,7 +319,7 @@ def _demo(
         for event in task.History[seen:]:
             echo(event_line(task, event))
         seen = len(task.History)
-        if task.Active is None and not task.Outbox:
+        if task.TaskStatus in FINAL_STATUSES and not task.Outbox:
             echo(task_summary(task))
             return
         if time.monotonic() > deadline:

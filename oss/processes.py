@@ -12,7 +12,7 @@ from common.masking import masked_task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import Settings
-from common.statuses import TaskStatus
+from common.statuses import FINAL_STATUSES, TaskStatus
 from oss.render import event_line, task_summary
 from oss.wiring import build, build_sweeper
 
@@ -64,7 +64,7 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
             for event in task.History[seen:]:
                 echo(event_line(task, event))
             seen = len(task.History)
-            if task.Active is None:
+            if task.TaskStatus in FINAL_STATUSES and not task.Runs:
                 break
             stop.wait(0.05)
         echo(task_summary(task))

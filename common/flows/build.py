@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from common.flows.catalog import FlowCatalog, FlowDefinition
@@ -14,29 +15,50 @@ from common.flows.schema import (
     FlowsFile,
     ParameterSpec,
     PhaseSpec,
+    StepSpec,
 )
-from common.models import BackoffPolicy, Step
+from common.models import BackoffPolicy, ChildTemplate, Step
 
 
 def build_catalog(spec: FlowsFile) -> FlowCatalog:
+    """Sub-flow steps carry their child type's steps (its template), built first: the checks
+    refused sub-flows that include themselves, so the recursion ends."""
     defaults = spec.defaults or DefaultsSpec()
-    return FlowCatalog(
-        FlowDefinition(
-            name=name,
-            description=task_type.description,
-            steps=[
-                _step(step.name, step.normal, step.rollback, defaults) for step in task_type.steps
-            ],
-            parameter_schema=_parameter_schema(task_type.parameters),
-        )
-        for name, task_type in spec.task_types.items()
-    )
+    built: dict[str, FlowDefinition] = {}
+
+    def definition(name: str) -> FlowDefinition:
+        if name not in built:
+            task_type = spec.task_types[name]
+            index_of = {step.name: i for i, step in enumerate(task_type.steps)}
+            built[name] = FlowDefinition(
+                name=name,
+                description=task_type.description,
+                steps=[_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)],
+                parameter_schema=_parameter_schema(task_type.parameters),
+            )
+        return built[name]
+
+    return FlowCatalog(definition(name) for name in spec.task_types)
 
 
-def _step(name: str, normal: PhaseSpec, rollback: PhaseSpec | None, defaults: DefaultsSpec) -> Step:
-    fields: dict[str, Any] = {"Name": name, **_phase("Normal", normal, defaults)}
-    if rollback is not None:  # otherwise the Rollback* fields stay None: no rollback
-        fields.update(_phase("Rollback", rollback, defaults))
+def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: DefaultsSpec,
+          definition: Callable[[str], FlowDefinition]) -> Step:
+    after = [index_of[n] for n in step.after] if step.after is not None else ([index - 1] if index else [])
+    fields: dict[str, Any] = {"Name": step.name, "After": after, "ForEach": step.for_each,
+                              "MaxParallel": step.max_parallel}
+    if step.normal is not None:
+        fields.update(_phase("Normal", step.normal, defaults))
+    if step.rollback is not None:  # otherwise the Rollback* fields stay None: no rollback
+        fields.update(_phase("Rollback", step.rollback, defaults))
+    if step.flow is not None:
+        child = definition(step.flow)
+        schema = child.parameter_schema
+        fields.update(Flow=step.flow, FlowInputs=dict(step.inputs or {}), FlowTemplate=ChildTemplate(
+            TaskType=child.name,
+            Steps=child.steps,
+            Defaults={f.name: f.default for f in schema.fields if f.has_default} if schema else {},
+            SecretParameters=child.secret_parameters,
+        ))
     return Step(**fields)
 
 

@@ -60,7 +60,7 @@ class FlowCatalog:
         """The commands `module` must serve for these flows, normal and rollback alike."""
         commands = set()
         for step in self._steps():
-            if step.NormalModule == module:
+            if step.NormalModule == module and step.NormalCommand is not None:
                 commands.add(step.NormalCommand)
             if step.RollbackModule == module and step.RollbackCommand is not None:
                 commands.add(step.RollbackCommand)
@@ -71,4 +71,4 @@ class FlowCatalog:
 
 
 def _modules(step: Step) -> list[str]:
-    return [step.NormalModule] + ([step.RollbackModule] if step.RollbackModule else [])
+    return [m for m in (step.NormalModule, step.RollbackModule) if m]

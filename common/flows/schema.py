@@ -74,9 +74,18 @@ class PhaseSpec(_Spec):
 
 
 class StepSpec(_Spec):
+    """One step. `normal` is required unless the step is a sub-flow (`flow`); graph_checks.py
+    checks that and the rules across steps and task types (names, cycles, lists)."""
+
     name: Identifier
-    normal: PhaseSpec
+    normal: PhaseSpec | None = None
     rollback: PhaseSpec | None = None  # left out: nothing to undo, passed over while rolling back
+    # Left out: the step waits for the one before it (a line). `[]`: a root.
+    after: list[Identifier] | None = None
+    for_each: Identifier | None = None  # a parameter declared `type: array`
+    max_parallel: Annotated[int, Field(ge=1)] | None = None  # items running at once
+    flow: Identifier | None = None  # a sub-flow: runs a child task of this type
+    inputs: dict[Identifier, Identifier] | None = None  # child parameter: parent parameter
 
 
 ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]

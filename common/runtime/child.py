@@ -94,6 +94,8 @@ def execute(
         dispatch_id=request.get("dispatch_id", ""),
         owner=request.get("owner", ""),
         read_task=read_task,
+        item=request.get("item"),
+        item_index=request.get("item_index"),
     )
     with hidden_values(request.get("hidden", ())):  # a command's own log lines hide the secrets too
         return _run(registry, context, fault_injection)

@@ -8,6 +8,7 @@ Parameters, so one run can mix healthy and failing tasks:
       {"command": "deduct_resource", "action": "fail", "times": 1},         # first attempt only
       {"command": "clean_instance", "phase": "rollback", "action": "hang"}, # runs into its timeout
       {"command": "init_instance", "action": "crash", "at": "after_commit"} # SIGKILL the module
+      {"command": "add_replica", "item": 1, "action": "fail"},             # one for_each item only
     ]
 
 `times` limits a rule to attempts 1..times (crashes default to the first attempt only, so the
@@ -43,10 +44,11 @@ def faults_for(parameters: Mapping[str, Any], command: str, phase: Phase, attemp
     rules = parameters.get(FAULTS_KEY) or []
     if not isinstance(rules, list):
         raise BadFaultRule(f"{FAULTS_KEY} must be a list of rules")
-    return [fault for rule in rules if (fault := _match(rule, command, phase, attempt))]
+    item = parameters.get("item_index")
+    return [fault for rule in rules if (fault := _match(rule, command, phase, attempt, item))]
 
 
-def _match(rule: Any, command: str, phase: Phase, attempt: int) -> Fault | None:
+def _match(rule: Any, command: str, phase: Phase, attempt: int, item: Any) -> Fault | None:
     if not isinstance(rule, dict) or rule.get("action") not in ACTIONS or "command" not in rule:
         raise BadFaultRule(f"fault rule {rule!r}: needs 'command' and an action in {sorted(ACTIONS)}")
     action = rule["action"]
@@ -55,6 +57,8 @@ def _match(rule: Any, command: str, phase: Phase, attempt: int) -> Fault | None:
         raise BadFaultRule(f"fault rule {rule!r}: 'at' must be one of {sorted(CRASH_POINTS)}")
     times = rule.get("times", 1 if action == "crash" else None)
     if rule["command"] != command or rule.get("phase", "normal") != phase.label:
+        return None
+    if "item" in rule and rule["item"] != item:
         return None
     if times is not None and attempt > int(times):
         return None

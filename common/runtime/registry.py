@@ -6,7 +6,8 @@
     def init_instance(ctx: CommandContext) -> dict:
         ...
 
-A command receives the task's shared Parameters and the step's idempotency key, and returns a
+A command receives the task's shared Parameters (plus `item` and `item_index` in a for_each step's
+runs) and the unit's idempotency key, and returns a
 dict merged into Parameters. What commands share for the life of their process (a database
 connection pool, a store handle) comes from a setup function, run once in each command process:
 
@@ -74,6 +75,10 @@ class CommandContext:
         if self.read_task is None:
             raise RuntimeError("this command runs without a store: its fence cannot be checked")
         return rollback_reached(self.read_task(self.task_id), self.cursor)
+    # A for_each step's run: its item and the item's index (None for a plain step). They are
+    # also in `parameters` as "item" and "item_index".
+    item: Any = None
+    item_index: int | None = None
 
 
 CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]

@@ -68,6 +68,8 @@ def bounded_message(message: str) -> str:
     attempt: unbounded, one chatty command could grow a document past what a store takes."""
     message = printable(message)
     return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+    item: Any = None  # a for_each step's item (also in parameters as `item`)
+    item_index: int | None = None
 
 
 class CommandRunner:

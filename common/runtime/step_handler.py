@@ -32,6 +32,7 @@ from common.runtime.runner import CommandInterrupted, CommandRequest, CommandRun
 from common.store.mutate import mutate
 from common.statuses import FINAL_STATUSES, ResultCode, RunState
 from common.store.port import TaskStore
+from common.unit_parameters import command_parameters
 from common.transitions import (
     AttemptResult,
     Refusal,
@@ -85,7 +86,7 @@ class StepHandler:
         if message is None:
             return
         with structlog.contextvars.bound_contextvars(
-            task_id=message.TaskId, step=message.Cursor, phase=message.Type.label,
+            task_id=message.TaskId, step=message.Cursor, item=message.Item, phase=message.Type.label,
             attempt=message.Attempt, module=self._config.module, command=message.Command,
         ):
             timing = self._timing()
@@ -141,7 +142,7 @@ class StepHandler:
         self._crash_point(task, message, "after_claim")
         step = task.Steps[message.Cursor]
         phase = message.Type
-        # The document, not the message, says what to run: a message only points at a step.
+        # The document, not the message, says what to run: a message only points at a unit.
         request = CommandRequest(
             task_id=task.TaskId,
             task_type=task.TaskType,
@@ -149,13 +150,16 @@ class StepHandler:
             cursor=message.Cursor,
             phase=int(phase),
             attempt=message.Attempt,
-            idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase, task.Generation),
+            idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase, task.Generation, message.Item),
             run_key=run_key(task.TaskId, task.Generation),
-            parameters=task.Parameters,
+            parameters=command_parameters(task, message.Cursor, message.Item),
             dispatch_id=message.DispatchId,
             owner=self._config.owner,
             hidden=secret_values(task),
         )
+        if message.Item is not None:
+            request.item_index = message.Item
+            request.item = request.parameters["item"]
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
         with self._leases.hold(task.TaskId, message.DispatchId) as lease:
@@ -217,8 +221,8 @@ class StepHandler:
             return outcome
 
     def _count_outcome(self, task: Task, message: StepMessage, labels: tuple[str, str, str]) -> None:
-        active = task.Active
-        if active and (active.Cursor, active.Phase, active.Attempt) == (message.Cursor, message.Type, message.Attempt + 1):
+        again = (message.Cursor, message.Item, message.Type, message.Attempt + 1)
+        if any((r.Cursor, r.Item, r.Phase, r.Attempt) == again for r in task.Runs):
             self._metrics.retries.labels(*labels).inc()
         if task.TaskStatus in FINAL_STATUSES:
             self._metrics.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
@@ -273,7 +277,8 @@ class StepHandler:
         if not self._config.fault_injection:
             return
         try:
-            faults = faults_for(task.Parameters, message.Command, message.Type, message.Attempt)
+            parameters = command_parameters(task, message.Cursor, message.Item)
+            faults = faults_for(parameters, message.Command, message.Type, message.Attempt)
         except BadFaultRule:
             return  # the command itself reports the bad rule as its failure
         if any(f.action == "crash" and f.at == point for f in faults):

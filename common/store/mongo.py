@@ -74,14 +74,19 @@ class MongoStore(MongoAdapter):
 
     @_adapter_edge
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
-        query = {"Active.Deadline": {"$lte": now}, unreadable.MARK_FIELD: {"$exists": False}}
-        return self._find_tasks(query, [("Active.Deadline", ASCENDING)], limit)
+        # Round 1's documents in flight have no SweepAt until their next write: their one run's
+        # deadline finds them.
+        query = {"$or": [{"SweepAt": {"$lte": now}}, {"Active.Deadline": {"$lte": now}}],
+                 unreadable.MARK_FIELD: {"$exists": False}}
+        return self._find_tasks(query, [("SweepAt", ASCENDING)], limit)
 
     @_adapter_edge
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
-        # On an array field the ascending sort key is its smallest element: the oldest entry.
-        query = {"Outbox.DueAt": {"$lte": due_before}, unreadable.MARK_FIELD: {"$exists": False}}
-        return self._find_tasks(query, [("Outbox.DueAt", ASCENDING)], limit)
+        # OutboxDue: the earliest entry's DueAt (Task.to_doc); round 1's documents lack it.
+        query = {"$or": [{"OutboxDue": {"$lte": due_before}},
+                         {"OutboxDue": {"$exists": False}, "Outbox.DueAt": {"$lte": due_before}}],
+                 unreadable.MARK_FIELD: {"$exists": False}}
+        return self._find_tasks(query, [("OutboxDue", ASCENDING)], limit)
 
     @_adapter_edge
     def list_tasks(

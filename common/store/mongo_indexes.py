@@ -46,6 +46,8 @@ _NEWEST_FIRST = [("TimeCreate", DESCENDING), ("TaskId", DESCENDING)]
 # relay's indexes hold those, not every task ever finished.
 _UNFINISHED_DEADLINE = {"Active.Deadline": {"$exists": True}}
 _UNSENT_OUTBOX = {"Outbox.DueAt": {"$exists": True}}
+_SWEEP_DUE = {"SweepAt": {"$type": "number"}}
+_OUTBOX_DUE = {"OutboxDue": {"$type": "number"}}
 
 SPECS: dict[str, list[IndexSpec]] = {
     "tasks": [
@@ -60,6 +62,11 @@ SPECS: dict[str, list[IndexSpec]] = {
         IndexSpec("status_time_id", [("TaskStatus", ASCENDING), *_NEWEST_FIRST]),
         IndexSpec("type_time_id", [("TaskType", ASCENDING), *_NEWEST_FIRST]),
         IndexSpec("user_time_id", [("UserId", ASCENDING), *_NEWEST_FIRST]),
+        # The sweeper's two: the earliest deadline of any run, the earliest outbox entry (DESIGN.md
+        # 2, derived by Task.to_doc); null once there is none, so finished tasks stay out.
+        IndexSpec("sweep_at", [("SweepAt", ASCENDING)], {"partialFilterExpression": _SWEEP_DUE}),
+        IndexSpec("outbox_due_at", [("OutboxDue", ASCENDING)], {"partialFilterExpression": _OUTBOX_DUE}),
+        # Round 1's documents in flight (one `Active` run, no SweepAt yet) until their next write.
         IndexSpec(
             "deadline", [("Active.Deadline", ASCENDING)], {"partialFilterExpression": _UNFINISHED_DEADLINE}
         ),

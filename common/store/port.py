@@ -34,7 +34,7 @@ class TaskStore(Protocol):
         """
 
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
-        """Tasks whose `Active.Deadline` is <= now: lapsed leases and unclaimed dispatches."""
+        """Tasks whose `SweepAt` (earliest run deadline) is <= now: lapsed leases, unclaimed dispatches."""
 
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         """Tasks holding an outbox entry with `DueAt` <= due_before (oldest first)."""

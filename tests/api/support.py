@@ -4,6 +4,8 @@ applied to the store), so every state an operator meets can be reached without p
 
 from __future__ import annotations
 
+from tests.support.builders import only_run
+
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +80,7 @@ class Api:
     def step(self, task_id: str, result: AttemptResult = OK, *, finish: bool = True) -> Task:
         """Claim the task's active run as a module would, and (unless finish=False) end it."""
         def claimed(task: Task) -> Task | Refusal:
-            run = task.Active
+            run = only_run(task)
             assert run is not None
             step = task.Steps[run.Cursor]
             message = StepMessage(
@@ -92,7 +94,7 @@ class Api:
         task = _written(mutate(self.store, task_id, claimed))
         if not finish:
             return task
-        dispatch = task.Active.DispatchId  # type: ignore[union-attr]
+        dispatch = only_run(task).DispatchId  # type: ignore[union-attr]
         return _written(mutate(self.store, task_id, lambda t: finish_attempt(t, dispatch, "worker", result, Timing(time.time()))))
 
     def rolled_back(self) -> str:

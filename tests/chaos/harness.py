@@ -169,13 +169,14 @@ class ChaosCluster(Cluster):
     def busy_modules(self) -> list[str]:
         """Names of module processes holding a claimed step right now (from the store's leases)."""
         if self.mongo_url:
-            running = {"Active.State": "running", "Active.Deadline": {"$type": "number"}}
-            owners = [d["Active"]["Owner"] for d in mongo_tasks(self.mongo_url).find(running, {"Active.Owner": 1})]
+            running = {"Runs": {"$elemMatch": {"State": "running"}}}
+            owners = [r.get("Owner") for d in mongo_tasks(self.mongo_url).find(running, {"Runs": 1})
+                      for r in d.get("Runs", []) if r.get("State") == "running"]
         else:
             with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)) as db:
                 owners = [row[0] for row in db.execute(
-                    "SELECT json_extract(doc, '$.Active.Owner') FROM tasks "
-                    "WHERE deadline IS NOT NULL AND json_extract(doc, '$.Active.State') = 'running'"
+                    "SELECT json_extract(r.value, '$.Owner') FROM tasks, json_each(tasks.doc, '$.Runs') AS r "
+                    "WHERE deadline IS NOT NULL AND json_extract(r.value, '$.State') = 'running'"
                 )]
         pids = {int(owner.split(":")[1]) for owner in owners if owner and owner.count(":") >= 2}
         return [n for n in self.module_names() if self.procs[n].popen.pid in pids and self.procs[n].popen.poll() is None]

@@ -7,7 +7,7 @@ What is checked, per task, from the document and its History (the store's own lo
 committed change, in commit order):
 
 final        every accepted task exists and ended SUCCESS (0), ROLLED_BACK (4) or ROLLBACK_FAILED
-             (5), with no Active run, a TimeEnd, and an empty Outbox (nothing owed to the broker).
+             (5), with no run left, a TimeEnd, and an empty Outbox (nothing owed to the broker).
 once         no outcome committed twice: at most one step_succeeded/step_failed per step, one
              rollback_succeeded/rollback_failed per step, one attempt_failed per (step, phase,
              attempt), never an attempt that both failed and concluded, one task_* event, and no
@@ -165,9 +165,8 @@ def check_task(task: Task) -> tuple[list[Violation], TaskFigures]:
 def _check_final(task: Task, violation) -> None:
     if task.TaskStatus not in FINAL_STATUSES:
         violation("final", f"left {task.TaskStatus.name}")
-    if task.Active is not None:
-        a = task.Active
-        violation("final", f"Active run left: step {a.Cursor} {a.Phase.label} attempt {a.Attempt} {a.State.value}")
+    for a in task.Runs:
+        violation("final", f"run left: step {a.Cursor} {a.Phase.label} attempt {a.Attempt} {a.State.value}")
     if task.Outbox:
         violation("final", f"{len(task.Outbox)} outbox entr(y/ies) never marked sent: {[e.Queue for e in task.Outbox]}")
     if task.TaskStatus in FINAL_STATUSES and task.TimeEnd is None:

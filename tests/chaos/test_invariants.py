@@ -6,6 +6,8 @@ the engine writes), then tampered with to break one promise at a time.
 
 from __future__ import annotations
 
+from tests.support.builders import only_run
+
 import itertools
 
 from common.models import Alarm, HistoryEvent, StepMessage, Task
@@ -52,7 +54,7 @@ def sent(task: Task) -> Task:
 
 
 def message(task: Task) -> StepMessage:
-    a = task.Active
+    a = only_run(task)
     step = task.Steps[a.Cursor]
     return StepMessage(TaskId=task.TaskId, Cursor=a.Cursor, Type=a.Phase, Module=step.module(a.Phase),
                        Command=step.command(a.Phase), Timeout=1, Retry=0, DispatchId=a.DispatchId, Attempt=a.Attempt)
@@ -67,8 +69,8 @@ def attempt(task: Task, result: AttemptResult, owner="w1") -> Task:
 def drive(task: Task, verdict) -> Task:
     """Run the task to the end; `verdict(cursor, phase, attempt)` says whether an attempt works."""
     task = sent(task)
-    while task.Active is not None:
-        a = task.Active
+    while only_run(task) is not None:
+        a = only_run(task)
         task = attempt(task, OK if verdict(a.Cursor, a.Phase, a.Attempt) else FAIL)
     return task
 
@@ -133,7 +135,7 @@ def test_lease_lapse_is_a_duplicate_execution_not_a_duplicate_commit():
     task = sent(new_task(retry=1))
     m = message(task)
     task = ok(claim(task, m, "dead-worker", tick()))
-    later = Timing(task.Active.Deadline + 1, lease=5.0, redeliver_after=10.0)
+    later = Timing(only_run(task).Deadline + 1, lease=5.0, redeliver_after=10.0)
     task = sent(ok(expire(task, later, ids=counter_ids("s"))))  # the sweeper: WORKER_LOST
     task = drive(task, succeed)
     violations, figures = check_task(task)
@@ -155,7 +157,7 @@ def test_release_then_second_claim_of_the_same_attempt_is_allowed():
 
 def test_redispatch_of_a_never_claimed_run_is_clean():
     task = sent(new_task())
-    later = Timing(task.Active.Deadline + 1, lease=5.0, redeliver_after=10.0)
+    later = Timing(only_run(task).Deadline + 1, lease=5.0, redeliver_after=10.0)
     task = sent(ok(expire(task, later)))
     assert task.History[-1].Event == "redispatched"
     assert not check_task(drive(task, succeed))[0]
@@ -297,5 +299,5 @@ def test_queues_must_be_drained_except_expected_dead_letters():
 def test_running_task_with_pending_run_is_reported_with_its_step():
     task = sent(new_task())
     violations, _ = check_task(task)
-    assert any("Active run left: step 0 normal attempt 1 pending" in v.detail for v in violations)
-    assert task.Active.State is RunState.PENDING
+    assert any("run left: step 0 normal attempt 1 pending" in v.detail for v in violations)
+    assert only_run(task).State is RunState.PENDING

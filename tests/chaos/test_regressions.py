@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.support.builders import only_run
+
 import itertools
 
 from common.models import StepMessage, Task
@@ -23,7 +25,7 @@ REDELIVER = 10.0
 def unclaimed_task() -> Task:
     task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(0.0, redeliver_after=REDELIVER),
                        ids=counter_ids())
-    return mark_sent(task, task.Active.DispatchId)  # published; its message now waits in a queue
+    return mark_sent(task, only_run(task).DispatchId)  # published; its message now waits in a queue
 
 
 def redispatch_times(task: Task, until: float, step: float = 0.5) -> list[float]:
@@ -34,7 +36,7 @@ def redispatch_times(task: Task, until: float, step: float = 0.5) -> list[float]
         now += step
         changed = expire(task, Timing(now, redeliver_after=REDELIVER))
         if not isinstance(changed, Refusal):
-            task = mark_sent(changed, changed.Active.DispatchId)
+            task = mark_sent(changed, only_run(changed).DispatchId)
             times.append(now)
     return times
 
@@ -66,13 +68,13 @@ def test_a_new_dispatch_of_the_same_attempt_starts_its_backoff_afresh():
     shutdown (same attempt, new dispatch id) is healed after one period again."""
     task = unclaimed_task()
     for now in (REDELIVER, 3 * REDELIVER):  # re-published twice: the second waits two periods
-        task = mark_sent(expire(task, Timing(now, redeliver_after=REDELIVER)), task.Active.DispatchId)
-    assert task.Active.Deadline == 3 * REDELIVER + 2 * REDELIVER
-    message = StepMessage.model_validate(_outbox_entry(task, task.Active, 0.0).Body)
+        task = mark_sent(expire(task, Timing(now, redeliver_after=REDELIVER)), only_run(task).DispatchId)
+    assert only_run(task).Deadline == 3 * REDELIVER + 2 * REDELIVER
+    message = StepMessage.model_validate(_outbox_entry(task, only_run(task), 0.0).Body)
     now = 3 * REDELIVER + 1
     task = claim(task, message, "w1", Timing(now, redeliver_after=REDELIVER))
     task = release(task, message.DispatchId, "w1", Timing(now, redeliver_after=REDELIVER), ids=counter_ids("r"))
-    task = mark_sent(task, task.Active.DispatchId)
-    assert task.Active.Deadline == now + REDELIVER
+    task = mark_sent(task, only_run(task).DispatchId)
+    assert only_run(task).Deadline == now + REDELIVER
     again = expire(task, Timing(now + REDELIVER, redeliver_after=REDELIVER))
-    assert again.Active.Deadline == now + 2 * REDELIVER  # first re-publication of this dispatch
+    assert only_run(again).Deadline == now + 2 * REDELIVER  # first re-publication of this dispatch

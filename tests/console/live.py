@@ -6,6 +6,8 @@ the alarm queue with the monitor's own alarm handler, so failed rollbacks raise 
 
 from __future__ import annotations
 
+from tests.support.builders import only_run
+
 import contextlib
 import time
 from collections.abc import Iterator
@@ -86,7 +88,7 @@ class LiveConsole:
             if (
                 task
                 and task.TaskStatus in FINAL_STATUSES
-                and task.Active is None
+                and only_run(task) is None
                 and not task.Outbox
             ):
                 return task

@@ -6,6 +6,8 @@ real MongoDB is reachable, [mongo-real]. The report header says which Mongo this
 
 from __future__ import annotations
 
+from tests.support.builders import only_run
+
 import contextlib
 import functools
 import multiprocessing
@@ -97,7 +99,7 @@ def new_task(
 
 def claimed(task: Task, now: float) -> Task:
     """The active dispatch claimed by WORKER, as a module does on delivery."""
-    active = task.Active
+    active = only_run(task)
     assert active is not None
     step = task.Steps[active.Cursor]
     message = StepMessage(
@@ -126,8 +128,8 @@ def sent(task: Task) -> Task:
 
 
 def finished(task: Task, now: float, result: AttemptResult) -> Task:
-    assert task.Active is not None
-    new = finish_attempt(task, task.Active.DispatchId, WORKER, result, Timing(now=now))
+    assert only_run(task) is not None
+    new = finish_attempt(task, only_run(task).DispatchId, WORKER, result, Timing(now=now))
     assert not isinstance(new, Refusal), new
     return new
 
@@ -301,7 +303,7 @@ def _single_step_succeeded() -> Task:
         timing=Timing(now=NOW),
     )
     done = finished(claimed(sent(task), NOW + 1), NOW + 2, AttemptResult(ResultCode.OK))
-    assert done.TaskStatus is TaskStatus.SUCCESS and done.Active is None and not done.Outbox
+    assert done.TaskStatus is TaskStatus.SUCCESS and only_run(done) is None and not done.Outbox
     return done
 
 
@@ -328,7 +330,7 @@ def test_unsent_outbox_sees_the_next_dispatch(store: Any) -> None:
     write(store, task, lambda t: claimed(sent(t), NOW + 1))
     assert store.unsent_outbox(NOW + 10, limit=10) == []
     write(store, task, lambda t: finished(t, NOW + 2, AttemptResult(ResultCode.OK)))
-    assert [t.Active.Cursor for t in store.unsent_outbox(NOW + 10, limit=10)] == [1]
+    assert [only_run(t).Cursor for t in store.unsent_outbox(NOW + 10, limit=10)] == [1]
 
 
 def test_list_tasks_filters_newest_first(store: Any) -> None:

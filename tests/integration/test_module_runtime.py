@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.support.builders import only_run
+
 import time
 
 import pytest
@@ -93,9 +95,9 @@ def test_stop_past_the_grace_period_stops_the_command_and_releases_the_step(part
     assert time.monotonic() - started < 2.5
     stored = store.get(task.TaskId)
     # Not failed, not left to a lease: pending again, same attempt, its message re-published.
-    assert stored.TaskStatus is TaskStatus.RUNNING and stored.Active.State.value == "pending"
+    assert stored.TaskStatus is TaskStatus.RUNNING and only_run(stored).State.value == "pending"
     # Published at once; the entry stays until a claim removes it (or the relay re-sends it).
-    assert stored.Active.Attempt == 1 and [e.DispatchId for e in stored.Outbox] == [stored.Active.DispatchId]
+    assert only_run(stored).Attempt == 1 and [e.DispatchId for e in stored.Outbox] == [only_run(stored).DispatchId]
     assert [e.Event for e in stored.History][-2:] == ["released", "dispatched"]
     assert broker.queue_depth("mysql") == 1
 

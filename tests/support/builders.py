@@ -34,3 +34,7 @@ def nested(depth: int, leaf: object = 0) -> object:
     for _ in range(depth):
         value = [value]
     return value
+def only_run(task):
+    """The one run of a line-shaped task (None once it ended): what round 1 called `Active`."""
+    assert len(task.Runs) <= 1, f"expected at most one run, found {len(task.Runs)}"
+    return task.Runs[0] if task.Runs else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.support.builders import only_run
+
 import pytest
 
 from common.models import StepMessage
@@ -29,7 +31,7 @@ def new_task(steps=None, **kwargs):
 
 
 def message_for(task):
-    entry = next(e for e in task.Outbox if e.DispatchId == task.Active.DispatchId)
+    entry = next(e for e in task.Outbox if e.DispatchId == only_run(task).DispatchId)
     return StepMessage.model_validate(entry.Body)
 
 
@@ -43,7 +45,7 @@ IDS = counter_ids("n")  # one sequence for the whole module: dispatch ids never 
 
 
 def finished(task, result, owner="w1", now=102.0):
-    done = finish_attempt(task, task.Active.DispatchId, owner, result, Timing(now), ids=IDS)
+    done = finish_attempt(task, only_run(task).DispatchId, owner, result, Timing(now), ids=IDS)
     assert not isinstance(done, Refusal), done
     return done
 
@@ -87,7 +89,7 @@ def test_cancel_before_step_0_is_claimed_ends_the_task_at_once():
     task = new_task()
     old_message = message_for(task)
     done = applied(cancel, task)
-    assert done.TaskStatus is TaskStatus.ROLLED_BACK and done.Active is None and done.Outbox == []
+    assert done.TaskStatus is TaskStatus.ROLLED_BACK and only_run(done) is None and done.Outbox == []
     assert done.Steps[0].State is StepState.CANCELLED
     assert done.TaskMessage == "rolled back: cancelled by alice: wrong region"
     assert done.TimeEnd == 200.0
@@ -105,11 +107,11 @@ def test_cancel_of_a_delayed_start_drops_the_waiting_dispatch():
 def test_cancel_while_a_step_runs_waits_for_its_outcome_then_rolls_it_back():
     task = claimed(run(new_task(), OK))  # step 1 running
     requested = applied(cancel, task)
-    assert requested.TaskStatus is TaskStatus.RUNNING and requested.Active == task.Active
+    assert requested.TaskStatus is TaskStatus.RUNNING and only_run(requested) == only_run(task)
     assert requested.CancelRequested.Actor == "alice" and requested.Outbox == task.Outbox
     after = finished(requested, OK)  # step 1 succeeded, but the task was cancelled
     assert after.Steps[1].State is StepState.ROLLING_BACK and after.Parameters["x"] == 1
-    assert (after.Active.Cursor, after.Active.Phase) == (1, Phase.ROLLBACK)
+    assert (only_run(after).Cursor, only_run(after).Phase) == (1, Phase.ROLLBACK)
     assert after.TaskStatus is TaskStatus.ROLLING_BACK
     assert after.TaskMessage == "cancelled by alice: wrong region"
     done = finish_all(after)
@@ -122,14 +124,14 @@ def test_cancel_while_a_step_runs_waits_for_its_outcome_then_rolls_it_back():
 def test_cancel_skips_the_remaining_retries_of_a_failing_step():
     task = claimed(new_task([make_step("a", retry=3), make_step("b")]))
     after = finished(applied(cancel, task), FAIL)
-    assert (after.Active.Cursor, after.Active.Phase, after.Active.Attempt) == (0, Phase.ROLLBACK, 1)
+    assert (only_run(after).Cursor, only_run(after).Phase, only_run(after).Attempt) == (0, Phase.ROLLBACK, 1)
     assert after.Steps[0].State is StepState.ROLLING_BACK
 
 
 def test_cancel_with_a_lapsed_lease_rolls_back_instead_of_retrying():
     task = applied(cancel, claimed(new_task([make_step("a", retry=3)])))
     after = expire(task, Timing(500.0), ids=counter_ids("s"))
-    assert (after.Active.Cursor, after.Active.Phase) == (0, Phase.ROLLBACK)
+    assert (only_run(after).Cursor, only_run(after).Phase) == (0, Phase.ROLLBACK)
 
 
 def test_cancel_of_a_pending_next_step_rolls_back_the_earlier_steps_now():
@@ -137,19 +139,19 @@ def test_cancel_of_a_pending_next_step_rolls_back_the_earlier_steps_now():
     old_message = message_for(task)
     after = applied(cancel, task)
     assert after.Steps[1].State is StepState.CANCELLED
-    assert (after.Active.Cursor, after.Active.Phase) == (0, Phase.ROLLBACK)
+    assert (only_run(after).Cursor, only_run(after).Phase) == (0, Phase.ROLLBACK)
     assert after.TaskStatus is TaskStatus.ROLLING_BACK
     assert old_message.DispatchId not in {e.DispatchId for e in after.Outbox}
-    assert after.Outbox[-1].DispatchId == after.Active.DispatchId
+    assert after.Outbox[-1].DispatchId == only_run(after).DispatchId
     assert isinstance(claim(after, old_message, "w2", Timing(201)), Refusal)
 
 
 def test_cancel_of_a_retry_waiting_out_its_backoff_rolls_that_step_back():
     task = run(new_task([make_step("a", retry=2), make_step("b")]), FAIL)  # attempt 2 pending
-    assert task.Active.Attempt == 2 and task.Active.State is RunState.PENDING
+    assert only_run(task).Attempt == 2 and only_run(task).State is RunState.PENDING
     after = applied(cancel, task)
     assert after.Steps[0].State is StepState.ROLLING_BACK and after.Steps[0].TimeEnd == 200.0
-    assert (after.Active.Cursor, after.Active.Phase) == (0, Phase.ROLLBACK)
+    assert (only_run(after).Cursor, only_run(after).Phase) == (0, Phase.ROLLBACK)
 
 
 def test_cancel_passes_over_steps_without_rollback():
@@ -198,9 +200,9 @@ def test_retry_restarts_the_flow_at_step_0_as_a_new_generation():
     assert [s.State for s in again.Steps] == [StepState.RUNNING, StepState.WAITING, StepState.WAITING]
     assert all(s.Code is None and s.RollbackCode is None and s.Attempts == 0 for s in again.Steps)
     assert again.Parameters == {"p": 1}  # as submitted: the undone run's results are gone
-    assert (again.Active.Cursor, again.Active.Phase, again.Active.Attempt) == (0, Phase.NORMAL, 1)
+    assert (only_run(again).Cursor, only_run(again).Phase, only_run(again).Attempt) == (0, Phase.NORMAL, 1)
     entry = again.Outbox[-1]
-    assert entry.DispatchId == again.Active.DispatchId and entry.DueAt == 200.0
+    assert entry.DispatchId == only_run(again).DispatchId and entry.DueAt == 200.0
     retried = next(e for e in again.History if e.Event == "retried")
     assert (retried.Actor, retried.Message) == ("alice", "wrong region")
     assert events(again)[: len(failed.History)] == events(failed)  # the first run's story stays
@@ -226,14 +228,14 @@ def test_a_retried_task_that_fails_again_rolls_back_every_step_again():
 def test_retry_of_a_task_cancelled_before_it_started_starts_it():
     again = applied(retry, applied(cancel, new_task()))
     assert again.TaskStatus is TaskStatus.NOT_STARTED and again.CancelRequested is None
-    assert (again.Active.Cursor, again.Steps[0].State) == (0, StepState.RUNNING)
+    assert (only_run(again).Cursor, again.Steps[0].State) == (0, StepState.RUNNING)
     assert finish_all(again).TaskStatus is TaskStatus.SUCCESS
 
 
 def test_retry_of_a_task_cancelled_mid_step_runs_the_flow_again():
     task = applied(cancel, claimed(run(new_task(), OK)))
     again = applied(retry, finish_all(finished(task, OK)))
-    assert again.Active.Cursor == 0 and again.CancelRequested is None
+    assert only_run(again).Cursor == 0 and again.CancelRequested is None
     assert finish_all(again).TaskStatus is TaskStatus.SUCCESS
 
 
@@ -260,7 +262,7 @@ def test_retry_rollback_dispatches_the_failed_rollback_again():
     again = applied(retry_rollback, failed)
     assert again.TaskStatus is TaskStatus.ROLLING_BACK and again.TimeEnd is None
     assert again.Steps[1].State is StepState.ROLLING_BACK and again.Steps[1].RollbackAttempts == 0
-    assert (again.Active.Cursor, again.Active.Phase, again.Active.Attempt) == (1, Phase.ROLLBACK, 1)
+    assert (only_run(again).Cursor, only_run(again).Phase, only_run(again).Attempt) == (1, Phase.ROLLBACK, 1)
     assert again.TaskMessage == "step 1 (b) failed: boom"
     assert "rollback_retried" in events(again)
     done = finish_all(again)
@@ -272,7 +274,7 @@ def test_compensate_marks_the_step_and_lets_the_rollback_continue():
     again = applied(compensate, rollback_failed_at_step_1(), reason="dropped the database by hand")
     assert again.Steps[1].State is StepState.COMPENSATED
     assert again.Steps[1].RollbackMessage == "compensated by hand by alice: dropped the database by hand"
-    assert (again.Active.Cursor, again.Active.Phase) == (0, Phase.ROLLBACK)
+    assert (only_run(again).Cursor, only_run(again).Phase) == (0, Phase.ROLLBACK)
     event = next(e for e in again.History if e.Event == "compensated")
     assert (event.Actor, event.Cursor, event.Phase) == ("alice", 1, Phase.ROLLBACK)
     done = finish_all(again)
@@ -284,7 +286,7 @@ def test_compensating_step_0_ends_the_task_rolled_back():
     task = run(new_task(), FAIL)  # step 0 failed, its rollback is next
     failed = run(task, FAIL)
     done = applied(compensate, failed)
-    assert done.TaskStatus is TaskStatus.ROLLED_BACK and done.Active is None
+    assert done.TaskStatus is TaskStatus.ROLLED_BACK and only_run(done) is None
     assert done.TaskMessage == "rolled back: step 0 (a) failed: boom"
 
 

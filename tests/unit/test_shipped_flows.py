@@ -36,12 +36,15 @@ def test_shipped_flows_define_the_task_types_in_order() -> None:
 def test_create_mysql_instance_steps() -> None:
     flow = load_flows(SHIPPED).get("create_mysql_instance")
     assert flow.description.startswith("Reserve capacity")
-    assert flow.steps == [
+    expected = [
         step("announce", ("monitor", "report_event", 10, 3), ("monitor", "report_event", 10, 3)),
         step("check_resource", ("resource", "check_resource", 10, 2), ("resource", "restore_resource", 10, 3)),
         step("init_instance", ("mysql", "init_instance", 120, 1), ("mysql", "clean_instance", 120, 3)),
         step("deduct_resource", ("resource", "deduct_resource", 10, 2), ("resource", "restore_resource", 10, 3)),
     ]
+    for index, expected_step in enumerate(expected):  # a line: each step waits for the one before
+        expected_step.After = [index - 1] if index else []
+    assert flow.steps == expected
 
 
 def test_create_mysql_instance_parameters_fill_defaults_and_refuse_bad_values() -> None:

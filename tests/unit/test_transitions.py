@@ -1,5 +1,6 @@
 """Pure changes to the task document: claim, lease, outcome, retry, routing, outbox, fencing."""
 
+from tests.support.builders import only_run
 import pytest
 
 from common.models import StepMessage
@@ -29,7 +30,7 @@ def new_task(steps=None, **kwargs):
 
 
 def message_for(task):
-    entry = next(e for e in task.Outbox if e.DispatchId == task.Active.DispatchId)
+    entry = next(e for e in task.Outbox if e.DispatchId == only_run(task).DispatchId)
     return StepMessage.model_validate(entry.Body)
 
 
@@ -46,7 +47,7 @@ def run(task, result, owner="w1", now=101.0, delay=0.0):
 def test_create_puts_step_0_dispatch_in_the_outbox():
     task = new_task()
     assert task.TaskStatus is TaskStatus.NOT_STARTED
-    assert task.Active.Cursor == 0 and task.Active.State is RunState.PENDING
+    assert only_run(task).Cursor == 0 and only_run(task).State is RunState.PENDING
     (entry,) = task.Outbox
     assert entry.Queue == "mod" and entry.DueAt == 100.0
     body = StepMessage.model_validate(entry.Body)
@@ -71,14 +72,14 @@ def test_claim_then_success_moves_to_next_step_and_merges_output():
     assert task.Parameters == {"p": 1, "x": 1}
     assert task.Steps[0].State is StepState.SUCCEEDED and task.Steps[0].Code is ResultCode.OK
     assert task.Steps[0].TimeStart == 101.0 and task.Steps[0].TimeEnd == 102.0
-    assert task.Active.Cursor == 1 and task.TaskCursor == 1
+    assert only_run(task).Cursor == 1 and task.TaskCursor == 1
 
 
 def test_whole_success():
     task = new_task()
     for _ in range(3):
         task = run(task, OK)
-    assert task.TaskStatus is TaskStatus.SUCCESS and task.Active is None and task.TimeEnd == 102.0
+    assert task.TaskStatus is TaskStatus.SUCCESS and only_run(task) is None and task.TimeEnd == 102.0
     assert [s.State for s in task.Steps] == [StepState.SUCCEEDED] * 3
 
 
@@ -113,10 +114,10 @@ def test_outcome_committed_once_only():
 
 def test_failure_with_retries_left_redispatches_with_backoff():
     task = new_task([make_step("a", retry=2)])
-    first = task.Active.DispatchId
+    first = only_run(task).DispatchId
     task = run(task, FAIL, delay=4.0)
     assert task.TaskStatus is TaskStatus.RUNNING
-    assert task.Active.Attempt == 2 and task.Active.DispatchId != first
+    assert only_run(task).Attempt == 2 and only_run(task).DispatchId != first
     assert task.Outbox[-1].DueAt == 102.0 + 4.0
     assert task.Steps[0].State is StepState.RUNNING and task.Steps[0].Message == "boom"
 
@@ -124,7 +125,7 @@ def test_failure_with_retries_left_redispatches_with_backoff():
 def test_non_retryable_failure_skips_retries():
     task = new_task([make_step("a", retry=5)])
     task = run(task, AttemptResult(ResultCode.FAILED, "bad input", retryable=False))
-    assert task.Active.Phase is Phase.ROLLBACK
+    assert only_run(task).Phase is Phase.ROLLBACK
 
 
 def test_failure_rolls_back_this_step_then_earlier_ones():
@@ -132,13 +133,13 @@ def test_failure_rolls_back_this_step_then_earlier_ones():
     task = run(task, OK)
     task = run(task, FAIL)  # step 1 fails
     assert task.TaskStatus is TaskStatus.ROLLING_BACK
-    assert (task.Active.Cursor, task.Active.Phase) == (1, Phase.ROLLBACK)
+    assert (only_run(task).Cursor, only_run(task).Phase) == (1, Phase.ROLLBACK)
     assert task.TaskMessage.startswith("step 1 (b) failed: boom")
     task = run(task, OK)
-    assert (task.Active.Cursor, task.Active.Phase) == (0, Phase.ROLLBACK)
+    assert (only_run(task).Cursor, only_run(task).Phase) == (0, Phase.ROLLBACK)
     assert task.TaskCursor == 1  # stays put while rolling back
     task = run(task, OK)
-    assert task.TaskStatus is TaskStatus.ROLLED_BACK and task.Active is None
+    assert task.TaskStatus is TaskStatus.ROLLED_BACK and only_run(task) is None
     assert [s.State for s in task.Steps] == [StepState.ROLLED_BACK, StepState.ROLLED_BACK, StepState.WAITING]
     assert "step 1 (b) failed" in task.TaskMessage
 
@@ -158,7 +159,7 @@ def test_step_without_rollback_is_skipped():
     task = run(run(task, OK), OK)
     task = run(task, FAIL)  # c fails: roll back c, skip b, roll back a
     task = run(task, OK)
-    assert (task.Active.Cursor, task.Active.Phase) == (0, Phase.ROLLBACK)
+    assert (only_run(task).Cursor, only_run(task).Phase) == (0, Phase.ROLLBACK)
     assert task.Steps[1].State is StepState.SKIPPED
 
 
@@ -167,7 +168,7 @@ def test_renew_lease_by_owner_only():
     message = message_for(task)
     claimed = claim(task, message, "w1", Timing(101, lease=30))
     renewed = renew_lease(claimed, message.DispatchId, "w1", Timing(120, lease=30))
-    assert renewed.Active.Deadline == 150
+    assert only_run(renewed).Deadline == 150
     assert isinstance(renew_lease(claimed, message.DispatchId, "w2", Timing(120)), Refusal)
 
 
@@ -177,7 +178,7 @@ def test_lapsed_lease_counts_as_failed_attempt_and_fences_the_old_owner():
     claimed = claim(task, message, "w1", Timing(101, lease=10))
     assert isinstance(expire(claimed, Timing(105)), Refusal)  # not yet
     expired = expire(claimed, Timing(112), ids=counter_ids("s"))
-    assert expired.Active.Attempt == 2 and expired.Steps[0].Code is ResultCode.WORKER_LOST
+    assert only_run(expired).Attempt == 2 and expired.Steps[0].Code is ResultCode.WORKER_LOST
     # The frozen worker wakes up: its renewal and outcome are refused.
     assert isinstance(renew_lease(expired, message.DispatchId, "w1", Timing(113)), Refusal)
     assert isinstance(finish_attempt(expired, message.DispatchId, "w1", OK, Timing(113)), Refusal)
@@ -185,12 +186,12 @@ def test_lapsed_lease_counts_as_failed_attempt_and_fences_the_old_owner():
 
 def test_unclaimed_dispatch_is_republished_under_the_same_id():
     task = new_task()
-    dispatch = task.Active.DispatchId
+    dispatch = only_run(task).DispatchId
     task = mark_sent(task, dispatch)
     assert task.Outbox == []
     again = expire(task, Timing(100 + 61, redeliver_after=60))
     assert [e.DispatchId for e in again.Outbox] == [dispatch]
-    assert again.Active.Deadline == 161 + 60
+    assert only_run(again).Deadline == 161 + 60
 
 
 def test_mark_sent_twice_is_refused():
@@ -229,8 +230,8 @@ def test_release_hands_the_step_back_without_counting_an_attempt():
     message = message_for(task)
     claimed = claim(task, message, "w1", Timing(101))
     released = release(claimed, message.DispatchId, "w1", Timing(102), ids=counter_ids("r"))
-    assert released.Active.State is RunState.PENDING and released.Active.Attempt == 1
-    assert released.Active.DispatchId != message.DispatchId and released.Outbox[-1].DueAt == 102
+    assert only_run(released).State is RunState.PENDING and only_run(released).Attempt == 1
+    assert only_run(released).DispatchId != message.DispatchId and released.Outbox[-1].DueAt == 102
     assert isinstance(release(claimed, message.DispatchId, "w2", Timing(102)), Refusal)
 
 
@@ -251,4 +252,4 @@ def test_release_of_a_step_whose_task_was_cancelled_rolls_it_back_instead():
     cancelled = cancel(claimed, "ann", "not needed", Timing(102))
     released = release(cancelled, message.DispatchId, "w1", Timing(103), ids=counter_ids("r"))
     assert released.TaskStatus is TaskStatus.ROLLING_BACK
-    assert (released.Active.Cursor, released.Active.Phase) == (0, Phase.ROLLBACK)
+    assert (only_run(released).Cursor, only_run(released).Phase) == (0, Phase.ROLLBACK)
