@@ -75,6 +75,7 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     unit, step = run.unit, task.Steps[run.Cursor]
     state = unit_state(task, unit)
     normal = run.Phase is Phase.NORMAL
+    _started(task, timing.now)  # a sub-flow's child ended: its parent ran without any claim
     remove_run(task, run)
     store_result(state, run.Phase, result, timing.now)
     # Cancelled, or another unit failed: a normal unit gets no further attempt (it drains).
@@ -149,6 +150,7 @@ def _open_for_each(task: Task, cursor: int, timing: Timing, actor: str) -> None:
     step = task.Steps[cursor]
     values = task.Parameters.get(step.ForEach or "")
     task.TaskCursor = max(task.TaskCursor, cursor)
+    _started(task, timing.now)
     step.TimeStart = timing.now
     set_unit_state(task, (cursor, None), StepState.RUNNING)
     if not isinstance(values, list):
@@ -166,6 +168,13 @@ def _open_for_each(task: Task, cursor: int, timing: Timing, actor: str) -> None:
         step.Code, step.TimeEnd = ResultCode.OK, timing.now
         set_unit_state(task, (cursor, None), StepState.SUCCEEDED)
         task.Parameters[step.Name] = []
+
+
+def _started(task: Task, now: float) -> None:
+    """Work began without a module's claim (a for_each step opened, a child ended)."""
+    if task.TaskStatus is TaskStatus.NOT_STARTED:
+        set_status(task, TaskStatus.RUNNING)
+        task.TimeStart = now
 
 
 def _absorb_output(task: Task, run: Run, result: AttemptResult) -> None:

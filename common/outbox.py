@@ -1,7 +1,9 @@
 """Publishing what a committed change put in a task's outbox, then marking it sent.
 
-Used by OSS (step 0 of a new task), by modules (the next step) and by the sweeper's relay (any
-entry left unsent by a crash). Publishing twice is harmless: the claim fences duplicates.
+Used by OSS (the roots of a new task), by modules (the next steps) and by the sweeper's relay
+(any entry left unsent by a crash). Publishing twice is harmless: the claim fences duplicates.
+Entries of the sub-flow kinds go to the store instead of the broker (common.child_relay), and
+are marked sent at once: no claim will remove them.
 
 Marking sent is deferred: usually the next module's claim has removed the entry by then (see
 transitions.claim), so the mark costs a read instead of a write, off the step's critical path.
@@ -19,13 +21,15 @@ from collections.abc import Callable
 import structlog
 
 from common.broker.port import Broker
+from common.child_relay import ChildRelay
 from common.errors import BrokerError, StoreError, UnreadableTask
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.models import OutboxEntry, Task
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.transitions import mark_sent
+from common.subflows import PUBLISH
+from common.transitions import Timing, mark_sent
 
 log = structlog.get_logger(__name__)
 Clock = Callable[[], float]
@@ -54,8 +58,12 @@ class OutboxPublisher:
         clock: Clock,
         mark_delay: float = DEFAULT_MARK_DELAY,
         metrics: RuntimeMetrics | None = None,
+        *,
+        lease: float = 30.0,
+        redeliver_after: float = 60.0,
     ):
         self._metrics = metrics
+        self._children = ChildRelay(store, lambda: Timing(clock(), lease, redeliver_after), self.flush)
         self._store = store
         self._broker = broker
         self._clock = clock
@@ -82,6 +90,11 @@ class OutboxPublisher:
         mark_now: bool = False,
     ) -> bool:
         """Publish one entry and (soon) mark it sent. False if it stays for the relay to retry."""
+        if entry.Kind != PUBLISH:
+            if not self._children.apply(task_id, entry):
+                return False
+            self._mark_sent(task_id, entry.DispatchId)
+            return True
         try:
             self._broker.publish(
                 entry.Queue, encode(entry), priority=entry.Priority, message_id=entry.DispatchId

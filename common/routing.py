@@ -48,8 +48,12 @@ class Plan:
 
 
 def units(step: Step) -> list[tuple[int | None, UnitState]]:
-    """The units of a step: its items once a for_each step has fixed them, else the step."""
-    if step.Items is not None:
+    """The units of a step: its items once a for_each step has fixed them, else the step.
+
+    A for_each step over zero items (or whose list was not a list) is its own unit: it has
+    nothing to undo, but it is passed over backward only once its dependents settled, like a
+    step without rollback, so the order still flows through it."""
+    if step.Items:
         return list(enumerate(step.Items))
     return [(None, step)]
 
@@ -113,7 +117,7 @@ def _backward(task: Task) -> Plan:
         left = left or bool(applied) or any(u.State is StepState.ROLLING_BACK for _, u in units(step))
         if not applied or not all(_settled(task.Steps[d]) for d in after_me[cursor]):
             continue
-        if not step.has_rollback:
+        if not step.has_rollback or step.Items == []:
             result.skip += applied
         elif step.Items is None:
             result.roll_back += applied

@@ -98,7 +98,6 @@ STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
         (StepState.CANCELLED, StepState.WAITING),
         (StepState.COMPENSATED, StepState.WAITING),
         (StepState.FAILED, StepState.WAITING),
-        (StepState.SUCCEEDED, StepState.WAITING),  # a for_each step over zero items: nothing to undo
         (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK),  # retry-rollback
         (StepState.ROLLBACK_FAILED, StepState.COMPENSATED),  # compensated by hand
     }

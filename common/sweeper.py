@@ -82,7 +82,8 @@ class Sweeper:
         self._config = config
         self._clock = clock
         self.owner = owner or f"sweeper-{new_id()[:8]}"
-        self._publisher = OutboxPublisher(store, broker, clock, metrics=self.metrics)
+        self._publisher = OutboxPublisher(store, broker, clock, metrics=self.metrics, lease=config.lease,
+                                          redeliver_after=config.redeliver_after)
         self._rng = rng or random.Random()
 
     def sweep_once(self) -> SweepReport:

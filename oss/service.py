@@ -44,7 +44,10 @@ class TaskService:
         self._flows = flows
         self._settings = settings
         self._clock = clock
-        self._publisher = OutboxPublisher(store, broker, clock, mark_delay_for(settings.relay_grace_seconds))
+        self._publisher = OutboxPublisher(
+            store, broker, clock, mark_delay_for(settings.relay_grace_seconds),
+            lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
+        )
         self._broker = broker
         self.actions = OperatorActions(
             store, self._publisher, clock, settings.redeliver_after_seconds, settings.input_limits

@@ -55,7 +55,8 @@ class ModuleRuntime:
         )
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock)
         self._publisher = OutboxPublisher(
-            store, broker, clock, mark_delay=mark_delay_for(settings.relay_grace_seconds), metrics=self.metrics
+            store, broker, clock, mark_delay=mark_delay_for(settings.relay_grace_seconds), metrics=self.metrics,
+            lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
         )
         config = HandlerConfig(
             module=self.module,

@@ -1,67 +1,117 @@
-"""The routing table of DESIGN.md, branch by branch."""
+"""common.routing.plan on its own: round 1's line table still holds, and the graph rules of
+DESIGN.md sec. 4 (readiness, draining, reverse topological rollback, passing over)."""
 
-import pytest
+from __future__ import annotations
 
-from common.routing import Finish, RunStep, route
-from common.statuses import Phase, TaskStatus
+from common.models import Run, StepItem
+from common.routing import Plan, plan, summarize
+from common.statuses import Phase, StepState, TaskStatus
+from common.transitions import Timing, create_task
+from tests.support.builders import counter_ids, make_step
 
-N, R = Phase.NORMAL, Phase.ROLLBACK
-ALL_ROLLBACKS = [True, True, True]
-
-
-def test_success_normal_goes_to_next_normal_step():
-    assert route(ALL_ROLLBACKS, 0, N, True) == RunStep(1, N)
-    assert route(ALL_ROLLBACKS, 1, N, True) == RunStep(2, N)
-
-
-def test_success_of_last_normal_step_finishes_the_task():
-    assert route(ALL_ROLLBACKS, 2, N, True) == Finish(TaskStatus.SUCCESS)
+W, RUN, OK, F = StepState.WAITING, StepState.RUNNING, StepState.SUCCEEDED, StepState.FAILED
+RB, RBD, RBF = StepState.ROLLING_BACK, StepState.ROLLED_BACK, StepState.ROLLBACK_FAILED
 
 
-def test_failure_normal_rolls_back_this_step_first():
-    assert route(ALL_ROLLBACKS, 1, N, False) == RunStep(1, R)
+def task_with(states, after=None, rollback=None, status=TaskStatus.RUNNING, runs=()):
+    """A task whose steps are in `states`, with no runs unless given (plan reads states only)."""
+    steps = [make_step(f"s{i}", rollback=True if rollback is None else rollback[i]) for i in range(len(states))]
+    if after is not None:
+        for step, deps in zip(steps, after):
+            step.After = list(deps)
+    task = create_task(task_type="t", steps=steps, parameters={}, timing=Timing(1.0), ids=counter_ids())
+    task.Runs, task.Outbox = list(runs), []
+    for step, state in zip(task.Steps, states):
+        step.State = state
+    task.TaskStatus = status
+    return task
 
 
-def test_success_rollback_goes_to_previous_steps_rollback():
-    assert route(ALL_ROLLBACKS, 2, R, True) == RunStep(1, R)
-    assert route(ALL_ROLLBACKS, 1, R, True) == RunStep(0, R)
+def run(cursor, phase=Phase.NORMAL, item=None):
+    return Run(Cursor=cursor, Item=item, Phase=phase, Attempt=1, DispatchId=f"d{cursor}{phase}{item}", Deadline=9.0)
 
 
-def test_success_rollback_of_step_0_ends_rolled_back():
-    assert route(ALL_ROLLBACKS, 0, R, True) == Finish(TaskStatus.ROLLED_BACK)
+# --- a line: round 1's table ----------------------------------------------------------------------
 
 
-def test_failure_rollback_raises_alarm_and_ends_rollback_failed():
-    assert route(ALL_ROLLBACKS, 2, R, False) == Finish(TaskStatus.ROLLBACK_FAILED, alarm=True)
+def test_line_success_starts_the_next_step_and_the_last_one_finishes():
+    assert plan(task_with([OK, W, W])) == Plan(start=[(1, None)])
+    assert plan(task_with([OK, OK, OK])) == Plan(finish=TaskStatus.SUCCESS)
 
 
-def test_rollback_failure_at_step_0():
-    assert route(ALL_ROLLBACKS, 0, R, False) == Finish(TaskStatus.ROLLBACK_FAILED, alarm=True)
+def test_line_failure_rolls_back_this_step_then_each_earlier_one():
+    rolling = TaskStatus.ROLLING_BACK
+    assert plan(task_with([OK, F, W], status=rolling)) == Plan(roll_back=[(1, None)])
+    assert plan(task_with([OK, RBD, W], status=rolling)) == Plan(roll_back=[(0, None)])
+    assert plan(task_with([RBD, RBD, W], status=rolling)) == Plan(finish=TaskStatus.ROLLED_BACK)
 
 
-def test_one_step_flow():
-    assert route([True], 0, N, True) == Finish(TaskStatus.SUCCESS)
-    assert route([True], 0, N, False) == RunStep(0, R)
-    assert route([True], 0, R, True) == Finish(TaskStatus.ROLLED_BACK)
-    assert route([False], 0, N, False) == Finish(TaskStatus.ROLLED_BACK, passed_over=(0,))
+def test_line_failed_rollback_ends_rollback_failed():
+    assert plan(task_with([OK, RBF, W], status=TaskStatus.ROLLING_BACK)) == Plan(finish=TaskStatus.ROLLBACK_FAILED)
 
 
 def test_steps_without_rollback_are_passed_over():
-    has_rollback = [True, False, True]
-    # Step 2 failed: roll back 2, then skip 1, then roll back 0.
-    assert route(has_rollback, 2, N, False) == RunStep(2, R)
-    assert route(has_rollback, 2, R, True) == RunStep(0, R, passed_over=(1,))
+    task = task_with([OK, OK, F], rollback=[True, False, True], status=TaskStatus.ROLLING_BACK)
+    assert plan(task) == Plan(roll_back=[(2, None)])
+    task.Steps[2].State = RBD
+    assert plan(task) == Plan(skip=[(1, None)])  # then s0 becomes ready on the next round
+    task.Steps[1].State = StepState.SKIPPED
+    assert plan(task) == Plan(roll_back=[(0, None)])
 
 
-def test_failed_step_without_rollback_passes_to_earlier_one():
-    assert route([True, False], 1, N, False) == RunStep(0, R, passed_over=(1,))
+# --- graphs ---------------------------------------------------------------------------------------
+
+DIAMOND = [[], [0], [0], [1, 2]]
 
 
-def test_no_rollback_anywhere_ends_rolled_back_at_once():
-    assert route([False, False, False], 2, N, False) == Finish(TaskStatus.ROLLED_BACK, passed_over=(2, 1, 0))
+def test_a_step_is_ready_once_all_it_waits_for_succeeded():
+    assert plan(task_with([OK, W, W, W], DIAMOND)) == Plan(start=[(1, None), (2, None)])
+    assert plan(task_with([OK, OK, RUN, W], DIAMOND, runs=[run(2)])) == Plan()
+    assert plan(task_with([OK, OK, OK, W], DIAMOND)) == Plan(start=[(3, None)])
 
 
-@pytest.mark.parametrize("cursor", [-1, 3])
-def test_cursor_outside_the_flow_is_a_bug(cursor):
-    with pytest.raises(ValueError):
-        route(ALL_ROLLBACKS, cursor, N, True)
+def test_several_roots_start_together():
+    assert plan(task_with([W, W, W], [[], [], [0, 1]], status=TaskStatus.NOT_STARTED)) == Plan(start=[(0, None), (1, None)])
+
+
+def test_no_rollback_starts_while_a_normal_run_drains():
+    task = task_with([OK, F, RUN, W], DIAMOND, status=TaskStatus.ROLLING_BACK, runs=[run(2)])
+    assert plan(task) == Plan()
+
+
+def test_a_rollback_waits_for_every_dependent_to_settle():
+    rolling = TaskStatus.ROLLING_BACK
+    assert plan(task_with([OK, OK, F, W], DIAMOND, status=rolling)) == Plan(roll_back=[(1, None), (2, None)])
+    assert plan(task_with([OK, RBD, RB, W], DIAMOND, status=rolling, runs=[run(2, Phase.ROLLBACK)])) == Plan()
+    assert plan(task_with([OK, RBD, StepState.CANCELLED, W], DIAMOND, status=rolling)) == Plan(roll_back=[(0, None)])
+
+
+def test_nothing_more_starts_under_a_cancel():
+    task = task_with([OK, W, W, W], DIAMOND)
+    from common.models import OperatorRequest
+
+    task.CancelRequested = OperatorRequest(Actor="op", Reason="r", Time=1.0)
+    assert plan(task) == Plan()
+
+
+def test_for_each_items_start_up_to_max_parallel_and_roll_back_likewise():
+    task = task_with([OK, RUN, W], [[], [0], [1]])
+    task.Steps[1].ForEach, task.Steps[1].MaxParallel = "xs", 2
+    task.Steps[1].Items = [StepItem(State=s) for s in (OK, RUN, W, W)]
+    task.Runs = [run(1, item=1)]
+    assert plan(task) == Plan(start=[(1, 2)])
+    task.Steps[1].Items = [StepItem(State=s) for s in (OK, OK, F, StepState.CANCELLED)]
+    task.Runs, task.TaskStatus = [], TaskStatus.ROLLING_BACK
+    assert plan(task) == Plan(roll_back=[(1, 0), (1, 1)])
+
+
+def test_a_for_each_step_state_summarises_its_items():
+    step = make_step("x")
+    step.Items = [StepItem(State=s) for s in (OK, RUN)]
+    assert summarize(step) is RUN
+    step.Items = [StepItem(State=s) for s in (OK, OK)]
+    assert summarize(step) is OK
+    step.Items = [StepItem(State=s) for s in (RBD, StepState.CANCELLED)]
+    assert summarize(step) is RBD
+    step.Items = [StepItem(State=s) for s in (RBF, RB)]
+    assert summarize(step) is RBF
