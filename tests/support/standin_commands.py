@@ -43,3 +43,21 @@ def clean_instance(ctx: CommandContext) -> dict:
 @mysql.command()
 def drop_instance(ctx: CommandContext) -> dict:
     return {"dropped": True}
+
+
+# Graph flows (tests/e2e/test_graph_engine.py): one command per step, so a fault rule can target
+# any one step (or item), each with its own undo; both modules serve them.
+def _graph_commands(registry: CommandRegistry) -> None:
+    for name in ("a", "b", "c", "d", "item", "leaf"):
+        def work(ctx: CommandContext, name: str = name) -> dict:
+            return {f"did_{name}": True} if ctx.item_index is None else {"node": ctx.item, "index": ctx.item_index}
+
+        def undo(ctx: CommandContext, name: str = name) -> dict:
+            return {}
+
+        registry.command(f"step_{name}")(work)
+        registry.command(f"undo_{name}")(undo)
+
+
+_graph_commands(resource)
+_graph_commands(mysql)

@@ -385,3 +385,27 @@ def test_a_sub_flow_run_waits_for_its_child_and_is_never_claimed():
     (run,) = task.Runs
     assert run.State is RunState.WAITING_CHILD and run.Deadline is None
     assert task.Outbox[0].Kind == "start_child" and task.Outbox[0].Body["TaskId"] == "p5.0"
+
+
+# --- round 1's documents --------------------------------------------------------------------------
+
+
+def test_a_round_1_document_with_active_and_no_after_loads_and_runs_on():
+    from common.models import Task
+
+    line = new([make_step("a"), make_step("b")])
+    doc = line.to_doc()
+    (run,) = doc.pop("Runs")
+    for key in ("Item", "Redispatches"):
+        run.pop(key)
+    doc["Active"] = run
+    for step in doc["Steps"]:
+        for key in ("After", "ForEach", "MaxParallel", "Items", "Flow", "FlowInputs", "FlowTemplate", "ChildTaskId"):
+            step.pop(key)
+    for key in ("Parent", "SweepAt", "OutboxDue"):
+        doc.pop(key)
+    old = Task.from_doc(doc)
+    assert [s.After for s in old.Steps] == [[], [0]] and runs(old) == [(0, None, N)]
+    done = do(do(old, 0), 1)
+    assert done.TaskStatus is TaskStatus.SUCCESS
+    assert Task.from_doc({**doc, "Active": None}).Runs == []

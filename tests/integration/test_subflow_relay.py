@@ -1,0 +1,56 @@
+"""Sub-flow outbox entries survive a crash between commit and flush: the sweeper's relay applies
+them (DESIGN.md 6 and 7.3), and applying one twice changes nothing. Real SQLite store, the
+in-process broker, the real sweeper."""
+
+from __future__ import annotations
+
+from common.broker.inprocess import InProcessBroker
+from common.child_relay import ChildRelay
+from common.models import ChildTemplate, StepMessage
+from common.queues import module_queue
+from common.statuses import ResultCode, StepState, TaskStatus
+from common.store.sqlite import SqliteStore
+from common.sweeper import SweepConfig, Sweeper
+from common.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.store.mutate import mutate
+from tests.support.builders import counter_ids, make_step
+
+CONFIG = SweepConfig(lease=5.0, redeliver_after=60.0, relay_grace=1.0, interval=0.1)
+
+
+def parent_with_child_root():
+    sub = make_step("sub")
+    sub.NormalModule = sub.NormalCommand = sub.RollbackModule = sub.RollbackCommand = None
+    sub.Flow = "leaf"
+    sub.FlowTemplate = ChildTemplate(TaskType="leaf", Steps=[make_step("x")])
+    return create_task(task_type="p", steps=[sub], parameters={}, timing=Timing(100.0), task_id="par",
+                       ids=counter_ids("p"))
+
+
+def test_the_relay_creates_a_child_left_unflushed_once_and_the_child_ends_the_parent(tmp_path):
+    store, broker = SqliteStore(tmp_path / "t.db"), InProcessBroker()
+    broker.declare(module_queue("mod"))
+    clock = [100.0]
+    sweeper = Sweeper(store, broker, CONFIG, clock=lambda: clock[0])
+    store.insert(parent_with_child_root())  # committed; the process died before flushing
+    clock[0] = 105.0
+    assert sweeper.sweep_once().relayed == 1
+    child = store.get("par.0")
+    assert child is not None and child.Parent.TaskId == "par" and store.get("par").Outbox == []
+    assert broker.queue_depth(module_queue("mod")) == 1  # the child's first step was published
+    # A repeat of the same entry (a second relay) is one child still.
+    entry = parent_with_child_root().Outbox[0]
+    assert ChildRelay(store, lambda: Timing(106.0), lambda t: None).apply("par", entry)
+    assert store.get("par.0").Version == child.Version
+    # The child runs to its end; its child_finished entry (also left unflushed) reaches the parent.
+    message = StepMessage.model_validate(child.Outbox[0].Body)
+    mutate(store, "par.0", lambda t: claim(t, message, "w", Timing(106.0)))
+    done = mutate(store, "par.0", lambda t: finish_attempt(t, message.DispatchId, "w",
+                                                           AttemptResult(ResultCode.OK, output={"v": 1}), Timing(107.0)))
+    assert done.TaskStatus is TaskStatus.SUCCESS and done.Outbox[0].Kind == "child_finished"
+    clock[0] = 110.0
+    sweeper.sweep_once()
+    parent = store.get("par")
+    assert parent.TaskStatus is TaskStatus.SUCCESS and parent.Steps[0].State is StepState.SUCCEEDED
+    assert parent.Parameters["sub"] == {"v": 1} and store.get("par.0").Outbox == []
+    store.close()
