@@ -92,6 +92,8 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     record(task, timing.now, event, run, actor=actor, message=result.message)
     if result.ok and normal:
         _absorb_output(task, run, result)
+    elif result.ok and run.Item is None:
+        task.Parameters.update(result.output)  # a rollback's report, as in round 1
     if not result.ok and (not normal or task.TaskStatus is not TaskStatus.ROLLING_BACK):
         what = unit_name(task, unit) if normal else f"rollback of {unit_name(task, unit)}"
         task.TaskMessage = f"{what} failed: {result.message}"

@@ -8,6 +8,8 @@ milliseconds; a long-lived one would need keep-alive and reconnect logic for not
 from __future__ import annotations
 
 import contextlib
+import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -116,3 +118,60 @@ def restore_connection_limit(ctx: CommandContext) -> dict:
         return {"connection_limit_restored": False}  # the change refused this name: it changed nothing
     with _server(ctx) as server:
         return provision.restore_connection_limit(server, name=name, change_key=ctx.run_key)
+
+
+# --- create_mysql_cluster: replicas (one run per item of a for_each step) and the topology -------
+
+
+@registry.command()
+def init_replica(ctx: CommandContext) -> dict:
+    """One replica instance, named by this run's item; read-only access. Its ownership key is
+    the item's idempotency key, so each item creates (and its rollback removes) its own."""
+    name = instance_name(ctx.item, ctx.resources.settings.meta_schema)
+    with _server(ctx) as server:
+        created = provision.init_instance(
+            server, ctx.resources.placement, name=name, access="read_only", password=None,
+            task_id=ctx.task_id, key=ctx.idempotency_key, run_key=_item_run(ctx), fence=ctx.check_fence,
+        )
+    return {"replica": created["instance"]}
+
+
+def _item_run(ctx: CommandContext) -> str:
+    """The tombstone key of one item: its rollback fences a late init of that item only."""
+    return f"{ctx.run_key}:item{ctx.item_index}"
+
+
+@registry.command()
+def clean_replica(ctx: CommandContext) -> dict:
+    try:
+        name = instance_name(ctx.item, ctx.resources.settings.meta_schema)
+    except CommandFailed:
+        return {"instance_cleaned": False}  # init refused this name: it created nothing
+    with _server(ctx) as server:
+        return provision.clean_instance(server, name=name, task_id=ctx.task_id, run_key=_item_run(ctx))
+
+
+@registry.command()
+def record_topology(ctx: CommandContext) -> dict:
+    """The join: records which instance is the primary and which are its replicas."""
+    cluster = _name(ctx)
+    primary = (ctx.parameters.get("primary") or {}).get("instance") or {}
+    replicas = [r.get("replica", {}) for r in ctx.parameters.get("add_replicas") or []]
+    topology = {
+        "cluster": cluster,
+        "primary": {k: primary.get(k) for k in ("host", "port", "database")},
+        "replicas": [{k: r.get(k) for k in ("host", "port", "database")} for r in replicas],
+    }
+    with _server(ctx) as server, server.instance_lock(cluster):  # the lock forget_topology takes
+        ctx.check_fence()
+        owner = server.record_topology(cluster, ctx.task_id, json.dumps(topology, sort_keys=True), time.time())
+    if owner != ctx.task_id:
+        raise CommandFailed(f"cluster {cluster} is recorded already (by task {owner})", retryable=False)
+    return {"topology": topology}
+
+
+@registry.command()
+def forget_topology(ctx: CommandContext) -> dict:
+    cluster = _name(ctx)
+    with _server(ctx) as server, server.instance_lock(cluster):
+        return {"topology_forgotten": server.forget_topology(cluster, ctx.task_id)}

@@ -274,6 +274,37 @@ class Server:
     def set_user_connection_limit(self, user: str, host: str, limit: int) -> None:
         self._run(f"ALTER USER %s@%s WITH MAX_USER_CONNECTIONS {int(limit)}", (user, host))
 
+    # --- cluster topologies (create_mysql_cluster) ---------------------------------------------
+
+    def record_topology(self, cluster: str, owner_task: str, topology: str, now: float) -> str:
+        """Record a cluster's topology (JSON) once; answers the owner task of the stored row."""
+        self._run(
+            f"""CREATE TABLE IF NOT EXISTS {self._meta}.clusters (
+                name VARCHAR(64) NOT NULL PRIMARY KEY,
+                owner_task VARCHAR(128) NOT NULL,
+                topology TEXT NOT NULL,
+                created_at DOUBLE NOT NULL
+            ) ENGINE=InnoDB"""
+        )
+        self._run(
+            f"INSERT IGNORE INTO {self._meta}.clusters (name, owner_task, topology, created_at) VALUES (%s, %s, %s, %s)",
+            (cluster, owner_task, topology, now),
+        )
+        row = self._one(f"SELECT owner_task FROM {self._meta}.clusters WHERE name = %s", (cluster,))
+        assert row is not None
+        return str(row[0])
+
+    def forget_topology(self, cluster: str, owner_task: str) -> bool:
+        """Delete the row only if this task recorded it; False when there was none of ours."""
+        exists = self._one(
+            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'clusters'",
+            (self._meta.strip("`"),),
+        )
+        if exists is None:
+            return False
+        return self._run(f"DELETE FROM {self._meta}.clusters WHERE name = %s AND owner_task = %s",
+                         (cluster, owner_task)) > 0
+
     # --- the parts -----------------------------------------------------------------------------
 
     def _run(self, sql: str, params: Sequence[Any] | None = None) -> int:

@@ -29,7 +29,7 @@ def step(name: str, normal: tuple[str, str, float, int], rollback: tuple[str, st
 
 def test_shipped_flows_define_the_task_types_in_order() -> None:
     assert list(load_flows(SHIPPED).task_types) == [
-        "create_mysql_instance", "delete_mysql_instance", "set_mysql_connection_limit", "demo",
+        "create_mysql_instance", "delete_mysql_instance", "set_mysql_connection_limit", "create_mysql_cluster", "demo",
     ]
 
 
@@ -113,4 +113,13 @@ def test_a_module_checks_only_its_own_commands() -> None:
     with pytest.raises(FlowError) as caught:
         load_flows(SHIPPED, {"mysql": {"init_instance", "clean_instance"}}, all_modules=False)
     missing = {p.split('no command "')[1].split('"')[0] for p in caught.value.problems}
-    assert missing == {"drop_instance", "set_connection_limit", "restore_connection_limit", "noop", "noop_rollback"}
+    assert missing == {"drop_instance", "set_connection_limit", "restore_connection_limit", "noop", "noop_rollback",
+                       "init_replica", "clean_replica", "record_topology", "forget_topology"}
+
+
+def test_create_mysql_cluster_is_a_primary_sub_flow_then_replicas_fanned_out_then_a_join() -> None:
+    steps = load_flows(SHIPPED).get("create_mysql_cluster").steps
+    assert [s.Name for s in steps] == ["primary", "add_replicas", "record_topology"]
+    assert steps[0].Flow == "create_mysql_instance" and steps[0].FlowTemplate.TaskType == "create_mysql_instance"
+    assert (steps[1].ForEach, steps[1].MaxParallel, steps[1].After) == ("replicas", 4, [0])
+    assert steps[2].After == [0, 1] and steps[2].RollbackCommand == "forget_topology"
