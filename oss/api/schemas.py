@@ -115,8 +115,13 @@ class PhaseView(BaseModel):
 
 class StepView(BaseModel):
     name: str
-    normal: PhaseView
+    normal: PhaseView | None = Field(description="null for a sub-flow step: its child does the work")
     rollback: PhaseView | None
+    after: list[str] = Field(description="The steps this one waits for (the graph's edges)")
+    for_each: str | None = Field(None, description="The array parameter this step runs once per item of")
+    max_parallel: int | None = Field(None, description="Items running at once (null: all)")
+    flow: str | None = Field(None, description="A sub-flow step: the child task's type")
+    inputs: dict[str, str] = Field(default_factory=dict, description="Child parameter -> parent parameter")
 
 
 class TaskTypeView(BaseModel):

@@ -59,12 +59,12 @@ def task_type_view(flow: FlowDefinition) -> TaskTypeView:
     return TaskTypeView(
         name=flow.name,
         description=flow.description,
-        steps=[_step_view(step) for step in flow.steps],
+        steps=[_step_view(step, [s.Name for s in flow.steps]) for step in flow.steps],
         parameters=flow.parameter_schema.describe() if flow.parameter_schema else None,
     )
 
 
-def _step_view(step: Step) -> StepView:
+def _step_view(step: Step, names: list[str]) -> StepView:
     def phase(which: Phase) -> PhaseView:
         return PhaseView(
             module=step.module(which),
@@ -76,6 +76,11 @@ def _step_view(step: Step) -> StepView:
 
     return StepView(
         name=step.Name,
-        normal=phase(Phase.NORMAL),
-        rollback=phase(Phase.ROLLBACK) if step.has_rollback else None,
+        normal=phase(Phase.NORMAL) if step.NormalModule is not None else None,
+        rollback=phase(Phase.ROLLBACK) if step.RollbackModule is not None else None,
+        after=[names[i] for i in step.After or ()],
+        for_each=step.ForEach,
+        max_parallel=step.MaxParallel,
+        flow=step.Flow,
+        inputs=dict(step.FlowInputs),
     )

@@ -118,9 +118,9 @@ def _written(result: Task | Refusal) -> Task:
     return result
 
 
-def open_api(tmp_path: Path, **settings: Any) -> tuple[Any, SqliteStore, InProcessBroker]:
+def open_api(tmp_path: Path, flows: str = FLOWS, **settings: Any) -> tuple[Any, SqliteStore, InProcessBroker]:
     flows_path = tmp_path / "flows.yaml"
-    flows_path.write_text(FLOWS)
+    flows_path.write_text(flows)
     store = SqliteStore(tmp_path / "api.db")
     broker = InProcessBroker()
     options = {"store_url": f"sqlite:///{tmp_path / 'api.db'}", "flows_path": str(flows_path),

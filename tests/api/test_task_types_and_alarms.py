@@ -27,6 +27,27 @@ def test_task_types_show_steps_rollbacks_timeouts_and_the_parameter_schema(api):
     assert one.status_code == 200 and one.json() == create
 
 
+def test_a_task_type_answers_its_graph(tmp_path):
+    from pathlib import Path
+
+    from fastapi.testclient import TestClient
+
+    from tests.api.support import auth, open_api
+
+    shipped = (Path(__file__).resolve().parents[2] / "flows.yaml").read_text()
+    app, store, _ = open_api(tmp_path, flows=shipped)
+    with TestClient(app) as client:
+        response = client.get("/api/v1/task-types/create_mysql_cluster", headers=auth(READER))
+    store.close()
+    assert response.status_code == 200
+    steps = {s["name"]: s for s in response.json()["steps"]}
+    assert steps["primary"]["flow"] == "create_mysql_instance" and steps["primary"]["normal"] is None
+    assert steps["primary"]["inputs"]["name"] == "name" and steps["primary"]["after"] == []
+    assert (steps["add_replicas"]["for_each"], steps["add_replicas"]["max_parallel"]) == ("replicas", 4)
+    assert steps["add_replicas"]["after"] == ["primary"]
+    assert steps["record_topology"]["after"] == ["primary", "add_replicas"]
+
+
 def test_unknown_task_type_is_404(api):
     response = api.get("/api/v1/task-types/nope")
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"

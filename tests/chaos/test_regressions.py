@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import itertools
 
 from common.models import StepMessage, Task
+from common.task_runs import publish_entry
 from common.transitions import (
     Refusal,
     Timing,
-    _outbox_entry,
     claim,
     create_task,
     expire,
     mark_sent,
     release,
 )
-from tests.support.builders import counter_ids, make_step
+from tests.support.builders import counter_ids, make_step, only_run
 
 REDELIVER = 10.0
 
@@ -70,7 +68,7 @@ def test_a_new_dispatch_of_the_same_attempt_starts_its_backoff_afresh():
     for now in (REDELIVER, 3 * REDELIVER):  # re-published twice: the second waits two periods
         task = mark_sent(expire(task, Timing(now, redeliver_after=REDELIVER)), only_run(task).DispatchId)
     assert only_run(task).Deadline == 3 * REDELIVER + 2 * REDELIVER
-    message = StepMessage.model_validate(_outbox_entry(task, only_run(task), 0.0).Body)
+    message = StepMessage.model_validate(publish_entry(task, only_run(task), 0.0).Body)
     now = 3 * REDELIVER + 1
     task = claim(task, message, "w1", Timing(now, redeliver_after=REDELIVER))
     task = release(task, message.DispatchId, "w1", Timing(now, redeliver_after=REDELIVER), ids=counter_ids("r"))

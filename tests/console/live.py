@@ -6,8 +6,6 @@ the alarm queue with the monitor's own alarm handler, so failed rollbacks raise 
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import contextlib
 import time
 from collections.abc import Iterator
@@ -50,6 +48,35 @@ task_types:
       - name: charge
         normal:   {module: resource, command: deduct_resource}
         rollback: {module: resource, command: restore_resource}
+  fan_out:
+    description: A diamond around a for_each step, then a sub-flow.
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: prepare
+        normal:   {module: resource, command: step_a}
+        rollback: {module: resource, command: undo_a}
+      - name: per_node
+        after: [prepare]
+        for_each: nodes
+        max_parallel: 2
+        normal:   {module: mysql, command: step_item}
+        rollback: {module: mysql, command: undo_item}
+      - name: side
+        after: [prepare]
+        normal:   {module: resource, command: step_b}
+        rollback: {module: resource, command: undo_b}
+      - name: join
+        after: [per_node, side]
+        normal:   {module: mysql, command: step_d}
+        rollback: {module: mysql, command: undo_d}
+      - name: nested
+        flow: leaf
+  leaf:
+    steps:
+      - name: leaf
+        normal:   {module: mysql, command: step_leaf}
+        rollback: {module: mysql, command: undo_leaf}
 """
 OPERATOR = "console-operator-token-0123"
 READER = "console-reader-token-01234"
@@ -71,8 +98,8 @@ class LiveConsole:
     store: SqliteStore
     api: httpx.Client  # to the served app, as the operator
 
-    def submit(self, start_at: float | None = None, **parameters: Any) -> str:
-        body = {"task_type": "provision_db", "parameters": parameters, "start_at": start_at,
+    def submit(self, task_type: str = "provision_db", start_at: float | None = None, **parameters: Any) -> str:
+        body = {"task_type": task_type, "parameters": parameters, "start_at": start_at,
                 "user_id": "dana", "labels": {"team": "payments", "env": "staging"}}  # fmt: skip
         response = self.api.post("/api/v1/tasks", json=body)
         assert response.status_code == 201, response.text
@@ -88,7 +115,7 @@ class LiveConsole:
             if (
                 task
                 and task.TaskStatus in FINAL_STATUSES
-                and only_run(task) is None
+                and not task.Runs
                 and not task.Outbox
             ):
                 return task

@@ -245,3 +245,35 @@ def test_a_read_only_token_sees_the_refusal_of_an_action(page, live, tasks):
     expect(page.locator(".task-head .badge")).to_have_text("Failed · rolled back")
     page.problems[:] = [p for p in page.problems if "403" not in p]  # type: ignore[attr-defined]
     assert_clean(page)
+
+
+def test_a_parallel_task_shows_its_flow_as_a_graph_with_each_step_state(page, live):
+    """Issue 9: the flow drawn as a graph, boxes coloured by step state, for_each items counted,
+    a sub-flow linked to its child task (which links back)."""
+    succeeded = live.wait_final(live.submit("fan_out", nodes=["n0", "n1", "n2"]))
+    failed = live.wait_final(live.submit("fan_out", nodes=["n0", "n1", "n2"],
+                                         _baton_faults=[{"command": "step_item", "action": "fail", "item": 1}]))
+    sign_in(page, at=f"/console/#/task/{succeeded.TaskId}")
+    graph = page.locator("svg.flow-graph")
+    expect(graph.locator("g.node")).to_have_count(5)
+    states = graph.locator("g.node").evaluate_all("g => g.map(n => n.dataset.state)")
+    assert states == ["succeeded"] * 5
+    expect(graph.locator("path.edge")).to_have_count(5)  # prepare->per_node, prepare->side, 2 into join, join->nested
+    expect(graph.locator('g.node[data-step="1"] text.detail')).to_have_text("for_each nodes: 3/3")
+    expect(graph.locator('g.node[data-step="1"] rect.item')).to_have_count(3)
+    # Columns follow the graph: the two branches side by side, the join after both.
+    xs = graph.locator("g.node").evaluate_all(
+        "g => g.map(n => n.transform.baseVal.consolidate().matrix.e)")
+    assert xs[1] == xs[2] and xs[0] < xs[1] < xs[3] < xs[4]
+    save_screenshot(page, page.shots, "flow-graph-succeeded")
+    graph.locator('g.node[data-step="4"] a.child-link').click()
+    expect(page.locator(".task-head h1")).to_have_text("leaf")
+    expect(page.locator("section.flow")).to_contain_text(f"A sub-flow of task {succeeded.TaskId}")
+    page.goto(f"/console/#/task/{failed.TaskId}")
+    graph = page.locator("svg.flow-graph")
+    expect(graph.locator('g.node[data-step="1"]')).to_have_attribute("data-state", "rolled_back")
+    items = graph.locator('g.node[data-step="1"] rect.item').evaluate_all("r => r.map(i => i.dataset.state)")
+    assert items[1] == "rolled_back" and set(items) <= {"rolled_back", "cancelled", "waiting"}
+    expect(graph.locator('g.node[data-step="3"]')).to_have_attribute("data-state", "waiting")
+    save_screenshot(page, page.shots, "flow-graph-rolled-back")
+    assert_clean(page)

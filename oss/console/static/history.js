@@ -16,7 +16,7 @@ export function history(task) {
       el("td", { class: "time" }, when(event.Time, true)),
       el("td", { class: "num muted", text: offset(event.Time - task.TimeCreate) }),
       el("td", {}, el("span", { class: "event", text: event.Event })),
-      el("td", { text: step ? `${event.Cursor} ${step.Name}` : "" }),
+      el("td", { text: step ? `${event.Cursor} ${step.Name}${itemOf(event)}` : "" }),
       el("td", { text: event.Phase === null ? "" : PHASES[event.Phase] }),
       el("td", { class: "num", text: event.Attempt ?? "" }),
       el("td", { text: event.Actor ?? "" }),
@@ -27,4 +27,8 @@ export function history(task) {
 
 function offset(seconds) {
   return seconds < 60 ? `${seconds.toFixed(2)} s` : `${(seconds / 60).toFixed(1)} min`;
+}
+
+function itemOf(event) {
+  return event.Item === null || event.Item === undefined ? "" : ` [item ${event.Item}]`;
 }

@@ -11,6 +11,7 @@ import { badge, labels, errorBanner } from "./widgets.js";
 import { actionBar, actionLabel } from "./actions.js";
 import { timeline } from "./timeline.js";
 import { history } from "./history.js";
+import { flowGraph } from "./graph.js";
 
 const REFRESH_MS = 1500;
 const MASK = "***";
@@ -19,12 +20,13 @@ export function showTask(root, taskId) {
   const header = el("section", { class: "card task-head" });
   const outcome = el("div", { class: "outcome", "aria-live": "polite" });
   const actions = el("section", { class: "card" });
+  const flow = el("section", { class: "card flow" });
   const steps = el("section", { class: "card" });
   const params = el("section", { class: "card" });
   const events = el("section", { class: "card" });
   replace(root,
     el("a", { class: "back", href: hashFor("tasks"), text: "← All tasks" }),
-    header, outcome, actions,
+    header, outcome, actions, flow,
     el("div", { class: "columns" }, steps, params),
     events);
   let version = null;
@@ -34,6 +36,10 @@ export function showTask(root, taskId) {
     version = task.Version;
     replace(header, ...summary(task));
     replace(actions, el("h2", { text: "Operator actions" }), actionBar(task, perform));
+    replace(flow, el("h2", { text: "Flow" }), flowGraph(task),
+      task.Parent ? el("p", { class: "muted" }, "A sub-flow of task ",
+        el("a", { href: hashFor("task", task.Parent.TaskId), text: task.Parent.TaskId }),
+        ` (its step ${task.Parent.Cursor}).`) : null);
     replace(steps, el("h2", { text: "Steps" }), timeline(task));
     replace(params, el("h2", { text: "Parameters" }), parameters(task));
     replace(events, el("h2", { text: `History (${task.History.length} events)` }), history(task));
@@ -42,7 +48,7 @@ export function showTask(root, taskId) {
     try {
       const task = await call("GET", `/tasks/${encodeURIComponent(taskId)}`);
       draw(task);
-      return !FINAL.has(task.TaskStatus) || task.Active !== null;
+      return !FINAL.has(task.TaskStatus) || (task.Runs ?? []).length > 0;
     } catch (error) {
       replace(header, errorBanner(error));
       return error.status !== 404;

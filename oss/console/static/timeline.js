@@ -18,11 +18,14 @@ export function timeline(task) {
 }
 
 function stepItem(task, step, index) {
-  const active = task.Active && task.Active.Cursor === index ? task.Active : null;
+  // The step's runs in flight: one for a plain step, one per running item of a for_each step.
+  const runs = (task.Runs ?? []).filter((run) => run.Cursor === index);
+  const active = runs.length ? runs[0] : null;
+  const inPhase = (phase) => runs.filter((run) => run.Phase === phase);
   const scheduled = Boolean(task.ScheduledFor) && active !== null;
   const state = scheduled ? { label: "scheduled", css: "st-scheduled" } : stepState(step.State);
   const normal = phaseOutcome("normal", step.Code);
-  const undone = step.RollbackModule === null ? null : phaseOutcome("rollback", step.RollbackCode);
+  const undone = step.RollbackModule === null && !step.Flow ? null : phaseOutcome("rollback", step.RollbackCode);
   const failedHere = step.Code !== null && step.Code !== 0;
   const attempts = (task.Attempts ?? []).filter((a) => a.Run === task.Generation && a.Cursor === index);
   return el("li", {
@@ -35,19 +38,20 @@ function stepItem(task, step, index) {
     outcomeBadges(state, normal, undone, step.State),
     failedHere ? el("span", { class: "failed-flag", text: "✖ the step that failed" }) : null),
   phaseRow("normal", {
-    module: step.NormalModule, command: step.NormalCommand, outcome: normal, message: step.Message,
+    module: step.NormalModule ?? "sub-flow", command: step.NormalCommand ?? step.Flow, outcome: normal,
+    message: step.Message,
     start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry,
-  }, active && active.Phase === 0 ? active : null, attempts.filter((a) => a.Phase === 0), scheduled && task.ScheduledFor),
-  step.RollbackModule === null
+  }, inPhase(0), attempts.filter((a) => a.Phase === 0), scheduled && task.ScheduledFor),
+  step.RollbackModule === null && !step.Flow
     ? el("div", { class: "phase phase-rollback none" },
       el("span", { class: "phase-marker", "aria-hidden": "true", text: "↺" }),
       el("span", { class: "phase-name", text: "rollback" }),
       el("span", { class: "muted", text: "none declared: passed over when rolling back" }))
     : phaseRow("rollback", {
-      module: step.RollbackModule, command: step.RollbackCommand, outcome: undone,
+      module: step.RollbackModule ?? "sub-flow", command: step.RollbackCommand ?? `undo ${step.Flow}`, outcome: undone,
       message: step.RollbackMessage, start: step.RollbackTimeStart, end: step.RollbackTimeEnd,
-      attempts: step.RollbackAttempts, retry: step.RollbackRetry,
-    }, active && active.Phase === 1 ? active : null, attempts.filter((a) => a.Phase === 1)));
+      attempts: step.RollbackAttempts, retry: step.RollbackRetry ?? 0,
+    }, inPhase(1), attempts.filter((a) => a.Phase === 1)));
 }
 
 // The step's story in badges: how its normal phase ended, then what became of it (how its
@@ -62,7 +66,8 @@ function outcomeBadges(state, normal, undone, stateName) {
   return el("span", { class: "outcome-badges" }, parts);
 }
 
-function phaseRow(phase, run, active, attempts, startsAt) {
+function phaseRow(phase, run, inFlight, attempts, startsAt) {
+  const active = inFlight.length ? inFlight[0] : null;
   const ran = run.start !== null || run.attempts > 0 || (active && !startsAt);
   return el("div", { class: `phase phase-${phase}${ran ? "" : " not-run"}`, dataset: { phase } },
     el("span", { class: "phase-marker", "aria-hidden": "true", text: phase === "normal" ? "▶" : "↺" }),
@@ -77,7 +82,7 @@ function phaseRow(phase, run, active, attempts, startsAt) {
       text: `attempts ${run.attempts}/${run.retry + 1}` }),
     run.outcome ? el("span", { class: `code ${run.outcome.css}`, text: run.outcome.label }) : null,
     startsAt ? el("span", { class: "active-run scheduled" }, "scheduled: starts at ", when(startsAt))
-      : active ? activeRun(active) : null,
+      : active ? activeRun(active, inFlight.length) : null,
     ...attemptsAndMessage(attempts, run.message));
 }
 
@@ -104,9 +109,13 @@ function attemptList(attempts) {
   a.Message ? el("pre", { class: "phase-message", text: a.Message }) : null)));
 }
 
-function activeRun(active) {
-  const text = active.State === "running"
-    ? `running attempt ${active.Attempt} on ${active.Owner ?? "?"}`
-    : `dispatched, attempt ${active.Attempt}: waiting for a worker`;
+function activeRun(active, count) {
+  const item = active.Item === null || active.Item === undefined ? "" : `item ${active.Item}: `;
+  const more = count > 1 ? ` (+${count - 1} more items in flight)` : "";
+  const text = active.State === "waiting_child"
+    ? "waiting for its child task"
+    : active.State === "running"
+      ? `${item}running attempt ${active.Attempt} on ${active.Owner ?? "?"}${more}`
+      : `${item}dispatched, attempt ${active.Attempt}: waiting for a worker${more}`;
   return el("span", { class: "active-run", text });
 }
