@@ -27,7 +27,7 @@ from oss.cli_common import (
     task_json,
 )
 from oss.cli_stream import StreamError, follow_stream
-from oss.render import event_line, task_summary
+from oss.render import branches_line, event_line, task_summary
 from oss.wiring import Parts
 
 
@@ -179,8 +179,9 @@ def _watch_stream(api_url: str, token: str, task_id: str, as_json: bool) -> None
 
 def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = False,
            poll: float = 0.1) -> Task:  # fmt: skip
-    """Print each history event as it happens until the task has ended."""
-    seen = 0
+    """Print each history event as it happens until the task has ended, and the branches in
+    flight whenever they change."""
+    seen, shown_branches = 0, ""
     while True:
         task = parts.store.get(task_id)
         assert task is not None  # tasks are never deleted
@@ -191,6 +192,10 @@ def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = Fals
                     click.echo(json.dumps({"TaskId": task_id, **event.model_dump(mode="json")}))
                 else:
                     click.echo(event_line(shown, event))
+            branches = branches_line(shown)
+            if not as_json and branches and branches != shown_branches:
+                click.echo(branches)
+            shown_branches = branches
         seen = len(task.History)
         if task.TaskStatus in FINAL_STATUSES:
             return task

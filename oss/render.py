@@ -25,7 +25,7 @@ def task_summary(task: Task) -> str:
         duration = f"{step.TimeEnd - step.TimeStart:.3f}s" if step.TimeEnd and step.TimeStart else "-"
         lines.append(
             f"  [{index}] {step.Name:<20} {step.State.value:<16} attempts {step.Attempts}"
-            f"  {duration}{'  ' + step.Message if step.Message else ''}"
+            f"  {duration}{_graph_note(task, index)}{'  ' + step.Message if step.Message else ''}"
         )
     lines.append(f"  parameters: {mask_secrets(task.Parameters)}")
     return "\n".join(lines)
@@ -33,8 +33,41 @@ def task_summary(task: Task) -> str:
 
 def event_line(task: Task, event: HistoryEvent) -> str:
     where = ""
+    item = "" if event.Item is None else f" item {event.Item}"
     if event.Cursor is not None and event.Phase is not None:
         name = task.Steps[event.Cursor].Name
-        where = f" step {event.Cursor} {name} ({event.Phase.label}, attempt {event.Attempt})"
+        where = f" step {event.Cursor} {name}{item} ({event.Phase.label}, attempt {event.Attempt})"
+    elif event.Cursor is not None:
+        where = f" step {event.Cursor} {task.Steps[event.Cursor].Name}{item}"
     tail = f": {event.Message}" if event.Message else ""
     return f"{when(event.Time)} {event.Event}{where}{tail}"
+
+
+def branches_line(task: Task) -> str:
+    """The runs in flight, one per branch: "in flight: b (running), each[0, 2] (pending)"."""
+    if not task.Runs:
+        return ""
+    grouped: dict[tuple[int, str], list[int]] = {}
+    for run in task.Runs:
+        phase = "" if run.Phase.label == "normal" else " rollback"
+        key = (run.Cursor, f"{run.State.value}{phase}")
+        grouped.setdefault(key, []).extend([] if run.Item is None else [run.Item])
+    parts = []
+    for (cursor, state), items in sorted(grouped.items()):
+        name = task.Steps[cursor].Name + (f"[{', '.join(map(str, sorted(items)))}]" if items else "")
+        parts.append(f"{name} ({state})")
+    return "  in flight: " + ", ".join(parts)
+
+
+def _graph_note(task: Task, index: int) -> str:
+    """What a line-shaped summary would not show: whom the step waits for, its items, its child."""
+    step = task.Steps[index]
+    notes = []
+    if step.After is not None and step.After != ([index - 1] if index else []):
+        notes.append("after " + (", ".join(task.Steps[i].Name for i in step.After) or "nothing"))
+    if step.Items is not None:
+        done = sum(1 for item in step.Items if item.State.value == "succeeded")
+        notes.append(f"items {done}/{len(step.Items)} succeeded")
+    if step.ChildTaskId:
+        notes.append(f"child {step.ChildTaskId}")
+    return "  (" + "; ".join(notes) + ")" if notes else ""

@@ -1,0 +1,28 @@
+"""The CLI's text for graph tasks (oss/render.py): `watch` shows the branches in flight, the
+summary shows whom each step waits for, items and children; event lines name the item."""
+
+from __future__ import annotations
+
+from oss.render import branches_line, event_line, task_summary
+from tests.unit.test_graph_transitions import diamond, do, fan_out, new, start
+
+
+def test_branches_in_flight_are_listed_per_step_with_their_items():
+    task = do(new(diamond()), 0)
+    task, _ = start(task, 1)
+    assert branches_line(task) == "  in flight: b (running), c (pending)"
+    fanned = do(new(fan_out(max_parallel=2), {"hosts": ["x", "y", "z"]}), 0)
+    assert branches_line(fanned) == "  in flight: each[0, 1] (pending)"
+    assert branches_line(do(do(do(do(new(diamond()), 0), 1), 2), 3)) == ""
+
+
+def test_the_summary_shows_the_graph_and_event_lines_name_items():
+    task = do(new(fan_out(), {"hosts": ["x", "y"]}), 0)
+    task = do(task, 1, item=1)
+    summary = task_summary(task)
+    assert "items 1/2 succeeded" in summary
+    diamond_summary = task_summary(new(diamond()))
+    assert "after a" not in diamond_summary.splitlines()[2]  # b follows a: a line, nothing to say
+    assert "after b, c" in diamond_summary.splitlines()[4]
+    claimed = next(e for e in task.History if e.Event == "claimed" and e.Item == 1)
+    assert " step 1 each item 1 (normal, attempt 1)" in event_line(task, claimed)
