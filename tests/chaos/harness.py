@@ -140,9 +140,9 @@ class ChaosCluster(Cluster):
 
     # tasks
 
-    def submit_planned(self, count: int, seed: int, task_type: str = "chaos_demo") -> list[str]:
+    def submit_planned(self, count: int, seed: int, task_type: str = "chaos_demo", plans: dict | None = None) -> list[str]:
         ids = []
-        for plan, faults, expected in plan_tasks(count, seed):
+        for plan, faults, expected in plan_tasks(count, seed, plans):
             task = self.submit(task_type, plan=plan, _baton_faults=faults)
             self.planned[task.TaskId] = expected
             ids.append(task.TaskId)

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 
 from common.models import Alarm, HistoryEvent, Task
 from common.queues import DEAD_LETTER_SUFFIX
+from common.routing import units
+from tests.support.graph_checks import join_violations, rollback_violations
 from common.statuses import (
     FINAL_STATUSES,
     STEP_TRANSITIONS,
@@ -65,8 +67,24 @@ FINAL_EVENTS = {f"task_{status.name.lower()}": status for status in FINAL_STATUS
 CONCLUSIONS = frozenset({"attempt_failed", *OUTCOMES})
 SWEEPER = "sweeper"
 
-PhaseKey = tuple[int, int]  # (cursor, phase)
-AttemptKey = tuple[int, int, int]  # (cursor, phase, attempt)
+PhaseKey = tuple[int, int]  # (unit, phase): unit is the cursor, or cursor + item for an item
+AttemptKey = tuple[int, int, int]  # (unit, phase, attempt)
+ITEM_BASE = 1_000_000  # an item's unit key: (cursor + 1) * ITEM_BASE + item; a step's: cursor
+
+
+def _unit(event: HistoryEvent) -> int:
+    cursor = event.Cursor if event.Cursor is not None else -1
+    return cursor if event.Item is None else (cursor + 1) * ITEM_BASE + event.Item
+
+
+def _unit_name(unit: int) -> str:
+    return f"step {unit}" if unit < ITEM_BASE else f"step {unit // ITEM_BASE - 1} item {unit % ITEM_BASE}"
+
+
+def is_graph(task: Task) -> bool:
+    """Not a line: some step waits for other than the one before it, fans out, or is a sub-flow."""
+    return any((s.After is not None and s.After != ([i - 1] if i else [])) or s.ForEach or s.Flow
+               for i, s in enumerate(task.Steps))
 
 
 @dataclass(frozen=True)
@@ -177,7 +195,7 @@ def _check_final(task: Task, violation) -> None:
 
 
 def _key(event: HistoryEvent) -> PhaseKey:
-    return (event.Cursor if event.Cursor is not None else -1, int(event.Phase) if event.Phase is not None else -1)
+    return (_unit(event), int(event.Phase) if event.Phase is not None else -1)
 
 
 def _attempt_key(event: HistoryEvent) -> AttemptKey:
@@ -217,22 +235,22 @@ def _check_once(task: Task, violation) -> TaskFigures:
     for (cursor, phase), count in outcomes.items():
         if count > 1:
             figures.duplicate_commits += count - 1
-            violation("once", f"step {cursor} {Phase(phase).label}: outcome committed {count} times")
+            violation("once", f"{_unit_name(cursor)} {Phase(phase).label}: outcome committed {count} times")
     for (cursor, phase, attempt), count in failed_attempts.items():
         if count > 1:
             figures.duplicate_commits += count - 1
-            violation("once", f"step {cursor} {Phase(phase).label} attempt {attempt}: failure committed {count} times")
+            violation("once", f"{_unit_name(cursor)} {Phase(phase).label} attempt {attempt}: failure committed {count} times")
     for key, count in concluded_attempts.items():
         if failed_attempts[key] and count > failed_attempts[key]:
             figures.duplicate_commits += 1
             cursor, phase, attempt = key
-            violation("once", f"step {cursor} {Phase(phase).label} attempt {attempt}: both failed and concluded")
+            violation("once", f"{_unit_name(cursor)} {Phase(phase).label} attempt {attempt}: both failed and concluded")
     for key, count in claims.items():
         allowed = 1 + releases[key]
         if count > allowed:
             figures.duplicate_commits += count - allowed
             cursor, phase, attempt = key
-            violation("once", f"step {cursor} {Phase(phase).label} attempt {attempt}: claimed {count} times, released {releases[key]}")
+            violation("once", f"{_unit_name(cursor)} {Phase(phase).label} attempt {attempt}: claimed {count} times, released {releases[key]}")
     if finals > 1:
         figures.duplicate_commits += finals - 1
         violation("once", f"task_* event committed {finals} times")
@@ -252,6 +270,12 @@ def expected_rollbacks(task: Task) -> list[int]:
 
 
 def _check_rollbacks(task: Task, violation) -> None:
+    if is_graph(task):  # DESIGN.md 4.3: applied units undone once each, in reverse topological order
+        for problem in rollback_violations(task) + join_violations(task):
+            violation("rollback", problem)
+        if task.TaskStatus is TaskStatus.SUCCESS and any(e.Event.startswith("rollback_") for e in task.History):
+            violation("rollback", "SUCCESS but rollbacks ran")
+        return
     normal = [(e.Event, e.Cursor) for e in task.History if e.Event in ("step_succeeded", "step_failed")]
     rollbacks = [(e.Event, e.Cursor) for e in task.History if e.Event in ("rollback_succeeded", "rollback_failed")]
     status = task.TaskStatus
@@ -291,7 +315,7 @@ def _check_forward(task: Task, violation) -> None:
     history = task.History
     if not history or history[0].Event != "created":
         violation("forward", "History does not start with 'created'")
-    states = [StepState.WAITING] * len(task.Steps)
+    states: dict[int, StepState] = {}  # by unit (see _unit); a unit not seen yet is waiting
     status = TaskStatus.NOT_STARTED
     dispatched: set[AttemptKey] = set()
     final_seen = False
@@ -307,7 +331,7 @@ def _check_forward(task: Task, violation) -> None:
         if final_seen and name != "alarm_raised":
             violation("forward", f"event {index} '{name}' after the task's final event")
         cursor = event.Cursor
-        if cursor is not None and not 0 <= cursor < len(states):
+        if cursor is not None and not 0 <= cursor < len(task.Steps):
             violation("forward", f"event {index} '{name}' names step {cursor}, outside the flow")
             continue
         target: StepState | None = None
@@ -316,6 +340,12 @@ def _check_forward(task: Task, violation) -> None:
             target = StepState.RUNNING if event.Phase is Phase.NORMAL else StepState.ROLLING_BACK
             if event.Phase is Phase.ROLLBACK and status is TaskStatus.RUNNING:
                 move_task(TaskStatus.ROLLING_BACK, "first rollback dispatched")
+        elif name == "cancelled" and states.get(_unit(event)) is StepState.RUNNING:
+            # A dispatch nobody claimed, fenced when another unit failed: a first attempt never
+            # ran; a later one did (it may have left debris) and counts as failed.
+            target = StepState.CANCELLED if event.Attempt == 1 else StepState.FAILED
+        elif name == "step_failed" and event.Phase is None:
+            target = StepState.FAILED  # a for_each step whose list was not a list
         elif name == "claimed":
             if _attempt_key(event) not in dispatched:
                 violation("forward", f"event {index}: claim of step {cursor} attempt {event.Attempt} never dispatched")
@@ -329,22 +359,27 @@ def _check_forward(task: Task, violation) -> None:
             move_task(FINAL_EVENTS[name], name)
             final_seen = True
         if target is not None and cursor is not None:
-            old = states[cursor]
+            unit = _unit(event)
+            old = states.get(unit, StepState.WAITING)
             if target != old and (old, target) not in STEP_TRANSITIONS:
-                violation("forward", f"step {cursor}: {old.value} -> {target.value} at event {index} '{name}'")
-            states[cursor] = target
+                violation("forward", f"{_unit_name(unit)}: {old.value} -> {target.value} at event {index} '{name}'")
+            states[unit] = target
 
     if status != task.TaskStatus:
         violation("forward", f"History ends {status.name}, the document says {task.TaskStatus.name}")
-    for cursor, (replayed, step) in enumerate(zip(states, task.Steps)):
-        stored = step.State
-        if stored != replayed and (replayed, stored) not in STEP_TRANSITIONS:
-            violation("forward", f"step {cursor}: History ends {replayed.value}, the document says {stored.value}")
-        elif stored != replayed and stored is not StepState.SKIPPED:
-            # Only passing over a step without rollback changes a state without an event.
-            violation("forward", f"step {cursor}: {stored.value} in the document but never recorded")
-        if stored is StepState.SKIPPED and step.has_rollback:
-            violation("forward", f"step {cursor} skipped although it declares a rollback")
+    for cursor, step in enumerate(task.Steps):
+        for item, unit_doc in units(step):
+            unit = cursor if item is None else (cursor + 1) * ITEM_BASE + item
+            stored, replayed = unit_doc.State, states.get(unit, StepState.WAITING)
+            if item is None and step.Items is not None:  # a for_each step with no items
+                continue
+            if stored != replayed and (replayed, stored) not in STEP_TRANSITIONS:
+                violation("forward", f"{_unit_name(unit)}: History ends {replayed.value}, the document says {stored.value}")
+            elif stored != replayed and stored is not StepState.SKIPPED:
+                # Only passing over a step without rollback changes a state without an event.
+                violation("forward", f"{_unit_name(unit)}: {stored.value} in the document but never recorded")
+            if stored is StepState.SKIPPED and step.has_rollback:
+                violation("forward", f"{_unit_name(unit)} skipped although it declares a rollback")
 
 
 # --- alarms and queues ---------------------------------------------------------------------------

@@ -40,6 +40,29 @@ task_types:
       - name: demo_c
         normal:   {module: monitor, command: noop, retry: 1}
         rollback: {module: monitor, command: noop_rollback, retry: 2}
+  chaos_graph:
+    description: a diamond whose one branch fans out over four items (issue 9), on all three modules
+    parameters:
+      plan: {type: string}
+      nodes: {type: array, default: [0, 1, 2, 3]}
+    steps:
+      - name: root
+        normal:   {module: resource, command: noop}
+        rollback: {module: resource, command: noop_rollback, retry: 1}
+      - name: fan
+        after: [root]
+        for_each: nodes
+        max_parallel: 3
+        normal:   {module: mysql, command: noop}
+        rollback: {module: mysql, command: noop_rollback, retry: 1}
+      - name: side
+        after: [root]
+        normal:   {module: monitor, command: noop}
+        rollback: {module: monitor, command: noop_rollback, retry: 1}
+      - name: join
+        after: [fan, side]
+        normal:   {module: resource, command: noop}
+        rollback: {module: resource, command: noop_rollback, retry: 1}
   chaos_hang:
     description: one step whose command may hang; timeout 2 s, 2 retries
     steps:
@@ -91,11 +114,24 @@ PLANS: dict[str, tuple[float, list[dict], TaskStatus]] = {
 }
 
 
-def plan_tasks(count: int, seed: int) -> list[tuple[str, list[dict], TaskStatus]]:
+# The same for chaos_graph: every unit's first attempt fails (retry 1: it succeeds), one item
+# fails for good (the other items drain or are cancelled, then everything applied is undone), or
+# that and every rollback fails (the first to run ends the task rollback failed).
+GRAPH_PLANS: dict[str, tuple[float, list[dict], TaskStatus]] = {
+    "ok": (0.5, [], TaskStatus.SUCCESS),
+    "retry": (0.2, [fail(1)], TaskStatus.SUCCESS),
+    "fail_item": (0.2, [{"command": "noop", "action": "fail", "item": 2}], TaskStatus.ROLLED_BACK),
+    "rb_fail": (0.1, [{"command": "noop", "action": "fail", "item": 2}, fail(phase="rollback")],
+                TaskStatus.ROLLBACK_FAILED),
+}
+
+
+def plan_tasks(count: int, seed: int, plans: dict | None = None) -> list[tuple[str, list[dict], TaskStatus]]:
     """A deterministic mix of plans with each plan present at least once when count allows."""
+    plans = plans or PLANS
     rng = random.Random(seed)
-    names = list(PLANS)
+    names = list(plans)
     picks = names[: min(count, len(names))]
-    picks += rng.choices(names, weights=[PLANS[n][0] for n in names], k=count - len(picks))
+    picks += rng.choices(names, weights=[plans[n][0] for n in names], k=count - len(picks))
     rng.shuffle(picks)
-    return [(name, PLANS[name][1], PLANS[name][2]) for name in picks]
+    return [(name, plans[name][1], plans[name][2]) for name in picks]

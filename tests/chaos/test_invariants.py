@@ -301,3 +301,46 @@ def test_running_task_with_pending_run_is_reported_with_its_step():
     violations, _ = check_task(task)
     assert any("run left: step 0 normal attempt 1 pending" in v.detail for v in violations)
     assert only_run(task).State is RunState.PENDING
+
+
+# --- graph tasks (issue 9) -----------------------------------------------------------------------
+
+
+def _graph_rolled_back():
+    from tests.unit.test_graph_transitions import FAIL as G_FAIL
+    from tests.unit.test_graph_transitions import R as G_R
+    from tests.unit.test_graph_transitions import do as g_do
+    from tests.unit.test_graph_transitions import fan_out, new
+
+    task = g_do(new(fan_out(max_parallel=2), {"hosts": [1, 2, 3]}), 0)
+    task = g_do(task, 1, item=0)
+    task = g_do(task, 1, G_FAIL, item=1)  # item 2 was dispatched by item 0's success: cancelled
+    for item in (0, 1):
+        task = g_do(task, 1, item=item, phase=G_R)
+    return g_do(task, 0, phase=G_R)
+
+
+def test_a_graph_task_rolled_back_in_reverse_topological_order_passes():
+    task = _graph_rolled_back()
+    assert task.TaskStatus is TaskStatus.ROLLED_BACK
+    violations, _ = check_task(task)
+    assert violations == []
+
+
+def test_a_graph_task_whose_root_was_undone_before_its_dependents_fails_the_check():
+    task = _graph_rolled_back()
+    events = task.History
+    root = next(i for i, e in enumerate(events) if e.Event == "dispatched" and e.Cursor == 0 and e.Phase is Phase.ROLLBACK)
+    first_item_undo = next(i for i, e in enumerate(events) if e.Event == "dispatched" and e.Cursor == 1
+                           and e.Phase is Phase.ROLLBACK)
+    events.insert(first_item_undo, events.pop(root))  # the root's rollback began first
+    violations, _ = check_task(task)
+    assert any(v.rule == "rollback" and "began before" in v.detail for v in violations)
+
+
+def test_an_item_committed_twice_is_caught():
+    task = _graph_rolled_back()
+    twice = next(e for e in task.History if e.Event == "step_succeeded" and e.Item == 0)
+    task.History.append(twice.model_copy())
+    violations, _ = check_task(task)
+    assert any(v.rule == "once" and "step 1 item 0 normal: outcome committed 2 times" in v.detail for v in violations)
