@@ -18,6 +18,7 @@ from bench.api import submissions
 from bench.baseline import run_baseline
 from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throughput
 from bench.mongo import mongo_throughput
+from bench.fanout import fan_out_figures
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -89,6 +90,10 @@ def main() -> None:
                 cluster.stop_all()
             time.sleep(1)
         rows.extend(_mongo_rows(work, url))
+        fan = fan_out_figures(work / "fan_out", url)
+        rows.append((f"one task, for_each over {fan['items']} no-op items (submission to end)",
+                     f"{fan['for_each_seconds']:.2f} s", f"{fan['concurrency']} command processes"))
+        rows.append((f"one task, the same {fan['items']} steps as a line", f"{fan['line_seconds']:.2f} s", ""))
         api = submissions(work, url, flows_path)
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", ""))
