@@ -4,8 +4,6 @@ applied to the store), so every state an operator meets can be reached without p
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from common.store.sqlite import SqliteStore
 from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
 from oss.api import create_app
 from oss.settings import load_oss_settings
+from tests.support.builders import only_run
 
 FLOWS = """
 version: 1

@@ -3,14 +3,13 @@ status a state that does not fit gets."""
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import pytest
 
 from common.statuses import StepState, TaskStatus
 from common.store.mutate import mutate
 from common.transitions import Timing, finish_attempt
 from tests.api.support import OK, READER, SUBMITTER, auth
+from tests.support.builders import only_run
 
 
 def events(task: dict) -> list[tuple[str, str | None, str]]:

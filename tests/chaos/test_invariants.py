@@ -6,8 +6,6 @@ the engine writes), then tampered with to break one promise at a time.
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import itertools
 
 from common.models import Alarm, HistoryEvent, StepMessage, Task
@@ -24,7 +22,7 @@ from common.transitions import (
     release,
 )
 from tests.chaos.invariants import check_invariants, check_task, expected_rollbacks
-from tests.support.builders import counter_ids, make_step
+from tests.support.builders import counter_ids, make_step, only_run
 
 OK = AttemptResult(ResultCode.OK)
 FAIL = AttemptResult(ResultCode.FAILED, "boom")

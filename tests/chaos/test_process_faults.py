@@ -3,8 +3,6 @@ sweepers at once."""
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import os
 import random
 import signal
@@ -24,6 +22,7 @@ from tests.chaos.plans import FULL, crash, scale
 from tests.chaos.report import record, slowest
 from tests.chaos.test_module_faults import pick_busy_victim
 from tests.support.cluster import wait_until
+from tests.support.builders import only_run
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]

@@ -6,8 +6,6 @@ real MongoDB is reachable, [mongo-real]. The report header says which Mongo this
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import contextlib
 import functools
 import multiprocessing
@@ -42,6 +40,7 @@ from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found b
     real_mongo_url,
     subject,
 )
+from tests.support.builders import only_run
 
 NOW = 1_700_000_000.25
 WORKER = "worker-1"
@@ -651,3 +650,21 @@ def test_sqlite_store_creates_the_folder_of_its_file(tmp_path):
     store.ping()
     store.close()
     assert (tmp_path / "new" / "folder" / "baton.db").exists()
+
+
+def test_a_round_1_document_in_flight_is_still_swept_and_relayed(store: Any) -> None:
+    """Issue 9: a document written before `Runs` (one `Active` run, no SweepAt/OutboxDue) is
+    found by the sweeper's two queries until its next write gives it the new fields."""
+    task = new_task(redeliver_after=100)
+    doc = task.to_doc()
+    run = doc.pop("Runs")[0]
+    doc["Active"] = {k: v for k, v in run.items() if k not in ("Item", "Redispatches")}
+    for key in ("SweepAt", "OutboxDue", "Parent"):
+        doc.pop(key)
+    if isinstance(store, MongoStore):
+        store._tasks.insert_one(doc)  # raw, as round 1 wrote it
+    else:
+        store.insert(Task.from_doc(doc))  # the SQLite columns were always filled by the writer
+    assert [t.TaskId for t in store.due_for_sweep(NOW + 200, limit=10)] == [task.TaskId]
+    assert [t.TaskId for t in store.unsent_outbox(NOW + 10, limit=10)] == [task.TaskId]
+    assert only_run(store.get(task.TaskId)).DispatchId == run["DispatchId"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import time
 
 import pytest
@@ -19,6 +17,7 @@ from common.statuses import FINAL_STATUSES, TaskStatus
 from common.store.sqlite import SqliteStore
 from oss.service import TaskService
 from tests.support.cluster import wait_until
+from tests.support.builders import only_run
 
 FLOWS = """
 version: 1

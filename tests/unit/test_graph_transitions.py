@@ -409,3 +409,22 @@ def test_a_round_1_document_with_active_and_no_after_loads_and_runs_on():
     done = do(do(old, 0), 1)
     assert done.TaskStatus is TaskStatus.SUCCESS
     assert Task.from_doc({**doc, "Active": None}).Runs == []
+
+
+def test_cancelling_a_parent_cancels_its_running_child_and_both_roll_back(sim):
+    from common.operator_actions import cancel
+
+    steps = [make_step("a"), sub_flow_step("sub", [make_step("x"), make_step("y")]), make_step("z")]
+    simulator = sim()
+    simulator.submit(new(steps, {"name": "n1"}, task_id="p6"))
+    while simulator.store.get("p6.1") is None or not simulator.claimed:
+        simulator.step(0)  # deliver in order until the child's first step is claimed
+    parent = mutate(simulator.store, "p6", lambda t: cancel(t, "op", "not needed", Timing(2000.0), ids=IDS))
+    assert parent.TaskStatus is TaskStatus.RUNNING and parent.Outbox[-1].Kind == "cancel_child"
+    simulator.flush(parent)
+    run_all(simulator)
+    parent, child = simulator.store.get("p6"), simulator.store.get("p6.1")
+    assert child.TaskStatus is TaskStatus.ROLLED_BACK and "parent p6" in child.TaskMessage
+    assert parent.TaskStatus is TaskStatus.ROLLED_BACK
+    assert [s.State for s in parent.Steps] == [StepState.ROLLED_BACK, StepState.ROLLED_BACK, StepState.WAITING]
+    assert rollback_violations(parent) == [] and rollback_violations(child) == []

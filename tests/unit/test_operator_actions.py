@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from tests.support.builders import only_run
-
 import pytest
 
 from common.models import StepMessage
@@ -18,7 +16,7 @@ from common.transitions import (
     expire,
     finish_attempt,
 )
-from tests.support.builders import counter_ids, make_step
+from tests.support.builders import counter_ids, make_step, only_run
 
 OK = AttemptResult(ResultCode.OK, output={"x": 1})
 FAIL = AttemptResult(ResultCode.FAILED, "boom")

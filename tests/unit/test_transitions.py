@@ -1,6 +1,5 @@
 """Pure changes to the task document: claim, lease, outcome, retry, routing, outbox, fencing."""
 
-from tests.support.builders import only_run
 import pytest
 
 from common.models import StepMessage
@@ -18,7 +17,7 @@ from common.transitions import (
     mark_sent,
     renew_lease,
 )
-from tests.support.builders import counter_ids, make_step
+from tests.support.builders import counter_ids, make_step, only_run
 
 OK = AttemptResult(ResultCode.OK, output={"x": 1})
 FAIL = AttemptResult(ResultCode.FAILED, "boom")
