@@ -57,32 +57,35 @@ class StaleFence(CommandFailed):
 def current_run_refusal(task: Task | None, token: FencingToken) -> str | None:
     """None while `token` names the task's current run, RUNNING under the token's owner; else why not.
 
-    Pure. When a task may hold several active runs, this is the one function to change: look
-    the token's run up among them by (cursor, phase) and compare the same fields.
+    Pure. A task holds several runs at once (DESIGN.md 2.2): the token's run is looked up by its
+    dispatch id, which names one attempt of one unit (a step, or an item of a for_each step).
     """
     if task is None:
         return "the task does not exist"
     if task.TaskStatus in FINAL_STATUSES:
         return f"the task is {task.TaskStatus.name}"
-    run = task.Active
+    run = task.run(token.dispatch_id)
     if run is None or (run.Cursor, run.Phase) != (token.cursor, token.phase):
+        same_unit = [r for r in task.Runs if (r.Cursor, r.Phase) == (token.cursor, token.phase)]
+        if same_unit:
+            return f"the step was dispatched again (attempt {same_unit[0].Attempt} is current)"
         return "the task has moved on to another step"
-    if run.DispatchId != token.dispatch_id:
-        return f"the step was dispatched again (attempt {run.Attempt} is current)"
     if run.State is not RunState.RUNNING or run.Owner != token.owner:
         return f"the step is {run.State.value} under {run.Owner}"
     return None
 
 
-def rollback_reached(task: Task | None, cursor: int) -> bool:
-    """True once the rollback of step `cursor` has begun (or the task ended without success):
-    an effect a late command made now is one that rollback may already have missed, and the
-    command must undo it itself. Pure; the same note on several active runs applies."""
+def rollback_reached(task: Task | None, cursor: int, item: int | None = None) -> bool:
+    """True once the rollback of step `cursor` (of its item `item`, in a for_each step) has begun
+    (or the task ended without success): an effect a late command made now is one that rollback
+    may already have missed, and the command must undo it itself. Pure."""
     if task is None:
         return True  # gone: nobody else will undo anything
     if task.TaskStatus in FINAL_STATUSES:
         return task.TaskStatus is not TaskStatus.SUCCESS
-    return task.Steps[cursor].RollbackAttempts > 0
+    step = task.Steps[cursor]
+    unit = step.Items[item] if item is not None and step.Items and 0 <= item < len(step.Items) else step
+    return unit.RollbackAttempts > 0
 
 
 def check_fence(read_task: Callable[[str], Task | None], token: FencingToken) -> None:

@@ -74,7 +74,7 @@ class CommandContext:
         yourself (the rollback may have run before the effect, and found nothing to undo)."""
         if self.read_task is None:
             raise RuntimeError("this command runs without a store: its fence cannot be checked")
-        return rollback_reached(self.read_task(self.task_id), self.cursor)
+        return rollback_reached(self.read_task(self.task_id), self.cursor, self.item_index)
     # A for_each step's run: its item and the item's index (None for a plain step). They are
     # also in `parameters` as "item" and "item_index".
     item: Any = None

@@ -31,6 +31,7 @@ _ENDINGS = {
 class AttemptView(BaseModel):
     Run: int = Field(description="0 for the first run; an operator's retry starts run 1, 2...")
     Cursor: int
+    Item: int | None = Field(None, description="The item of a for_each step; null for a plain step")
     Phase: int = Field(description="0 normal, 1 rollback")
     Attempt: int = Field(description="1-based, per step, phase and run")
     Worker: str | None
@@ -46,7 +47,8 @@ class AttemptView(BaseModel):
 def attempts(task: Task) -> list[AttemptView]:
     """In the order they started. Pass the masked task: messages are shown as they are."""
     found: list[AttemptView] = []
-    open_: dict[tuple[int, int], AttemptView] = {}  # (cursor, phase) -> the attempt running there
+    # (cursor, item, phase) -> the attempt running there: one per unit (a step, or an item)
+    open_: dict[tuple[int, int | None, int], AttemptView] = {}
     run = 0
     for event in task.History:
         if event.Event == "retried":
@@ -55,10 +57,10 @@ def attempts(task: Task) -> list[AttemptView]:
             continue
         if event.Cursor is None or event.Phase is None:
             continue
-        key = (event.Cursor, int(event.Phase))
+        key = (event.Cursor, event.Item, int(event.Phase))
         if event.Event == "claimed":
             attempt = AttemptView(
-                Run=run, Cursor=event.Cursor, Phase=int(event.Phase), Attempt=event.Attempt or 1,
+                Run=run, Cursor=event.Cursor, Item=event.Item, Phase=int(event.Phase), Attempt=event.Attempt or 1,
                 Worker=event.Actor, TimeStart=event.Time, TimeEnd=None, Outcome="unfinished",
                 Message="",
             )  # fmt: skip
@@ -69,9 +71,9 @@ def attempts(task: Task) -> list[AttemptView]:
             attempt.TimeEnd = event.Time
             attempt.Outcome = _ENDINGS[event.Event]
             attempt.Message = event.Message
-    active = task.Active
-    if active is not None and active.State is RunState.RUNNING:
-        current = open_.get((active.Cursor, int(active.Phase)))
-        if current is not None:
-            current.Outcome = "running"
+    for active in task.Runs:
+        if active.State is RunState.RUNNING:
+            current = open_.get((active.Cursor, active.Item, int(active.Phase)))
+            if current is not None:
+                current.Outcome = "running"
     return found

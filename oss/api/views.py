@@ -18,13 +18,13 @@ def task_view(task: Task, now: float) -> TaskDetail:
 
 
 def scheduled_for(task: Task, now: float) -> float | None:
-    """When a task submitted with a future start_at begins: its step 0 dispatch waits in the
-    outbox until then. None once it is due (or for any other task)."""
-    run = task.Active
-    if task.TaskStatus is not TaskStatus.NOT_STARTED or run is None or run.State is not RunState.PENDING:
+    """When a task submitted with a future start_at begins: its roots' dispatches wait in the
+    outbox until then. None once they are due (or for any other task)."""
+    pending = {r.DispatchId for r in task.Runs if r.State is RunState.PENDING}
+    if task.TaskStatus is not TaskStatus.NOT_STARTED or not pending:
         return None
-    due = [e.DueAt for e in task.Outbox if e.DispatchId == run.DispatchId]
-    return due[0] if due and due[0] > now else None
+    due = [e.DueAt for e in task.Outbox if e.DispatchId in pending]
+    return min(due) if due and min(due) > now else None
 
 
 def alarm_view(alarm: Alarm, task: Task | None) -> AlarmView:

@@ -35,6 +35,7 @@ from tests.chaos.evidence import assert_clean
 from tests.chaos.plans import FULL, scale
 from tests.chaos.test_process_faults import store_write_locked
 from tests.chaos.report import record
+from tests.support.builders import only_run
 from tests.support.cluster import wait_until
 from tests.support.mariadb import connect, mariadb_sandbox
 
@@ -133,11 +134,11 @@ def test_a_frozen_replica_never_recreates_what_the_rollback_removed(make_cluster
                 ids.append(doomed)
 
                 def init_claimed(task_id=doomed):
-                    run = cluster.store.get(task_id).Active
+                    run = only_run(cluster.store.get(task_id))
                     return run is not None and run.Cursor == 1 and run.State.value == "running"
 
                 wait_until(init_claimed, 60, "init_instance claimed")
-                owner = cluster.store.get(doomed).Active.Owner
+                owner = only_run(cluster.store.get(doomed)).Owner
                 wait_until(lambda: waiting_on_table_lock(sandbox.meta_schema), 20, "init blocked on the table")
                 module_pid = int(owner.split(":")[1])
                 victim = next(n for n in cluster.module_names() if cluster.pid(n) == module_pid)

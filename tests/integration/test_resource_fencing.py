@@ -15,7 +15,7 @@ from common.store.sqlite import SqliteStore
 from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
 from common.statuses import ResultCode
 from modules.resource.commands import ResourceParts, registry
-from tests.support.builders import counter_ids, make_step
+from tests.support.builders import counter_ids, make_step, only_run
 from tests.unit.test_transitions import message_for
 from common.transitions import create_task
 
@@ -37,7 +37,7 @@ def claim_step(store: SqliteStore, task_id: str, owner: str) -> Any:
     task = store.get(task_id)
     result = mutate(store, task_id, lambda t: claim(t, message_for(t), owner, Timing(101.0, lease=30)))
     assert not isinstance(result, Refusal)
-    return task.Active, result
+    return only_run(task), result
 
 
 def request(task: Any, run: Any, owner: str) -> dict:

@@ -6,7 +6,7 @@ from common.models import StepMessage
 from common.statuses import ResultCode
 from common.transitions import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt, release
 from oss.api.attempts import attempts
-from tests.support.builders import counter_ids, make_step
+from tests.support.builders import counter_ids, make_step, only_run
 
 
 def written(result):
@@ -15,7 +15,7 @@ def written(result):
 
 
 def claimed(task, owner, now):
-    entry = next(e for e in task.Outbox if e.DispatchId == task.Active.DispatchId)
+    entry = next(e for e in task.Outbox if e.DispatchId == only_run(task).DispatchId)
     return written(claim(task, StepMessage.model_validate(entry.Body), owner, Timing(now, lease=5)))
 
 
@@ -23,7 +23,7 @@ def test_released_and_lost_attempts_each_keep_their_story():
     ids = counter_ids()
     task = create_task(task_type="t", steps=[make_step("only", retry=1)], parameters={}, timing=Timing(100.0), ids=ids)
     task = claimed(task, "w1", 101.0)
-    task = written(release(task, task.Active.DispatchId, "w1", Timing(102.0), ids=ids))  # w1 shuts down
+    task = written(release(task, only_run(task).DispatchId, "w1", Timing(102.0), ids=ids))  # w1 shuts down
     task = claimed(task, "w2", 103.0)
     task = written(expire(task, Timing(109.0), ids=ids))  # w2 died: its lease lapsed at 108
     task = claimed(task, "w3", 110.0)
@@ -33,7 +33,7 @@ def test_released_and_lost_attempts_each_keep_their_story():
         (2, "w3", "running", 110.0, None),
     ]
     assert attempts(task)[1].Message == "lease of w2 lapsed"
-    done = written(finish_attempt(task, task.Active.DispatchId, "w3", AttemptResult(ResultCode.OK), Timing(111.0), ids=ids))
+    done = written(finish_attempt(task, only_run(task).DispatchId, "w3", AttemptResult(ResultCode.OK), Timing(111.0), ids=ids))
     assert [(a.Outcome, a.TimeEnd) for a in attempts(done)][-1] == ("ok", 111.0)
 
 

@@ -9,7 +9,7 @@ from common.runtime.registry import CommandContext, CommandRegistry
 from common.statuses import Phase
 from common.store.sqlite import SqliteStore
 from common.transitions import Refusal, Timing, claim, expire
-from tests.support.builders import make_step
+from tests.support.builders import make_step, only_run
 from tests.unit.test_transitions import message_for, new_task
 
 
@@ -22,7 +22,7 @@ def claimed(owner="w1", now=101.0):
 
 
 def token_of(task, owner="w1"):
-    run = task.Active
+    run = only_run(task)
     return FencingToken(task.TaskId, run.Cursor, run.Phase, run.Attempt, run.DispatchId, owner)
 
 
@@ -66,7 +66,7 @@ def test_a_command_checks_its_fence_against_the_store(tmp_path):
     store = SqliteStore(tmp_path / "fence.db")
     task = claimed()
     store.insert(task)
-    run = task.Active
+    run = only_run(task)
     request = {
         "task_id": task.TaskId, "task_type": task.TaskType, "command": "fenced_effect", "cursor": run.Cursor,
         "phase": int(run.Phase), "attempt": run.Attempt, "idempotency_key": "k", "run_key": task.TaskId,
@@ -85,9 +85,9 @@ def test_rollback_reached_once_the_steps_rollback_was_claimed_or_the_task_failed
 
     task = claimed()  # step 0 running, normal phase
     assert not rollback_reached(task, 0)
-    failed = finish_attempt(task, task.Active.DispatchId, "w1",
+    failed = finish_attempt(task, only_run(task).DispatchId, "w1",
                             AttemptResult(ResultCode.FAILED, "x", retryable=False), Timing(102.0))  # fmt: skip
     assert not rollback_reached(failed, 0)  # its rollback is dispatched, not begun
     rolling = claim(failed, message_for(failed), "w2", Timing(103.0))
-    assert rolling.Active.Phase is Phase.ROLLBACK and rollback_reached(rolling, 0)
+    assert only_run(rolling).Phase is Phase.ROLLBACK and rollback_reached(rolling, 0)
     assert rollback_reached(None, 0)
