@@ -67,8 +67,10 @@ def test_the_page_has_no_inline_script_style_or_handlers():
 
 @pytest.mark.parametrize("name", FILES)
 def test_nothing_is_fetched_from_outside_this_server(name):
-    # Offline machines, and no third party sees who uses the console.
-    assert re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", read(name), re.IGNORECASE) is None
+    # Offline machines, and no third party sees who uses the console. The SVG namespace is a
+    # name (createElementNS), never fetched: the only URL-shaped text allowed.
+    text = read(name).replace('"http://www.w3.org/2000/svg"', '""')
+    assert re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", text, re.IGNORECASE) is None
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
