@@ -7,6 +7,7 @@ the outbox.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import structlog
@@ -48,10 +49,16 @@ class OperatorActions:
         self._redeliver_after = redeliver_after
         self._limits = limits or InputLimits()
 
-    def apply(self, action: str, task_id: str, actor: str, reason: str) -> Task:
-        """The task as written. UnknownTask, or ActionRefused when it does not fit the state."""
+    def apply(self, action: str, task_id: str, actor: str, reason: str, *, stop_running: bool = False) -> Task:
+        """The task as written. UnknownTask, or ActionRefused when it does not fit the state.
+
+        `stop_running` (cancel only): claimed runs are stopped now instead of finishing."""
         change = ACTIONS[action]
         check_input(self._limits, reason=reason, actor=actor)  # both go into the task's history
+        if stop_running:
+            if action != "cancel":
+                raise ValueError("stop_running applies to cancel only")
+            change = functools.partial(cancel, stop_running=True)
         if self._store.get(task_id) is None:  # tasks are never deleted: no race to fear here
             raise UnknownTask(f"no task {task_id}")
         result = mutate(

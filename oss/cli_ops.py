@@ -38,13 +38,17 @@ def _command(action: str) -> click.Command:
     @click.option("--as", "actor", default=_default_actor, show_default="cli:<login name>",
                   help="Who acts, as the history records it.")  # fmt: skip
     @click.option("--json", "as_json", is_flag=True)
-    def run(task_id: str, reason: str, actor: str, as_json: bool) -> None:
+    @click.option("--stop-running", is_flag=True, hidden=action != "cancel",
+                  help="Stop claimed steps now instead of letting them finish (they are rolled back).")
+    def run(task_id: str, reason: str, actor: str, as_json: bool, stop_running: bool) -> None:
+        if stop_running and action != "cancel":
+            raise click.BadParameter("applies to cancel only", param_hint="--stop-running")
         if not reason.strip():
             raise click.BadParameter("must say why", param_hint="--reason")
         with opened_parts() as parts:
             parts.service.declare_queues()
             try:
-                task = parts.service.actions.apply(action, task_id, actor, reason.strip())
+                task = parts.service.actions.apply(action, task_id, actor, reason.strip(), stop_running=stop_running)
             except UnknownTask as exc:
                 fail(EXIT_NO_TASK, str(exc))
             except ActionRefused as exc:

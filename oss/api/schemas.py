@@ -56,6 +56,10 @@ Reason = Annotated[str, StringConstraints(min_length=1, max_length=2000), AfterV
 
 class OperatorAction(_Request):
     reason: Reason = Field(description="Recorded in the history")
+    stop_running: bool = Field(
+        False, description="cancel only: stop claimed runs now (they count as failed and are rolled back) "
+        "instead of letting them finish",
+    )
 
 
 SCHEDULED_FOR = "Delayed start not reached yet: when step 0 is due (epoch s); else null"

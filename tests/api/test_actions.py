@@ -38,6 +38,24 @@ def test_cancel_a_running_step_rolls_back_after_it(api):
     assert after.TaskStatus is TaskStatus.ROLLING_BACK and after.Steps[0].State is StepState.ROLLING_BACK
 
 
+def test_cancel_with_stop_running_stops_the_claimed_step_now(api):
+    task_id = api.create()["task_id"]
+    api.step(task_id, finish=False)  # step 0 claimed and running
+    dispatch = only_run(api.store.get(task_id)).DispatchId
+    response = api.client.post(f"/api/v1/tasks/{task_id}/cancel", headers=auth(),
+                               json={"reason": "runaway", "stop_running": True})
+    assert response.status_code == 200, response.text
+    task = response.json()
+    # Stopped: it may have done part of its work, so its rollback is dispatched at once.
+    assert task["TaskStatus"] == TaskStatus.ROLLING_BACK and task["Steps"][0]["State"] == "rolling_back"
+    assert [(r["Cursor"], r["Phase"]) for r in task["Runs"]] == [(0, 1)]
+    late = mutate(api.store, task_id, lambda t: finish_attempt(t, dispatch, "worker", OK, Timing(t.TimeCreate + 1)))
+    assert "stale dispatch" in late.reason  # the stopped run's outcome is refused (and its lease)
+    refused = api.client.post(f"/api/v1/tasks/{task_id}/retry", headers=auth(),
+                              json={"reason": "x", "stop_running": True})
+    assert refused.status_code == 422 and "cancel only" in refused.text
+
+
 def test_retry_a_rolled_back_task_runs_its_flow_again_from_step_0(api):
     task_id = api.rolled_back()
     response = api.act(task_id, "retry", "database host is back")

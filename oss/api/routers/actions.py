@@ -9,6 +9,7 @@ from fastapi import APIRouter
 
 from oss.actions import ACTIONS
 from oss.api.auth import Context, Operator
+from oss.api.errors import ApiError
 from oss.api.schemas import OperatorAction, TaskDetail, error_responses
 from oss.api.views import task_view
 
@@ -18,8 +19,9 @@ _SUMMARIES = {
     "cancel": (
         "Cancel a task",
         (
-            "A running step finishes, then it and every earlier step are rolled back; a step only "
-            "dispatched is fenced and the rollback starts at once; a task not started yet ends now."
+            "Running steps finish (or, with stop_running, are stopped now), then every step that ran is "
+            "rolled back in reverse order of the flow; a step only dispatched is fenced at once; a task "
+            "not started yet ends now."
         ),
     ),
     "retry": (
@@ -42,7 +44,10 @@ _SUMMARIES = {
 
 def _route(action: str) -> Callable[..., TaskDetail]:
     def act(task_id: str, body: OperatorAction, context: Context, token: Operator) -> TaskDetail:
-        task = context.service.actions.apply(action, task_id, token.name, body.reason)
+        if body.stop_running and action != "cancel":
+            raise ApiError(422, "stop_running applies to cancel only",
+                           fields=[("body.stop_running", "applies to cancel only")])
+        task = context.service.actions.apply(action, task_id, token.name, body.reason, stop_running=body.stop_running)
         return task_view(task, context.clock())
 
     act.__name__ = action.replace("-", "_") + "_task"
