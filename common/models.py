@@ -143,9 +143,6 @@ class Run(_Doc):
         return self.Cursor, self.Item
 
 
-ActiveRun = Run  # the name round 1 used for the single run
-
-
 class ParentLink(_Doc):
     """A child task's link to the step of its parent that runs it."""
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from common.models import Step, Task, UnitState
-from common.statuses import FINAL_STATUSES, Phase, RunState, StepState, TaskStatus
+from common.statuses import FINAL_STATUSES, Phase, StepState, TaskStatus
 
 Unit = tuple[int, int | None]  # (cursor, item index or None)
 
@@ -165,7 +165,3 @@ def summarize(step: Step) -> StepState:
             return outcome
     return StepState.WAITING
 
-
-def is_busy(run_state: RunState) -> bool:
-    """A run someone is working on (claimed, or a child task running): a cancel lets it finish."""
-    return run_state is not RunState.PENDING

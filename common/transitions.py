@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.advance import advance, conclude, dispatch, with_delay
-from common.models import Run, Step, StepMessage, Task
+from common.models import ParentLink, Run, Step, StepMessage, Task
 from common.routing import unit_state
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus
 from common.task_runs import (
@@ -42,7 +42,6 @@ from common.task_runs import (
     run_key,
     set_status,
 )
-from common.models import ParentLink
 
 __all__ = [
     "IN_FLIGHT_BAND", "MAX_MESSAGE_PRIORITY", "MAX_TASK_PRIORITY", "MAX_REDISPATCH_BACKOFF", "AttemptResult",
