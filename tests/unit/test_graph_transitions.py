@@ -428,3 +428,25 @@ def test_cancelling_a_parent_cancels_its_running_child_and_both_roll_back(sim):
     assert parent.TaskStatus is TaskStatus.ROLLED_BACK
     assert [s.State for s in parent.Steps] == [StepState.ROLLED_BACK, StepState.ROLLED_BACK, StepState.WAITING]
     assert rollback_violations(parent) == [] and rollback_violations(child) == []
+
+
+def test_retry_rollback_of_a_parent_retries_its_childs_failed_rollback(sim):
+    from common.operator_actions import retry_rollback
+
+    broken = {"child": True}
+    steps = [make_step("a"), sub_flow_step("sub", [make_step("x")]), make_step("z")]
+    simulator = sim(lambda task_type, cursor, item, phase: (task_type == "t" and cursor == 2 and phase is N)
+                    or (task_type == "child" and phase is R and broken["child"]))
+    simulator.submit(new(steps, {"name": "n1"}, task_id="p7"))
+    run_all(simulator)
+    parent, child = simulator.store.get("p7"), simulator.store.get("p7.1")
+    assert child.TaskStatus is TaskStatus.ROLLBACK_FAILED and parent.TaskStatus is TaskStatus.ROLLBACK_FAILED
+    assert parent.Steps[1].State is StepState.ROLLBACK_FAILED and parent.Steps[0].State is StepState.SUCCEEDED
+    broken["child"] = False  # the operator fixed what stopped the child's rollback
+    again = mutate(simulator.store, "p7", lambda t: retry_rollback(t, "op", "fixed", Timing(3000.0), ids=IDS))
+    assert again.Outbox[-1].Kind == "undo_child"
+    simulator.flush(again)
+    run_all(simulator)
+    parent, child = simulator.store.get("p7"), simulator.store.get("p7.1")
+    assert child.TaskStatus is TaskStatus.ROLLED_BACK and parent.TaskStatus is TaskStatus.ROLLED_BACK
+    assert [s.State for s in parent.Steps] == [StepState.ROLLED_BACK] * 3
