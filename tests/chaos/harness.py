@@ -309,9 +309,10 @@ class Supervisor:
 class Feeder:
     """Submits planned tasks at a steady rate in the background, so faults hit a busy system."""
 
-    def __init__(self, cluster: ChaosCluster, count: int, seconds: float, seed: int, task_type: str = "chaos_demo"):
+    def __init__(self, cluster: ChaosCluster, count: int, seconds: float, seed: int, task_type: str = "chaos_demo",
+                 plans: dict | None = None):
         self.cluster = cluster
-        self.plans = plan_tasks(count, seed)
+        self.plans = plan_tasks(count, seed, plans)
         self.interval = seconds / max(1, count)
         self.task_type = task_type
         self.ids: list[str] = []

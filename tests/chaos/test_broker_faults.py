@@ -15,7 +15,7 @@ import pytest
 
 from tests.chaos.evidence import PortWatch, assert_clean, reconnect_seconds
 from tests.chaos.harness import ChaosCluster, Feeder
-from tests.chaos.plans import FULL, scale
+from tests.chaos.plans import FULL, GRAPH_PLANS, scale
 from tests.chaos.report import record
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(1800 if FULL else 300)]
@@ -76,6 +76,9 @@ def test_broker_killed_with_kill_9_and_started_again(private_rabbit, tmp_path):
         cluster.start_standard()
         began = time.monotonic()
         feeder = Feeder(cluster, count, seconds=scale(10.0, 40.0), seed=22).start()
+        # Parallel flows too (issue 9): a diamond with a fan-out branch, fed alongside.
+        graphs = Feeder(cluster, scale(15, 100), seconds=scale(10.0, 40.0), seed=23, task_type="chaos_graph",
+                        plans=GRAPH_PLANS).start()
         time.sleep(gap)
         killed = time.monotonic()
         private_rabbit.kill9()
@@ -86,9 +89,10 @@ def test_broker_killed_with_kill_9_and_started_again(private_rabbit, tmp_path):
         back = time.monotonic()
         downtime = back - killed
         feeder.join()
-        settle = cluster.settle(timeout=scale(120, 300), since=max(back, feeder.finished_at))
+        graphs.join()
+        settle = cluster.settle(timeout=scale(120, 300), since=max(back, feeder.finished_at, graphs.finished_at))
         report = cluster.check()
-        record("broker kill -9", report, f"kill -9 of beam.smp ({downtime:.0f}s down); modules reconnected "
+        record("broker kill -9 (line + parallel flows)", report, f"kill -9 of beam.smp ({downtime:.0f}s down); modules reconnected "
                f"{reconnected:.1f}s after the broker was reachable (worst)", settle, time.monotonic() - began)
         assert_clean(cluster, report)
         assert all(p.popen.poll() is None for p in cluster.procs.values()), "a process died with the broker"
