@@ -265,6 +265,8 @@ def test_a_parallel_task_shows_its_flow_as_a_graph_with_each_step_state(page, li
     xs = graph.locator("g.node").evaluate_all(
         "g => g.map(n => n.transform.baseVal.consolidate().matrix.e)")
     assert xs[1] == xs[2] and xs[0] < xs[1] < xs[3] < xs[4]
+    labels = page.locator('.timeline li.step[data-step="1"] .attempt-no').evaluate_all("a => a.map(x => x.textContent)")
+    assert sorted(labels) == ["item 0 · attempt 1", "item 1 · attempt 1", "item 2 · attempt 1"]
     save_screenshot(page, page.shots, "flow-graph-succeeded")
     graph.locator('g.node[data-step="4"] a.child-link').click()
     expect(page.locator(".task-head h1")).to_have_text("leaf")

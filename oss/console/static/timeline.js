@@ -101,7 +101,7 @@ function attemptList(attempts) {
   return el("ol", { class: "attempt-list" }, attempts.map((a) => el("li", {
     class: `attempt outcome-${a.Outcome.replace(/[^a-z]+/g, "-")}`, dataset: { attempt: String(a.Attempt) },
   },
-  el("span", { class: "attempt-no", text: `attempt ${a.Attempt}` }),
+  el("span", { class: "attempt-no", text: `${a.Item === null || a.Item === undefined ? "" : `item ${a.Item} · `}attempt ${a.Attempt}` }),
   el("span", { class: "phase-times" }, when(a.TimeStart), " → ", when(a.TimeEnd)),
   el("span", { class: "took", text: duration(a.TimeStart, a.TimeEnd) }),
   el("span", { class: "attempt-outcome", text: a.Outcome }),
