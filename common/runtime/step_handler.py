@@ -128,7 +128,7 @@ class StepHandler:
             task = self._store.get(message.TaskId)
         except StoreError:
             return None
-        active = task.Active if task is not None else None
+        active = task.run(message.DispatchId) if task is not None else None
         ours = (
             active is not None
             and active.DispatchId == message.DispatchId

@@ -158,7 +158,7 @@ class ChaosCluster(Cluster):
         if self.mongo_url:
             return mongo_tasks(self.mongo_url).count_documents({"$or": [
                 {"TaskStatus": {"$nin": [0, 4, 5]}}, {"Outbox.0": {"$exists": True}},
-                {"Active.Deadline": {"$type": "number"}},
+                {"SweepAt": {"$type": "number"}},
             ]})  # fmt: skip
         with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)) as db:
             return db.execute(

@@ -132,7 +132,7 @@ class ClaimAnswerLost(FaultyStore):
 
     def compare_and_set(self, task, expected_version):
         written = self._store.compare_and_set(task, expected_version)
-        if written and self.faults == 0 and task.Active is not None and task.Active.State.value == "running":
+        if written and self.faults == 0 and any(r.State.value == "running" for r in task.Runs):
             self.faults += 1
             raise StoreError("mongodb: timed out (the claim was applied)")
         return written
