@@ -10,6 +10,7 @@ import pytest
 from common.statuses import Phase, StepState, TaskStatus
 from tests.support.cluster import Cluster
 from tests.support.graph_checks import join_violations, rollback_violations
+from tests.support.test_store import cluster_mongo_url
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
@@ -81,8 +82,9 @@ DIAMOND = ["a", "b", "c", "d"]
 
 
 @pytest.fixture(scope="module")
-def graph_cluster(rabbitmq_url, tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("graph"), rabbitmq_url, GRAPH_FLOWS)
+def graph_cluster(rabbitmq_url, tmp_path_factory, request):
+    """On SQLite, or on MongoDB (SecantusDB) with BATON_TEST_STORE=mongo (tests.support.test_store)."""
+    cluster = Cluster(tmp_path_factory.mktemp("graph"), rabbitmq_url, GRAPH_FLOWS, mongo_url=cluster_mongo_url(request))
     try:
         cluster.start_module("resource", registry="tests.support.standin_commands:resource")
         cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
