@@ -24,7 +24,7 @@ from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found b
     real_mongo_url,
     subject,
 )
-from tests.support.builders import make_step, nested
+from tests.support.builders import make_step, nested, only_run
 
 
 def new_task(now: float = 1000.0, **parameters):
@@ -161,15 +161,17 @@ def test_a_document_no_store_can_encode_is_refused_never_a_crash(subject, parame
 
 
 def test_a_document_a_newer_baton_wrote_is_skipped_but_left_in_the_sweepers_sight(subject):
-    """Unknown fields only (a rolling upgrade): this process cannot read it, a newer one can."""
+    """Unknown fields only (a rolling upgrade): this process cannot read it, a newer one can.
+    (The field was `Runs` before this version knew it: any name this version does not know.)"""
     store = subject.store
     task = new_task(1000.0)
     store.insert(task)
     if isinstance(store, MongoStore):
-        store._tasks.update_one({"TaskId": task.TaskId}, {"$set": {"Runs": []}})
+        store._tasks.update_one({"TaskId": task.TaskId}, {"$set": {"FromTheFuture": []}})
     else:
         with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
-            conn.execute("UPDATE tasks SET doc = json_set(doc, '$.Runs', json('[]')) WHERE task_id = ?", (task.TaskId,))
+            conn.execute("UPDATE tasks SET doc = json_set(doc, '$.FromTheFuture', json('[]')) WHERE task_id = ?",
+                         (task.TaskId,))
     for _ in range(2):
         assert store.due_for_sweep(2000.0, 10) == []  # skipped...
     assert not marked(subject, task.TaskId)  # ...not marked
@@ -188,7 +190,7 @@ def test_a_lease_on_a_task_that_breaks_is_given_up_and_the_others_renewed(subjec
     broken, fine = new_task(1000.0), new_task(1000.0)
     for task in (broken, fine):
         store.insert(task)
-    run, step = fine.Active, fine.Steps[0]
+    run, step = only_run(fine), fine.Steps[0]
     message = StepMessage(TaskId=fine.TaskId, Cursor=0, Type=run.Phase, Module=step.NormalModule,
                           Command=step.NormalCommand, Timeout=step.NormalTimeout, Retry=step.NormalRetry,
                           DispatchId=run.DispatchId, Attempt=run.Attempt)  # fmt: skip
@@ -198,4 +200,4 @@ def test_a_lease_on_a_task_that_breaks_is_given_up_and_the_others_renewed(subjec
         corrupt(subject, broken.TaskId)
         keeper.renew_all()  # before: UnreadableTask (a ValidationError) ended the heartbeat thread
         assert gone.lost.is_set() and not kept.lost.is_set()
-    assert store.get(fine.TaskId).Active.Deadline == 1040.0  # renewed after the broken one
+    assert only_run(store.get(fine.TaskId)).Deadline == 1040.0  # renewed after the broken one
