@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from common.flows import FlowCatalog, load_flows
 from common.queues import ALARM_QUEUE, dead_letter_queue, module_queue
-from common.routing import RunStep, route
+from common.models import Step
 from common.statuses import Phase
 
 OSS_USER = "oss"
@@ -51,34 +51,96 @@ class Grant:
 
 
 def publish_targets(flows: FlowCatalog) -> dict[str, set[str]]:
-    """module -> the queues its runs of steps can lead it to publish to."""
+    """module -> the queues its runs of steps can lead it to publish to (docs/DESIGN.md sec. 4).
+
+    A run's commit may dispatch: a retry or a give-back (its own queue); an alarm; after a normal
+    success, the steps that wait for it; when a failure (or the end of draining) starts the
+    rollback, the rollbacks then ready; after a rollback, the rollbacks of the steps before it.
+    A flow with sub-flows is granted as one: any of its modules may end a child or a parent.
+    """
     targets: dict[str, set[str]] = defaultdict(set)
     for definition in flows.task_types.values():
+        if _has_subflows(definition.steps):
+            _grant_as_one(flows, definition.name, targets)
+            continue
         steps = definition.steps
-        has_rollback = [step.has_rollback for step in steps]
-        for cursor, step in enumerate(steps):
-            for phase, module in (
-                (Phase.NORMAL, step.NormalModule),
-                (Phase.ROLLBACK, step.RollbackModule),
-            ):
+        graph = _Graph(steps)
+        for index, step in enumerate(steps):
+            for phase, module in ((Phase.NORMAL, step.NormalModule), (Phase.ROLLBACK, step.RollbackModule)):
                 if module is None:
                     continue
                 mine = targets[module]
                 mine.update({module_queue(module), ALARM_QUEUE})  # a retry or a give-back; alarms
-                for succeeded in (True, False):
-                    following = route(has_rollback, cursor, phase, succeeded)
-                    if isinstance(following, RunStep):
-                        nxt = steps[following.cursor]
-                        name = (
-                            nxt.NormalModule
-                            if following.phase is Phase.NORMAL
-                            else nxt.RollbackModule
-                        )
-                        assert (
-                            name is not None
-                        )  # route() only rolls back steps that have a rollback
-                        mine.add(module_queue(name))
+                if phase is Phase.NORMAL:
+                    mine.update(module_queue(steps[d].NormalModule) for d in graph.dependents[index])  # type: ignore[arg-type]
+                    starts = [index, *graph.unrelated(index)]  # the rollback may start at any of them
+                else:
+                    starts = list(graph.after[index])
+                for first in graph.first_rollbacks(starts):
+                    mine.add(module_queue(steps[first].RollbackModule))  # type: ignore[arg-type]
     return targets
+
+
+class _Graph:
+    def __init__(self, steps: list[Step]):
+        self.steps = steps
+        self.after = [list(s.After) if s.After is not None else ([i - 1] if i else []) for i, s in enumerate(steps)]
+        self.dependents: list[list[int]] = [[] for _ in steps]
+        for index, before in enumerate(self.after):
+            for b in before:
+                self.dependents[b].append(index)
+
+    def _closure(self, start: int, edges: list[list[int]]) -> set[int]:
+        seen, todo = set(), list(edges[start])
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                todo.extend(edges[current])
+        return seen
+
+    def unrelated(self, index: int) -> list[int]:
+        """Steps that may run beside `index` (neither before nor after it): parallel branches."""
+        related = self._closure(index, self.after) | self._closure(index, self.dependents) | {index}
+        return [i for i in range(len(self.steps)) if i not in related]
+
+    def first_rollbacks(self, starts: list[int]) -> set[int]:
+        """The steps with a rollback reached from `starts` going back past steps without one."""
+        found, todo, seen = set(), list(starts), set()
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if self.steps[current].RollbackModule is not None:
+                found.add(current)
+            else:
+                todo.extend(self.after[current])
+        return found
+
+
+def _has_subflows(steps: list[Step]) -> bool:
+    return any(step.Flow is not None for step in steps)
+
+
+def _grant_as_one(flows: FlowCatalog, name: str, targets: dict[str, set[str]]) -> None:
+    """Every module of a flow and of the sub-flows it runs may publish to every queue of them."""
+    names, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in names or current not in flows:
+            continue
+        names.add(current)
+        todo.extend(step.Flow for step in flows.get(current).steps if step.Flow is not None)
+    modules = {
+        module
+        for n in names
+        for step in flows.get(n).steps
+        for module in (step.NormalModule, step.RollbackModule)
+        if module is not None
+    }
+    for module in modules:
+        targets[module].update({module_queue(m) for m in modules} | {ALARM_QUEUE})
 
 
 def grants(flows: FlowCatalog, declare: str = "all") -> list[Grant]:

@@ -55,6 +55,44 @@ def test_publish_targets_follow_every_route_of_the_flows(chain):
     assert targets["delta"] == {"delta", "alpha", alarms}
 
 
+DIAMOND = """
+version: 1
+task_types:
+  diamond:
+    steps:
+      - name: a
+        normal:   {module: alpha, command: run}
+        rollback: {module: alpha, command: undo}
+      - name: b
+        after: [a]
+        normal:   {module: beta, command: run}
+        rollback: {module: beta, command: undo}
+      - name: c
+        after: [a]
+        normal:   {module: gamma, command: run}
+      - name: d
+        after: [b, c]
+        normal:   {module: delta, command: run}
+        rollback: {module: epsilon, command: undo}
+"""
+
+
+def test_publish_targets_of_a_graph_cover_joins_parallel_branches_and_rollback_order(tmp_path):
+    path = tmp_path / "flows.yaml"
+    path.write_text(DIAMOND)
+    targets = perms.publish_targets(perms.load_flows(path))
+    alarms = ALARM_QUEUE
+    # a done -> b and c at once; a failed -> its own rollback
+    assert targets["alpha"] == {"alpha", "beta", "gamma", alarms}
+    # b done -> d; b failed, or the last to drain -> b's rollback, or (c has none) a's
+    assert targets["beta"] == {"beta", "delta", "alpha", alarms}
+    # c failed: c has no rollback, so the rollback may start at b (its sibling) or a
+    assert targets["gamma"] == {"gamma", "delta", "beta", "alpha", alarms}
+    assert targets["delta"] == {"delta", "epsilon", alarms}
+    # d's rollback done -> b's rollback, and past c (no rollback) a's
+    assert targets["epsilon"] == {"epsilon", "beta", "alpha", alarms}
+
+
 def test_each_module_reads_only_its_own_queue(chain):
     grants = {g.user: g for g in perms.grants(chain, declare="own")}
     assert grants["beta"].read == ("beta",)
