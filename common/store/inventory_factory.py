@@ -7,6 +7,9 @@ imports pymongo.
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from common.errors import ConfigError
 from common.store.events_port import EventLog
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, database_name, sqlite_path
@@ -21,46 +24,33 @@ def _scheme(url: str) -> str:
     return scheme.lower()
 
 
+def _open(url: str, sqlite_class: str, mongo_class: str, timeout_seconds: float, indexes: IndexMode) -> Any:
+    """Import the adapter the URL's scheme names ("module:Class", under common.store) and open it."""
+    scheme = _scheme(url)
+    module, _, name = (sqlite_class if scheme == "sqlite" else mongo_class).partition(":")
+    adapter = getattr(importlib.import_module(f"common.store.{module}"), name)
+    if scheme == "sqlite":
+        return adapter(sqlite_path(url))
+    if scheme == "mongomock":
+        return adapter.in_memory(database_name(url))
+    return adapter(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
+
+
 def open_inventory(
     url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
 ) -> Inventory:
-    scheme = _scheme(url)
-    if scheme == "sqlite":
-        from common.store.inventory_sqlite import SqliteInventory
-
-        return SqliteInventory(sqlite_path(url))
-    from common.store.inventory_mongo import MongoInventory
-
-    if scheme == "mongomock":
-        return MongoInventory.in_memory(database_name(url))
-    return MongoInventory(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
+    return _open(url, "inventory_sqlite:SqliteInventory", "inventory_mongo:MongoInventory", timeout_seconds, indexes)  # type: ignore[no-any-return]
 
 
 def open_event_log(
     url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
 ) -> EventLog:
-    scheme = _scheme(url)
-    if scheme == "sqlite":
-        from common.store.events_sqlite import SqliteEventLog
-
-        return SqliteEventLog(sqlite_path(url))
-    from common.store.events_mongo import MongoEventLog
-
-    if scheme == "mongomock":
-        return MongoEventLog.in_memory(database_name(url))
-    return MongoEventLog(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
+    return _open(url, "events_sqlite:SqliteEventLog", "events_mongo:MongoEventLog", timeout_seconds, indexes)  # type: ignore[no-any-return]
 
 
 def open_schedule_store(
     url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
 ) -> ScheduleStore:
-    scheme = _scheme(url)
-    if scheme == "sqlite":
-        from common.store.schedules_sqlite import SqliteScheduleStore
-
-        return SqliteScheduleStore(sqlite_path(url))
-    from common.store.schedules_mongo import MongoScheduleStore
-
-    if scheme == "mongomock":
-        return MongoScheduleStore.in_memory(database_name(url))
-    return MongoScheduleStore(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
+    return _open(  # type: ignore[no-any-return]
+        url, "schedules_sqlite:SqliteScheduleStore", "schedules_mongo:MongoScheduleStore", timeout_seconds, indexes
+    )
