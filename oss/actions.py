@@ -15,7 +15,7 @@ import structlog
 from common.errors import ActionRefused, UnknownTask
 from common.input_limits import InputLimits, check_input
 from common.logging import hidden_values
-from common.masking import secret_values
+from common.masking import scrubbed_text, secret_values
 from common.models import Task
 from common.operator_actions import cancel, compensate, retry, retry_rollback
 from common.outbox import OutboxPublisher
@@ -61,10 +61,12 @@ class OperatorActions:
             change = functools.partial(cancel, stop_running=True)
         if self._store.get(task_id) is None:  # tasks are never deleted: no race to fear here
             raise UnknownTask(f"no task {task_id}")
+        # A reason may quote a secret parameter: it is stored scrubbed, like a command's error.
         result = mutate(
             self._store,
             task_id,
-            lambda task: change(task, actor, reason, Timing(self._clock(), redeliver_after=self._redeliver_after)),
+            lambda task: change(task, actor, scrubbed_text(reason, task),
+                                Timing(self._clock(), redeliver_after=self._redeliver_after)),
         )
         if isinstance(result, Refusal):
             raise ActionRefused(result.reason)

@@ -6,6 +6,7 @@ or stale delivery, or a worker that froze past its lease, changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import signal
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 from common.broker.port import Broker, Delivery
 from common.errors import BrokerError, StoreError, StoreRefused, UnreadableTask
 from common.logging import hidden_values
-from common.masking import secret_values
+from common.masking import scrubbed_text, secret_values
 from common.metrics import RuntimeMetrics
 from common.models import Alarm, StepMessage, Task, named_task
 from common.outbox import OutboxPublisher
@@ -178,6 +179,9 @@ class StepHandler:
             log.warning("claim lost while running; outcome discarded", seconds=elapsed)
             return
         delay = 0.0 if result.ok else retry_delay(step.backoff(phase), message.Attempt, self._rng.random())
+        # A command's error text may quote a secret parameter: it is stored scrubbed, so no
+        # reader of the document (a search, a listing, an export) can ever see or match it.
+        result = dataclasses.replace(result, message=scrubbed_text(result.message, task))
         committed = self._commit(task.TaskId, message, result, delay)
         if committed is None:
             return

@@ -8,7 +8,7 @@ import pytest
 from common.statuses import StepState, TaskStatus
 from common.store.mutate import mutate
 from common.transitions import Timing, finish_attempt
-from tests.api.support import OK, READER, SUBMITTER, auth
+from tests.api.support import OK, READER, SECRET, SUBMITTER, auth
 from tests.support.builders import only_run
 
 
@@ -162,3 +162,14 @@ def _running(api) -> str:
 def test_the_helpers_reach_the_states_they_name(api):
     assert api.store.get(api.rolled_back()).TaskStatus is TaskStatus.ROLLED_BACK
     assert api.store.get(api.rollback_failed()).TaskStatus is TaskStatus.ROLLBACK_FAILED
+
+
+def test_a_reason_quoting_a_secret_is_stored_scrubbed(api):
+    task_id = api.create(parameters={"name": "db1", "admin_password": SECRET})["task_id"]
+    answer = api.act(task_id, "cancel", reason=f"password {SECRET} was leaked")
+    assert answer.status_code == 200, answer.text
+    stored = api.store.get(task_id).model_dump(mode="json")
+    for kept in ("Parameters", "SubmittedParameters"):  # the commands need it there
+        stored.pop(kept)
+    assert SECRET not in str(stored)
+    assert "password *** was leaked" in str(stored)

@@ -53,7 +53,12 @@ def test_secret_values_are_masked_in_step_log_lines(tmp_path, capfd, json_logs):
         store.close()
     done = SqliteStore(str(tmp_path / "baton.db")).get(task.TaskId)
     assert done.TaskStatus is TaskStatus.ROLLED_BACK
-    assert SECRET in done.Steps[0].Message  # the store keeps the truth; the API masks it
+    # Stored scrubbed: no reader of the document (a search, a listing) can see or match it.
+    assert done.Steps[0].Message == "login refused for password ***"
+    stored = done.model_dump(mode="json")
+    for kept in ("Parameters", "SubmittedParameters"):  # the commands need it there
+        stored.pop(kept)
+    assert SECRET not in str(stored)
     out, err = capfd.readouterr()
     logs = out + err
     assert "login refused for password ***" in logs  # the line is there, masked
