@@ -6,7 +6,18 @@ import datetime as dt
 import math
 from typing import Any
 
-LATEST = 253_402_300_799.0  # 9999-12-31T23:59:59Z: anything later is a mistake
+# The latest time ISO-8601 text can name (9999-12-31T23:59:59.999999-23:59); a larger number
+# is a mistake. Earlier than 1970 is fine: such a start is simply due, such a filter open-ended.
+LATEST = 253_402_387_200.0
+EARLIEST = -62_135_683_200.0  # 0001-01-01T00:00:00+23:59, the earliest ISO-8601 text can name
+# The JSON Schema of what to_epoch takes, for the OpenAPI document.
+MOMENT_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "minimum": EARLIEST, "maximum": LATEST},
+        {"type": "string", "format": "date-time"},
+    ],
+    "description": "ISO-8601 (no zone means UTC) or UNIX epoch seconds",
+}
 
 
 def to_epoch(value: Any) -> float:
@@ -20,8 +31,8 @@ def to_epoch(value: Any) -> float:
         seconds = _parse_text(value.strip())
     else:
         raise ValueError("must be ISO-8601 text or epoch seconds")
-    if not math.isfinite(seconds) or not 0 <= seconds <= LATEST:
-        raise ValueError("must be a time between 1970 and 9999")
+    if not math.isfinite(seconds) or not EARLIEST <= seconds <= LATEST:
+        raise ValueError("must be a time between the years 1 and 9999")
     return seconds
 
 
@@ -39,4 +50,4 @@ def _parse_text(text: str) -> float:
     try:
         return moment.timestamp()
     except (OverflowError, OSError, ValueError):
-        raise ValueError("must be a time between 1970 and 9999") from None
+        raise ValueError("must be a time between the years 1 and 9999") from None

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import structlog
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from common.broker.factory import open_broker
 from common.broker.port import Broker
@@ -27,6 +27,8 @@ from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
 from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
+from oss.api.openapi_doc import install_openapi
+from oss.api.query import known_query_only
 from oss.api.routers import actions, alarms, bulk, events, health, hosts, schedules, task_types, tasks
 from oss.console import mount_console
 from oss.service import TaskService
@@ -85,6 +87,7 @@ def create_app(
             for opened in ("hosts", "schedules"):  # opened on first use by their routers
                 if getattr(app.state, opened, None) is not None:
                     getattr(app.state, opened).close()
+                    setattr(app.state, opened, None)  # a later request opens it again, never closed
             for part in owned:
                 part.close()
 
@@ -96,12 +99,14 @@ def create_app(
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
         lifespan=lifespan,
+        dependencies=[Depends(known_query_only)],
     )
     app.state.baton = context
     install_error_handlers(app)
     for module in (tasks, events, actions, bulk, task_types, alarms, hosts, schedules, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
+    install_openapi(app, flows)  # the task types' parameter schemas, and what every route answers
     mount_console(app)  # the web console at /console/, and / redirects there
     # The last added runs first: metrics see every answer, the 413s of the body limit included.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

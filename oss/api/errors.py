@@ -10,6 +10,7 @@ keeps only where and what. An unexpected exception is logged and answered 500 in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +50,7 @@ _CODES = {
     422: "invalid_request",
     503: "unavailable",
 }
+NOT_JSON = ("body", "must be a JSON document")
 
 
 class ApiError(Exception):
@@ -88,8 +90,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     handle(ApiError, lambda e: e)
     handle(RequestValidationError, _validation_error)
-    handle(StarletteHTTPException, lambda e: ApiError(
-        e.status_code, str(e.detail), headers=getattr(e, "headers", None)))  # fmt: skip
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     handle(UnknownTask, lambda e: ApiError(404, str(e)))
     handle(ActionRefused, lambda e: ApiError(409, str(e)))
     handle(InvalidInput, lambda e: ApiError(
@@ -109,12 +110,36 @@ def install_error_handlers(app: FastAPI) -> None:
     handle(Exception, _internal)
 
 
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405 and (methods := allowed_methods(request)) is not None:
+        # Starlette names only the methods of the first route that matched the path; a path
+        # served by two routes (GET and POST /tasks) must name both, as the document does.
+        headers["Allow"] = ", ".join(methods)
+    if exc.status_code == 400:
+        # FastAPI's answer to a body it cannot decode (bytes that are not UTF-8 JSON): the same
+        # 422 as a body that is JSON but not valid, so every operation has one answer for it.
+        return error_response(ApiError(422, "the request is not valid", fields=[NOT_JSON]))
+    return error_response(ApiError(exc.status_code, str(exc.detail), headers=headers or None))
+
+
+def allowed_methods(request: Request) -> list[str] | None:
+    """The methods the OpenAPI document lists for the request's path (None: not in it)."""
+    path = request.scope.get("path", "")
+    for template, item in request.app.openapi()["paths"].items():
+        if re.fullmatch(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)), path):
+            return sorted(method.upper() for method in item)
+    return None
+
+
 def _validation_error(exc: RequestValidationError) -> ApiError:
     fields = [_field(error) for error in exc.errors()]
     return ApiError(422, "the request is not valid", fields=fields[:100])
 
 
 def _field(error: dict[str, Any]) -> tuple[str, str]:
+    if error.get("type") == "json_invalid":
+        return NOT_JSON
     loc = list(error.get("loc") or ())
     if loc and loc[0] == "body":  # body fields are named as in the body: "parameters.cpu"
         loc = loc[1:]

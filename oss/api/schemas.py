@@ -6,18 +6,32 @@ Request and envelope fields are snake_case; a task itself keeps the document's f
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from common.models import Alarm, BackoffPolicy, OperatorRequest, Task
 from oss.api.attempts import AttemptView
-from oss.times import to_epoch
+from oss.times import MOMENT_SCHEMA, to_epoch
 
 # Label keys are plain names (a dot would be a path to MongoDB); values short free text.
 LabelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}$")]
 LabelValue = Annotated[str, StringConstraints(max_length=256)]
 MAX_LABELS = 32
+
+
+def _json_number(value: Any) -> Any:
+    """Only a JSON number: pydantic would read true as 1 and "2" as 2, which the schema refuses."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a number")
+    return value
+
+
+# An integer as JSON Schema has it: 3 and 3.0, never true or "3".
+JsonInt = Annotated[int, BeforeValidator(_json_number)]
+# A time as clients write it, epoch seconds once validated; the schema says exactly what it takes.
+Moment = Annotated[float, BeforeValidator(to_epoch), WithJsonSchema(MOMENT_SCHEMA)]
 
 
 class _Request(BaseModel):
@@ -31,27 +45,31 @@ class CreateTask(_Request):
         None, min_length=1, max_length=256,
         description="A business id: the same key answers the same task (200) instead of a new one.",
     )  # fmt: skip
-    priority: int = Field(0, ge=0, le=4, description="0 (default) to 4: higher runs first")
-    start_at: float | str | None = Field(
-        None, description="Delayed start: ISO-8601 (no zone means UTC) or UNIX epoch seconds."
-    )
+    priority: JsonInt = Field(0, ge=0, le=4, description="0 (default) to 4: higher runs first")
+    start_at: Moment | None = Field(None, description="Delayed start: ISO-8601 (no zone means UTC) or UNIX epoch seconds.")
     user_id: str | None = Field(None, min_length=1, max_length=256, description="Owner")
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS)
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, max_length=MAX_LABELS,
+        json_schema_extra={"additionalProperties": False},  # a key off the pattern is refused
+    )  # fmt: skip
 
-    @field_validator("start_at", mode="before")  # before: pydantic would read true as 1.0
-    @classmethod
-    def _epoch(cls, value: Any) -> float | None:
-        return None if value is None else to_epoch(value)
+
+# A character that is not whitespace to str.strip(), spelled out so that the published pattern
+# means the same to every regex engine (Unicode's White_Space and Python's differ on \x1c-\x1f).
+NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
 
 def _said_why(value: str) -> str:
-    if not value.strip():
+    if re.search(NOT_BLANK, value) is None:
         raise ValueError("must say why")
     return value.strip()
 
 
 # Why an operator acts: recorded with the operator's name wherever the action is.
-Reason = Annotated[str, StringConstraints(min_length=1, max_length=2000), AfterValidator(_said_why)]
+Reason = Annotated[
+    str, StringConstraints(min_length=1, max_length=2000), AfterValidator(_said_why),
+    Field(json_schema_extra={"pattern": NOT_BLANK}),
+]  # fmt: skip
 
 
 class OperatorAction(_Request):
@@ -73,6 +91,7 @@ class TaskDetail(Task):
         default_factory=list,
         description="Every attempt of every step phase, from the history: the document keeps only the last",
     )
+    TaskStatusName: str = Field("", description="The status's name beside its code, as in the list's items")
 
 
 class TaskCreated(BaseModel):

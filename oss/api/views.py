@@ -14,6 +14,7 @@ def task_view(task: Task, now: float) -> TaskDetail:
     shown = TaskDetail.model_validate(masked_task_view(task))
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
+    shown.TaskStatusName = task.TaskStatus.name
     return shown
 
 

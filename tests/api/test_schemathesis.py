@@ -1,13 +1,23 @@
-"""Property-based fuzzing of the served OpenAPI document with schemathesis: whatever the input,
-no 5xx, and every answer (status, content type, headers, body) as the document declares it.
+"""The API matches its own OpenAPI document: schemathesis with every check it has, over every
+operation, with every token role.
 
-Runs in-process against the ASGI app (SQLite store, in-process broker), a bounded number of
-examples per operation so it stays within seconds. Requests carry an operator token, so the
-fuzzing reaches past authentication into the handlers; the auth tests cover 401/403.
+Two runs, because each reaches what the other does not:
+- in-process, one bounded hypothesis run per operation, positive (schema-valid: must be taken)
+  and negative (schema-invalid: must be refused) data, with a share of the cases using real task
+  and alarm ids so they get past 404 into the handlers. Driven by hand rather than through
+  schemathesis' pytest plugin, whose fixture support does not work with this pytest;
+- the schemathesis CLI against OSS served by a real process, which adds the phases only it runs:
+  the schema's examples, coverage (boundary values, every other HTTP method, missing headers:
+  the `Allow` of a 405) and stateful chains that follow the document's links.
+
+Every check: a 5xx, an undocumented status code, header or body, valid data refused, invalid
+data accepted, a wrong `Allow`, auth ignored... all fail the test.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,95 +25,59 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import (
-    content_type_conformance,
-    not_a_server_error,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from hypothesis.errors import Unsatisfiable
+from schemathesis.checks import CHECKS, load_all_checks
+from schemathesis.generation.modes import GenerationMode
 
-from common.models import Alarm
-from tests.api.support import FAIL, OK, OPERATOR, Api, auth, open_api
+from tests.api.support import OPERATOR, READER, SUBMITTER, auth
+from tests.deploy.support import clean_env, free_port
+from tests.support.cluster import wait_until
 
-EXAMPLES_PER_OPERATION = 30
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-]
+load_all_checks()
+ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
+ROLES = {"operator": OPERATOR, "submit": SUBMITTER, "read": READER}
+EXAMPLES_PER_OPERATION = 15
+CLI_EXAMPLES = 15
+KNOWN: dict[str, list[str]] = {}
 
 
 @pytest.fixture(scope="module")
 def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesis.BaseSchema]:
-    app, store, broker = open_api(Path(tmp_path_factory.mktemp("fuzz")))
-    context = app.state.baton
-    context.service.declare_queues()  # what the lifespan does; schemathesis calls the app bare
-    # Real tasks in every state an action meets, and an alarm: a share of the generated cases
-    # use their ids (and known task types), so the fuzzing reaches past 404 and 422.
-    driver = Api(None, store, broker)  # type: ignore[arg-type]  (no client needed to drive)
-    task_ids = [context.service.submit("create_db", {"name": "fresh"}).task.TaskId]
-    for make in (_running, _rolled_back, _rollback_failed, _succeeded):
-        task_ids.append(make(driver, context.service.submit("create_db", {"name": "x"}).task.TaskId))
-    store.add_alarm(Alarm(AlarmId="alarm-1", Kind="dead_letter", Time=1.0, Message="m"))
-    KNOWN["task_id"], KNOWN["alarm_id"] = task_ids, ["alarm-1"]
-    KNOWN["name"] = KNOWN["task_type"] = list(context.flows.task_types)
+    from tests.api.fuzz_server import seeded_api
+
+    app, store, known = seeded_api(Path(tmp_path_factory.mktemp("fuzz")))
+    KNOWN.update(known)
     yield schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)
-    context.service.close()
+    app.state.baton.service.close()
     store.close()
 
 
-KNOWN: dict[str, list[str]] = {}
-
-
-def _running(api: Api, task_id: str) -> str:
-    api.step(task_id, finish=False)
-    return task_id
-
-
-def _rolled_back(api: Api, task_id: str) -> str:
-    api.step(task_id)
-    for result in (FAIL, OK, OK):
-        api.step(task_id, result)
-    return task_id
-
-
-def _rollback_failed(api: Api, task_id: str) -> str:
-    for result in (OK, FAIL, FAIL):
-        api.step(task_id, result)
-    return task_id
-
-
-def _succeeded(api: Api, task_id: str) -> str:
-    api.step(task_id)
-    api.step(task_id)
-    return task_id
-
-
 def guided(case: schemathesis.Case, pick: st.DataObject) -> schemathesis.Case:
-    """Half the cases: real ids in the path, a known task type in the body."""
-    if not pick.draw(st.booleans()):
-        return case
-    for name in list(case.path_parameters or {}):
-        if name in KNOWN:
-            case.path_parameters[name] = pick.draw(st.sampled_from(KNOWN[name]))
-    if isinstance(case.body, dict) and "task_type" in case.body:
-        case.body["task_type"] = pick.draw(st.sampled_from(KNOWN["task_type"]))
-        if pick.draw(st.booleans()):
-            case.body["parameters"] = {"name": "fuzz"}
+    """Half the cases: real ids in the path (the task types are in the schema already)."""
+    if pick.draw(st.booleans()):
+        for name in list(case.path_parameters or {}):
+            if name in KNOWN:
+                case.path_parameters[name] = pick.draw(st.sampled_from(KNOWN[name]))
     return case
 
 
-def test_no_input_gets_a_server_error_or_an_undocumented_answer(api_schema: schemathesis.BaseSchema) -> None:
-    # Driven by hand rather than through schemathesis' pytest plugin, whose fixture support
-    # does not work with this pytest: one hypothesis run per operation, bounded.
+def test_the_schema_publishes_each_task_types_parameters(api_schema: schemathesis.BaseSchema) -> None:
+    body = api_schema.raw_schema["components"]["schemas"]["CreateTask"]
+    assert body["discriminator"]["propertyName"] == "task_type"
+    assert sorted(body["discriminator"]["mapping"]) == sorted(KNOWN["task_type"])
+    create_db = api_schema.raw_schema["components"]["schemas"]["CreateTask_create_db"]["properties"]
+    assert create_db["parameters"]["required"] == ["name"]
+    assert create_db["parameters"]["properties"]["admin_password"]["writeOnly"] is True
+
+
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+@pytest.mark.parametrize("role", list(ROLES))
+def test_every_operation_passes_every_check(api_schema: schemathesis.BaseSchema, role: str, mode: GenerationMode) -> None:
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 14
     for operation in operations:
 
-        @given(case=operation.as_strategy(), pick=st.data())
+        @given(case=operation.as_strategy(generation_mode=mode), pick=st.data())
         @settings(
             max_examples=EXAMPLES_PER_OPERATION,
             deadline=None,
@@ -112,9 +86,54 @@ def test_no_input_gets_a_server_error_or_an_undocumented_answer(api_schema: sche
             database=None,
         )
         def fuzz(case: schemathesis.Case, pick: st.DataObject) -> None:
-            guided(case, pick).call_and_validate(headers=auth(OPERATOR), checks=CHECKS)
+            guided(case, pick).call_and_validate(headers=auth(ROLES[role]), checks=ALL_CHECKS)
 
         try:
             fuzz()
-        except Exception as exc:
-            raise AssertionError(f"{operation.label}: {exc}") from exc
+        except Unsatisfiable:
+            assert mode is GenerationMode.NEGATIVE  # nothing to get wrong: no parameters, no body
+        except BaseException as exc:  # schemathesis reports its failures as an exception group
+            raise AssertionError(f"{operation.label} ({role}, {mode.value}): {exc}") from exc
+
+
+@pytest.fixture(scope="module")
+def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    directory = tmp_path_factory.mktemp("served")
+    port = free_port()
+    log = (directory / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.api.fuzz_server", str(directory), str(port)],
+        env=clean_env(), stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _answers(f"{url}/healthz"), timeout=60, what="the fuzzed OSS to listen")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+@pytest.mark.parametrize("role", [*ROLES, "none"])
+def test_the_schemathesis_cli_with_every_phase_and_check_finds_nothing(served_api: str, role: str, tmp_path: Path) -> None:
+    command = [
+        str(Path(sys.executable).parent / "st"), "run", f"{served_api}/api/v1/openapi.json",
+        "--checks", "all", "--max-examples", str(CLI_EXAMPLES), "--seed", "1", "--no-color",
+    ]  # fmt: skip
+    if role != "none":
+        command += ["--header", f"Authorization: Bearer {ROLES[role]}"]
+    # In a directory of its own: the CLI leaves a .schemathesis/ cache where it runs.
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, env=clean_env(), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-8000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "generated" in run.stdout
+
+
+def _answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False

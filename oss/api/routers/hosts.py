@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, Path, Request
+from pydantic import BaseModel, ConfigDict, Field
 
 from common.store.inventory_port import Host, HostConflict, InventoryError, UnknownHost
+from common.store.inventory_rules import HOST_NAME
 from oss.api.auth import Context, Operator, Reader
 from oss.api.errors import ApiError
-from oss.api.schemas import error_responses
+from oss.api.schemas import JsonInt, error_responses
 from oss.hosts_service import HostsService
 
 router = APIRouter(prefix="/api/v1", tags=["hosts"])
@@ -35,11 +36,18 @@ class HostList(BaseModel):
     items: list[HostView]
 
 
+# The inventory's own rule, published: a name the schema allows is a name the inventory takes.
+HostName = Annotated[str, Field(min_length=1, max_length=63, pattern=HOST_NAME.pattern)]
+HostInPath = Annotated[str, Path(min_length=1, max_length=63, pattern=HOST_NAME.pattern)]
+
+
 class HostCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    cpu: int = Field(ge=0, le=1_000_000)
-    memory_mb: int = Field(ge=0, le=1_000_000_000)
-    storage_gb: int = Field(ge=0, le=1_000_000_000)
+    model_config = ConfigDict(extra="forbid")  # as every other request body: a typo is a 422
+
+    name: HostName
+    cpu: JsonInt = Field(ge=0, le=1_000_000)
+    memory_mb: JsonInt = Field(ge=0, le=1_000_000_000)
+    storage_gb: JsonInt = Field(ge=0, le=1_000_000_000)
 
 
 def hosts_service(request: Request, context: Context) -> HostsService:
@@ -67,13 +75,13 @@ def add_host(body: HostCreate, hosts: Hosts, token: Operator) -> HostView:
 
 @router.post("/hosts/{name}/drain", response_model=HostView, summary="No new reservations on this host",
              responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
-def drain_host(name: str, hosts: Hosts, token: Operator) -> HostView:
+def drain_host(name: HostInPath, hosts: Hosts, token: Operator) -> HostView:
     return _view(_answer(lambda: hosts.drain(name)))
 
 
 @router.post("/hosts/{name}/activate", response_model=HostView, summary="Take new reservations again",
              responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
-def activate_host(name: str, hosts: Hosts, token: Operator) -> HostView:
+def activate_host(name: HostInPath, hosts: Hosts, token: Operator) -> HostView:
     return _view(_answer(lambda: hosts.activate(name)))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from enum import Enum
 
 from typing import Annotated
 
@@ -11,18 +12,21 @@ from pydantic import StringConstraints
 
 from common.masking import masked_task
 from common.statuses import TaskStatus
-from common.store.task_filters import TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
+from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
-from oss.api.schemas import MAX_LABELS, CreateTask, TaskCreated, TaskDetail, TaskPage, error_responses
+from oss.api.schemas import MAX_LABELS, CreateTask, Moment, TaskCreated, TaskDetail, TaskPage, error_responses
 from oss.api.views import task_summary, task_view
-from oss.times import to_epoch
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
 Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=.{{0,256}}$")]
 SEARCH = "A task id or its start, or text in the task type, message or a label (key=value); any case"
+# What ?status= takes, published as an enum: a code, or a name in upper or lower case.
+StatusFilter = Enum(  # type: ignore[misc]
+    "StatusFilter", {form: form for s in TaskStatus for form in (str(s.value), s.name, s.name.lower())}, type=str
+)
 
 
 @router.post(
@@ -69,25 +73,25 @@ def list_tasks(
     context: Context,
     token: Reader,
     task_type: Annotated[str | None, Query(max_length=128)] = None,
-    status: Annotated[str | None, Query(description="A code 0-5 or its name, e.g. ROLLED_BACK")] = None,
+    status: Annotated[StatusFilter | None, Query(description="A code 0-5 or its name, e.g. ROLLED_BACK")] = None,
     user_id: Annotated[str | None, Query(max_length=256, description="Owner")] = None,
     # A task holds at most MAX_LABELS labels, so more filters can match nothing; unbounded, they
     # made one SQL statement past SQLite's limits (a 503 for a bad request).
     label: Annotated[list[Label] | None, Query(max_length=MAX_LABELS, description="key=value; repeat: all must match")] = None,
-    created_from: Annotated[str | None, Query(description="ISO-8601 or epoch; inclusive")] = None,
-    created_to: Annotated[str | None, Query(description="ISO-8601 or epoch; exclusive")] = None,
+    created_from: Annotated[Moment | None, Query(description="ISO-8601 or epoch; inclusive")] = None,
+    created_to: Annotated[Moment | None, Query(description="ISO-8601 or epoch; exclusive")] = None,
     q: Annotated[str | None, Query(max_length=256, description=SEARCH)] = None,
-    cursor: Annotated[str | None, Query(max_length=2048, description="next_cursor of the page before")] = None,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor of the page before")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> TaskPage:
     search = q.strip() if q and q.strip() else None
     wanted = {
-        "status": _status(status),
+        "status": _status(status.value) if status else None,
         "task_type": task_type,
         "user_id": user_id,
         "labels": dict(item.split("=", 1) for item in label or []),
-        "created_from": _time("created_from", created_from),
-        "created_to": _time("created_to", created_to),
+        "created_from": created_from,
+        "created_to": created_to,
         "search": search,
     }
     # one more than asked tells whether another page exists
@@ -144,25 +148,12 @@ def get_task(task_id: str, context: Context, token: Reader) -> TaskDetail:
     return task_view(task, context.clock())
 
 
-def _status(text: str | None) -> TaskStatus | None:
-    if text is None:
-        return None
-    try:
-        return TaskStatus(int(text)) if text.strip().isdigit() else TaskStatus[text.strip().upper()]
-    except (KeyError, ValueError):
-        names = ", ".join(f"{s.value} {s.name}" for s in TaskStatus)
-        raise ApiError(422, "the request is not valid", fields=[("query.status", f"must be one of {names}")]) from None
-
-
-def _time(name: str, text: str | None) -> float | None:
-    try:
-        return None if text is None else to_epoch(text)
-    except ValueError as exc:
-        raise ApiError(422, "the request is not valid", fields=[(f"query.{name}", str(exc))]) from None
+def _status(text: str) -> TaskStatus:
+    return TaskStatus(int(text)) if text.isdigit() else TaskStatus[text.upper()]
 
 
 def _after(cursor: str | None) -> tuple[float, str] | None:
     try:
         return None if cursor is None else decode_cursor(cursor)
-    except ValueError as exc:
+    except ValueError as exc:  # the pattern let it through: decode_cursor and it disagree
         raise ApiError(422, "the request is not valid", fields=[("query.cursor", str(exc))]) from None
