@@ -16,7 +16,7 @@ $(VENV)/.runtime: requirements.lock pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > $(VENV)/runtime-requirements.txt
 	$(BIN)/pip install -q -r $(VENV)/runtime-requirements.txt -c requirements.lock
-	$(BIN)/pip install -q --no-deps --no-build-isolation -e . || $(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.runtime requirements.lock

@@ -16,13 +16,6 @@ from oss.cli_common import EXIT_USAGE, fail, settings
 from oss.reconcile_job import start_reconcile_job
 from oss.wiring import build, build_sweeper
 
-BUILTIN_REGISTRIES = (
-    "modules.resource.commands:registry",
-    "modules.mysql.commands:registry",
-    "modules.monitor.commands:registry",
-)
-
-
 @click.command()
 @click.option("--host", help="Listen address (default BATON_OSS_HOST, 127.0.0.1).")
 @click.option("--port", type=click.IntRange(0, 65535), help="Port (default BATON_OSS_PORT, 8080).")
@@ -45,21 +38,36 @@ def oss(host: str | None, port: int | None) -> None:
 
 @click.command(name="check-flows")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option("--registry", "registries", multiple=True, default=BUILTIN_REGISTRIES,
-              show_default=True, help="module:attribute of a CommandRegistry to check commands against.")  # fmt: skip
+@click.option("--registry", "registries", multiple=True,
+              help="module:attribute of a CommandRegistry outside modules/<name>/commands.py (repeatable).")  # fmt: skip
 def check_flows(path: Path | None, registries: tuple[str, ...]) -> None:
-    """Validate flows.yaml; print every problem with its line and path."""
-    from common.flows import load_flows
-    from common.runtime.registry import load_registry
+    """Validate flows.yaml; print every problem with its line and path.
 
-    known = {r.module: r.names() for r in map(load_registry, registries)}
+    Each module the file names is checked against its registry, found as `baton up` finds it:
+    modules/<name>/commands.py, `registry`. A module with none is reported (a typo, or a module
+    this checkout does not hold: name its registry with --registry)."""
+    from common.flows import load_flows
+    from common.runtime.discovery import conventional_commands, conventional_modules
+
     target = path or Path(load_settings().flows_path)
     try:
+        named = load_flows(target).modules()  # the file's own problems first, with their lines
+        known = conventional_commands({*named, *conventional_modules()})
+        known.update({r.module: r.names() for r in map(_registry, registries)})
         catalog = load_flows(target, known)
     except ConfigError as exc:
         click.echo(str(exc), err=True)
         sys.exit(EXIT_USAGE)
     click.echo(f"{target}: ok, {len(catalog.task_types)} task types: {', '.join(catalog.task_types)}")
+
+
+def _registry(ref: str):  # type: ignore[no-untyped-def]
+    from common.runtime.registry import load_registry
+
+    try:
+        return load_registry(ref)
+    except (ImportError, AttributeError, TypeError) as exc:
+        raise ConfigError(f"--registry {ref}: {exc}") from None
 
 
 @click.command()

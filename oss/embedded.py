@@ -33,6 +33,7 @@ from common.masking import masked_task
 from common.metrics import RuntimeMetrics
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
+from common.runtime.discovery import registry_ref
 from common.runtime.registry import load_registry
 from common.store.factory import open_store, sqlite_path
 from common.store.port import TaskStore
@@ -234,7 +235,7 @@ def _runtime(
     if name in EXTRA_CONSUMERS:
         extra = _load_attribute(EXTRA_CONSUMERS[name])(settings, store)
     return ModuleRuntime(
-        registry_ref=_registry_ref(name),
+        registry_ref=registry_ref(name),
         settings=settings,
         store=store,
         broker=broker,
@@ -250,16 +251,12 @@ def _known_commands(settings: OssSettings) -> dict[str, frozenset[str]]:
     known = {}
     for name in sorted(names):
         try:
-            known[name] = load_registry(_registry_ref(name)).names()
+            known[name] = load_registry(registry_ref(name)).names()
         except (ImportError, AttributeError) as exc:
             raise ConfigError(
-                f"{settings.flows_path}: module {name!r} has no {_registry_ref(name)} ({exc})"
+                f"{settings.flows_path}: module {name!r} has no {registry_ref(name)} ({exc})"
             ) from None
     return known
-
-
-def _registry_ref(module: str) -> str:
-    return f"modules.{module}.commands:registry"
 
 
 def _load_attribute(ref: str) -> Callable[..., Mapping[str, Callable[[bytes], None]]]:

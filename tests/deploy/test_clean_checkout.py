@@ -8,6 +8,7 @@ the machine's wheel cache)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,10 @@ from tests.deploy.support import REPO, TOKEN_LINE, URL_LINE, free_port, http
 from tests.support.cluster import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+ALARMING = re.compile(r"error|warn|invalid|traceback|deprecat|fail|!!|\*\*\*\*", re.IGNORECASE)
+# This machine's pip configuration names local index directories that may not exist: pip says
+# so for every package, whatever the project does.
+MACHINE_PIP = re.compile(r"^WARNING: Location 'file://\S+' is ignored: it is neither a file nor a directory\.$")
 LEFT_OUT = ("tests/", "bench/")  # not needed to run baton; the copy stays small
 
 
@@ -83,6 +88,10 @@ def test_make_run_on_a_fresh_checkout_serves_the_demo_task(tmp_path):
         )
         output = log.read_text()
         assert URL_LINE.search(output), f"make run exited {make.returncode}:\n{output[-5000:]}"
+        # The install and the start print nothing a newcomer would take for a failure (pip's
+        # "invalid command 'bdist_wheel'" before a fallback that worked, setuptools' notices).
+        alarming = [line for line in output.splitlines() if ALARMING.search(line) and not MACHINE_PIP.search(line)]
+        assert not alarming, "\n".join(alarming[:40])
         base = URL_LINE.search(output).group(1)
         assert base == f"http://127.0.0.1:{port}"
         token = TOKEN_LINE.search(output).group(1)
