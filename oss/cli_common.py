@@ -31,19 +31,23 @@ EXIT_NO_TASK = 3
 EXIT_REFUSED = 4
 
 
-def settings() -> Settings:
+def settings(client: bool = False) -> Settings:
+    """The settings, logging configured. A `client` command (submit, watch, hosts...) prints its
+    answer for a person or a script: its own info lines would only interleave with it, so it logs
+    warnings and errors only, unless BATON_LOG_LEVEL asks for more."""
     try:
         loaded = load_settings()
     except ConfigError as exc:
         fail(EXIT_USAGE, str(exc))
-    configure_logging(loaded.log_format, loaded.log_level)
+    quiet = client and "log_level" not in loaded.model_fields_set
+    configure_logging(loaded.log_format, "warning" if quiet else loaded.log_level)
     return loaded
 
 
 @contextmanager
 def opened_parts() -> Iterator[Parts]:
     try:
-        parts = build(settings())
+        parts = build(settings(client=True))
     except ConfigError as exc:  # flows.yaml or a store URL that does not work
         fail(EXIT_USAGE, str(exc))
     try:

@@ -143,3 +143,24 @@ def test_cancel_and_retry_record_who_and_why(cli):
     ]  # fmt: skip
     assert run("retry", "no-such-task", "--reason", "x").exit_code == 3
     assert run("cancel", task_id).exit_code == 2  # --reason is required
+
+
+def test_submit_wait_prints_the_answer_and_no_log_lines(cli):
+    run, driver = cli
+
+    def module() -> None:  # steps the one task as soon as it exists
+        deadline = time.time() + 10
+        while time.time() < deadline and not (tasks := driver.store.list_tasks(limit=1)):
+            time.sleep(0.02)
+        for _ in range(2):
+            driver.step(tasks[0].TaskId)
+
+    thread = threading.Thread(target=module)
+    thread.start()
+    result = run("submit", "create_db", "name=db1", "--wait")
+    thread.join()
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()  # stdout and stderr together, as a terminal shows them
+    assert lines[0].startswith("task ") and lines[0].endswith(" created")
+    assert not [line for line in lines if "[info" in line or "task created" in line], result.output
+    assert sum("step_succeeded" in line for line in lines) == 2 and "task_success" in lines[-1]
