@@ -63,7 +63,7 @@ def dispatch(task: Task, unit: Unit, phase: Phase, attempt: int, timing: Timing,
         run.State = RunState.WAITING_CHILD
         entry = child_entry(task, run, due_at)
     else:
-        run = add_run(task, unit, phase, attempt, ids, deadline=due_at + timing.redeliver_after)
+        run = add_run(task, unit, phase, attempt, ids, deadline=due_at + timing.redeliver_after, since=due_at)
         entry = publish_entry(task, run, due_at)
     task.Outbox.append(entry)
     record(task, timing.now, "dispatched", run, actor=actor)

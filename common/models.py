@@ -137,6 +137,9 @@ class Run(_Doc):
     # WAITING_CHILD: None (the child task has runs and deadlines of its own).
     Deadline: float | None = None
     Redispatches: int = 0  # re-publications of this dispatch by the sweeper (its backoff)
+    # When this run became due (its dispatch, or the end of its backoff or delayed start): how
+    # long a step has waited for a module to claim it. None in documents written before it.
+    Since: float | None = None
 
     @property
     def unit(self) -> tuple[int, int | None]:

@@ -114,9 +114,10 @@ def store_result(unit: UnitState, phase: Phase, result: AttemptResult, now: floa
         unit.RollbackCode, unit.RollbackMessage, unit.RollbackTimeEnd = result.code, result.message, now
 
 
-def add_run(task: Task, unit: Unit, phase: Phase, attempt: int, ids: IdFactory, deadline: float | None) -> Run:
+def add_run(task: Task, unit: Unit, phase: Phase, attempt: int, ids: IdFactory, deadline: float | None,
+            since: float | None = None) -> Run:  # fmt: skip
     cursor, item = unit
-    run = Run(Cursor=cursor, Item=item, Phase=phase, Attempt=attempt, DispatchId=ids(), Deadline=deadline)
+    run = Run(Cursor=cursor, Item=item, Phase=phase, Attempt=attempt, DispatchId=ids(), Deadline=deadline, Since=since)
     task.Runs.append(run)
     return run
 

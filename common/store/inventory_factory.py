@@ -1,4 +1,5 @@
-"""Open the inventory, the event log and the schedules named by a store URL (as open_store).
+"""Open the inventory, the event log, the schedules and the module registry named by a store
+URL (as open_store).
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
 BATON_STORE_URL configures them all. Adapters are imported on demand: a SQLite deployment never
@@ -14,6 +15,7 @@ from common.errors import ConfigError
 from common.store.events_port import EventLog
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, database_name, sqlite_path
 from common.store.inventory_port import Inventory
+from common.store.modules_port import ModuleRegistry
 from common.store.schedules_port import ScheduleStore
 
 
@@ -53,4 +55,12 @@ def open_schedule_store(
 ) -> ScheduleStore:
     return _open(  # type: ignore[no-any-return]
         url, "schedules_sqlite:SqliteScheduleStore", "schedules_mongo:MongoScheduleStore", timeout_seconds, indexes
+    )
+
+
+def open_module_registry(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> ModuleRegistry:
+    return _open(  # type: ignore[no-any-return]
+        url, "modules_sqlite:SqliteModuleRegistry", "modules_mongo:MongoModuleRegistry", timeout_seconds, indexes
     )

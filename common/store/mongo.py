@@ -81,6 +81,11 @@ class MongoStore(MongoAdapter):
         return self._find_tasks(query, [("SweepAt", ASCENDING)], limit)
 
     @_adapter_edge
+    def waiting_unclaimed(self, since_before: float, limit: int) -> list[Task]:
+        query = {"Runs": {"$elemMatch": {"State": "pending", "Since": {"$lte": since_before}}}}
+        return self._find_tasks(query, [("Runs.Since", ASCENDING)], limit)
+
+    @_adapter_edge
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         # OutboxDue: the earliest entry's DueAt (Task.to_doc); round 1's documents lack it.
         query = {"$or": [{"OutboxDue": {"$lte": due_before}},

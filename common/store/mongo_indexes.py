@@ -71,6 +71,11 @@ SPECS: dict[str, list[IndexSpec]] = {
             "deadline", [("Active.Deadline", ASCENDING)], {"partialFilterExpression": _UNFINISHED_DEADLINE}
         ),
         IndexSpec("outbox_due", [("Outbox.DueAt", ASCENDING)], {"partialFilterExpression": _UNSENT_OUTBOX}),
+        # waiting_unclaimed: only unfinished tasks have runs, hence a Since.
+        IndexSpec("runs_since", [("Runs.Since", ASCENDING)], {"partialFilterExpression": {"Runs.Since": {"$exists": True}}}),
+    ],
+    "modules": [
+        IndexSpec("module", [("Module", ASCENDING), ("WorkerId", ASCENDING)]),
     ],
     "alarms": [
         IndexSpec("alarm_id", [("AlarmId", ASCENDING)], {"unique": True}),

@@ -36,6 +36,10 @@ class TaskStore(Protocol):
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
         """Tasks whose `SweepAt` (earliest run deadline) is <= now: lapsed leases, unclaimed dispatches."""
 
+    def waiting_unclaimed(self, since_before: float, limit: int) -> list[Task]:
+        """Tasks whose active run is PENDING (nobody claimed it) and due since before
+        `since_before` (`Active.Since`), longest waiting first."""
+
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         """Tasks holding an outbox entry with `DueAt` <= due_before (oldest first)."""
 

@@ -246,6 +246,15 @@ class SqliteStore:
         return self._tasks(sql, (now,), limit)
 
     @_translated
+    def waiting_unclaimed(self, since_before: float, limit: int) -> list[Task]:
+        # Only active tasks have a deadline (a partial index): the JSON is read for those alone.
+        sql = (f"SELECT {_ROW} FROM tasks WHERE deadline IS NOT NULL"
+               " AND json_extract(doc, '$.Active.State') = 'pending'"
+               " AND json_extract(doc, '$.Active.Since') <= ?"
+               " ORDER BY json_extract(doc, '$.Active.Since') LIMIT ?")  # fmt: skip
+        return self._tasks(sql, (since_before,), limit)
+
+    @_translated
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         sql = f"SELECT {_ROW} FROM tasks WHERE outbox_due <= ? ORDER BY outbox_due LIMIT ?"
         return self._tasks(sql, (due_before,), limit)

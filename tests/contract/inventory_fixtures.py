@@ -17,6 +17,8 @@ from common.store.events_mongo import MongoEventLog
 from common.store.events_sqlite import SqliteEventLog
 from common.store.inventory_mongo import MongoInventory
 from common.store.inventory_sqlite import SqliteInventory
+from common.store.modules_mongo import MongoModuleRegistry
+from common.store.modules_sqlite import SqliteModuleRegistry
 from common.store.schedules_mongo import MongoScheduleStore
 from common.store.schedules_sqlite import SqliteScheduleStore
 from tests.contract.store_fixtures import fresh_database_name, server_client_fixture, store_kinds
@@ -46,6 +48,11 @@ class Backend:
         if self.kind == "sqlite":
             return SqliteScheduleStore(self.sqlite_path)  # type: ignore[arg-type]
         return MongoScheduleStore(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    def open_module_registry(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteModuleRegistry(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoModuleRegistry(self.mongo_client, self.database)  # type: ignore[arg-type]
 
     @property
     def shared_by_processes(self) -> bool:
@@ -89,5 +96,12 @@ def event_log(backend: Backend) -> Iterator[Any]:
 @pytest.fixture
 def schedule_store(backend: Backend) -> Iterator[Any]:
     opened = backend.open_schedules()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def module_registry(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_module_registry()
     yield opened
     opened.close()

@@ -1,0 +1,23 @@
+"""The task store's waiting_unclaimed (what the sweeper's unserved-queue job reads), on every
+store of the contract suite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
+from tests.contract.test_store_contract import NOW, _single_step_succeeded, claimed, new_task, store, write  # noqa: F401
+
+
+def test_waiting_unclaimed_returns_pending_runs_due_long_enough(store: Any) -> None:
+    old = new_task(NOW)  # step 0 due at NOW, nobody claimed it
+    newer = new_task(NOW + 50)
+    delayed = new_task(NOW, start_at=NOW + 500)  # not due before NOW + 500
+    running = new_task(NOW)
+    for task in (newer, delayed, old, running, _single_step_succeeded()):
+        store.insert(task)
+    write(store, running, lambda t: claimed(t, NOW + 1))
+    assert [t.TaskId for t in store.waiting_unclaimed(NOW + 60, limit=10)] == [old.TaskId, newer.TaskId]
+    assert [t.TaskId for t in store.waiting_unclaimed(NOW + 10, limit=10)] == [old.TaskId]
+    assert [t.TaskId for t in store.waiting_unclaimed(NOW + 600, limit=1)] == [old.TaskId]
+    assert store.waiting_unclaimed(NOW - 1, limit=10) == [] and store.waiting_unclaimed(NOW + 600, limit=0) == []
