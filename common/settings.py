@@ -107,6 +107,12 @@ class Settings(ConfigFileSources, BaseSettings):
     resource_claim_retention_days: float = Field(
         0.0, ge=0, description="The sweeper forgets inventory claims closed this long ago; 0: keep them"
     )
+    module_heartbeat_seconds: float = Field(
+        10.0, gt=0, le=3600, description="A module renews its announcement this often; 3 missed: not live"
+    )
+    unserved_alarm_seconds: float = Field(
+        120.0, gt=0, description="A step waiting this long with no live module for its queue raises an alarm"
+    )
     metrics_port: int = Field(0, ge=0, le=65535, description="Serve Prometheus /metrics here; 0: off")
     fault_injection: bool = Field(False, description="Honour _baton_faults in Parameters (tests, drills)")
     log_format: Literal["console", "json"] = Field("console", description="console or json")
@@ -151,6 +157,11 @@ class Settings(ConfigFileSources, BaseSettings):
     @property
     def effective_store_timeout(self) -> float:
         return self.store_timeout_seconds or self.lease_seconds / 3
+
+    @property
+    def module_ttl(self) -> float:
+        """How old a module's last heartbeat may be while it still counts as live."""
+        return self.module_heartbeat_seconds * 3
 
     @property
     def effective_heartbeat(self) -> float:

@@ -5,7 +5,8 @@ Per run: a task may have several (DESIGN.md 7.2), and one change handles all its
   the step is retried or routed, exactly as if the worker had reported a failure.
 - A PENDING dispatch nobody claimed for too long (its message was lost or purged): re-published.
 - An outbox entry left unsent past a grace period (a crash between commit and publish): relayed.
-- Periodic jobs handed in by the process that runs it (due schedules, say), under the same lock.
+- Periodic jobs handed in by the process that runs it (due schedules, say), under the same lock:
+  in OSS and `baton sweeper`, the schedules and the unserved-queue alarm (common/unserved.py).
 
 Safe to run in several processes: a lease-lock in the store lets one sweep at a time, and every
 change is a compare-and-set anyway, so two sweepers racing would still not corrupt a task.

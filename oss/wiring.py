@@ -8,11 +8,12 @@ from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
 from common.settings import Settings
-from common.store.factory import IndexMode, open_store
-from common.store.port import TaskStore
 from common.schedule_runner import ScheduleRunner
-from common.store.inventory_factory import open_inventory, open_schedule_store
+from common.store.factory import IndexMode, open_store
+from common.store.inventory_factory import open_inventory, open_module_registry, open_schedule_store
+from common.store.port import TaskStore
 from common.sweeper import Job, SweepConfig, Sweeper
+from common.unserved import UnservedWatch
 from oss.claim_retention import ClaimRetention
 from oss.service import TaskService
 
@@ -54,7 +55,9 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
         settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
     )
     schedules = ScheduleRunner(schedule_store, store, service.submit, settings.schedule_misfire_grace_seconds)
-    jobs: list[Job] = [schedules]
+    modules = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
+    unserved = UnservedWatch(store, modules, broker, settings.unserved_alarm_seconds, settings.module_ttl)
+    jobs: list[Job] = [schedules, unserved]
     if settings.resource_claim_retention_days > 0:
         inventory = open_inventory(
             settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"

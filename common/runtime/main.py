@@ -18,6 +18,7 @@ from common.runtime.module import BodyHandler, ModuleRuntime
 from common.runtime.registry import load_registry
 from common.settings import Settings, load_settings
 from common.store.factory import open_store
+from common.store.inventory_factory import open_module_registry
 from common.store.port import TaskStore
 
 log = structlog.get_logger(__name__)
@@ -38,6 +39,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         # Only checks the indexes: creating them is OSS's (or `baton store init`'s) job.
         store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
         broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
+        announcements = open_module_registry(settings.store_url)
     except BatonError as exc:  # unreachable or refusing: say so plainly and let the supervisor retry
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
         sys.exit(3)
@@ -49,6 +51,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         # Declare every queue this module may publish to, so a publish never finds none.
         queues_to_declare={module_queue(m) for m in flows.modules()},
         extra_consumers=extra_consumers(settings, store) if extra_consumers else None,
+        announce_to=announcements,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

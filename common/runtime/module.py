@@ -15,12 +15,14 @@ from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
+from common.runtime.announce import Announcer, baton_version
 from common.runtime.inbox import Handle, Inbox, TrackedDelivery
 from common.runtime.lease import LeaseKeeper
 from common.runtime.registry import load_registry
 from common.runtime.runner import CommandRunner
 from common.runtime.step_handler import HandlerConfig, StepHandler
 from common.settings import Settings
+from common.store.modules_port import ModuleRegistry
 from common.store.port import TaskStore
 from common.transitions import new_id
 
@@ -40,11 +42,17 @@ class ModuleRuntime:
         extra_consumers: Mapping[str, BodyHandler] | None = None,
         clock: Callable[[], float] = time.time,
         metrics: RuntimeMetrics | None = None,
+        announce_to: ModuleRegistry | None = None,
     ):
         self.metrics = metrics or RuntimeMetrics()
         registry = load_registry(registry_ref)
         self.module = registry.module
         self.owner = f"{self.module}@{socket.gethostname()}:{os.getpid()}:{new_id()[:6]}"
+        # Announced while it runs (None: not announced, as in tests that drive one in-process).
+        self._announcer = None if announce_to is None else Announcer(
+            announce_to, self.owner, self.module, registry.names(), registry.version or baton_version(),
+            settings.module_heartbeat_seconds, clock,
+        )  # fmt: skip
         self._settings = settings
         self._broker = broker
         self._queues = {module_queue(self.module), ALARM_QUEUE, *queues_to_declare}
@@ -90,6 +98,8 @@ class ModuleRuntime:
         self._subscribe(module_queue(self.module), self._handler.handle)
         for queue, handle_body in self._extra.items():
             self._subscribe(queue, _settle_by_outcome(handle_body))
+        if self._announcer is not None:  # consuming: now it serves its queue
+            self._announcer.start()
         log.info("module started", module=self.module, owner=self.owner,
                  concurrency=self._settings.concurrency, queue=module_queue(self.module))
 
@@ -102,6 +112,8 @@ class ModuleRuntime:
         """
         grace = self._settings.shutdown_grace_seconds if grace is None else grace
         self._stopping.set()
+        if self._announcer is not None:  # no longer taking work: no longer live
+            self._announcer.stop()
         for subscription in self._subscriptions:
             subscription.pause()
         for delivery in self._inbox.drain():

@@ -85,8 +85,9 @@ CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]
 
 
 class CommandRegistry:
-    def __init__(self, module: str):
+    def __init__(self, module: str, version: str | None = None):
         self.module = module
+        self.version = version  # announced with the module; None: baton's own version
         self._commands: dict[str, CommandFn] = {}
         self._setup: Callable[[], Any] | None = None
 

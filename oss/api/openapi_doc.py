@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -75,10 +76,13 @@ def document_every_answer(document: dict[str, Any]) -> None:
         for operation in path_item.values():
             responses = operation.setdefault("responses", {})
             for status, words in _EVERYWHERE.items():
-                responses.setdefault(status, {
-                    "description": words,
-                    "content": {"application/json": {"schema": _ERROR_REF}},
-                })  # fmt: skip
+                # FastAPI's own 422 entry names its error shape, which our handlers replace.
+                if status not in responses or "HTTPValidationError" in json.dumps(responses[status]):
+                    responses[status] = {"description": words, "content": {"application/json": {"schema": _ERROR_REF}}}
+    schemas = document.get("components", {}).get("schemas", {})
+    if "HTTPValidationError" not in json.dumps(document["paths"]):
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
 
 
 def add_links(document: dict[str, Any]) -> None:

@@ -92,6 +92,9 @@ class TaskDetail(Task):
         description="Every attempt of every step phase, from the history: the document keeps only the last",
     )
     TaskStatusName: str = Field("", description="The status's name beside its code, as in the list's items")
+    Waiting: str | None = Field(
+        None, description='Why its step is not taken, e.g. "no live module serves queue dnz"; null: nothing to say'
+    )
 
 
 class TaskCreated(BaseModel):

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from common.flows import FlowDefinition
 from common.masking import masked_alarm, masked_task, masked_task_view
 from common.models import Alarm, Step, Task
 from common.statuses import Phase, RunState, TaskStatus
+from common.unserved import unserved_notice, waiting_module
 from oss.api.attempts import attempts
 from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
 
 
-def task_view(task: Task, now: float) -> TaskDetail:
+def task_view(task: Task, now: float, live_modules: Collection[str] | None = None) -> TaskDetail:
+    """`live_modules` given: a step waiting on a module none of them is says so (`Waiting`)."""
     shown = TaskDetail.model_validate(masked_task_view(task))
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
     shown.TaskStatusName = task.TaskStatus.name
+    module = waiting_module(task)
+    pending = task.Active is not None and task.Active.State is RunState.PENDING
+    if live_modules is not None and pending and module is not None and module not in live_modules:
+        shown.Waiting = unserved_notice(module)
     return shown
 
 

@@ -12,11 +12,13 @@ from pydantic import StringConstraints
 
 from common.masking import masked_task
 from common.statuses import TaskStatus
+from common.store.modules_port import live_modules
 from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, TaskCreated, TaskDetail, TaskPage, error_responses
+from oss.api.routers.modules import Modules
 from oss.api.views import task_summary, task_view
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
@@ -137,15 +139,17 @@ def _searched_counts(context: ApiContext, wanted: dict, search: str) -> dict[Tas
 
 @router.get("/tasks/{task_id}", response_model=TaskDetail, summary="One task: the whole document",
             responses=error_responses(401, 404, 409, 422, 503))  # fmt: skip
-def get_task(task_id: str, context: Context, token: Reader) -> TaskDetail:
+def get_task(task_id: str, context: Context, token: Reader, registry: Modules) -> TaskDetail:
     """Every field of the task document, steps with times, attempts and errors, and the event
     history; secret parameters masked. Added: every attempt (the document keeps each phase's
-    last) and, for a delayed start not reached yet, when it starts. 409 when the stored document
-    cannot be read (an alarm names it)."""
+    last), for a delayed start not reached yet when it starts, and `Waiting` when no live
+    module serves the queue its step waits in. 409 when the stored document cannot be read (an
+    alarm names it)."""
     task = context.store.get(task_id)
     if task is None:
         raise ApiError(404, f"no task {task_id}")
-    return task_view(task, context.clock())
+    now = context.clock()
+    return task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl))
 
 
 def _status(text: str) -> TaskStatus:

@@ -1,0 +1,78 @@
+"""The modules that announced themselves (common/runtime/announce.py): which are live, with
+which commands, workers and last heartbeats. `baton modules` shows the same."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, Field
+
+from common.queues import module_queue
+from common.store.inventory_factory import open_module_registry
+from common.store.modules_port import ModuleRegistration, ModuleRegistry, is_live
+from oss.api.auth import Context, Reader
+from oss.api.schemas import error_responses
+
+router = APIRouter(prefix="/api/v1", tags=["modules"])
+
+
+class WorkerView(BaseModel):
+    worker_id: str
+    version: str
+    host: str
+    pid: int
+    started_at: float
+    heartbeat_at: float
+    live: bool
+
+
+class ModuleView(BaseModel):
+    module: str
+    queue: str
+    live: bool = Field(description="At least one worker renewed its heartbeat in time")
+    commands: list[str] = Field(description="What its live workers serve (all workers when none is live)")
+    workers: list[WorkerView]
+
+
+class ModuleList(BaseModel):
+    items: list[ModuleView]
+
+
+def module_registry(request: Request, context: Context) -> ModuleRegistry:
+    """One per app, opened on first use beside the task store."""
+    state = request.app.state
+    if getattr(state, "module_registry", None) is None:
+        state.module_registry = open_module_registry(context.settings.store_url)
+    return state.module_registry  # type: ignore[no-any-return]
+
+
+Modules = Annotated[ModuleRegistry, Depends(module_registry)]
+
+
+@router.get("/modules", response_model=ModuleList, summary="Modules that announced themselves, live first",
+            responses=error_responses(401, 503))  # fmt: skip
+def list_modules(
+    registry: Modules,
+    context: Context,
+    token: Reader,
+    stale: Annotated[bool, Query(description="Also modules whose every worker stopped renewing")] = False,
+) -> ModuleList:
+    now, ttl = context.clock(), context.settings.module_ttl
+    by_module: dict[str, list[ModuleRegistration]] = {}
+    for registration in registry.registrations():
+        by_module.setdefault(registration.Module, []).append(registration)
+    views = [_view(name, workers, now, ttl) for name, workers in by_module.items()]
+    shown = [v for v in views if v.live or stale]
+    return ModuleList(items=sorted(shown, key=lambda v: (not v.live, v.module)))
+
+
+def _view(module: str, registrations: list[ModuleRegistration], now: float, ttl: float) -> ModuleView:
+    live = [r for r in registrations if is_live(r, now, ttl)]
+    commands = sorted({c for r in (live or registrations) for c in r.Commands})
+    workers = [
+        WorkerView(worker_id=r.WorkerId, version=r.Version, host=r.Host, pid=r.Pid, started_at=r.StartedAt,
+                   heartbeat_at=r.HeartbeatAt, live=is_live(r, now, ttl))
+        for r in registrations
+    ]  # fmt: skip
+    return ModuleView(module=module, queue=module_queue(module), live=bool(live), commands=commands, workers=workers)
