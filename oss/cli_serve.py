@@ -39,21 +39,31 @@ def oss(host: str | None, port: int | None) -> None:
 @click.command(name="check-flows")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--registry", "registries", multiple=True,
-              help="module:attribute of a CommandRegistry outside modules/<name>/commands.py (repeatable).")  # fmt: skip
-def check_flows(path: Path | None, registries: tuple[str, ...]) -> None:
+              help="module:attribute of a CommandRegistry outside modules/<name>/commands.py (repeatable).")
+@click.option("--live", is_flag=True,
+              help="Check against the modules running now (announced in BATON_STORE_URL) instead.")  # fmt: skip
+def check_flows(path: Path | None, registries: tuple[str, ...], live: bool) -> None:
     """Validate flows.yaml; print every problem with its line and path.
 
     Each module the file names is checked against its registry, found as `baton up` finds it:
     modules/<name>/commands.py, `registry`. A module with none is reported (a typo, or a module
-    this checkout does not hold: name its registry with --registry)."""
+    this checkout does not hold: name its registry with --registry). With --live, against the
+    modules that announced themselves and still renew their heartbeat: one not running is
+    reported."""
     from common.flows import load_flows
     from common.runtime.discovery import conventional_commands, conventional_modules
+    from oss.cli_modules import live_commands
 
-    target = path or Path(load_settings().flows_path)
+    loaded = load_settings()
+    target = path or Path(loaded.flows_path)
     try:
         named = load_flows(target).modules()  # the file's own problems first, with their lines
-        known = conventional_commands({*named, *conventional_modules()})
-        known.update({r.module: r.names() for r in map(_registry, registries)})
+        if live:
+            known = live_commands(loaded)
+            click.echo(f"checked against the live modules: {', '.join(sorted(known)) or 'none'}", err=True)
+        else:
+            known = conventional_commands({*named, *conventional_modules()})
+            known.update({r.module: r.names() for r in map(_registry, registries)})
         catalog = load_flows(target, known)
     except ConfigError as exc:
         click.echo(str(exc), err=True)

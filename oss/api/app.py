@@ -19,9 +19,11 @@ from fastapi import Depends, FastAPI
 
 from common.broker.factory import open_broker
 from common.broker.port import Broker
-from common.errors import BrokerError
+from common.errors import BatonError, BrokerError
 from common.flows import FlowCatalog, load_flows
 from common.store.factory import open_store
+from common.store.inventory_factory import open_module_registry
+from common.store.modules_port import live_modules
 from common.store.port import TaskStore
 from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
@@ -38,6 +40,24 @@ from oss.wiring import build_sweeper
 
 log = structlog.get_logger(__name__)
 API_PREFIX = "/api/v1"
+
+
+def warn_of_modules_not_running(settings: OssSettings, flows: FlowCatalog, now: float) -> None:
+    """A module flows.yaml names may start after OSS, so start-up does not refuse it; but a typo
+    (`dnz`) must not pass in silence: say which are not running now. The sweeper raises an alarm
+    if a step then waits for one past BATON_UNSERVED_ALARM_SECONDS."""
+    try:
+        registry = open_module_registry(settings.store_url)
+        try:
+            live = live_modules(registry.registrations(), now, settings.module_ttl)
+        finally:
+            registry.close()
+    except BatonError as exc:
+        log.warning("could not read the module announcements", error=str(exc))
+        return
+    for module in sorted(flows.modules() - set(live)):
+        log.warning("flows.yaml names a module that is not running (yet)", module=module,
+                    running=", ".join(sorted(live)) or "none")  # fmt: skip
 
 
 def create_app(
@@ -66,6 +86,7 @@ def create_app(
             service.declare_queues()
         except BrokerError as exc:  # /readyz says so; the relay publishes once it is back
             log.warning("could not declare the queues", error=str(exc))
+        warn_of_modules_not_running(settings, flows, clock())
         stop = threading.Event()
         sweeper = None
         if settings.oss_sweeper:

@@ -47,9 +47,9 @@ def user_checkout(root: Path) -> Path:
     return root
 
 
-def check_flows(root: Path, text: str, *args: str) -> subprocess.CompletedProcess[str]:
+def check_flows(root: Path, text: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     (root / "flows.yaml").write_text(text)
-    env = {**clean_env(), "PYTHONPATH": str(root)}
+    env = {**clean_env(), "PYTHONPATH": str(root), **(env or {})}
     env.pop("VIRTUAL_ENV", None)
     return subprocess.run([sys.executable, "-m", "oss.cli", "check-flows", "flows.yaml", *args],
                           cwd=root, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -79,3 +79,23 @@ def test_a_registry_elsewhere_is_named_with_a_flag(tmp_path):
     assert run.returncode == 0, run.stderr
     bad = check_flows(root, flows, "--registry", "nowhere:registry")
     assert bad.returncode == 2 and "nowhere" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_live_checks_against_the_modules_running_now(tmp_path):
+    import time
+
+    from common.store.modules_port import ModuleRegistration
+    from common.store.modules_sqlite import SqliteModuleRegistry
+
+    root = user_checkout(tmp_path)
+    registry = SqliteModuleRegistry(root / "baton.db")
+    for module, commands in (("resource", ["check_resource", "restore_resource"]), ("storage", ["grow_volume"])):
+        registry.announce(ModuleRegistration(WorkerId=f"{module}@h:1", Module=module, Commands=commands, Version="1",
+                                             Host="h", Pid=1, StartedAt=time.time(), HeartbeatAt=time.time()))  # fmt: skip
+    registry.close()
+    live = ("--live",)
+    env_store = {"BATON_STORE_URL": f"sqlite:///{root / 'baton.db'}"}
+    assert check_flows(root, FLOWS, *live, env=env_store).returncode == 0
+    typo = check_flows(root, FLOWS.replace("module: storage", "module: dnz"), *live, env=env_store)
+    assert typo.returncode == 2
+    assert 'normal.module: unknown module "dnz" (known modules: resource, storage)' in typo.stderr

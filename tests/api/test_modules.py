@@ -1,0 +1,65 @@
+"""Announced modules over REST, the task view's "no live module serves queue X", and the
+sweeper's unserved-queue alarm: one per queue, through the monitor when it is live."""
+
+from __future__ import annotations
+
+import time
+
+from common.models import Alarm
+from common.queues import ALARM_QUEUE
+from common.store.modules_port import ModuleRegistration
+from common.store.modules_sqlite import SqliteModuleRegistry
+from common.unserved import UnservedWatch
+from tests.api.support import READER
+
+
+def announce(api, module: str, worker: str, age: float = 0.0, commands=("noop", "noop_rollback")) -> None:
+    registry = SqliteModuleRegistry(api.store.path)
+    now = time.time()
+    registry.announce(ModuleRegistration(WorkerId=worker, Module=module, Commands=list(commands), Version="1.2",
+                                         Host="h", Pid=7, StartedAt=now - 60, HeartbeatAt=now - age))  # fmt: skip
+    registry.close()
+
+
+def test_live_modules_are_listed_with_commands_workers_and_heartbeats(api):
+    announce(api, "mysql", "mysql@h:1")
+    announce(api, "resource", "resource@h:2", age=3600)  # stopped renewing an hour ago
+    items = api.get("/api/v1/modules", token=READER).json()["items"]
+    assert [(m["module"], m["live"], m["commands"]) for m in items] == [("mysql", True, ["noop", "noop_rollback"])]
+    assert items[0]["workers"][0]["worker_id"] == "mysql@h:1" and items[0]["workers"][0]["version"] == "1.2"
+    everything = api.get("/api/v1/modules", token=READER, stale="true").json()["items"]
+    assert [(m["module"], m["live"]) for m in everything] == [("mysql", True), ("resource", False)]
+
+
+def test_a_task_waiting_on_a_queue_nobody_serves_says_so(api):
+    task_id = api.create()["task_id"]  # step 0 waits in queue "resource"
+    assert api.get(f"/api/v1/tasks/{task_id}").json()["Waiting"] == "no live module serves queue resource"
+    announce(api, "resource", "resource@h:1")
+    assert api.get(f"/api/v1/tasks/{task_id}").json()["Waiting"] is None
+
+
+def watch(api, threshold: float = 0.0) -> UnservedWatch:
+    return UnservedWatch(api.store, SqliteModuleRegistry(api.store.path), api.broker, threshold, 30.0, time.time)
+
+
+def test_one_alarm_per_unserved_queue_stored_when_no_monitor_is_live(api):
+    first = api.create()["task_id"]
+    api.create(parameters={"name": "db2"})
+    assert watch(api, threshold=3600).check() == []  # not waiting long enough yet
+    (alarm,) = watch(api).check()
+    assert alarm.Kind == "no_live_module" and alarm.Module == "resource" and alarm.TaskId == first
+    assert "no live module serves queue resource: 2 step(s) waiting" in alarm.Message
+    assert watch(api).check() == []  # open already: not raised again
+    assert [a.AlarmId for a in api.store.list_alarms()] == [alarm.AlarmId]
+    announce(api, "resource", "resource@h:1")
+    api.store.acknowledge_alarm(alarm.AlarmId, by="olga", now=time.time())
+    assert watch(api).check() == []  # served now
+
+
+def test_the_alarm_goes_through_the_monitor_when_it_is_live(api):
+    api.create()
+    announce(api, "monitor", "monitor@h:1")
+    (alarm,) = watch(api).check()
+    message = api.broker._pop(ALARM_QUEUE)  # what the monitor would consume
+    assert message is not None and Alarm.model_validate_json(message.body) == alarm
+    assert api.store.list_alarms() == []  # the monitor stores it (and sends the webhook)
