@@ -40,3 +40,14 @@ def secantus_client(secantus):
     client = open_client(secantus.url)
     yield client
     client.close()
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """A test that configures logging (a CLI command run in-process sets its own level) must not
+    change what the tests after it log or capture: the configuration is put back afterwards."""
+    import structlog
+
+    before = structlog.get_config()
+    yield
+    structlog.configure(**before)
