@@ -39,27 +39,27 @@ def test_a_task_waiting_on_a_queue_nobody_serves_says_so(api):
 
 
 def watch(api, threshold: float = 0.0) -> UnservedWatch:
-    return UnservedWatch(api.store, SqliteModuleRegistry(api.store.path), api.broker, threshold, 30.0, time.time)
+    return UnservedWatch(api.store, SqliteModuleRegistry(api.store.path), api.broker, threshold, 30.0)
 
 
 def test_one_alarm_per_unserved_queue_stored_when_no_monitor_is_live(api):
     first = api.create()["task_id"]
     api.create(parameters={"name": "db2"})
-    assert watch(api, threshold=3600).check() == []  # not waiting long enough yet
-    (alarm,) = watch(api).check()
+    assert watch(api, threshold=3600)(time.time()) == []  # not waiting long enough yet
+    (alarm,) = watch(api)(time.time())
     assert alarm.Kind == "no_live_module" and alarm.Module == "resource" and alarm.TaskId == first
     assert "no live module serves queue resource: 2 step(s) waiting" in alarm.Message
-    assert watch(api).check() == []  # open already: not raised again
+    assert watch(api)(time.time()) == []  # open already: not raised again
     assert [a.AlarmId for a in api.store.list_alarms()] == [alarm.AlarmId]
     announce(api, "resource", "resource@h:1")
     api.store.acknowledge_alarm(alarm.AlarmId, by="olga", now=time.time())
-    assert watch(api).check() == []  # served now
+    assert watch(api)(time.time()) == []  # served now
 
 
 def test_the_alarm_goes_through_the_monitor_when_it_is_live(api):
     api.create()
     announce(api, "monitor", "monitor@h:1")
-    (alarm,) = watch(api).check()
+    (alarm,) = watch(api)(time.time())
     message = api.broker._pop(ALARM_QUEUE)  # what the monitor would consume
     assert message is not None and Alarm.model_validate_json(message.body) == alarm
     assert api.store.list_alarms() == []  # the monitor stores it (and sends the webhook)
