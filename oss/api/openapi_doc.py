@@ -36,7 +36,8 @@ def install_openapi(app: FastAPI, flows: FlowCatalog) -> None:
             document = get_openapi(
                 title=app.title, version=app.version, summary=app.summary, routes=app.routes
             )
-            per_task_type_bodies(document, flows)
+            for body in ("CreateTask", "CreateSchedule"):
+                per_task_type_bodies(document, flows, body)
             document_every_answer(document)
             add_links(document)
             app.openapi_schema = document
@@ -45,27 +46,28 @@ def install_openapi(app: FastAPI, flows: FlowCatalog) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def per_task_type_bodies(document: dict[str, Any], flows: FlowCatalog) -> None:
-    """CreateTask becomes a oneOf of CreateTask_<type>, one per task type."""
+def per_task_type_bodies(document: dict[str, Any], flows: FlowCatalog, body: str = "CreateTask") -> None:
+    """`body` (a component holding `task_type` and `parameters`) becomes a oneOf of
+    <body>_<type>, one per task type, discriminated by `task_type`."""
     schemas = document["components"]["schemas"]
-    base = schemas.get("CreateTask")
-    names = sorted(flows.task_types)
+    base = schemas.get(body)
+    names = list(flows.task_types)
     if base is None or not names:
         return
     variants: dict[str, str] = {}
     for name in names:
         variant = copy.deepcopy(base)
-        variant["title"] = f"Create a {name} task"
+        variant["title"] = f"{base.get('title', body)}: {name}"
         variant["properties"]["task_type"] = {"type": "string", "const": name, "enum": [name]}
         variant["properties"]["parameters"] = parameters_json_schema(flows.get(name).parameter_schema)
         if "required" in variant["properties"]["parameters"]:
             variant["required"] = sorted({*variant.get("required", []), "parameters"})
-        key = "CreateTask_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        key = f"{body}_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
         schemas[key] = variant
         variants[name] = f"#/components/schemas/{key}"
-    schemas["CreateTask"] = {
-        "title": "CreateTask",
-        "description": "A task of one of the task types flows.yaml defines (GET /task-types).",
+    schemas[body] = {
+        "title": body,
+        "description": "One of the task types flows.yaml defines (GET /task-types), with its parameters.",
         "oneOf": [{"$ref": ref} for ref in variants.values()],
         "discriminator": {"propertyName": "task_type", "mapping": variants},
     }

@@ -7,11 +7,13 @@ Request and envelope fields are snake_case; a task itself keeps the document's f
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from common.models import Alarm, BackoffPolicy, OperatorRequest, Task
+from common.statuses import TaskStatus
 from oss.api.attempts import AttemptView
 from oss.times import MOMENT_SCHEMA, to_epoch
 
@@ -30,6 +32,20 @@ def _json_number(value: Any) -> Any:
 
 # An integer as JSON Schema has it: 3 and 3.0, never true or "3".
 JsonInt = Annotated[int, BeforeValidator(_json_number)]
+# What a status filter takes, published as an enum: a code, or a name in upper or lower case.
+StatusFilter = Enum(  # type: ignore[misc]
+    "StatusFilter", {form: form for s in TaskStatus for form in (str(s.value), s.name, s.name.lower())}, type=str
+)
+# A mapping's keys off its key pattern are refused: say so in the schema (pydantic leaves it out).
+NO_OTHER_KEYS = {"additionalProperties": False}
+
+
+def at_least_one_of(*names: str) -> dict[str, Any]:
+    """JSON Schema for "give at least one of these fields, not null, a mapping or list not empty"."""
+    given: dict[str, Any] = {"not": {"type": "null"}, "minProperties": 1, "minItems": 1}
+    return {"anyOf": [{"required": [name], "properties": {name: given}} for name in names]}
+
+
 # A time as clients write it, epoch seconds once validated; the schema says exactly what it takes.
 Moment = Annotated[float, BeforeValidator(to_epoch), WithJsonSchema(MOMENT_SCHEMA)]
 
@@ -50,7 +66,7 @@ class CreateTask(_Request):
     user_id: str | None = Field(None, min_length=1, max_length=256, description="Owner")
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, max_length=MAX_LABELS,
-        json_schema_extra={"additionalProperties": False},  # a key off the pattern is refused
+        json_schema_extra=NO_OTHER_KEYS,
     )  # fmt: skip
 
 
@@ -186,6 +202,8 @@ class AlarmFilter(_Request):
 
 class AcknowledgeAlarms(_Request):
     """Which open alarms to acknowledge: `ids`, or every open one `filter` matches (both: either)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=at_least_one_of("ids", "filter"))
 
     ids: list[Id] = Field(default_factory=list, max_length=500)
     filter: AlarmFilter | None = None

@@ -39,6 +39,9 @@ ROLES = {"operator": OPERATOR, "submit": SUBMITTER, "read": READER}
 EXAMPLES_PER_OPERATION = 15
 CLI_EXAMPLES = 15
 KNOWN: dict[str, list[str]] = {}
+CLI_CONFIG = Path(__file__).with_name("schemathesis.toml")
+# What JSON Schema cannot say (see schemathesis.toml): a schema-valid cron may be refused.
+SEMANTIC_422 = {"POST /api/v1/schedules"}
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +89,9 @@ def test_every_operation_passes_every_check(api_schema: schemathesis.BaseSchema,
             database=None,
         )
         def fuzz(case: schemathesis.Case, pick: st.DataObject) -> None:
-            guided(case, pick).call_and_validate(headers=auth(ROLES[role]), checks=ALL_CHECKS)
+            guided(case, pick).call_and_validate(headers=auth(ROLES[role]), checks=checks)
+
+        checks = [c for c in ALL_CHECKS if not (operation.label in SEMANTIC_422 and c.__name__ == "positive_data_acceptance")]
 
         try:
             fuzz()
@@ -118,7 +123,8 @@ def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.mark.parametrize("role", [*ROLES, "none"])
 def test_the_schemathesis_cli_with_every_phase_and_check_finds_nothing(served_api: str, role: str, tmp_path: Path) -> None:
     command = [
-        str(Path(sys.executable).parent / "st"), "run", f"{served_api}/api/v1/openapi.json",
+        str(Path(sys.executable).parent / "st"), "--config-file", str(CLI_CONFIG),
+        "run", f"{served_api}/api/v1/openapi.json",
         "--checks", "all", "--max-examples", str(CLI_EXAMPLES), "--seed", "1", "--no-color",
     ]  # fmt: skip
     if role != "none":

@@ -5,50 +5,45 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from common.statuses import parse_task_status
 from oss.api.auth import Context, Operator
 from oss.api.errors import ApiError
-from oss.api.schemas import MAX_LABELS, LabelKey, LabelValue, error_responses
+from oss.api.schemas import (
+    MAX_LABELS,
+    NO_OTHER_KEYS,
+    JsonInt,
+    LabelKey,
+    LabelValue,
+    Moment,
+    Reason,
+    StatusFilter,
+    at_least_one_of,
+    error_responses,
+)
 from oss.bulk import MAX_TASKS, BulkActions
-from oss.times import to_epoch
 
 router = APIRouter(prefix="/api/v1", tags=["operator actions"])
 BULK_ACTIONS = ("cancel", "retry", "retry-rollback")
 
 
+_FILTERS = ("task_type", "status", "user_id", "labels", "created_from", "created_to")
+
+
 class BulkAction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # A filter is required (a bulk action on every task is never what was meant): the schema says so.
+    model_config = ConfigDict(extra="forbid", json_schema_extra=at_least_one_of(*_FILTERS))
 
-    reason: str = Field(min_length=1, max_length=2000, description="Recorded in every task's history")
-    dry_run: bool = Field(True, description="true (the default): only count and list what would change")
-    limit: int = Field(1000, ge=1, le=MAX_TASKS, description="At most this many tasks, newest first")
+    reason: Reason = Field(description="Recorded in every task's history")
+    dry_run: StrictBool = Field(True, description="true (the default): only count and list what would change")
+    limit: JsonInt = Field(1000, ge=1, le=MAX_TASKS, description="At most this many tasks, newest first")
     task_type: str | None = Field(None, min_length=1, max_length=128)
-    status: str | None = Field(None, description="A code 0-5 or its name, e.g. ROLLED_BACK")
+    status: StatusFilter | None = Field(None, description="A code 0-5 or its name, e.g. ROLLED_BACK")
     user_id: str | None = Field(None, min_length=1, max_length=256)
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS)
-    created_from: float | str | None = Field(None, description="ISO-8601 or epoch; inclusive")
-    created_to: float | str | None = Field(None, description="ISO-8601 or epoch; exclusive")
-
-    @field_validator("reason")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must say why")
-        return value.strip()
-
-    @field_validator("status")
-    @classmethod
-    def _status(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_task_status(value)  # a ValueError here is a 422 naming the field
-        return value
-
-    @field_validator("created_from", "created_to", mode="before")
-    @classmethod
-    def _epoch(cls, value: Any) -> float | None:
-        return None if value is None else to_epoch(value)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS, json_schema_extra=NO_OTHER_KEYS)
+    created_from: Moment | None = Field(None, description="ISO-8601 or epoch; inclusive")
+    created_to: Moment | None = Field(None, description="ISO-8601 or epoch; exclusive")
 
 
 class Refused(BaseModel):
@@ -78,7 +73,7 @@ def bulk_action(
     `"dry_run": false` applies it task by task, each recorded with the operator and reason."""
     filters = {
         "task_type": body.task_type,
-        "status": parse_task_status(body.status) if body.status is not None else None,
+        "status": parse_task_status(body.status.value) if body.status is not None else None,
         "user_id": body.user_id,
         "labels": body.labels,
         "created_from": body.created_from,

@@ -6,6 +6,7 @@ The sweeper runs the ticks (common/schedule_runner.py); this router only manages
 from __future__ import annotations
 
 from typing import Annotated, Any
+from zoneinfo import available_timezones
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,15 +15,23 @@ from common.errors import DuplicateSchedule
 from common.scheduling import Missed, Overlap, ScheduleError
 from oss.api.auth import Context, Operator, Reader
 from oss.api.errors import ApiError
-from oss.api.schemas import MAX_LABELS, LabelKey, LabelValue, error_responses
+from oss.api.schemas import MAX_LABELS, NO_OTHER_KEYS, JsonInt, LabelKey, LabelValue, error_responses
 from oss.schedules_service import ScheduleService
 
 router = APIRouter(prefix="/api/v1", tags=["schedules"])
 ScheduleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
 
 
+# Exactly one of cron and interval_seconds, as check_timing wants it.
+_ONE_TIMING = {"oneOf": [
+    {"required": ["cron"], "properties": {"cron": {"type": "string"}, "interval_seconds": {"type": "null"}}},
+    {"required": ["interval_seconds"], "properties": {"interval_seconds": {"type": "number"}, "cron": {"type": "null"}}},
+]}  # fmt: skip
+TimeZone = Annotated[str, Field(min_length=1, max_length=64, json_schema_extra={"enum": sorted(available_timezones())})]
+
+
 class CreateSchedule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_ONE_TIMING)
 
     name: ScheduleName
     task_type: str = Field(min_length=1, max_length=128)
@@ -30,11 +39,11 @@ class CreateSchedule(BaseModel):
     cron: str | None = Field(None, min_length=1, max_length=256, examples=["*/5 * * * *"],
                              description="Five fields (minute hour day month weekday), in `timezone`")  # fmt: skip
     interval_seconds: float | None = Field(None, ge=1, le=366 * 86400, description="Instead of cron")
-    timezone: str = Field("UTC", min_length=1, max_length=64, examples=["Europe/Paris"])
+    timezone: TimeZone = Field("UTC", examples=["Europe/Paris"])
     overlap: Overlap = Field(Overlap.SKIP, description="While the previous task runs: skip, queue or allow")
     missed: Missed = Field(Missed.LATEST, description="Ticks missed by more than the grace: latest, skip or all")
-    priority: int = Field(0, ge=0, le=4)
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS)
+    priority: JsonInt = Field(0, ge=0, le=4)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS, json_schema_extra=NO_OTHER_KEYS)
 
 
 class ScheduleView(BaseModel):

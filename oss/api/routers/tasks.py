@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from enum import Enum
 
 from typing import Annotated
 
@@ -11,13 +10,13 @@ from fastapi import APIRouter, Query, Response
 from pydantic import StringConstraints
 
 from common.masking import masked_task
-from common.statuses import TaskStatus
+from common.statuses import TaskStatus, parse_task_status
 from common.store.modules_port import live_modules
 from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
-from oss.api.schemas import MAX_LABELS, CreateTask, Moment, TaskCreated, TaskDetail, TaskPage, error_responses
+from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
 from oss.api.routers.modules import Modules
 from oss.api.views import task_summary, task_view
 
@@ -25,10 +24,6 @@ router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
 Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=.{{0,256}}$")]
 SEARCH = "A task id or its start, or text in the task type, message or a label (key=value); any case"
-# What ?status= takes, published as an enum: a code, or a name in upper or lower case.
-StatusFilter = Enum(  # type: ignore[misc]
-    "StatusFilter", {form: form for s in TaskStatus for form in (str(s.value), s.name, s.name.lower())}, type=str
-)
 
 
 @router.post(
@@ -153,7 +148,7 @@ def get_task(task_id: str, context: Context, token: Reader, registry: Modules) -
 
 
 def _status(text: str) -> TaskStatus:
-    return TaskStatus(int(text)) if text.isdigit() else TaskStatus[text.upper()]
+    return parse_task_status(text)  # the enum let only codes and names through
 
 
 def _after(cursor: str | None) -> tuple[float, str] | None:
