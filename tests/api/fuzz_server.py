@@ -29,7 +29,8 @@ def seeded_api(directory: Path) -> tuple[Any, SqliteStore, dict[str, list[str]]]
     for make in (_running, _rolled_back, _rollback_failed, _succeeded):
         task_ids.append(make(driver, context.service.submit("create_db", {"name": "x"}).task.TaskId))
     store.add_alarm(Alarm(AlarmId=ALARM_ID, Kind="dead_letter", Time=1.0, Message="m"))
-    known = {"task_id": task_ids, "alarm_id": [ALARM_ID], "task_type": list(context.flows.task_types)}
+    known = {"task_id": task_ids, "alarm_id": [ALARM_ID], "task_type": list(context.flows.task_types),
+             "ended_task_id": [task_ids[2], task_ids[4]]}  # rolled back, succeeded: their streams end  # fmt: skip
     return app, store, known
 
 
