@@ -243,7 +243,7 @@ def _runtime(
         queues_to_declare={module_queue(m) for m in flows.modules()},
         extra_consumers=extra,
         metrics=metrics,
-        announce_to=open_module_registry(settings.store_url),
+        announce_to=open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout),
     )
 
 

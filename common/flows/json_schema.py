@@ -5,7 +5,11 @@ the published schema is never refused, and one that breaks it is:
 - `pattern` must match the whole value there, hence the `^(?:...)$` anchoring here;
 - undeclared names are refused, except the reserved `_baton_` ones (patternProperties);
 - a secret is `writeOnly` with `format: password`, and neither its default nor its choices
-  are published (the document is readable by every read token).
+  are published (the document is readable by every read token);
+- free-form values (an object or array parameter, a type without `parameters:`, `_baton_` keys)
+  are STORED_JSON: what the input limits take (common.input_limits) as far as JSON Schema can
+  say it: plain keys, strings within the length limit, integers within 64 bits. Depth, item
+  and byte totals are not expressible; a value past those is refused at the edge with a 422.
 """
 
 from __future__ import annotations
@@ -13,6 +17,28 @@ from __future__ import annotations
 from typing import Any
 
 from common.flows.parameters import RESERVED_PREFIX, ParameterField, ParameterSchema
+from common.input_limits import INT64_MAX, INT64_MIN, MAX_KEY_LENGTH
+
+STORED_JSON = "StoredJson"
+_REF = {"$ref": f"#/components/schemas/{STORED_JSON}"}
+# No NUL or ".", not starting with "$", at most MAX_KEY_LENGTH characters (input_limits.key_problem).
+PLAIN_KEY = f"^([^$.\\u0000][^.\\u0000]{{0,{MAX_KEY_LENGTH - 1}}})?$"
+
+
+def stored_json_schema(max_string: int) -> dict[str, Any]:
+    """The component every free-form value refers to (recursive)."""
+    return {
+        "description": "Any JSON value the input limits take (plain keys, bounded strings and integers)",
+        "anyOf": [
+            {"type": "null"},
+            {"type": "boolean"},
+            {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX},
+            {"type": "number"},
+            {"type": "string", "maxLength": max_string},
+            {"type": "array", "items": _REF},
+            {"type": "object", "propertyNames": {"pattern": PLAIN_KEY}, "additionalProperties": _REF},
+        ],
+    }
 
 _CONSTRAINTS = {"minimum": "minimum", "maximum": "maximum", "min_length": "minLength", "max_length": "maxLength"}
 
@@ -20,11 +46,13 @@ _CONSTRAINTS = {"minimum": "minimum", "maximum": "maximum", "min_length": "minLe
 def parameters_json_schema(schema: ParameterSchema | None) -> dict[str, Any]:
     """The JSON Schema of a job's `parameters` object (None: a type that accepts anything)."""
     if schema is None:
-        return {"type": "object", "description": "Any parameters: this task type declares none"}
+        return {"type": "object", "description": "Any parameters: this task type declares none",
+                "propertyNames": {"pattern": PLAIN_KEY}, "additionalProperties": _REF}  # fmt: skip
     shown: dict[str, Any] = {
         "type": "object",
         "properties": {field.name: field_json_schema(field) for field in schema.fields},
-        "patternProperties": {f"^{RESERVED_PREFIX}": {}},
+        "patternProperties": {f"^{RESERVED_PREFIX}": _REF},
+        "propertyNames": {"pattern": PLAIN_KEY},
         "additionalProperties": False,
     }
     required = [field.name for field in schema.fields if field.required and not field.has_default]
@@ -35,6 +63,12 @@ def parameters_json_schema(schema: ParameterSchema | None) -> dict[str, Any]:
 
 def field_json_schema(field: ParameterField) -> dict[str, Any]:
     shown: dict[str, Any] = {"type": field.type}
+    if field.type == "object":
+        shown.update(propertyNames={"pattern": PLAIN_KEY}, additionalProperties=_REF)
+    elif field.type == "array":
+        shown["items"] = _REF
+    elif field.type == "integer":
+        shown.update(minimum=INT64_MIN, maximum=INT64_MAX)
     if field.description:
         shown["description"] = field.description
     for ours, theirs in _CONSTRAINTS.items():

@@ -33,6 +33,7 @@ from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTas
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
 from common.store import unreadable
+from common.store.sqlite_waiting import WaitingQuery
 from common.store.task_filters import PageKey, TaskFilter, sql_where
 
 BUSY_TIMEOUT_MS = 10_000
@@ -176,7 +177,7 @@ def _alarm(row: tuple[str] | None) -> Alarm | None:
     return None if row is None else Alarm.model_validate(_decode(row[0]))
 
 
-class SqliteStore:
+class SqliteStore(WaitingQuery):
     """TaskStore on a SQLite file; safe for many threads and many processes sharing the file."""
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -244,15 +245,6 @@ class SqliteStore:
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
         sql = f"SELECT {_ROW} FROM tasks WHERE deadline <= ? ORDER BY deadline LIMIT ?"
         return self._tasks(sql, (now,), limit)
-
-    @_translated
-    def waiting_unclaimed(self, since_before: float, limit: int) -> list[Task]:
-        # Only active tasks have a deadline (a partial index): the JSON is read for those alone.
-        sql = (f"SELECT {_ROW} FROM tasks WHERE deadline IS NOT NULL"
-               " AND json_extract(doc, '$.Active.State') = 'pending'"
-               " AND json_extract(doc, '$.Active.Since') <= ?"
-               " ORDER BY json_extract(doc, '$.Active.Since') LIMIT ?")  # fmt: skip
-        return self._tasks(sql, (since_before,), limit)
 
     @_translated
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:

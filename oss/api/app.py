@@ -127,7 +127,7 @@ def create_app(
     for module in (tasks, events, actions, bulk, task_types, alarms, hosts, schedules, modules, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
-    install_openapi(app, flows)  # the task types' parameter schemas, and what every route answers
+    install_openapi(app, flows, settings.input_limits.max_string)  # the task types' parameter schemas, and what every route answers
     mount_console(app)  # the web console at /console/, and / redirects there
     # The last added runs first: metrics see every answer, the 413s of the body limit included.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

@@ -20,7 +20,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from common.flows import FlowCatalog
-from common.flows.json_schema import parameters_json_schema
+from common.flows.json_schema import STORED_JSON, parameters_json_schema, stored_json_schema
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 _EVERYWHERE = {
@@ -30,12 +30,15 @@ _EVERYWHERE = {
 _TASK_ACTIONS = ("cancel", "retry", "retry-rollback", "compensate")
 
 
-def install_openapi(app: FastAPI, flows: FlowCatalog) -> None:
+def install_openapi(app: FastAPI, flows: FlowCatalog, max_string: int) -> None:
+    """`max_string`: the input limits' longest string (BATON_INPUT_MAX_STRING)."""
+
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = get_openapi(
                 title=app.title, version=app.version, summary=app.summary, routes=app.routes
             )
+            document["components"]["schemas"][STORED_JSON] = stored_json_schema(max_string)
             for body in ("CreateTask", "CreateSchedule"):
                 per_task_type_bodies(document, flows, body)
             document_every_answer(document)
