@@ -17,8 +17,9 @@ from collections.abc import Iterable
 import structlog
 
 from common.broker.port import Broker
-from common.models import Alarm, Task
+from common.models import Alarm, Run, Task
 from common.queues import ALARM_QUEUE, module_queue
+from common.statuses import RunState
 from common.store.modules_port import ModuleRegistry, live_modules
 from common.store.port import TaskStore
 
@@ -28,21 +29,28 @@ MONITOR = "monitor"
 BATCH = 500
 
 
-def waiting_module(task: Task) -> str | None:
-    if task.Active is None:
-        return None
-    return task.Steps[task.Active.Cursor].module(task.Active.Phase)
+def run_module(task: Task, run: Run) -> str:
+    return task.Steps[run.Cursor].module(run.Phase)
 
 
-def unserved(waiting: Iterable[Task], live: Iterable[str]) -> dict[str, list[Task]]:
-    """module -> its waiting tasks (longest waiting first), for modules with no live process."""
+def pending_runs(task: Task, due_before: float | None = None) -> list[Run]:
+    """Its runs nobody claimed (due before `due_before` when given), longest waiting first."""
+    runs = [r for r in task.Runs if r.State is RunState.PENDING and r.Since is not None]
+    if due_before is not None:
+        runs = [r for r in runs if r.Since <= due_before]  # type: ignore[operator]
+    return sorted(runs, key=lambda r: r.Since or 0.0)
+
+
+def unserved(waiting: Iterable[Task], live: Iterable[str], due_before: float) -> dict[str, list[tuple[Task, Run]]]:
+    """module -> its waiting runs (longest waiting first), for modules with no live process."""
     serving = set(live)
-    groups: dict[str, list[Task]] = {}
+    groups: dict[str, list[tuple[Task, Run]]] = {}
     for task in waiting:
-        module = waiting_module(task)
-        if module is not None and module not in serving:
-            groups.setdefault(module, []).append(task)
-    return groups
+        for run in pending_runs(task, due_before):
+            module = run_module(task, run)
+            if module not in serving:
+                groups.setdefault(module, []).append((task, run))
+    return {m: sorted(entries, key=lambda e: e[1].Since or 0.0) for m, entries in groups.items()}
 
 
 def unserved_notice(module: str) -> str:
@@ -50,17 +58,24 @@ def unserved_notice(module: str) -> str:
     return f"no live module serves queue {module_queue(module)}"
 
 
-def unserved_alarm(module: str, tasks: list[Task], now: float) -> Alarm:
-    oldest = tasks[0]
-    run = oldest.Active
-    assert run is not None
+def waiting_notice(task: Task, live: Iterable[str]) -> str | None:
+    """The task view's `Waiting`: its longest-waiting run on a queue no live module serves."""
+    serving = set(live)
+    for run in pending_runs(task):
+        if run_module(task, run) not in serving:
+            return unserved_notice(run_module(task, run))
+    return None
+
+
+def unserved_alarm(module: str, entries: list[tuple[Task, Run]], now: float) -> Alarm:
+    oldest, run = entries[0]
     step = oldest.Steps[run.Cursor]
     waited = now - (run.Since or now)
     return Alarm(
         AlarmId=f"{KIND}:{module}:{run.DispatchId}",
         Kind=KIND,
         Time=now,
-        Message=(f"{unserved_notice(module)}: {len(tasks)} step(s) waiting, the oldest for {waited:.0f}s "
+        Message=(f"{unserved_notice(module)}: {len(entries)} step(s) waiting, the oldest for {waited:.0f}s "
                  f"(task {oldest.TaskId} step {run.Cursor} {step.Name}); start module {module!r} "
                  "or fix flows.yaml"),
         TaskId=oldest.TaskId, Cursor=run.Cursor, Phase=run.Phase, Module=module, Command=step.command(run.Phase),
@@ -81,12 +96,12 @@ class UnservedWatch:
         if not waiting:
             return []
         live = live_modules(self._registry.registrations(), now, self._ttl)
-        groups = unserved(waiting, live)
+        groups = unserved(waiting, live, now - self._threshold)
         if not groups:
             return []
         open_alarms = self._store.list_alarms(acknowledged=False, limit=BATCH)
         already = {a.Module for a in open_alarms if a.Kind == KIND}
-        raised = [unserved_alarm(m, tasks, now) for m, tasks in sorted(groups.items()) if m not in already]
+        raised = [unserved_alarm(m, entries, now) for m, entries in sorted(groups.items()) if m not in already]
         for alarm in raised:
             log.warning("no live module for a waiting step", module=alarm.Module, task_id=alarm.TaskId,
                         step=alarm.Cursor, phase=alarm.Phase.label if alarm.Phase else None)  # fmt: skip

@@ -37,8 +37,8 @@ class TaskStore(Protocol):
         """Tasks whose `SweepAt` (earliest run deadline) is <= now: lapsed leases, unclaimed dispatches."""
 
     def waiting_unclaimed(self, since_before: float, limit: int) -> list[Task]:
-        """Tasks whose active run is PENDING (nobody claimed it) and due since before
-        `since_before` (`Active.Since`), longest waiting first."""
+        """Tasks with a run PENDING (nobody claimed it) and due since before `since_before`
+        (`Runs[].Since`), longest waiting first."""
 
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         """Tasks holding an outbox entry with `DueAt` <= due_before (oldest first)."""

@@ -8,11 +8,13 @@ from typing import Any
 from common.models import Task
 from common.store.sqlite_local import translated
 
-# Only unfinished tasks have a deadline (a partial index): the JSON is read for those alone.
+# The earliest Since of a task's pending runs. Only unfinished tasks have a deadline (a partial
+# index): the JSON is read for those alone.
+_SINCE = ("(SELECT MIN(json_extract(r.value, '$.Since')) FROM json_each(tasks.doc, '$.Runs') AS r"
+          " WHERE json_extract(r.value, '$.State') = 'pending')")  # fmt: skip
 _SQL = (
     "SELECT task_id, task_type, time_create, status, doc FROM tasks WHERE deadline IS NOT NULL"
-    " AND json_extract(doc, '$.Active.State') = 'pending' AND json_extract(doc, '$.Active.Since') <= ?"
-    " ORDER BY json_extract(doc, '$.Active.Since') LIMIT ?"
+    f" AND {_SINCE} <= ? ORDER BY {_SINCE} LIMIT ?"
 )
 
 

@@ -8,7 +8,7 @@ from common.flows import FlowDefinition
 from common.masking import masked_alarm, masked_task, masked_task_view
 from common.models import Alarm, Step, Task
 from common.statuses import Phase, RunState, TaskStatus
-from common.unserved import unserved_notice, waiting_module
+from common.unserved import waiting_notice
 from oss.api.attempts import attempts
 from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
 
@@ -19,10 +19,8 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
     shown.TaskStatusName = task.TaskStatus.name
-    module = waiting_module(task)
-    pending = task.Active is not None and task.Active.State is RunState.PENDING
-    if live_modules is not None and pending and module is not None and module not in live_modules:
-        shown.Waiting = unserved_notice(module)
+    if live_modules is not None:
+        shown.Waiting = waiting_notice(task, live_modules)
     return shown
 
 
