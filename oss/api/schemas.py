@@ -10,7 +10,7 @@ import re
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
 from common.models import Alarm, BackoffPolicy, OperatorRequest, Task
 from common.statuses import TaskStatus
@@ -88,10 +88,27 @@ Reason = Annotated[
 ]  # fmt: skip
 
 
+def _cancel_only(value: bool) -> bool:
+    if value:
+        raise ValueError("applies to cancel only")
+    return value
+
+
 class OperatorAction(_Request):
+    """The body of retry, retry-rollback and compensate."""
+
     reason: Reason = Field(description="Recorded in the history")
-    stop_running: bool = Field(
-        False, description="cancel only: stop claimed runs now (they count as failed and are rolled back) "
+    stop_running: Annotated[StrictBool, AfterValidator(_cancel_only)] = Field(
+        False, description="cancel only: false here", json_schema_extra={"enum": [False]}
+    )
+
+
+class CancelAction(_Request):
+    """A cancel's body: it alone may stop claimed runs (the schema says so, per action)."""
+
+    reason: Reason = Field(description="Recorded in the history")
+    stop_running: StrictBool = Field(
+        False, description="Stop claimed runs now (they count as failed and are rolled back) "
         "instead of letting them finish",
     )
 
