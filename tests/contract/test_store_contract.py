@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import multiprocessing
 import sqlite3
 import threading
 from typing import Any
 
 import pytest
 
-from common.errors import ConfigError, DuplicateTask, StoreError
+from common.errors import DuplicateTask
 from common.models import Alarm, Step, StepMessage, Task
 from common.statuses import Phase, ResultCode, TaskStatus
-from common.store.factory import database_name, open_store, sqlite_path
 from common.store.mongo import MongoStore
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
@@ -35,7 +33,6 @@ from common.transitions import (
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
     bump_counter,
-    count_in_process,
     real_mongo_client,
     real_mongo_url,
     subject,
@@ -442,214 +439,6 @@ def test_sqlite_file_from_before_user_id_gets_the_column(tmp_path: Any) -> None:
     store.insert(new_task(user_id="bob"))
     assert len(store.list_tasks(user_id="bob")) == 1
     store.close()
-
-
-# --- locks ---------------------------------------------------------------------------------------
-
-
-def test_lock_is_exclusive_until_it_lapses(store: Any) -> None:
-    assert store.try_lock("sweeper", "oss-a", NOW, ttl=10)
-    assert not store.try_lock("sweeper", "oss-b", NOW + 5, ttl=10)
-    assert store.try_lock("sweeper", "oss-a", NOW + 5, ttl=10)  # renewed: valid to NOW + 15
-    assert not store.try_lock("sweeper", "oss-b", NOW + 14, ttl=10)
-    assert store.try_lock("sweeper", "oss-b", NOW + 16, ttl=10)  # lapsed: taken over
-    assert not store.try_lock("sweeper", "oss-a", NOW + 17, ttl=10)
-    assert store.try_lock("relay", "oss-a", NOW + 17, ttl=10)  # locks are independent by name
-
-
-def test_release_lock_only_by_its_owner(store: Any) -> None:
-    assert store.try_lock("sweeper", "oss-a", NOW, ttl=60)
-    store.release_lock("sweeper", "oss-b")
-    assert not store.try_lock("sweeper", "oss-b", NOW + 1, ttl=60)
-    store.release_lock("sweeper", "oss-a")
-    assert store.try_lock("sweeper", "oss-b", NOW + 2, ttl=60)
-    store.release_lock("never-taken", "oss-a")
-
-
-# --- alarms --------------------------------------------------------------------------------------
-
-
-def alarm(alarm_id: str, time: float, message: str = "rollback of step 1 failed") -> Alarm:
-    return Alarm(
-        AlarmId=alarm_id,
-        Kind="rollback_failed",
-        Time=time,
-        Message=message,
-        TaskId="task-1",
-        Cursor=1,
-        Phase=Phase.ROLLBACK,
-        Module="mysql",
-        Command="destroy_instance",
-    )
-
-
-def test_add_alarm_is_idempotent(store: Any) -> None:
-    first = alarm("a-1", NOW)
-    assert store.add_alarm(first) is True
-    assert store.add_alarm(alarm("a-1", NOW + 1, "a redelivery")) is False
-    assert store.list_alarms() == [first]
-
-
-def test_list_and_acknowledge_alarms(store: Any) -> None:
-    for i in range(3):
-        store.add_alarm(alarm(f"a-{i}", NOW + i))
-    assert [a.AlarmId for a in store.list_alarms()] == ["a-2", "a-1", "a-0"]
-    assert [a.AlarmId for a in store.list_alarms(limit=2)] == ["a-2", "a-1"]
-
-    acked = store.acknowledge_alarm("a-1", by="oncall", now=NOW + 60)
-    assert acked == alarm("a-1", NOW + 1).model_copy(
-        update={"Acknowledged": True, "AcknowledgedBy": "oncall", "AcknowledgedAt": NOW + 60}
-    )
-    assert store.list_alarms(acknowledged=True) == [acked]
-    assert [a.AlarmId for a in store.list_alarms(acknowledged=False)] == ["a-2", "a-0"]
-
-    again = store.acknowledge_alarm("a-1", by="someone-else", now=NOW + 90)
-    assert again == acked  # the first acknowledgement stands
-    assert store.acknowledge_alarm("no-such-alarm", by="oncall", now=NOW) is None
-
-
-def test_ping(store: Any) -> None:
-    store.ping()
-
-
-# --- SQLite: processes and durability ------------------------------------------------------------
-
-
-def test_sqlite_mutations_from_processes_lose_no_update(tmp_path: Any) -> None:
-    path = str(tmp_path / "shared.db")
-    store = SqliteStore(path)
-    task = new_task()
-    store.insert(task)
-    procs_n, rounds = 4, 200
-
-    context = multiprocessing.get_context("spawn")
-    start, tries = context.Barrier(procs_n), context.Value("i", 0)
-    procs = [
-        context.Process(
-            target=count_in_process, args=(path, task.TaskId, f"p{i}", rounds, start, tries)
-        )
-        for i in range(procs_n)
-    ]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(timeout=60)
-    assert [proc.exitcode for proc in procs] == [0] * procs_n
-
-    final = store.get(task.TaskId)
-    assert final.Parameters["count"] == procs_n * rounds
-    assert all(final.Parameters[f"p{i}"] == rounds for i in range(procs_n))
-    assert final.Version == procs_n * rounds
-    lost_races = tries.value - procs_n * rounds
-    assert lost_races > 0, "the processes never overlapped: the test proved nothing"
-    print(f"{procs_n} processes: {lost_races} lost compare-and-set races, re-read and retried")
-    store.close()
-
-
-def test_sqlite_survives_close_and_reopen(tmp_path: Any) -> None:
-    path = str(tmp_path / "durable.db")
-    store = SqliteStore(path)
-    task = new_task(key="durable")
-    store.insert(task)
-    progressed = write(store, task, lambda t: claimed(t, NOW + 1))
-    store.add_alarm(alarm("a-1", NOW))
-    store.close()
-    with pytest.raises(StoreError):
-        store.get(task.TaskId)
-
-    reopened = SqliteStore(path)
-    assert reopened.get(task.TaskId) == progressed
-    assert reopened.get_by_idempotency_key("durable") == progressed
-    assert [a.AlarmId for a in reopened.list_alarms()] == ["a-1"]
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    reopened.close()
-
-
-def test_sqlite_unopenable_file_is_a_store_error(tmp_path: Any) -> None:
-    (tmp_path / "a-file").write_text("not a folder")
-    with pytest.raises(StoreError):
-        SqliteStore(str(tmp_path / "a-file" / "tasks.db"))
-
-
-def test_sqlite_connection_per_thread_after_other_threads_end(tmp_path: Any) -> None:
-    store = SqliteStore(str(tmp_path / "threads.db"))
-    task = new_task()
-    store.insert(task)
-    seen: list[Task | None] = []
-    for _ in range(3):
-        thread = threading.Thread(target=lambda: seen.append(store.get(task.TaskId)))
-        thread.start()
-        thread.join()
-    assert seen == [task] * 3
-    store.close()
-
-
-# --- Mongo: errors stay inside the adapter -------------------------------------------------------
-
-
-def test_unreachable_mongo_is_a_store_error() -> None:
-    with pytest.raises(StoreError):
-        MongoStore("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=200&connectTimeoutMS=200")
-
-
-# --- the factory ---------------------------------------------------------------------------------
-
-
-def test_open_store_sqlite_urls(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    absolute = tmp_path / "abs.db"
-    assert sqlite_path(f"sqlite://{absolute}") == str(absolute)  # sqlite:/// + /abs/path
-    assert sqlite_path(f"sqlite:///{absolute}") == str(absolute)  # SQLAlchemy's four slashes
-    assert sqlite_path(f"sqlite:{absolute}") == str(absolute)
-    assert sqlite_path("sqlite:var/baton.db") == "var/baton.db"
-    monkeypatch.chdir(tmp_path)
-    for url in (f"sqlite://{absolute}", "sqlite:relative.db"):
-        store = open_store(url)
-        assert isinstance(store, SqliteStore)
-        store.ping()
-        store.close()
-    assert (tmp_path / "relative.db").exists() and absolute.exists()
-
-
-@pytest.mark.parametrize(
-    "url", ["sqlite://host/x.db", "sqlite:", "sqlite::memory:", "sqlite:///x.db?mode=ro"]
-)
-def test_open_store_rejects_bad_sqlite_urls(url: str) -> None:
-    with pytest.raises(ConfigError):
-        open_store(url)
-
-
-def test_open_store_unknown_scheme_names_it() -> None:
-    with pytest.raises(ConfigError, match="redis"):
-        open_store("redis://localhost/0")
-    with pytest.raises(ConfigError):
-        open_store("just-a-path.db")
-
-
-def test_mongo_database_name_comes_from_the_url() -> None:
-    assert database_name("mongodb://h1:27017,h2:27017/prod?replicaSet=rs") == "prod"
-    assert database_name("mongodb+srv://user:p%40ss@cluster.example.net/ops") == "ops"
-    assert database_name("mongodb://localhost:27017") == "baton"
-    assert database_name("mongodb://localhost:27017/?w=majority") == "baton"
-
-
-def test_mongomock_url_is_one_in_memory_server_per_process() -> None:
-    name = f"factory_{threading.get_ident()}_{id(object())}"
-    first = open_store(f"mongomock:///{name}")
-    second = open_store(f"mongomock:///{name}")
-    task = new_task()
-    first.insert(task)
-    assert second.get(task.TaskId) == task
-    assert open_store("mongomock://").get(task.TaskId) is None  # database "baton"
-
-
-def test_sqlite_store_creates_the_folder_of_its_file(tmp_path):
-    from common.store.sqlite import SqliteStore
-
-    store = SqliteStore(tmp_path / "new" / "folder" / "baton.db")
-    store.ping()
-    store.close()
-    assert (tmp_path / "new" / "folder" / "baton.db").exists()
 
 
 def test_a_round_1_document_in_flight_is_still_swept_and_relayed(store: Any) -> None:
