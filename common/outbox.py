@@ -145,10 +145,17 @@ class _Timers:
             heapq.heappush(self._heap, (due, self._counter, callback))
             self._condition.notify()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
+        """No callback runs after this returns (within `timeout`): the caller may close the store.
+
+        A callback already running finishes first; one that is only due is dropped (the relay
+        publishes or marks what it would have)."""
         with self._condition:
             self._stopped = True
             self._condition.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def _run(self) -> None:
         while True:
