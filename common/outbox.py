@@ -145,7 +145,7 @@ class _Timers:
             heapq.heappush(self._heap, (due, self._counter, callback))
             self._condition.notify()
 
-    def stop(self, timeout: float = 2.0) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
         """No callback runs after this returns (within `timeout`): the caller may close the store.
 
         A callback already running finishes first; one that is only due is dropped (the relay
