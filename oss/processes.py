@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import Settings
 from common.statuses import FINAL_STATUSES, TaskStatus
+from common.stop_signals import stop_on_signals
 from oss.render import event_line, task_summary
 from oss.wiring import build, build_sweeper
 
@@ -20,8 +20,7 @@ BUILTIN_MODULES = ("resource", "mysql", "monitor")
 
 
 def run_until_signalled(stop: threading.Event) -> None:
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     while not stop.wait(1.0):
         pass
 
