@@ -12,7 +12,7 @@ an acknowledged change survives a crash of the server and a failover.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
@@ -92,6 +92,18 @@ class MongoStore(MongoAdapter):
                          {"OutboxDue": {"$exists": False}, "Outbox.DueAt": {"$lte": due_before}}],
                  unreadable.MARK_FIELD: {"$exists": False}}
         return self._find_tasks(query, [("OutboxDue", ASCENDING)], limit)
+
+    @_adapter_edge
+    def in_outbox(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        wanted = set(entries)
+        if not wanted:
+            return set()
+        query = {"TaskId": {"$in": sorted({t for t, _ in wanted})},
+                 "Outbox.DispatchId": {"$in": sorted({d for _, d in wanted})}}
+        found: set[tuple[str, str]] = set()
+        for doc in list(self._tasks.find(query, {"_id": False, "TaskId": True, "Outbox.DispatchId": True})):
+            found.update((doc["TaskId"], e.get("DispatchId")) for e in doc.get("Outbox", []))
+        return found & wanted
 
     @_adapter_edge
     def list_tasks(

@@ -8,7 +8,7 @@ late or stale worker can never overwrite a newer outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from common.models import Alarm, Task
@@ -42,6 +42,11 @@ class TaskStore(Protocol):
 
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         """Tasks holding an outbox entry with `DueAt` <= due_before (oldest first)."""
+
+    def in_outbox(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (TaskId, DispatchId) outbox entries are still in their task's outbox,
+        in one light query: a publisher checks a batch of deferred mark-sents at once, and
+        reads and writes only the tasks whose entry no claim has removed yet."""
 
     def list_tasks(
         self,

@@ -32,7 +32,7 @@ import pydantic_core
 from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTask
 from common.models import Alarm, Task
 from common.statuses import TaskStatus
-from common.store import sqlite_waiting, unreadable
+from common.store import sqlite_outbox, sqlite_waiting, unreadable
 from common.store.task_filters import PageKey, TaskFilter, sql_where
 
 BUSY_TIMEOUT_MS = 10_000
@@ -176,7 +176,7 @@ def _alarm(row: tuple[str] | None) -> Alarm | None:
     return None if row is None else Alarm.model_validate(_decode(row[0]))
 
 
-class SqliteStore(sqlite_waiting.WaitingQuery):
+class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery):
     """TaskStore on a SQLite file; safe for many threads and many processes sharing the file."""
 
     def __init__(self, path: str | os.PathLike[str]):
