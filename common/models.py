@@ -283,6 +283,7 @@ class StepMessage(_Doc):
     Cursor: int = Field(ge=0)
     Item: int | None = Field(None, ge=0)
     Type: PhaseCode
+    # Written by baton before round 2 and ignored since: the claim reads the document's.
     Parameters: dict[str, Any] = Field(default_factory=dict)
     Module: str
     Command: str

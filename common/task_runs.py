@@ -137,7 +137,6 @@ def step_message(task: Task, run: Run) -> StepMessage:
         Cursor=run.Cursor,
         Item=run.Item,
         Type=run.Phase,
-        Parameters=task.Parameters,
         Module=step.module(run.Phase),
         Command=step.command(run.Phase),
         Timeout=step.timeout(run.Phase),
@@ -156,7 +155,9 @@ def publish_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
     return OutboxEntry(
         DispatchId=run.DispatchId,
         Queue=module_queue(message.Module),
-        Body=message.model_dump(mode="json"),
+        # No Parameters: the module reads them from the document at the claim (round 1 did
+        # too), so secrets stay off the broker and the document holds one copy, not one per run.
+        Body=message.model_dump(mode="json", exclude={"Parameters"}),
         Priority=priority,
         DueAt=due_at,
     )
