@@ -64,7 +64,9 @@ class DeferredMarks:
             next_due = self._due[0][0] if self._due else None
             self._scheduled = next_due is not None
         if next_due is not None:
-            self._timers.at(next_due, self._check)
+            # Not before half a delay from now: a steady stream of entries would otherwise be
+            # checked one query each. An entry waits at most 1.5 delays (under the relay's grace).
+            self._timers.at(max(next_due, now + self._delay / 2), self._check)
         if not batch:
             return
         try:

@@ -81,3 +81,18 @@ def test_a_failed_check_leaves_the_entries_to_the_relay_and_later_ones_still_run
     clock.now += 1
     timers.fire_due()
     assert marked == [("t2", "d2")]
+
+
+def test_a_steady_stream_of_entries_is_checked_in_batches_not_one_query_each():
+    clock = Clock()
+    timers = Timers(clock)
+    queries: list[list[tuple[str, str]]] = []
+    marks = DeferredMarks(lambda b: queries.append(list(b)) or set(), lambda t, d: None, timers, clock, delay=1.0)
+    for n in range(40):  # one entry every 0.1 s for 4 s
+        marks.add(f"t{n}", f"d{n}")
+        clock.now += 0.1
+        timers.fire_due()
+    clock.now += 2
+    timers.fire_due()
+    assert sum(len(q) for q in queries) == 40
+    assert len(queries) <= 10  # about one query per half delay
