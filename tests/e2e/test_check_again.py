@@ -9,11 +9,14 @@ BATON_CHAOS=full checks 20 times over a minute; the normal run 20 times a quarte
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
 from common.statuses import Phase, ResultCode, StepState, TaskStatus
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.test_store import cluster_mongo_url
 
 FULL = os.environ.get("BATON_CHAOS", "").lower() == "full"
@@ -85,6 +88,10 @@ def test_a_step_checking_again_holds_no_slot_another_task_runs_meanwhile(cluster
     assert seen.Steps[1].State is StepState.RUNNING and seen.Steps[1].Progress == f"1 of {POLLS} checks"
     assert seen.Steps[1].WaitingSince is not None
     other = cluster.submit("quick_one")
+    shown = subprocess.run([sys.executable, "-m", "oss", "get", waiting.TaskId], env=cluster.env, cwd=REPO,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"not done yet, waiting since [0-9:.]+: \d+ of 20 checks", shown.stdout), shown.stdout
 
     other = cluster.wait_final(other.TaskId, timeout=30)
     done = cluster.wait_final(waiting.TaskId, timeout=60 + POLLS * INTERVAL * 3)
