@@ -53,6 +53,10 @@ class UnitState(_Doc):
     RollbackTimeStart: float | None = None
     RollbackTimeEnd: float | None = None
     RollbackAttempts: int = 0
+    # "Check again later" (DESIGN.md sec. 10): the command's latest progress message, and when
+    # the current phase first answered "not done yet" (None while it is not waiting).
+    Progress: str = ""
+    WaitingSince: float | None = None
 
 
 class StepItem(UnitState):
@@ -92,6 +96,7 @@ class Step(UnitState):
     After: list[int] | None = None
     ForEach: str | None = None  # the list parameter this step fans out over
     MaxParallel: int | None = None  # items running at once (None: all)
+    MaxWait: float | None = None  # seconds a phase may keep answering "check again" (None: no bound)
     Items: list[StepItem] | None = None  # fixed when a for_each step starts
     Flow: str | None = None  # a sub-flow step: the child's task type
     FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's

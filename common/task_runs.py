@@ -51,6 +51,8 @@ class AttemptResult:
     message: str = ""
     output: dict[str, Any] = field(default_factory=dict)
     retryable: bool = True
+    # "Not done yet, check again in this many seconds" (message: its progress); not an attempt.
+    check_again: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -191,11 +193,13 @@ def record(
 
 def reset_normal(unit: UnitState) -> None:
     unit.Code, unit.Message, unit.TimeStart, unit.TimeEnd, unit.Attempts = None, "", None, None, 0
+    unit.Progress, unit.WaitingSince = "", None
 
 
 def reset_rollback(unit: UnitState) -> None:
     unit.RollbackCode, unit.RollbackMessage = None, ""
     unit.RollbackTimeStart, unit.RollbackTimeEnd, unit.RollbackAttempts = None, None, 0
+    unit.WaitingSince = None
 
 
 def reset_step(step: Step) -> None:

@@ -186,8 +186,12 @@ class StepHandler:
         if committed is None:
             return
         with hidden_values(secret_values(committed)):  # the command's output may hold new ones
-            log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
-                     seconds=elapsed, task_status=committed.TaskStatus.name)
+            if result.check_again is not None:  # the run ended; the unit's next check is in the outbox
+                log.info("step checks again later", seconds=result.check_again, progress=result.message,
+                         elapsed=elapsed, task_status=committed.TaskStatus.name)
+            else:
+                log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
+                         seconds=elapsed, task_status=committed.TaskStatus.name)
         self._count_outcome(committed, message, labels)
         self._crash_point(task, message, "after_commit")
         self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))
