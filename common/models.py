@@ -215,7 +215,10 @@ class Task(_Doc):
     Runs: list[Run] = Field(default_factory=list)
     Parent: ParentLink | None = None  # set on a sub-flow's child task
     Outbox: list[OutboxEntry] = Field(default_factory=list)
+    # The newest events; older ones moved to the task_history collection/table (DESIGN.md 8.2).
+    # Event n of the task (counting from 0) is History[n - HistoryArchived] once n >= that.
     History: list[HistoryEvent] = Field(default_factory=list)
+    HistoryArchived: int = 0
     Version: int = 0  # bumped by every compare-and-set
     # An operator's retry of a rolled-back task runs the flow again from step 0 as a new
     # generation, from the parameters it was submitted with (its rollback undid every step).
@@ -250,6 +253,11 @@ class Task(_Doc):
         deadlines = [r.Deadline for r in self.Runs if r.Deadline is not None]
         self.SweepAt = min(deadlines) if deadlines else None
         self.OutboxDue = min(e.DueAt for e in self.Outbox) if self.Outbox else None
+
+    @property
+    def history_count(self) -> int:
+        """How many events this task has had, archived ones included: a reader's cursor."""
+        return self.HistoryArchived + len(self.History)
 
     def run(self, dispatch_id: str) -> Run | None:
         return next((r for r in self.Runs if r.DispatchId == dispatch_id), None)

@@ -25,6 +25,7 @@ from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.errors import BatonError, ConfigError, InvalidParameters
 from common.flows import FlowCatalog, load_flows
+from common.history import since
 from common.statuses import FINAL_STATUSES
 from common.stop_signals import stop_on_signals
 from common.logging import configure_logging, mask_secrets
@@ -313,10 +314,10 @@ def _demo(
         current = store.get(task.TaskId)
         if current is None:
             return
-        task = masked_task(current)
-        for event in task.History[seen:]:
+        task = masked_task(since(store, current, seen))
+        for event in task.History:
             echo(event_line(task, event))
-        seen = len(task.History)
+        seen = current.history_count
         if task.TaskStatus in FINAL_STATUSES and not task.Outbox:
             echo(task_summary(task))
             return

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.flows import load_flows
+from common.history import since
 from common.masking import masked_task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
@@ -59,10 +60,11 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
         echo(f"submitted {task_type} task {task.TaskId}")
         seen = 0
         while True:
-            task = masked_task(parts.store.get(task.TaskId))
-            for event in task.History[seen:]:
+            current = parts.store.get(task.TaskId)
+            task = masked_task(since(parts.store, current, seen))
+            for event in task.History:
                 echo(event_line(task, event))
-            seen = len(task.History)
+            seen = current.history_count
             if task.TaskStatus in FINAL_STATUSES and not task.Runs:
                 break
             stop.wait(0.05)

@@ -17,10 +17,10 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.collection import Collection
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from common.errors import DuplicateTask, UnreadableTask
-from common.models import Alarm, Task
+from common.models import Alarm, HistoryEvent, Task
 from common.statuses import TaskStatus
 from common.store import unreadable
 from common.store.mongo_base import MongoAdapter
@@ -48,6 +48,7 @@ class MongoStore(MongoAdapter):
         self._tasks: Docs = self._db["tasks"]
         self._locks: Docs = self._db["locks"]
         self._alarms: Docs = self._db["alarms"]
+        self._history: Docs = self._db["task_history"]
 
     # --- tasks ---------------------------------------------------------------------------------
 
@@ -104,6 +105,24 @@ class MongoStore(MongoAdapter):
         for doc in list(self._tasks.find(query, {"_id": False, "TaskId": True, "Outbox.DispatchId": True})):
             found.update((doc["TaskId"], e.get("DispatchId")) for e in doc.get("Outbox", []))
         return found & wanted
+
+    @_adapter_edge
+    def archive_history(self, task_id: str, first_index: int, events: list[HistoryEvent]) -> None:
+        if not events:
+            return
+        docs = [{"TaskId": task_id, "Index": first_index + n, "Event": e.model_dump(mode="json")}
+                for n, e in enumerate(events)]
+        try:
+            self._history.insert_many(docs, ordered=False)
+        except BulkWriteError as exc:  # written before (a lost race, a retry): the same events
+            if any(error.get("code") != 11000 for error in exc.details.get("writeErrors", [])):
+                raise
+
+    @_adapter_edge
+    def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]:
+        query = {"TaskId": task_id, "Index": {"$gte": start, "$lt": stop}}
+        rows = list(self._history.find(query, _no_id()).sort("Index", ASCENDING))
+        return [HistoryEvent.model_validate(row["Event"]) for row in rows]
 
     @_adapter_edge
     def list_tasks(

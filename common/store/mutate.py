@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from common.errors import StoreError
+from common.history import trim as trim_history
 from common.models import Task
 from common.store.port import TaskStore
 from common.transitions import Refusal
@@ -40,6 +41,7 @@ def mutate(
         if updated is current:
             raise TypeError("a change must return a new task, not edit the one it was given")
         updated.Version = current.Version + 1
+        trim_history(store, current, updated)  # the document stays bounded (common.history)
         if store.compare_and_set(updated, current.Version):
             return updated
     raise StoreError(f"task {task_id}: gave up after {max_tries} lost compare-and-set races")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from fastapi import APIRouter
 
+from common.history import with_full_history
 from oss.actions import ACTIONS
 from oss.api.auth import Context, Operator
 from oss.api.schemas import CancelAction, OperatorAction, TaskDetail, error_responses
@@ -47,7 +48,7 @@ def _route(action: str) -> Callable[..., TaskDetail]:
 
     def act(task_id: str, body: Body, context: Context, token: Operator) -> TaskDetail:  # type: ignore[valid-type]
         task = context.service.actions.apply(action, task_id, token.name, body.reason, stop_running=body.stop_running)
-        return task_view(task, context.clock())
+        return task_view(with_full_history(context.store, task), context.clock())
 
     act.__annotations__["body"] = Body  # the module's annotations are strings: resolve this one here
     act.__name__ = action.replace("-", "_") + "_task"

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import StringConstraints
 
+from common.history import with_full_history
 from common.masking import masked_task
 from common.statuses import TaskStatus, parse_task_status
 from common.store.modules_port import live_modules
@@ -138,6 +139,7 @@ def get_task(task_id: str, context: Context, token: Reader, registry: Modules) -
     if task is None:
         raise ApiError(404, f"no task {task_id}")
     now = context.clock()
+    task = with_full_history(context.store, task)
     return task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl))
 
 
