@@ -14,7 +14,7 @@ from typing import Any
 from common.logging import mask_secrets, scrub_values
 from common.masking import mask_parameters, secret_values
 from common.models import OutboxEntry, Task
-from common.statuses import TaskStatus
+from common.statuses import FINAL_STATUSES, TaskStatus
 
 WEBHOOK = "webhook"
 CREATED = "created"
@@ -83,6 +83,12 @@ def payload(task: Task, event: str, event_id: str, old: TaskStatus | None, now: 
     }
     # Every string scrubbed of the secret values (a message or label quoting one), as the API does.
     return mask_secrets(scrub_values(body, secret_values(task)))  # type: ignore[no-any-return]
+
+
+def settled(task: Task) -> bool:
+    """Final, and owing nothing to the engine: a webhook still waiting for its receiver does not
+    keep a task's watchers (SSE, `baton run`) waiting."""
+    return task.TaskStatus in FINAL_STATUSES and all(e.Kind == WEBHOOK for e in task.Outbox)
 
 
 def postpone(task: Task, dispatch_ids: set[str], until: float) -> Task | None:

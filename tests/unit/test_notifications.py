@@ -1,5 +1,9 @@
 """Webhook entries of status changes (common.notifications): written with the change, masked."""
 
+import pytest
+
+from common.errors import FlowError
+from common.flows import parse_flows
 from common.models import NotifyTarget, StepMessage
 from common.notifications import WEBHOOK, add_notifications, postpone, task_events
 from common.operator_actions import cancel
@@ -90,3 +94,35 @@ def test_the_global_webhook_is_copied_without_its_url():
     targets = notify_targets((NotifyTarget(Url="http://type.example/"),), settings)
     assert targets == [NotifyTarget(Url="http://type.example/"), NotifyTarget(Url=None, Events=["succeeded", "rolled_back"])]
     assert notify_targets((), load_settings()) == []
+
+
+# --- flows.yaml `notify` -------------------------------------------------------------------------
+
+FLOWS = """\
+version: 1
+task_types:
+  t:
+    notify: %s
+    steps:
+      - name: a
+        normal: {module: m, command: c}
+"""
+
+
+def test_a_task_types_webhook_is_read_from_flows_yaml():
+    flow = parse_flows(FLOWS % '{url: "https://hooks.example/baton", events: [succeeded, rolled_back]}', "flows.yaml").get("t")
+    assert flow.notify == (NotifyTarget(Url="https://hooks.example/baton", Events=["succeeded", "rolled_back"]),)
+    assert parse_flows(FLOWS % "{url: http://h/}", "flows.yaml").get("t").notify[0].Events == []
+
+
+@pytest.mark.parametrize("notify, where", [
+    ("{url: ftp://h/}", "task_types.t.notify.url: "),
+    ("{url: http://h/, events: [finished]}", "task_types.t.notify.events[0]: "),
+    ("{events: [created]}", "task_types.t.notify.url: "),
+    ("{url: http://h/, secret: x}", "task_types.t.notify.secret: "),
+])
+def test_a_broken_notify_names_file_line_and_path(notify, where):
+    with pytest.raises(FlowError) as caught:
+        parse_flows(FLOWS % notify, "flows.yaml")
+    [problem] = caught.value.problems
+    assert problem.startswith("flows.yaml:4: " + where), problem
