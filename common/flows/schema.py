@@ -140,8 +140,15 @@ NotifyEvent = Literal[
 class NotifySpec(_Spec):
     """A task type's webhook: its status changes POSTed to `url` (README "Notifications")."""
 
-    url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+\S*$", max_length=2000)]
+    url: Annotated[str, StringConstraints(max_length=2000)]
     events: list[NotifyEvent] | None = Field(None, min_length=1)  # left out: every event
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.fullmatch(r"https?://[^\s/?#]+\S*", value):
+            raise ValueError(f"must be an http:// or https:// URL (got {describe(value)})")
+        return value
 
 
 class TaskTypeSpec(_Spec):

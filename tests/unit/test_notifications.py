@@ -116,7 +116,7 @@ def test_a_task_types_webhook_is_read_from_flows_yaml():
 
 
 @pytest.mark.parametrize("notify, where", [
-    ("{url: ftp://h/}", "task_types.t.notify.url: "),
+    ("{url: ftp://h/}", "task_types.t.notify.url: must be an http:// or https:// URL"),
     ("{url: http://h/, events: [finished]}", "task_types.t.notify.events[0]: "),
     ("{events: [created]}", "task_types.t.notify.url: "),
     ("{url: http://h/, secret: x}", "task_types.t.notify.secret: "),
