@@ -37,7 +37,9 @@ def task_events(before: Task | None, after: Task) -> list[str]:
     if before is None:
         return [CREATED]
     events = []
-    if any(e.Event == "cancel_requested" for e in after.History[len(before.History):]):
+    # The change's own events: numbered from the task's creation (older ones may be archived).
+    new_events = after.History[max(0, before.history_count - after.HistoryArchived):]
+    if any(e.Event == "cancel_requested" for e in new_events):
         events.append(CANCELLED)
     if after.TaskStatus != before.TaskStatus:
         events.append(STATUS_EVENTS.get(after.TaskStatus, after.TaskStatus.name.lower()))
