@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from common.advance import advance, conclude, enter_rollback
-from common.models import ParentLink, Step, Task
+from common.models import NotifyTarget, ParentLink, Step, Task
 from common.routing import unit_state
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.subflows import child_outcome
@@ -32,7 +32,7 @@ from common.transitions import create_task
 
 def start_child(body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -> Task:
     """The child task a parent's `start_child` entry asks for, its roots dispatched."""
-    return create_task(
+    child = create_task(
         task_type=body["TaskType"],
         steps=[Step.model_validate(s) for s in body["Steps"]],
         parameters=body["Parameters"],
@@ -45,6 +45,8 @@ def start_child(body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -
         parent=ParentLink.model_validate(body["Parent"]),
         ids=ids,
     )
+    child.Notify = [NotifyTarget.model_validate(t) for t in body.get("Notify") or []]
+    return child
 
 
 def child_finished(parent: Task, body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:

@@ -163,7 +163,8 @@ class OutboxEntry(_Doc):
     """What a committed change owes the broker or another task; removed once done.
 
     Kinds (DESIGN.md 7.3): "publish" (Body is a message for Queue), "start_child" (Body is the
-    child task document), "child_finished", "undo_child", "cancel_child" (Body says which task)."""
+    child task document), "child_finished", "undo_child", "cancel_child" (Body says which task),
+    "webhook" (Body is the payload; Queue the target's Url, "" for the global webhook)."""
 
     DispatchId: str
     Kind: str = "publish"
@@ -171,6 +172,14 @@ class OutboxEntry(_Doc):
     Body: dict[str, Any]
     Priority: int = 0
     DueAt: float  # publish at or after this time (a retry's backoff, a delayed start)
+
+
+class NotifyTarget(_Doc):
+    """Where a task's status changes are POSTed (DESIGN.md sec. 10): `Url` None is the global
+    webhook (BATON_WEBHOOK_URL, resolved by whoever delivers, so it is never stored)."""
+
+    Url: str | None = None
+    Events: list[str] = Field(default_factory=list)  # empty: every event
 
 
 class HistoryEvent(_Doc):
@@ -214,6 +223,7 @@ class Task(_Doc):
     CancelRequested: OperatorRequest | None = None
     Runs: list[Run] = Field(default_factory=list)
     Parent: ParentLink | None = None  # set on a sub-flow's child task
+    Notify: list[NotifyTarget] = Field(default_factory=list)  # webhooks, copied at creation
     Outbox: list[OutboxEntry] = Field(default_factory=list)
     # The newest events; older ones moved to the task_history collection/table (DESIGN.md 8.2).
     # Event n of the task (counting from 0) is History[n - HistoryArchived] once n >= that.

@@ -51,6 +51,7 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
             Priority=task.Priority,
             UserId=task.UserId,
             Labels=task.Labels,
+            Notify=[t.model_dump(mode="json") for t in task.Notify],  # the child notifies the same webhooks
         )
     kind = START_CHILD if run.Phase is Phase.NORMAL else UNDO_CHILD
     return OutboxEntry(DispatchId=run.DispatchId, Kind=kind, Body=body, DueAt=due_at)

@@ -13,7 +13,8 @@ from common.broker.port import Broker
 from common.errors import DuplicateTask, IdempotencyConflict, InvalidParameters
 from common.flows import FlowCatalog
 from common.input_limits import check_input
-from common.models import Task
+from common.models import NotifyTarget, Task
+from common.notifications import add_notifications
 from common.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.settings import Settings
@@ -100,6 +101,8 @@ class TaskService:
             user_id=user_id,
             labels=dict(labels or {}),
         )
+        task.Notify = notify_targets(flow.notify, self._settings)
+        add_notifications(None, task)  # "created", in the insert itself
         try:
             self._store.insert(task)
         except DuplicateTask:
@@ -117,6 +120,15 @@ class TaskService:
 
     def close(self) -> None:
         self._publisher.stop()
+
+
+def notify_targets(of_type: tuple[NotifyTarget, ...], settings: Settings) -> list[NotifyTarget]:
+    """The task type's webhook (flows.yaml `notify`) and the global one (BATON_WEBHOOK_URL, kept
+    out of the document: the deliverer resolves Url None), copied into the task at creation."""
+    targets = [t.model_copy() for t in of_type]
+    if settings.webhook_url is not None:
+        targets.append(NotifyTarget(Url=None, Events=settings.webhook_event_names))
+    return targets
 
 
 def _repeat(existing: Task, *request: Any) -> Submission:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import SecretStr
+
 from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
@@ -14,6 +16,7 @@ from common.store.inventory_factory import open_inventory, open_module_registry,
 from common.store.port import TaskStore
 from common.sweeper import Job, SweepConfig, Sweeper
 from common.unserved import UnservedWatch
+from common.webhooks import WebhookConfig, WebhookDeliverer
 from oss.claim_retention import ClaimRetention
 from oss.service import TaskService
 
@@ -63,4 +66,17 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
             settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
         )
         jobs.append(ClaimRetention(inventory, settings.resource_claim_retention_days * 86400))
-    return Sweeper(store, broker, config, jobs=jobs)
+    return Sweeper(store, broker, config, jobs=jobs, webhooks=WebhookDeliverer(store, webhook_config(settings)))
+
+
+def webhook_config(settings: Settings) -> WebhookConfig:
+    def revealed(value: SecretStr | None) -> str | None:
+        return value.get_secret_value() if value is not None else None
+
+    return WebhookConfig(
+        global_url=revealed(settings.webhook_url),
+        secret=revealed(settings.webhook_secret),
+        timeout=settings.webhook_timeout_seconds,
+        backoff_max=settings.webhook_backoff_max_seconds,
+        alarm_after=settings.webhook_alarm_seconds,
+    )

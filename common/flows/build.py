@@ -17,7 +17,7 @@ from common.flows.schema import (
     PhaseSpec,
     StepSpec,
 )
-from common.models import BackoffPolicy, ChildTemplate, Step
+from common.models import BackoffPolicy, ChildTemplate, NotifyTarget, Step
 
 
 def build_catalog(spec: FlowsFile) -> FlowCatalog:
@@ -35,6 +35,8 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
                 description=task_type.description,
                 steps=[_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)],
                 parameter_schema=_parameter_schema(task_type.parameters),
+                notify=() if task_type.notify is None else (
+                    NotifyTarget(Url=task_type.notify.url, Events=list(task_type.notify.events or [])),),
             )
         return built[name]
 

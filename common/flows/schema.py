@@ -131,12 +131,33 @@ class ParameterSpec(_Spec):
         return value
 
 
+NotifyEvent = Literal[
+    "created", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
+    "waiting_for_lock",
+]  # common.notifications.EVENTS
+
+
+class NotifySpec(_Spec):
+    """A task type's webhook: its status changes POSTed to `url` (README "Notifications")."""
+
+    url: Annotated[str, StringConstraints(max_length=2000)]
+    events: list[NotifyEvent] | None = Field(None, min_length=1)  # left out: every event
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.fullmatch(r"https?://[^\s/?#]+\S*", value):
+            raise ValueError(f"must be an http:// or https:// URL (got {describe(value)})")
+        return value
+
+
 class TaskTypeSpec(_Spec):
     description: str = ""
     # Left out: the task type takes any parameters. Given (even empty): only the declared ones,
     # plus the reserved `_baton_*` keys.
     parameters: dict[str, ParameterSpec] | None = None
     steps: list[StepSpec] = Field(min_length=1)
+    notify: NotifySpec | None = None
 
 
 class FlowsFile(_Spec):
