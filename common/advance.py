@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.lock_transitions import release_on_finish
 from common.masking import scrubbed_text
 from common.models import Alarm, OutboxEntry, Run, StepItem, Task
 from common.queues import ALARM_QUEUE
@@ -141,6 +142,7 @@ def finish(task: Task, status: TaskStatus, now: float, actor: str, ids: IdFactor
         _raise_alarm(task, now, actor, ids)
     if task.Parent is not None:
         task.Outbox.append(child_finished_entry(task, now))
+    release_on_finish(task, now)
 
 
 def with_delay(timing: Timing, delay: float) -> Timing:

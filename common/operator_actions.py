@@ -26,6 +26,7 @@ caller publishes it with OutboxPublisher.flush after the write. DESIGN.md sec. 9
 from __future__ import annotations
 
 from common.advance import advance, dispatch, enter_rollback
+from common.lock_transitions import request_again
 from common.models import OperatorRequest, Task
 from common.routing import Unit, unit_state, units
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
@@ -97,6 +98,7 @@ def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     new.TimeStart = new.TimeEnd = None
     set_status(new, TaskStatus.NOT_STARTED)
     record(new, timing.now, "retried", actor=actor, message=reason)
+    request_again(new, timing.now)  # a task type with a lock queues for it again
     advance(new, timing, actor, ids)
     return new
 

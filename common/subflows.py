@@ -52,6 +52,8 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
             UserId=task.UserId,
             Labels=task.Labels,
         )
+        if template.Lock is not None:  # the child type's own lock (common/locks.py)
+            body["Lock"] = template.Lock.model_dump(mode="json")
     kind = START_CHILD if run.Phase is Phase.NORMAL else UNDO_CHILD
     return OutboxEntry(DispatchId=run.DispatchId, Kind=kind, Body=body, DueAt=due_at)
 

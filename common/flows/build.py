@@ -13,11 +13,12 @@ from common.flows.schema import (
     BackoffSpec,
     DefaultsSpec,
     FlowsFile,
+    LockSpec,
     ParameterSpec,
     PhaseSpec,
     StepSpec,
 )
-from common.models import BackoffPolicy, ChildTemplate, Step
+from common.models import BackoffPolicy, ChildTemplate, LockTemplate, Step
 
 
 def build_catalog(spec: FlowsFile) -> FlowCatalog:
@@ -35,6 +36,7 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
                 description=task_type.description,
                 steps=[_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)],
                 parameter_schema=_parameter_schema(task_type.parameters),
+                lock=_lock(task_type.lock),
             )
         return built[name]
 
@@ -58,8 +60,13 @@ def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: Defaul
             Steps=child.steps,
             Defaults={f.name: f.default for f in schema.fields if f.has_default} if schema else {},
             SecretParameters=child.secret_parameters,
+            Lock=child.lock,
         ))
     return Step(**fields)
+
+
+def _lock(spec: LockSpec | None) -> LockTemplate | None:
+    return None if spec is None else LockTemplate(Key=spec.key, Limit=spec.limit)
 
 
 def _phase(prefix: str, phase: PhaseSpec, defaults: DefaultsSpec) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from common.errors import UnknownTaskType
 from common.flows.parameters import ParameterCheck, ParameterSchema, validate_parameters
-from common.models import Step
+from common.models import LockTemplate, Step
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class FlowDefinition:
     description: str
     steps: list[Step]
     parameter_schema: ParameterSchema | None  # None: `parameters:` left out, anything goes
+    lock: LockTemplate | None = None  # `lock:` of the task type (common/locks.py)
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
         """The job's parameters checked against this type's schema, defaults filled in."""

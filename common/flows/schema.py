@@ -128,8 +128,17 @@ class ParameterSpec(_Spec):
         return value
 
 
+class LockSpec(_Spec):
+    """At most `limit` tasks whose rendered `key` is the same run at once; the rest wait in line.
+    The key's `{name}` placeholders must be declared parameters (checked in lock_checks.py)."""
+
+    key: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    limit: Annotated[int, Field(ge=1)] = 1
+
+
 class TaskTypeSpec(_Spec):
     description: str = ""
+    lock: LockSpec | None = None  # a per-key lock taken before the first step
     # Left out: the task type takes any parameters. Given (even empty): only the declared ones,
     # plus the reserved `_baton_*` keys.
     parameters: dict[str, ParameterSpec] | None = None
