@@ -59,6 +59,8 @@ def task_summary(task: Task, now: float) -> TaskSummary:
         Labels=shown.Labels,
         CancelRequested=shown.CancelRequested,
         ScheduledFor=scheduled_for(task, now),
+        WaitingFor=shown.WaitingFor,
+        Lock=shown.Lock,
     )
 
 
