@@ -19,7 +19,7 @@ import structlog
 
 from common.errors import StoreError
 from common.lock_transitions import lock_granted
-from common.locks import LOCK_ACQUIRE, LOCK_RELEASE, WAITING, stale_member
+from common.locks import LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockHolder, stale_member
 from common.models import OutboxEntry, Task
 from common.store.locks_table import LockTable, open_lock_store_for
 from common.store.mutate import mutate
@@ -40,7 +40,7 @@ class LockRelay:
     @property
     def table(self) -> LockTable:
         if self._table is None:  # opened on first use: most processes never see a lock
-            self._table = LockTable(open_lock_store_for(self._store))
+            self._table = LockTable(open_lock_store_for(self._store), clock=lambda: self._timing().now)
         return self._table
 
     def apply(self, task_id: str, entry: OutboxEntry) -> bool:
@@ -52,11 +52,10 @@ class LockRelay:
                 if task is None or task.Lock is None or task.Lock.State != WAITING:
                     return True  # granted, ended or gone already: a relay's late repeat
                 granted = self.table.join(body["Key"], task_id, priority=int(body.get("Priority", 0)),
-                                          seq=float(body.get("Seq", 0.0)), limit=int(body.get("Limit", 1)),
-                                          now=self._timing().now)
+                                          seq=float(body.get("Seq", 0.0)), limit=int(body.get("Limit", 1)))
                 log.info("lock asked", task_id=task_id, key=body["Key"], granted=len(granted))
             elif entry.Kind == LOCK_RELEASE:
-                granted = self.table.leave(body["Key"], task_id, now=self._timing().now)
+                granted = self.table.leave(body["Key"], task_id)
                 log.info("lock released", task_id=task_id, key=body["Key"], granted=len(granted))
             else:
                 log.error("unknown lock entry kind; dropped", task_id=task_id, kind=entry.Kind)
@@ -77,25 +76,27 @@ class LockRelay:
                 task = self._store.get(task_id)
                 if stale_member(task, lock.Key):
                     log.warning("lock member reclaimed", task_id=task_id, key=lock.Key)
-                    self._grant_all(lock.Key, self.table.leave(lock.Key, task_id, now=self._timing().now))
+                    self._grant_all(lock.Key, self.table.leave(lock.Key, task_id))
                     removed += 1
                 elif lock.holds(task_id) and task is not None and task.Lock is not None \
                         and task.Lock.State == WAITING:
-                    self._grant_all(lock.Key, [task_id])  # granted, but the task never heard
+                    holder = next(h for h in lock.Holders if h.TaskId == task_id)
+                    self._grant_all(lock.Key, [holder])  # granted, but the task never heard
         return removed
 
     def close(self) -> None:
         if self._table is not None:
             self._table.close()
 
-    def _grant_all(self, key: str, granted: list[str]) -> None:
+    def _grant_all(self, key: str, granted: list[LockHolder]) -> None:
         line = list(granted)
         while line:
-            task_id = line.pop(0)
-            changed = mutate(self._store, task_id, lambda t: lock_granted(t, key, self._timing()))
+            holder = line.pop(0)
+            task_id = holder.TaskId
+            changed = mutate(self._store, task_id, lambda t: lock_granted(t, key, self._timing(), since=holder.Since))
             if isinstance(changed, Refusal):
                 if stale_member(self._store.get(task_id), key):  # ended while in line: pass it on
-                    line += self.table.leave(key, task_id, now=self._timing().now)
+                    line += self.table.leave(key, task_id)
                 continue
             log.info("lock taken", task_id=task_id, key=key)
             self._flush(changed)

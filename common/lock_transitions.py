@@ -32,8 +32,10 @@ def acquire_id(task: Task) -> str:
     return f"{task.TaskId}:lock:g{task.Generation}"
 
 
-def lock_granted(task: Task, key: str, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
-    """The lock table made this task a holder of `key`: stop waiting and start the ready roots."""
+def lock_granted(task: Task, key: str, timing: Timing, ids: IdFactory = new_id,
+                 since: float | None = None) -> Task | Refusal:
+    """The lock table made this task a holder of `key` (at `since`, the table's time, which
+    orders grants): stop waiting and start the ready roots."""
     from common.advance import advance  # advance imports this module (finish releases)
 
     if task.Lock is None or task.Lock.Key != key:
@@ -42,7 +44,7 @@ def lock_granted(task: Task, key: str, timing: Timing, ids: IdFactory = new_id) 
         return Refusal(f"lock is {task.Lock.State}, task {task.TaskStatus.name}: nothing to start")
     new = task.clone()
     assert new.Lock is not None
-    new.Lock.State, new.Lock.Since = HELD, timing.now
+    new.Lock.State, new.Lock.Since = HELD, timing.now if since is None else since
     if new.WaitingFor is not None and new.WaitingFor.Kind == LOCK_WAIT:
         new.WaitingFor = None
     drop_outbox(new, acquire_id(new))  # applied: a relay must not ask again

@@ -7,28 +7,34 @@ MongoDB database), so whoever flushes an outbox can apply lock entries with what
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from common.errors import StoreError
-from common.locks import KeyLock, join, leave
+from common.locks import KeyLock, LockHolder, join, leave
 from common.store.locks_port import LockStore
 
 MAX_TRIES = 50  # each try is one read and one write; only a storm of writers on one key loses this often
-Decision = Callable[[KeyLock], tuple[KeyLock, list[str]]]
+Decision = Callable[[KeyLock, float], tuple[KeyLock, list[str]]]
 
 
 class LockTable:
-    def __init__(self, store: LockStore):
+    """`now` left out: the clock is read after each read of the document, so grant times follow
+    the order in which the compare-and-sets won (a grant is never dated before an earlier one)."""
+
+    def __init__(self, store: LockStore, clock: Callable[[], float] = time.time):
         self.store = store
+        self._clock = clock
 
-    def join(self, key: str, task_id: str, *, priority: int, seq: float, limit: int, now: float) -> list[str]:
-        """The task waits in line for `key` (once); returns the tasks granted by this change."""
-        return self._change(key, lambda lock: join(lock, task_id, priority, seq, limit, now))
+    def join(self, key: str, task_id: str, *, priority: int, seq: float, limit: int,
+             now: float | None = None) -> list[LockHolder]:
+        """The task waits in line for `key` (once); returns the holders this change granted."""
+        return self._change(key, lambda lock, at: join(lock, task_id, priority, seq, limit, at), now)
 
-    def leave(self, key: str, task_id: str, *, now: float) -> list[str]:
-        """The task gives `key` back or leaves its line; returns the tasks granted by this change."""
-        return self._change(key, lambda lock: leave(lock, task_id, now))
+    def leave(self, key: str, task_id: str, *, now: float | None = None) -> list[LockHolder]:
+        """The task gives `key` back or leaves its line; returns the holders this change granted."""
+        return self._change(key, lambda lock, at: leave(lock, task_id, at), now)
 
     def get(self, key: str) -> KeyLock | None:
         return self.store.get(key)
@@ -40,15 +46,15 @@ class LockTable:
     def close(self) -> None:
         self.store.close()
 
-    def _change(self, key: str, decide: Decision) -> list[str]:
+    def _change(self, key: str, decide: Decision, now: float | None) -> list[LockHolder]:
         for _ in range(MAX_TRIES):
             current = self.store.get(key) or KeyLock(Key=key)
-            new, granted = decide(current)
+            new, granted = decide(current, self._clock() if now is None else now)
             if new == current:
-                return granted
+                return []
             new.Version = current.Version + 1
             if self.store.compare_and_set(new, current.Version):
-                return granted
+                return [h for h in new.Holders if h.TaskId in granted]
         raise StoreError(f"lock {key!r}: gave up after {MAX_TRIES} lost races")
 
 

@@ -51,7 +51,7 @@ def test_acquire_release_and_reclaim(subject: StoreUnderTest) -> None:
         assert relay.reclaim() == 0  # nothing left to reclaim: idempotent
 
         # Granted in the lock table, but the process died before writing the task: reclaim grants it.
-        relay.table.leave("k", "b", now=NOW + 11)
+        relay.table.leave("k", "b")
         assert store.get("c").Lock.State == WAITING and relay.table.get("k").holds("c")
         relay.reclaim()
         assert store.get("c").Lock.State == HELD

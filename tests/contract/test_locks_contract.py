@@ -20,6 +20,10 @@ from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # n
 NOW = 1_700_000_000.0
 
 
+def ids(granted: list[Any]) -> list[str]:
+    return [holder.TaskId for holder in granted]
+
+
 def test_compare_and_set_inserts_once_and_lets_one_writer_win(lock_store: Any) -> None:
     first = KeyLock(Key="k", Limit=2, Version=1)
     assert lock_store.compare_and_set(first, 0) is True
@@ -35,17 +39,17 @@ def test_compare_and_set_inserts_once_and_lets_one_writer_win(lock_store: Any) -
 
 def test_take_wait_release_in_order_and_idempotent(lock_store: Any) -> None:
     table = LockTable(lock_store)
-    assert table.join("k", "a", priority=0, seq=1, limit=2, now=NOW) == ["a"]
-    assert table.join("k", "a", priority=0, seq=1, limit=2, now=NOW) == []  # asked twice: one place
-    assert table.join("k", "b", priority=0, seq=2, limit=2, now=NOW) == ["b"]
-    assert table.join("k", "c", priority=0, seq=3, limit=2, now=NOW) == []
-    assert table.join("k", "d", priority=1, seq=4, limit=2, now=NOW) == []
+    assert ids(table.join("k", "a", priority=0, seq=1, limit=2, now=NOW)) == ["a"]
+    assert ids(table.join("k", "a", priority=0, seq=1, limit=2, now=NOW)) == []  # asked twice: one place
+    assert ids(table.join("k", "b", priority=0, seq=2, limit=2, now=NOW)) == ["b"]
+    assert ids(table.join("k", "c", priority=0, seq=3, limit=2, now=NOW)) == []
+    assert ids(table.join("k", "d", priority=1, seq=4, limit=2, now=NOW)) == []
     lock = table.get("k")
     assert [h.TaskId for h in lock.Holders] == ["a", "b"] and [w.TaskId for w in lock.Waiters] == ["c", "d"]
-    assert table.leave("k", "a", now=NOW + 1) == ["d"]  # priority first
-    assert table.leave("k", "a", now=NOW + 2) == []  # released twice: one release
-    assert table.leave("k", "b", now=NOW + 3) == ["c"]
-    assert table.leave("k", "c", now=NOW + 4) == [] and table.leave("k", "d", now=NOW + 4) == []
+    assert ids(table.leave("k", "a", now=NOW + 1)) == ["d"]  # priority first
+    assert ids(table.leave("k", "a", now=NOW + 2)) == []  # released twice: one release
+    assert ids(table.leave("k", "b", now=NOW + 3)) == ["c"]
+    assert ids(table.leave("k", "c", now=NOW + 4)) == [] and table.leave("k", "d", now=NOW + 4) == []
     assert table.get("k").idle
     assert table.list_locks() == []  # idle keys are not listed
     assert [lock.Key for lock in table.list_locks(busy_only=False)] == ["k"]
@@ -67,7 +71,7 @@ def test_threads_racing_for_the_last_slot_have_one_winner(backend: Backend) -> N
 
     def race(index: int) -> None:
         start.wait(timeout=30)
-        won.extend(handles[index].join("k", f"t{index}", priority=0, seq=index + 1, limit=2, now=NOW))
+        won.extend(ids(handles[index].join("k", f"t{index}", priority=0, seq=index + 1, limit=2, now=NOW)))
 
     threads = [threading.Thread(target=race, args=(i,)) for i in range(len(handles))]
     for thread in threads:
