@@ -71,6 +71,7 @@ class ChildTemplate(_Doc):
     Steps: list[Step]
     Defaults: dict[str, Any] = Field(default_factory=dict)
     SecretParameters: list[str] = Field(default_factory=list)
+    Lock: LockTemplate | None = None  # the child type's own lock, keyed by the child's parameters
 
 
 class LockTemplate(_Doc):

@@ -145,3 +145,50 @@ def test_a_task_without_lock_is_untouched() -> None:
     assert task.Lock is None and task.WaitingFor is None and task.Steps[0].State is StepState.RUNNING
     done = run_to_end(task)
     assert release_entries(done) == []
+
+
+def test_a_sub_flow_child_takes_its_own_types_lock_keyed_by_its_parameters() -> None:
+    from common.child_transitions import start_child
+    from common.models import ChildTemplate, LockTemplate
+
+    parent_step = make_step("sub")
+    parent_step.NormalModule = parent_step.NormalCommand = None
+    parent_step.RollbackModule = parent_step.RollbackCommand = None
+    parent_step.Flow, parent_step.FlowInputs = "child", {"name": "db"}
+    parent_step.FlowTemplate = ChildTemplate(TaskType="child", Steps=[make_step("c")],
+                                             Lock=LockTemplate(Key="db:{name}", Limit=2))
+    parent = create_task(task_type="p", steps=[parent_step], parameters={"db": "x"}, timing=Timing(1.0), ids=IDS,
+                         task_id="P", lock=("p", 1))
+    parent = lock_granted(parent, "p", Timing(2.0), IDS)
+    (start,) = [e for e in parent.Outbox if e.Kind == "start_child"]
+    child = start_child(start.Body, Timing(3.0), IDS)
+    assert child.Lock.Key == "db:x" and child.Lock.Limit == 2 and child.WaitingFor.Kind == "lock"
+    assert child.Runs == [] and [e.Kind for e in child.Outbox] == [LOCK_ACQUIRE]
+
+
+FLOWS = """version: 1
+task_types:
+  t:
+    lock: {key: "cluster:{cluster}/{region}", limit: 2}
+    parameters:
+      cluster: {type: string, required: true}
+      password: {type: string, secret: true}
+    steps:
+      - name: a
+        normal: {module: m, command: c}
+"""
+
+
+def test_the_loader_names_file_line_and_path_of_a_bad_lock_key() -> None:
+    from common.errors import FlowError
+    from common.flows.loader import parse_flows
+
+    with pytest.raises(FlowError) as error:
+        parse_flows(FLOWS)
+    assert str(error.value).count("flows.yaml:4: task_types.t.lock.key: names unknown parameter \"region\"") == 1
+    with pytest.raises(FlowError, match="names secret parameter"):
+        parse_flows(FLOWS.replace("{region}", "{password}"))
+    with pytest.raises(FlowError, match="lock.limit"):
+        parse_flows(FLOWS.replace("/{region}", "").replace("limit: 2", "limit: 0"))
+    lock = parse_flows(FLOWS.replace("/{region}", "")).get("t").lock
+    assert (lock.Key, lock.Limit) == ("cluster:{cluster}", 2)
