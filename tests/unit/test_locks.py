@@ -192,3 +192,16 @@ def test_the_loader_names_file_line_and_path_of_a_bad_lock_key() -> None:
         parse_flows(FLOWS.replace("/{region}", "").replace("limit: 2", "limit: 0"))
     lock = parse_flows(FLOWS.replace("/{region}", "")).get("t").lock
     assert (lock.Key, lock.Limit) == ("cluster:{cluster}", 2)
+
+
+def test_the_readme_lock_example_loads() -> None:
+    import re
+    from pathlib import Path
+
+    from common.flows.loader import parse_flows
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Locks", 1)[1].split("\n## ", 1)[0]
+    example = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    lock = parse_flows(example, "README.md").get("resize_cluster").lock
+    assert (lock.Key, lock.Limit) == ("cluster:{cluster}", 5)
