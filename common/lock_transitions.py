@@ -19,12 +19,13 @@ from common.task_runs import IdFactory, Refusal, Timing, drop_outbox, new_id, re
 LOCK_WAIT = "lock"  # WaitingFor.Kind
 
 
-def request_lock(task: Task, key: str, limit: int, now: float) -> None:
+def request_lock(task: Task, key: str, limit: int, now: float, due_at: float | None = None) -> None:
     """In place: the task waits for `key`; the outbox entry asks the lock table for a slot."""
     task.Lock = TaskLock(Key=key, Limit=limit, State=WAITING)
     task.WaitingFor = WaitCondition(Kind=LOCK_WAIT, Key=key, Since=now)
     body = {"Key": key, "Limit": limit, "TaskId": task.TaskId, "Priority": task.Priority, "Seq": task.TimeCreate}
-    task.Outbox.append(OutboxEntry(DispatchId=acquire_id(task), Kind=LOCK_ACQUIRE, Body=body, DueAt=now))
+    task.Outbox.append(OutboxEntry(DispatchId=acquire_id(task), Kind=LOCK_ACQUIRE, Body=body,
+                                   DueAt=now if due_at is None else due_at))
     record(task, now, "lock_waiting", actor="oss", message=f"waiting for lock {key} (limit {limit})")
 
 

@@ -94,9 +94,9 @@ def create_task(
         Parent=parent,
     )
     record(task, timing.now, "created", actor="oss")
-    if lock is not None:  # (key, limit): nothing starts before the lock is taken
-        request_lock(task, lock[0], lock[1], timing.now)
     due = max(timing.now, start_at) if start_at is not None else timing.now
+    if lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`
+        request_lock(task, lock[0], lock[1], timing.now, due_at=due)
     advance(task, timing, "oss", ids, due_at=due)
     return task
 

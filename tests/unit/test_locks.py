@@ -205,3 +205,9 @@ def test_the_readme_lock_example_loads() -> None:
     example = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
     lock = parse_flows(example, "README.md").get("resize_cluster").lock
     assert (lock.Key, lock.Limit) == ("cluster:{cluster}", 5)
+
+
+def test_a_delayed_start_asks_for_the_lock_only_when_due() -> None:
+    task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(100.0), ids=IDS,
+                       lock=("k", 1), start_at=500.0)
+    assert [(e.Kind, e.DueAt) for e in task.Outbox] == [(LOCK_ACQUIRE, 500.0)]
