@@ -54,7 +54,13 @@ class LockRelay:
                 granted = self.table.join(body["Key"], task_id, priority=int(body.get("Priority", 0)),
                                           seq=float(body.get("Seq", 0.0)), limit=int(body.get("Limit", 1)))
                 log.info("lock asked", task_id=task_id, key=body["Key"], granted=len(granted))
+                if not granted:  # asked before (a crash after joining): granted then, maybe
+                    lock = self.table.get(body["Key"])
+                    granted = [h for h in (lock.Holders if lock else []) if h.TaskId == task_id]
             elif entry.Kind == LOCK_RELEASE:
+                task = self._store.get(task_id)
+                if task is not None and task.Generation > int(body.get("Generation", 0)):
+                    return True  # a late repeat: the retried task's new generation holds or awaits it now
                 granted = self.table.leave(body["Key"], task_id)
                 log.info("lock released", task_id=task_id, key=body["Key"], granted=len(granted))
             else:

@@ -67,7 +67,7 @@ def release_on_finish(task: Task, now: float) -> None:
                message=f"lock {lock.Key} stays held until an operator ends the task")
         return
     lock.State = RELEASED
-    body = {"Key": lock.Key, "TaskId": task.TaskId}
+    body = {"Key": lock.Key, "TaskId": task.TaskId, "Generation": task.Generation}
     key = f"{task.TaskId}:unlock:{task.Version}:{len(task.History)}"
     task.Outbox.append(OutboxEntry(DispatchId=key, Kind=LOCK_RELEASE, Body=body, DueAt=now))
     drop_outbox(task, acquire_id(task))

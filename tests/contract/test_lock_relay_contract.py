@@ -64,5 +64,11 @@ def test_acquire_release_and_reclaim(subject: StoreUnderTest) -> None:
         relay.table.join("k", "ghost", priority=0, seq=0, limit=1, now=NOW)
         assert relay.table.get("k").holds("ghost")
         assert relay.reclaim() == 1 and relay.table.get("k").idle
+
+        # A crash after joining, before the grant reached the task: the relay's repeat grants it.
+        fourth = submit(store, "d", NOW + 5)
+        relay.table.join("k", "d", priority=0, seq=NOW + 5, limit=1)
+        assert store.get("d").Lock.State == WAITING
+        assert relay.apply("d", entry(fourth, LOCK_ACQUIRE)) and store.get("d").Lock.State == HELD
     finally:
         relay.close()

@@ -108,7 +108,7 @@ def test_success_and_rolled_back_release_the_lock_in_the_final_change(fail_at) -
     task = run_to_end(lock_granted(locked_task(), "k", Timing(101.0), IDS), fail_at=fail_at)
     assert task.TaskStatus is (TaskStatus.SUCCESS if fail_at is None else TaskStatus.ROLLED_BACK)
     assert task.Lock.State == RELEASED
-    assert [e.Body for e in release_entries(task)] == [{"Key": "k", "TaskId": "T"}]
+    assert [e.Body for e in release_entries(task)] == [{"Key": "k", "TaskId": "T", "Generation": 0}]
     assert stale_member(task, "k")
 
 
