@@ -78,3 +78,11 @@ def test_a_lock_key_naming_a_missing_parameter_is_a_422_naming_it(api):
                                headers={"Authorization": "Bearer operator-token-0123456789"})
     assert response.status_code == 422, response.text
     assert "parameters.cluster" in response.text and "lock key" in response.text
+
+
+def test_a_delayed_task_with_a_lock_shows_when_it_starts_and_asks_for_its_lock_only_then(api):
+    start = time.time() + 3600
+    task_id = api.create("exclusive", parameters={"cluster": "eu"}, start_at=start)["task_id"]
+    shown = api.get(f"/api/v1/tasks/{task_id}").json()
+    assert shown["ScheduledFor"] == pytest.approx(start) and shown["Lock"]["State"] == "waiting"
+    assert api.get("/api/v1/locks").json()["items"] == []  # not in line before its start
