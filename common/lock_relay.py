@@ -19,6 +19,7 @@ import structlog
 
 from common.errors import StoreError
 from common.lock_transitions import lock_granted
+from common.step_locks import parse_member, unit_lock, unit_lock_granted
 from common.locks import LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockHolder, stale_member
 from common.models import OutboxEntry, Task
 from common.store.locks_table import LockTable, open_lock_store_for
@@ -46,23 +47,23 @@ class LockRelay:
     def apply(self, task_id: str, entry: OutboxEntry) -> bool:
         """Apply one entry; False when a store failed (the entry stays for the relay)."""
         body = entry.Body
+        member = body.get("Member", task_id)  # a step lock's member names its unit
         try:
             if entry.Kind == LOCK_ACQUIRE:
-                task = self._store.get(task_id)
-                if task is None or task.Lock is None or task.Lock.State != WAITING:
+                if not self._waiting(member, body["Key"]):
                     return True  # granted, ended or gone already: a relay's late repeat
-                granted = self.table.join(body["Key"], task_id, priority=int(body.get("Priority", 0)),
+                granted = self.table.join(body["Key"], member, priority=int(body.get("Priority", 0)),
                                           seq=float(body.get("Seq", 0.0)), limit=int(body.get("Limit", 1)))
-                log.info("lock asked", task_id=task_id, key=body["Key"], granted=len(granted))
+                log.info("lock asked", task_id=task_id, member=member, key=body["Key"], granted=len(granted))
                 if not granted:  # asked before (a crash after joining): granted then, maybe
                     lock = self.table.get(body["Key"])
-                    granted = [h for h in (lock.Holders if lock else []) if h.TaskId == task_id]
+                    granted = [h for h in (lock.Holders if lock else []) if h.TaskId == member]
             elif entry.Kind == LOCK_RELEASE:
                 task = self._store.get(task_id)
                 if task is not None and task.Generation > int(body.get("Generation", 0)):
                     return True  # a late repeat: the retried task's new generation holds or awaits it now
-                granted = self.table.leave(body["Key"], task_id)
-                log.info("lock released", task_id=task_id, key=body["Key"], granted=len(granted))
+                granted = self.table.leave(body["Key"], member)
+                log.info("lock released", task_id=task_id, member=member, key=body["Key"], granted=len(granted))
             else:
                 log.error("unknown lock entry kind; dropped", task_id=task_id, kind=entry.Kind)
                 return True
@@ -77,16 +78,13 @@ class LockRelay:
         """The sweeper's pass over every busy lock; returns how many members it removed."""
         removed = 0
         for lock in self.table.list_locks(limit=limit):
-            members = [h.TaskId for h in lock.Holders] + [w.TaskId for w in lock.Waiters]
-            for task_id in members:
-                task = self._store.get(task_id)
-                if stale_member(task, lock.Key):
-                    log.warning("lock member reclaimed", task_id=task_id, key=lock.Key)
-                    self._grant_all(lock.Key, self.table.leave(lock.Key, task_id))
+            for member in [h.TaskId for h in lock.Holders] + [w.TaskId for w in lock.Waiters]:
+                if self._stale(member, lock.Key):
+                    log.warning("lock member reclaimed", member=member, key=lock.Key)
+                    self._grant_all(lock.Key, self.table.leave(lock.Key, member))
                     removed += 1
-                elif lock.holds(task_id) and task is not None and task.Lock is not None \
-                        and task.Lock.State == WAITING:
-                    holder = next(h for h in lock.Holders if h.TaskId == task_id)
+                elif lock.holds(member) and self._waiting(member, lock.Key):
+                    holder = next(h for h in lock.Holders if h.TaskId == member)
                     self._grant_all(lock.Key, [holder])  # granted, but the task never heard
         return removed
 
@@ -98,11 +96,35 @@ class LockRelay:
         line = list(granted)
         while line:
             holder = line.pop(0)
-            task_id = holder.TaskId
-            changed = mutate(self._store, task_id, lambda t: lock_granted(t, key, self._timing(), since=holder.Since))
+            task_id, unit = parse_member(holder.TaskId)
+            timing, since = self._timing(), holder.Since
+            if unit is None:
+                changed = mutate(self._store, task_id, lambda t: lock_granted(t, key, timing, since=since))
+            else:
+                changed = mutate(self._store, task_id, lambda t: unit_lock_granted(t, unit, key, timing, since))
             if isinstance(changed, Refusal):
-                if stale_member(self._store.get(task_id), key):  # ended while in line: pass it on
-                    line += self.table.leave(key, task_id)
+                if self._stale(holder.TaskId, key):  # ended while in line: pass it on
+                    line += self.table.leave(key, holder.TaskId)
                 continue
-            log.info("lock taken", task_id=task_id, key=key)
+            log.info("lock taken", task_id=task_id, member=holder.TaskId, key=key)
             self._flush(changed)
+
+    def _waiting(self, member: str, key: str) -> bool:
+        """The member's task (or unit) still waits for `key`."""
+        task_id, unit = parse_member(member)
+        task = self._store.get(task_id)
+        if task is None:
+            return False
+        if unit is None:
+            return task.Lock is not None and task.Lock.Key == key and task.Lock.State == WAITING
+        held = unit_lock(task, unit)
+        return held is not None and held.Key == key and held.State == WAITING
+
+    def _stale(self, member: str, key: str) -> bool:
+        """Holding or awaiting `key` for this member is a leak (common.locks.stale_member)."""
+        task_id, unit = parse_member(member)
+        task = self._store.get(task_id)
+        if unit is None:
+            return stale_member(task, key)
+        held = unit_lock(task, unit) if task is not None else None
+        return held is None or held.Key != key

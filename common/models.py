@@ -106,6 +106,7 @@ class Step(UnitState):
     FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's
     FlowTemplate: ChildTemplate | None = None
     ChildTaskId: str | None = None
+    Lock: LockTemplate | None = None  # each unit's normal phase holds this key (common/step_locks.py)
 
     @property
     def has_rollback(self) -> bool:
@@ -199,6 +200,16 @@ class TaskLock(_Doc):
     Since: float | None = None  # when it was taken
 
 
+class UnitLock(_Doc):
+    """A step lock one unit waits for or holds (common/step_locks.py)."""
+
+    Cursor: int
+    Item: int | None = None
+    Key: str
+    State: str = "waiting"  # waiting | held
+    Since: float | None = None
+
+
 class WaitCondition(_Doc):
     """Why a not-started task starts nothing yet. Kind "lock": `Key`; other kinds name what they
     wait for in the fields of their own (a task: `TaskId`)."""
@@ -248,6 +259,7 @@ class Task(_Doc):
     SubmittedParameters: dict[str, Any] = Field(default_factory=dict)
     Lock: TaskLock | None = None  # its task type declares a lock (DESIGN.md sec. 10)
     WaitingFor: WaitCondition | None = None  # set: routing starts nothing (a lock, another task)
+    UnitLocks: list[UnitLock] = Field(default_factory=list)  # step locks waited for or held
     # The sweeper's two indexes, derived from Runs and Outbox whenever the task is serialised
     # (to_doc, to_json), so no transition can forget them.
     SweepAt: float | None = None

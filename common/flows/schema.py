@@ -73,6 +73,14 @@ class PhaseSpec(_Spec):
     backoff: BackoffSpec | None = None
 
 
+class LockSpec(_Spec):
+    """At most `limit` tasks whose rendered `key` is the same run at once; the rest wait in line.
+    The key's `{name}` placeholders must be declared parameters (checked in lock_checks.py)."""
+
+    key: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    limit: Annotated[int, Field(ge=1)] = 1
+
+
 class StepSpec(_Spec):
     """One step. `normal` is required unless the step is a sub-flow (`flow`); graph_checks.py
     checks that and the rules across steps and task types (names, cycles, lists)."""
@@ -86,6 +94,7 @@ class StepSpec(_Spec):
     max_parallel: Annotated[int, Field(ge=1)] | None = None  # items running at once
     flow: Identifier | None = None  # a sub-flow: runs a child task of this type
     inputs: dict[Identifier, Identifier] | None = None  # child parameter: parent parameter
+    lock: LockSpec | None = None  # each unit's normal phase holds this key (common/step_locks.py)
 
 
 ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]
@@ -126,14 +135,6 @@ class ParameterSpec(_Spec):
         except re.error as error:
             raise ValueError(f"not a valid regular expression: {error}") from None
         return value
-
-
-class LockSpec(_Spec):
-    """At most `limit` tasks whose rendered `key` is the same run at once; the rest wait in line.
-    The key's `{name}` placeholders must be declared parameters (checked in lock_checks.py)."""
-
-    key: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    limit: Annotated[int, Field(ge=1)] = 1
 
 
 class TaskTypeSpec(_Spec):
