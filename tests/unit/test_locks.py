@@ -203,8 +203,9 @@ def test_the_readme_lock_example_loads() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Locks", 1)[1].split("\n## ", 1)[0]
     example = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
-    lock = parse_flows(example, "README.md").get("resize_cluster").lock
-    assert (lock.Key, lock.Limit) == ("cluster:{cluster}", 5)
+    flow = parse_flows(example, "README.md").get("resize_cluster")
+    assert (flow.lock.Key, flow.lock.Limit) == ("cluster:{cluster}", 5)
+    assert [s.Lock.Key if s.Lock else None for s in flow.steps] == [None, "host:{item}"]
 
 
 def test_a_delayed_start_asks_for_the_lock_only_when_due() -> None:
