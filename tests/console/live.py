@@ -77,6 +77,18 @@ task_types:
       - name: leaf
         normal:   {module: mysql, command: step_leaf}
         rollback: {module: mysql, command: undo_leaf}
+  locked_db:
+    description: One task per database name at a time (test_browser_locks.py).
+    lock: {key: "db:{name}"}
+    parameters:
+      name: {type: string, required: true}
+    steps:
+      - name: create
+        normal:   {module: mysql, command: init_instance}
+        rollback: {module: mysql, command: clean_instance}
+      - name: charge
+        normal:   {module: resource, command: deduct_resource}
+        rollback: {module: resource, command: restore_resource}
 """
 OPERATOR = "console-operator-token-0123"
 READER = "console-reader-token-01234"
