@@ -75,6 +75,15 @@ class ChildTemplate(_Doc):
     Steps: list[Step]
     Defaults: dict[str, Any] = Field(default_factory=dict)
     SecretParameters: list[str] = Field(default_factory=list)
+    Lock: LockTemplate | None = None  # the child type's own lock, keyed by the child's parameters
+
+
+class LockTemplate(_Doc):
+    """A task type's lock as flows.yaml declares it: a key template over the parameters
+    ("cluster:{cluster}") and how many tasks may hold one key at once (DESIGN.md sec. 10)."""
+
+    Key: str
+    Limit: int = 1
 
 
 class Step(UnitState):
@@ -102,6 +111,7 @@ class Step(UnitState):
     FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's
     FlowTemplate: ChildTemplate | None = None
     ChildTaskId: str | None = None
+    Lock: LockTemplate | None = None  # each unit's normal phase holds this key (common/step_locks.py)
 
     @property
     def has_rollback(self) -> bool:
@@ -193,6 +203,37 @@ class HistoryEvent(_Doc):
     Message: str = ""
 
 
+class TaskLock(_Doc):
+    """The lock a task takes before its first step (common/locks.py): its rendered key, the
+    limit, and where the task stands: waiting, held, kept (its rollback failed: held until an
+    operator ends the task) or released."""
+
+    Key: str
+    Limit: int = 1
+    State: str = "waiting"
+    Since: float | None = None  # when it was taken
+
+
+class UnitLock(_Doc):
+    """A step lock one unit waits for or holds (common/step_locks.py)."""
+
+    Cursor: int
+    Item: int | None = None
+    Key: str
+    State: str = "waiting"  # waiting | held
+    Since: float | None = None
+
+
+class WaitCondition(_Doc):
+    """Why a not-started task starts nothing yet. Kind "lock": `Key`; other kinds name what they
+    wait for in the fields of their own (a task: `TaskId`)."""
+
+    Kind: str
+    Since: float
+    Key: str | None = None
+    TaskId: str | None = None
+
+
 class OperatorRequest(_Doc):
     """An operator's request recorded on a task: who asked, why, and when."""
 
@@ -234,6 +275,9 @@ class Task(_Doc):
     # generation, from the parameters it was submitted with (its rollback undid every step).
     Generation: int = 0
     SubmittedParameters: dict[str, Any] = Field(default_factory=dict)
+    Lock: TaskLock | None = None  # its task type declares a lock (DESIGN.md sec. 10)
+    WaitingFor: WaitCondition | None = None  # set: routing starts nothing (a lock, another task)
+    UnitLocks: list[UnitLock] = Field(default_factory=list)  # step locks waited for or held
     # The sweeper's two indexes, derived from Runs and Outbox whenever the task is serialised
     # (to_doc, to_json), so no transition can forget them.
     SweepAt: float | None = None

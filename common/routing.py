@@ -88,6 +88,8 @@ def _forward(task: Task) -> Plan:
     result = Plan()
     if task.CancelRequested is not None:
         return result  # the running units' outcomes route into rollback (transitions)
+    if task.WaitingFor is not None:
+        return result  # a lock, another task: whoever ends the wait advances the task
     for cursor, step in enumerate(task.Steps):
         if step.State is StepState.WAITING and step.Items is None:
             if all(task.Steps[b].State is StepState.SUCCEEDED for b in step.After or ()):

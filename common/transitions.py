@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.advance import advance, conclude, dispatch, with_delay
+from common.lock_transitions import request_lock
 from common.models import ParentLink, Run, Step, StepMessage, Task
 from common.routing import unit_state
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus
@@ -69,6 +70,7 @@ def create_task(
     secret_parameters: list[str] | None = None,
     parent: ParentLink | None = None,
     ids: IdFactory = new_id,
+    lock: tuple[str, int] | None = None,
 ) -> Task:
     """A new task whose ready roots' dispatches sit in the outbox, ready for one insert."""
     if not steps:
@@ -93,6 +95,8 @@ def create_task(
     )
     record(task, timing.now, "created", actor="oss")
     due = max(timing.now, start_at) if start_at is not None else timing.now
+    if lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`
+        request_lock(task, lock[0], lock[1], timing.now, due_at=due)
     advance(task, timing, "oss", ids, due_at=due)
     return task
 

@@ -12,6 +12,8 @@ import structlog
 from common.broker.port import Broker
 from common.errors import DuplicateTask, IdempotencyConflict, InvalidParameters
 from common.flows import FlowCatalog
+from common.flows.catalog import FlowDefinition
+from common.locks import LockKeyError, render_key, template_fields
 from common.input_limits import check_input
 from common.models import NotifyTarget, Task
 from common.notifications import add_notifications
@@ -89,7 +91,9 @@ class TaskService:
             existing = self._store.get_by_idempotency_key(idempotency_key)
             if existing is not None:
                 return _repeat(existing, *request)
+        lock = _lock_of(flow, check.parameters)
         task = create_task(
+            lock=lock,
             task_type=task_type,
             steps=flow.steps,
             parameters=check.parameters,
@@ -129,6 +133,17 @@ def notify_targets(of_type: tuple[NotifyTarget, ...], settings: Settings) -> lis
     if settings.webhook_url is not None:
         targets.append(NotifyTarget(Url=None, Events=settings.webhook_event_names))
     return targets
+
+
+def _lock_of(flow: FlowDefinition, parameters: dict[str, Any]) -> tuple[str, int] | None:
+    """The task type's lock keyed by these parameters; a key naming one not given is refused."""
+    if flow.lock is None:
+        return None
+    try:
+        return render_key(flow.lock.Key, parameters), flow.lock.Limit
+    except LockKeyError as exc:
+        names = [n for n in template_fields(flow.lock.Key) if n not in parameters]
+        raise InvalidParameters([(f"parameters.{names[0]}", f"required by the task type's lock key: {exc}")]) from exc
 
 
 def _repeat(existing: Task, *request: Any) -> Submission:

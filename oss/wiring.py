@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from pydantic import SecretStr
@@ -9,6 +10,8 @@ from pydantic import SecretStr
 from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
+from common.lock_reclaim import LockReclaim
+from common.outbox import OutboxPublisher, mark_delay_for
 from common.settings import Settings
 from common.schedule_runner import ScheduleRunner
 from common.store.factory import IndexMode, open_store
@@ -60,7 +63,11 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
     schedules = ScheduleRunner(schedule_store, store, service.submit, settings.schedule_misfire_grace_seconds)
     modules = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
     unserved = UnservedWatch(store, modules, broker, settings.unserved_alarm_seconds, settings.module_ttl)
-    jobs: list[Job] = [schedules, unserved]
+    locks = LockReclaim(OutboxPublisher(
+        store, broker, time.time, mark_delay_for(settings.relay_grace_seconds),
+        lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
+    ))
+    jobs: list[Job] = [schedules, unserved, locks]
     if settings.resource_claim_retention_days > 0:
         inventory = open_inventory(
             settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"

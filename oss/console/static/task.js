@@ -97,6 +97,10 @@ function summary(task) {
       fact("Priority", String(task.Priority)),
       fact("Labels", labels(task.Labels)),
       task.ScheduledFor ? fact("Scheduled", "starts at ", when(task.ScheduledFor)) : [],
+      task.WaitingFor ? fact("Waiting for", `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""} since `,
+        when(task.WaitingFor.Since)) : [],
+      task.Lock ? fact("Lock", `${task.Lock.Key} (limit ${task.Lock.Limit}): ${task.Lock.State}` +
+        (task.Lock.State === "kept" ? ", held until an operator ends the task" : "")) : [],
       fact("Created", when(task.TimeCreate)),
       fact("Started", when(task.TimeStart)),
       fact("Ended", when(task.TimeEnd)),
