@@ -18,7 +18,7 @@ from collections.abc import Callable
 import structlog
 
 from common.errors import StoreError
-from common.lock_transitions import lock_granted
+from common.lock_transitions import lock_granted, lock_waiting
 from common.step_locks import parse_member, unit_lock, unit_lock_granted
 from common.locks import LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockHolder, stale_member
 from common.models import OutboxEntry, Task
@@ -58,6 +58,9 @@ class LockRelay:
                 if not granted:  # asked before (a crash after joining): granted then, maybe
                     lock = self.table.get(body["Key"])
                     granted = [h for h in (lock.Holders if lock else []) if h.TaskId == member]
+                    if not granted and member == task_id and lock is not None:  # in line: say so
+                        now = self._timing().now
+                        mutate(self._store, task_id, lambda t: lock_waiting(t, body["Key"], len(lock.Holders), now))
             elif entry.Kind == LOCK_RELEASE:
                 task = self._store.get(task_id)
                 if task is not None and task.Generation > int(body.get("Generation", 0)):

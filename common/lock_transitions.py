@@ -54,6 +54,19 @@ def lock_granted(task: Task, key: str, timing: Timing, ids: IdFactory = new_id,
     return new
 
 
+def lock_waiting(task: Task, key: str, holders: int, now: float) -> Task | Refusal:
+    """The lock table put this task in line behind `holders` others: say so once, in the
+    history (the console shows it, and a `waiting_for_lock` webhook goes out)."""
+    if task.Lock is None or task.Lock.Key != key or task.Lock.State != WAITING:
+        return Refusal("the task does not wait for this lock")
+    since = task.WaitingFor.Since if task.WaitingFor is not None else 0.0
+    if any(e.Event == "waiting_for_lock" for e in task.History if e.Time >= since):
+        return Refusal("its wait is recorded already")  # a relay's repeat
+    new = task.clone()
+    record(new, now, "waiting_for_lock", actor="lock", message=f"waits for lock {key} ({holders} holding)")
+    return new
+
+
 def release_on_finish(task: Task, now: float) -> None:
     """In place, from the task's final change: give the lock back, or keep it (rollback failed)."""
     lock = task.Lock

@@ -41,6 +41,8 @@ def task_events(before: Task | None, after: Task) -> list[str]:
     new_events = after.History[max(0, before.history_count - after.HistoryArchived):]
     if any(e.Event == "cancel_requested" for e in new_events):
         events.append(CANCELLED)
+    if any(e.Event == "waiting_for_lock" for e in new_events):
+        events.append(WAITING_FOR_LOCK)
     if after.TaskStatus != before.TaskStatus:
         events.append(STATUS_EVENTS.get(after.TaskStatus, after.TaskStatus.name.lower()))
     return events

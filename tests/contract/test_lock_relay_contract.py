@@ -39,6 +39,10 @@ def test_acquire_release_and_reclaim(subject: StoreUnderTest) -> None:
         assert relay.apply("a", entry(first, LOCK_ACQUIRE))  # a relay's repeat changes nothing
         assert [t.TaskId for t in flushed] == ["a"] and [e.Kind for e in flushed[0].Outbox] == ["publish"]
         assert store.get("a").Lock.State == HELD and store.get("b").Lock.State == WAITING
+        # A waiter's place in line is said once in its history (and so to its webhooks).
+        assert relay.apply("b", entry(second, LOCK_ACQUIRE))  # a repeat while it waits
+        assert [e.Event for e in store.get("b").History].count("waiting_for_lock") == 1
+        assert "waiting_for_lock" not in [e.Event for e in store.get("a").History]
         lock = relay.table.get("k")
         assert [h.TaskId for h in lock.Holders] == ["a"] and [w.TaskId for w in lock.Waiters] == ["b", "c"]
 

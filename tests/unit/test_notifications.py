@@ -126,3 +126,15 @@ def test_a_broken_notify_names_file_line_and_path(notify, where):
         parse_flows(FLOWS % notify, "flows.yaml")
     [problem] = caught.value.problems
     assert problem.startswith("flows.yaml:4: " + where), problem
+
+
+def test_a_task_put_in_line_for_its_lock_says_waiting_for_lock_once():
+    from common.lock_transitions import lock_waiting
+
+    task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(100.0),
+                       ids=counter_ids(), lock=("cluster:eu", 1))
+    task.Notify = [NotifyTarget(Url="http://h/")]
+    add_notifications(None, task)
+    waiting = changed(task, lambda t: lock_waiting(t, "cluster:eu", 1, 101.0))
+    assert [e.Body["Event"] for e in webhooks(waiting)] == ["created", "waiting_for_lock"]
+    assert isinstance(lock_waiting(waiting, "cluster:eu", 1, 102.0), Refusal)  # once per wait
