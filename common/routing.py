@@ -24,14 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from common.models import Step, Task, UnitState
-from common.statuses import FINAL_STATUSES, Phase, StepState, TaskStatus
+from common.statuses import DONE_FORWARD, FINAL_STATUSES, Phase, StepState, TaskStatus
 
 Unit = tuple[int, int | None]  # (cursor, item index or None)
 
 APPLIED = frozenset({StepState.SUCCEEDED, StepState.FAILED})
 # A dependent in one of these states no longer holds its predecessors' rollback back.
 SETTLED_BACKWARD = frozenset(
-    {StepState.ROLLED_BACK, StepState.SKIPPED, StepState.COMPENSATED, StepState.CANCELLED, StepState.WAITING}
+    {StepState.ROLLED_BACK, StepState.SKIPPED, StepState.COMPENSATED, StepState.CANCELLED, StepState.WAITING,
+     StepState.OPERATOR_SKIPPED}
 )
 
 
@@ -88,18 +89,29 @@ def _forward(task: Task) -> Plan:
     result = Plan()
     if task.CancelRequested is not None:
         return result  # the running units' outcomes route into rollback (transitions)
-    for cursor, step in enumerate(task.Steps):
+    # Paused, or waiting for another task (DESIGN.md sec. 10): nothing new starts meanwhile.
+    held = task.Paused is not None or task.WaitingFor is not None
+    for cursor, step in enumerate([] if held else task.Steps):
         if step.State is StepState.WAITING and step.Items is None:
-            if all(task.Steps[b].State is StepState.SUCCEEDED for b in step.After or ()):
+            if all(_done(task, b) for b in step.After or ()):
                 if step.ForEach:
                     result.open_steps.append(cursor)
                 else:
                     result.start.append((cursor, None))
         elif step.Items is not None:
             result.start += _within_limit(step, cursor, StepState.RUNNING, {StepState.WAITING})
-    if not task.Runs and all(step.State is StepState.SUCCEEDED for step in task.Steps):
+    if not task.Runs and all(step.State in DONE_FORWARD for step in task.Steps):
         result.finish = TaskStatus.SUCCESS
     return result
+
+
+def _done(task: Task, cursor: int) -> bool:
+    """Its dependents may start: it succeeded, or an operator skipped it and what it waits for is
+    done (a step skipped ahead, in a retry, is passed in its turn, not before)."""
+    step = task.Steps[cursor]
+    if step.State is StepState.OPERATOR_SKIPPED:
+        return all(_done(task, before) for before in step.After or ())
+    return step.State is StepState.SUCCEEDED
 
 
 def _backward(task: Task) -> Plan:
@@ -156,7 +168,7 @@ def summarize(step: Step) -> StepState:
     for marker in (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK, StepState.RUNNING, StepState.FAILED):
         if marker in states:
             return marker
-    if states == {StepState.SUCCEEDED}:
+    if states <= DONE_FORWARD:  # an item an operator skipped counts as done
         return StepState.SUCCEEDED
     if StepState.SUCCEEDED in states:  # partly undone, or partly done
         return StepState.ROLLING_BACK if states & SETTLED_BACKWARD - {StepState.WAITING} else StepState.RUNNING

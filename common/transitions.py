@@ -23,6 +23,7 @@ from typing import Any
 from common.advance import advance, conclude, dispatch, with_delay
 from common.models import ParentLink, Run, Step, StepMessage, Task
 from common.routing import unit_state
+from common.task_waits import overdue, waiting_for_task
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus
 from common.task_runs import (
     IN_FLIGHT_BAND,
@@ -69,6 +70,8 @@ def create_task(
     secret_parameters: list[str] | None = None,
     parent: ParentLink | None = None,
     ids: IdFactory = new_id,
+    deadline_seconds: float | None = None,
+    after_task: str | None = None,
 ) -> Task:
     """A new task whose ready roots' dispatches sit in the outbox, ready for one insert."""
     if not steps:
@@ -93,6 +96,10 @@ def create_task(
     )
     record(task, timing.now, "created", actor="oss")
     due = max(timing.now, start_at) if start_at is not None else timing.now
+    if deadline_seconds is not None:  # its clock runs from when it may start (DESIGN.md sec. 10)
+        task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
+    if after_task is not None:  # nothing dispatches until that task succeeds (common.task_waits)
+        task.WaitingFor = waiting_for_task(after_task, timing.now)
     advance(task, timing, "oss", ids, due_at=due)
     return task
 
@@ -194,9 +201,12 @@ def expire(
     long queue).
     """
     lapsed = [r.DispatchId for r in task.Runs if r.Deadline is not None and r.Deadline <= timing.now]
-    if not lapsed:
+    if not lapsed and not overdue(task, timing.now):
         return Refusal("nothing past its deadline")
     new = task.clone()
+    if not lapsed:  # the task's own deadline passed with nothing running to notice it
+        advance(new, timing, "sweeper", ids)
+        return new
     for dispatch_id in lapsed:
         run = new.run(dispatch_id)
         if run is None:  # concluding an earlier one cancelled it

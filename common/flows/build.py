@@ -35,6 +35,7 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
                 description=task_type.description,
                 steps=[_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)],
                 parameter_schema=_parameter_schema(task_type.parameters),
+                deadline=task_type.deadline,
             )
         return built[name]
 

@@ -21,6 +21,7 @@ class FlowDefinition:
     description: str
     steps: list[Step]
     parameter_schema: ParameterSchema | None  # None: `parameters:` left out, anything goes
+    deadline: float | None = None  # seconds the task has to finish (flows.yaml `deadline`)
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
         """The job's parameters checked against this type's schema, defaults filled in."""

@@ -52,6 +52,7 @@ def create_task(body: CreateTask, context: Context, token: Submitter, response: 
         start_at=body.start_at,  # type: ignore[arg-type]  (the validator made it epoch seconds)
         user_id=body.user_id,
         labels=body.labels,
+        after_task=body.after_task,
     )
     task = submission.task
     location = f"/api/v1/tasks/{task.TaskId}"
