@@ -127,7 +127,7 @@ def _backward(task: Task) -> Plan:
     for cursor, step in enumerate(task.Steps):
         applied = [(cursor, i) for i, u in units(step) if u.State in APPLIED]
         left = left or bool(applied) or any(u.State is StepState.ROLLING_BACK for _, u in units(step))
-        if not applied or not all(_settled(task.Steps[d]) for d in after_me[cursor]):
+        if not applied or not all(_settled(task, d, after_me) for d in after_me[cursor]):
             continue
         if not step.has_rollback or step.Items == []:
             result.skip += applied
@@ -140,8 +140,13 @@ def _backward(task: Task) -> Plan:
     return result
 
 
-def _settled(step: Step) -> bool:
-    return all(u.State in SETTLED_BACKWARD for _, u in units(step))
+def _settled(task: Task, cursor: int, after_me: list[list[int]]) -> bool:
+    states = [u.State for _, u in units(task.Steps[cursor])]
+    if not all(state in SETTLED_BACKWARD for state in states):
+        return False
+    if StepState.OPERATOR_SKIPPED in states:  # skipped forward: it passes the reverse order through
+        return all(_settled(task, d, after_me) for d in after_me[cursor])
+    return True
 
 
 def _within_limit(step: Step, cursor: int, busy: StepState, startable: frozenset[StepState] | set[StepState]) -> list[Unit]:

@@ -204,9 +204,8 @@ def expire(
     if not lapsed and not overdue(task, timing.now):
         return Refusal("nothing past its deadline")
     new = task.clone()
-    if not lapsed:  # the task's own deadline passed with nothing running to notice it
+    if overdue(new, timing.now):  # the task's own deadline passed: nothing unclaimed is sent again
         advance(new, timing, "sweeper", ids)
-        return new
     for dispatch_id in lapsed:
         run = new.run(dispatch_id)
         if run is None:  # concluding an earlier one cancelled it
