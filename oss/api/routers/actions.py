@@ -83,6 +83,6 @@ def skip_task(task_id: str, body: SkipAction, context: Context, token: Operator)
     try:
         task = context.service.actions.apply(SKIP, task_id, token.name, body.reason, unit=(body.step, body.item))
     except ValueError as exc:
-        raise ApiError(422, "the request is not valid", fields=[("body.item" if "item" in str(exc) else "body.step",
+        raise ApiError(422, "the request is not valid", fields=[("item" if "item" in str(exc) else "step",
                                                                     str(exc))]) from None  # fmt: skip
     return task_view(task, context.clock())
