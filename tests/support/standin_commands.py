@@ -6,6 +6,8 @@ the real modules, no inventory and no database. They still run as real module pr
 real RabbitMQ, through the real runtime (see tests/support/run_registry.py).
 """
 
+import time
+
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
 
@@ -61,3 +63,10 @@ def _graph_commands(registry: CommandRegistry) -> None:
 
 _graph_commands(resource)
 _graph_commands(mysql)
+
+
+# A step that takes a while (tests/e2e/test_task_waits.py: a deadline passing while it runs).
+@mysql.command()
+def nap(ctx: CommandContext) -> dict:
+    time.sleep(float(ctx.parameters.get("nap_seconds", 1)))
+    return {"napped": True}
