@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import structlog
 
-from common.errors import InvalidParameters
+from common.errors import UnknownAwaitedTask
 from common.models import Task
 from common.outbox import OutboxPublisher
 from common.statuses import FINAL_STATUSES
@@ -33,7 +33,7 @@ class TaskWaits:
         """The task `after_task` names, by its id or its idempotency key."""
         found = self._store.get(name) or self._store.get_by_idempotency_key(name)
         if found is None:
-            raise InvalidParameters([("after_task", f"no task has the id or idempotency key {name!r}")])
+            raise UnknownAwaitedTask(name)
         return found
 
     def listen(self, waiter: Task, awaited_id: str) -> Task:

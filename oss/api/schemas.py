@@ -122,7 +122,9 @@ class SkipAction(_Request):
 
     reason: Reason = Field(description="Recorded in the history")
     step: JsonInt = Field(ge=0, le=10_000, description="The step's index (Steps[i])")
-    item: JsonInt | None = Field(None, ge=0, le=1_000_000, description="A for_each step's item (running task only)")
+    # The bounds before the validator: after it, pydantic publishes them as "ge"/"le", not JSON Schema.
+    item: Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(_json_number)] | None = Field(
+        None, description="A for_each step's item (running task only)")
 
 
 SCHEDULED_FOR = "Delayed start not reached yet: when step 0 is due (epoch s); else null"

@@ -51,14 +51,15 @@ def test_skip_the_failed_step_of_a_rolled_back_task_runs_the_rest(api: Api) -> N
     assert api.store.get(task_id).TaskStatus is TaskStatus.SUCCESS
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"reason": "x", "step": 7}, "step"), ({"reason": "x", "step": 0, "item": 2}, "item"),
-    ({"reason": "x"}, "step"), ({"reason": "x", "step": -1}, "step"), ({"step": 0}, "reason"),
+@pytest.mark.parametrize("body, status, field", [
+    ({"reason": "x", "step": 7}, 409, "step"), ({"reason": "x", "step": 0, "item": 2}, 409, "item"),
+    ({"reason": "x"}, 422, "step"), ({"reason": "x", "step": -1}, 422, "step"), ({"step": 0}, 422, "reason"),
 ])  # fmt: skip
-def test_skip_names_a_unit_of_the_task_or_is_422(api: Api, body: dict, field: str) -> None:
+def test_skip_names_a_unit_of_the_task_or_is_4xx(api: Api, body: dict, status: int, field: str) -> None:
+    """422: the body's form; 409: a unit this task does not have."""
     task_id = api.rolled_back()
     response = api.client.post(f"/api/v1/tasks/{task_id}/skip", json=body, headers=auth())
-    assert response.status_code == 422, response.text
+    assert response.status_code == status, response.text
     assert field in [f["path"] for f in response.json()["error"]["fields"]]
 
 
@@ -115,8 +116,8 @@ def test_after_a_task_that_failed_the_waiter_never_starts(api: Api) -> None:
     assert api.store.get(late["task_id"]).TaskStatus is TaskStatus.ROLLED_BACK
 
 
-def test_after_an_unknown_task_is_422_naming_the_field(api: Api) -> None:
+def test_after_an_unknown_task_is_404_naming_the_field(api: Api) -> None:
     response = api.client.post("/api/v1/tasks", headers=auth(),
                                json={"task_type": "create_db", "parameters": {"name": "x"}, "after_task": "nope"})
-    assert response.status_code == 422
+    assert response.status_code == 404 and api.store.list_tasks(limit=10) == []
     assert [f["path"] for f in response.json()["error"]["fields"]] == ["after_task"]

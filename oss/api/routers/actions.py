@@ -79,10 +79,10 @@ def skip_task(task_id: str, body: SkipAction, context: Context, token: Operator)
     """The step (or item) is marked operator_skipped and the flow goes on as if it succeeded.
     A RUNNING task: a step that keeps failing (its retry pending or running) is stopped and
     passed. A ROLLED_BACK task: it runs again as a new generation with the step that failed
-    skipped (the whole step). Anything else: 409."""
+    skipped (the whole step). Anything else, or a unit the task does not have: 409."""
     try:
         task = context.service.actions.apply(SKIP, task_id, token.name, body.reason, unit=(body.step, body.item))
-    except ValueError as exc:
-        raise ApiError(422, "the request is not valid", fields=[("item" if "item" in str(exc) else "step",
-                                                                    str(exc))]) from None  # fmt: skip
+    except ValueError as exc:  # the task has no such unit: its document, not the body's form (409)
+        raise ApiError(409, f"skip refused: {exc}", fields=[("item" if "item" in str(exc) else "step",
+                                                            str(exc))]) from None  # fmt: skip
     return task_view(task, context.clock())

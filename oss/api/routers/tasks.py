@@ -36,7 +36,7 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
             "model": TaskCreated,
             "description": "The task an earlier request with this idempotency key created",
         },
-        **error_responses(401, 403, 409, 413, 422, 503),
+        **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
 def create_task(body: CreateTask, context: Context, token: Submitter, response: Response) -> TaskCreated:
