@@ -6,8 +6,6 @@ the real modules, no inventory and no database. They still run as real module pr
 real RabbitMQ, through the real runtime (see tests/support/run_registry.py).
 """
 
-import time
-
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
 
@@ -47,6 +45,15 @@ def drop_instance(ctx: CommandContext) -> dict:
     return {"dropped": True}
 
 
+@mysql.command()
+def nap(ctx: CommandContext) -> dict:
+    """A step that takes a while (tests/e2e/test_task_waits.py: a deadline passing while it runs)."""
+    import time
+
+    time.sleep(float(ctx.parameters.get("nap_seconds", 1)))
+    return {"napped": True}
+
+
 # Graph flows (tests/e2e/test_graph_engine.py): one command per step, so a fault rule can target
 # any one step (or item), each with its own undo; both modules serve them.
 def _graph_commands(registry: CommandRegistry) -> None:
@@ -63,10 +70,3 @@ def _graph_commands(registry: CommandRegistry) -> None:
 
 _graph_commands(resource)
 _graph_commands(mysql)
-
-
-# A step that takes a while (tests/e2e/test_task_waits.py: a deadline passing while it runs).
-@mysql.command()
-def nap(ctx: CommandContext) -> dict:
-    time.sleep(float(ctx.parameters.get("nap_seconds", 1)))
-    return {"napped": True}
