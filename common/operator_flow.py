@@ -50,7 +50,10 @@ def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     new = task.clone()
     new.Paused = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     record(new, timing.now, "paused", actor=actor, message=reason)
-    for run in [r for r in new.Runs if r.Phase is Phase.NORMAL and r.State is RunState.PENDING and r.Attempt == 1]:
+    # Only a unit never claimed goes back to waiting: one that ran (a retry's backoff, a check
+    # again later) keeps its pending run.
+    for run in [r for r in new.Runs if r.Phase is Phase.NORMAL and r.State is RunState.PENDING
+                and r.Attempt == 1 and unit_state(new, r.unit).Attempts == 0]:  # fmt: skip
         remove_run(new, run)
         drop_outbox(new, run.DispatchId)
         set_unit_state(new, run.unit, StepState.WAITING)

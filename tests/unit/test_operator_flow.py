@@ -157,3 +157,10 @@ def test_skip_refusals():
     stopped = act(skip, claimed_retry, cursor=1)  # a claimed retry loses its run: its lease renewal fails
     assert all(r.Cursor != 1 for r in stopped.Runs)
     assert "ROLLING_BACK" in skip(do(task := new(diamond()), 0, FAIL), "olga", "x", T, cursor=0).reason
+
+
+def test_pause_keeps_the_pending_retry_of_a_unit_that_ran():
+    task = retrying_line()  # b ran once and failed: its retry waits out its backoff
+    paused = act(pause, task)
+    assert runs(paused) == [(1, None, N)] and paused.Steps[1].State is StepState.RUNNING
+    assert "withdrawn" not in [e.Event for e in paused.History]
