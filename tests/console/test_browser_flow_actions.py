@@ -5,6 +5,7 @@ why. Screenshots go to tests/artifacts/."""
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 
@@ -72,4 +73,36 @@ def test_skip_the_failed_step_from_the_console(page, live, tasks):
     expect(charge.locator(".outcome-badges")).to_contain_text("skipped by an operator")
     save_screenshot(page, page.shots, "flow-skipped")
     assert live.wait_final(task_id).Steps[3].State == "operator_skipped"
+    assert_clean(page)
+
+
+def test_bulk_pause_from_the_task_list_dry_run_first(page, live, tasks):
+    wave = uuid.uuid4().hex[:8]
+    made = []
+    for name in ("bulk_a", "bulk_b"):
+        body = {"task_type": "provision_db", "parameters": {"name": name}, "start_at": time.time() + 3600,
+                "labels": {"wave": wave}}  # fmt: skip
+        made.append(live.api.post("/api/v1/tasks", json=body).json()["task_id"])
+    sign_in(page, at=f"/console/#/tasks?label=wave={wave}")
+    expect(page.locator("tr.task-row")).to_have_count(2)
+    page.select_option("#bulk-action", "pause")
+    page.click("#bulk-dry-run")
+    give_reason(page, "freeze for the audit", "bulk-dialog")
+    expect(page.locator("[data-bulk=dry]")).to_have_text("pause: 2 tasks match; would apply to 2.")
+    assert all(live.store.get(t).Paused is None for t in made)  # a dry run changes nothing
+    page.click("[data-bulk-apply=pause]")
+    expect(page.locator("[data-bulk=applied]")).to_have_text("pause: 2 tasks match; applied to 2.")
+    for task_id in made:
+        paused = live.store.get(task_id).Paused
+        assert (paused.Actor, paused.Reason) == ("olga", "freeze for the audit")
+    save_screenshot(page, page.shots, "flow-bulk-paused")
+    for task_id in made:  # so they do not sit in the lists of other tests
+        assert live.act(task_id, "cancel", "only a test").status_code == 200
+    assert_clean(page)
+
+
+def test_bulk_needs_a_filter_the_bulk_api_takes(page, live, tasks):
+    sign_in(page, at="/console/#/tasks?q=paused")
+    expect(page.locator(".bulk")).to_contain_text("filter by type, status, owner, label or time first")
+    expect(page.locator("#bulk-dry-run")).to_have_count(0)
     assert_clean(page)
