@@ -198,7 +198,8 @@ def expire(
     retried or routed as any failure (`retry_delays`: its backoff, by DispatchId). A PENDING run
     was never claimed (the message was lost or purged): it is published again under the same
     dispatch id, and again after twice the period, four times... (it may only be waiting in a
-    long queue).
+    long queue). A task past its own deadline (DESIGN.md sec. 10) rolls back first, so nothing it
+    had not started is sent again.
     """
     lapsed = [r.DispatchId for r in task.Runs if r.Deadline is not None and r.Deadline <= timing.now]
     if not lapsed and not overdue(task, timing.now):
