@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.check_again import next_check
 from common.masking import scrubbed_text
 from common.models import Alarm, OutboxEntry, Run, StepItem, Task
 from common.queues import ALARM_QUEUE
@@ -82,6 +83,12 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     normal = run.Phase is Phase.NORMAL
     _started(task, timing.now)  # a sub-flow's child ended: its parent ran without any claim
     remove_run(task, run)
+    if result.check_again is not None:  # "not done yet": no attempt counted, no slot held
+        verdict = next_check(task, run, result, timing.now, actor)
+        if isinstance(verdict, float):
+            dispatch(task, unit, run.Phase, run.Attempt, timing, verdict, actor, ids)
+            return
+        result = verdict
     store_result(state, run.Phase, result, timing.now)
     # Cancelled, or another unit failed: a normal unit gets no further attempt (it drains).
     stopping = normal and (task.CancelRequested is not None or task.TaskStatus is TaskStatus.ROLLING_BACK
@@ -95,6 +102,7 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     else:
         new_state, event = (StepState.FAILED, "step_failed") if normal else (StepState.ROLLBACK_FAILED, "rollback_failed")
     set_unit_state(task, unit, new_state)
+    state.WaitingSince = None  # the phase is over: it waits no more
     record(task, timing.now, event, run, actor=actor, message=result.message)
     if result.ok and normal:
         _absorb_output(task, run, result)
@@ -127,7 +135,7 @@ def enter_rollback(task: Task, timing: Timing, actor: str) -> None:
         # A first attempt never ran: nothing to undo. A retry waiting out its backoff ran
         # before: it may have left debris, so it is rolled back.
         state = unit_state(task, run.unit)
-        if run.Attempt == 1:
+        if run.Attempt == 1 and state.WaitingSince is None:  # a unit checking again has run
             set_unit_state(task, run.unit, StepState.CANCELLED)
         else:
             set_unit_state(task, run.unit, StepState.FAILED)
@@ -211,6 +219,7 @@ def _start_rollback(task: Task, unit: Unit, timing: Timing, actor: str, ids: IdF
         record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit,
                message=f"child task {step.ChildTaskId} rolled itself back")
         return
+    state.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
     dispatch(task, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
 
 

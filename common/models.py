@@ -53,6 +53,10 @@ class UnitState(_Doc):
     RollbackTimeStart: float | None = None
     RollbackTimeEnd: float | None = None
     RollbackAttempts: int = 0
+    # "Check again later" (DESIGN.md sec. 10): the command's latest progress message, and when
+    # the current phase first answered "not done yet" (None while it is not waiting).
+    Progress: str = ""
+    WaitingSince: float | None = None
 
 
 class StepItem(UnitState):
@@ -92,6 +96,7 @@ class Step(UnitState):
     After: list[int] | None = None
     ForEach: str | None = None  # the list parameter this step fans out over
     MaxParallel: int | None = None  # items running at once (None: all)
+    MaxWait: float | None = None  # seconds a phase may keep answering "check again" (None: no bound)
     Items: list[StepItem] | None = None  # fixed when a for_each step starts
     Flow: str | None = None  # a sub-flow step: the child's task type
     FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's
@@ -220,7 +225,10 @@ class Task(_Doc):
     Runs: list[Run] = Field(default_factory=list)
     Parent: ParentLink | None = None  # set on a sub-flow's child task
     Outbox: list[OutboxEntry] = Field(default_factory=list)
+    # The newest events; older ones moved to the task_history collection/table (DESIGN.md 8.2).
+    # Event n of the task (counting from 0) is History[n - HistoryArchived] once n >= that.
     History: list[HistoryEvent] = Field(default_factory=list)
+    HistoryArchived: int = 0
     Version: int = 0  # bumped by every compare-and-set
     # An operator's retry of a rolled-back task runs the flow again from step 0 as a new
     # generation, from the parameters it was submitted with (its rollback undid every step).
@@ -265,6 +273,11 @@ class Task(_Doc):
         self.SweepAt = min(deadlines) if deadlines else None
         self.OutboxDue = min(e.DueAt for e in self.Outbox) if self.Outbox else None
 
+    @property
+    def history_count(self) -> int:
+        """How many events this task has had, archived ones included: a reader's cursor."""
+        return self.HistoryArchived + len(self.History)
+
     def run(self, dispatch_id: str) -> Run | None:
         return next((r for r in self.Runs if r.DispatchId == dispatch_id), None)
 
@@ -302,6 +315,7 @@ class StepMessage(_Doc):
     Cursor: int = Field(ge=0)
     Item: int | None = Field(None, ge=0)
     Type: PhaseCode
+    # Written by baton before round 2 and ignored since: the claim reads the document's.
     Parameters: dict[str, Any] = Field(default_factory=dict)
     Module: str
     Command: str

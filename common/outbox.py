@@ -6,7 +6,8 @@ Entries of the sub-flow kinds go to the store instead of the broker (common.chil
 are marked sent at once: no claim will remove them.
 
 Marking sent is deferred: usually the next module's claim has removed the entry by then (see
-transitions.claim), so the mark costs a read instead of a write, off the step's critical path.
+transitions.claim), so the mark costs only a share of one light query for a batch of entries
+(common.outbox_marks), instead of a write, off the step's critical path.
 An entry whose mark never happens (this process died) is published again by the relay and
 fenced by the claim.
 """
@@ -26,6 +27,7 @@ from common.errors import BrokerError, StoreError, UnreadableTask
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.models import OutboxEntry, Task
+from common.outbox_marks import DeferredMarks
 from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.subflows import PUBLISH
@@ -67,8 +69,8 @@ class OutboxPublisher:
         self._store = store
         self._broker = broker
         self._clock = clock
-        self._mark_delay = mark_delay
         self._timers = _Timers(clock)
+        self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay)
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
         """Publish every entry due now; entries due later (a retry's backoff) wait in a timer."""
@@ -110,7 +112,7 @@ class OutboxPublisher:
         if mark_now:
             self._mark_sent(task_id, entry.DispatchId)
         else:
-            self._timers.at(self._clock() + self._mark_delay, lambda: self._mark_sent(task_id, entry.DispatchId))
+            self._marks.add(task_id, entry.DispatchId)
         return True
 
     def stop(self) -> None:

@@ -75,7 +75,7 @@ def child_finished_entry(child: Task, now: float) -> OutboxEntry:
         "Output": output,
     }
     # One per final change: a child that ends again (undone, retried) tells the parent again.
-    key = f"{child.TaskId}:finished:{child.Version}:{len(child.History)}"
+    key = f"{child.TaskId}:finished:{child.Version}:{child.history_count}"
     return OutboxEntry(DispatchId=key, Kind=CHILD_FINISHED, Body=body, DueAt=now)
 
 

@@ -51,6 +51,8 @@ class AttemptResult:
     message: str = ""
     output: dict[str, Any] = field(default_factory=dict)
     retryable: bool = True
+    # "Not done yet, check again in this many seconds" (message: its progress); not an attempt.
+    check_again: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -137,7 +139,6 @@ def step_message(task: Task, run: Run) -> StepMessage:
         Cursor=run.Cursor,
         Item=run.Item,
         Type=run.Phase,
-        Parameters=task.Parameters,
         Module=step.module(run.Phase),
         Command=step.command(run.Phase),
         Timeout=step.timeout(run.Phase),
@@ -156,7 +157,9 @@ def publish_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
     return OutboxEntry(
         DispatchId=run.DispatchId,
         Queue=module_queue(message.Module),
-        Body=message.model_dump(mode="json"),
+        # No Parameters: the module reads them from the document at the claim (round 1 did
+        # too), so secrets stay off the broker and the document holds one copy, not one per run.
+        Body=message.model_dump(mode="json", exclude={"Parameters"}),
         Priority=priority,
         DueAt=due_at,
     )
@@ -190,11 +193,13 @@ def record(
 
 def reset_normal(unit: UnitState) -> None:
     unit.Code, unit.Message, unit.TimeStart, unit.TimeEnd, unit.Attempts = None, "", None, None, 0
+    unit.Progress, unit.WaitingSince = "", None
 
 
 def reset_rollback(unit: UnitState) -> None:
     unit.RollbackCode, unit.RollbackMessage = None, ""
     unit.RollbackTimeStart, unit.RollbackTimeEnd, unit.RollbackAttempts = None, None, 0
+    unit.WaitingSince = None
 
 
 def reset_step(step: Step) -> None:

@@ -21,12 +21,11 @@ from common.masking import secret_values
 from common.models import Task
 from common.store import unreadable
 from common.store.port import TaskStore
-from common.store.task_filters import page_key
+from common.store.paging import iterate_tasks
 from common.transitions import Refusal, Timing
 from oss.actions import ACTIONS, OperatorActions
 
 log = structlog.get_logger(__name__)
-PAGE = 500
 MAX_TASKS = 10_000
 
 
@@ -82,15 +81,8 @@ class BulkActions:
         return result
 
     def _matching(self, filters: Mapping[str, Any], limit: int) -> tuple[list[Task], bool]:
-        found: list[Task] = []
-        after = None
-        while True:  # one more than the limit tells whether more match
-            wanted = min(PAGE, limit + 1 - len(found))
-            page = self._store.list_tasks(**filters, after=after, limit=wanted)
-            found.extend(page)
-            if len(page) < wanted or len(found) > limit:
-                return found[:limit], len(found) > limit
-            after = page_key(page[-1])
+        found = list(iterate_tasks(self._store, limit + 1, **filters))  # one more: are there more?
+        return found[:limit], len(found) > limit
 
     def _dry(self, action: str, task: Task, actor: str, reason: str) -> str | None:
         timing = Timing(self._clock(), redeliver_after=self._redeliver_after)

@@ -16,7 +16,7 @@ from common.logging import configure_logging
 from common.masking import masked_task_view
 from common.models import Task
 from common.settings import Settings, load_settings
-from common.statuses import TaskStatus
+from common.statuses import TaskStatus, parse_task_status
 from oss.times import to_epoch
 from oss.wiring import Parts, build
 
@@ -77,10 +77,9 @@ def parse_status(text: str | None) -> TaskStatus | None:
     if text is None:
         return None
     try:
-        return TaskStatus(int(text)) if text.isdigit() else TaskStatus[text.upper()]
-    except (KeyError, ValueError):
-        names = ", ".join(f"{s.value}/{s.name}" for s in TaskStatus)
-        raise click.BadParameter(f"must be one of {names}", param_hint="--status") from None
+        return parse_task_status(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--status") from None
 
 
 def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str]:

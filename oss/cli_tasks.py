@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from common.errors import IdempotencyConflict, InvalidParameters, UnknownTaskType
+from common.history import since, with_full_history
 from common.masking import masked_task
 from common.models import HistoryEvent, Task
 from common.statuses import FINAL_STATUSES
@@ -99,7 +100,7 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
 def get(task_id: str, as_json: bool) -> None:
     """Show one task (secrets masked)."""
     with opened_parts() as parts:
-        task = _task(parts, task_id)
+        task = with_full_history(parts.store, _task(parts, task_id))
         click.echo(json.dumps(task_json(task), indent=2) if as_json else task_summary(masked_task(task)))
 
 
@@ -186,9 +187,9 @@ def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = Fals
     while True:
         task = parts.store.get(task_id)
         assert task is not None  # tasks are never deleted
-        shown = masked_task(task)
+        shown = masked_task(since(parts.store, task, seen))
         if not quiet:
-            for event in shown.History[seen:]:
+            for event in shown.History:
                 if as_json:
                     click.echo(json.dumps({"TaskId": task_id, **event.model_dump(mode="json")}))
                 else:
@@ -197,7 +198,7 @@ def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = Fals
             if not as_json and branches and branches != shown_branches:
                 click.echo(branches)
             shown_branches = branches
-        seen = len(task.History)
+        seen = task.history_count
         if task.TaskStatus in FINAL_STATUSES:
             return task
         time.sleep(poll)

@@ -12,9 +12,7 @@ this run when BATON_API_TOKENS names none), then serves until SIGTERM or Ctrl-C.
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
 import socket
 import threading
 import time
@@ -27,7 +25,9 @@ from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.errors import BatonError, ConfigError, InvalidParameters
 from common.flows import FlowCatalog, load_flows
+from common.history import since
 from common.statuses import FINAL_STATUSES
+from common.stop_signals import stop_on_signals
 from common.logging import configure_logging, mask_secrets
 from common.masking import masked_task
 from common.metrics import RuntimeMetrics
@@ -62,7 +62,7 @@ def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
     """Exit status: 0 stopped cleanly, 1 a running step had to be stopped or a part failed,
     2 bad configuration (nothing was started)."""
     stop = threading.Event()
-    _stop_on_signals(stop)
+    stop_on_signals(stop, second_exits_after=DOUBLE_SIGNAL_SECONDS)
     try:
         settings, token = embedded_settings(echo)
         configure_logging(settings.log_format, settings.log_level)
@@ -314,10 +314,10 @@ def _demo(
         current = store.get(task.TaskId)
         if current is None:
             return
-        task = masked_task(current)
-        for event in task.History[seen:]:
+        task = masked_task(since(store, current, seen))
+        for event in task.History:
             echo(event_line(task, event))
-        seen = len(task.History)
+        seen = current.history_count
         if task.TaskStatus in FINAL_STATUSES and not task.Outbox:
             echo(task_summary(task))
             return
@@ -363,20 +363,3 @@ def _stop_all(runtimes: list[ModuleRuntime], grace: float) -> bool:
     for thread in threads:
         thread.join()
     return all(results)
-
-
-def _stop_on_signals(stop: threading.Event) -> None:
-    """The first SIGTERM or Ctrl-C stops gracefully; another one a moment later stops at once
-    (the store and the outbox make that safe: what was in flight is re-dispatched at the next
-    start). One signal delivered twice, as to a process group and again by `make`, is one."""
-    first: list[float] = []
-
-    def handle(signum: int, _frame: object) -> None:
-        if first and time.monotonic() - first[0] > DOUBLE_SIGNAL_SECONDS:
-            os._exit(130 if signum == signal.SIGINT else 143)
-        if not first:
-            first.append(time.monotonic())
-        stop.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, handle)

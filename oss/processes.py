@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from common.flows import load_flows
+from common.history import since
 from common.masking import masked_task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import Settings
 from common.statuses import FINAL_STATUSES, TaskStatus
+from common.stop_signals import stop_on_signals
 from oss.render import event_line, task_summary
 from oss.wiring import build, build_sweeper
 
@@ -20,8 +21,7 @@ BUILTIN_MODULES = ("resource", "mysql", "monitor")
 
 
 def run_until_signalled(stop: threading.Event) -> None:
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     while not stop.wait(1.0):
         pass
 
@@ -60,10 +60,11 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
         echo(f"submitted {task_type} task {task.TaskId}")
         seen = 0
         while True:
-            task = masked_task(parts.store.get(task.TaskId))
-            for event in task.History[seen:]:
+            current = parts.store.get(task.TaskId)
+            task = masked_task(since(parts.store, current, seen))
+            for event in task.History:
                 echo(event_line(task, event))
-            seen = len(task.History)
+            seen = current.history_count
             if task.TaskStatus in FINAL_STATUSES and not task.Runs:
                 break
             stop.wait(0.05)

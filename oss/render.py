@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from common.logging import mask_secrets
-from common.models import HistoryEvent, Task
+from common.models import HistoryEvent, Step, Task
 
 
 def when(epoch: float | None) -> str:
@@ -27,6 +27,7 @@ def task_summary(task: Task) -> str:
             f"  [{index}] {step.Name:<20} {step.State.value:<16} attempts {step.Attempts}"
             f"  {duration}{_graph_note(task, index)}{'  ' + step.Message if step.Message else ''}"
         )
+        lines += _progress_lines(step)
     lines.append(f"  parameters: {mask_secrets(task.Parameters)}")
     return "\n".join(lines)
 
@@ -71,3 +72,13 @@ def _graph_note(task: Task, index: int) -> str:
     if step.ChildTaskId:
         notes.append(f"child {step.ChildTaskId}")
     return "  (" + "; ".join(notes) + ")" if notes else ""
+
+
+def _progress_lines(step: Step) -> list[str]:
+    """Check again later: each unit whose command answered "not done yet", with its progress."""
+    units = list(enumerate(step.Items)) if step.Items else [(None, step)]
+    return [
+        f"      {'' if item is None else f'item {item}: '}not done yet, waiting since {when(unit.WaitingSince)}"
+        f"{': ' + unit.Progress if unit.Progress else ''}"
+        for item, unit in units if unit.WaitingSince is not None
+    ]

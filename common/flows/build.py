@@ -46,7 +46,7 @@ def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: Defaul
           definition: Callable[[str], FlowDefinition]) -> Step:
     after = [index_of[n] for n in step.after] if step.after is not None else ([index - 1] if index else [])
     fields: dict[str, Any] = {"Name": step.name, "After": after, "ForEach": step.for_each,
-                              "MaxParallel": step.max_parallel}
+                              "MaxParallel": step.max_parallel, "MaxWait": step.max_wait}
     if step.normal is not None:
         fields.update(_phase("Normal", step.normal, defaults))
     if step.rollback is not None:  # otherwise the Rollback* fields stay None: no rollback

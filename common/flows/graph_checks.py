@@ -41,7 +41,7 @@ def _shape(step: dict[str, Any], path: Path, lines: Lines) -> list[Problem]:
     if "flow" in step:
         return [at(lines.key(path + (key,)), path + (key,), "a sub-flow step (flow) runs no command of its own: "
                 "remove it (the child task's steps do the work and roll it back)")
-                for key in ("normal", "rollback") if key in step]
+                for key in ("normal", "rollback", "max_wait") if key in step]
     if "normal" not in step:
         return [at(lines.value(path), path + ("normal",), "required key is missing")]
     return [at(lines.key(path + ("inputs",)), path + ("inputs",), "inputs are for a sub-flow step: add `flow`")] \

@@ -86,6 +86,9 @@ class StepSpec(_Spec):
     max_parallel: Annotated[int, Field(ge=1)] | None = None  # items running at once
     flow: Identifier | None = None  # a sub-flow: runs a child task of this type
     inputs: dict[Identifier, Identifier] | None = None  # child parameter: parent parameter
+    # Seconds a phase may keep answering "check again later" in total; past it the unit fails
+    # like a timeout. Left out: no bound.
+    max_wait: Seconds | None = None
 
 
 ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]

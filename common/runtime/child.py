@@ -17,6 +17,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from common.check_again import parse_answer
 from common.errors import CommandFailed, StoreError
 from common.input_limits import InputLimits, json_problems
 from common.logging import configure_logging, hidden_values
@@ -78,7 +79,8 @@ def execute(
     resources: Any = None,
     read_task: Callable[[str], Task | None] | None = None,
 ) -> dict[str, Any]:
-    """Run one command; always answer with {"ok", "message", "output", "retryable"}."""
+    """Run one command; always answer with {"ok", "message", "output", "retryable"}, plus
+    "check_again" (seconds; "message" is then its progress) when it is not done yet."""
     context = CommandContext(
         task_id=request["task_id"],
         task_type=request["task_type"],
@@ -108,6 +110,12 @@ def _run(registry: CommandRegistry, context: CommandContext, fault_injection: bo
         output = registry.get(context.command)(context) or {}
         if not isinstance(output, dict):
             raise CommandFailed(f"command returned {type(output).__name__}, not a dict", retryable=False)
+        answer = parse_answer(output)
+        if isinstance(answer, str):
+            raise CommandFailed(answer, retryable=False)
+        if answer is not None:  # not done yet: nothing to merge, ask again later
+            seconds, progress = answer
+            return {"ok": True, "message": progress, "output": {}, "retryable": True, "check_again": seconds}
         # It goes into the task's Parameters: the same limits as a client's parameters, so no
         # command can store what a reader, the sweeper or another store could not handle.
         problems = json_problems(output, InputLimits(), "output")

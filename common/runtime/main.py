@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -16,6 +15,7 @@ from common.logging import configure_logging
 from common.queues import module_queue
 from common.runtime.module import BodyHandler, ModuleRuntime
 from common.runtime.registry import load_registry
+from common.stop_signals import stop_on_signals
 from common.settings import Settings, load_settings
 from common.store.factory import open_store
 from common.store.inventory_factory import open_module_registry
@@ -54,8 +54,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         announce_to=announcements,
     )
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     try:
         runtime.start()
     except BatonError as exc:

@@ -122,6 +122,7 @@ class CommandRunner:
             bounded_message(answer["message"]),
             answer["output"],
             answer["retryable"],
+            answer.get("check_again"),
         )
 
     def close(self) -> None:

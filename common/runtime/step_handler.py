@@ -182,18 +182,26 @@ class StepHandler:
         # A command's error text may quote a secret parameter: it is stored scrubbed, so no
         # reader of the document (a search, a listing, an export) can ever see or match it.
         result = dataclasses.replace(result, message=scrubbed_text(result.message, task))
-        committed = self._commit(task.TaskId, message, result, delay)
+        committed = self._commit(task, message, result, delay)
         if committed is None:
             return
         with hidden_values(secret_values(committed)):  # the command's output may hold new ones
-            log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
-                     seconds=elapsed, task_status=committed.TaskStatus.name)
+            if result.check_again is not None:  # the run ended; the unit's next check is in the outbox
+                log.info("step checks again later", seconds=result.check_again, progress=result.message,
+                         elapsed=elapsed, task_status=committed.TaskStatus.name)
+            else:
+                log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
+                         seconds=elapsed, task_status=committed.TaskStatus.name)
         self._count_outcome(committed, message, labels)
         self._crash_point(task, message, "after_commit")
         self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))
 
-    def _commit(self, task_id: str, message: StepMessage, result: AttemptResult, delay: float) -> Task | None:
-        """Record the outcome; keep trying through a store outage until our lease would lapse."""
+    def _commit(self, claimed: Task, message: StepMessage, result: AttemptResult, delay: float) -> Task | None:
+        """Record the outcome; keep trying through a store outage until our lease would lapse.
+
+        The first try writes on the task as claimed, without reading it again: a short step's
+        document has not changed since (a lease renewal or an operator makes it re-read)."""
+        task_id, known = claimed.TaskId, claimed
         give_up = self._clock() + self._config.lease
         while True:
             timing = Timing(self._clock(), self._config.lease, self._config.redeliver_after, delay)
@@ -201,7 +209,9 @@ class StepHandler:
                 outcome = mutate(
                     self._store, task_id,
                     lambda t: finish_attempt(t, message.DispatchId, self._config.owner, result, timing),
+                    known=known,
                 )
+                known = None
             except StoreRefused as exc:
                 if not result.ok and not result.retryable and not result.output:
                     log.error("the store refuses even the failure; the sweeper will retry the step", error=str(exc))

@@ -12,15 +12,15 @@ an acknowledged change survives a crash of the server and a failover.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.collection import Collection
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from common.errors import DuplicateTask, UnreadableTask
-from common.models import Alarm, Task
+from common.models import Alarm, HistoryEvent, Task
 from common.statuses import TaskStatus
 from common.store import unreadable
 from common.store.mongo_base import MongoAdapter
@@ -48,6 +48,7 @@ class MongoStore(MongoAdapter):
         self._tasks: Docs = self._db["tasks"]
         self._locks: Docs = self._db["locks"]
         self._alarms: Docs = self._db["alarms"]
+        self._history: Docs = self._db["task_history"]
 
     # --- tasks ---------------------------------------------------------------------------------
 
@@ -92,6 +93,36 @@ class MongoStore(MongoAdapter):
                          {"OutboxDue": {"$exists": False}, "Outbox.DueAt": {"$lte": due_before}}],
                  unreadable.MARK_FIELD: {"$exists": False}}
         return self._find_tasks(query, [("OutboxDue", ASCENDING)], limit)
+
+    @_adapter_edge
+    def in_outbox(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        wanted = set(entries)
+        if not wanted:
+            return set()
+        query = {"TaskId": {"$in": sorted({t for t, _ in wanted})},
+                 "Outbox.DispatchId": {"$in": sorted({d for _, d in wanted})}}
+        found: set[tuple[str, str]] = set()
+        for doc in list(self._tasks.find(query, {"_id": False, "TaskId": True, "Outbox.DispatchId": True})):
+            found.update((doc["TaskId"], e.get("DispatchId")) for e in doc.get("Outbox", []))
+        return found & wanted
+
+    @_adapter_edge
+    def archive_history(self, task_id: str, first_index: int, events: list[HistoryEvent]) -> None:
+        if not events:
+            return
+        docs = [{"TaskId": task_id, "Index": first_index + n, "Event": e.model_dump(mode="json")}
+                for n, e in enumerate(events)]
+        try:
+            self._history.insert_many(docs, ordered=False)
+        except BulkWriteError as exc:  # written before (a lost race, a retry): the same events
+            if any(error.get("code") != 11000 for error in exc.details.get("writeErrors", [])):
+                raise
+
+    @_adapter_edge
+    def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]:
+        query = {"TaskId": task_id, "Index": {"$gte": start, "$lt": stop}}
+        rows = list(self._history.find(query, _no_id()).sort("Index", ASCENDING))
+        return [HistoryEvent.model_validate(row["Event"]) for row in rows]
 
     @_adapter_edge
     def list_tasks(

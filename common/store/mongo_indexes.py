@@ -74,6 +74,10 @@ SPECS: dict[str, list[IndexSpec]] = {
         # waiting_unclaimed: only unfinished tasks have runs, hence a Since.
         IndexSpec("runs_since", [("Runs.Since", ASCENDING)], {"partialFilterExpression": {"Runs.Since": {"$exists": True}}}),
     ],
+    # Events moved out of a task's document (common.history), one per (task, event number).
+    "task_history": [
+        IndexSpec("task_index", [("TaskId", ASCENDING), ("Index", ASCENDING)], {"unique": True}),
+    ],
     "modules": [
         IndexSpec("module", [("Module", ASCENDING), ("WorkerId", ASCENDING)]),
     ],

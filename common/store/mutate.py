@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from common.errors import StoreError
+from common.history import trim as trim_history
 from common.models import Task
 from common.store.port import TaskStore
 from common.transitions import Refusal
@@ -12,23 +13,35 @@ from common.transitions import Refusal
 Change = Callable[[Task], "Task | Refusal"]
 
 
-def mutate(store: TaskStore, task_id: str, change: Change, max_tries: int = 100) -> Task | Refusal:
+def mutate(
+    store: TaskStore, task_id: str, change: Change, max_tries: int = 100, *, known: Task | None = None
+) -> Task | Refusal:
     """Apply `change` to the current task with one compare-and-set, re-reading on a lost race.
 
     Returns the task as written, or the Refusal of `change` (nothing written). A missing task is
     a Refusal too: a message may outlive its task's document in a test store or after a purge.
     `change` must be pure: it may run several times.
+
+    `known`: the task as this process last wrote it (a module's claim). The first try applies
+    the change to it without reading: if nobody wrote since, the version filter matches and a
+    read is saved; if somebody did (a lease renewal, an operator), the write matches nothing and
+    the loop reads as usual. A refusal computed on `known` is not trusted: the stored task may
+    say otherwise, so it is computed again on a fresh read.
     """
     for _ in range(max_tries):
-        current = store.get(task_id)
+        guessed = known is not None
+        current, known = (known, None) if guessed else (store.get(task_id), None)
         if current is None:
             return Refusal(f"no task {task_id}")
         updated = change(current)
         if isinstance(updated, Refusal):
+            if guessed:
+                continue
             return updated
         if updated is current:
             raise TypeError("a change must return a new task, not edit the one it was given")
         updated.Version = current.Version + 1
+        trim_history(store, current, updated)  # the document stays bounded (common.history)
         if store.compare_and_set(updated, current.Version):
             return updated
     raise StoreError(f"task {task_id}: gave up after {max_tries} lost compare-and-set races")

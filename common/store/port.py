@@ -8,10 +8,10 @@ late or stale worker can never overwrite a newer outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from common.models import Alarm, Task
+from common.models import Alarm, HistoryEvent, Task
 from common.statuses import TaskStatus
 from common.store.task_filters import PageKey, TaskFilter
 
@@ -43,6 +43,18 @@ class TaskStore(Protocol):
 
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
         """Tasks holding an outbox entry with `DueAt` <= due_before (oldest first)."""
+
+    def in_outbox(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (TaskId, DispatchId) outbox entries are still in their task's outbox,
+        in one light query: a publisher checks a batch of deferred mark-sents at once, and
+        reads and writes only the tasks whose entry no claim has removed yet."""
+
+    def archive_history(self, task_id: str, first_index: int, events: list[HistoryEvent]) -> None:
+        """Keep events moved out of a task's document (common.history) as event numbers
+        first_index, first_index + 1, ...: an upsert, so writing them again is harmless."""
+
+    def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]:
+        """The archived events numbered start <= n < stop, in order."""
 
     def list_tasks(
         self,

@@ -23,16 +23,16 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 import pydantic_core
 
 from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTask
-from common.models import Alarm, Task
+from common.models import Task
 from common.statuses import TaskStatus
-from common.store import sqlite_waiting, unreadable
+from common.store.sqlite_codec import decode as _decode, encode as _encode, immediate as _immediate
+from common.store import sqlite_alarms, sqlite_history, sqlite_outbox, sqlite_waiting, unreadable
 from common.store.task_filters import PageKey, TaskFilter, sql_where
 
 BUSY_TIMEOUT_MS = 10_000
@@ -127,17 +127,6 @@ WHERE locks.owner = excluded.owner OR locks.expires < ?
 """
 
 
-def _encode(doc: dict[str, Any]) -> str:
-    # pydantic-core's encoder writes the same compact JSON as json.dumps(separators=(",", ":"))
-    # (NaN and Infinity included) in a quarter of the time, and encoding is a third of a write.
-    return pydantic_core.to_json(doc, inf_nan_mode="constants").decode()
-
-
-def _decode(text: str) -> dict[str, Any]:
-    # Half the time of json.loads; the document still goes through Task.from_doc.
-    return pydantic_core.from_json(text, allow_inf_nan=True)  # type: ignore[no-any-return]
-
-
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -171,11 +160,7 @@ def _indexed_values(task: Task) -> tuple[Any, ...]:
     return int(task.TaskStatus), task.SweepAt, task.OutboxDue
 
 
-def _alarm(row: tuple[str] | None) -> Alarm | None:
-    return None if row is None else Alarm.model_validate(_decode(row[0]))
-
-
-class SqliteStore(sqlite_waiting.WaitingQuery):
+class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite_alarms.AlarmsQuery, sqlite_history.HistoryQuery):
     """TaskStore on a SQLite file; safe for many threads and many processes sharing the file."""
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -285,48 +270,6 @@ class SqliteStore(sqlite_waiting.WaitingQuery):
     @_translated
     def release_lock(self, name: str, owner: str) -> None:
         self._conn().execute("DELETE FROM locks WHERE name = ? AND owner = ?", (name, owner))
-
-    # --- alarms --------------------------------------------------------------------------------
-
-    @_translated
-    def add_alarm(self, alarm: Alarm) -> bool:
-        doc = _encode(alarm.model_dump(mode="json"))
-        cursor = self._conn().execute(
-            "INSERT OR IGNORE INTO alarms (alarm_id, time, acknowledged, doc) VALUES (?, ?, ?, ?)",
-            (alarm.AlarmId, alarm.Time, int(alarm.Acknowledged), doc),
-        )
-        return cursor.rowcount == 1
-
-    @_translated
-    def list_alarms(self, *, acknowledged: bool | None = None, limit: int = 100) -> list[Alarm]:
-        if limit <= 0:
-            return []
-        if acknowledged is None:
-            sql, params = "SELECT doc FROM alarms ORDER BY time DESC LIMIT ?", (limit,)
-        else:
-            sql = "SELECT doc FROM alarms WHERE acknowledged = ? ORDER BY time DESC LIMIT ?"
-            params = (int(acknowledged), limit)
-        rows = self._conn().execute(sql, params).fetchall()  # see _tasks: never leave a read open
-        return [Alarm.model_validate(_decode(doc)) for (doc,) in rows]
-
-    @_translated
-    def acknowledge_alarm(
-        self, alarm_id: str, by: str, now: float, reason: str | None = None
-    ) -> Alarm | None:
-        """The first acknowledgement stands: acknowledging again returns the alarm unchanged."""
-        conn = self._conn()
-        with _immediate(conn):
-            row = conn.execute("SELECT doc FROM alarms WHERE alarm_id = ?", (alarm_id,)).fetchone()
-            alarm = _alarm(row)
-            if alarm is None or alarm.Acknowledged:
-                return alarm
-            alarm.Acknowledged, alarm.AcknowledgedBy, alarm.AcknowledgedAt = True, by, now
-            alarm.AcknowledgedReason = reason
-            conn.execute(
-                "UPDATE alarms SET acknowledged = 1, doc = ? WHERE alarm_id = ?",
-                (_encode(alarm.model_dump(mode="json")), alarm_id),
-            )
-            return alarm
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -463,7 +406,7 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     # executescript would COMMIT first; run each statement inside one IMMEDIATE transaction so
     # processes starting together create the schema once, each waiting its turn.
     with _immediate(conn):
-        for statement in _SCHEMA.split(";"):
+        for statement in f"{_SCHEMA};{sqlite_history.SCHEMA}".split(";"):
             if statement.strip():
                 conn.execute(statement)
         have = {row[1] for row in conn.execute("PRAGMA table_info(tasks)")}
@@ -472,19 +415,6 @@ def _create_schema(conn: sqlite3.Connection) -> None:
                 conn.execute(f"ALTER TABLE tasks ADD COLUMN {column} {definition}")
                 conn.execute(f"UPDATE tasks SET {column} = {fill}")
             conn.execute(index)
-
-
-@contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """A transaction holding the write lock from its start: for a read that decides a write."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:  # some errors (a full disk, say) have rolled it back already
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 _STORES: weakref.WeakSet[SqliteStore] = weakref.WeakSet()

@@ -93,6 +93,15 @@ def clean_instance(ctx: CommandContext) -> dict:
 
 
 @registry.command()
+def await_disconnect(ctx: CommandContext) -> dict:
+    """Before a drop: wait (checking again later, no slot held) until the instance's clients left."""
+    name, force = _name(ctx), ctx.parameters.get("force") is True
+    with _server(ctx) as server:
+        return provision.await_disconnect(server, name=name, force=force,
+                                          check_every=ctx.resources.settings.disconnect_check_seconds)
+
+
+@registry.command()
 def drop_instance(ctx: CommandContext) -> dict:
     name = _name(ctx)
     with _server(ctx) as server:

@@ -31,6 +31,7 @@ from typing import Any
 
 import structlog
 
+from common.check_again import check_again
 from common.errors import CommandFailed
 from modules.mysql.naming import ACCESS_PRIVILEGES, derive_password
 from modules.mysql.server import LimitChange, OwnedInstance, Server
@@ -128,6 +129,18 @@ def clean_instance(
         _remove(server, row)
     log.info("instance cleaned", instance=name)
     return {"instance_cleaned": True}
+
+
+def await_disconnect(server: Server, *, name: str, force: bool, check_every: float) -> dict[str, Any]:
+    """Done once the instance's clients have disconnected (or at once with `force`: the drop then
+    ends their sessions); until then "check again later", so the delete holds no worker while it
+    waits. An instance baton does not own has nothing to wait for: the drop step judges it."""
+    if force or server.owned(name) is None:
+        return {"disconnected": {"name": name, "forced": force}}
+    open_sessions = server.session_count(name)
+    if open_sessions:
+        return check_again(check_every, f"{open_sessions} session{'s' if open_sessions > 1 else ''} of {name} still open")
+    return {"disconnected": {"name": name, "forced": False}}
 
 
 def drop_instance(server: Server, *, name: str, user_host: str) -> dict[str, Any]:

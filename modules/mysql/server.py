@@ -255,6 +255,10 @@ class Server:
     def drop_database(self, name: str) -> None:
         self._run(f"DROP DATABASE IF EXISTS {quote_identifier(name)}")
 
+    def session_count(self, user: str) -> int:
+        row = self._one("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = %s", (user,))
+        return int(row[0]) if row else 0
+
     def kill_sessions(self, user: str) -> int:
         """End the user's open sessions: a dropped user's sessions otherwise live on."""
         ids = self._all("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = %s", (user,))

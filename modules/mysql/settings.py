@@ -42,6 +42,9 @@ class MysqlSettings(ConfigFileSources, BaseSettings):
     # is taken for frozen (a replica stopped mid-command): its session is killed, so it can never
     # resume its half-done change after a rollback undid it.
     lock_wait_seconds: int = Field(10, ge=1, le=600)
+    # delete_mysql_instance waits for the instance's clients to disconnect: it checks this often,
+    # holding no worker slot in between (a step answering "check again later").
+    disconnect_check_seconds: float = Field(5.0, gt=0, le=3600)
 
     @field_validator("user_host")
     @classmethod

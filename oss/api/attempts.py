@@ -6,7 +6,8 @@ keeps every event with its Cursor, Phase, Attempt and Time. An attempt begins wi
 `attempt_failed` (another attempt follows), `step_failed` / `rollback_failed`,
 `step_succeeded` / `rollback_succeeded`, or `released` (its module shut down under it: not
 counted, the same attempt number is dispatched again). A dispatch nobody claimed never ran and
-is no attempt. An operator's retry starts a new run (`retried`): attempts carry the run they
+is no attempt. A command that answers "check again later" (`check_again`) goes on with the same
+attempt: its checks (a claim each) make one attempt, shown "checking again" in between. An operator's retry starts a new run (`retried`): attempts carry the run they
 belong to, since numbers start again at 1.
 """
 
@@ -26,6 +27,7 @@ _ENDINGS = {
     "rollback_failed": "failed",
     "released": "released",
 }
+CHECKING_AGAIN = "checking again"  # its command answered "not done yet": one attempt spans every check
 
 
 class AttemptView(BaseModel):
@@ -39,7 +41,8 @@ class AttemptView(BaseModel):
     TimeEnd: float | None = Field(description="null: still running, or its end was not recorded")
     Outcome: str = Field(
         description='"ok", "failed", "failed, retried", "released" (its module shut down: '
-        'dispatched again), "running", or "unfinished"'
+        'dispatched again), "checking again" (not done yet: its command is asked again later), "running", '
+        'or "unfinished"'
     )
     Message: str = Field(description="Its error (secrets masked), or how it ended")
 
@@ -58,6 +61,15 @@ def attempts(task: Task) -> list[AttemptView]:
         if event.Cursor is None or event.Phase is None:
             continue
         key = (event.Cursor, event.Item, int(event.Phase))
+        waiting = open_.get(key)
+        if event.Event == "check_again" and waiting is not None:
+            # "Not done yet": the same attempt goes on at its next check (a run each, no slot held).
+            waiting.Outcome, waiting.Message = CHECKING_AGAIN, event.Message
+            continue
+        if event.Event == "claimed" and waiting is not None and waiting.Outcome == CHECKING_AGAIN \
+                and waiting.Attempt == (event.Attempt or 1):
+            waiting.Outcome, waiting.Worker = "unfinished", event.Actor
+            continue
         if event.Event == "claimed":
             attempt = AttemptView(
                 Run=run, Cursor=event.Cursor, Item=event.Item, Phase=int(event.Phase), Attempt=event.Attempt or 1,

@@ -77,6 +77,13 @@ task_types:
       - name: leaf
         normal:   {module: mysql, command: step_leaf}
         rollback: {module: mysql, command: undo_leaf}
+  await_replica:
+    description: A step that is never done; it checks again until cancelled.
+    steps:
+      - name: caught_up
+        max_wait: 600
+        normal:   {module: mysql, command: await_caught_up}
+        rollback: {module: mysql, command: undo_leaf}
 """
 OPERATOR = "console-operator-token-0123"
 READER = "console-reader-token-01234"

@@ -15,6 +15,7 @@ from modules.mysql import provision
 from modules.mysql.provision import Placement
 from modules.mysql.server import OwnedInstance, Server
 from modules.mysql.settings import MysqlSettings
+from tests.support.cluster import wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
 
 TASK, KEY = "task-1", "task-1:2:normal"
@@ -169,3 +170,21 @@ def test_connection_limit_is_set_and_restored_once(server, place, sandbox) -> No
     assert provision.restore_connection_limit(server, name=name, change_key="never") == {"connection_limit_restored": False}
     with pytest.raises(CommandFailed, match="no ready instance"):
         provision.set_connection_limit(server, name=sandbox.name("nope"), limit=3, change_key="x")
+
+
+def test_await_disconnect_checks_again_while_the_instances_clients_stay(server, place, sandbox) -> None:
+    name = sandbox.name("app")
+    instance = init(server, place, name)
+    wait = {"name": name, "force": False, "check_every": 2.5}
+    sessions = [login(instance), login(instance)]
+    assert provision.await_disconnect(server, **wait) == {
+        "_baton": {"check_again": 2.5, "progress": f"2 sessions of {name} still open"}}
+    sessions.pop().close()
+    wait_until(lambda: server.session_count(name) == 1, 10, "the session to end")  # the server ends it a moment later
+    assert provision.await_disconnect(server, **wait)["_baton"]["progress"] == f"1 session of {name} still open"
+    assert provision.await_disconnect(server, **{**wait, "force": True}) == {"disconnected": {"name": name, "forced": True}}
+    sessions.pop().close()
+    wait_until(lambda: server.session_count(name) == 0, 10, "the session to end")
+    assert provision.await_disconnect(server, **wait) == {"disconnected": {"name": name, "forced": False}}
+    # Not baton's: nothing to wait for (the drop refuses it, or finds it gone).
+    assert provision.await_disconnect(server, **{**wait, "name": sandbox.name("none")})["disconnected"]["forced"] is False

@@ -6,6 +6,7 @@ the real modules, no inventory and no database. They still run as real module pr
 real RabbitMQ, through the real runtime (see tests/support/run_registry.py).
 """
 
+from common.check_again import check_again
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
 
@@ -70,3 +71,10 @@ def _graph_commands(registry: CommandRegistry) -> None:
 
 _graph_commands(resource)
 _graph_commands(mysql)
+
+
+# Check again later (tests/console/test_browser_check_again.py): never done, so the page can be
+# looked at while the step waits; the test cancels the task.
+@mysql.command()
+def await_caught_up(ctx: CommandContext) -> dict:
+    return check_again(0.3, "replica 73% caught up")

@@ -41,3 +41,17 @@ def test_a_dispatch_nobody_claimed_is_no_attempt():
     task = create_task(task_type="t", steps=[make_step("only")], parameters={}, timing=Timing(100.0), ids=counter_ids())
     assert attempts(task) == []
     assert [a.Outcome for a in attempts(claimed(task, "w1", 101.0))] == ["running"]
+
+
+def test_checks_of_a_command_that_is_not_done_yet_make_one_attempt():
+    ids = counter_ids()
+    waiting = AttemptResult(ResultCode.OK, "40% caught up", check_again=5)
+    task = create_task(task_type="t", steps=[make_step("only")], parameters={}, timing=Timing(100.0), ids=ids)
+    task = claimed(task, "w1", 101.0)
+    task = written(finish_attempt(task, only_run(task).DispatchId, "w1", waiting, Timing(102.0), ids=ids))
+    assert [(a.Attempt, a.Outcome, a.Message, a.TimeEnd) for a in attempts(task)] == [
+        (1, "checking again", "in 5s: 40% caught up", None)]
+    task = claimed(task, "w2", 107.0)
+    assert [(a.Attempt, a.Worker, a.Outcome, a.TimeStart) for a in attempts(task)] == [(1, "w2", "running", 101.0)]
+    done = written(finish_attempt(task, only_run(task).DispatchId, "w2", AttemptResult(ResultCode.OK), Timing(108.0), ids=ids))
+    assert [(a.Attempt, a.Outcome, a.TimeStart, a.TimeEnd) for a in attempts(done)] == [(1, "ok", 101.0, 108.0)]

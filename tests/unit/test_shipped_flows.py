@@ -65,10 +65,12 @@ def test_create_mysql_instance_parameters_fill_defaults_and_refuse_bad_values() 
 def test_delete_mysql_instance_has_no_rollbacks() -> None:
     flow = load_flows(SHIPPED).get("delete_mysql_instance")
     assert [(s.Name, s.NormalModule, s.NormalCommand, s.has_rollback) for s in flow.steps] == [
+        ("await_disconnect", "mysql", "await_disconnect", False),
         ("drop_instance", "mysql", "drop_instance", False),
         ("release_resource", "resource", "release_resource", False),
     ]
-    assert flow.steps[0].NormalRetry == 2  # from the file's defaults
+    assert flow.steps[0].MaxWait == 600 and flow.steps[1].MaxWait is None  # waits for clients: checks again
+    assert flow.steps[1].NormalRetry == 2  # from the file's defaults
     assert not flow.validate({}).ok and flow.validate({"name": "app_1"}).ok
 
 
@@ -113,7 +115,7 @@ def test_a_module_checks_only_its_own_commands() -> None:
     with pytest.raises(FlowError) as caught:
         load_flows(SHIPPED, {"mysql": {"init_instance", "clean_instance"}}, all_modules=False)
     missing = {p.split('no command "')[1].split('"')[0] for p in caught.value.problems}
-    assert missing == {"drop_instance", "set_connection_limit", "restore_connection_limit", "noop", "noop_rollback",
+    assert missing == {"await_disconnect", "drop_instance", "set_connection_limit", "restore_connection_limit", "noop", "noop_rollback",
                        "init_replica", "clean_replica", "record_topology", "forget_topology"}
 
 

@@ -23,6 +23,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from common.errors import UnreadableTask
+from common.history import with_full_history
 from common.models import Task
 from common.statuses import FINAL_STATUSES
 from oss.api.auth import Context, Reader
@@ -77,7 +78,8 @@ async def task_events(
         started, quiet_since = time.monotonic(), time.monotonic()
         while True:
             if current is not None and current.Version > seen_version:
-                shown = task_view(current, context.clock())
+                full = await run_in_threadpool(with_full_history, context.store, current)
+                shown = task_view(full, context.clock())
                 for event in shown.History[seen_events:]:
                     yield sse("change", event.model_dump_json())
                 seen_version, seen_events = current.Version, len(shown.History)

@@ -9,10 +9,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import StringConstraints
 
+from common.history import with_full_history
 from common.masking import masked_task
 from common.statuses import TaskStatus, parse_task_status
 from common.store.modules_port import live_modules
 from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
+from common.store.paging import iterate_tasks
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
@@ -121,15 +123,8 @@ def _searched_counts(context: ApiContext, wanted: dict, search: str) -> dict[Tas
     that matched only through a masked secret (a failure message quoting a password): a reader
     could then probe a secret's text through the counts. A search scans every task anyway; this
     masks and checks only the matches, up to SEARCH_COUNT_LIMIT of them."""
-    counts: Counter[TaskStatus] = Counter()
-    after, seen = None, 0
-    while seen < SEARCH_COUNT_LIMIT:
-        page = context.store.list_tasks(**wanted, after=after, limit=500)
-        seen += len(page)
-        counts.update(t.TaskStatus for t in page if search_matches(masked_task(t), search))
-        if len(page) < 500:
-            break
-        after = page_key(page[-1])
+    matches = iterate_tasks(context.store, SEARCH_COUNT_LIMIT, **wanted)
+    counts = Counter(t.TaskStatus for t in matches if search_matches(masked_task(t), search))
     return dict(counts)
 
 
@@ -145,6 +140,7 @@ def get_task(task_id: str, context: Context, token: Reader, registry: Modules) -
     if task is None:
         raise ApiError(404, f"no task {task_id}")
     now = context.clock()
+    task = with_full_history(context.store, task)
     return task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl))
 
 

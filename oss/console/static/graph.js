@@ -67,11 +67,14 @@ export function flowGraph(task) {
 function node(task, step, index, { x, y }) {
   const state = stepState(step.State);
   const runs = (task.Runs ?? []).filter((run) => run.Cursor === index).length;
+  // Units whose command answered "not done yet" (check again later): their progress in the title.
+  const waiting = (step.Items && step.Items.length ? step.Items : [step]).filter((u) => u.WaitingSince != null);
   const group = svg("g", { class: `node ${state.css}`, "data-step": index, "data-state": step.State,
     transform: `translate(${x},${y})` },
   svg("rect", { width: BOX_W, height: BOX_H, rx: 8, class: "box" }),
   text(10, 19, step.Name, "name"),
-  text(10, 36, `${state.label}${runs > 1 ? ` · ${runs} running` : ""}`, "state"),
+  text(10, 36, `${state.label}${runs > 1 ? ` · ${runs} running` : ""}${waiting.length ? " · checking again" : ""}`,
+    "state"),
   detail(step));
   if (step.Items && step.Items.length) group.append(itemMarks(step.Items));
   if (step.ChildTaskId) {
@@ -80,7 +83,8 @@ function node(task, step, index, { x, y }) {
     group.append(link);
   }
   const title = svg("title");
-  title.textContent = `${index} ${step.Name}: ${state.label}`;
+  title.textContent = `${index} ${step.Name}: ${state.label}` +
+    waiting.map((u) => (u.Progress ? `\n${u.Progress}` : "")).join("");
   group.append(title);
   return group;
 }

@@ -37,10 +37,12 @@ function stepItem(task, step, index) {
     el("span", { class: "step-name", text: step.Name }),
     outcomeBadges(state, normal, undone, step.State),
     failedHere ? el("span", { class: "failed-flag", text: "✖ the step that failed" }) : null),
+  progressNotes(step),
   phaseRow("normal", {
     module: step.NormalModule ?? "sub-flow", command: step.NormalCommand ?? step.Flow, outcome: normal,
     message: step.Message,
     start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry,
+    checking: (run) => waitingUnits(step).some(([, item]) => item === (run.Item ?? null)),
   }, inPhase(0), attempts.filter((a) => a.Phase === 0), scheduled && task.ScheduledFor),
   step.RollbackModule === null && !step.Flow
     ? el("div", { class: "phase phase-rollback none" },
@@ -51,6 +53,7 @@ function stepItem(task, step, index) {
       module: step.RollbackModule ?? "sub-flow", command: step.RollbackCommand ?? `undo ${step.Flow}`, outcome: undone,
       message: step.RollbackMessage, start: step.RollbackTimeStart, end: step.RollbackTimeEnd,
       attempts: step.RollbackAttempts, retry: step.RollbackRetry ?? 0,
+      checking: (run) => waitingUnits(step).some(([, item]) => item === (run.Item ?? null)),
     }, inPhase(1), attempts.filter((a) => a.Phase === 1)));
 }
 
@@ -82,7 +85,7 @@ function phaseRow(phase, run, inFlight, attempts, startsAt) {
       text: `attempts ${run.attempts}/${run.retry + 1}` }),
     run.outcome ? el("span", { class: `code ${run.outcome.css}`, text: run.outcome.label }) : null,
     startsAt ? el("span", { class: "active-run scheduled" }, "scheduled: starts at ", when(startsAt))
-      : active ? activeRun(active, inFlight.length) : null,
+      : active ? activeRun(active, inFlight.length, run.checking) : null,
     ...attemptsAndMessage(attempts, run.message));
 }
 
@@ -109,13 +112,33 @@ function attemptList(attempts) {
   a.Message ? el("pre", { class: "phase-message", text: a.Message }) : null)));
 }
 
-function activeRun(active, count) {
+function activeRun(active, count, checking) {
   const item = active.Item === null || active.Item === undefined ? "" : `item ${active.Item}: `;
   const more = count > 1 ? ` (+${count - 1} more items in flight)` : "";
   const text = active.State === "waiting_child"
     ? "waiting for its child task"
     : active.State === "running"
       ? `${item}running attempt ${active.Attempt} on ${active.Owner ?? "?"}${more}`
-      : `${item}dispatched, attempt ${active.Attempt}: waiting for a worker${more}`;
+      : checking && checking(active)
+        ? `${item}not done yet: checks again later${more}`
+        : `${item}dispatched, attempt ${active.Attempt}: waiting for a worker${more}`;
   return el("span", { class: "active-run", text });
+}
+
+// "Check again later": the units (the step, or items of a for_each step) whose command answered
+// "not done yet", with its latest progress and since when the phase waits.
+function waitingUnits(step) {
+  const units = step.Items && step.Items.length ? step.Items.map((unit, i) => [unit, i]) : [[step, null]];
+  return units.filter(([unit]) => unit.WaitingSince !== null && unit.WaitingSince !== undefined);
+}
+
+function progressNotes(step) {
+  const waiting = waitingUnits(step);
+  if (!waiting.length) return null;
+  return el("ul", { class: "progress-notes" }, waiting.map(([unit, item]) => el("li", {
+    class: "progress-note", dataset: { item: item === null ? "" : String(item) },
+  },
+  el("span", { class: "muted small", text: `${item === null ? "" : `item ${item} · `}not done yet, waiting since ` }),
+  when(unit.WaitingSince), " ",
+  unit.Progress ? el("span", { class: "progress-text", text: unit.Progress }) : null)));
 }

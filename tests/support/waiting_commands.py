@@ -1,0 +1,43 @@
+"""Commands that answer "not done yet, check again later" (DESIGN.md sec. 10), for the
+end-to-end tests of tests/e2e/test_check_again.py: served by a real module process through the
+real runtime (tests/support/run_registry.py).
+
+`poll` counts the checks it already answered from the task's own history (read from the store,
+as a real command reads the state of what it waits for), so it needs no state of its own."""
+
+from common.check_again import check_again
+from common.runtime.registry import CommandContext, CommandRegistry
+
+waiter = CommandRegistry("waiter")
+
+
+def _checks_so_far(ctx: CommandContext) -> int:
+    task = ctx.read_task(ctx.task_id) if ctx.read_task else None
+    assert task is not None, "the module runs without a store"
+    return sum(1 for e in task.History if e.Event == "check_again" and e.Cursor == ctx.cursor
+               and e.Item == ctx.item_index and e.Phase == ctx.phase)
+
+
+@waiter.command()
+def poll(ctx: CommandContext) -> dict:
+    """Not done until it has been asked `polls` times, `interval` seconds apart."""
+    polls, interval = int(ctx.parameters.get("polls", 3)), float(ctx.parameters.get("interval", 0.2))
+    done = _checks_so_far(ctx)
+    if done < polls:
+        return check_again(interval, f"{done + 1} of {polls} checks")
+    return {"polled": done}
+
+
+@waiter.command()
+def never_done(ctx: CommandContext) -> dict:
+    return check_again(float(ctx.parameters.get("interval", 0.2)), "still waiting")
+
+
+@waiter.command()
+def quick(ctx: CommandContext) -> dict:
+    return {f"quick_{ctx.cursor}": True}
+
+
+@waiter.command()
+def undo(ctx: CommandContext) -> dict:
+    return {}

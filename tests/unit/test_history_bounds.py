@@ -1,0 +1,82 @@
+"""A task's history stays bounded in its document (common.history, DESIGN.md 8.2): older events
+move to the store's archive, readers see one unbroken sequence, and a lost race archives
+nothing a reader would take. On a real SQLite store."""
+
+from __future__ import annotations
+
+import time
+
+from common.history import HISTORY_KEEP, HISTORY_LIMIT, events_since, overflow, since, with_full_history
+from common.models import Task
+from common.store.mutate import mutate
+from common.store.sqlite import SqliteStore
+from common.task_runs import record
+from common.transitions import Timing, create_task
+from tests.support.builders import make_step
+
+
+def noted(n: int):
+    def change(task: Task) -> Task:
+        new = task.clone()
+        record(new, time.time(), f"note{n}")
+        return new
+
+    return change
+
+
+def grown(store: SqliteStore, events: int) -> Task:
+    task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(time.time()))
+    store.insert(task)
+    for n in range(events):
+        mutate(store, task.TaskId, noted(n))
+    return store.get(task.TaskId)
+
+
+def test_the_document_keeps_the_newest_events_and_readers_see_them_all(tmp_path):
+    store = SqliteStore(tmp_path / "t.db")
+    try:
+        created = len(create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(0)).History)
+        task = grown(store, 250)
+        assert HISTORY_KEEP <= len(task.History) <= HISTORY_LIMIT
+        assert task.history_count == created + 250
+        full = with_full_history(store, task)
+        assert [e.Event for e in full.History][created:] == [f"note{n}" for n in range(250)]
+        assert full.HistoryArchived == 0 and len(full.History) == task.history_count
+        # a watcher that last saw event 10 gets everything after it, from archive and document
+        assert [e.Event for e in events_since(store, task, created + 10)] == [f"note{n}" for n in range(10, 250)]
+        assert [e.Event for e in since(store, task, task.history_count - 2).History] == ["note248", "note249"]
+    finally:
+        store.close()
+
+
+def test_only_events_already_stored_are_archived():
+    task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(0))
+    current = task.clone()
+    current.History = current.History * 0 + [current.History[0]] * 90
+    updated = current.clone()
+    updated.History = updated.History + [updated.History[0]] * 30  # one change adding 30 events
+    assert overflow(current, updated) == 70  # 120 - 50 kept, all among the 90 already stored
+    updated.History = updated.History + [updated.History[0]] * 200
+    assert overflow(current, updated) == 90  # never the change's own new events
+    updated.History = current.History + [current.History[0]] * 10
+    assert overflow(current, updated) == 0  # 100: within the limit
+
+
+def test_a_change_that_loses_its_race_leaves_the_readers_history_intact(tmp_path):
+    store = SqliteStore(tmp_path / "t.db")
+    try:
+        task = grown(store, HISTORY_LIMIT)
+        stale = task.clone()
+        mutate(store, task.TaskId, noted(1000))  # another writer wins first
+        loser = noted(2000)(stale)
+        loser.Version = stale.Version + 1
+        from common.history import trim
+
+        trim(store, stale, loser)  # archives copies of events the stored task still holds
+        assert not store.compare_and_set(loser, stale.Version)
+        full = with_full_history(store, store.get(task.TaskId))
+        events = [e.Event for e in full.History]
+        assert events[-1] == "note1000" and "note2000" not in events
+        assert len(events) == full.history_count == task.history_count + 1
+    finally:
+        store.close()
