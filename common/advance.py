@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 
 from common.check_again import next_check
+from common.lock_transitions import release_on_finish
 from common.masking import scrubbed_text
 from common.models import Alarm, OutboxEntry, Run, StepItem, Task
 from common.queues import ALARM_QUEUE
 from common.routing import Unit, plan, unit_state, units
+from common.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.subflows import child_entry, child_finished_entry
 from common.task_waits import deadline_message, overdue, task_finished_entries
@@ -71,7 +73,10 @@ def dispatch(task: Task, unit: Unit, phase: Phase, attempt: int, timing: Timing,
     else:
         run = add_run(task, unit, phase, attempt, ids, deadline=due_at + timing.redeliver_after, since=due_at)
         entry = publish_entry(task, run, due_at)
-    task.Outbox.append(entry)
+    if phase is Phase.NORMAL and step.Flow is None and must_wait(task, unit):
+        wait_for_lock(task, run, due_at)  # the step's own lock first: the outbox asks for it instead
+    else:
+        task.Outbox.append(entry)
     record(task, timing.now, "dispatched", run, actor=actor)
     return run
 
@@ -104,6 +109,8 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     set_unit_state(task, unit, new_state)
     state.WaitingSince = None  # the phase is over: it waits no more
     record(task, timing.now, event, run, actor=actor, message=result.message)
+    if normal:
+        release_unit(task, unit, timing.now)  # a step lock is held until the unit settles
     if result.ok and normal:
         _absorb_output(task, run, result)
     elif result.ok and run.Item is None:
@@ -129,9 +136,11 @@ def enter_rollback(task: Task, timing: Timing, actor: str) -> None:
     if task.TaskStatus is TaskStatus.ROLLING_BACK:
         return
     set_status(task, TaskStatus.ROLLING_BACK)
-    for run in [r for r in task.Runs if r.Phase is Phase.NORMAL and r.State is RunState.PENDING]:
+    unclaimed = (RunState.PENDING, RunState.WAITING_LOCK)
+    for run in [r for r in task.Runs if r.Phase is Phase.NORMAL and r.State in unclaimed]:
         remove_run(task, run)
         drop_outbox(task, run.DispatchId)
+        release_unit(task, run.unit, timing.now)
         # A first attempt never ran: nothing to undo. A retry waiting out its backoff ran
         # before: it may have left debris, so it is rolled back.
         state = unit_state(task, run.unit)
@@ -158,6 +167,8 @@ def finish(task: Task, status: TaskStatus, now: float, actor: str, ids: IdFactor
     if task.Parent is not None:
         task.Outbox.append(child_finished_entry(task, now))
     task.Outbox += task_finished_entries(task, now)  # wakes the tasks waiting for this one
+    release_all_units(task, now)
+    release_on_finish(task, now)
 
 
 def with_delay(timing: Timing, delay: float) -> Timing:

@@ -15,6 +15,7 @@ import structlog
 from common.child_transitions import child_finished, start_child, undo
 from common.errors import DuplicateTask, StoreError
 from common.models import OutboxEntry, Task
+from common.notifications import add_notifications
 from common.operator_actions import cancel, retry_rollback
 from common.statuses import TaskStatus
 from common.store.mutate import mutate
@@ -59,6 +60,7 @@ class ChildRelay:
 
     def _start(self, body: dict) -> None:
         child = start_child(body, self._timing())
+        add_notifications(None, child)
         try:
             self._store.insert(child)
         except DuplicateTask:

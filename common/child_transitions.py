@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from common.advance import advance, conclude, enter_rollback
-from common.models import ParentLink, Step, Task
+from common.locks import LockKeyError, render_key
+from common.models import NotifyTarget, ParentLink, Step, Task
 from common.routing import unit_state
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.subflows import child_outcome
@@ -32,7 +33,7 @@ from common.transitions import create_task
 
 def start_child(body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -> Task:
     """The child task a parent's `start_child` entry asks for, its roots dispatched."""
-    return create_task(
+    child = create_task(
         task_type=body["TaskType"],
         steps=[Step.model_validate(s) for s in body["Steps"]],
         parameters=body["Parameters"],
@@ -44,7 +45,23 @@ def start_child(body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -
         secret_parameters=body.get("SecretParameters") or [],
         parent=ParentLink.model_validate(body["Parent"]),
         ids=ids,
+        lock=child_lock(body),
     )
+    child.Notify = [NotifyTarget.model_validate(t) for t in body.get("Notify") or []]
+    return child
+
+
+def child_lock(body: dict[str, Any]) -> tuple[str, int] | None:
+    """The child type's lock, keyed by the child's parameters. The loader checked that the key
+    names declared parameters; one left without a value keys the lock by the bare template."""
+    template = body.get("Lock")
+    if not template:
+        return None
+    try:
+        key = render_key(template["Key"], body["Parameters"])
+    except LockKeyError:
+        key = template["Key"]
+    return key, int(template.get("Limit", 1))
 
 
 def child_finished(parent: Task, body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:

@@ -75,6 +75,15 @@ class ChildTemplate(_Doc):
     Steps: list[Step]
     Defaults: dict[str, Any] = Field(default_factory=dict)
     SecretParameters: list[str] = Field(default_factory=list)
+    Lock: LockTemplate | None = None  # the child type's own lock, keyed by the child's parameters
+
+
+class LockTemplate(_Doc):
+    """A task type's lock as flows.yaml declares it: a key template over the parameters
+    ("cluster:{cluster}") and how many tasks may hold one key at once (DESIGN.md sec. 10)."""
+
+    Key: str
+    Limit: int = 1
 
 
 class Step(UnitState):
@@ -102,6 +111,7 @@ class Step(UnitState):
     FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's
     FlowTemplate: ChildTemplate | None = None
     ChildTaskId: str | None = None
+    Lock: LockTemplate | None = None  # each unit's normal phase holds this key (common/step_locks.py)
 
     @property
     def has_rollback(self) -> bool:
@@ -163,7 +173,8 @@ class OutboxEntry(_Doc):
     """What a committed change owes the broker or another task; removed once done.
 
     Kinds (DESIGN.md 7.3): "publish" (Body is a message for Queue), "start_child" (Body is the
-    child task document), "child_finished", "undo_child", "cancel_child" (Body says which task)."""
+    child task document), "child_finished", "undo_child", "cancel_child" (Body says which task),
+    "webhook" (Body is the payload; Queue the target's Url, "" for the global webhook)."""
 
     DispatchId: str
     Kind: str = "publish"
@@ -171,6 +182,14 @@ class OutboxEntry(_Doc):
     Body: dict[str, Any]
     Priority: int = 0
     DueAt: float  # publish at or after this time (a retry's backoff, a delayed start)
+
+
+class NotifyTarget(_Doc):
+    """Where a task's status changes are POSTed (DESIGN.md sec. 10): `Url` None is the global
+    webhook (BATON_WEBHOOK_URL, resolved by whoever delivers, so it is never stored)."""
+
+    Url: str | None = None
+    Events: list[str] = Field(default_factory=list)  # empty: every event
 
 
 class HistoryEvent(_Doc):
@@ -184,22 +203,46 @@ class HistoryEvent(_Doc):
     Message: str = ""
 
 
+class TaskLock(_Doc):
+    """The lock a task takes before its first step (common/locks.py): its rendered key, the
+    limit, and where the task stands: waiting, held, kept (its rollback failed: held until an
+    operator ends the task) or released."""
+
+    Key: str
+    Limit: int = 1
+    State: str = "waiting"
+    Since: float | None = None  # when it was taken
+
+
+class UnitLock(_Doc):
+    """A step lock one unit waits for or holds (common/step_locks.py)."""
+
+    Cursor: int
+    Item: int | None = None
+    Key: str
+    State: str = "waiting"  # waiting | held
+    Since: float | None = None
+
+
+class WaitCondition(_Doc):
+    """Why a not-started task starts nothing yet. Kind "lock": `Key`; other kinds name what they
+    wait for in the fields of their own (a task: `TaskId`)."""
+
+    Kind: str
+    Since: float
+    Key: str | None = None
+    TaskId: str | None = None
+    # Kind "task": when the sweeper looks at the awaited task again, a safety net under the
+    # outbox wake-up (common/task_waits.py).
+    RecheckAt: float | None = None
+
+
 class OperatorRequest(_Doc):
     """An operator's request recorded on a task: who asked, why, and when."""
 
     Actor: str
     Reason: str
     Time: float
-
-
-class WaitCondition(_Doc):
-    """What a task not started yet waits for (DESIGN.md sec. 10): Kind "task" (another task's end,
-    `TaskId`). `RecheckAt`: when the sweeper looks again, a safety net under the outbox wake-up."""
-
-    Kind: str
-    Since: float
-    TaskId: str | None = None
-    RecheckAt: float | None = None
 
 
 class Task(_Doc):
@@ -224,6 +267,7 @@ class Task(_Doc):
     CancelRequested: OperatorRequest | None = None
     Runs: list[Run] = Field(default_factory=list)
     Parent: ParentLink | None = None  # set on a sub-flow's child task
+    Notify: list[NotifyTarget] = Field(default_factory=list)  # webhooks, copied at creation
     Outbox: list[OutboxEntry] = Field(default_factory=list)
     # The newest events; older ones moved to the task_history collection/table (DESIGN.md 8.2).
     # Event n of the task (counting from 0) is History[n - HistoryArchived] once n >= that.
@@ -234,6 +278,9 @@ class Task(_Doc):
     # generation, from the parameters it was submitted with (its rollback undid every step).
     Generation: int = 0
     SubmittedParameters: dict[str, Any] = Field(default_factory=dict)
+    Lock: TaskLock | None = None  # its task type declares a lock (DESIGN.md sec. 10)
+    WaitingFor: WaitCondition | None = None  # set: routing starts nothing (a lock, another task)
+    UnitLocks: list[UnitLock] = Field(default_factory=list)  # step locks waited for or held
     # The sweeper's two indexes, derived from Runs and Outbox whenever the task is serialised
     # (to_doc, to_json), so no transition can forget them.
     SweepAt: float | None = None
@@ -241,7 +288,6 @@ class Task(_Doc):
     # Operations (DESIGN.md sec. 10): no new unit starts while Paused or WaitingFor is set; past
     # Deadline (TimeCreate, or the delayed start, plus the type's `deadline`) the task rolls back.
     Paused: OperatorRequest | None = None
-    WaitingFor: WaitCondition | None = None
     AwaitedBy: list[str] = Field(default_factory=list)  # tasks whose WaitingFor names this one
     Deadline: float | None = None
     DeadlineSeconds: float | None = None

@@ -26,6 +26,7 @@ caller publishes it with OutboxPublisher.flush after the write. DESIGN.md sec. 9
 from __future__ import annotations
 
 from common.advance import advance, dispatch, enter_rollback
+from common.lock_transitions import request_again
 from common.models import OperatorRequest, Task
 from common.routing import Unit, unit_state, units
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
@@ -61,7 +62,8 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     new = task.clone()
     request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     new.CancelRequested = request
-    busy = [r for r in new.Runs if r.State is not RunState.PENDING]
+    unclaimed = (RunState.PENDING, RunState.WAITING_LOCK)  # nothing ran: cancelled at once
+    busy = [r for r in new.Runs if r.State not in unclaimed]
     record(new, timing.now, "cancel_requested", busy[0] if len(busy) == 1 else None, actor=actor, message=reason)
     for run in busy:
         if run.State is RunState.WAITING_CHILD:
@@ -71,7 +73,7 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
             store_result(unit_state(new, run.unit), run.Phase, AttemptResult(ResultCode.FAILED, "stopped by a cancel"), timing.now)
             set_unit_state(new, run.unit, StepState.FAILED)
             record(new, timing.now, "stopped", run, actor=actor, message=reason)
-    if new.Runs and all(r.State is not RunState.PENDING for r in new.Runs):
+    if new.Runs and all(r.State not in unclaimed for r in new.Runs):
         return new  # the claimed runs' outcomes route into rollback (common.advance.conclude)
     # Pending runs are fenced now; draining runs finish; routing rolls back once they are gone.
     new.TaskMessage = cancel_message(request)
@@ -89,6 +91,7 @@ def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     new = task.clone()
     new_generation(new, timing.now)
     record(new, timing.now, "retried", actor=actor, message=reason)
+    request_again(new, timing.now)  # a task type with a lock queues for it again
     advance(new, timing, actor, ids)
     return new
 

@@ -2,8 +2,10 @@
 
 Used by OSS (the roots of a new task), by modules (the next steps) and by the sweeper's relay
 (any entry left unsent by a crash). Publishing twice is harmless: the claim fences duplicates.
-Entries of the sub-flow kinds go to the store instead of the broker (common.child_relay), and
-are marked sent at once: no claim will remove them.
+Entries of the sub-flow kinds go to the store instead of the broker (common.child_relay), so do
+the lock kinds (common.lock_relay); both are marked sent at once: no claim will remove them.
+Webhook entries go to the webhook deliverer where there is one (the sweeper's,
+common.webhooks); elsewhere they wait for the sweeper's relay.
 
 Marking sent is deferred: usually the next module's claim has removed the entry by then (see
 transitions.claim), so the mark costs only a share of one light query for a batch of entries
@@ -24,14 +26,18 @@ import structlog
 from common.broker.port import Broker
 from common.child_relay import ChildRelay
 from common.errors import BrokerError, StoreError, UnreadableTask
+from common.lock_relay import LockRelay
+from common.locks import LOCK_KINDS
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.models import OutboxEntry, Task
+from common.notifications import WEBHOOK
 from common.outbox_marks import DeferredMarks
 from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.subflows import PUBLISH
 from common.transitions import Timing, mark_sent
+from common.webhooks import WebhookDeliverer
 
 log = structlog.get_logger(__name__)
 Clock = Callable[[], float]
@@ -63,9 +69,12 @@ class OutboxPublisher:
         *,
         lease: float = 30.0,
         redeliver_after: float = 60.0,
+        webhooks: WebhookDeliverer | None = None,
     ):
+        self._webhooks = webhooks
         self._metrics = metrics
         self._children = ChildRelay(store, lambda: Timing(clock(), lease, redeliver_after), self.flush)
+        self.locks = LockRelay(store, lambda: Timing(clock(), lease, redeliver_after), self.flush)
         self._store = store
         self._broker = broker
         self._clock = clock
@@ -92,8 +101,13 @@ class OutboxPublisher:
         mark_now: bool = False,
     ) -> bool:
         """Publish one entry and (soon) mark it sent. False if it stays for the relay to retry."""
+        if entry.Kind == WEBHOOK:  # never an HTTP call here: the deliverer's thread removes it
+            if self._webhooks is not None:
+                self._webhooks.offer(task_id, entry)
+            return False
         if entry.Kind != PUBLISH:
-            if not self._children.apply(task_id, entry):
+            relay = self.locks if entry.Kind in LOCK_KINDS else self._children
+            if not relay.apply(task_id, entry):
                 return False
             self._mark_sent(task_id, entry.DispatchId)
             return True
@@ -117,6 +131,9 @@ class OutboxPublisher:
 
     def stop(self) -> None:
         self._timers.stop()
+        if self._webhooks is not None:
+            self._webhooks.stop()
+        self.locks.close()
 
     def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
         try:

@@ -89,9 +89,10 @@ def _forward(task: Task) -> Plan:
     result = Plan()
     if task.CancelRequested is not None:
         return result  # the running units' outcomes route into rollback (transitions)
-    # Paused, or waiting for another task (DESIGN.md sec. 10): nothing new starts meanwhile.
-    held = task.Paused is not None or task.WaitingFor is not None
-    for cursor, step in enumerate([] if held else task.Steps):
+    if task.WaitingFor is not None:
+        return result  # a lock, another task: whoever ends the wait advances the task
+    # Paused (DESIGN.md sec. 10): nothing new starts meanwhile (a task whose every step is done ends).
+    for cursor, step in enumerate([] if task.Paused is not None else task.Steps):
         if step.State is StepState.WAITING and step.Items is None:
             if all(_done(task, b) for b in step.After or ()):
                 if step.ForEach:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -113,6 +113,17 @@ class Settings(ConfigFileSources, BaseSettings):
     unserved_alarm_seconds: float = Field(
         120.0, gt=0, description="A step waiting this long with no live module for its queue raises an alarm"
     )
+    # Notifications (common.webhooks, README "Notifications"): delivered by the sweeper.
+    webhook_url: SecretStr | None = Field(None, description="POST every task's status changes here (http or https)")
+    webhook_secret: SecretStr | None = Field(None, description="Signs every webhook (X-Baton-Signature: HMAC-SHA256)")
+    webhook_events: str = Field("", description="The global webhook's events, comma-separated; empty: all")
+    webhook_timeout_seconds: float = Field(5.0, gt=0, le=60, description="One webhook POST may take this long")
+    webhook_backoff_max_seconds: float = Field(
+        30.0, gt=0, le=3600, description="Retries of a webhook that is down back off up to this"
+    )
+    webhook_alarm_seconds: float = Field(
+        900.0, gt=0, description="An alarm once a webhook event stays undelivered this long"
+    )
     metrics_port: int = Field(0, ge=0, le=65535, description="Serve Prometheus /metrics here; 0: off")
     fault_injection: bool = Field(False, description="Honour _baton_faults in Parameters (tests, drills)")
     log_format: Literal["console", "json"] = Field("console", description="console or json")
@@ -141,6 +152,28 @@ class Settings(ConfigFileSources, BaseSettings):
             raise ValueError(f"must be below BATON_LEASE_SECONDS ({lease:g})")
         return value
 
+    @field_validator("webhook_events")
+    @classmethod
+    def _known_events(cls, value: str) -> str:
+        from common.notifications import EVENTS  # settings import nothing else of the engine
+
+        unknown = [e for e in _names(value) if e not in EVENTS]
+        if unknown:
+            raise ValueError(f"unknown events {', '.join(unknown)} (known: {', '.join(EVENTS)})")
+        return value
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # The value is never echoed: a webhook URL often carries a token.
+        if value is not None and not value.get_secret_value().startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @property
+    def webhook_event_names(self) -> list[str]:
+        return _names(self.webhook_events)
+
     @property
     def input_limits(self) -> InputLimits:
         return InputLimits(self.input_max_depth, self.input_max_items, self.input_max_bytes, self.input_max_string)
@@ -168,6 +201,10 @@ class Settings(ConfigFileSources, BaseSettings):
         return self.heartbeat_seconds or self.lease_seconds / 3
 
 
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the environment; a bad value stops the process with the variable and value named."""
     try:
@@ -176,7 +213,8 @@ def load_settings(**overrides: object) -> Settings:
         problems = []
         for error in exc.errors():
             name = "BATON_" + "_".join(str(p) for p in error["loc"]).upper()
-            problems.append(f"{name}: {error['msg']} (got {error.get('input')!r})")
+            shown = "" if "webhook" in name.lower() else f" (got {error.get('input')!r})"
+            problems.append(f"{name}: {error['msg']}{shown}")
         raise ConfigError(
             f"invalid configuration{where_from()}:\n  " + "\n  ".join(problems)
         ) from None

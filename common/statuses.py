@@ -121,6 +121,7 @@ class RunState(StrEnum):
     PENDING = "pending"  # dispatched, nobody has claimed it
     RUNNING = "running"  # claimed by `Owner`, leased until `Deadline`
     WAITING_CHILD = "waiting_child"  # a sub-flow step waiting for its child task to end
+    WAITING_LOCK = "waiting_lock"  # a step with its own lock waiting for it (common/step_locks.py)
 
 
 class ResultCode(IntEnum):

@@ -51,7 +51,10 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
             Priority=task.Priority,
             UserId=task.UserId,
             Labels=task.Labels,
+            Notify=[t.model_dump(mode="json") for t in task.Notify],  # the child notifies the same webhooks
         )
+        if template.Lock is not None:  # the child type's own lock (common/locks.py)
+            body["Lock"] = template.Lock.model_dump(mode="json")
     kind = START_CHILD if run.Phase is Phase.NORMAL else UNDO_CHILD
     return OutboxEntry(DispatchId=run.DispatchId, Kind=kind, Body=body, DueAt=due_at)
 

@@ -4,7 +4,8 @@ Per run: a task may have several (DESIGN.md 7.2), and one change handles all its
 - A RUNNING step whose lease lapsed (its worker died or froze): the attempt counts as failed and
   the step is retried or routed, exactly as if the worker had reported a failure.
 - A PENDING dispatch nobody claimed for too long (its message was lost or purged): re-published.
-- An outbox entry left unsent past a grace period (a crash between commit and publish): relayed.
+- An outbox entry left unsent past a grace period (a crash between commit and publish): relayed;
+  webhook entries are always delivered from here (common.webhooks).
 - Periodic jobs handed in by the process that runs it (due schedules, say), under the same lock:
   in OSS and `baton sweeper`, the schedules and the unserved-queue alarm (common/unserved.py).
 
@@ -36,6 +37,7 @@ from common.store.port import TaskStore
 from common.task_waits import WAIT_TASK, overdue
 from common.transitions import Refusal, Timing, expire, new_id
 from common.wait_transitions import awaited_finished, recheck_later
+from common.webhooks import WebhookDeliverer
 
 log = structlog.get_logger(__name__)
 LOCK_NAME = "sweeper"
@@ -78,6 +80,7 @@ class Sweeper:
         rng: random.Random | None = None,
         metrics: RuntimeMetrics | None = None,
         jobs: Sequence[Job] = (),
+        webhooks: WebhookDeliverer | None = None,
     ):
         self.metrics = metrics or RuntimeMetrics()
         self._jobs = tuple(jobs)
@@ -86,7 +89,7 @@ class Sweeper:
         self._clock = clock
         self.owner = owner or f"sweeper-{new_id()[:8]}"
         self._publisher = OutboxPublisher(store, broker, clock, metrics=self.metrics, lease=config.lease,
-                                          redeliver_after=config.redeliver_after)
+                                          redeliver_after=config.redeliver_after, webhooks=webhooks)
         self._rng = rng or random.Random()
 
     def sweep_once(self) -> SweepReport:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.advance import advance, conclude, dispatch, with_delay
+from common.lock_transitions import request_lock
 from common.models import ParentLink, Run, Step, StepMessage, Task
 from common.routing import unit_state
 from common.task_waits import overdue, waiting_for_task
@@ -72,6 +73,7 @@ def create_task(
     ids: IdFactory = new_id,
     deadline_seconds: float | None = None,
     after_task: str | None = None,
+    lock: tuple[str, int] | None = None,
 ) -> Task:
     """A new task whose ready roots' dispatches sit in the outbox, ready for one insert."""
     if not steps:
@@ -100,6 +102,8 @@ def create_task(
         task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
     if after_task is not None:  # nothing dispatches until that task succeeds (common.task_waits)
         task.WaitingFor = waiting_for_task(after_task, timing.now)
+    if lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`
+        request_lock(task, lock[0], lock[1], timing.now, due_at=due)
     advance(task, timing, "oss", ids, due_at=due)
     return task
 

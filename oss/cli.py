@@ -26,6 +26,7 @@ from oss import cli_ops, cli_serve
 from oss.cli_bulk import bulk
 from oss.cli_common import EXIT_USAGE
 from oss.cli_hosts import hosts
+from oss.cli_locks import locks
 from oss.cli_modules import modules
 from oss.cli_reconcile import reconcile
 from oss.cli_schedules import schedules
@@ -41,7 +42,7 @@ def main() -> None:
 
 
 for _command in (submit, get, list_tasks, watch, *cli_ops.COMMANDS, *cli_serve.COMMANDS, hosts, schedules, bulk,
-                 reconcile, store, modules):
+                 reconcile, store, modules, locks):
     main.add_command(_command)
 
 

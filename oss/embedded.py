@@ -26,7 +26,7 @@ from common.broker.port import Broker
 from common.errors import BatonError, ConfigError, InvalidParameters
 from common.flows import FlowCatalog, load_flows
 from common.history import since
-from common.statuses import FINAL_STATUSES
+from common.notifications import settled
 from common.stop_signals import stop_on_signals
 from common.logging import configure_logging, mask_secrets
 from common.masking import masked_task
@@ -318,7 +318,7 @@ def _demo(
         for event in task.History:
             echo(event_line(task, event))
         seen = current.history_count
-        if task.TaskStatus in FINAL_STATUSES and not task.Outbox:
+        if settled(task):
             echo(task_summary(task))
             return
         if time.monotonic() > deadline:

@@ -21,6 +21,12 @@ def task_summary(task: Task) -> str:
     ]
     if task.TaskMessage:
         lines.append(f"  message: {task.TaskMessage}")
+    if task.WaitingFor is not None:
+        what = task.WaitingFor.Key if task.WaitingFor.Kind == "lock" else task.WaitingFor.TaskId
+        lines.append(f"  waiting for {task.WaitingFor.Kind} {what} since {when(task.WaitingFor.Since)}")
+    if task.Lock is not None and task.Lock.State != "waiting":
+        note = "  (held until an operator ends the task)" if task.Lock.State == "kept" else ""
+        lines.append(f"  lock {task.Lock.Key} (limit {task.Lock.Limit}): {task.Lock.State}{note}")
     for index, step in enumerate(task.Steps):
         duration = f"{step.TimeEnd - step.TimeStart:.3f}s" if step.TimeEnd and step.TimeStart else "-"
         lines.append(

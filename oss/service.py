@@ -12,8 +12,11 @@ import structlog
 from common.broker.port import Broker
 from common.errors import DuplicateTask, IdempotencyConflict, InvalidParameters
 from common.flows import FlowCatalog
+from common.flows.catalog import FlowDefinition
+from common.locks import LockKeyError, render_key, template_fields
 from common.input_limits import check_input
-from common.models import Task
+from common.models import NotifyTarget, Task
+from common.notifications import add_notifications
 from common.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.settings import Settings
@@ -92,7 +95,11 @@ class TaskService:
             if existing is not None:
                 return _repeat(existing, *request)
         awaited = self._waits.awaited(after_task) if after_task is not None else None
+        lock = _lock_of(flow, check.parameters)
+        if awaited is not None and lock is not None:  # both would use WaitingFor: not combined yet
+            raise InvalidParameters([("after_task", f"task type {task_type} takes a lock: it cannot wait for a task too (yet)")])
         task = create_task(
+            lock=lock,
             task_type=task_type,
             steps=flow.steps,
             parameters=check.parameters,
@@ -106,6 +113,8 @@ class TaskService:
             deadline_seconds=flow.deadline,
             after_task=awaited.TaskId if awaited is not None else None,
         )
+        task.Notify = notify_targets(flow.notify, self._settings)
+        add_notifications(None, task)  # "created", in the insert itself
         try:
             self._store.insert(task)
         except DuplicateTask:
@@ -125,6 +134,26 @@ class TaskService:
 
     def close(self) -> None:
         self._publisher.stop()
+
+
+def notify_targets(of_type: tuple[NotifyTarget, ...], settings: Settings) -> list[NotifyTarget]:
+    """The task type's webhook (flows.yaml `notify`) and the global one (BATON_WEBHOOK_URL, kept
+    out of the document: the deliverer resolves Url None), copied into the task at creation."""
+    targets = [t.model_copy() for t in of_type]
+    if settings.webhook_url is not None:
+        targets.append(NotifyTarget(Url=None, Events=settings.webhook_event_names))
+    return targets
+
+
+def _lock_of(flow: FlowDefinition, parameters: dict[str, Any]) -> tuple[str, int] | None:
+    """The task type's lock keyed by these parameters; a key naming one not given is refused."""
+    if flow.lock is None:
+        return None
+    try:
+        return render_key(flow.lock.Key, parameters), flow.lock.Limit
+    except LockKeyError as exc:
+        names = [n for n in template_fields(flow.lock.Key) if n not in parameters]
+        raise InvalidParameters([(f"parameters.{names[0]}", f"required by the task type's lock key: {exc}")]) from exc
 
 
 def _repeat(existing: Task, *request: Any) -> Submission:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+
+from pydantic import SecretStr
 
 from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
+from common.lock_reclaim import LockReclaim
+from common.outbox import OutboxPublisher, mark_delay_for
 from common.settings import Settings
 from common.schedule_runner import ScheduleRunner
 from common.store.factory import IndexMode, open_store
@@ -14,6 +19,7 @@ from common.store.inventory_factory import open_inventory, open_module_registry,
 from common.store.port import TaskStore
 from common.sweeper import Job, SweepConfig, Sweeper
 from common.unserved import UnservedWatch
+from common.webhooks import WebhookConfig, WebhookDeliverer
 from oss.claim_retention import ClaimRetention
 from oss.service import TaskService
 
@@ -57,10 +63,27 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
     schedules = ScheduleRunner(schedule_store, store, service.submit, settings.schedule_misfire_grace_seconds)
     modules = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
     unserved = UnservedWatch(store, modules, broker, settings.unserved_alarm_seconds, settings.module_ttl)
-    jobs: list[Job] = [schedules, unserved]
+    locks = LockReclaim(OutboxPublisher(
+        store, broker, time.time, mark_delay_for(settings.relay_grace_seconds),
+        lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
+    ))
+    jobs: list[Job] = [schedules, unserved, locks]
     if settings.resource_claim_retention_days > 0:
         inventory = open_inventory(
             settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
         )
         jobs.append(ClaimRetention(inventory, settings.resource_claim_retention_days * 86400))
-    return Sweeper(store, broker, config, jobs=jobs)
+    return Sweeper(store, broker, config, jobs=jobs, webhooks=WebhookDeliverer(store, webhook_config(settings)))
+
+
+def webhook_config(settings: Settings) -> WebhookConfig:
+    def revealed(value: SecretStr | None) -> str | None:
+        return value.get_secret_value() if value is not None else None
+
+    return WebhookConfig(
+        global_url=revealed(settings.webhook_url),
+        secret=revealed(settings.webhook_secret),
+        timeout=settings.webhook_timeout_seconds,
+        backoff_max=settings.webhook_backoff_max_seconds,
+        alarm_after=settings.webhook_alarm_seconds,
+    )

@@ -13,11 +13,12 @@ from common.flows.schema import (
     BackoffSpec,
     DefaultsSpec,
     FlowsFile,
+    LockSpec,
     ParameterSpec,
     PhaseSpec,
     StepSpec,
 )
-from common.models import BackoffPolicy, ChildTemplate, Step
+from common.models import BackoffPolicy, ChildTemplate, LockTemplate, NotifyTarget, Step
 
 
 def build_catalog(spec: FlowsFile) -> FlowCatalog:
@@ -36,6 +37,9 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
                 steps=[_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)],
                 parameter_schema=_parameter_schema(task_type.parameters),
                 deadline=task_type.deadline,
+                notify=() if task_type.notify is None else (
+                    NotifyTarget(Url=task_type.notify.url, Events=list(task_type.notify.events or [])),),
+                lock=_lock(task_type.lock),
             )
         return built[name]
 
@@ -46,7 +50,8 @@ def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: Defaul
           definition: Callable[[str], FlowDefinition]) -> Step:
     after = [index_of[n] for n in step.after] if step.after is not None else ([index - 1] if index else [])
     fields: dict[str, Any] = {"Name": step.name, "After": after, "ForEach": step.for_each,
-                              "MaxParallel": step.max_parallel, "MaxWait": step.max_wait}
+                              "MaxParallel": step.max_parallel, "MaxWait": step.max_wait,
+                              "Lock": _lock(step.lock)}
     if step.normal is not None:
         fields.update(_phase("Normal", step.normal, defaults))
     if step.rollback is not None:  # otherwise the Rollback* fields stay None: no rollback
@@ -59,8 +64,13 @@ def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: Defaul
             Steps=child.steps,
             Defaults={f.name: f.default for f in schema.fields if f.has_default} if schema else {},
             SecretParameters=child.secret_parameters,
+            Lock=child.lock,
         ))
     return Step(**fields)
+
+
+def _lock(spec: LockSpec | None) -> LockTemplate | None:
+    return None if spec is None else LockTemplate(Key=spec.key, Limit=spec.limit)
 
 
 def _phase(prefix: str, phase: PhaseSpec, defaults: DefaultsSpec) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from common.errors import UnknownTaskType
 from common.flows.parameters import ParameterCheck, ParameterSchema, validate_parameters
-from common.models import Step
+from common.models import LockTemplate, NotifyTarget, Step
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class FlowDefinition:
     steps: list[Step]
     parameter_schema: ParameterSchema | None  # None: `parameters:` left out, anything goes
     deadline: float | None = None  # seconds the task has to finish (flows.yaml `deadline`)
+    notify: tuple[NotifyTarget, ...] = ()  # flows.yaml `notify`: its webhook of status changes
+    lock: LockTemplate | None = None  # `lock:` of the task type (common/locks.py)
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
         """The job's parameters checked against this type's schema, defaults filled in."""

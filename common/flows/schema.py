@@ -73,6 +73,14 @@ class PhaseSpec(_Spec):
     backoff: BackoffSpec | None = None
 
 
+class LockSpec(_Spec):
+    """At most `limit` tasks whose rendered `key` is the same run at once; the rest wait in line.
+    The key's `{name}` placeholders must be declared parameters (checked in lock_checks.py)."""
+
+    key: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    limit: Annotated[int, Field(ge=1)] = 1
+
+
 class StepSpec(_Spec):
     """One step. `normal` is required unless the step is a sub-flow (`flow`); graph_checks.py
     checks that and the rules across steps and task types (names, cycles, lists)."""
@@ -89,6 +97,7 @@ class StepSpec(_Spec):
     # Seconds a phase may keep answering "check again later" in total; past it the unit fails
     # like a timeout. Left out: no bound.
     max_wait: Seconds | None = None
+    lock: LockSpec | None = None  # each unit's normal phase holds this key (common/step_locks.py)
 
 
 ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]
@@ -131,14 +140,36 @@ class ParameterSpec(_Spec):
         return value
 
 
+NotifyEvent = Literal[
+    "created", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
+    "waiting_for_lock",
+]  # common.notifications.EVENTS
+
+
+class NotifySpec(_Spec):
+    """A task type's webhook: its status changes POSTed to `url` (README "Notifications")."""
+
+    url: Annotated[str, StringConstraints(max_length=2000)]
+    events: list[NotifyEvent] | None = Field(None, min_length=1)  # left out: every event
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.fullmatch(r"https?://[^\s/?#]+\S*", value):
+            raise ValueError(f"must be an http:// or https:// URL (got {describe(value)})")
+        return value
+
+
 class TaskTypeSpec(_Spec):
     description: str = ""
+    lock: LockSpec | None = None  # a per-key lock taken before the first step
     # Left out: the task type takes any parameters. Given (even empty): only the declared ones,
     # plus the reserved `_baton_*` keys.
     parameters: dict[str, ParameterSpec] | None = None
     # Seconds the task has to finish, from its (delayed) start; past it, it rolls back (DESIGN.md 10).
     deadline: Seconds | None = None
     steps: list[StepSpec] = Field(min_length=1)
+    notify: NotifySpec | None = None
 
 
 class FlowsFile(_Spec):

@@ -92,6 +92,8 @@ class CommandRunner:
         self._all: set[_Child] = set()
         self._lock = threading.Lock()
         self._closing = False
+        self._refills: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self._refiller: threading.Thread | None = None
 
     def start(self, ready_timeout: float = 60.0) -> None:
         """Start every child now: a module is ready only once it can run a command at once."""
@@ -109,12 +111,12 @@ class CommandRunner:
             answer = self._wait(child, timeout, cancelled)
         except (EOFError, OSError, BrokenPipeError) as exc:
             self._retire(child)
-            self._idle.put(None)
+            self._refill()
             if self._closing:
                 raise CommandInterrupted("module shutting down") from exc
             return AttemptResult(ResultCode.PROCESS_DIED, f"command process died: {exc or 'EOF'}")
         if isinstance(answer, AttemptResult):  # timed out or cancelled: the child is gone
-            self._idle.put(None)
+            self._refill()
             return answer
         self._idle.put(child)
         return AttemptResult(
@@ -128,6 +130,7 @@ class CommandRunner:
     def close(self) -> None:
         """Kill every child, including ones still running a command (shutdown past its grace)."""
         self._closing = True
+        self._refills.put(False)
         with self._lock:
             children = list(self._all)
         for child in children:
@@ -159,7 +162,38 @@ class CommandRunner:
         child = _Child(process, parent_end)
         with self._lock:
             self._all.add(child)
+        if self._closing:  # close() ran while this one started (a refill): it must not outlive it
+            self._retire(child)
         return child
+
+    def _refill(self) -> None:
+        """A child was lost (killed at a timeout, or it died): start its replacement now, off the
+        step's path. The next command (a retry, typically) then finds a warm child instead of
+        waiting for a new one's imports inside its own attempt (a second or more on a loaded
+        machine, enough to push an attempt past its timeout). If the new child cannot start,
+        the next run() tries again itself and reports it."""
+        if self._closing:
+            self._idle.put(None)
+            return
+        with self._lock:
+            if self._refiller is None:
+                # One thread for the runner's life: a child dies with the thread that started
+                # it (PR_SET_PDEATHSIG follows the thread, not the process), so a thread per
+                # refill would take its child with it the moment it returned.
+                self._refiller = threading.Thread(target=self._refill_loop, name="baton-command-refill", daemon=True)
+                self._refiller.start()
+        self._refills.put(True)
+
+    def _refill_loop(self) -> None:
+        while self._refills.get() and not self._closing:
+            try:
+                child = self._spawn()
+                self._await_ready(child, timeout=60.0)
+            except Exception as exc:
+                log.warning("command process could not be started ahead; the next command will try", error=str(exc))
+                self._idle.put(None)
+                continue
+            self._idle.put(child)
 
     def _replace(self, old: _Child | None) -> _Child:
         if old is not None:

@@ -1,4 +1,4 @@
-"""Open the inventory, the event log, the schedules and the module registry named by a store
+"""Open the inventory, the event log, the schedules, the lock documents and the module registry named by a store
 URL (as open_store).
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
@@ -15,6 +15,7 @@ from common.errors import ConfigError
 from common.store.events_port import EventLog
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, database_name, sqlite_path
 from common.store.inventory_port import Inventory
+from common.store.locks_port import LockStore
 from common.store.modules_port import ModuleRegistry
 from common.store.schedules_port import ScheduleStore
 
@@ -55,6 +56,14 @@ def open_schedule_store(
 ) -> ScheduleStore:
     return _open(  # type: ignore[no-any-return]
         url, "schedules_sqlite:SqliteScheduleStore", "schedules_mongo:MongoScheduleStore", timeout_seconds, indexes
+    )
+
+
+def open_lock_store(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> LockStore:
+    return _open(  # type: ignore[no-any-return]
+        url, "locks_sqlite:SqliteLockStore", "locks_mongo:MongoLockStore", timeout_seconds, indexes
     )
 
 

@@ -86,6 +86,9 @@ SPECS: dict[str, list[IndexSpec]] = {
         IndexSpec("ack_time", [("Acknowledged", ASCENDING), ("Time", DESCENDING)]),
         IndexSpec("time", [("Time", DESCENDING)]),
     ],
+    "task_locks": [
+        IndexSpec("key", [("Key", ASCENDING)], {"unique": True}),
+    ],
     "schedules": [
         IndexSpec("schedule_id", [("ScheduleId", ASCENDING)], {"unique": True}),
         IndexSpec("name", [("Name", ASCENDING)], {"unique": True}),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from common.errors import StoreError
 from common.history import trim as trim_history
 from common.models import Task
+from common.notifications import add_notifications
 from common.store.port import TaskStore
 from common.transitions import Refusal
 
@@ -20,7 +21,8 @@ def mutate(
 
     Returns the task as written, or the Refusal of `change` (nothing written). A missing task is
     a Refusal too: a message may outlive its task's document in a test store or after a purge.
-    `change` must be pure: it may run several times.
+    `change` must be pure: it may run several times. A change of the task's status gets its
+    webhook entries here (common.notifications), so no transition can forget them.
 
     `known`: the task as this process last wrote it (a module's claim). The first try applies
     the change to it without reading: if nobody wrote since, the version filter matches and a
@@ -41,6 +43,7 @@ def mutate(
         if updated is current:
             raise TypeError("a change must return a new task, not edit the one it was given")
         updated.Version = current.Version + 1
+        add_notifications(current, updated)  # webhooks of a status change: in the same write
         trim_history(store, current, updated)  # the document stays bounded (common.history)
         if store.compare_and_set(updated, current.Version):
             return updated

@@ -31,7 +31,7 @@ from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
 from oss.api.openapi_doc import install_openapi
 from oss.api.query import known_query_only
-from oss.api.routers import actions, alarms, bulk, events, health, hosts, modules, schedules, task_types, tasks
+from oss.api.routers import actions, alarms, bulk, events, health, hosts, locks, modules, schedules, task_types, tasks
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
@@ -105,7 +105,7 @@ def create_app(
             if sweeper is not None:
                 sweeper.join(timeout=settings.shutdown_grace_seconds)
             service.close()
-            for opened in ("hosts", "schedules", "module_registry"):  # opened on first use by their routers
+            for opened in ("hosts", "schedules", "module_registry", "locks"):  # opened on first use by their routers
                 if getattr(app.state, opened, None) is not None:
                     getattr(app.state, opened).close()
                     setattr(app.state, opened, None)  # a later request opens it again, never closed
@@ -124,7 +124,7 @@ def create_app(
     )
     app.state.baton = context
     install_error_handlers(app)
-    for module in (tasks, events, actions, bulk, task_types, alarms, hosts, schedules, modules, health):
+    for module in (tasks, events, actions, bulk, task_types, alarms, hosts, schedules, modules, locks, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
     install_openapi(app, flows, settings.input_limits.max_string)  # the task types' parameter schemas, and what every route answers

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
-from common.models import Alarm, BackoffPolicy, OperatorRequest, Task
+from common.models import Alarm, BackoffPolicy, OperatorRequest, Task, TaskLock, WaitCondition
 from common.statuses import TaskStatus
 from oss.api.attempts import AttemptView
 from oss.times import MOMENT_SCHEMA, to_epoch
@@ -167,6 +167,8 @@ class TaskSummary(BaseModel):
     Labels: dict[str, str]
     CancelRequested: OperatorRequest | None
     ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
+    WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key)")
+    Lock: TaskLock | None = Field(None, description="Its task type's lock: key, limit, waiting|held|kept|released")
 
 
 class TaskPage(BaseModel):

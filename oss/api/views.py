@@ -6,6 +6,7 @@ from collections.abc import Collection
 
 from common.flows import FlowDefinition
 from common.masking import masked_alarm, masked_task, masked_task_view
+from common.locks import LOCK_ACQUIRE
 from common.models import Alarm, Step, Task
 from common.statuses import Phase, RunState, TaskStatus
 from common.unserved import waiting_notice
@@ -28,6 +29,8 @@ def scheduled_for(task: Task, now: float) -> float | None:
     """When a task submitted with a future start_at begins: its roots' dispatches wait in the
     outbox until then. None once they are due (or for any other task)."""
     pending = {r.DispatchId for r in task.Runs if r.State is RunState.PENDING}
+    # A task type with a lock asks for it when the start comes: that entry carries the time.
+    pending |= {e.DispatchId for e in task.Outbox if e.Kind == LOCK_ACQUIRE}
     if task.TaskStatus is not TaskStatus.NOT_STARTED or not pending:
         return None
     due = [e.DueAt for e in task.Outbox if e.DispatchId in pending]
@@ -59,6 +62,8 @@ def task_summary(task: Task, now: float) -> TaskSummary:
         Labels=shown.Labels,
         CancelRequested=shown.CancelRequested,
         ScheduledFor=scheduled_for(task, now),
+        WaitingFor=shown.WaitingFor,
+        Lock=shown.Lock,
     )
 
 

@@ -6,6 +6,9 @@ import json
 import threading
 import time
 
+from common.models import NotifyTarget
+from common.notifications import WEBHOOK
+from common.store.mutate import mutate
 from tests.api.support import FAIL, SECRET, Api, auth
 
 
@@ -77,3 +80,18 @@ def test_a_stream_ends_after_its_timeout_and_unknown_tasks_are_404(api: Api) -> 
     assert [e[0] for e in events][-2:] == ["task", "timeout"]
     assert api.get("/api/v1/tasks/nope/events").status_code == 404
     assert api.client.get(f"/api/v1/tasks/{task_id}/events").status_code == 401
+
+
+def test_a_final_task_ends_its_stream_while_a_webhook_still_waits_for_its_receiver(api: Api) -> None:
+    task_id = api.create(task_type="free_form")["task_id"]
+    mutate(api.store, task_id, lambda t: _notified(t))  # as if its type had a `notify`
+    api.step(task_id)  # done: "succeeded" waits in the outbox for a receiver nobody runs here
+    assert any(e.Kind == WEBHOOK for e in api.store.get(task_id).Outbox)
+    events = read_events(api, task_id, timeout=20)
+    assert [e[0] for e in events][-2:] == ["task", "end"]
+
+
+def _notified(task):
+    new = task.clone()
+    new.Notify = [NotifyTarget(Url="http://127.0.0.1:9/")]
+    return new

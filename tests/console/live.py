@@ -84,6 +84,18 @@ task_types:
         max_wait: 600
         normal:   {module: mysql, command: await_caught_up}
         rollback: {module: mysql, command: undo_leaf}
+  locked_db:
+    description: One task per database name at a time (test_browser_locks.py).
+    lock: {key: "db:{name}"}
+    parameters:
+      name: {type: string, required: true}
+    steps:
+      - name: create
+        normal:   {module: mysql, command: init_instance}
+        rollback: {module: mysql, command: clean_instance}
+      - name: charge
+        normal:   {module: resource, command: deduct_resource}
+        rollback: {module: resource, command: restore_resource}
 """
 OPERATOR = "console-operator-token-0123"
 READER = "console-reader-token-01234"

@@ -17,6 +17,8 @@ from common.store.events_mongo import MongoEventLog
 from common.store.events_sqlite import SqliteEventLog
 from common.store.inventory_mongo import MongoInventory
 from common.store.inventory_sqlite import SqliteInventory
+from common.store.locks_mongo import MongoLockStore
+from common.store.locks_sqlite import SqliteLockStore
 from common.store.modules_mongo import MongoModuleRegistry
 from common.store.modules_sqlite import SqliteModuleRegistry
 from common.store.schedules_mongo import MongoScheduleStore
@@ -48,6 +50,11 @@ class Backend:
         if self.kind == "sqlite":
             return SqliteScheduleStore(self.sqlite_path)  # type: ignore[arg-type]
         return MongoScheduleStore(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    def open_lock_store(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteLockStore(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoLockStore(self.mongo_client, self.database)  # type: ignore[arg-type]
 
     def open_module_registry(self) -> Any:
         if self.kind == "sqlite":
@@ -96,6 +103,13 @@ def event_log(backend: Backend) -> Iterator[Any]:
 @pytest.fixture
 def schedule_store(backend: Backend) -> Iterator[Any]:
     opened = backend.open_schedules()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def lock_store(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_lock_store()
     yield opened
     opened.close()
 

@@ -2,6 +2,7 @@
 leak on purpose (tests/support/leaky_vault.py), the real monitor with a webhook to a real HTTP
 server, the real RabbitMQ. The step fails quoting the secret, its rollback fails quoting it (an
 alarm, a webhook), an operator's reason quotes it. Then every process's log, every webhook body
+(the alarm's and every task status notification's)
 every API answer and the CLI's output is searched for it: zero hits."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from tests.e2e.test_modules import HookServer
 from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 SECRET = "Sup3r-Secret-Pa55word"
@@ -45,18 +47,23 @@ def free_port() -> int:
 @pytest.fixture
 def leaky(rabbitmq_url: str, tmp_path: Any) -> Iterator[tuple[Cluster, HookServer, str]]:
     hook = HookServer()
+    task_hooks = WebhookReceiver("task-webhook-signing-key")  # the task status webhooks (OSS's sweeper)
+    task_hooks.start()
     port = free_port()
     env = {"BATON_MONITOR_WEBHOOK_URL": hook.url, "BATON_MONITOR_WEBHOOK_BACKOFF_SECONDS": "0.1",
+           "BATON_WEBHOOK_URL": task_hooks.url, "BATON_WEBHOOK_SECRET": task_hooks.secret,
            "BATON_API_TOKENS": f"olga:{TOKEN}:operator", "BATON_LOG_LEVEL": "debug"}  # fmt: skip
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, extra_env=env)
     try:
         cluster.start_module("vault", registry="tests.support.leaky_vault:vault")
         cluster.start_module("monitor")
         cluster._start("oss", [sys.executable, "-m", "oss", "oss", "--port", str(port)], {}, ready="Uvicorn running")
+        cluster.task_hooks = task_hooks  # type: ignore[attr-defined]
         yield cluster, hook, f"http://127.0.0.1:{port}"
     finally:
         cluster.stop_all()
         hook.close()
+        task_hooks.stop()
 
 
 def test_a_secret_reaches_no_log_webhook_alarm_or_answer(leaky):
@@ -87,6 +94,12 @@ def test_a_secret_reaches_no_log_webhook_alarm_or_answer(leaky):
     assert "access denied for admin using ***" in stored["Steps"][0]["Message"]
     assert SECRET not in str({k: v for k, v in stored.items() if k not in ("Parameters", "SubmittedParameters")})
 
+    events = ["created", "started", "rolling_back", "rollback_failed", "rolled_back"]
+    received = cluster.task_hooks.received
+    wait_until(lambda: {d.body["Event"] for d in received() if d.body["TaskId"] == task_id} >= set(events),
+               30, "every status webhook")
+    assert all(d.signature_ok and d.body["Parameters"]["admin_password"] == "***" for d in received())
+
     logs = {name: proc.log_text() for name, proc in cluster.procs.items()}
     # Every path was taken: the command logged, the monitor alarmed, OSS logged the action.
     assert "connecting" in logs["vault"] and "access denied" in logs["vault"]
@@ -96,6 +109,7 @@ def test_a_secret_reaches_no_log_webhook_alarm_or_answer(leaky):
                                                                ["list", "--json"])]  # fmt: skip
     assert all(run.returncode == 0 for run in cli), [run.stderr for run in cli]
     outputs = {**logs, "webhook": repr(hook.bodies), "api": "\n".join(answers),
+               "task webhooks": "\n".join(d.raw.decode() + repr(d.headers) for d in received()),
                "cli": "\n".join(run.stdout + run.stderr for run in cli)}  # fmt: skip
     leaks = {name: text.count(SECRET) for name, text in outputs.items() if SECRET in text}
     assert leaks == {}, f"the secret leaked: {leaks}"

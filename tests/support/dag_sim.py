@@ -16,6 +16,7 @@ from common.child_relay import ChildRelay
 from common.models import OutboxEntry, StepMessage, Task
 from common.queues import ALARM_QUEUE
 from common.statuses import Phase, ResultCode
+from common.notifications import WEBHOOK
 from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.subflows import PUBLISH
@@ -46,6 +47,7 @@ class Simulator:
 
     def __post_init__(self) -> None:
         self.relay = ChildRelay(self.store, self.timing, self.flush)
+        self.webhooks: list[dict] = []  # task status notifications, as the sweeper would POST them
 
     def timing(self) -> Timing:
         self.now += 0.001
@@ -87,8 +89,8 @@ class Simulator:
         raise AssertionError("the simulation did not settle")
 
     def _deliver(self, task_id: str, kind: str, body: dict, entry_id: str) -> None:
-        if kind == "alarm":
-            self.alarms.append(body)
+        if kind in ("alarm", WEBHOOK):
+            (self.alarms if kind == "alarm" else self.webhooks).append(body)
             mutate(self.store, task_id, lambda t: mark_sent(t, entry_id))
             return
         if kind != PUBLISH:

@@ -6,6 +6,8 @@ the real modules, no inventory and no database. They still run as real module pr
 real RabbitMQ, through the real runtime (see tests/support/run_registry.py).
 """
 
+import time
+
 from common.check_again import check_again
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
@@ -78,3 +80,13 @@ _graph_commands(mysql)
 @mysql.command()
 def await_caught_up(ctx: CommandContext) -> dict:
     return check_again(0.3, "replica 73% caught up")
+
+
+# Lock tests (tests/e2e/test_locks.py): a step that takes a while, so holders overlap.
+def _hold(ctx: CommandContext) -> dict:
+    time.sleep(float(ctx.parameters.get("hold", 0.3)))
+    return {}
+
+
+resource.command("hold")(_hold)
+mysql.command("hold")(_hold)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.models import ChildTemplate, StepMessage
+from common.models import ChildTemplate, NotifyTarget, StepMessage
+from common.notifications import add_notifications
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
@@ -450,3 +451,16 @@ def test_retry_rollback_of_a_parent_retries_its_childs_failed_rollback(sim):
     parent, child = simulator.store.get("p7"), simulator.store.get("p7.1")
     assert child.TaskStatus is TaskStatus.ROLLED_BACK and parent.TaskStatus is TaskStatus.ROLLED_BACK
     assert [s.State for s in parent.Steps] == [StepState.ROLLED_BACK] * 3
+
+
+def test_a_sub_flows_child_notifies_its_parents_webhooks(sim):
+    steps = [make_step("a"), sub_flow_step("sub", [make_step("x")]), make_step("z")]
+    simulator = sim()
+    parent = new(steps, {"name": "n1"}, task_id="p1")
+    parent.Notify = [NotifyTarget(Url="http://hooks.example/")]
+    add_notifications(None, parent)
+    simulator.submit(parent)
+    run_all(simulator)
+    seen = {(w["TaskId"], w["Event"]) for w in simulator.webhooks}
+    assert seen == {(task, event) for task in ("p1", "p1.1") for event in ("created", "started", "succeeded")}
+    assert simulator.store.get("p1.1").Notify == parent.Notify

@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from common.errors import UnreadableTask
 from common.history import with_full_history
 from common.models import Task
-from common.statuses import FINAL_STATUSES
+from common.notifications import settled
 from oss.api.auth import Context, Reader
 from oss.api.errors import ApiError
 from oss.api.schemas import error_responses
@@ -49,7 +49,7 @@ def sse(event: str, data: str, event_id: str | None = None) -> str:
 
 
 def _ended(task: Task) -> bool:
-    return task.TaskStatus in FINAL_STATUSES and not task.Outbox
+    return settled(task)
 
 
 @router.get(

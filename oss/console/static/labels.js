@@ -22,6 +22,8 @@ export function taskStatus(task) {
   if (code === 4 && task.CancelRequested) return { ...status, label: "Cancelled · rolled back" };
   // Submitted with a start time still ahead: nothing runs, whatever step 0's state says.
   if (code === 1 && task.ScheduledFor) return { ...status, label: "Scheduled", css: "st-scheduled" };
+  // Not started because it waits for something (a lock): say what, not just "not started".
+  if (code === 1 && task.WaitingFor) return { ...status, label: `Waiting for ${task.WaitingFor.Kind}` };
   return status;
 }
 

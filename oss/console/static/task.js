@@ -1,11 +1,12 @@
 // One task: what it is and where it stands, the operator actions that fit, its step timeline,
 // its parameters (as the API's masked view has them: secrets are "***" before they arrive)
-// and its history. Polls while the task has not ended.
+// and its history. Follows the task's changes over Server-Sent Events (stream.js) while it has
+// not ended: one read to draw it, then the server pushes every change; no polling.
 
 import { call } from "./api.js";
 import { el, replace, when, duration, asText } from "./dom.js";
 import { FINAL, taskStatus } from "./labels.js";
-import { poller } from "./poll.js";
+import { followTask } from "./stream.js";
 import { hashFor } from "./route.js";
 import { badge, labels, errorBanner } from "./widgets.js";
 import { actionBar, actionLabel } from "./actions.js";
@@ -13,7 +14,6 @@ import { timeline } from "./timeline.js";
 import { history } from "./history.js";
 import { flowGraph } from "./graph.js";
 
-const REFRESH_MS = 1500;
 const MASK = "***";
 
 export function showTask(root, taskId) {
@@ -44,17 +44,23 @@ export function showTask(root, taskId) {
     replace(params, el("h2", { text: "Parameters" }), parameters(task));
     replace(events, el("h2", { text: `History (${task.History.length} events)` }), history(task));
   };
+  let stream = null;
+  let left = false;
+  const follow = () => {
+    if (stream !== null || left) return;
+    // Ends by itself once the task is final; a 401 or 404 is shown by one plain read.
+    stream = followTask(taskId, draw, () => { stream = null; refresh(); });
+  };
   const refresh = async () => {
     try {
       const task = await call("GET", `/tasks/${encodeURIComponent(taskId)}`);
       draw(task);
-      return !FINAL.has(task.TaskStatus) || (task.Runs ?? []).length > 0;
+      // A final task's stream ends at once; a retry brings it back (perform follows it again).
+      if (!FINAL.has(task.TaskStatus) || (task.Runs ?? []).length > 0) follow();
     } catch (error) {
       replace(header, errorBanner(error));
-      return error.status !== 404;
     }
   };
-  const polling = poller(refresh, REFRESH_MS);
 
   async function perform(action, reason, extra = {}) {
     replace(outcome, el("div", { class: "banner info", text: `${actionLabel(action)}: sending…` }));
@@ -68,11 +74,13 @@ export function showTask(root, taskId) {
       replace(outcome, el("div", { class: "banner error", role: "alert",
         text: `${actionLabel(action)} refused: ${error.describe ? error.describe() : error}` }));
     }
-    polling.kick(); // whatever happened, show the task as it is now and follow it
+    stream?.stop(); // whatever happened, show the task as it is now and follow it
+    stream = null;
+    refresh();
   }
 
-  polling.start();
-  return polling;
+  refresh();
+  return { stop() { left = true; stream?.stop(); } };
 }
 
 function summary(task) {
@@ -89,6 +97,10 @@ function summary(task) {
       fact("Priority", String(task.Priority)),
       fact("Labels", labels(task.Labels)),
       task.ScheduledFor ? fact("Scheduled", "starts at ", when(task.ScheduledFor)) : [],
+      task.WaitingFor ? fact("Waiting for", `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""} since `,
+        when(task.WaitingFor.Since)) : [],
+      task.Lock ? fact("Lock", `${task.Lock.Key} (limit ${task.Lock.Limit}): ${task.Lock.State}` +
+        (task.Lock.State === "kept" ? ", held until an operator ends the task" : "")) : [],
       fact("Created", when(task.TimeCreate)),
       fact("Started", when(task.TimeStart)),
       fact("Ended", when(task.TimeEnd)),

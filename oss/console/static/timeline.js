@@ -117,7 +117,9 @@ function activeRun(active, count, checking) {
   const more = count > 1 ? ` (+${count - 1} more items in flight)` : "";
   const text = active.State === "waiting_child"
     ? "waiting for its child task"
-    : active.State === "running"
+    : active.State === "waiting_lock"
+      ? `${item}waiting for the step's lock${more}`
+      : active.State === "running"
       ? `${item}running attempt ${active.Attempt} on ${active.Owner ?? "?"}${more}`
       : checking && checking(active)
         ? `${item}not done yet: checks again later${more}`

@@ -1,0 +1,61 @@
+"""Checks of `lock:` (on a task type, or on a step) that the schema cannot express: the key
+template parses, and each `{name}` in it is a declared parameter, never a secret one (a task
+type that leaves `parameters:` out takes any parameters, so its names are checked at submission
+instead). A step's key may also name `item` and `item_index` on a `for_each` step; a sub-flow
+step takes no lock of its own (its child type may declare one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.flows.messages import describe
+from common.flows.problems import Path, Problem, at
+from common.flows.yaml_source import Lines
+from common.locks import template_fields
+
+
+def lock_checks(data: dict[str, Any], lines: Lines) -> list[Problem]:
+    problems: list[Problem] = []
+    task_types = data.get("task_types")
+    for type_name, task_type in (task_types if isinstance(task_types, dict) else {}).items():
+        if not isinstance(task_type, dict):
+            continue
+        declared = task_type.get("parameters")
+        base: Path = ("task_types", type_name)
+        problems += _key(task_type.get("lock"), base + ("lock",), declared, set(), lines)
+        steps = task_type.get("steps")
+        for index, step in enumerate(steps if isinstance(steps, list) else []):
+            if not isinstance(step, dict) or "lock" not in step:
+                continue
+            path = base + ("steps", index, "lock")
+            if "flow" in step:
+                problems.append(at(lines.key(path), path, "a sub-flow step takes no lock: declare it on the child type"))
+                continue
+            extra = {"item", "item_index"} if "for_each" in step else set()
+            problems += _key(step.get("lock"), path, declared, extra, lines)
+    return problems
+
+
+def _key(lock: Any, path: Path, declared: Any, extra: set[str], lines: Lines) -> list[Problem]:
+    key = lock.get("key") if isinstance(lock, dict) else None
+    if not isinstance(key, str):
+        return []  # the schema reports a missing or mistyped key
+    path = path + ("key",)
+    try:
+        names = template_fields(key)
+    except ValueError as error:
+        return [at(lines.value(path), path, f"not a key template: {error}")]
+    if not isinstance(declared, dict):
+        return []
+    problems = []
+    for name in names:
+        if name in extra:
+            continue
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            message = f"names unknown parameter {describe(name)} (declared parameters: {known})"
+            problems.append(at(lines.value(path), path, message))
+        elif isinstance(declared[name], dict) and declared[name].get("secret") is True:
+            message = f"names secret parameter {describe(name)}: a lock key is shown in the API and console"
+            problems.append(at(lines.value(path), path, message))
+    return problems

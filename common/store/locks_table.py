@@ -1,0 +1,73 @@
+"""Taking and giving back per-key locks: the pure decisions of common.locks, applied to one lock
+document with a compare-and-set, re-read and re-decided when another writer won the race.
+
+`open_lock_store_for` opens the lock documents beside a task store (same SQLite file, same
+MongoDB database), so whoever flushes an outbox can apply lock entries with what it has.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from common.errors import StoreError
+from common.locks import KeyLock, LockHolder, join, leave
+from common.store.locks_port import LockStore
+
+MAX_TRIES = 50  # each try is one read and one write; only a storm of writers on one key loses this often
+Decision = Callable[[KeyLock, float], tuple[KeyLock, list[str]]]
+
+
+class LockTable:
+    """`now` left out: the clock is read after each read of the document, so grant times follow
+    the order in which the compare-and-sets won (a grant is never dated before an earlier one)."""
+
+    def __init__(self, store: LockStore, clock: Callable[[], float] = time.time):
+        self.store = store
+        self._clock = clock
+
+    def join(self, key: str, task_id: str, *, priority: int, seq: float, limit: int,
+             now: float | None = None) -> list[LockHolder]:
+        """The task waits in line for `key` (once); returns the holders this change granted."""
+        return self._change(key, lambda lock, at: join(lock, task_id, priority, seq, limit, at), now)
+
+    def leave(self, key: str, task_id: str, *, now: float | None = None) -> list[LockHolder]:
+        """The task gives `key` back or leaves its line; returns the holders this change granted."""
+        return self._change(key, lambda lock, at: leave(lock, task_id, at), now)
+
+    def get(self, key: str) -> KeyLock | None:
+        return self.store.get(key)
+
+    def list_locks(self, *, limit: int = 100, busy_only: bool = True) -> list[KeyLock]:
+        locks = self.store.list_locks(limit=limit if not busy_only else 10_000)
+        return [lock for lock in locks if not (busy_only and lock.idle)][:limit]
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _change(self, key: str, decide: Decision, now: float | None) -> list[LockHolder]:
+        for _ in range(MAX_TRIES):
+            current = self.store.get(key) or KeyLock(Key=key)
+            new, granted = decide(current, self._clock() if now is None else now)
+            if new == current:
+                return []
+            new.Version = current.Version + 1
+            if self.store.compare_and_set(new, current.Version):
+                return [h for h in new.Holders if h.TaskId in granted]
+        raise StoreError(f"lock {key!r}: gave up after {MAX_TRIES} lost races")
+
+
+def open_lock_store_for(task_store: Any) -> LockStore:
+    """The lock documents beside `task_store` (a SqliteStore or a MongoStore)."""
+    path = getattr(task_store, "path", None)
+    if isinstance(path, str):
+        from common.store.locks_sqlite import SqliteLockStore
+
+        return SqliteLockStore(path)
+    database = getattr(task_store, "_db", None)
+    if database is not None:
+        from common.store.locks_mongo import MongoLockStore
+
+        return MongoLockStore(task_store._client, database.name, indexes="none")
+    raise StoreError(f"no lock store beside a {type(task_store).__name__}")

@@ -1,0 +1,123 @@
+"""The lock store contract (common/store/locks_*.py through common/store/locks_table.py), run
+against every backend: SQLite, mongomock and SecantusDB (same ids as the inventory's suite).
+
+Taking, waiting, releasing and reclaiming are idempotent, and a race for the last slot, between
+threads or between processes each with its own handle, has exactly one winner."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from typing import Any
+
+import pytest
+
+from common.locks import KeyLock
+from common.store.locks_table import LockTable
+from tests.contract.inventory_fixtures import Backend, backend, lock_store  # noqa: F401
+from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # noqa: F401
+
+NOW = 1_700_000_000.0
+
+
+def ids(granted: list[Any]) -> list[str]:
+    return [holder.TaskId for holder in granted]
+
+
+def test_compare_and_set_inserts_once_and_lets_one_writer_win(lock_store: Any) -> None:
+    first = KeyLock(Key="k", Limit=2, Version=1)
+    assert lock_store.compare_and_set(first, 0) is True
+    assert lock_store.compare_and_set(KeyLock(Key="k", Version=1), 0) is False  # exists already
+    assert lock_store.get("k") == first and lock_store.get("missing") is None
+    a, b = first.model_copy(update={"Limit": 3, "Version": 2}), first.model_copy(update={"Limit": 4, "Version": 2})
+    assert lock_store.compare_and_set(a, 1) is True
+    assert lock_store.compare_and_set(b, 1) is False
+    assert lock_store.get("k") == a
+    with pytest.raises(ValueError):
+        lock_store.compare_and_set(a.model_copy(update={"Version": 9}), 2)
+
+
+def test_take_wait_release_in_order_and_idempotent(lock_store: Any) -> None:
+    table = LockTable(lock_store)
+    assert ids(table.join("k", "a", priority=0, seq=1, limit=2, now=NOW)) == ["a"]
+    assert ids(table.join("k", "a", priority=0, seq=1, limit=2, now=NOW)) == []  # asked twice: one place
+    assert ids(table.join("k", "b", priority=0, seq=2, limit=2, now=NOW)) == ["b"]
+    assert ids(table.join("k", "c", priority=0, seq=3, limit=2, now=NOW)) == []
+    assert ids(table.join("k", "d", priority=1, seq=4, limit=2, now=NOW)) == []
+    lock = table.get("k")
+    assert [h.TaskId for h in lock.Holders] == ["a", "b"] and [w.TaskId for w in lock.Waiters] == ["c", "d"]
+    assert ids(table.leave("k", "a", now=NOW + 1)) == ["d"]  # priority first
+    assert ids(table.leave("k", "a", now=NOW + 2)) == []  # released twice: one release
+    assert ids(table.leave("k", "b", now=NOW + 3)) == ["c"]
+    assert ids(table.leave("k", "c", now=NOW + 4)) == [] and table.leave("k", "d", now=NOW + 4) == []
+    assert table.get("k").idle
+    assert table.list_locks() == []  # idle keys are not listed
+    assert [lock.Key for lock in table.list_locks(busy_only=False)] == ["k"]
+
+
+def test_listing_is_by_key(lock_store: Any) -> None:
+    table = LockTable(lock_store)
+    for key in ("b", "a", "c"):
+        table.join(key, "t", priority=0, seq=1, limit=1, now=NOW)
+    assert [lock.Key for lock in table.list_locks()] == ["a", "b", "c"]
+    assert [lock.Key for lock in table.list_locks(limit=2)] == ["a", "b"]
+
+
+def test_threads_racing_for_the_last_slot_have_one_winner(backend: Backend) -> None:
+    handles = [LockTable(backend.open_lock_store()) for _ in range(8)]
+    handles[0].join("k", "holder", priority=0, seq=0, limit=2, now=NOW)
+    start = threading.Barrier(len(handles))
+    won: list[str] = []
+
+    def race(index: int) -> None:
+        start.wait(timeout=30)
+        won.extend(ids(handles[index].join("k", f"t{index}", priority=0, seq=index + 1, limit=2, now=NOW)))
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(handles))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    lock = handles[0].get("k")
+    assert len(won) == 1 and [h.TaskId for h in lock.Holders] == ["holder", won[0]]
+    assert len(lock.Waiters) == len(handles) - 1
+    for handle in handles:
+        handle.close()
+
+
+def _join_in_process(kind: str, path: str | None, url: str | None, database: str | None, worker: int,
+                     start: Any, wins: Any) -> None:
+    """Entry point of a spawned process: ask for the lock with its own handle."""
+    from common.store.locks_mongo import MongoLockStore
+    from common.store.locks_sqlite import SqliteLockStore
+
+    table = LockTable(SqliteLockStore(path) if kind == "sqlite" else MongoLockStore(url, database))
+    try:
+        start.wait(timeout=60)
+        if table.join("k", f"p{worker}", priority=0, seq=worker, limit=3, now=NOW):
+            with wins.get_lock():
+                wins.value += 1
+    finally:
+        table.close()
+
+
+def test_processes_racing_for_the_last_slot_have_one_winner(backend: Backend) -> None:
+    if not backend.shared_by_processes:
+        pytest.skip("mongomock lives inside one process: the thread race covers it")
+    setup = LockTable(backend.open_lock_store())
+    setup.join("k", "h1", priority=0, seq=-2, limit=3, now=NOW)
+    setup.join("k", "h2", priority=0, seq=-1, limit=3, now=NOW)
+    context = multiprocessing.get_context("spawn")
+    workers = 4
+    start, wins = context.Barrier(workers), context.Value("i", 0)
+    processes = [context.Process(target=_join_in_process, args=(backend.kind, backend.sqlite_path, backend.mongo_url,
+                                                                 backend.database, w, start, wins))
+                 for w in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    lock = setup.get("k")
+    assert wins.value == 1 and len(lock.Holders) == 3 and len(lock.Waiters) == workers - 1
+    setup.close()
