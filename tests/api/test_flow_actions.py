@@ -121,3 +121,28 @@ def test_after_an_unknown_task_is_404_naming_the_field(api: Api) -> None:
                                json={"task_type": "create_db", "parameters": {"name": "x"}, "after_task": "nope"})
     assert response.status_code == 404 and api.store.list_tasks(limit=10) == []
     assert [f["path"] for f in response.json()["error"]["fields"]] == ["after_task"]
+
+
+def test_pause_holds_a_task_that_waits_for_its_lock_and_after_task_is_refused_with_a_lock(tmp_path) -> None:
+    from fastapi.testclient import TestClient
+
+    from tests.api.support import open_api
+    from tests.api.test_locks import LOCK_FLOWS
+
+    app, store, broker = open_api(tmp_path, flows=LOCK_FLOWS)
+    with TestClient(app) as client:
+        api = Api(client, store, broker)
+        first = api.create("exclusive", parameters={"cluster": "eu"})["task_id"]
+        second = api.create("exclusive", parameters={"cluster": "eu"})["task_id"]
+        assert api.act(second, "pause", "hold it").status_code == 200
+        api.step(first)  # the holder ends: the lock goes to the paused task, which starts nothing
+        _flush(api, first)
+        held = api.store.get(second)
+        assert held.WaitingFor is None and held.Lock.State == "held" and held.Runs == []
+        resumed = api.act(second, "resume", "go").json()
+        assert len(resumed["Runs"]) == 1
+        refused = client.post("/api/v1/tasks", headers=auth(), json={
+            "task_type": "exclusive", "parameters": {"cluster": "us"}, "after_task": first})
+        assert refused.status_code == 422 and refused.json()["error"]["fields"][0]["path"] == "after_task"
+    store.close()
+    broker.close()
