@@ -19,6 +19,7 @@ from common.routing import Unit, plan, unit_state, units
 from common.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.subflows import child_entry, child_finished_entry
+from common.task_waits import deadline_message, overdue, task_finished_entries
 from common.task_runs import (
     MAX_MESSAGE_PRIORITY,
     AttemptResult,
@@ -40,6 +41,10 @@ from common.task_runs import (
 def advance(task: Task, timing: Timing, actor: str, ids: IdFactory, due_at: float | None = None) -> None:
     """Start whatever the graph makes ready, pass over, or end the task (DESIGN.md sec. 4)."""
     due = timing.now if due_at is None else due_at
+    if overdue(task, timing.now):  # DESIGN.md sec. 10: past its deadline, the task rolls back
+        task.TaskMessage = deadline_message(task)
+        record(task, timing.now, "deadline_passed", actor=actor, message=task.TaskMessage)
+        enter_rollback(task, timing, actor)
     while move := plan(task):
         for cursor in move.open_steps:
             _open_for_each(task, cursor, timing, actor)
@@ -91,7 +96,8 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
         result = verdict
     store_result(state, run.Phase, result, timing.now)
     # Cancelled, or another unit failed: a normal unit gets no further attempt (it drains).
-    stopping = normal and (task.CancelRequested is not None or task.TaskStatus is TaskStatus.ROLLING_BACK)
+    stopping = normal and (task.CancelRequested is not None or task.TaskStatus is TaskStatus.ROLLING_BACK
+                           or overdue(task, timing.now))  # fmt: skip
     if not result.ok and result.retryable and not stopping and run.Attempt <= step.retry(run.Phase):
         record(task, timing.now, "attempt_failed", run, actor=actor, message=result.message)
         dispatch(task, unit, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
@@ -126,6 +132,7 @@ def enter_rollback(task: Task, timing: Timing, actor: str) -> None:
     cancel = task.CancelRequested
     if cancel is not None:
         task.TaskMessage = cancel_message(cancel)
+    task.Paused = None  # a pause holds the flow forward only: undoing it is never held up
     if task.TaskStatus is TaskStatus.ROLLING_BACK:
         return
     set_status(task, TaskStatus.ROLLING_BACK)
@@ -149,6 +156,7 @@ def enter_rollback(task: Task, timing: Timing, actor: str) -> None:
 def finish(task: Task, status: TaskStatus, now: float, actor: str, ids: IdFactory) -> None:
     set_status(task, status)
     task.TimeEnd = now
+    task.Paused = None
     if status is TaskStatus.SUCCESS:
         task.TaskMessage = ""
     elif status is TaskStatus.ROLLED_BACK:
@@ -158,6 +166,7 @@ def finish(task: Task, status: TaskStatus, now: float, actor: str, ids: IdFactor
         _raise_alarm(task, now, actor, ids)
     if task.Parent is not None:
         task.Outbox.append(child_finished_entry(task, now))
+    task.Outbox += task_finished_entries(task, now)  # wakes the tasks waiting for this one
     release_all_units(task, now)
     release_on_finish(task, now)
 

@@ -22,6 +22,8 @@ from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.subflows import CANCEL_CHILD, CHILD_FINISHED, START_CHILD, UNDO_CHILD, child_finished_entry
 from common.task_runs import Refusal, Timing
+from common.task_waits import TASK_FINISHED
+from common.wait_transitions import awaited_finished
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +47,9 @@ class ChildRelay:
             elif entry.Kind == CANCEL_CHILD:
                 self._change(body["TaskId"], lambda t: cancel(
                     t, f"parent {body['ParentTaskId']}", f"{body['Actor']}: {body['Reason']}", self._timing()))
+            elif entry.Kind == TASK_FINISHED:  # a task waiting for this one (common.task_waits)
+                self._change(body["TaskId"], lambda t: awaited_finished(
+                    t, body["AwaitedTaskId"], TaskStatus(body["Status"]), self._timing()))
             else:
                 log.error("unknown outbox entry kind; dropped", task_id=task_id, kind=entry.Kind)
         except StoreError as exc:

@@ -38,6 +38,14 @@ class InvalidInput(InvalidParameters):
     text that is not valid Unicode, a key MongoDB would refuse. Reject it; nothing was written."""
 
 
+class UnknownAwaitedTask(InvalidParameters):
+    """A submission's `after_task` names no task (HTTP 404 naming the field: which tasks exist
+    is not the request's form; CLI exit code 2). Nothing was written."""
+
+    def __init__(self, name: str):
+        super().__init__([("after_task", f"no task has the id or idempotency key {name!r}")])
+
+
 class UnreadableTask(BatonError):
     """A stored task document cannot be read back (written before the input limits, or edited by
     hand). Skip it: it is marked and alarmed, and nothing else may stop because of it."""

@@ -232,6 +232,9 @@ class WaitCondition(_Doc):
     Since: float
     Key: str | None = None
     TaskId: str | None = None
+    # Kind "task": when the sweeper looks at the awaited task again, a safety net under the
+    # outbox wake-up (common/task_waits.py).
+    RecheckAt: float | None = None
 
 
 class OperatorRequest(_Doc):
@@ -282,6 +285,12 @@ class Task(_Doc):
     # (to_doc, to_json), so no transition can forget them.
     SweepAt: float | None = None
     OutboxDue: float | None = None
+    # Operations (DESIGN.md sec. 10): no new unit starts while Paused or WaitingFor is set; past
+    # Deadline (TimeCreate, or the delayed start, plus the type's `deadline`) the task rolls back.
+    Paused: OperatorRequest | None = None
+    AwaitedBy: list[str] = Field(default_factory=list)  # tasks whose WaitingFor names this one
+    Deadline: float | None = None
+    DeadlineSeconds: float | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -305,6 +314,8 @@ class Task(_Doc):
 
     def _refresh_indexes(self) -> None:
         deadlines = [r.Deadline for r in self.Runs if r.Deadline is not None]
+        if self.TaskStatus in (TaskStatusCode.NOT_STARTED, TaskStatusCode.RUNNING):  # the sweeper ends it
+            deadlines += [t for t in (self.Deadline, self.WaitingFor and self.WaitingFor.RecheckAt) if t is not None]
         self.SweepAt = min(deadlines) if deadlines else None
         self.OutboxDue = min(e.DueAt for e in self.Outbox) if self.Outbox else None
 

@@ -89,19 +89,27 @@ def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     if task.TaskStatus is not TaskStatus.ROLLED_BACK:
         return Refusal(f"task is {task.TaskStatus.name}: only a ROLLED_BACK task can be retried")
     new = task.clone()
-    for step in new.Steps:
-        reset_step(step)
-    new.Generation += 1
-    new.Parameters = dict(new.SubmittedParameters)
-    new.TaskCursor = 0
-    new.CancelRequested = None
-    new.TaskMessage = ""
-    new.TimeStart = new.TimeEnd = None
-    set_status(new, TaskStatus.NOT_STARTED)
+    new_generation(new, timing.now)
     record(new, timing.now, "retried", actor=actor, message=reason)
     request_again(new, timing.now)  # a task type with a lock queues for it again
     advance(new, timing, actor, ids)
     return new
+
+
+def new_generation(task: Task, now: float) -> None:
+    """A rolled-back task back to not started, every step waiting (retry, skip)."""
+    for step in task.Steps:
+        reset_step(step)
+    task.Generation += 1
+    task.Parameters = dict(task.SubmittedParameters)
+    task.TaskCursor = 0
+    task.CancelRequested = None
+    task.TaskMessage = ""
+    task.TimeStart = task.TimeEnd = None
+    task.WaitingFor = None  # the operator runs it now, whatever it waited for
+    if task.DeadlineSeconds is not None:  # a new generation gets its time again
+        task.Deadline = now + task.DeadlineSeconds
+    set_status(task, TaskStatus.NOT_STARTED)
 
 
 def retry_rollback(

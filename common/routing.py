@@ -24,14 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from common.models import Step, Task, UnitState
-from common.statuses import FINAL_STATUSES, Phase, StepState, TaskStatus
+from common.statuses import DONE_FORWARD, FINAL_STATUSES, Phase, StepState, TaskStatus
 
 Unit = tuple[int, int | None]  # (cursor, item index or None)
 
 APPLIED = frozenset({StepState.SUCCEEDED, StepState.FAILED})
 # A dependent in one of these states no longer holds its predecessors' rollback back.
 SETTLED_BACKWARD = frozenset(
-    {StepState.ROLLED_BACK, StepState.SKIPPED, StepState.COMPENSATED, StepState.CANCELLED, StepState.WAITING}
+    {StepState.ROLLED_BACK, StepState.SKIPPED, StepState.COMPENSATED, StepState.CANCELLED, StepState.WAITING,
+     StepState.OPERATOR_SKIPPED}
 )
 
 
@@ -90,18 +91,28 @@ def _forward(task: Task) -> Plan:
         return result  # the running units' outcomes route into rollback (transitions)
     if task.WaitingFor is not None:
         return result  # a lock, another task: whoever ends the wait advances the task
-    for cursor, step in enumerate(task.Steps):
+    # Paused (DESIGN.md sec. 10): nothing new starts meanwhile (a task whose every step is done ends).
+    for cursor, step in enumerate([] if task.Paused is not None else task.Steps):
         if step.State is StepState.WAITING and step.Items is None:
-            if all(task.Steps[b].State is StepState.SUCCEEDED for b in step.After or ()):
+            if all(_done(task, b) for b in step.After or ()):
                 if step.ForEach:
                     result.open_steps.append(cursor)
                 else:
                     result.start.append((cursor, None))
         elif step.Items is not None:
             result.start += _within_limit(step, cursor, StepState.RUNNING, {StepState.WAITING})
-    if not task.Runs and all(step.State is StepState.SUCCEEDED for step in task.Steps):
+    if not task.Runs and all(step.State in DONE_FORWARD for step in task.Steps):
         result.finish = TaskStatus.SUCCESS
     return result
+
+
+def _done(task: Task, cursor: int) -> bool:
+    """Its dependents may start: it succeeded, or an operator skipped it and what it waits for is
+    done (a step skipped ahead, in a retry, is passed in its turn, not before)."""
+    step = task.Steps[cursor]
+    if step.State is StepState.OPERATOR_SKIPPED:
+        return all(_done(task, before) for before in step.After or ())
+    return step.State is StepState.SUCCEEDED
 
 
 def _backward(task: Task) -> Plan:
@@ -117,7 +128,7 @@ def _backward(task: Task) -> Plan:
     for cursor, step in enumerate(task.Steps):
         applied = [(cursor, i) for i, u in units(step) if u.State in APPLIED]
         left = left or bool(applied) or any(u.State is StepState.ROLLING_BACK for _, u in units(step))
-        if not applied or not all(_settled(task.Steps[d]) for d in after_me[cursor]):
+        if not applied or not all(_settled(task, d, after_me) for d in after_me[cursor]):
             continue
         if not step.has_rollback or step.Items == []:
             result.skip += applied
@@ -130,8 +141,13 @@ def _backward(task: Task) -> Plan:
     return result
 
 
-def _settled(step: Step) -> bool:
-    return all(u.State in SETTLED_BACKWARD for _, u in units(step))
+def _settled(task: Task, cursor: int, after_me: list[list[int]]) -> bool:
+    states = [u.State for _, u in units(task.Steps[cursor])]
+    if not all(state in SETTLED_BACKWARD for state in states):
+        return False
+    if StepState.OPERATOR_SKIPPED in states:  # skipped forward: it passes the reverse order through
+        return all(_settled(task, d, after_me) for d in after_me[cursor])
+    return True
 
 
 def _within_limit(step: Step, cursor: int, busy: StepState, startable: frozenset[StepState] | set[StepState]) -> list[Unit]:
@@ -158,7 +174,7 @@ def summarize(step: Step) -> StepState:
     for marker in (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK, StepState.RUNNING, StepState.FAILED):
         if marker in states:
             return marker
-    if states == {StepState.SUCCEEDED}:
+    if states <= DONE_FORWARD:  # an item an operator skipped counts as done
         return StepState.SUCCEEDED
     if StepState.SUCCEEDED in states:  # partly undone, or partly done
         return StepState.ROLLING_BACK if states & SETTLED_BACKWARD - {StepState.WAITING} else StepState.RUNNING

@@ -78,6 +78,13 @@ class StepState(StrEnum):
     SKIPPED = "skipped"  # declared no rollback, passed over while rolling back
     CANCELLED = "cancelled"  # dispatched, then cancelled before anyone claimed it: never ran
     COMPENSATED = "compensated"  # its rollback failed; an operator undid it by hand
+    # An operator skipped it (common.operator_flow.skip): the flow goes on as if it succeeded;
+    # nothing of it is rolled back (it did not do its work, or the operator took it over).
+    OPERATOR_SKIPPED = "operator_skipped"
+
+
+# A unit in one of these states lets the steps that wait for it start.
+DONE_FORWARD = frozenset({StepState.SUCCEEDED, StepState.OPERATOR_SKIPPED})
 
 
 STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
@@ -97,6 +104,10 @@ STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
         (StepState.SKIPPED, StepState.WAITING),
         (StepState.CANCELLED, StepState.WAITING),
         (StepState.COMPENSATED, StepState.WAITING),
+        (StepState.OPERATOR_SKIPPED, StepState.WAITING),
+        (StepState.RUNNING, StepState.WAITING),  # pause: its dispatch withdrawn before a claim
+        (StepState.RUNNING, StepState.OPERATOR_SKIPPED),  # skip a unit that keeps failing
+        (StepState.WAITING, StepState.OPERATOR_SKIPPED),  # skip in a retry of a rolled-back task
         (StepState.FAILED, StepState.WAITING),
         (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK),  # retry-rollback
         (StepState.ROLLBACK_FAILED, StepState.COMPENSATED),  # compensated by hand

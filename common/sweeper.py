@@ -31,10 +31,12 @@ from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.models import Task
 from common.outbox import OutboxPublisher
-from common.statuses import RunState
+from common.statuses import FINAL_STATUSES, RunState
 from common.store.mutate import mutate
 from common.store.port import TaskStore
+from common.task_waits import WAIT_TASK, overdue
 from common.transitions import Refusal, Timing, expire, new_id
+from common.wait_transitions import awaited_finished, recheck_later
 from common.webhooks import WebhookDeliverer
 
 log = structlog.get_logger(__name__)
@@ -142,7 +144,8 @@ class Sweeper:
     def _expire(self, task: Task, report: SweepReport) -> None:
         now = self._clock()
         lapsed = [r for r in task.Runs if r.Deadline is not None and r.Deadline <= now]
-        if not lapsed:
+        if not lapsed and not overdue(task, now):
+            self._recheck_wait(task, now)
             return
         # Each lapsed lease's retry backs off by its own step's policy, drawn here (not in the
         # pure change, which may run again on a lost compare-and-set).
@@ -160,6 +163,23 @@ class Sweeper:
             else:
                 report.redispatched += 1
         self._publisher.flush(changed)
+
+    def _recheck_wait(self, task: Task, now: float) -> None:
+        """The safety net under the outbox wake-up of a task waiting for another (a crash before
+        the awaited task listed it): the awaited task ended, or look again later."""
+        wait = task.WaitingFor
+        if wait is None or wait.Kind != WAIT_TASK or wait.TaskId is None or (wait.RecheckAt or 0) > now:
+            return
+        awaited = self._store.get(wait.TaskId)
+        timing = Timing(now, self._config.lease, self._config.redeliver_after)
+        if awaited is None or awaited.TaskStatus not in FINAL_STATUSES:
+            mutate(self._store, task.TaskId, lambda t: recheck_later(t, wait.TaskId, timing))
+            return
+        changed = mutate(self._store, task.TaskId,
+                         lambda t: awaited_finished(t, awaited.TaskId, awaited.TaskStatus, timing))  # fmt: skip
+        if not isinstance(changed, Refusal):
+            log.info("woke a task waiting for another", task_id=task.TaskId, awaited=awaited.TaskId)
+            self._publisher.flush(changed)
 
     def _relay(self, task: Task, report: SweepReport) -> None:
         cutoff = self._clock() - self._config.relay_grace

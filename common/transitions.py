@@ -24,6 +24,7 @@ from common.advance import advance, conclude, dispatch, with_delay
 from common.lock_transitions import request_lock
 from common.models import ParentLink, Run, Step, StepMessage, Task
 from common.routing import unit_state
+from common.task_waits import overdue, waiting_for_task
 from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus
 from common.task_runs import (
     IN_FLIGHT_BAND,
@@ -70,6 +71,8 @@ def create_task(
     secret_parameters: list[str] | None = None,
     parent: ParentLink | None = None,
     ids: IdFactory = new_id,
+    deadline_seconds: float | None = None,
+    after_task: str | None = None,
     lock: tuple[str, int] | None = None,
 ) -> Task:
     """A new task whose ready roots' dispatches sit in the outbox, ready for one insert."""
@@ -95,6 +98,10 @@ def create_task(
     )
     record(task, timing.now, "created", actor="oss")
     due = max(timing.now, start_at) if start_at is not None else timing.now
+    if deadline_seconds is not None:  # its clock runs from when it may start (DESIGN.md sec. 10)
+        task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
+    if after_task is not None:  # nothing dispatches until that task succeeds (common.task_waits)
+        task.WaitingFor = waiting_for_task(after_task, timing.now)
     if lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`
         request_lock(task, lock[0], lock[1], timing.now, due_at=due)
     advance(task, timing, "oss", ids, due_at=due)
@@ -195,12 +202,15 @@ def expire(
     retried or routed as any failure (`retry_delays`: its backoff, by DispatchId). A PENDING run
     was never claimed (the message was lost or purged): it is published again under the same
     dispatch id, and again after twice the period, four times... (it may only be waiting in a
-    long queue).
+    long queue). A task past its own deadline (DESIGN.md sec. 10) rolls back first, so nothing it
+    had not started is sent again.
     """
     lapsed = [r.DispatchId for r in task.Runs if r.Deadline is not None and r.Deadline <= timing.now]
-    if not lapsed:
+    if not lapsed and not overdue(task, timing.now):
         return Refusal("nothing past its deadline")
     new = task.clone()
+    if overdue(new, timing.now):  # the task's own deadline passed: nothing unclaimed is sent again
+        advance(new, timing, "sweeper", ids)
     for dispatch_id in lapsed:
         run = new.run(dispatch_id)
         if run is None:  # concluding an earlier one cancelled it

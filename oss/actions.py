@@ -18,6 +18,7 @@ from common.logging import hidden_values
 from common.masking import scrubbed_text, secret_values
 from common.models import Task
 from common.operator_actions import cancel, compensate, retry, retry_rollback
+from common.operator_flow import pause, resume, skip
 from common.outbox import OutboxPublisher
 from common.store.mutate import mutate
 from common.store.port import TaskStore
@@ -31,7 +32,11 @@ ACTIONS = {
     "retry": retry,
     "retry-rollback": retry_rollback,
     "compensate": compensate,
+    "pause": pause,
+    "resume": resume,
 }
+# Skip names a unit besides: its own route and command (OperatorActions.apply's `unit`).
+SKIP = "skip"
 
 
 class OperatorActions:
@@ -49,11 +54,16 @@ class OperatorActions:
         self._redeliver_after = redeliver_after
         self._limits = limits or InputLimits()
 
-    def apply(self, action: str, task_id: str, actor: str, reason: str, *, stop_running: bool = False) -> Task:
+    def apply(self, action: str, task_id: str, actor: str, reason: str, *, stop_running: bool = False,
+              unit: tuple[int, int | None] | None = None) -> Task:  # fmt: skip
         """The task as written. UnknownTask, or ActionRefused when it does not fit the state.
 
-        `stop_running` (cancel only): claimed runs are stopped now instead of finishing."""
-        change = ACTIONS[action]
+        `stop_running` (cancel only): claimed runs are stopped now instead of finishing.
+        `unit` (skip only, and required): (step index, item index or None); ValueError when the
+        task has no such unit."""
+        if (action == SKIP) != (unit is not None):
+            raise ValueError("skip, and skip only, names a step")
+        change = functools.partial(skip, cursor=unit[0], item=unit[1]) if unit is not None else ACTIONS[action]
         check_input(self._limits, reason=reason, actor=actor)  # both go into the task's history
         if stop_running:
             if action != "cancel":

@@ -1,4 +1,4 @@
-"""`baton bulk cancel|retry|retry-rollback`: an operator action on every task a filter selects.
+"""`baton bulk cancel|retry|retry-rollback|pause|resume`: an operator action on every task a filter selects.
 
 A dry run unless --apply: it counts the matching tasks and how many the action fits, writing
 nothing. Exit 0 done (or dry run); 2 bad usage; 4 --apply and some tasks refused the action.
@@ -77,5 +77,5 @@ def bulk() -> None:
     """Operator actions by filter, with a dry run first."""
 
 
-for _action in ("cancel", "retry", "retry-rollback"):
+for _action in ("cancel", "retry", "retry-rollback", "pause", "resume"):
     bulk.add_command(_command(_action))

@@ -1,4 +1,4 @@
-"""`baton cancel | retry | retry-rollback | compensate`: operator actions from the command line.
+"""`baton cancel | retry | retry-rollback | compensate | pause | resume | skip`: operator actions from the command line.
 
 The actor recorded in the task's history is --as, by default "cli:<login name>".
 """
@@ -12,7 +12,7 @@ import click
 
 from common.errors import ActionRefused, InvalidInput, UnknownTask
 from common.masking import masked_task
-from oss.actions import ACTIONS
+from oss.actions import ACTIONS, SKIP
 from oss.cli_common import EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, fail, opened_parts, task_json
 from oss.render import task_summary
 
@@ -21,6 +21,11 @@ _HELP = {
     "retry": "Run a ROLLED_BACK task again, from step 0 and its submitted parameters.",
     "retry-rollback": "Retry the rollback step that failed (ROLLBACK_FAILED task).",
     "compensate": "Mark the failed rollback step undone by hand; the rollback continues.",
+    "pause": "Pause a task: no new step starts (claimed ones finish) until it is resumed.",
+    "resume": "Resume a paused task: what became ready is dispatched.",
+    "skip": ("Skip a failed step (--step N, --item I of a for_each step): the flow goes on as if it "
+             "succeeded. A RUNNING task: a step that keeps failing; a ROLLED_BACK task: it runs again "
+             "with the step that failed skipped."),
 }
 
 
@@ -40,7 +45,13 @@ def _command(action: str) -> click.Command:
     @click.option("--json", "as_json", is_flag=True)
     @click.option("--stop-running", is_flag=True, hidden=action != "cancel",
                   help="Stop claimed steps now instead of letting them finish (they are rolled back).")
-    def run(task_id: str, reason: str, actor: str, as_json: bool, stop_running: bool) -> None:
+    @click.option("--step", "cursor", type=click.IntRange(0), required=action == SKIP, hidden=action != SKIP,
+                  help="The step's index (skip only).")
+    @click.option("--item", type=click.IntRange(0), hidden=action != SKIP, help="A for_each step's item (skip only).")
+    def run(task_id: str, reason: str, actor: str, as_json: bool, stop_running: bool, cursor: int | None,
+            item: int | None) -> None:  # fmt: skip
+        if (cursor is not None or item is not None) and action != SKIP:
+            raise click.BadParameter("applies to skip only", param_hint="--step/--item")
         if stop_running and action != "cancel":
             raise click.BadParameter("applies to cancel only", param_hint="--stop-running")
         if not reason.strip():
@@ -48,16 +59,17 @@ def _command(action: str) -> click.Command:
         with opened_parts() as parts:
             parts.service.declare_queues()
             try:
-                task = parts.service.actions.apply(action, task_id, actor, reason.strip(), stop_running=stop_running)
+                task = parts.service.actions.apply(action, task_id, actor, reason.strip(), stop_running=stop_running,
+                                                   unit=(cursor, item) if cursor is not None else None)  # fmt: skip
             except UnknownTask as exc:
                 fail(EXIT_NO_TASK, str(exc))
             except ActionRefused as exc:
                 fail(EXIT_REFUSED, f"{action} refused: {exc}")
-            except InvalidInput as exc:
+            except (InvalidInput, ValueError) as exc:
                 fail(EXIT_USAGE, f"{action}: {exc}")
         click.echo(json.dumps(task_json(task), indent=2) if as_json else task_summary(masked_task(task)))
 
     return run
 
 
-COMMANDS = [_command(action) for action in ACTIONS]
+COMMANDS = [_command(action) for action in (*ACTIONS, SKIP)]

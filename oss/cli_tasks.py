@@ -55,9 +55,10 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--start-at", help="Delayed start: ISO-8601 (no zone: UTC) or epoch seconds.")
 @click.option("--user", "user_id", help="Owner of the task.")
 @click.option("--label", "labels", multiple=True, help="key=value; repeat for more.")
+@click.option("--after", "after_task", help="Start once this task (id or idempotency key) succeeded; never if it fails.")
 @click.option("--wait", is_flag=True, help="Follow the task until it ends; exit 1 if it failed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the task document as JSON.")
-def submit(task_type, params, params_file, idempotency_key, priority, start_at, user_id, labels,
+def submit(task_type, params, params_file, idempotency_key, priority, start_at, user_id, labels, after_task,
            wait, as_json) -> None:  # fmt: skip
     """Create a task of TASK_TYPE with PARAMS given as key=value."""
     try:
@@ -73,7 +74,7 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
             submission = parts.service.submit(
                 task_type, parameters, idempotency_key=idempotency_key, priority=priority,
                 start_at=parse_time(start_at, "--start-at"), user_id=user_id,
-                labels=parse_labels(labels),
+                labels=parse_labels(labels), after_task=after_task,
             )  # fmt: skip
         except (UnknownTaskType, IdempotencyConflict) as exc:
             fail(EXIT_USAGE, str(exc))

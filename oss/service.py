@@ -24,6 +24,7 @@ from common.store.port import TaskStore
 from common.transitions import Timing, create_task
 from oss.actions import OperatorActions
 from oss.idempotency import differences
+from oss.task_waits import TaskWaits
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +53,7 @@ class TaskService:
             lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
         )
         self._broker = broker
+        self._waits = TaskWaits(store, self._publisher, lambda: Timing(clock(), redeliver_after=settings.redeliver_after_seconds))
         self.actions = OperatorActions(
             store, self._publisher, clock, settings.redeliver_after_seconds, settings.input_limits
         )
@@ -71,6 +73,7 @@ class TaskService:
         start_at: float | None = None,
         user_id: str | None = None,
         labels: Mapping[str, str] | None = None,
+        after_task: str | None = None,
     ) -> Submission:
         """Write the whole task (step 0's dispatch in its outbox) in one insert, then publish it.
 
@@ -91,7 +94,10 @@ class TaskService:
             existing = self._store.get_by_idempotency_key(idempotency_key)
             if existing is not None:
                 return _repeat(existing, *request)
+        awaited = self._waits.awaited(after_task) if after_task is not None else None
         lock = _lock_of(flow, check.parameters)
+        if awaited is not None and lock is not None:  # both would use WaitingFor: not combined yet
+            raise InvalidParameters([("after_task", f"task type {task_type} takes a lock: it cannot wait for a task too (yet)")])
         task = create_task(
             lock=lock,
             task_type=task_type,
@@ -104,6 +110,8 @@ class TaskService:
             priority=priority,
             user_id=user_id,
             labels=dict(labels or {}),
+            deadline_seconds=flow.deadline,
+            after_task=awaited.TaskId if awaited is not None else None,
         )
         task.Notify = notify_targets(flow.notify, self._settings)
         add_notifications(None, task)  # "created", in the insert itself
@@ -117,6 +125,8 @@ class TaskService:
             return _repeat(existing, *request)
         log.info("task created", task_id=task.TaskId, task_type=task_type)
         self._publisher.flush(task)
+        if awaited is not None:
+            task = self._waits.listen(task, awaited.TaskId)
         return Submission(task, created=True)
 
     def get(self, task_id: str) -> Task | None:

@@ -36,6 +36,7 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
                 description=task_type.description,
                 steps=[_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)],
                 parameter_schema=_parameter_schema(task_type.parameters),
+                deadline=task_type.deadline,
                 notify=() if task_type.notify is None else (
                     NotifyTarget(Url=task_type.notify.url, Events=list(task_type.notify.events or [])),),
                 lock=_lock(task_type.lock),

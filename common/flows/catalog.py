@@ -21,6 +21,7 @@ class FlowDefinition:
     description: str
     steps: list[Step]
     parameter_schema: ParameterSchema | None  # None: `parameters:` left out, anything goes
+    deadline: float | None = None  # seconds the task has to finish (flows.yaml `deadline`)
     notify: tuple[NotifyTarget, ...] = ()  # flows.yaml `notify`: its webhook of status changes
     lock: LockTemplate | None = None  # `lock:` of the task type (common/locks.py)
 

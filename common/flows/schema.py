@@ -166,6 +166,8 @@ class TaskTypeSpec(_Spec):
     # Left out: the task type takes any parameters. Given (even empty): only the declared ones,
     # plus the reserved `_baton_*` keys.
     parameters: dict[str, ParameterSpec] | None = None
+    # Seconds the task has to finish, from its (delayed) start; past it, it rolls back (DESIGN.md 10).
+    deadline: Seconds | None = None
     steps: list[StepSpec] = Field(min_length=1)
     notify: NotifySpec | None = None
 

@@ -34,7 +34,8 @@ class TaskStore(Protocol):
         """
 
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
-        """Tasks whose `SweepAt` (earliest run deadline) is <= now: lapsed leases, unclaimed dispatches."""
+        """Tasks whose `SweepAt` is <= now: lapsed leases, unclaimed dispatches, a passed task deadline
+        or a wait to check again (DESIGN.md sec. 2 and 10)."""
 
     def waiting_unclaimed(self, since_before: float, limit: int) -> list[Task]:
         """Tasks with a run PENDING (nobody claimed it) and due since before `since_before`

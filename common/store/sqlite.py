@@ -154,11 +154,10 @@ def _translated(method: Callable[P, R]) -> Callable[P, R]:
 
 def _indexed_values(task: Task) -> tuple[Any, ...]:
     """The values of the _INDEXED columns for this document."""
-    # `deadline` holds SweepAt: the earliest deadline of any run (the column kept its round-1
-    # name so existing files need no migration).
-    deadlines = [r.Deadline for r in task.Runs if r.Deadline is not None]
-    outbox_due = min(e.DueAt for e in task.Outbox) if task.Outbox else None
-    return int(task.TaskStatus), min(deadlines) if deadlines else None, outbox_due
+    # `deadline` holds SweepAt: the earliest deadline of any run, or of the task itself (the
+    # column kept its round-1 name so existing files need no migration). Derived by the model.
+    task._refresh_indexes()  # noqa: SLF001
+    return int(task.TaskStatus), task.SweepAt, task.OutboxDue
 
 
 class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite_alarms.AlarmsQuery, sqlite_history.HistoryQuery):

@@ -28,6 +28,7 @@ from common.errors import (
     InvalidParameters,
     StoreError,
     StoreRefused,
+    UnknownAwaitedTask,
     UnknownTask,
     UnknownTaskType,
     UnreadableTask,
@@ -92,6 +93,8 @@ def install_error_handlers(app: FastAPI) -> None:
     handle(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     handle(UnknownTask, lambda e: ApiError(404, str(e)))
+    handle(UnknownAwaitedTask, lambda e: ApiError(404, "the task to wait for does not exist", code="not_found",
+                                                  fields=e.errors))  # fmt: skip
     handle(ActionRefused, lambda e: ApiError(409, str(e)))
     handle(InvalidInput, lambda e: ApiError(
         422, "the request breaks the input limits", code="invalid_input", fields=e.errors))  # fmt: skip

@@ -64,6 +64,10 @@ class CreateTask(_Request):
     priority: JsonInt = Field(0, ge=0, le=4, description="0 (default) to 4: higher runs first")
     start_at: Moment | None = Field(None, description="Delayed start: ISO-8601 (no zone means UTC) or UNIX epoch seconds.")
     user_id: str | None = Field(None, min_length=1, max_length=256, description="Owner")
+    after_task: str | None = Field(
+        None, min_length=1, max_length=256,
+        description="Start only once this task (its id or idempotency key) succeeded; if it fails, this one never starts.",
+    )  # fmt: skip
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, max_length=MAX_LABELS,
         json_schema_extra=NO_OTHER_KEYS,
@@ -111,6 +115,16 @@ class CancelAction(_Request):
         False, description="Stop claimed runs now (they count as failed and are rolled back) "
         "instead of letting them finish",
     )
+
+
+class SkipAction(_Request):
+    """A skip's body: which unit (a step, or one item of a for_each step) the flow passes as done."""
+
+    reason: Reason = Field(description="Recorded in the history")
+    step: JsonInt = Field(ge=0, le=10_000, description="The step's index (Steps[i])")
+    # The bounds before the validator: after it, pydantic publishes them as "ge"/"le", not JSON Schema.
+    item: Annotated[int, Field(ge=0, le=1_000_000), BeforeValidator(_json_number)] | None = Field(
+        None, description="A for_each step's item (running task only)")
 
 
 SCHEDULED_FOR = "Delayed start not reached yet: when step 0 is due (epoch s); else null"

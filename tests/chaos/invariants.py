@@ -266,7 +266,8 @@ def _check_once(task: Task, violation) -> TaskFigures:
 
 def expected_rollbacks(task: Task) -> list[int]:
     """The steps a failed task must roll back, in order: TaskCursor down to 0, those declaring one."""
-    return [c for c in range(task.TaskCursor, -1, -1) if task.Steps[c].has_rollback]
+    return [c for c in range(task.TaskCursor, -1, -1) if task.Steps[c].has_rollback and task.Steps[c].State
+            not in (StepState.OPERATOR_SKIPPED, StepState.CANCELLED, StepState.WAITING)]  # never applied
 
 
 def _check_rollbacks(task: Task, violation) -> None:
@@ -276,7 +277,11 @@ def _check_rollbacks(task: Task, violation) -> None:
         if task.TaskStatus is TaskStatus.SUCCESS and any(e.Event.startswith("rollback_") for e in task.History):
             violation("rollback", "SUCCESS but rollbacks ran")
         return
-    normal = [(e.Event, e.Cursor) for e in task.History if e.Event in ("step_succeeded", "step_failed")]
+    # An operator's skip passes a step as done; a deadline (or a cancel) stops a line whose last
+    # step reached may have succeeded.
+    normal = [("step_succeeded" if e.Event == "operator_skipped" else e.Event, e.Cursor) for e in task.History
+              if e.Event in ("step_succeeded", "step_failed", "operator_skipped")]  # fmt: skip
+    stopped = any(e.Event in ("deadline_passed", "cancel_requested") for e in task.History)
     rollbacks = [(e.Event, e.Cursor) for e in task.History if e.Event in ("rollback_succeeded", "rollback_failed")]
     status = task.TaskStatus
     reached = task.TaskCursor
@@ -290,6 +295,8 @@ def _check_rollbacks(task: Task, violation) -> None:
     if status not in (TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED):
         return  # not final: reported by `final`
     wanted = [("step_succeeded", c) for c in range(reached)] + [("step_failed", reached)]
+    if stopped and normal in (wanted[:-1], [*wanted[:-1], ("step_succeeded", reached)]):
+        wanted = normal
     if normal != wanted:
         violation("rollback", f"{status.name} at step {reached} but normal outcomes were {normal}")
     expected = expected_rollbacks(task)
@@ -344,6 +351,10 @@ def _check_forward(task: Task, violation) -> None:
             # A dispatch nobody claimed, fenced when another unit failed: a first attempt never
             # ran; a later one did (it may have left debris) and counts as failed.
             target = StepState.CANCELLED if event.Attempt == 1 else StepState.FAILED
+        elif name == "withdrawn":  # a pause took back a dispatch nobody claimed (operator_flow)
+            target = StepState.WAITING
+        elif name == "operator_skipped":  # an operator passed it as done (operator_flow.skip)
+            target = StepState.OPERATOR_SKIPPED
         elif name == "step_failed" and event.Phase is None:
             target = StepState.FAILED  # a for_each step whose list was not a list
         elif name == "claimed":

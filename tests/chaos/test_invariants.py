@@ -342,3 +342,30 @@ def test_an_item_committed_twice_is_caught():
     task.History.append(twice.model_copy())
     violations, _ = check_task(task)
     assert any(v.rule == "once" and "step 1 item 0 normal: outcome committed 2 times" in v.detail for v in violations)
+
+
+# --- operator actions and deadlines (DESIGN.md sec. 10) ----------------------------------------------
+
+
+def test_pause_resume_skip_and_a_deadline_keep_the_invariants():
+    from common.operator_flow import pause, resume, skip
+
+    paused = sent(ok(pause(new_task(), "olga", "window", tick())))  # step 0's dispatch withdrawn
+    task = drive(ok(resume(paused, "olga", "go", tick())), succeed)
+    assert task.TaskStatus is TaskStatus.SUCCESS and rules(task) == set()
+    failing = attempt(sent(new_task(retry=2)), OK)
+    failing = attempt(failing, FAIL)  # step 1 failed once: its retry is pending
+    skipped = drive(ok(skip(failing, "olga", "done by hand", tick(), cursor=1)), succeed)
+    assert skipped.TaskStatus is TaskStatus.SUCCESS and rules(skipped) == set()
+    rolled = drive(ok(skip(failing, "olga", "done by hand", tick(), cursor=1)), fail_at(2))
+    assert rolled.TaskStatus is TaskStatus.ROLLED_BACK and rules(rolled) == set()
+    steps = [make_step(name) for name in "abc"]
+    timed = sent(create_task(task_type="t", steps=steps, parameters={}, timing=tick(), task_id=_task_ids(),
+                             ids=counter_ids(), deadline_seconds=1.5))  # fmt: skip
+    timed = attempt(timed, OK)  # past the deadline by the time it ends: the task rolls back
+    timed = drive(timed, succeed)
+    assert timed.TaskStatus is TaskStatus.ROLLED_BACK and "deadline passed" in timed.TaskMessage
+    assert rules(timed) == set()
+    broken = timed.model_copy(deep=True)
+    broken.History = [e for e in broken.History if e.Event != "deadline_passed"]
+    assert "rollback" in rules(broken)  # without the deadline, a success then a rollback is wrong

@@ -155,7 +155,7 @@ def test_a_task_with_a_future_start_is_scheduled_not_running(page, live, tasks):
     )
     expect(page.locator(".task-head .st-running, .timeline .st-running")).to_have_count(0)
     expect(page.locator(".timeline + .legend")).to_contain_text("scheduled (waits for its start time)")
-    expect(page.locator(".action")).to_contain_text("No step has run yet: the task ends now")
+    expect(page.locator(".action").first).to_contain_text("No step has run yet: the task ends now")
     save_screenshot(page, page.shots, "op-scheduled-task")
     # Cancelled, so it does not sit in the list of the tests after this one.
     assert live.act(task_id, "cancel", "only a test").status_code == 200

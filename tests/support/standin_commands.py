@@ -48,6 +48,15 @@ def drop_instance(ctx: CommandContext) -> dict:
     return {"dropped": True}
 
 
+@mysql.command()
+def nap(ctx: CommandContext) -> dict:
+    """A step that takes a while (tests/e2e/test_task_waits.py: a deadline passing while it runs)."""
+    import time
+
+    time.sleep(float(ctx.parameters.get("nap_seconds", 1)))
+    return {"napped": True}
+
+
 # Graph flows (tests/e2e/test_graph_engine.py): one command per step, so a fault rule can target
 # any one step (or item), each with its own undo; both modules serve them.
 def _graph_commands(registry: CommandRegistry) -> None:

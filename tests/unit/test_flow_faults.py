@@ -327,6 +327,14 @@ CASES = {
         MINIMAL.replace("command: c}", "command: c, timeout: .inf}"),
         ["flows.yaml:6: task_types.t.steps[0].normal.timeout: must be a finite number (got inf)"],
     ),
+    "deadline zero": (
+        MINIMAL.replace("    steps:", "    deadline: 0\n    steps:"),
+        ["flows.yaml:4: task_types.t.deadline: must be > 0 (got 0)"],
+    ),
+    "deadline as text": (
+        MINIMAL.replace("    steps:", "    deadline: soon\n    steps:"),
+        ['flows.yaml:4: task_types.t.deadline: must be a number (got "soon")'],
+    ),
     "retry negative": (
         MINIMAL.replace("command: c}", "command: c, retry: -1}"),
         ["flows.yaml:6: task_types.t.steps[0].normal.retry: must be >= 0 (got -1)"],

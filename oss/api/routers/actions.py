@@ -1,5 +1,5 @@
-"""Operator actions on a task: cancel, retry, retry-rollback, compensate. Each needs the operator
-role and a reason; both go into the task's history."""
+"""Operator actions on a task: cancel, retry, retry-rollback, compensate, pause, resume, skip.
+Each needs the operator role and a reason; both go into the task's history."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from collections.abc import Callable
 from fastapi import APIRouter
 
 from common.history import with_full_history
-from oss.actions import ACTIONS
+from oss.actions import ACTIONS, SKIP
 from oss.api.auth import Context, Operator
-from oss.api.schemas import CancelAction, OperatorAction, TaskDetail, error_responses
+from oss.api.errors import ApiError
+from oss.api.schemas import CancelAction, OperatorAction, SkipAction, TaskDetail, error_responses
 from oss.api.views import task_view
 
 router = APIRouter(prefix="/api/v1", tags=["operator actions"])
@@ -39,6 +40,12 @@ _SUMMARIES = {
             "with the earlier steps."
         ),
     ),
+    "pause": (
+        "Pause a task",
+        "No new step starts while it is paused: claimed steps finish, a step only dispatched is "
+        "withdrawn. A task that rolls back (a failure, a cancel, its deadline) is no longer paused.",
+    ),
+    "resume": ("Resume a paused task", "Clears the pause and dispatches every step that became ready."),
 }
 
 
@@ -65,3 +72,18 @@ for _action in ACTIONS:
         summary=_SUMMARIES[_action][0],
         responses=error_responses(401, 403, 404, 409, 413, 422, 503),
     )
+
+
+@router.post(f"/tasks/{{task_id}}/{SKIP}", response_model=TaskDetail, summary="Skip a failed step",
+             responses=error_responses(401, 403, 404, 409, 413, 422, 503))  # fmt: skip
+def skip_task(task_id: str, body: SkipAction, context: Context, token: Operator) -> TaskDetail:
+    """The step (or item) is marked operator_skipped and the flow goes on as if it succeeded.
+    A RUNNING task: a step that keeps failing (its retry pending or running) is stopped and
+    passed. A ROLLED_BACK task: it runs again as a new generation with the step that failed
+    skipped (the whole step). Anything else, or a unit the task does not have: 409."""
+    try:
+        task = context.service.actions.apply(SKIP, task_id, token.name, body.reason, unit=(body.step, body.item))
+    except ValueError as exc:  # the task has no such unit: its document, not the body's form (409)
+        raise ApiError(409, f"skip refused: {exc}", fields=[("item" if "item" in str(exc) else "step",
+                                                            str(exc))]) from None  # fmt: skip
+    return task_view(with_full_history(context.store, task), context.clock())

@@ -25,7 +25,7 @@ from oss.api.schemas import (
 from oss.bulk import MAX_TASKS, BulkActions
 
 router = APIRouter(prefix="/api/v1", tags=["operator actions"])
-BULK_ACTIONS = ("cancel", "retry", "retry-rollback")
+BULK_ACTIONS = ("cancel", "retry", "retry-rollback", "pause", "resume")
 
 
 _FILTERS = ("task_type", "status", "user_id", "labels", "created_from", "created_to")
@@ -63,7 +63,7 @@ class BulkOutcome(BaseModel):
 @router.post("/bulk/{action}", response_model=BulkOutcome, summary="An operator action on every task a filter selects",
              responses=error_responses(401, 403, 413, 422, 503))  # fmt: skip
 def bulk_action(
-    action: Annotated[str, Path(pattern="^(cancel|retry|retry-rollback)$")],
+    action: Annotated[str, Path(pattern="^(cancel|retry|retry-rollback|pause|resume)$")],
     body: BulkAction,
     context: Context,
     token: Operator,

@@ -38,7 +38,7 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
             "model": TaskCreated,
             "description": "The task an earlier request with this idempotency key created",
         },
-        **error_responses(401, 403, 409, 413, 422, 503),
+        **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
 def create_task(body: CreateTask, context: Context, token: Submitter, response: Response) -> TaskCreated:
@@ -54,6 +54,7 @@ def create_task(body: CreateTask, context: Context, token: Submitter, response: 
         start_at=body.start_at,  # type: ignore[arg-type]  (the validator made it epoch seconds)
         user_id=body.user_id,
         labels=body.labels,
+        after_task=body.after_task,
     )
     task = submission.task
     location = f"/api/v1/tasks/{task.TaskId}"

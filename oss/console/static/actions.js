@@ -24,21 +24,57 @@ const ACTIONS = {
     danger: true,
     help: "You undid the failed rollback step by hand (say how): the rollback goes on with the earlier steps.",
   },
+  pause: {
+    label: "Pause",
+    help: "No new step starts until you resume: running steps finish, a step only dispatched waits again.",
+  },
+  resume: {
+    label: "Resume",
+    help: "Clear the pause: every step that became ready is dispatched.",
+  },
+  skip: {
+    label: "Skip failed step",
+    danger: true,
+    help: "The flow goes on as if this step succeeded (it has no output and is never rolled back).",
+  },
 };
+
+// The unit an operator may skip (common/operator_flow.py decides): a running task's unit that
+// keeps failing (its retry pending or running), or the step that failed in a rolled-back task.
+export function skippableUnit(task) {
+  const failed = (unit) => unit.Code !== null && unit.Code !== undefined && unit.Code !== 0;
+  for (const [step, s] of task.Steps.entries()) {
+    if (task.TaskStatus === 4) {
+      if ((failed(s) && s.State !== "cancelled") || (s.Items ?? []).some((i) => failed(i) && i.State !== "cancelled")) {
+        return { step, item: null, name: `step ${step} (${s.Name})` };
+      }
+    } else if (!task.CancelRequested && (task.TaskStatus === 1 || task.TaskStatus === 2)) {
+      const units = s.Items ? s.Items.map((u, item) => [u, item]) : [[s, null]];
+      for (const [u, item] of units) {
+        if (u.State === "running" && failed(u)) {
+          return { step, item, name: `step ${step} (${s.Name})${item === null ? "" : ` item ${item}`}` };
+        }
+      }
+    }
+  }
+  return null;
+}
 
 // Nothing has run yet (not started, or scheduled): a cancel ends the task at once.
 const CANCEL_BEFORE_START = { ...ACTIONS.cancel, help: "No step has run yet: the task ends now, with nothing to roll back." };
 
 export function fittingActions(task) {
+  const skip = skippableUnit(task) ? ["skip"] : [];
   switch (task.TaskStatus) {
-    case 1: case 2: return task.CancelRequested ? [] : ["cancel"];
-    case 4: return ["retry"];
+    case 1: case 2: return task.CancelRequested ? [] : ["cancel", task.Paused ? "resume" : "pause", ...skip];
+    case 4: return ["retry", ...skip];
     case 5: return ["retry-rollback", "compensate"];
     default: return [];
   }
 }
 
-// `perform(action, reason)` returns a promise of the task as written.
+// `perform(action, reason, extra)` returns a promise of the task as written (`extra`: more of
+// the body, the unit a skip names).
 export function actionBar(task, perform) {
   const names = fittingActions(task);
   if (!names.length) {
@@ -48,12 +84,15 @@ export function actionBar(task, perform) {
         : "Nothing to do: the task succeeded.";
     return el("p", { class: "muted", text: why });
   }
+  const unit = skippableUnit(task);
   return el("div", { class: "action-bar" }, names.map((name) => {
-    const action = name === "cancel" && !task.TimeStart ? CANCEL_BEFORE_START : ACTIONS[name];
+    let action = name === "cancel" && !task.TimeStart ? CANCEL_BEFORE_START : ACTIONS[name];
+    if (name === "skip") action = { ...action, label: `Skip ${unit.name}` };
+    const extra = name === "skip" ? { step: unit.step, ...(unit.item === null ? {} : { item: unit.item }) } : {};
     return el("div", { class: "action" },
       el("button", { type: "button", class: action.danger ? "danger" : "primary", dataset: { action: name },
         text: action.label, onclick: () => askReason({ title: action.label, help: action.help, danger: action.danger,
-          placeholder: "Why? Recorded in the task's history with your name." }, (reason) => perform(name, reason)) }),
+          placeholder: "Why? Recorded in the task's history with your name." }, (reason) => perform(name, reason, extra)) }),
       el("span", { class: "muted small", text: action.help }));
   }));
 }

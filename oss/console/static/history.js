@@ -3,7 +3,8 @@
 import { el, when } from "./dom.js";
 import { PHASES } from "./labels.js";
 
-const OPERATOR_EVENTS = new Set(["cancel_requested", "cancelled", "retried", "rollback_retried", "compensated"]);
+const OPERATOR_EVENTS = new Set(["cancel_requested", "cancelled", "retried", "rollback_retried", "compensated",
+  "paused", "resumed", "withdrawn", "operator_skipped"]);
 
 export function history(task) {
   const head = el("thead", {}, el("tr", {},

@@ -38,6 +38,7 @@ export const STEP_STATES = {
   skipped: { label: "skipped", css: "st-skipped" },
   cancelled: { label: "cancelled", css: "st-skipped" },
   compensated: { label: "compensated", css: "st-compensated" },
+  operator_skipped: { label: "skipped by an operator", css: "st-compensated" },
   scheduled: { label: "scheduled", css: "st-scheduled" }, // the console's: a delayed step 0
 };
 
@@ -45,7 +46,7 @@ export const STEP_STATES = {
 export const LEGEND = [
   ["st-waiting", "waiting / not run"], ["st-running", "running"], ["st-success", "succeeded"],
   ["st-failed", "failed"], ["st-rolling-back", "rolling back"], ["st-rolled-back", "rolled back"],
-  ["st-rollback-failed", "rollback failed"], ["st-compensated", "compensated by hand"],
+  ["st-rollback-failed", "rollback failed"], ["st-compensated", "compensated or skipped by hand"],
   ["st-skipped", "skipped (nothing to undo)"], ["st-scheduled", "scheduled (waits for its start time)"],
 ];
 

@@ -7,6 +7,7 @@ import { el, replace, when, duration, shortId, nowText } from "./dom.js";
 import { TASK_STATUSES, FINAL, taskStatus, stepState } from "./labels.js";
 import { badge, labels, errorBanner, legend } from "./widgets.js";
 import { filterForm, pick } from "./filters.js";
+import { bulkPanel } from "./bulk.js";
 import { poller } from "./poll.js";
 import { go, hashFor } from "./route.js";
 
@@ -22,6 +23,7 @@ export function showTasks(root, _arg, params) {
   replace(root,
     el("div", { class: "title-row" }, el("h1", { text: "Tasks" }), stamp),
     filterForm(params),
+    bulkPanel(params, () => { shown = ""; polling.kick(); }),
     counts,
     results);
   let shown = "";

@@ -62,10 +62,10 @@ export function showTask(root, taskId) {
     }
   };
 
-  async function perform(action, reason) {
+  async function perform(action, reason, extra = {}) {
     replace(outcome, el("div", { class: "banner info", text: `${actionLabel(action)}: sending…` }));
     try {
-      const task = await call("POST", `/tasks/${encodeURIComponent(taskId)}/${action}`, { reason });
+      const task = await call("POST", `/tasks/${encodeURIComponent(taskId)}/${action}`, { reason, ...extra });
       const status = taskStatus(task);
       replace(outcome, el("div", { class: "banner ok", role: "status",
         text: `${actionLabel(action)} done: the task is now ${status.label} (${status.name}).` }));
@@ -109,7 +109,13 @@ function summary(task) {
       // A retry runs the flow again as a new generation; the history keeps every run's events.
       task.Generation ? fact("Run", `${task.Generation + 1} (retried ${task.Generation}×)`) : [],
       task.IdempotencyKey ? fact("Idempotency key", task.IdempotencyKey) : [],
-      cancel ? fact("Cancel", `requested by ${cancel.Actor}: ${cancel.Reason} (`, when(cancel.Time), ")") : []),
+      cancel ? fact("Cancel", `requested by ${cancel.Actor}: ${cancel.Reason} (`, when(cancel.Time), ")") : [],
+      // DESIGN.md sec. 10: a pause, a wait for another task, a deadline.
+      task.Paused ? el("div", { class: "paused" }, el("dt", { text: "Paused" }), el("dd", {},
+        `by ${task.Paused.Actor}: ${task.Paused.Reason} (`, when(task.Paused.Time), ")")) : [],
+      task.WaitingFor?.Kind === "task" ? fact("Waiting for", "task ",
+        el("a", { href: hashFor("task", task.WaitingFor.TaskId), text: task.WaitingFor.TaskId }), " to succeed") : [],
+      task.Deadline ? fact("Deadline", when(task.Deadline), ` (${task.DeadlineSeconds} s)`) : []),
   ];
 }
 

@@ -1,0 +1,121 @@
+"""A task's deadline and its wait for another task, end to end: modules and a sweeper as real
+processes on the real RabbitMQ (SQLite store, or MongoDB on SecantusDB with BATON_TEST_STORE=mongo).
+
+- A deadline passing while a step runs: the step finishes, no later step starts, the task rolls
+  back with the deadline's message. One passing while nothing runs (the task waits for another):
+  the sweeper notices it and rolls the task back.
+- After another task: the waiter starts once that task succeeded (woken through the outbox of
+  the module that committed the awaited task's end, not by the sweeper's recheck, minutes away),
+  and never starts when it failed.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from common.statuses import StepState, TaskStatus
+from tests.support.cluster import Cluster, wait_until
+from tests.support.test_store import cluster_mongo_url
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+
+FLOWS = """
+version: 1
+defaults: {timeout: 10, retry: 0}
+task_types:
+  in_a_window:
+    deadline: 1.5
+    steps:
+      - name: a
+        normal:   {module: resource, command: step_a}
+        rollback: {module: resource, command: undo_a}
+      - name: slow
+        normal:   {module: mysql, command: nap}
+        rollback: {module: mysql, command: undo_b}
+      - name: c
+        normal:   {module: resource, command: step_c}
+        rollback: {module: resource, command: undo_c}
+  napper:
+    steps:
+      - name: slow
+        normal:   {module: mysql, command: nap}
+        rollback: {module: mysql, command: undo_b}
+      - name: c
+        normal:   {module: resource, command: step_c}
+        rollback: {module: resource, command: undo_c}
+  quick:
+    steps:
+      - name: a
+        normal:   {module: resource, command: step_a}
+        rollback: {module: resource, command: undo_a}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(rabbitmq_url, tmp_path_factory, request):
+    cluster = Cluster(tmp_path_factory.mktemp("waits"), rabbitmq_url, FLOWS, mongo_url=cluster_mongo_url(request))
+    try:
+        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+        cluster.start_sweeper()
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def events(task) -> list[tuple[str, str | None]]:
+    return [(e.Event, e.Actor) for e in task.History]
+
+
+def test_past_its_deadline_the_running_step_finishes_and_the_task_rolls_back(cluster):
+    task = cluster.wait_final(cluster.submit("in_a_window", nap_seconds=3).TaskId, 30)
+    assert task.TaskStatus is TaskStatus.ROLLED_BACK
+    assert task.TaskMessage == "rolled back: deadline passed: the task had 1.5 s to finish"
+    assert ("deadline_passed", "sweeper") in events(task)  # nothing ended at 1.5 s: the sweeper saw it
+    # The step running at the deadline finished (it succeeded), then was undone; c never started.
+    assert [s.State for s in task.Steps] == [StepState.ROLLED_BACK, StepState.ROLLED_BACK, StepState.WAITING]
+    assert task.Steps[1].Code == 0
+    passed = next(e.Time for e in task.History if e.Event == "deadline_passed")
+    assert passed > task.Deadline and task.Steps[1].TimeEnd > passed
+
+
+def test_a_deadline_passing_while_the_task_waits_is_noticed_by_the_sweeper(cluster):
+    first = cluster.submit("napper", nap_seconds=4)
+    waiter = cluster.service.submit("in_a_window", {}, after_task=first.TaskId).task
+    ended = cluster.wait_final(waiter.TaskId, 30)
+    assert ended.TaskStatus is TaskStatus.ROLLED_BACK and ended.TimeStart is None
+    assert ended.TaskMessage == "rolled back: deadline passed: the task had 1.5 s to finish"
+    assert cluster.store.get(first.TaskId).TaskStatus is TaskStatus.RUNNING  # still napping
+    assert cluster.wait_final(first.TaskId, 30).TaskStatus is TaskStatus.SUCCESS
+
+
+def test_a_task_after_another_starts_when_that_one_succeeds(cluster):
+    first = cluster.submit("napper", nap_seconds=1.5)
+    second = cluster.service.submit("quick", {}, idempotency_key=f"after-{first.TaskId}", after_task=first.TaskId).task
+    time.sleep(0.5)
+    waiting = cluster.store.get(second.TaskId)
+    assert waiting.TaskStatus is TaskStatus.NOT_STARTED and waiting.Runs == []
+    assert (waiting.WaitingFor.Kind, waiting.WaitingFor.TaskId) == ("task", first.TaskId)
+    done_first = cluster.wait_final(first.TaskId, 30)
+    done_second = cluster.wait_final(second.TaskId, 30)
+    assert done_first.TaskStatus is TaskStatus.SUCCESS and done_second.TaskStatus is TaskStatus.SUCCESS
+    assert done_second.TimeStart >= done_first.TimeEnd
+    woken = next(e for e in done_second.History if e.Event == "awaited_task_ended")
+    assert woken.Actor == "oss" and woken.Message == f"task {first.TaskId} ended SUCCESS"
+    # By the outbox of the module that ended the first task, not by the sweeper's late recheck.
+    assert woken.Time - done_first.TimeEnd < 30  # the recheck would have come after 300 s
+    assert not [e for e in cluster.log_events("sweeper") if e.get("event") == "woke a task waiting for another"]
+
+
+def test_a_task_after_one_that_fails_is_rolled_back_without_starting(cluster):
+    first = cluster.submit("napper", nap_seconds=0.5, _baton_faults=[{"command": "step_c", "action": "fail"}])
+    second = cluster.service.submit("quick", {}, after_task=first.TaskId).task
+    assert cluster.wait_final(first.TaskId, 30).TaskStatus is TaskStatus.ROLLED_BACK
+    ended = cluster.wait_final(second.TaskId, 30)
+    assert ended.TaskStatus is TaskStatus.ROLLED_BACK and ended.TimeStart is None
+    assert ended.TaskMessage == (f"rolled back: task {first.TaskId}, which this task waited for, "
+                                 "ended ROLLED_BACK: not started")  # fmt: skip
+    assert ended.Steps[0].State is StepState.WAITING and ended.Steps[0].Attempts == 0
+    wait_until(lambda: not cluster.store.get(second.TaskId).Outbox, 5, "nothing owed")
