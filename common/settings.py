@@ -107,6 +107,9 @@ class Settings(ConfigFileSources, BaseSettings):
     resource_claim_retention_days: float = Field(
         0.0, ge=0, description="The sweeper forgets inventory claims closed this long ago; 0: keep them"
     )
+    task_history_retention_days: float = Field(
+        0.0, ge=0, description="The sweeper deletes archived task events older than this; 0: keep them"
+    )
     module_heartbeat_seconds: float = Field(
         10.0, gt=0, le=3600, description="A module renews its announcement this often; 3 missed: not live"
     )

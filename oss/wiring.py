@@ -21,6 +21,7 @@ from common.sweeper import Job, SweepConfig, Sweeper
 from common.unserved import UnservedWatch
 from common.webhooks import WebhookConfig, WebhookDeliverer
 from oss.claim_retention import ClaimRetention
+from oss.history_retention import HistoryRetention
 from oss.service import TaskService
 
 
@@ -73,6 +74,8 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
             settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
         )
         jobs.append(ClaimRetention(inventory, settings.resource_claim_retention_days * 86400))
+    if settings.task_history_retention_days > 0:
+        jobs.append(HistoryRetention(store, settings.task_history_retention_days * 86400))
     return Sweeper(store, broker, config, jobs=jobs, webhooks=WebhookDeliverer(store, webhook_config(settings)))
 
 

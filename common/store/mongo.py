@@ -119,6 +119,10 @@ class MongoStore(MongoAdapter):
                 raise
 
     @_adapter_edge
+    def prune_history(self, before: float) -> int:
+        return int(self._history.delete_many({"Event.Time": {"$lt": before}}).deleted_count)
+
+    @_adapter_edge
     def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]:
         query = {"TaskId": task_id, "Index": {"$gte": start, "$lt": stop}}
         rows = list(self._history.find(query, _no_id()).sort("Index", ASCENDING))

@@ -77,6 +77,7 @@ SPECS: dict[str, list[IndexSpec]] = {
     # Events moved out of a task's document (common.history), one per (task, event number).
     "task_history": [
         IndexSpec("task_index", [("TaskId", ASCENDING), ("Index", ASCENDING)], {"unique": True}),
+        IndexSpec("time", [("Event.Time", ASCENDING)]),  # retention (oss.history_retention)
     ],
     "modules": [
         IndexSpec("module", [("Module", ASCENDING), ("WorkerId", ASCENDING)]),

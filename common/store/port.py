@@ -54,7 +54,11 @@ class TaskStore(Protocol):
         first_index, first_index + 1, ...: an upsert, so writing them again is harmless."""
 
     def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]:
-        """The archived events numbered start <= n < stop, in order."""
+        """The archived events numbered start <= n < stop, in order (fewer once retention
+        deleted some)."""
+
+    def prune_history(self, before: float) -> int:
+        """Delete archived events older than `before` (their `Time`); how many went."""
 
     def list_tasks(
         self,

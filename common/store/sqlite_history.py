@@ -13,9 +13,11 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_history (
     task_id TEXT NOT NULL,
     idx     INTEGER NOT NULL,
+    time    REAL NOT NULL,
     doc     TEXT NOT NULL,
     PRIMARY KEY (task_id, idx)
-) WITHOUT ROWID
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS task_history_time ON task_history (time)
 """
 
 
@@ -24,10 +26,10 @@ class HistoryQuery:
 
     @translated
     def archive_history(self, task_id: str, first_index: int, events: list[HistoryEvent]) -> None:
-        rows = [(task_id, first_index + n, encode(e.model_dump(mode="json"))) for n, e in enumerate(events)]
+        rows = [(task_id, first_index + n, e.Time, encode(e.model_dump(mode="json"))) for n, e in enumerate(events)]
         conn = self._conn()
         with immediate(conn):  # all of them or none
-            conn.executemany("INSERT OR REPLACE INTO task_history (task_id, idx, doc) VALUES (?, ?, ?)", rows)
+            conn.executemany("INSERT OR REPLACE INTO task_history (task_id, idx, time, doc) VALUES (?, ?, ?, ?)", rows)
 
     @translated
     def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]:
@@ -36,3 +38,7 @@ class HistoryQuery:
             (task_id, start, stop),
         ).fetchall()
         return [HistoryEvent.model_validate(decode(doc)) for (doc,) in rows]
+
+    @translated
+    def prune_history(self, before: float) -> int:
+        return int(self._conn().execute("DELETE FROM task_history WHERE time < ?", (before,)).rowcount)

@@ -29,3 +29,11 @@ def test_archiving_the_same_events_again_changes_nothing(store: Any) -> None:
     store.archive_history("t1", 0, events("a", "b"))  # a retried write after a lost race
     store.archive_history("t1", 1, [])
     assert [e.Event for e in store.archived_history("t1", 0, 10)] == ["a", "b"]
+
+
+def test_pruning_deletes_only_archived_events_older_than_the_cutoff(store: Any) -> None:
+    store.archive_history("t1", 0, events("a", "b", "c", "d"))  # Time 0, 1, 2, 3
+    store.archive_history("t2", 0, events("x", "y"))
+    assert store.prune_history(2.0) == 4  # a, b of t1 and x, y of t2
+    assert [e.Event for e in store.archived_history("t1", 0, 9)] == ["c", "d"]
+    assert store.archived_history("t2", 0, 9) == [] and store.prune_history(2.0) == 0
