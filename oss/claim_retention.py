@@ -9,29 +9,14 @@ sweeper's lock; a retention of 0 keeps them forever (`baton hosts sweep --prune-
 
 from __future__ import annotations
 
-import structlog
-
 from common.store.inventory_port import Inventory
-
-log = structlog.get_logger(__name__)
-PRUNE_EVERY_SECONDS = 3600.0
+from oss.retention import PRUNE_EVERY_SECONDS, Retention
 
 
-class ClaimRetention:
+class ClaimRetention(Retention):
     def __init__(self, inventory: Inventory, retention_seconds: float, every: float = PRUNE_EVERY_SECONDS):
+        super().__init__(inventory.prune_closed, "closed claims", retention_seconds, every)
         self._inventory = inventory
-        self._retention = retention_seconds
-        self._every = every
-        self._last: float | None = None
-
-    def __call__(self, now: float) -> int:
-        if self._last is not None and now - self._last < self._every:
-            return 0
-        self._last = now
-        pruned = self._inventory.prune_closed(now - self._retention)
-        if pruned:
-            log.info("closed claims pruned", pruned=pruned, retention_days=self._retention / 86400)
-        return pruned
 
     def close(self) -> None:
         self._inventory.close()

@@ -9,26 +9,10 @@ shows how it ended; a view of it then starts where its oldest kept event does.
 
 from __future__ import annotations
 
-import structlog
-
 from common.store.port import TaskStore
-from oss.claim_retention import PRUNE_EVERY_SECONDS
-
-log = structlog.get_logger(__name__)
+from oss.retention import PRUNE_EVERY_SECONDS, Retention
 
 
-class HistoryRetention:
+class HistoryRetention(Retention):
     def __init__(self, store: TaskStore, retention_seconds: float, every: float = PRUNE_EVERY_SECONDS):
-        self._store = store
-        self._retention = retention_seconds
-        self._every = every
-        self._last: float | None = None
-
-    def __call__(self, now: float) -> int:
-        if self._last is not None and now - self._last < self._every:
-            return 0
-        self._last = now
-        pruned = self._store.prune_history(now - self._retention)
-        if pruned:
-            log.info("archived task events pruned", pruned=pruned, retention_days=self._retention / 86400)
-        return pruned
+        super().__init__(store.prune_history, "archived task events", retention_seconds, every)
