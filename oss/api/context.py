@@ -27,6 +27,6 @@ class ApiContext:
     clock: Callable[[], float]
 
 
-def get_context(request: Request) -> ApiContext:
+async def get_context(request: Request) -> ApiContext:  # pure: see oss/api/auth.py
     context: ApiContext = request.app.state.baton
     return context
