@@ -83,10 +83,16 @@ class LeaseKeeper:
                 lease.lost.set()
             return
         if isinstance(result, Refusal):
+            if not self._still_held(lease):
+                return  # the step ended between the snapshot and this renewal: nothing was lost
             log.warning("lease lost", task_id=lease.task_id, reason=result.reason)
             lease.lost.set()
         else:
             lease.expires = timing.now + self._lease
+
+    def _still_held(self, lease: Lease) -> bool:
+        with self._lock:
+            return self._held.get(lease.dispatch_id) is lease
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
