@@ -18,7 +18,7 @@ from tests.support.builders import make_step
 
 
 @pytest.fixture
-def store(store):
+def store(tmp_path):
     opened = SqliteStore(tmp_path / "t.db")
     yield opened
     opened.close()
