@@ -58,6 +58,8 @@ class CommandRequest:
     owner: str = ""
     # The task's secret values: the command process masks them in every log line it writes.
     hidden: list[str] = field(default_factory=list)
+    item: Any = None  # a for_each step's item (also in parameters as `item`)
+    item_index: int | None = None
 
 
 MAX_MESSAGE = 2000  # characters of a command's failure message kept in the task document
@@ -68,8 +70,6 @@ def bounded_message(message: str) -> str:
     attempt: unbounded, one chatty command could grow a document past what a store takes."""
     message = printable(message)
     return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
-    item: Any = None  # a for_each step's item (also in parameters as `item`)
-    item_index: int | None = None
 
 
 class CommandRunner:
