@@ -185,6 +185,9 @@ class StepHandler:
         committed = self._commit(task, message, result, delay)
         if committed is None:
             return
+        self._crash_point(task, message, "after_commit")
+        # What comes next goes out first: the next step's module starts while this one logs.
+        self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))
         with hidden_values(secret_values(committed)):  # the command's output may hold new ones
             if result.check_again is not None:  # the run ended; the unit's next check is in the outbox
                 log.info("step checks again later", seconds=result.check_again, progress=result.message,
@@ -193,8 +196,6 @@ class StepHandler:
                 log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
                          seconds=elapsed, task_status=committed.TaskStatus.name)
         self._count_outcome(committed, message, labels)
-        self._crash_point(task, message, "after_commit")
-        self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))
 
     def _commit(self, claimed: Task, message: StepMessage, result: AttemptResult, delay: float) -> Task | None:
         """Record the outcome; keep trying through a store outage until our lease would lapse.
