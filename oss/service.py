@@ -123,8 +123,8 @@ class TaskService:
             if existing is None:
                 raise
             return _repeat(existing, *request)
+        self._publisher.flush(task)  # before the log line: the first step starts sooner
         log.info("task created", task_id=task.TaskId, task_type=task_type)
-        self._publisher.flush(task)
         if awaited is not None:
             task = self._waits.listen(task, awaited.TaskId)
         return Submission(task, created=True)
