@@ -23,13 +23,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def submissions(workdir: Path, amqp_url: str, flows_path: Path, seconds: float = 5.0, clients: int = 16) -> dict:
+def submissions(
+    workdir: Path, amqp_url: str, flows_path: Path, seconds: float = 5.0, clients: int = 16, store_url: str | None = None
+) -> dict:
     port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "BATON_BROKER_URL": amqp_url,
-        "BATON_STORE_URL": f"sqlite:///{workdir / 'api.db'}",
+        "BATON_STORE_URL": store_url or f"sqlite:///{workdir / 'api.db'}",
         "BATON_FLOWS_PATH": str(flows_path),
         "BATON_API_TOKENS": f"bench:{TOKEN}:submit",
         "BATON_OSS_PORT": str(port),

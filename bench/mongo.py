@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.engine import MODULES, STEPS, _roles, _wait_all
+from bench.api import submissions
+from bench.engine import MODULES, STEPS, _roles, _wait_all, latency
 from bench.procstat import CpuMeter
 from common.store.mongo_client import open_client
 from tests.support.cluster import Cluster
@@ -23,6 +24,9 @@ _WRITES = ("insert", "update", "delete")
 
 
 def mongo_throughput(workdir: Path, amqp_url: str, flows: str, tasks: int) -> dict[str, Any]:
+    """The rate, round trips and CPU per role; then the latencies (idle, and under half the
+    measured rate) and the REST submissions, as on SQLite. The latency probe polls the store
+    every half millisecond: on this server that is load of its own, so expect higher figures."""
     workdir.mkdir(parents=True, exist_ok=True)
     with secantus_server("baton-bench") as server:
         cluster = Cluster(workdir, amqp_url, flows, {"BATON_FAULT_INJECTION": "0"}, mongo_url=server.database_url("bench"))
@@ -38,6 +42,9 @@ def mongo_throughput(workdir: Path, amqp_url: str, flows: str, tasks: int) -> di
             seconds = _run(cluster, tasks)
             spent = meter.stop()
             after = _counters(client)
+            idle = latency(cluster, samples=50)
+            loaded = latency(cluster, samples=50, background_rate=max(5.0, 0.5 * tasks / seconds))
+            rest = submissions(workdir, amqp_url, cluster.flows_path, store_url=cluster.store_url)
         finally:
             cluster.stop_all()
             client.close()
@@ -50,6 +57,10 @@ def mongo_throughput(workdir: Path, amqp_url: str, flows: str, tasks: int) -> di
         "writes_per_transition": sum(delta[n] for n in _WRITES) / transitions,
         "commands_per_transition": delta["command"] / transitions,  # findAndModify, pings, ...
         "cpu_ms_per_transition": {role: 1000 * cpu / transitions for role, cpu in spent.items()},
+        "tasks_per_second": tasks / seconds,
+        "idle": idle,
+        "loaded": loaded,
+        "submissions_per_second": rest["submissions_per_second"],
     }
 
 

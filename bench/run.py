@@ -61,6 +61,14 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
     ]
     for role, ms in result["cpu_ms_per_transition"].items():
         rows.append((f"baton on Mongo: CPU per transition, {role}", f"{ms:.2f} ms", ""))
+    idle, loaded = result["idle"], result["loaded"]
+    rows += [
+        ("baton on Mongo: three-step tasks", f"{result['tasks_per_second']:.0f} /s", ""),
+        ("baton on Mongo: latency, idle", f"p50 {idle['p50_ms']:.1f} ms", f"p99 {idle['p99_ms']:.1f} ms"),
+        (f"baton on Mongo: latency, under load ({loaded['background_tasks_per_second']:.0f} tasks/s)",
+         f"p50 {loaded['p50_ms']:.1f} ms", f"p99 {loaded['p99_ms']:.1f} ms"),
+        ("baton on Mongo: OSS submissions through the REST API", f"{result['submissions_per_second']:.0f} /s", ""),
+    ]
     return rows
 
 
