@@ -9,6 +9,7 @@ from common.history import trim as trim_history
 from common.models import Task
 from common.notifications import add_notifications
 from common.store.port import TaskStore
+from common.store.task_locks_local import task_turn
 from common.transitions import Refusal
 
 Change = Callable[[Task], "Task | Refusal"]
@@ -30,6 +31,11 @@ def mutate(
     the loop reads as usual. A refusal computed on `known` is not trusted: the stored task may
     say otherwise, so it is computed again on a fresh read.
     """
+    with task_turn(task_id):  # this process's threads take turns (common.store.task_locks_local)
+        return _mutate(store, task_id, change, max_tries, known)
+
+
+def _mutate(store: TaskStore, task_id: str, change: Change, max_tries: int, known: Task | None) -> Task | Refusal:
     for _ in range(max_tries):
         guessed = known is not None
         current, known = (known, None) if guessed else (store.get(task_id), None)
