@@ -106,3 +106,29 @@ def test_bulk_needs_a_filter_the_bulk_api_takes(page, live, tasks):
     expect(page.locator(".bulk")).to_contain_text("filter by type, status, owner, label or time first")
     expect(page.locator("#bulk-dry-run")).to_have_count(0)
     assert_clean(page)
+
+
+def test_cancel_and_stop_a_hung_step_from_the_console(page, live):
+    """A plain cancel waits for the running step (up to its timeout); the console also offers to
+    stop it now (the API's stop_running), shown only while a step runs."""
+    task_id = live.submit(name="hung_db", _baton_faults=[{"command": "init_instance", "action": "hang"}])
+    deadline = time.monotonic() + 10
+    while not any(r.State.value == "running" and r.Cursor == 2 for r in live.store.get(task_id).Runs):
+        assert time.monotonic() < deadline, "the create step never started"
+        time.sleep(0.05)
+    sign_in(page, at=f"/console/#/task/{task_id}")
+    expect(page.locator("[data-action=cancel-now]")).to_have_text("Cancel and stop the running step")
+    assert page.locator("[data-action]").evaluate_all(ACTIONS) == ["cancel", "cancel-now", "pause"]
+    page.click("[data-action=cancel-now]")
+    give_reason(page, "init hangs on a dead host", "cancel-now-dialog")
+    expect(page.locator(".banner.ok")).to_contain_text("Cancel and stop the running step done")
+    stopped = page.locator("table.history tr", has_text="stopped")
+    expect(stopped.first).to_contain_text("olga")
+    expect(page.locator(".task-head .badge")).to_have_text("Cancelled · rolled back")
+    task = live.wait_final(task_id)
+    create = task.Steps[2]
+    # Stopped by the cancel, not by its 10 s timeout: one attempt, no retry (the step allows one).
+    assert (create.Attempts, create.Message) == (1, "stopped by a cancel")
+    assert task.CancelRequested.Actor == "olga"
+    save_screenshot(page, page.shots, "flow-cancel-now")
+    assert_clean(page)

@@ -11,6 +11,15 @@ const ACTIONS = {
     danger: true,
     help: "The running step finishes, then it and every earlier step are rolled back.",
   },
+  // The same POST /cancel, asking for the running commands to be stopped now: for a step that
+  // hangs or runs far too long, where a plain cancel would wait for it (up to its timeout).
+  "cancel-now": {
+    label: "Cancel and stop the running step",
+    endpoint: "cancel",
+    body: { stop_running: true },
+    danger: true,
+    help: "The running step's command is stopped now (its attempt counts as failed), then every step that ran is rolled back.",
+  },
   retry: {
     label: "Retry",
     help: "Run the flow again from its first step, with the parameters it was submitted with (its rollback undid every step).",
@@ -66,7 +75,11 @@ const CANCEL_BEFORE_START = { ...ACTIONS.cancel, help: "No step has run yet: the
 export function fittingActions(task) {
   const skip = skippableUnit(task) ? ["skip"] : [];
   switch (task.TaskStatus) {
-    case 1: case 2: return task.CancelRequested ? [] : ["cancel", task.Paused ? "resume" : "pause", ...skip];
+    case 1: case 2: {
+      if (task.CancelRequested) return [];
+      const running = (task.Runs ?? []).some((r) => r.State === "running") ? ["cancel-now"] : [];
+      return ["cancel", ...running, task.Paused ? "resume" : "pause", ...skip];
+    }
     case 4: return ["retry", ...skip];
     case 5: return ["retry-rollback", "compensate"];
     default: return [];
@@ -88,7 +101,7 @@ export function actionBar(task, perform) {
   return el("div", { class: "action-bar" }, names.map((name) => {
     let action = name === "cancel" && !task.TimeStart ? CANCEL_BEFORE_START : ACTIONS[name];
     if (name === "skip") action = { ...action, label: `Skip ${unit.name}` };
-    const extra = name === "skip" ? { step: unit.step, ...(unit.item === null ? {} : { item: unit.item }) } : {};
+    const extra = name === "skip" ? { step: unit.step, ...(unit.item === null ? {} : { item: unit.item }) } : { ...action.body };
     return el("div", { class: "action" },
       el("button", { type: "button", class: action.danger ? "danger" : "primary", dataset: { action: name },
         text: action.label, onclick: () => askReason({ title: action.label, help: action.help, danger: action.danger,
@@ -99,4 +112,9 @@ export function actionBar(task, perform) {
 
 export function actionLabel(name) {
   return ACTIONS[name]?.label ?? name;
+}
+
+// The API path of an action: its own name, unless it is a variant of another (cancel-now).
+export function actionEndpoint(name) {
+  return ACTIONS[name]?.endpoint ?? name;
 }

@@ -9,7 +9,7 @@ import { FINAL, taskStatus } from "./labels.js";
 import { followTask } from "./stream.js";
 import { hashFor } from "./route.js";
 import { badge, labels, errorBanner } from "./widgets.js";
-import { actionBar, actionLabel } from "./actions.js";
+import { actionBar, actionEndpoint, actionLabel } from "./actions.js";
 import { timeline } from "./timeline.js";
 import { history } from "./history.js";
 import { flowGraph } from "./graph.js";
@@ -65,7 +65,7 @@ export function showTask(root, taskId) {
   async function perform(action, reason, extra = {}) {
     replace(outcome, el("div", { class: "banner info", text: `${actionLabel(action)}: sending…` }));
     try {
-      const task = await call("POST", `/tasks/${encodeURIComponent(taskId)}/${action}`, { reason, ...extra });
+      const task = await call("POST", `/tasks/${encodeURIComponent(taskId)}/${actionEndpoint(action)}`, { reason, ...extra });
       const status = taskStatus(task);
       replace(outcome, el("div", { class: "banner ok", role: "status",
         text: `${actionLabel(action)} done: the task is now ${status.label} (${status.name}).` }));
