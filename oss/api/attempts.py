@@ -4,8 +4,8 @@ The task document keeps only each phase's LAST outcome (Code, Message, times); t
 keeps every event with its Cursor, Phase, Attempt and Time. An attempt begins with `claimed`
 (a worker took the dispatch) and ends with the next outcome event of the same step and phase:
 `attempt_failed` (another attempt follows), `step_failed` / `rollback_failed`,
-`step_succeeded` / `rollback_succeeded`, or `released` (its module shut down under it: not
-counted, the same attempt number is dispatched again). A dispatch nobody claimed never ran and
+`step_succeeded` / `rollback_succeeded`, `stopped` (a cancel stopped it now), or `released`
+(its module shut down under it: not counted, the same attempt number is dispatched again). A dispatch nobody claimed never ran and
 is no attempt. A command that answers "check again later" (`check_again`) goes on with the same
 attempt: its checks (a claim each) make one attempt, shown "checking again" in between. An operator's retry starts a new run (`retried`): attempts carry the run they
 belong to, since numbers start again at 1.
@@ -26,6 +26,7 @@ _ENDINGS = {
     "step_failed": "failed",
     "rollback_failed": "failed",
     "released": "released",
+    "stopped": "stopped by an operator",  # a cancel with stop_running; the message is their reason
 }
 CHECKING_AGAIN = "checking again"  # its command answered "not done yet": one attempt spans every check
 
@@ -40,7 +41,8 @@ class AttemptView(BaseModel):
     TimeStart: float = Field(description="When a worker claimed it")
     TimeEnd: float | None = Field(description="null: still running, or its end was not recorded")
     Outcome: str = Field(
-        description='"ok", "failed", "failed, retried", "released" (its module shut down: '
+        description='"ok", "failed", "failed, retried", "stopped by an operator" (a cancel with stop_running), '
+        '"released" (its module shut down: '
         'dispatched again), "checking again" (not done yet: its command is asked again later), "running", '
         'or "unfinished"'
     )

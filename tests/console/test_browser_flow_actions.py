@@ -125,6 +125,7 @@ def test_cancel_and_stop_a_hung_step_from_the_console(page, live):
     stopped = page.locator("table.history tr", has_text="stopped")
     expect(stopped.first).to_contain_text("olga")
     expect(page.locator(".task-head .badge")).to_have_text("Cancelled · rolled back")
+    expect(page.locator(".timeline > li.step").nth(2)).to_contain_text("stopped by an operator")
     task = live.wait_final(task_id)
     create = task.Steps[2]
     # Stopped by the cancel, not by its 10 s timeout: one attempt, no retry (the step allows one).

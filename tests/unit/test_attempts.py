@@ -55,3 +55,17 @@ def test_checks_of_a_command_that_is_not_done_yet_make_one_attempt():
     assert [(a.Attempt, a.Worker, a.Outcome, a.TimeStart) for a in attempts(task)] == [(1, "w2", "running", 101.0)]
     done = written(finish_attempt(task, only_run(task).DispatchId, "w2", AttemptResult(ResultCode.OK), Timing(108.0), ids=ids))
     assert [(a.Attempt, a.Outcome, a.TimeStart, a.TimeEnd) for a in attempts(done)] == [(1, "ok", 101.0, 108.0)]
+
+
+def test_an_attempt_a_cancel_stopped_ends_there():
+    """A cancel with stop_running removes the running run: its attempt ended then (it read
+    "unfinished, 887 ms so far" on a task rolled back long since)."""
+    from common.operator_actions import cancel
+
+    ids = counter_ids()
+    task = create_task(task_type="t", steps=[make_step("only", retry=1)], parameters={}, timing=Timing(100.0), ids=ids)
+    task = claimed(task, "w1", 101.0)
+    task = written(cancel(task, "olga", "hangs on a dead host", Timing(105.0), ids=ids, stop_running=True))
+    assert [(a.Attempt, a.Worker, a.Outcome, a.TimeEnd, a.Message) for a in attempts(task)] == [
+        (1, "w1", "stopped by an operator", 105.0, "hangs on a dead host"),
+    ]
