@@ -26,6 +26,7 @@ from common.models import OperatorRequest, Task
 from common.operator_actions import new_generation
 from common.routing import Unit, unit_state
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.step_locks import release_unit
 from common.task_runs import (
     IdFactory,
     Refusal,
@@ -51,11 +52,15 @@ def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     new.Paused = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     record(new, timing.now, "paused", actor=actor, message=reason)
     # Only a unit never claimed goes back to waiting: one that ran (a retry's backoff, a check
-    # again later) keeps its pending run.
-    for run in [r for r in new.Runs if r.Phase is Phase.NORMAL and r.State is RunState.PENDING
+    # again later) keeps its pending run. A unit in line for its step lock leaves the line (a
+    # grant would otherwise publish it, paused or not), and one granted its key but not yet
+    # claimed gives the key back to the tasks waiting for it; resuming queues it again.
+    unclaimed = (RunState.PENDING, RunState.WAITING_LOCK)
+    for run in [r for r in new.Runs if r.Phase is Phase.NORMAL and r.State in unclaimed
                 and r.Attempt == 1 and unit_state(new, r.unit).Attempts == 0]:  # fmt: skip
         remove_run(new, run)
         drop_outbox(new, run.DispatchId)
+        release_unit(new, run.unit, timing.now)
         set_unit_state(new, run.unit, StepState.WAITING)
         record(new, timing.now, "withdrawn", run, actor=actor, message="paused before anyone claimed it")
     return new

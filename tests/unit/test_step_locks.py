@@ -121,3 +121,30 @@ task_types:
     fixed = flows.replace('{host}', '{hosts}').split("      - name: sub")[0]
     steps = parse_flows(fixed).get("t").steps
     assert (steps[0].Lock.Key, steps[0].Lock.Limit, steps[1].Lock.Key) == ("host:{item}", 2, "host:{hosts}")
+
+
+def test_a_pause_takes_a_unit_out_of_its_lock_line_and_a_late_grant_starts_nothing() -> None:
+    from common.operator_flow import pause, resume
+
+    task = create_task(task_type="t", steps=[locked_step()], parameters={"host": "h"}, timing=Timing(1.0), ids=IDS,
+                       task_id="T")
+    paused = pause(task, "ops", "maintenance", Timing(2.0), IDS)
+    assert paused.Runs == [] and paused.UnitLocks == [] and paused.Steps[0].State is StepState.WAITING
+    assert kinds(paused) == [LOCK_RELEASE]  # left the line: the acquire request is gone too
+    # Before: the run stayed in line, and the grant published it although the task was paused.
+    assert isinstance(unit_lock_granted(paused, (0, None), "host:h", Timing(3.0)), Refusal)
+    resumed = resume(paused, "ops", "done", Timing(4.0), IDS)
+    assert [r.State for r in resumed.Runs] == [RunState.WAITING_LOCK] and LOCK_ACQUIRE in kinds(resumed)
+
+
+def test_a_pause_gives_back_a_key_granted_to_a_unit_nobody_claimed_yet() -> None:
+    from common.operator_flow import pause, resume
+
+    task = create_task(task_type="t", steps=[locked_step()], parameters={"host": "h"}, timing=Timing(1.0), ids=IDS,
+                       task_id="T")
+    granted = unit_lock_granted(task, (0, None), "host:h", Timing(2.0))
+    paused = pause(granted, "ops", "maintenance", Timing(3.0), IDS)
+    assert paused.Runs == [] and paused.UnitLocks == []
+    assert [e.Body["Member"] for e in paused.Outbox if e.Kind == LOCK_RELEASE] == ["T#0"]
+    resumed = resume(paused, "ops", "done", Timing(4.0), IDS)
+    assert [r.State for r in resumed.Runs] == [RunState.WAITING_LOCK]  # in line again
