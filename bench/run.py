@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bench.api import submissions
 from bench.baseline import run_baseline
+from bench.document import document_cpu
 from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throughput
 from bench.mongo import mongo_throughput
 from bench.fanout import fan_out_figures
@@ -94,6 +95,10 @@ def main() -> None:
                     rows.append((f"baton, {replicas} process(es) per module: CPU per transition, {role}",
                                  f"{ms:.2f} ms", "all processes of the role together"))
                 if replicas == 1:
+                    alone = document_cpu(FLOWS)
+                    rows.append(("of which a module's store work, alone in one process (read, claim, commit)",
+                                 f"{alone['cpu_ms_per_transition']:.2f} ms",
+                                 f"document {alone['document_bytes']:,} bytes; the rest: threads, broker, log, child"))
                     idle = latency(cluster, samples=100)
                     rows.append(("latency, idle (submission to final status, 3 steps)",
                                  f"p50 {idle['p50_ms']:.1f} ms", f"p99 {idle['p99_ms']:.1f} ms"))
