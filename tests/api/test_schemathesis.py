@@ -51,7 +51,8 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[schemathesi
 
     app, store, known = seeded_api(Path(tmp_path_factory.mktemp("fuzz")))
     KNOWN.update(known)
-    yield schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)
+    config = schemathesis.config.SchemathesisConfig.from_path(CLI_CONFIG)  # one configuration for both runs
+    yield schemathesis.openapi.from_asgi("/api/v1/openapi.json", app, config=config)
     app.state.baton.service.close()
     store.close()
 
