@@ -118,3 +118,40 @@ class PortWatch:
         self._stop.set()
         assert self.open_at is not None, f"port {self.port} never opened"
         return self.open_at
+
+
+def drain(broker_url: str, queue: str) -> list[tuple[dict, float]]:
+    """Take every message now in `queue` off the broker (a purge that shows what it removed):
+    each step message's body with the time it was taken."""
+    import pika
+
+    taken: list[tuple[dict, float]] = []
+    connection = pika.BlockingConnection(pika.URLParameters(broker_url))
+    try:
+        channel = connection.channel()
+        while True:
+            method, _properties, body = channel.basic_get(queue, auto_ack=True)
+            if method is None:
+                return taken
+            taken.append((json.loads(body), time.time()))
+    finally:
+        connection.close()
+
+
+def unrecovered(tasks: Iterable[Task], drained: list[tuple[dict, float]]) -> list[str]:
+    """Drained step messages whose dispatch no worker ever claimed: nothing re-published them
+    (the sweeper's redispatch, or the outbox relay for an entry not yet marked sent). A claim
+    before the drain counts too: the drained message was then a second copy (a redispatch of a
+    run still waiting in the queue), and the dispatch had got through."""
+    by_id = {t.TaskId: t for t in tasks}
+    missing = []
+    for body, _at in drained:
+        task = by_id.get(body["TaskId"])
+        attempt = (body["Cursor"], body.get("Item"), body["Type"], body["Attempt"])
+        claimed = task is not None and any(
+            e.Event == "claimed" and (e.Cursor, e.Item, int(e.Phase), e.Attempt) == attempt
+            for e in task.History if e.Phase is not None
+        )
+        if not claimed:
+            missing.append(f"{body['TaskId']} {attempt}")
+    return missing

@@ -24,7 +24,7 @@ from common.models import StepMessage
 from tests.support.test_store import cluster_store
 from common.queues import dead_letter_queue
 from common.statuses import Phase
-from tests.chaos.evidence import assert_clean, log_events, redispatch_excess
+from tests.chaos.evidence import assert_clean, drain, log_events, redispatch_excess, unrecovered
 from tests.chaos.harness import Feeder
 from tests.chaos.plans import FULL, MODULES, scale
 from tests.chaos.report import record
@@ -147,17 +147,19 @@ def test_module_queue_purged_mid_run_then_module_down_past_redeliver_after(make_
     count, want = scale(60, 300), scale(10, 60)
     began = time.monotonic()
     feeder = Feeder(cluster, count, seconds=scale(1.0, 3.0), seed=51).start()
-    purged, purges = 0, 0
+    drained: list[tuple[dict, float]] = []
+    purges = 0
     last = time.monotonic()
     stop_at = last + scale(4.0, 10.0)
-    while purged < want and time.monotonic() < stop_at:
+    while len(drained) < want and time.monotonic() < stop_at:
         if cluster.broker.queue_depth("mysql"):
-            removed = cluster.broker.purge("mysql")
-            purged += removed
+            removed = drain(cluster.broker_url, "mysql")  # a purge that says what it removed
+            drained += removed
             purges += 1
             if removed:
                 last = time.monotonic()
         time.sleep(0.01)
+    purged = len(drained)
     feeder.join()
     settle = cluster.settle(timeout=scale(60, 240), since=max(last, feeder.finished_at))
     report = cluster.check()
@@ -166,7 +168,11 @@ def test_module_queue_purged_mid_run_then_module_down_past_redeliver_after(make_
            time.monotonic() - began)
     assert_clean(cluster, report)
     assert purged > 0, "the mysql queue never held a message to purge"
-    assert redispatched >= purged, "every purged dispatch must have been re-published by the sweeper"
+    # Every purged dispatch was claimed: re-published by the sweeper (a redispatch)
+    # or, for an entry not yet marked sent, by the outbox relay. (Counting redispatches against
+    # purged messages failed now and then: a purge also takes the relay's copies.)
+    assert not unrecovered(cluster.tasks(), drained), unrecovered(cluster.tasks(), drained)[:10]
+    assert redispatched > 0, "the sweeper re-published none of the purged dispatches"
     assert not redispatch_excess(cluster.tasks(), redeliver), redispatch_excess(cluster.tasks(), redeliver)[:10]
 
     # Phase 2: mysql down (kill -9, restarted only later) while tasks keep arriving.
