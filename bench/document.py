@@ -50,11 +50,11 @@ def _created(store: SqliteStore, steps: list) -> Task:
 
 
 def _run(store: SqliteStore, task: Task, steps: int) -> Task:
-    """Each step as a module does it: read at the claim, claim, commit on the claimed task."""
+    """Each step as a module does it: read at the claim, claim, commit on the claimed task. The
+    step message comes from the task as last written (a module gets it from the broker)."""
+    done = task
     for _ in range(steps):
-        current = store.get(task.TaskId)
-        assert current is not None
-        message = StepMessage.model_validate(current.Outbox[0].Body)
+        message = StepMessage.model_validate(done.Outbox[0].Body)
         claimed = mutate(store, task.TaskId, lambda t: claim(t, message, OWNER, Timing(time.time())))
         assert isinstance(claimed, Task), claimed
         ok = AttemptResult(ResultCode.OK)
