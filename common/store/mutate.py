@@ -9,7 +9,7 @@ from common.history import trim as trim_history
 from common.models import Task
 from common.notifications import add_notifications
 from common.store.port import TaskStore
-from common.store.task_locks_local import task_turn
+from common.store.task_turns import task_turn
 from common.transitions import Refusal
 
 Change = Callable[[Task], "Task | Refusal"]
@@ -31,7 +31,7 @@ def mutate(
     the loop reads as usual. A refusal computed on `known` is not trusted: the stored task may
     say otherwise, so it is computed again on a fresh read.
     """
-    with task_turn(task_id):  # this process's threads take turns (common.store.task_locks_local)
+    with task_turn(task_id):  # this process's threads take turns (common.store.task_turns)
         return _mutate(store, task_id, change, max_tries, known)
 
 

@@ -5,10 +5,11 @@ keeps every event with its Cursor, Phase, Attempt and Time. An attempt begins wi
 (a worker took the dispatch) and ends with the next outcome event of the same step and phase:
 `attempt_failed` (another attempt follows), `step_failed` / `rollback_failed`,
 `step_succeeded` / `rollback_succeeded`, `stopped` (a cancel stopped it now), or `released`
-(its module shut down under it: not counted, the same attempt number is dispatched again). A dispatch nobody claimed never ran and
-is no attempt. A command that answers "check again later" (`check_again`) goes on with the same
-attempt: its checks (a claim each) make one attempt, shown "checking again" in between. An operator's retry starts a new run (`retried`): attempts carry the run they
-belong to, since numbers start again at 1.
+(its module shut down under it: not counted, the same attempt number is dispatched again). A
+dispatch nobody claimed never ran and is no attempt. A command that answers "check again later"
+(`check_again`) goes on with the same attempt: its checks (a claim each) make one attempt, shown
+"checking again" in between. An operator's retry starts a new run (`retried`): attempts carry
+the run they belong to, since numbers start again at 1.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Threads of one process take turns on a task (common.store.task_locks_local): on a real SQLite
+"""Threads of one process take turns on a task (common.store.task_turns): on a real SQLite
 store, eight threads changing one document lose no compare-and-set race to each other."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from common.models import Task
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.store.task_locks_local import _locks, task_turn
+from common.store.task_turns import _locks, task_turn
 from common.transitions import Timing, create_task
 from tests.support.builders import make_step
 

@@ -1,4 +1,4 @@
-"""One lock per task within a process: its threads take turns on a document instead of racing.
+"""Turns on a task within a process: its threads take turns on a document instead of racing.
 
 Every change is a compare-and-set, so correctness never depends on this lock: another process
 may still write the task between a read and a write, and the version filter catches it. What
@@ -22,9 +22,7 @@ def task_turn(task_id: str) -> Iterator[None]:
     """Hold the task's lock in this process. Not re-entrant: a change is pure and never writes
     another task, so nothing inside a turn takes a second one."""
     with _guard:
-        lock, users = _locks.get(task_id, (None, 0))
-        if lock is None:
-            lock = threading.Lock()
+        lock, users = _locks.get(task_id) or (threading.Lock(), 0)
         _locks[task_id] = (lock, users + 1)
     try:
         with lock:
