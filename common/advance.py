@@ -17,7 +17,7 @@ from common.models import Alarm, OutboxEntry, Run, StepItem, Task
 from common.queues import ALARM_QUEUE
 from common.routing import Unit, plan, unit_state, units
 from common.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
-from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.subflows import child_entry, child_finished_entry
 from common.task_waits import deadline_message, overdue, task_finished_entries
 from common.task_runs import (
@@ -136,8 +136,7 @@ def enter_rollback(task: Task, timing: Timing, actor: str) -> None:
     if task.TaskStatus is TaskStatus.ROLLING_BACK:
         return
     set_status(task, TaskStatus.ROLLING_BACK)
-    unclaimed = (RunState.PENDING, RunState.WAITING_LOCK)
-    for run in [r for r in task.Runs if r.Phase is Phase.NORMAL and r.State in unclaimed]:
+    for run in [r for r in task.Runs if r.Phase is Phase.NORMAL and r.State in UNCLAIMED]:
         remove_run(task, run)
         drop_outbox(task, run.DispatchId)
         release_unit(task, run.unit, timing.now)

@@ -29,7 +29,7 @@ from common.advance import advance, dispatch, enter_rollback
 from common.lock_transitions import request_again
 from common.models import OperatorRequest, Task
 from common.routing import Unit, unit_state, units
-from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
+from common.statuses import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.subflows import cancel_child_entry
 from common.task_runs import (
     AttemptResult,
@@ -62,8 +62,7 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     new = task.clone()
     request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     new.CancelRequested = request
-    unclaimed = (RunState.PENDING, RunState.WAITING_LOCK)  # nothing ran: cancelled at once
-    busy = [r for r in new.Runs if r.State not in unclaimed]
+    busy = [r for r in new.Runs if r.State not in UNCLAIMED]
     record(new, timing.now, "cancel_requested", busy[0] if len(busy) == 1 else None, actor=actor, message=reason)
     for run in busy:
         if run.State is RunState.WAITING_CHILD:
@@ -73,7 +72,7 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
             store_result(unit_state(new, run.unit), run.Phase, AttemptResult(ResultCode.FAILED, "stopped by a cancel"), timing.now)
             set_unit_state(new, run.unit, StepState.FAILED)
             record(new, timing.now, "stopped", run, actor=actor, message=reason)
-    if new.Runs and all(r.State not in unclaimed for r in new.Runs):
+    if new.Runs and all(r.State not in UNCLAIMED for r in new.Runs):
         return new  # the claimed runs' outcomes route into rollback (common.advance.conclude)
     # Pending runs are fenced now; draining runs finish; routing rolls back once they are gone.
     new.TaskMessage = cancel_message(request)

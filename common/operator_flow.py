@@ -25,7 +25,7 @@ from common.advance import advance
 from common.models import OperatorRequest, Task
 from common.operator_actions import new_generation
 from common.routing import Unit, unit_state
-from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.step_locks import release_unit
 from common.task_runs import (
     IdFactory,
@@ -55,8 +55,7 @@ def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     # again later) keeps its pending run. A unit in line for its step lock leaves the line (a
     # grant would otherwise publish it, paused or not), and one granted its key but not yet
     # claimed gives the key back to the tasks waiting for it; resuming queues it again.
-    unclaimed = (RunState.PENDING, RunState.WAITING_LOCK)
-    for run in [r for r in new.Runs if r.Phase is Phase.NORMAL and r.State in unclaimed
+    for run in [r for r in new.Runs if r.Phase is Phase.NORMAL and r.State in UNCLAIMED
                 and r.Attempt == 1 and unit_state(new, r.unit).Attempts == 0]:  # fmt: skip
         remove_run(new, run)
         drop_outbox(new, run.DispatchId)

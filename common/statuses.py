@@ -124,6 +124,10 @@ class RunState(StrEnum):
     WAITING_LOCK = "waiting_lock"  # a step with its own lock waiting for it (common/step_locks.py)
 
 
+# Runs whose command never started (nobody claimed them): a cancel or pause may drop them.
+UNCLAIMED = (RunState.PENDING, RunState.WAITING_LOCK)
+
+
 class ResultCode(IntEnum):
     """A step phase's `Code`: how its last attempt ended."""
 
