@@ -12,6 +12,8 @@ from collections import Counter
 from datetime import datetime
 from collections.abc import Iterable
 
+import pika
+
 from common.models import Task
 from tests.chaos.invariants import ChaosReport
 from tests.support.cluster import Proc
@@ -120,12 +122,10 @@ class PortWatch:
         return self.open_at
 
 
-def drain(broker_url: str, queue: str) -> list[tuple[dict, float]]:
+def drain(broker_url: str, queue: str) -> list[dict]:
     """Take every message now in `queue` off the broker (a purge that shows what it removed):
-    each step message's body with the time it was taken."""
-    import pika
-
-    taken: list[tuple[dict, float]] = []
+    the step messages' bodies."""
+    taken: list[dict] = []
     connection = pika.BlockingConnection(pika.URLParameters(broker_url))
     try:
         channel = connection.channel()
@@ -133,19 +133,19 @@ def drain(broker_url: str, queue: str) -> list[tuple[dict, float]]:
             method, _properties, body = channel.basic_get(queue, auto_ack=True)
             if method is None:
                 return taken
-            taken.append((json.loads(body), time.time()))
+            taken.append(json.loads(body))
     finally:
         connection.close()
 
 
-def unrecovered(tasks: Iterable[Task], drained: list[tuple[dict, float]]) -> list[str]:
+def unrecovered(tasks: Iterable[Task], drained: list[dict]) -> list[str]:
     """Drained step messages whose dispatch no worker ever claimed: nothing re-published them
     (the sweeper's redispatch, or the outbox relay for an entry not yet marked sent). A claim
     before the drain counts too: the drained message was then a second copy (a redispatch of a
     run still waiting in the queue), and the dispatch had got through."""
     by_id = {t.TaskId: t for t in tasks}
     missing = []
-    for body, _at in drained:
+    for body in drained:
         task = by_id.get(body["TaskId"])
         attempt = (body["Cursor"], body.get("Item"), body["Type"], body["Attempt"])
         claimed = task is not None and any(

@@ -147,7 +147,7 @@ def test_module_queue_purged_mid_run_then_module_down_past_redeliver_after(make_
     count, want = scale(60, 300), scale(10, 60)
     began = time.monotonic()
     feeder = Feeder(cluster, count, seconds=scale(1.0, 3.0), seed=51).start()
-    drained: list[tuple[dict, float]] = []
+    drained: list[dict] = []
     purges = 0
     last = time.monotonic()
     stop_at = last + scale(4.0, 10.0)
