@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.api import submissions
-from bench.engine import MODULES, STEPS, _roles, _wait_all, latency
+from bench.engine import MODULES, STEPS, _roles, _wait_all, latency, module_rss
 from bench.procstat import CpuMeter
 from common.store.mongo_client import open_client
 from tests.support.cluster import Cluster
@@ -23,10 +23,14 @@ _READS = ("query", "getmore")
 _WRITES = ("insert", "update", "delete")
 
 
-def mongo_throughput(workdir: Path, amqp_url: str, flows: str, tasks: int) -> dict[str, Any]:
+def mongo_throughput(
+    workdir: Path, amqp_url: str, flows: str, tasks: int, rss_steps: int = 0, samples: int = 50, rest_seconds: float = 5.0
+) -> dict[str, Any]:
     """The rate, round trips and CPU per role; then the latencies (idle, and under half the
-    measured rate) and the REST submissions, as on SQLite. The latency probe polls the store
-    every half millisecond: on this server that is load of its own, so expect higher figures."""
+    measured rate), the REST submissions and a module's RSS over `rss_steps` (0: not run), and
+    last the rate with a second process per module, as on SQLite. The latency probe polls the
+    store every half millisecond: on this server that is load of its own, so expect higher
+    figures."""
     workdir.mkdir(parents=True, exist_ok=True)
     with secantus_server("baton-bench") as server:
         cluster = Cluster(workdir, amqp_url, flows, {"BATON_FAULT_INJECTION": "0"}, mongo_url=server.database_url("bench"))
@@ -42,9 +46,17 @@ def mongo_throughput(workdir: Path, amqp_url: str, flows: str, tasks: int) -> di
             seconds = _run(cluster, tasks)
             spent = meter.stop()
             after = _counters(client)
-            idle = latency(cluster, samples=50)
-            loaded = latency(cluster, samples=50, background_rate=max(5.0, 0.5 * tasks / seconds))
-            rest = submissions(workdir, amqp_url, cluster.flows_path, store_url=cluster.store_url)
+            idle = latency(cluster, samples=samples)
+            loaded = latency(cluster, samples=samples, background_rate=max(5.0, 0.5 * tasks / seconds))
+            rest = submissions(workdir, amqp_url, cluster.flows_path, rest_seconds, store_url=cluster.store_url)
+            rss = _rss(cluster, rss_steps)
+            for module in MODULES:
+                cluster.start_module(module, name=f"{module}-1")
+            _run(cluster, min(100, tasks))  # the new processes warm up too
+            meter = CpuMeter(roles)
+            meter.start()
+            seconds_two = _run(cluster, tasks)
+            spent_two = meter.stop()
         finally:
             cluster.stop_all()
             client.close()
@@ -61,7 +73,19 @@ def mongo_throughput(workdir: Path, amqp_url: str, flows: str, tasks: int) -> di
         "idle": idle,
         "loaded": loaded,
         "submissions_per_second": rest["submissions_per_second"],
+        "rss": rss,
+        "two_per_module": {
+            "transitions_per_second": transitions / seconds_two,
+            "cpu_ms_per_transition": {role: 1000 * cpu / transitions for role, cpu in spent_two.items()},
+        },
     }
+
+
+def _rss(cluster: Cluster, steps: int) -> list[tuple[int, int]]:
+    """(steps so far, largest module RSS) after each tenth of `steps`; [] when not asked for."""
+    if steps <= 0:
+        return []
+    return module_rss(cluster, max(1, steps // (10 * STEPS)), rounds=10)
 
 
 def _run(cluster: Cluster, tasks: int) -> float:

@@ -3,8 +3,11 @@
 Prints figures; asserts nothing. Uses a RabbitMQ vhost of its own on the local broker and
 SQLite files in a temporary directory; then the same tasks on the Mongo store, on a SecantusDB
 server started for the run (bench/mongo.py). Sizes: BATON_BENCH_TASKS (default 2000),
-BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run) and BATON_BENCH_RSS_STEPS (default
-100000: the long run that watches a module's memory; 0 skips it).
+BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run), BATON_BENCH_RSS_STEPS (default
+100000: the long run that watches a module's memory; 0 skips it) and BATON_BENCH_MONGO_RSS_STEPS
+(default 6000, the same on Mongo). A reduced run for the test suite also shortens the rest:
+BATON_BENCH_LATENCY_SAMPLES (100), BATON_BENCH_FAN_OUT_ITEMS (100), BATON_BENCH_REST_SECONDS (5) and
+BATON_BENCH_DOCUMENT_TASKS (600).
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ from bench.fanout import fan_out_figures
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
+SIZES = {
+    "latency_samples": int(os.environ.get("BATON_BENCH_LATENCY_SAMPLES", "100")),
+    "fan_out_items": int(os.environ.get("BATON_BENCH_FAN_OUT_ITEMS", "100")),
+    "rest_seconds": float(os.environ.get("BATON_BENCH_REST_SECONDS", "5")),
+}
+
 # Issue 13's targets, printed under the figures so a reader sees how far each one is.
 TARGETS = (
     "module CPU per transition <= 0.5 ms (SQLite, 1 process per module)",
@@ -40,11 +49,16 @@ def _rss_rows(cluster) -> list[tuple[str, str, str]]:
     if steps <= 0:
         return []
     rounds = 10
-    per_round = max(1, steps // (rounds * STEPS))
-    points = module_rss(cluster, per_round, rounds)
+    return _rss_row("largest module RSS", module_rss(cluster, max(1, steps // (rounds * STEPS)), rounds))
+
+
+def _rss_row(label: str, points: list[tuple[int, int]]) -> list[tuple[str, str, str]]:
+    """One row: the RSS after each tenth of a long run, and how much it grew."""
+    if not points:
+        return []
     first, last = points[0], points[-1]
     trend = " -> ".join(f"{rss / 2**20:.0f}" for _, rss in points)
-    return [(f"largest module RSS over {last[0]:,} steps (MiB, after each tenth)", trend,
+    return [(f"{label} over {last[0]:,} steps (MiB, after each tenth)", trend,
              f"{(last[1] - first[1]) / 2**20:+.1f} MiB from the first tenth to the last")]
 
 
@@ -52,7 +66,10 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
     tasks = int(os.environ.get("BATON_BENCH_MONGO_TASKS", "500"))
     if tasks <= 0:
         return []
-    result = mongo_throughput(work / "mongo", url, FLOWS, tasks)
+    # The test server runs tens of transitions a second: a shorter long run than SQLite's.
+    rss_steps = int(os.environ.get("BATON_BENCH_MONGO_RSS_STEPS", "6000"))
+    result = mongo_throughput(work / "mongo", url, FLOWS, tasks, rss_steps,
+                              samples=max(1, SIZES["latency_samples"] // 2), rest_seconds=SIZES["rest_seconds"])
     rows = [
         ("baton on Mongo (SecantusDB), 1 process per module: step transitions",
          f"{result['transitions_per_second']:.0f} /s", f"{tasks} tasks"),
@@ -70,6 +87,13 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
          f"p50 {loaded['p50_ms']:.1f} ms", f"p99 {loaded['p99_ms']:.1f} ms"),
         ("baton on Mongo: OSS submissions through the REST API", f"{result['submissions_per_second']:.0f} /s", ""),
     ]
+    rows += _rss_row("baton on Mongo: largest module RSS", result["rss"])
+    two = result["two_per_module"]
+    one_rate = result["transitions_per_second"]
+    rows.append(("baton on Mongo, 2 processes per module: step transitions",
+                 f"{two['transitions_per_second']:.0f} /s", f"{two['transitions_per_second'] / one_rate:.0%} of 1 process"))
+    for role, ms in two["cpu_ms_per_transition"].items():
+        rows.append((f"baton on Mongo, 2 processes per module: CPU per transition, {role}", f"{ms:.2f} ms", ""))
     return rows
 
 
@@ -95,15 +119,15 @@ def main() -> None:
                     rows.append((f"baton, {replicas} process(es) per module: CPU per transition, {role}",
                                  f"{ms:.2f} ms", "all processes of the role together"))
                 if replicas == 1:
-                    alone = document_cpu(FLOWS)
+                    alone = document_cpu(FLOWS, int(os.environ.get("BATON_BENCH_DOCUMENT_TASKS", "600")))
                     rows.append(("of which a module's store work, alone in one process (read, claim, commit)",
                                  f"{alone['cpu_ms_per_transition']:.2f} ms",
                                  f"document {alone['document_bytes']:,} bytes; the rest: threads, broker, log, child"))
-                    idle = latency(cluster, samples=100)
+                    idle = latency(cluster, samples=SIZES["latency_samples"])
                     rows.append(("latency, idle (submission to final status, 3 steps)",
                                  f"p50 {idle['p50_ms']:.1f} ms", f"p99 {idle['p99_ms']:.1f} ms"))
                     rate = max(10.0, result["tasks_per_second"] * 0.5)
-                    loaded = latency(cluster, samples=100, background_rate=rate)
+                    loaded = latency(cluster, samples=SIZES["latency_samples"], background_rate=rate)
                     rows.append((f"latency, under load ({rate:.0f} tasks/s in the background)",
                                  f"p50 {loaded['p50_ms']:.1f} ms", f"p99 {loaded['p99_ms']:.1f} ms"))
                     rows.extend(_rss_rows(cluster))
@@ -112,11 +136,11 @@ def main() -> None:
                 cluster.stop_all()
             time.sleep(1)
         rows.extend(_mongo_rows(work, url))
-        fan = fan_out_figures(work / "fan_out", url)
+        fan = fan_out_figures(work / "fan_out", url, items=SIZES["fan_out_items"])
         rows.append((f"one task, for_each over {fan['items']} no-op items (submission to end)",
                      f"{fan['for_each_seconds']:.2f} s", f"{fan['concurrency']} command processes"))
         rows.append((f"one task, the same {fan['items']} steps as a line", f"{fan['line_seconds']:.2f} s", ""))
-        api = submissions(work, url, flows_path)
+        api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", ""))
     print()

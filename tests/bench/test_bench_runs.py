@@ -1,0 +1,68 @@
+"""`make bench`, reduced: every figure the full run prints is still measured and printed.
+
+The full run takes about half an hour and asserts nothing; this one runs the same code with a few
+tasks of each kind, so a change that breaks a measurement (a renamed setting, a role whose
+processes are no longer found, the Mongo run) fails here instead of in the next `make bench`.
+It checks that each row is printed with a figure, never what the figure is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.cluster import REPO
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+
+REDUCED = {
+    "BATON_BENCH_TASKS": "30",
+    "BATON_BENCH_MONGO_TASKS": "20",
+    "BATON_BENCH_RSS_STEPS": "300",
+    "BATON_BENCH_MONGO_RSS_STEPS": "150",
+    "BATON_BENCH_LATENCY_SAMPLES": "6",
+    "BATON_BENCH_FAN_OUT_ITEMS": "10",
+    "BATON_BENCH_REST_SECONDS": "1",
+    "BATON_BENCH_DOCUMENT_TASKS": "20",
+}
+
+# Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
+ROWS = (
+    r"baseline: .* \d+ hops/s",
+    r"baton, 1 process\(es\) per module: step transitions +\d+ /s +\d+% of baseline",
+    r"baton, 2 process\(es\) per module: step transitions +\d+ /s",
+    r"baton, 1 process\(es\) per module: three-step tasks +\d+ /s",
+    r"baton, 1 process\(es\) per module: CPU per transition, module process +[\d.]+ ms",
+    r"baton, 1 process\(es\) per module: CPU per transition, command children +[\d.]+ ms",
+    r"baton, 1 process\(es\) per module: CPU per transition, RabbitMQ +[\d.]+ ms",
+    r"of which a module's store work, alone .* [\d.]+ ms",
+    r"latency, idle .* p50 [\d.]+ ms +p99 [\d.]+ ms",
+    r"latency, under load .* p50 [\d.]+ ms +p99 [\d.]+ ms",
+    r"largest module RSS over [\d,]+ steps .* (\d+ -> ){9}\d+",
+    r"baton on Mongo \(SecantusDB\), 1 process per module: step transitions +\d+ /s",
+    r"baton on Mongo: server round trips per transition +[\d.]+ reads, [\d.]+ writes",
+    r"baton on Mongo: CPU per transition, SecantusDB server +[\d.]+ ms",
+    r"baton on Mongo: latency, idle +p50 [\d.]+ ms",
+    r"baton on Mongo: latency, under load .* p50 [\d.]+ ms",
+    r"baton on Mongo: OSS submissions through the REST API +\d+ /s",
+    r"baton on Mongo: largest module RSS over [\d,]+ steps .* (\d+ -> ){9}\d+",
+    r"baton on Mongo, 2 processes per module: step transitions +\d+ /s +\d+% of 1 process",
+    r"baton on Mongo, 2 processes per module: CPU per transition, module process +[\d.]+ ms",
+    r"for_each over 10 no-op items .* [\d.]+ s",
+    r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
+    r"targets:",
+)
+
+
+def test_a_reduced_make_bench_prints_every_figure():
+    env = {**os.environ, **REDUCED, "PYTHONPATH": str(REPO)}
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.run"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    missing = [row for row in ROWS if not re.search(row, run.stdout)]
+    assert not missing, f"rows not printed: {missing}\n{run.stdout}"
