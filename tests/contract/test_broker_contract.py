@@ -17,7 +17,7 @@ from common.broker.inprocess import InProcessBroker
 from common.broker.port import Broker, Delivery
 from common.broker.rabbitmq import RabbitBroker
 from common.broker.rabbitmq.connection import masked_url
-from common.broker.rabbitmq.policy import keepalive_interval, reconnect_delay
+from common.broker.rabbitmq.policy import reconnect_delay
 from common.errors import BrokerError, ConfigError, UnroutableMessage
 from common.queues import dead_letter_queue
 from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
@@ -341,11 +341,6 @@ def test_reconnect_delay_starts_small_and_doubles_up_to_a_low_cap() -> None:
     assert delays == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
     assert 0.08 <= reconnect_delay(1, 1.0, unit_random=0.0) < 0.1  # jitter spreads the herd
     assert reconnect_delay(30, 1.0, unit_random=0.999) < 1.2  # never much past the cap
-
-
-def test_keepalive_runs_well_inside_the_heartbeat_timeout() -> None:
-    assert keepalive_interval(30) == 5.0
-    assert keepalive_interval(2) == 0.5
 
 
 def test_logged_urls_hide_the_password() -> None:

@@ -38,12 +38,3 @@ def reconnect_delay(attempt: int, max_delay: float, unit_random: float) -> float
     initial = min(FIRST_RECONNECT_SECONDS, max_delay)
     policy = BackoffPolicy(Initial=initial, Max=max_delay, Multiplier=2.0, Jitter=0.2)
     return retry_delay(policy, attempt, unit_random)
-
-
-def keepalive_interval(heartbeat: int) -> float:
-    """How often to service an idle BlockingConnection: well inside the heartbeat timeout.
-
-    Unused since the publisher moved to a SelectConnection (its I/O loop answers heartbeats, as
-    the consumers' loops do); kept because the broker contract suite still tests it.
-    """
-    return min(5.0, max(0.25, heartbeat / 4))
