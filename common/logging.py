@@ -155,6 +155,38 @@ def _masked_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
     return record
 
 
+_HANDLER_NAME = "baton"
+# Libraries that narrate every connection, channel or request at info: their warnings and errors
+# are worth a line, the rest only when debugging (httpx's request lines would also print the
+# full URL of every webhook call).
+_CHATTY = ("pika", "httpx", "httpcore")
+
+
+def _route_standard_library(before_render: list[Any], renderer: Any, level: str) -> None:
+    """Lines of the standard library's loggers (uvicorn, pika, pymongo) come out as structlog's
+    do: one JSON object a line in production, with level, timestamp, the logger's name and the
+    step's context, masked the same way; not a second, plain-text format in the same stream.
+
+    One handler of ours on the root logger, replaced on reconfiguration; handlers others added
+    (pytest's log capture) stay."""
+    handler = logging.StreamHandler(_CurrentStderr())  # type: ignore[arg-type]
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *before_render],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.getLevelName(level.upper()))
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(logging.DEBUG if level.lower() == "debug" else logging.WARNING)
+    logging.captureWarnings(True)  # a library's DeprecationWarning too, as a line of the log
+
+
 class _CurrentStderr:
     """Writes to whatever sys.stderr is at the time of the write, not at configuration time:
     a logger cached earlier must not hold on to a stream someone has since replaced or closed."""
@@ -177,16 +209,17 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
             colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
         )
     logging.setLogRecordFactory(_masked_record)
+    before_render = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        # Tracebacks become text BEFORE masking, so a secret quoted in one is masked too.
+        structlog.processors.format_exc_info,
+        _mask_processor,
+    ]
+    _route_standard_library(before_render, renderer, level)
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            # Tracebacks become text BEFORE masking, so a secret quoted in one is masked too.
-            structlog.processors.format_exc_info,
-            _mask_processor,
-            renderer,
-        ],
+        processors=[*before_render, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         # Not cached: a logger first used before a reconfiguration (tests, `baton up` switching

@@ -32,8 +32,11 @@ def oss(host: str | None, port: int | None) -> None:
         app = create_app(loaded)
     except ConfigError as exc:
         fail(EXIT_USAGE, str(exc))
+    # log_config=None: uvicorn's lines go through baton's logging (JSON in production), not a
+    # plain-text set-up of its own; one access line per request only when debugging.
     uvicorn.run(app, host=host or loaded.oss_host, port=loaded.oss_port if port is None else port,
-                timeout_graceful_shutdown=int(loaded.shutdown_grace_seconds))  # fmt: skip
+                timeout_graceful_shutdown=int(loaded.shutdown_grace_seconds), log_config=None,
+                log_level=loaded.log_level, access_log=loaded.log_level == "debug")  # fmt: skip
 
 
 @click.command(name="check-flows")

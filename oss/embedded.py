@@ -195,6 +195,7 @@ class ApiServer:
         self.base_url = f"http://{shown}:{port}" if ":" not in shown else f"http://[{shown}]:{port}"
         config = uvicorn.Config(
             app,
+            log_config=None,  # its lines go through baton's logging (common.logging)
             log_level=settings.log_level,
             access_log=settings.log_level == "debug",
             timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),

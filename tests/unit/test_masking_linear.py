@@ -83,3 +83,24 @@ def test_standard_library_log_records_are_masked_too(caplog):
     with caplog.at_level(logging.INFO), hidden_values(["hunter2-secret"]):
         logging.getLogger("some.library").warning("connecting to %s as %s", "amqp://u:pw@h/v", "hunter2-secret")
     assert caplog.records[-1].getMessage() == "connecting to amqp://u:***@h/v as ***"
+
+
+def test_standard_library_lines_are_printed_as_baton_s_own(capsys):
+    """A library's line in a JSON log is a JSON object too: level, time, the logger's name, the
+    step's context, masked; not a plain-text line of another format in the same stream."""
+    import json
+    import logging
+
+    import structlog
+
+    from common.logging import configure_logging, hidden_values
+
+    configure_logging("json", "info")
+    with structlog.contextvars.bound_contextvars(task_id="t-1"), hidden_values(["hunter2-secret"]):
+        logging.getLogger("some.library").warning("connecting to %s as %s", "amqp://u:pw@h/v", "hunter2-secret")
+        logging.getLogger("pika.connection").info("a chatty library's info line")
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert lines == [{
+        "event": "connecting to amqp://u:***@h/v as ***", "logger": "some.library", "task_id": "t-1",
+        "level": "warning", "timestamp": lines[0]["timestamp"],
+    }]  # fmt: skip
