@@ -9,6 +9,7 @@ is the server's and how much baton's.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,9 @@ _WRITES = ("insert", "update", "delete")
 def mongo_throughput(
     workdir: Path, amqp_url: str, flows: str, tasks: int, rss_steps: int = 0, samples: int = 50, rest_seconds: float = 5.0
 ) -> dict[str, Any]:
-    """The rate, round trips and CPU per role; then the latencies (idle, and under half the
-    measured rate), the REST submissions and a module's RSS over `rss_steps` (0: not run), and
-    last the rate with a second process per module, as on SQLite. The latency probe polls the
+    """The rate, round trips and CPU per role; the same with a second process per module; then,
+    with one again, the latencies (idle, and under half the measured rate), the REST submissions
+    and a module's RSS over `rss_steps` (0: not run), as on SQLite. The latency probe polls the
     store every half millisecond: on this server that is load of its own, so expect higher
     figures."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -46,22 +47,31 @@ def mongo_throughput(
             seconds = _run(cluster, tasks)
             spent = meter.stop()
             after = _counters(client)
-            idle = latency(cluster, samples=samples)
-            loaded = latency(cluster, samples=samples, background_rate=max(5.0, 0.5 * tasks / seconds))
-            rest = submissions(workdir, amqp_url, cluster.flows_path, rest_seconds, store_url=cluster.store_url)
-            rss = _rss(cluster, rss_steps)
+            # Two processes per module next, while the collection is the size it was for one: the
+            # test server's CPU per transition grows with the collection (about a third more after
+            # 600 more tasks, with the same operations per transition), which would otherwise
+            # count against the second process.
             for module in MODULES:
                 cluster.start_module(module, name=f"{module}-1")
             _run(cluster, min(100, tasks))  # the new processes warm up too
             meter = CpuMeter(roles)
+            before_two = _counters(client)
             meter.start()
             seconds_two = _run(cluster, tasks)
             spent_two = meter.stop()
+            after_two = _counters(client)
+            for module in MODULES:
+                cluster.kill(f"{module}-1", signal.SIGTERM)
+            idle = latency(cluster, samples=samples)
+            loaded = latency(cluster, samples=samples, background_rate=max(5.0, 0.5 * tasks / seconds))
+            rest = submissions(workdir, amqp_url, cluster.flows_path, rest_seconds, store_url=cluster.store_url)
+            rss = _rss(cluster, rss_steps)
         finally:
             cluster.stop_all()
             client.close()
     transitions = tasks * STEPS
     delta = {name: after[name] - before[name] for name in after}
+    delta_two = {name: after_two[name] - before_two[name] for name in after_two}
     return {
         "transitions_per_second": transitions / seconds,
         # Includes the submissions' writes (one insert a task) and the polling of this process.
@@ -76,6 +86,8 @@ def mongo_throughput(
         "rss": rss,
         "two_per_module": {
             "transitions_per_second": transitions / seconds_two,
+            "reads_per_transition": sum(delta_two[n] for n in _READS) / transitions,
+            "writes_per_transition": sum(delta_two[n] for n in _WRITES) / transitions,
             "cpu_ms_per_transition": {role: 1000 * cpu / transitions for role, cpu in spent_two.items()},
         },
     }

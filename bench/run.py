@@ -91,7 +91,9 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
     two = result["two_per_module"]
     one_rate = result["transitions_per_second"]
     rows.append(("baton on Mongo, 2 processes per module: step transitions",
-                 f"{two['transitions_per_second']:.0f} /s", f"{two['transitions_per_second'] / one_rate:.0%} of 1 process"))
+                 f"{two['transitions_per_second']:.0f} /s",
+                 f"{two['transitions_per_second'] / one_rate:.0%} of 1 process; {two['reads_per_transition']:.1f} reads, "
+                 f"{two['writes_per_transition']:.1f} writes per transition"))
     for role, ms in two["cpu_ms_per_transition"].items():
         rows.append((f"baton on Mongo, 2 processes per module: CPU per transition, {role}", f"{ms:.2f} ms", ""))
     return rows
