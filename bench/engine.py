@@ -93,8 +93,11 @@ def _roles(cluster: Cluster, broker_port: int) -> dict:
     }
 
 
-def latency(cluster: Cluster, samples: int, background_rate: float = 0.0) -> dict:
-    """Submission to final status of one task at a time, optionally under a background load."""
+def latency(cluster: Cluster, samples: int, background_rate: float = 0.0, poll: float = 0.0005) -> dict:
+    """Submission to final status of one task at a time, optionally under a background load.
+
+    The probe reads the task every `poll` seconds: free on SQLite, but each read is load of its
+    own on a slow store server (the Mongo run polls less often)."""
     stop = threading.Event()
     load = threading.Thread(target=_background, args=(cluster, background_rate, stop), daemon=True)
     if background_rate:
@@ -106,7 +109,7 @@ def latency(cluster: Cluster, samples: int, background_rate: float = 0.0) -> dic
             started = time.perf_counter()
             task_id = cluster.submit("bench").TaskId
             while cluster.store.get(task_id).TaskStatus not in FINAL_STATUSES:
-                time.sleep(0.0005)
+                time.sleep(poll)
             seconds.append(time.perf_counter() - started)
     finally:
         stop.set()
