@@ -40,12 +40,7 @@ def mongo_throughput(
                 cluster.start_module(module, name=f"{module}-0")
             _run(cluster, min(100, tasks))  # warm-up: imports, caches, queues
             roles = {**_roles(cluster, 5672), "SecantusDB server": lambda: [server.process.pid]}  # type: ignore[union-attr]
-            meter = CpuMeter(roles)
-            before = _counters(client)
-            meter.start()
-            seconds = _run(cluster, tasks)
-            spent = meter.stop()
-            after = _counters(client)
+            one = _measured(cluster, client, roles, tasks)
             # Two processes per module next, while the collection is the size it was for one: the
             # test server's CPU per transition grows with the collection (about a third more after
             # 600 more tasks, with the same operations per transition), which would otherwise
@@ -53,44 +48,47 @@ def mongo_throughput(
             for module in MODULES:
                 cluster.start_module(module, name=f"{module}-1")
             _run(cluster, min(100, tasks))  # the new processes warm up too
-            meter = CpuMeter(roles)
-            before_two = _counters(client)
-            meter.start()
-            seconds_two = _run(cluster, tasks)
-            spent_two = meter.stop()
-            after_two = _counters(client)
+            two = _measured(cluster, client, roles, tasks)
             for module in MODULES:
                 cluster.kill(f"{module}-1", signal.SIGTERM)
             # Every 5 ms, not every 0.5: the test server spends about a millisecond of CPU on each
             # read, so the faster probe was most of its load (idle p50 about 210 ms).
             idle = latency(cluster, samples=samples, poll=PROBE_POLL)
-            loaded = latency(cluster, samples=samples, background_rate=max(5.0, 0.5 * tasks / seconds), poll=PROBE_POLL)
+            loaded = latency(cluster, samples=samples, background_rate=max(5.0, 0.5 * one["tasks_per_second"]), poll=PROBE_POLL)
             rest = submissions(workdir, amqp_url, cluster.flows_path, rest_seconds, store_url=cluster.store_url)
             rss = _rss(cluster, rss_steps)
         finally:
             cluster.stop_all()
             client.close()
+    return {
+        **one,
+        "idle": idle,
+        "loaded": loaded,
+        "submissions_per_second": rest["submissions_per_second"],
+        "rss": rss,
+        "two_per_module": two,
+    }
+
+
+def _measured(cluster: Cluster, client: Any, roles: dict, tasks: int) -> dict[str, Any]:
+    """`tasks` three-step tasks at once: the rate, the server's operations and each role's CPU,
+    per transition."""
+    meter = CpuMeter(roles)
+    before = _counters(client)
+    meter.start()
+    seconds = _run(cluster, tasks)
+    spent = meter.stop()
+    after = _counters(client)
     transitions = tasks * STEPS
     delta = {name: after[name] - before[name] for name in after}
-    delta_two = {name: after_two[name] - before_two[name] for name in after_two}
     return {
         "transitions_per_second": transitions / seconds,
+        "tasks_per_second": tasks / seconds,
         # Includes the submissions' writes (one insert a task) and the polling of this process.
         "reads_per_transition": sum(delta[n] for n in _READS) / transitions,
         "writes_per_transition": sum(delta[n] for n in _WRITES) / transitions,
         "commands_per_transition": delta["command"] / transitions,  # findAndModify, pings, ...
         "cpu_ms_per_transition": {role: 1000 * cpu / transitions for role, cpu in spent.items()},
-        "tasks_per_second": tasks / seconds,
-        "idle": idle,
-        "loaded": loaded,
-        "submissions_per_second": rest["submissions_per_second"],
-        "rss": rss,
-        "two_per_module": {
-            "transitions_per_second": transitions / seconds_two,
-            "reads_per_transition": sum(delta_two[n] for n in _READS) / transitions,
-            "writes_per_transition": sum(delta_two[n] for n in _WRITES) / transitions,
-            "cpu_ms_per_transition": {role: 1000 * cpu / transitions for role, cpu in spent_two.items()},
-        },
     }
 
 
