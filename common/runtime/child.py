@@ -144,7 +144,8 @@ def _injected_fault(context: CommandContext) -> None:
 
 
 def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this child when its module process dies (kill -9 included)."""
+    """Ask Linux to SIGKILL this child when its parent dies (kill -9 included). The parent is the
+    runner's forkserver (runner.py), which exits as soon as its module process dies."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -4,12 +4,15 @@ command finds a warm child instead of waiting for a new one's imports inside its
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
 from common.runtime.runner import CommandRequest, CommandRunner
 from common.statuses import ResultCode
-from tests.support.cluster import wait_until
+from tests.support.cluster import REPO, wait_until
 
 
 def request(parameters: dict) -> CommandRequest:
@@ -32,6 +35,37 @@ def test_a_timed_out_child_is_replaced_before_the_next_command_asks(tmp_path):
         print(f"next command after a timeout: {time.monotonic() - started:.3f}s")
     finally:
         runner.close()
+
+
+def test_new_children_do_not_import_the_module_again(tmp_path):
+    """Children are forked from a process that imported the registry once: a replacement is ready
+    in milliseconds. Spawned ones imported everything again (0.6-1.2 s here), and a retry right
+    after a timeout waited for that inside its attempt (the chaos suite's hung-command bound).
+    In a process of its own: the forkserver is one per process, started by the first runner."""
+    imports = tmp_path / "imports"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_TEST_IMPORT_LOG": str(imports)}
+    run = subprocess.run([sys.executable, "-c", KILL_THREE_CHILDREN], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    # This process never imported it; five children ran commands: one import, in the forkserver.
+    assert len(imports.read_text().split()) == 1
+
+
+KILL_THREE_CHILDREN = """
+import threading
+from common.runtime.runner import CommandRunner
+from common.statuses import ResultCode
+from tests.integration.test_command_refill import request
+
+if __name__ == "__main__":
+    runner = CommandRunner("tests.support.counted_commands:counted", size=2, fault_injection=True)
+    runner.start()
+    hang = {"_baton_faults": [{"command": "noop", "action": "hang"}]}
+    for _ in range(3):  # three children killed at their timeout, three replacements
+        assert runner.run(request(hang), 0.3, threading.Event()).code is ResultCode.TIMED_OUT
+        assert runner.run(request({}), 30, threading.Event()).code is ResultCode.OK
+    runner.close()
+"""
 
 
 def _warm_children(runner: CommandRunner) -> int:
