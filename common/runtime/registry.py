@@ -121,10 +121,15 @@ class CommandRegistry:
         return frozenset(self._commands)
 
 
+def registry_module(ref: str) -> str:
+    """The module a "package.module:attribute" reference names."""
+    return ref.partition(":")[0]
+
+
 def load_registry(ref: str) -> CommandRegistry:
     """Import "package.module:attribute". The command runner's child processes find it this way."""
-    module_path, _, attribute = ref.partition(":")
-    registry = getattr(importlib.import_module(module_path), attribute or "registry")
+    attribute = ref.partition(":")[2]
+    registry = getattr(importlib.import_module(registry_module(ref)), attribute or "registry")
     if not isinstance(registry, CommandRegistry):
         raise TypeError(f"{ref} is a {type(registry).__name__}, not a CommandRegistry")
     return registry

@@ -18,6 +18,7 @@ import structlog
 
 from common.input_limits import printable
 from common.runtime.child import child_main
+from common.runtime.registry import registry_module
 from common.statuses import ResultCode
 from common.transitions import AttemptResult
 
@@ -92,8 +93,10 @@ class CommandRunner:
         # right after a timeout (its child killed) otherwise waited for that inside its attempt.
         # The forkserver is a clean single-threaded process, so forking it is safe, and it exits
         # when this process dies (EOF on its pipe), taking the children with it (child.py).
+        # One forkserver per process: where one process runs several runners, the first one's
+        # preload counts, and the others' children import their registry themselves.
         self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(["common.runtime.child", registry_ref.partition(":")[0]])
+        self._context.set_forkserver_preload(["common.runtime.child", registry_module(registry_ref)])
         self._idle: queue.SimpleQueue[_Child | None] = queue.SimpleQueue()
         self._all: set[_Child] = set()
         self._lock = threading.Lock()

@@ -16,9 +16,9 @@ import uuid
 
 import httpx
 
-from bench.api import free_port
 from tests.api.support import FLOWS
 from tests.support.cluster import REPO, wait_until
+from tests.support.secantus import free_port
 
 TOKEN = "log-lines-token-0123456789"
 
