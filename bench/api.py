@@ -1,4 +1,5 @@
-"""OSS submissions per second through the REST API: one `baton oss` process, HTTP clients in threads."""
+"""OSS submissions per second through the REST API: one `baton oss` process, keep-alive clients
+(bench.http_load) in this process, and the OSS's CPU per submission."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import httpx
 
+from bench.http_load import post_load
+from bench.procstat import usage
 from tests.support.cluster import REPO, wait_until
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -43,26 +44,21 @@ def submissions(
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _ready(base), 30, "OSS ready")
-        counts = [0] * clients
-        stop = threading.Event()
-
-        def client(index: int) -> None:
-            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-                while not stop.is_set():
-                    response = http.post("/api/v1/tasks", json={"task_type": "bench", "parameters": {}})
-                    if response.status_code == 201:
-                        counts[index] += 1
-
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-        started = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        time.sleep(seconds)
-        stop.set()
-        for thread in threads:
-            thread.join()
-        elapsed = time.perf_counter() - started
-        return {"submissions_per_second": sum(counts) / elapsed, "clients": clients, "seconds": elapsed}
+        body = {"task_type": "bench", "parameters": {}}
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        post_load(port, "/api/v1/tasks", body, headers, clients=clients, seconds=min(1.0, seconds))  # warm-up
+        before = usage(server.pid)
+        load = post_load(port, "/api/v1/tasks", body, headers, clients=clients, seconds=seconds)
+        after = usage(server.pid)
+        created = load["by_status"].get(201, 0)
+        spent = after.cpu_seconds - before.cpu_seconds if before and after else float("nan")
+        return {
+            "submissions_per_second": created / load["seconds"],
+            "oss_cpu_ms_per_submission": 1000 * spent / max(1, created),
+            "refused": sum(n for status, n in load["by_status"].items() if status != 201),
+            "clients": clients,
+            "seconds": load["seconds"],
+        }
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -64,7 +64,7 @@ def mongo_throughput(
         **one,
         "idle": idle,
         "loaded": loaded,
-        "submissions_per_second": rest["submissions_per_second"],
+        "rest": rest,
         "rss": rss,
         "two_per_module": two,
     }

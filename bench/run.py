@@ -62,6 +62,11 @@ def _rss_row(label: str, points: list[tuple[int, int]]) -> list[tuple[str, str, 
              f"{(last[1] - first[1]) / 2**20:+.1f} MiB from the first tenth to the last")]
 
 
+def _rest_note(api: dict) -> str:
+    refused = f"; {api['refused']} answers not 201" if api["refused"] else ""
+    return f"OSS CPU {api['oss_cpu_ms_per_submission']:.2f} ms per submission{refused}"
+
+
 def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
     tasks = int(os.environ.get("BATON_BENCH_MONGO_TASKS", "500"))
     if tasks <= 0:
@@ -85,7 +90,8 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
         ("baton on Mongo: latency, idle", f"p50 {idle['p50_ms']:.1f} ms", f"p99 {idle['p99_ms']:.1f} ms"),
         (f"baton on Mongo: latency, under load ({loaded['background_tasks_per_second']:.0f} tasks/s)",
          f"p50 {loaded['p50_ms']:.1f} ms", f"p99 {loaded['p99_ms']:.1f} ms"),
-        ("baton on Mongo: OSS submissions through the REST API", f"{result['submissions_per_second']:.0f} /s", ""),
+        ("baton on Mongo: OSS submissions through the REST API", f"{result['rest']['submissions_per_second']:.0f} /s",
+         _rest_note(result["rest"])),
     ]
     rows += _rss_row("baton on Mongo: largest module RSS", result["rss"])
     two = result["two_per_module"]
@@ -144,7 +150,7 @@ def main() -> None:
         rows.append((f"one task, the same {fan['items']} steps as a line", f"{fan['line_seconds']:.2f} s", ""))
         api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
-                     f"{api['submissions_per_second']:.0f} /s", ""))
+                     f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))
     print()
     print(f"baton benchmark: {os.cpu_count()} cores, RabbitMQ and SQLite on this machine, no-op commands")
     width = max(len(r[0]) for r in rows)
