@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,14 +13,9 @@ import httpx
 from bench.http_load import post_load
 from bench.procstat import usage
 from tests.support.cluster import REPO, wait_until
+from tests.support.ports import free_port
 
 TOKEN = "bench-token-0123456789abcdef"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def submissions(

@@ -31,7 +31,8 @@ from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.generation.modes import GenerationMode
 
 from tests.api.support import OPERATOR, READER, SUBMITTER, auth
-from tests.deploy.support import clean_env, free_port
+from tests.deploy.support import clean_env
+from tests.support.ports import free_port
 from tests.support.cluster import wait_until
 
 load_all_checks()

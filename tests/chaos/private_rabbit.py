@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Self
 
+from tests.support.ports import free_port
+
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 60.0
 
@@ -50,12 +52,6 @@ def rabbitmq_bin_dir() -> Path | None:
         if server.is_file() and ctl.is_file() and os.path.realpath(server).endswith("rabbitmq-server"):
             return directory
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def pid_alive(pid: int) -> bool:

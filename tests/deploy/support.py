@@ -7,7 +7,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,18 +20,13 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.cluster import wait_until
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "deploy" / "entrypoint.sh"
 BIN = Path(sys.executable).parent  # where `baton` and `python` of this environment are
 TOKEN = "deploy-test-token-0123456789abcdef"
 TOKENS = f"tester:{TOKEN}:operator"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def clean_env(**settings: str) -> dict[str, str]:

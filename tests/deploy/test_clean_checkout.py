@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.support import REPO, TOKEN_LINE, URL_LINE, free_port, http
+from tests.deploy.support import REPO, TOKEN_LINE, URL_LINE, http
+from tests.support.ports import free_port
 from tests.support.cluster import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

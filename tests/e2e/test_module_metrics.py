@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 import pytest
@@ -11,14 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from common.statuses import TaskStatus
 from tests.e2e.conftest import ENGINE_FLOWS
 from tests.support.cluster import Cluster
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port: int) -> dict[tuple, float]:

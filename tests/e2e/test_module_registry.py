@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from tests.deploy.support import TOKEN, TOKENS, free_port, http
+from tests.deploy.support import TOKEN, TOKENS, http
+from tests.support.ports import free_port
 from tests.support.cluster import REPO, Cluster, wait_until
 
 THRESHOLD = 3.0

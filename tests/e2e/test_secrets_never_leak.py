@@ -7,7 +7,6 @@ every API answer and the CLI's output is searched for it: zero hits."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 
 from tests.e2e.test_modules import HookServer
 from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.ports import free_port
 from tests.support.webhook_receiver import WebhookReceiver
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
@@ -36,12 +36,6 @@ task_types:
         normal:   {module: vault, command: connect}
         rollback: {module: vault, command: disconnect}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

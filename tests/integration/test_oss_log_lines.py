@@ -18,7 +18,7 @@ import httpx
 
 from tests.api.support import FLOWS
 from tests.support.cluster import REPO, wait_until
-from tests.support.secantus import free_port
+from tests.support.ports import free_port
 
 TOKEN = "log-lines-token-0123456789"
 

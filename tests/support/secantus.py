@@ -25,7 +25,6 @@ import contextlib
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from tests.support.ports import free_port
 from tests.support.services import require
 
 START_TIMEOUT = 60.0
@@ -41,12 +41,6 @@ START_TIMEOUT = 60.0
 
 def available() -> bool:
     return importlib.util.find_spec("secantus") is not None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class SecantusServer:
