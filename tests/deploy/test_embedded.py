@@ -20,10 +20,10 @@ from tests.deploy.support import (
     TOKENS,
     URL_LINE,
     clean_env,
-    free_port,
     http,
 )
 from tests.support.cluster import wait_until
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

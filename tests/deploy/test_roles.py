@@ -15,13 +15,13 @@ from tests.deploy.support import (
     TOKENS,
     Roles,
     clean_env,
-    free_port,
     grew,
     http,
     scrape,
     wait_task_final,
 )
 from tests.support.cluster import wait_until
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
