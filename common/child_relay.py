@@ -2,7 +2,8 @@
 
 A `publish` entry goes to the broker; these go to the store: create the child (`start_child`),
 tell the parent how its child ended (`child_finished`), roll a child back (`undo_child`), cancel
-it (`cancel_child`). Each is idempotent (a child created twice is one task; a conclusion or an
+it (`cancel_child`), pause or resume it with its parent (`pause_child`, `resume_child`). Each is
+idempotent (a child created twice is one task; a conclusion or an
 undo already applied is refused), so the sweeper's relay may repeat any of them after a crash.
 """
 
@@ -17,10 +18,19 @@ from common.errors import DuplicateTask, StoreError
 from common.models import OutboxEntry, Task
 from common.notifications import add_notifications
 from common.operator_actions import cancel, retry_rollback
+from common.operator_flow import pause, resume
 from common.statuses import TaskStatus
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.subflows import CANCEL_CHILD, CHILD_FINISHED, START_CHILD, UNDO_CHILD, child_finished_entry
+from common.subflows import (
+    CANCEL_CHILD,
+    CHILD_FINISHED,
+    PAUSE_CHILD,
+    RESUME_CHILD,
+    START_CHILD,
+    UNDO_CHILD,
+    child_finished_entry,
+)
 from common.task_runs import Refusal, Timing
 from common.task_waits import TASK_FINISHED
 from common.wait_transitions import awaited_finished
@@ -35,7 +45,8 @@ class ChildRelay:
         self._flush = flush  # publishes what a change here put in the changed task's outbox
 
     def apply(self, task_id: str, entry: OutboxEntry) -> bool:
-        """Apply one entry; False when the store failed (the entry stays for the relay)."""
+        """Apply one entry; False when it could not be yet (the store failed, or the child it
+        pauses or resumes is not created yet): the entry stays for the relay."""
         body = entry.Body
         try:
             if entry.Kind == START_CHILD:
@@ -45,8 +56,14 @@ class ChildRelay:
             elif entry.Kind == UNDO_CHILD:
                 self._change(body["TaskId"], lambda t: self._undo(t, body))
             elif entry.Kind == CANCEL_CHILD:
-                self._change(body["TaskId"], lambda t: cancel(
-                    t, f"parent {body['ParentTaskId']}", f"{body['Actor']}: {body['Reason']}", self._timing()))
+                self._change(body["TaskId"], lambda t: cancel(t, _parent(body), _why(body), self._timing()))
+            elif entry.Kind in (PAUSE_CHILD, RESUME_CHILD):
+                if self._store.get(body["TaskId"]) is None:
+                    return False  # its start_child is still owed: the relay applies this after it
+                if entry.Kind == PAUSE_CHILD:
+                    self._change(body["TaskId"], lambda t: pause(t, _parent(body), _why(body), self._timing()))
+                else:
+                    self._change(body["TaskId"], lambda t: _resume_if_paused_by_parent(t, body, self._timing()))
             elif entry.Kind == TASK_FINISHED:  # a task waiting for this one (common.task_waits)
                 self._change(body["TaskId"], lambda t: awaited_finished(
                     t, body["AwaitedTaskId"], TaskStatus(body["Status"]), self._timing()))
@@ -85,3 +102,20 @@ class ChildRelay:
             log.info("child entry already applied", task_id=task_id, reason=changed.reason)
             return
         self._flush(changed)
+
+
+def _parent(body: dict) -> str:
+    """The actor a parent's action is recorded with on its child."""
+    return f"parent {body['ParentTaskId']}"
+
+
+def _why(body: dict) -> str:
+    return f"{body['Actor']}: {body['Reason']}"
+
+
+def _resume_if_paused_by_parent(child: Task, body: dict, timing: Timing) -> Task | Refusal:
+    """A parent's resume lifts only the pause it passed on: an operator's own pause of the child
+    stays until they resume it."""
+    if child.Paused is None or child.Paused.Actor != _parent(body):
+        return Refusal("not paused by its parent")
+    return resume(child, _parent(body), _why(body), timing)

@@ -6,8 +6,10 @@
   not a new unit: it may still come); a first dispatch nobody claimed yet is withdrawn (its run
   and outbox entry removed, so a late delivery is refused by the claim) and its unit waits
   again. A pause holds the flow forward only: a task that rolls back (a failure, a cancel, its
-  deadline) drops it, since undoing is never held up.
-- resume: clears `Paused` and dispatches whatever became ready meanwhile.
+  deadline) drops it, since undoing is never held up. A sub-flow step's child is paused too
+  (a `pause_child` outbox entry), so "no new step starts" holds for the whole operation.
+- resume: clears `Paused` and dispatches whatever became ready meanwhile; a child the pause
+  paused is resumed (`resume_child`), one an operator paused by itself stays paused.
 - skip: an operator marks a unit `operator_skipped`; the flow goes on as if it had succeeded
   (its dependents start; it has no output; nothing of it is rolled back). Two moments fit,
   because a unit that fails for good starts the task's rollback at once:
@@ -27,6 +29,7 @@ from common.operator_actions import new_generation
 from common.routing import Unit, unit_state
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.step_locks import release_unit
+from common.subflows import PAUSE_CHILD, RESUME_CHILD, hold_child_entry
 from common.task_runs import (
     IdFactory,
     Refusal,
@@ -62,6 +65,7 @@ def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
         release_unit(new, run.unit, timing.now)
         set_unit_state(new, run.unit, StepState.WAITING)
         record(new, timing.now, "withdrawn", run, actor=actor, message="paused before anyone claimed it")
+    _tell_children(new, PAUSE_CHILD, actor, reason, timing.now)
     return new
 
 
@@ -72,8 +76,17 @@ def resume(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     new = task.clone()
     new.Paused = None
     record(new, timing.now, "resumed", actor=actor, message=reason)
+    _tell_children(new, RESUME_CHILD, actor, reason, timing.now)
     advance(new, timing, actor, ids)
     return new
+
+
+def _tell_children(task: Task, kind: str, actor: str, reason: str, now: float) -> None:
+    """In place: a pause or resume entry for each child a sub-flow run waits for (the child
+    relay applies it to the child, common.child_relay)."""
+    for run in task.Runs:
+        if run.State is RunState.WAITING_CHILD and run.Phase is Phase.NORMAL:
+            task.Outbox.append(hold_child_entry(task, run, kind, actor, reason, now))
 
 
 def skip(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id, *,

@@ -19,6 +19,8 @@ START_CHILD = "start_child"
 CHILD_FINISHED = "child_finished"
 UNDO_CHILD = "undo_child"
 CANCEL_CHILD = "cancel_child"
+PAUSE_CHILD = "pause_child"
+RESUME_CHILD = "resume_child"
 PUBLISH = "publish"
 
 
@@ -63,6 +65,15 @@ def cancel_child_entry(task: Task, run: Run, actor: str, reason: str, now: float
     step = task.Steps[run.Cursor]
     body = {"TaskId": step.ChildTaskId, "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
     return OutboxEntry(DispatchId=f"{run.DispatchId}:cancel", Kind=CANCEL_CHILD, Body=body, DueAt=now)
+
+
+def hold_child_entry(task: Task, run: Run, kind: str, actor: str, reason: str, now: float) -> OutboxEntry:
+    """A parent's pause (PAUSE_CHILD) or resume (RESUME_CHILD) passed on to the child its run
+    waits for. The version makes each its own entry: pause, resume, pause again are three."""
+    assert kind in (PAUSE_CHILD, RESUME_CHILD)
+    step = task.Steps[run.Cursor]
+    body = {"TaskId": step.ChildTaskId, "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
+    return OutboxEntry(DispatchId=f"{run.DispatchId}:{kind}:v{task.Version}", Kind=kind, Body=body, DueAt=now)
 
 
 def child_finished_entry(child: Task, now: float) -> OutboxEntry:

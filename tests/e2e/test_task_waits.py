@@ -7,6 +7,8 @@ processes on the real RabbitMQ (SQLite store, or MongoDB on SecantusDB with BATO
 - After another task: the waiter starts once that task succeeded (woken through the outbox of
   the module that committed the awaited task's end, not by the sweeper's recheck, minutes away),
   and never starts when it failed.
+- A pause of a task whose sub-flow step runs: its child is paused too (its running step
+  finishes, the next does not start), and resuming the parent resumes the child.
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ task_types:
       - name: c
         normal:   {module: resource, command: step_c}
         rollback: {module: resource, command: undo_c}
+  napper_parent:
+    steps:
+      - name: sub
+        flow: napper
+        inputs: {nap_seconds: nap_seconds}
   quick:
     steps:
       - name: a
@@ -119,3 +126,29 @@ def test_a_task_after_one_that_fails_is_rolled_back_without_starting(cluster):
                                  "ended ROLLED_BACK: not started")  # fmt: skip
     assert ended.Steps[0].State is StepState.WAITING and ended.Steps[0].Attempts == 0
     wait_until(lambda: not cluster.store.get(second.TaskId).Outbox, 5, "nothing owed")
+
+
+def test_pausing_a_parent_pauses_its_running_child_and_resuming_resumes_it(cluster):
+    parent_id = cluster.submit("napper_parent", nap_seconds=1.5).TaskId
+    child_id = f"{parent_id}.0"
+
+    def child_napping() -> bool:
+        child = cluster.store.get(child_id)
+        return child is not None and child.Steps[0].State is StepState.RUNNING
+
+    wait_until(child_napping, 15, "the child's first step running")
+    cluster.service.actions.apply("pause", parent_id, "olga", "db host patching")
+    # The pause reaches the child at once (the OSS flushes the parent's outbox); the child's
+    # running step finishes, and its next one does not start.
+    wait_until(lambda: cluster.store.get(child_id).Steps[0].State is StepState.SUCCEEDED, 15, "nap done")
+    time.sleep(1.0)
+    child = cluster.store.get(child_id)
+    assert child.Paused is not None and child.Paused.Actor == f"parent {parent_id}"
+    assert child.Paused.Reason == "olga: db host patching"
+    assert child.Steps[1].State is StepState.WAITING and child.TaskStatus is TaskStatus.RUNNING
+    cluster.service.actions.apply("resume", parent_id, "olga", "patched")
+    parent = cluster.wait_final(parent_id, 30)
+    child = cluster.store.get(child_id)
+    assert parent.TaskStatus is TaskStatus.SUCCESS and child.TaskStatus is TaskStatus.SUCCESS
+    assert ("resumed", f"parent {parent_id}") in events(child)
+

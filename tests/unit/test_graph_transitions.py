@@ -431,6 +431,69 @@ def test_cancelling_a_parent_cancels_its_running_child_and_both_roll_back(sim):
     assert rollback_violations(parent) == [] and rollback_violations(child) == []
 
 
+def _parent_with_its_child_running(sim, task_id):
+    """A parent whose sub-flow step's child has its first step claimed (and not finished)."""
+    steps = [make_step("a"), sub_flow_step("sub", [make_step("x"), make_step("y")]), make_step("z")]
+    simulator = sim()
+    simulator.submit(new(steps, {"name": "n1"}, task_id=task_id))
+    while simulator.store.get(f"{task_id}.1") is None or not simulator.claimed:
+        simulator.step(0)
+    return simulator
+
+
+def test_pausing_a_parent_pauses_its_child_and_resuming_it_resumes_the_child(sim):
+    from common.operator_flow import pause, resume
+
+    simulator = _parent_with_its_child_running(sim, "p8")
+    parent = mutate(simulator.store, "p8", lambda t: pause(t, "op", "db patching", Timing(2000.0), ids=IDS))
+    assert parent.Outbox[-1].Kind == "pause_child"
+    simulator.flush(parent)
+    run_all(simulator)  # the child's claimed step finishes; its next one must not start
+    child = simulator.store.get("p8.1")
+    assert child.Paused is not None and child.Paused.Actor == "parent p8" and "db patching" in child.Paused.Reason
+    assert child.TaskStatus is TaskStatus.RUNNING and [s.State for s in child.Steps] == [StepState.SUCCEEDED, StepState.WAITING]
+    parent = mutate(simulator.store, "p8", lambda t: resume(t, "op", "patched", Timing(3000.0), ids=IDS))
+    assert parent.Outbox[-1].Kind == "resume_child"
+    simulator.flush(parent)
+    run_all(simulator)
+    parent, child = simulator.store.get("p8"), simulator.store.get("p8.1")
+    assert child.Paused is None and child.TaskStatus is TaskStatus.SUCCESS
+    assert parent.TaskStatus is TaskStatus.SUCCESS
+
+
+def test_a_parents_resume_leaves_a_child_an_operator_paused_by_itself(sim):
+    from common.operator_flow import pause, resume
+
+    simulator = _parent_with_its_child_running(sim, "p9")
+    mutate(simulator.store, "p9.1", lambda t: pause(t, "olga", "looking at it", Timing(1500.0), ids=IDS))
+    parent = mutate(simulator.store, "p9", lambda t: pause(t, "op", "window", Timing(2000.0), ids=IDS))
+    simulator.flush(parent)  # the child is paused already: the parent's pause is refused there
+    parent = mutate(simulator.store, "p9", lambda t: resume(t, "op", "window over", Timing(3000.0), ids=IDS))
+    simulator.flush(parent)
+    run_all(simulator)
+    child = simulator.store.get("p9.1")
+    assert child.Paused is not None and child.Paused.Actor == "olga"
+    assert simulator.store.get("p9").TaskStatus is TaskStatus.RUNNING
+
+
+def test_a_parents_pause_waits_in_its_outbox_until_the_child_exists(tmp_path):
+    from common.child_relay import ChildRelay
+    from common.operator_flow import pause
+
+    store = SqliteStore(tmp_path / "t.db")
+    steps = [sub_flow_step("sub", [make_step("x")])]
+    parent = new(steps, {"name": "n"}, task_id="p10")
+    store.insert(parent)
+    paused = mutate(store, "p10", lambda t: pause(t, "op", "window", Timing(2000.0), ids=IDS))
+    relay = ChildRelay(store, lambda: Timing(2000.0), lambda task: None)
+    pause_entry = paused.Outbox[-1]
+    assert pause_entry.Kind == "pause_child"
+    assert relay.apply("p10", pause_entry) is False  # no child yet: the relay tries again later
+    assert relay.apply("p10", paused.Outbox[0]) is True  # start_child
+    assert relay.apply("p10", pause_entry) is True
+    assert store.get("p10.0").Paused is not None
+
+
 def test_retry_rollback_of_a_parent_retries_its_childs_failed_rollback(sim):
     from common.operator_actions import retry_rollback
 
