@@ -7,11 +7,14 @@ common.transitions.
   ready roots dispatch, in the same change.
 - `release_on_finish`: the task's final change gives the lock back (an outbox entry), or, when
   its rollback failed, keeps it until an operator ends the task.
+- `defer_lock` / `request_deferred_lock`: a task that also waits for another task (`after_task`)
+  asks for its lock only once that task succeeded: waiting in the lock's line, or holding a
+  slot, while it could not start anyway would keep out tasks that could.
 """
 
 from __future__ import annotations
 
-from common.locks import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, RELEASED, WAITING
+from common.locks import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
 from common.models import OutboxEntry, Task, TaskLock, WaitCondition
 from common.statuses import TaskStatus
 from common.task_runs import IdFactory, Refusal, Timing, drop_outbox, new_id, record
@@ -27,6 +30,17 @@ def request_lock(task: Task, key: str, limit: int, now: float, due_at: float | N
     task.Outbox.append(OutboxEntry(DispatchId=acquire_id(task), Kind=LOCK_ACQUIRE, Body=body,
                                    DueAt=now if due_at is None else due_at))
     record(task, now, "lock_waiting", actor="oss", message=f"waiting for lock {key} (limit {limit})")
+
+
+def defer_lock(task: Task, key: str, limit: int) -> None:
+    """In place: the task will ask for `key` later (request_deferred_lock); nothing asked now."""
+    task.Lock = TaskLock(Key=key, Limit=limit, State=PENDING)
+
+
+def request_deferred_lock(task: Task, now: float, due_at: float | None = None) -> None:
+    """In place: a deferred lock is asked for now, or at `due_at` (the awaited task succeeded)."""
+    if task.Lock is not None and task.Lock.State == PENDING:
+        request_lock(task, task.Lock.Key, task.Lock.Limit, now, due_at=due_at)
 
 
 def acquire_id(task: Task) -> str:
@@ -71,6 +85,9 @@ def release_on_finish(task: Task, now: float) -> None:
     """In place, from the task's final change: give the lock back, or keep it (rollback failed)."""
     lock = task.Lock
     if lock is None or lock.State == RELEASED:
+        return
+    if lock.State == PENDING:  # never asked for: nothing to give back
+        lock.State = RELEASED
         return
     if task.WaitingFor is not None and task.WaitingFor.Kind == LOCK_WAIT:
         task.WaitingFor = None  # cancelled while waiting: it leaves the line

@@ -24,6 +24,9 @@ LOCK_RELEASE = "lock_release"
 LOCK_KINDS = frozenset({LOCK_ACQUIRE, LOCK_RELEASE})
 
 WAITING, HELD, KEPT, RELEASED = "waiting", "held", "kept", "released"
+# Not asked for yet: the task waits for another task first (`after_task`), and asks for its lock
+# once that one succeeded, so it never holds a slot while it cannot start.
+PENDING = "pending"
 # A task in one of these is done with its lock: a holder left behind by a crash is reclaimed.
 # ROLLBACK_FAILED is not one: its lock is KEPT until an operator ends the task.
 RELEASING_STATUSES = frozenset({TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK})

@@ -205,7 +205,8 @@ class HistoryEvent(_Doc):
 
 class TaskLock(_Doc):
     """The lock a task takes before its first step (common/locks.py): its rendered key, the
-    limit, and where the task stands: waiting, held, kept (its rollback failed: held until an
+    limit, and where the task stands: pending (it waits for another task first and asks for the
+    lock after that one succeeded), waiting, held, kept (its rollback failed: held until an
     operator ends the task) or released."""
 
     Key: str
@@ -235,6 +236,8 @@ class WaitCondition(_Doc):
     # Kind "task": when the sweeper looks at the awaited task again, a safety net under the
     # outbox wake-up (common/task_waits.py).
     RecheckAt: float | None = None
+    # Kind "task": the submission's start_at, kept for when the wait ends (not before it).
+    StartAt: float | None = None
 
 
 class OperatorRequest(_Doc):

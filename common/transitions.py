@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.advance import advance, conclude, dispatch, with_delay
-from common.lock_transitions import request_lock
+from common.lock_transitions import defer_lock, request_lock
 from common.models import ParentLink, Run, Step, StepMessage, Task
 from common.routing import unit_state
 from common.task_waits import overdue, waiting_for_task
@@ -101,8 +101,10 @@ def create_task(
     if deadline_seconds is not None:  # its clock runs from when it may start (DESIGN.md sec. 10)
         task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
     if after_task is not None:  # nothing dispatches until that task succeeds (common.task_waits)
-        task.WaitingFor = waiting_for_task(after_task, timing.now)
-    if lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`
+        task.WaitingFor = waiting_for_task(after_task, timing.now, start_at)
+    if lock is not None and after_task is not None:  # asked for once that task succeeded
+        defer_lock(task, lock[0], lock[1])
+    elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`
         request_lock(task, lock[0], lock[1], timing.now, due_at=due)
     advance(task, timing, "oss", ids, due_at=due)
     return task

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from common.advance import advance, enter_rollback
+from common.lock_transitions import request_deferred_lock
 from common.models import Task
 from common.statuses import FINAL_STATUSES, TaskStatus
 from common.task_runs import IdFactory, Refusal, Timing, new_id, record
@@ -21,13 +22,18 @@ def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Ti
     if not awaits(task, awaited_id):
         return Refusal(f"not waiting for task {awaited_id} (woken already)")
     new = task.clone()
+    assert new.WaitingFor is not None
+    start_at = new.WaitingFor.StartAt  # submitted with a start_at too: not before it
+    due = max(timing.now, start_at) if start_at is not None else None
     new.WaitingFor = None
     failure = awaited_outcome(awaited_id, status)
     record(new, timing.now, "awaited_task_ended", actor="oss", message=f"task {awaited_id} ended {status.name}")
     if failure is not None:
         new.TaskMessage = failure
         enter_rollback(new, timing, "oss")
-    advance(new, timing, "oss", ids)
+    else:
+        request_deferred_lock(new, timing.now, due_at=due)  # a lock too: asked for now (or at start_at)
+    advance(new, timing, "oss", ids, due_at=due)
     return new
 
 

@@ -96,8 +96,6 @@ class TaskService:
                 return _repeat(existing, *request)
         awaited = self._waits.awaited(after_task) if after_task is not None else None
         lock = _lock_of(flow, check.parameters)
-        if awaited is not None and lock is not None:  # both would use WaitingFor: not combined yet
-            raise InvalidParameters([("after_task", f"task type {task_type} takes a lock: it cannot wait for a task too (yet)")])
         task = create_task(
             lock=lock,
             task_type=task_type,

@@ -168,7 +168,7 @@ class TaskSummary(BaseModel):
     CancelRequested: OperatorRequest | None
     ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
     WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key)")
-    Lock: TaskLock | None = Field(None, description="Its task type's lock: key, limit, waiting|held|kept|released")
+    Lock: TaskLock | None = Field(None, description="Its task type's lock: key, limit, pending|waiting|held|kept|released")
 
 
 class TaskPage(BaseModel):

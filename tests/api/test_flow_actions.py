@@ -123,7 +123,7 @@ def test_after_an_unknown_task_is_404_naming_the_field(api: Api) -> None:
     assert [f["path"] for f in response.json()["error"]["fields"]] == ["after_task"]
 
 
-def test_pause_holds_a_task_that_waits_for_its_lock_and_after_task_is_refused_with_a_lock(tmp_path) -> None:
+def test_pause_holds_a_task_that_waits_for_its_lock_and_after_task_combines_with_a_lock(tmp_path) -> None:
     from fastapi.testclient import TestClient
 
     from tests.api.support import open_api
@@ -141,8 +141,20 @@ def test_pause_holds_a_task_that_waits_for_its_lock_and_after_task_is_refused_wi
         assert held.WaitingFor is None and held.Lock.State == "held" and held.Runs == []
         resumed = api.act(second, "resume", "go").json()
         assert len(resumed["Runs"]) == 1
-        refused = client.post("/api/v1/tasks", headers=auth(), json={
-            "task_type": "exclusive", "parameters": {"cluster": "us"}, "after_task": first})
-        assert refused.status_code == 422 and refused.json()["error"]["fields"][0]["path"] == "after_task"
+        # A task type with a lock, after another task: it asks for the lock only once that task
+        # succeeded, so it takes no place in the lock's line while it could not start.
+        third = api.create("exclusive", parameters={"cluster": "eu"}, after_task=second)["task_id"]
+        waiting = api.get(f"/api/v1/tasks/{third}").json()
+        assert waiting["WaitingFor"]["Kind"] == "task" and waiting["Lock"]["State"] == "pending"
+        (busy,) = api.get("/api/v1/locks").json()["items"]
+        assert [h["task_id"] for h in busy["holders"]] == [second] and busy["waiters"] == []
+        api.step(second)  # it ends: the lock comes free and the waiter is woken
+        _flush(api, second)
+        _flush(api, third)  # its wake-up asked for the lock; the lock relay granted it
+        started = api.store.get(third)
+        assert started.WaitingFor is None and started.Lock.State == "held" and len(started.Runs) == 1
+        api.step(third)
+        _flush(api, third)
+        assert api.store.get(third).TaskStatus is TaskStatus.SUCCESS and api.get("/api/v1/locks").json()["items"] == []
     store.close()
     broker.close()

@@ -116,3 +116,28 @@ def test_the_sweeper_rechecks_a_wait_later():
     assert waiter.SweepAt == waiter.WaitingFor.RecheckAt
     later = recheck_later(waiter, "first", Timing(500.0))
     assert later.WaitingFor.RecheckAt > 500.0 and later.WaitingFor.Since == 100.0
+
+
+def test_a_start_at_given_with_after_task_still_holds_when_the_wait_ends_sooner():
+    waiter = new(after_task="first", start_at=4000.0)
+    assert waiter.WaitingFor.StartAt == 4000.0 and waiter.Outbox == []
+    woken = awaited_finished(waiter, "first", TaskStatus.SUCCESS, Timing(300.0), ids=IDS)
+    assert [e.DueAt for e in woken.Outbox] == [4000.0]  # not at 300: the submission said 4000
+    late = awaited_finished(waiter, "first", TaskStatus.SUCCESS, Timing(5000.0), ids=IDS)
+    assert [e.DueAt for e in late.Outbox] == [5000.0]  # the wait ended after it: at once
+
+
+def test_a_task_with_a_lock_and_after_task_asks_for_its_lock_only_when_that_task_succeeded():
+    from common.locks import LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
+    from common.lock_transitions import LOCK_WAIT
+
+    waiter = new(after_task="first", lock=("cluster:eu", 5))
+    assert waiter.Lock.State == PENDING and waiter.WaitingFor.Kind == WAIT_TASK
+    assert waiter.Outbox == []  # no place in the lock's line while it could not start anyway
+    woken = awaited_finished(waiter, "first", TaskStatus.SUCCESS, Timing(300.0), ids=IDS)
+    assert woken.Lock.State == WAITING and woken.WaitingFor.Kind == LOCK_WAIT and woken.Runs == []
+    (ask,) = woken.Outbox
+    assert ask.Kind == LOCK_ACQUIRE and ask.Body["Key"] == "cluster:eu" and ask.Body["Limit"] == 5
+    failed = awaited_finished(waiter, "first", TaskStatus.ROLLED_BACK, Timing(300.0), ids=IDS)
+    assert failed.TaskStatus is TaskStatus.ROLLED_BACK and failed.Lock.State == RELEASED
+    assert [e for e in failed.Outbox if e.Kind in (LOCK_ACQUIRE, LOCK_RELEASE)] == []  # never asked: nothing to give back
