@@ -18,7 +18,7 @@ from common.queues import ALARM_QUEUE
 from common.routing import Unit, plan, unit_state, units
 from common.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
-from common.subflows import child_entry, child_finished_entry
+from common.subflows import child_entry, child_finished_entry, child_task_id
 from common.task_waits import deadline_message, overdue, task_finished_entries
 from common.task_runs import (
     MAX_MESSAGE_PRIORITY,
@@ -227,7 +227,7 @@ def _start_rollback(task: Task, unit: Unit, timing: Timing, actor: str, ids: IdF
         set_unit_state(task, unit, StepState.ROLLING_BACK)
         set_unit_state(task, unit, StepState.ROLLED_BACK)
         record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit,
-               message=f"child task {step.ChildTaskId} rolled itself back")
+               message=f"child task {child_task_id(task, *unit)} rolled itself back")
         return
     state.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
     dispatch(task, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)

@@ -15,7 +15,7 @@ from common.locks import LockKeyError, render_key
 from common.models import NotifyTarget, ParentLink, Step, Task
 from common.routing import unit_state
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.subflows import child_outcome
+from common.subflows import child_outcome, child_task_id
 from common.task_runs import (
     AttemptResult,
     IdFactory,
@@ -68,7 +68,7 @@ def child_finished(parent: Task, body: dict[str, Any], timing: Timing, ids: IdFa
     """The child `body["ChildTaskId"]` ended: conclude the parent's run waiting for it."""
     unit = (body["Cursor"], body.get("Item"))
     step = parent.Steps[unit[0]] if 0 <= unit[0] < len(parent.Steps) else None
-    if step is None or step.ChildTaskId != body["ChildTaskId"]:
+    if step is None or child_task_id(parent, *unit) != body["ChildTaskId"]:
         return Refusal("the parent's step runs another child (a newer generation)")
     waiting = next((r for r in parent.Runs if r.unit == unit and r.State is RunState.WAITING_CHILD), None)
     if waiting is None:
@@ -79,7 +79,10 @@ def child_finished(parent: Task, body: dict[str, Any], timing: Timing, ids: IdFa
     run = next(r for r in new.Runs if r.DispatchId == waiting.DispatchId)
     actor = f"child {child_id}"
     if run.Phase is Phase.NORMAL and status is TaskStatus.SUCCESS:
-        output = {step.Name: body.get("Output") or {}}
+        # A plain step's output goes under its name; an item's is gathered with its siblings'
+        # into that list, in item order, as a command's are (common.advance._absorb_output).
+        output = body.get("Output") or {}
+        output = {step.Name: output} if run.Item is None else output
         conclude(new, run, AttemptResult(ResultCode.OK, output=output), timing, actor, ids)
     elif run.Phase is Phase.NORMAL and status is TaskStatus.ROLLED_BACK:
         # Failed, and clean already: its rollback is recorded as done without running anything.

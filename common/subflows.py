@@ -31,17 +31,24 @@ def child_task_id(task: Task, cursor: int, item: int | None) -> str:
 
 
 def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
-    """What a sub-flow run owes the child: its creation (normal phase) or its undo (rollback)."""
+    """What a sub-flow run owes the child: its creation (normal phase) or its undo (rollback).
+
+    A `for_each` step runs one child per item (`<task>.<step>.<item>`), whose inputs may name
+    `item` and `item_index` besides the parent's parameters, as a command's parameters do."""
     step = task.Steps[run.Cursor]
     template = step.FlowTemplate
     assert template is not None, "a sub-flow step carries its child's template"
+    child_id = child_task_id(task, run.Cursor, run.Item)
+    if run.Phase is Phase.NORMAL and run.Item is None:
+        step.ChildTaskId = child_id  # shown with the step; an item's child is named by its unit
+    body: dict[str, Any] = {"TaskId": child_id, "ParentTaskId": task.TaskId, "DispatchId": run.DispatchId}
     if run.Phase is Phase.NORMAL:
-        step.ChildTaskId = child_task_id(task, run.Cursor, run.Item)
-    body: dict[str, Any] = {"TaskId": step.ChildTaskId, "ParentTaskId": task.TaskId, "DispatchId": run.DispatchId}
-    if run.Phase is Phase.NORMAL:
+        sources = dict(task.Parameters)
+        if run.Item is not None:
+            assert step.Items is not None
+            sources.update(item=step.Items[run.Item].Value, item_index=run.Item)
         parameters = dict(template.Defaults)
-        parameters.update({child: task.Parameters[parent] for child, parent in step.FlowInputs.items()
-                           if parent in task.Parameters})
+        parameters.update({child: sources[parent] for child, parent in step.FlowInputs.items() if parent in sources})
         # Reserved keys (fault injection in tests and drills) reach the child as well.
         parameters.update({k: v for k, v in task.Parameters.items() if k.startswith(RESERVED_PREFIX)})
         body.update(
@@ -62,8 +69,7 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
 
 
 def cancel_child_entry(task: Task, run: Run, actor: str, reason: str, now: float) -> OutboxEntry:
-    step = task.Steps[run.Cursor]
-    body = {"TaskId": step.ChildTaskId, "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
+    body = {"TaskId": child_task_id(task, run.Cursor, run.Item), "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
     return OutboxEntry(DispatchId=f"{run.DispatchId}:cancel", Kind=CANCEL_CHILD, Body=body, DueAt=now)
 
 
@@ -71,8 +77,7 @@ def hold_child_entry(task: Task, run: Run, kind: str, actor: str, reason: str, n
     """A parent's pause (PAUSE_CHILD) or resume (RESUME_CHILD) passed on to the child its run
     waits for. The version makes each its own entry: pause, resume, pause again are three."""
     assert kind in (PAUSE_CHILD, RESUME_CHILD)
-    step = task.Steps[run.Cursor]
-    body = {"TaskId": step.ChildTaskId, "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
+    body = {"TaskId": child_task_id(task, run.Cursor, run.Item), "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
     return OutboxEntry(DispatchId=f"{run.DispatchId}:{kind}:v{task.Version}", Kind=kind, Body=body, DueAt=now)
 
 

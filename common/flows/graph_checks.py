@@ -13,6 +13,9 @@ from common.flows.messages import describe
 from common.flows.problems import Path, Problem, at
 from common.flows.yaml_source import Lines
 
+# What a `for_each` sub-flow step's inputs may name besides the parent's parameters: its item.
+ITEM_SOURCES = ("item", "item_index")
+
 
 def graph_checks(data: dict[str, Any], lines: Lines) -> list[Problem]:
     task_types = _mapping(data.get("task_types"))
@@ -77,8 +80,6 @@ def _for_each(step: dict[str, Any], path: Path, declared: dict[str, Any] | None,
     if not isinstance(name, str):
         return problems
     where = path + ("for_each",)
-    if "flow" in step:
-        problems.append(at(lines.value(where), where, "for_each together with flow is not supported yet"))
     declaration = _mapping(declared).get(name) if declared is not None else None
     if declared is None:
         problems.append(at(lines.value(where), where, f"parameter {describe(name)} is not declared: "
@@ -111,7 +112,8 @@ def _sub_flow(step: dict[str, Any], path: Path, task_types: dict[str, Any], decl
         if child_params is not None and child_name not in child_params:
             problems.append(at(lines.key(key), key, f"task type {describe(flow)} declares no parameter "
                                f"{describe(child_name)} (declared: {', '.join(child_params) or 'none'})"))
-        supplied = declared is None or parent_name in declared or parent_name in names
+        supplied = (declared is None or parent_name in declared or parent_name in names
+                    or ("for_each" in step and parent_name in ITEM_SOURCES))
         if isinstance(parent_name, str) and not supplied:
             problems.append(at(lines.value(key), key, f"the parent cannot supply {describe(parent_name)}: "
                                "it is neither a declared parameter nor a step's name"))

@@ -63,6 +63,15 @@ task_types:
       - name: c
         normal:   {module: resource, command: step_c}
         rollback: {module: resource, command: undo_c}
+  fleet:
+    parameters:
+      labels: {type: array}
+    steps:
+      - name: sub
+        for_each: labels
+        max_parallel: 2
+        flow: leaf
+        inputs: {label: item}
   with_child:
     parameters:
       label: {type: string, default: x}
@@ -158,6 +167,15 @@ def test_a_sub_flow_succeeds_as_a_task_of_its_own(graph_cluster):
     assert child.TaskStatus is TaskStatus.SUCCESS and child.Parent.TaskId == parent.TaskId
     assert child.Parameters["label"] == "l1"
     assert parent.Parameters["sub"] == {"did_leaf": True, "did_c": True}
+
+
+def test_a_for_each_sub_flow_runs_a_child_task_per_item(graph_cluster):
+    parent = graph_cluster.wait_final(graph_cluster.submit("fleet", labels=["l1", "l2", "l3"]).TaskId)
+    assert parent.TaskStatus is TaskStatus.SUCCESS
+    children = [graph_cluster.store.get(f"{parent.TaskId}.0.{i}") for i in range(3)]
+    assert [c.TaskStatus for c in children] == [TaskStatus.SUCCESS] * 3
+    assert [c.Parameters["label"] for c in children] == ["l1", "l2", "l3"]
+    assert parent.Parameters["sub"] == [{"did_leaf": True, "did_c": True}] * 3
 
 
 def test_a_sub_flow_failure_rolls_the_parent_back(graph_cluster):

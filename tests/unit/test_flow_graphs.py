@@ -77,6 +77,15 @@ def test_a_sub_flow_step_carries_its_child_template() -> None:
     assert sub.FlowTemplate.Defaults == {"level": 3} and sub.FlowTemplate.SecretParameters == ["secret"]
 
 
+def test_a_for_each_sub_flow_loads_with_the_item_among_its_inputs() -> None:
+    text = SUB.replace("      name: {type: string}\n", "      name: {type: string}\n      hosts: {type: array}\n")
+    text = text.replace("        flow: child\n        inputs: {who: name}",
+                        "        for_each: hosts\n        max_parallel: 2\n        flow: child\n        inputs: {who: item, level: item_index}")
+    sub = parse_flows(text, "flows.yaml").get("parent").steps[1]
+    assert (sub.ForEach, sub.MaxParallel, sub.Flow) == ("hosts", 2, "child")
+    assert sub.FlowInputs == {"who": "item", "level": "item_index"}
+
+
 def test_nested_sub_flows_load() -> None:
     text = SUB + "  grand:\n    steps:\n      - name: whole\n        flow: parent\n"
     grand = parse_flows(text, "flows.yaml").get("grand").steps[0]
@@ -151,11 +160,15 @@ REFUSALS = {
         ["flows.yaml:19: task_types.parent.steps[1].flow: task type \"child\" requires parameter \"who\": "
          "map it under inputs"],
     ),
-    "for_each together with flow": (
+    "a for_each sub-flow over a parameter that is not a list": (
         SUB.replace("        flow: child", "        for_each: name\n        flow: child"),
-        ["flows.yaml:19: task_types.parent.steps[1].for_each: for_each together with flow is not supported yet",
-         "flows.yaml:19: task_types.parent.steps[1].for_each: parameter \"name\" must be declared type: array "
+        ["flows.yaml:19: task_types.parent.steps[1].for_each: parameter \"name\" must be declared type: array "
          "to fan out over it (it is \"string\")"],
+    ),
+    "inputs naming the item outside a for_each step": (
+        SUB.replace("inputs: {who: name}", "inputs: {who: item}"),
+        ["flows.yaml:20: task_types.parent.steps[1].inputs.who: the parent cannot supply \"item\": it is "
+         "neither a declared parameter nor a step's name"],
     ),
     "a sub-flow step with a command of its own": (
         SUB.replace("        flow: child", "        flow: child\n        normal: {module: m, command: c}"),

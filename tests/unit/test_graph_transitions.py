@@ -431,6 +431,69 @@ def test_cancelling_a_parent_cancels_its_running_child_and_both_roll_back(sim):
     assert rollback_violations(parent) == [] and rollback_violations(child) == []
 
 
+def fan_out_sub_flow(max_parallel=None):
+    """a, then a child task per host (its inputs: the host and its index), then z."""
+    each = sub_flow_step("each", [make_step("x"), make_step("y")])
+    each.ForEach, each.MaxParallel = "hosts", max_parallel
+    each.FlowInputs = {"host": "item", "position": "item_index", "who": "name"}
+    return [make_step("a"), each, make_step("z")]
+
+
+def test_a_for_each_sub_flow_runs_a_child_per_item_and_gathers_their_outputs_in_order(sim):
+    simulator = sim()
+    simulator.submit(new(fan_out_sub_flow(max_parallel=2), {"name": "n1", "hosts": ["h0", "h1", "h2"]}, task_id="pf"))
+    most_at_once = 0
+    while simulator.pending():
+        parent = simulator.store.get("pf")
+        most_at_once = max(most_at_once, len([r for r in parent.Runs if r.State is RunState.WAITING_CHILD]))
+        simulator.step(simulator.pending() - 1)  # the newest first: children interleave
+    parent = simulator.store.get("pf")
+    assert parent.TaskStatus is TaskStatus.SUCCESS and most_at_once == 2  # max_parallel holds for children
+    children = [simulator.store.get(f"pf.1.{i}") for i in range(3)]
+    assert [c.TaskStatus for c in children] == [TaskStatus.SUCCESS] * 3
+    assert [(c.Parameters["host"], c.Parameters["position"], c.Parameters["who"]) for c in children] == [
+        ("h0", 0, "n1"), ("h1", 1, "n1"), ("h2", 2, "n1")]
+    assert [(c.Parent.Cursor, c.Parent.Item) for c in children] == [(1, 0), (1, 1), (1, 2)]
+    assert parent.Parameters["each"] == [{"out_0": None, "out_1": None}] * 3  # each child's own output
+    assert parent.Steps[1].ChildTaskId is None  # an item's child is named by its unit
+
+
+def test_a_failing_item_child_rolls_the_parent_back_and_undoes_the_children_that_succeeded(sim):
+    calls = []
+
+    def second_childs_y_fails(task_type, cursor, item, phase):  # children run one at a time here
+        if task_type == "child" and cursor == 1 and phase is N:
+            calls.append(1)
+            return len(calls) == 2
+        return False
+
+    simulator = sim(second_childs_y_fails)
+    simulator.submit(new(fan_out_sub_flow(max_parallel=1), {"name": "n1", "hosts": ["h0", "h1", "h2"]}, task_id="pg"))
+    run_all(simulator)
+    parent = simulator.store.get("pg")
+    first, second = simulator.store.get("pg.1.0"), simulator.store.get("pg.1.1")
+    assert parent.TaskStatus is TaskStatus.ROLLED_BACK and "child task pg.1.1" in parent.TaskMessage
+    assert first.TaskStatus is TaskStatus.ROLLED_BACK and "undone: parent pg" in first.TaskMessage  # it had succeeded
+    assert second.TaskStatus is TaskStatus.ROLLED_BACK and simulator.store.get("pg.1.2") is None  # never started
+    assert [i.State for i in parent.Steps[1].Items] == [StepState.ROLLED_BACK, StepState.ROLLED_BACK, StepState.WAITING]
+    assert rollback_violations(parent) == [] and rollback_violations(first) == [] and rollback_violations(second) == []
+
+
+def test_cancelling_a_parent_cancels_each_running_item_child(sim):
+    from common.operator_actions import cancel
+
+    simulator = sim()
+    simulator.submit(new(fan_out_sub_flow(), {"name": "n1", "hosts": ["h0", "h1"]}, task_id="ph"))
+    while not (simulator.store.get("ph.1.0") and simulator.store.get("ph.1.1")):
+        simulator.step(0)
+    parent = mutate(simulator.store, "ph", lambda t: cancel(t, "op", "not needed", Timing(2000.0), ids=IDS))
+    assert sorted(e.Body["TaskId"] for e in parent.Outbox if e.Kind == "cancel_child") == ["ph.1.0", "ph.1.1"]
+    simulator.flush(parent)
+    run_all(simulator)
+    assert simulator.store.get("ph").TaskStatus is TaskStatus.ROLLED_BACK
+    assert [simulator.store.get(f"ph.1.{i}").TaskStatus for i in range(2)] == [TaskStatus.ROLLED_BACK] * 2
+
+
 def _parent_with_its_child_running(sim, task_id):
     """A parent whose sub-flow step's child has its first step claimed (and not finished)."""
     steps = [make_step("a"), sub_flow_step("sub", [make_step("x"), make_step("y")]), make_step("z")]
