@@ -65,6 +65,7 @@ class StepItem(UnitState):
 
     Value: Any = None
     Output: dict[str, Any] = Field(default_factory=dict)
+    ChildTaskId: str | None = None  # a for_each sub-flow step: this item's child task
 
 
 class ChildTemplate(_Doc):

@@ -40,7 +40,10 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
     assert template is not None, "a sub-flow step carries its child's template"
     child_id = child_task_id(task, run.Cursor, run.Item)
     if run.Phase is Phase.NORMAL and run.Item is None:
-        step.ChildTaskId = child_id  # shown with the step; an item's child is named by its unit
+        step.ChildTaskId = child_id  # shown with the step (the console links it)
+    elif run.Phase is Phase.NORMAL:
+        assert step.Items is not None
+        step.Items[run.Item].ChildTaskId = child_id  # shown with the item
     body: dict[str, Any] = {"TaskId": child_id, "ParentTaskId": task.TaskId, "DispatchId": run.DispatchId}
     if run.Phase is Phase.NORMAL:
         sources = dict(task.Parameters)

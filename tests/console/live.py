@@ -72,6 +72,14 @@ task_types:
         rollback: {module: mysql, command: undo_d}
       - name: nested
         flow: leaf
+  fleet:
+    description: A child task per node (a for_each sub-flow step).
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: per_node
+        for_each: nodes
+        flow: leaf
   leaf:
     steps:
       - name: leaf

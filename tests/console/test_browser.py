@@ -279,3 +279,16 @@ def test_a_parallel_task_shows_its_flow_as_a_graph_with_each_step_state(page, li
     expect(graph.locator('g.node[data-step="3"]')).to_have_attribute("data-state", "waiting")
     save_screenshot(page, page.shots, "flow-graph-rolled-back")
     assert_clean(page)
+
+
+def test_each_item_of_a_for_each_sub_flow_links_to_its_child_task(page, live):
+    fleet = live.wait_final(live.submit("fleet", nodes=["n0", "n1", "n2"]))
+    sign_in(page, at=f"/console/#/task/{fleet.TaskId}")
+    marks = page.locator('svg.flow-graph g.node[data-step="0"] a.item-link rect.item')
+    expect(marks).to_have_count(3)
+    assert marks.evaluate_all("r => r.map(i => i.dataset.state)") == ["succeeded"] * 3
+    page.locator('svg.flow-graph g.node[data-step="0"] a.item-link').nth(1).click()
+    expect(page.locator(".task-head h1")).to_have_text("leaf")
+    expect(page.locator("section.flow")).to_contain_text(f"A sub-flow of task {fleet.TaskId}")
+    assert page.url.endswith(f"#/task/{fleet.TaskId}.0.1")
+    assert_clean(page)

@@ -455,7 +455,8 @@ def test_a_for_each_sub_flow_runs_a_child_per_item_and_gathers_their_outputs_in_
         ("h0", 0, "n1"), ("h1", 1, "n1"), ("h2", 2, "n1")]
     assert [(c.Parent.Cursor, c.Parent.Item) for c in children] == [(1, 0), (1, 1), (1, 2)]
     assert parent.Parameters["each"] == [{"out_0": None, "out_1": None}] * 3  # each child's own output
-    assert parent.Steps[1].ChildTaskId is None  # an item's child is named by its unit
+    assert parent.Steps[1].ChildTaskId is None  # each item names its own child
+    assert [i.ChildTaskId for i in parent.Steps[1].Items] == ["pf.1.0", "pf.1.1", "pf.1.2"]
 
 
 def test_a_failing_item_child_rolls_the_parent_back_and_undoes_the_children_that_succeeded(sim):

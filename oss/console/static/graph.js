@@ -103,6 +103,10 @@ function detail(step) {
 function itemMarks(items) {
   const size = 6, shown = items.slice(0, 14);
   return svg("g", { class: "items", transform: `translate(${BOX_W - 8 - shown.length * (size + 2)},${BOX_H - 14})` },
-    shown.map((item, i) => svg("rect", { x: i * (size + 2), y: 0, width: size, height: size, rx: 1,
-      class: `item ${stepState(item.State).css}`, "data-item": i, "data-state": item.State })));
+    shown.map((item, i) => {
+      const mark = svg("rect", { x: i * (size + 2), y: 0, width: size, height: size, rx: 1,
+        class: `item ${stepState(item.State).css}`, "data-item": i, "data-state": item.State });
+      // An item of a for_each sub-flow step runs a child task of its own: its mark links to it.
+      return item.ChildTaskId ? svg("a", { href: hashFor("task", item.ChildTaskId), class: "item-link" }, mark) : mark;
+    }));
 }
