@@ -174,8 +174,10 @@ class OutboxEntry(_Doc):
     """What a committed change owes the broker or another task; removed once done.
 
     Kinds (DESIGN.md 7.3): "publish" (Body is a message for Queue), "start_child" (Body is the
-    child task document), "child_finished", "undo_child", "cancel_child" (Body says which task),
-    "webhook" (Body is the payload; Queue the target's Url, "" for the global webhook)."""
+    child task document), "child_finished", "undo_child", "cancel_child", "pause_child",
+    "resume_child", "task_finished" (Body says which task), "lock_acquire", "lock_release" (Body
+    names the key), "webhook" (Body is the payload; Queue the target's Url, "" for the global
+    webhook)."""
 
     DispatchId: str
     Kind: str = "publish"
