@@ -144,27 +144,34 @@ def test_rabbitmq_publishes_in_flight_at_a_forced_close_confirm_or_fail_never_li
     rabbit.declare(queue)
     rabbit.publish(queue, b"warm-up", message_id="warm-up")  # the connection exists
     abandoned = count_abandoned(monkeypatch)
-    tally, stop = Tally(), threading.Event()
+    tally = Tally()
+    # The close must catch publishes in flight (sent, not yet confirmed). On a loaded machine one
+    # may land while every publish waits in the adapter's own queue instead: close again, up to
+    # five rounds. Every round's publishes count for the checks below.
+    for round_no in range(5):
+        stop = threading.Event()
 
-    def keep_publishing(t: int) -> None:
-        n = 0
-        while not stop.is_set():
-            tally.publish(rabbit, queue, f"{t}-{n}")
-            n += 1
+        def keep_publishing(t: int) -> None:
+            n = 0
+            while not stop.is_set():
+                tally.publish(rabbit, queue, f"{round_no}-{t}-{n}")
+                n += 1
 
-    closer = threading.Thread(
-        target=lambda: (
-            time.sleep(0.3),
-            close_connections(vhost_of(rabbitmq_url), wait=False),
-            time.sleep(0.5),
-            stop.set(),
+        closer = threading.Thread(
+            target=lambda: (
+                time.sleep(0.3),
+                close_connections(vhost_of(rabbitmq_url), wait=False),
+                time.sleep(0.5),
+                stop.set(),
+            )
         )
-    )
-    closer.start()
-    run_threads(8, keep_publishing, timeout=LONGEST_PUBLISH + 30)
-    closer.join()
+        closer.start()
+        run_threads(8, keep_publishing, timeout=LONGEST_PUBLISH + 30)
+        closer.join()
+        if sum(abandoned) > 0:
+            break
 
-    assert sum(abandoned) > 0, "no publish was in flight when the connection closed"
+    assert sum(abandoned) > 0, "no publish was in flight when the connection closed, in five rounds"
     assert tally.longest < LONGEST_PUBLISH
     # Every publish reported confirmed is in the queue (some perhaps twice: a publish whose
     # confirm the close swallowed is sent again); nothing arrives that was never published.
