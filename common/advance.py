@@ -19,7 +19,7 @@ from common.routing import Unit, plan, unit_state, units
 from common.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.subflows import child_entry, child_finished_entry, child_task_id
-from common.task_waits import deadline_message, overdue, task_finished_entries
+from common.task_waits import deadline_message, overdue, start_due, task_finished_entries
 from common.task_runs import (
     MAX_MESSAGE_PRIORITY,
     AttemptResult,
@@ -40,7 +40,8 @@ from common.task_runs import (
 
 def advance(task: Task, timing: Timing, actor: str, ids: IdFactory, due_at: float | None = None) -> None:
     """Start whatever the graph makes ready, pass over, or end the task (DESIGN.md sec. 4)."""
-    due = timing.now if due_at is None else due_at
+    # A delayed start holds however the task comes here (created, resumed, woken by another task).
+    due = max(timing.now if due_at is None else due_at, start_due(task, timing.now))
     if overdue(task, timing.now):  # DESIGN.md sec. 10: past its deadline, the task rolls back
         task.TaskMessage = deadline_message(task)
         record(task, timing.now, "deadline_passed", actor=actor, message=task.TaskMessage)

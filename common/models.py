@@ -239,8 +239,6 @@ class WaitCondition(_Doc):
     # Kind "task": when the sweeper looks at the awaited task again, a safety net under the
     # outbox wake-up (common/task_waits.py).
     RecheckAt: float | None = None
-    # Kind "task": the submission's start_at, kept for when the wait ends (not before it).
-    StartAt: float | None = None
 
 
 class OperatorRequest(_Doc):
@@ -294,6 +292,9 @@ class Task(_Doc):
     # Operations (DESIGN.md sec. 10): no new unit starts while Paused or WaitingFor is set; past
     # Deadline (TimeCreate, or the delayed start, plus the type's `deadline`) the task rolls back.
     Paused: OperatorRequest | None = None
+    # A delayed start (the submission's start_at): nothing starts before it, however the task
+    # comes to dispatch (its creation, a resume after a pause, the end of a wait).
+    StartAt: float | None = None
     AwaitedBy: list[str] = Field(default_factory=list)  # tasks whose WaitingFor names this one
     Deadline: float | None = None
     DeadlineSeconds: float | None = None

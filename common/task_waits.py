@@ -31,8 +31,15 @@ def deadline_message(task: Task) -> str:
     return f"deadline passed: the task had {task.DeadlineSeconds:g} s to finish"
 
 
-def waiting_for_task(awaited_id: str, now: float, start_at: float | None = None) -> WaitCondition:
-    return WaitCondition(Kind=WAIT_TASK, TaskId=awaited_id, Since=now, RecheckAt=now + RECHECK_SECONDS, StartAt=start_at)
+def waiting_for_task(awaited_id: str, now: float) -> WaitCondition:
+    return WaitCondition(Kind=WAIT_TASK, TaskId=awaited_id, Since=now, RecheckAt=now + RECHECK_SECONDS)
+
+
+def start_due(task: Task, now: float) -> float:
+    """When a task not started yet may dispatch its first units: now, or its delayed start."""
+    if task.StartAt is not None and task.TaskStatus is TaskStatus.NOT_STARTED:
+        return max(now, task.StartAt)
+    return now
 
 
 def task_finished_entries(task: Task, now: float) -> list[OutboxEntry]:

@@ -98,10 +98,11 @@ def create_task(
     )
     record(task, timing.now, "created", actor="oss")
     due = max(timing.now, start_at) if start_at is not None else timing.now
+    task.StartAt = start_at
     if deadline_seconds is not None:  # its clock runs from when it may start (DESIGN.md sec. 10)
         task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
     if after_task is not None:  # nothing dispatches until that task succeeds (common.task_waits)
-        task.WaitingFor = waiting_for_task(after_task, timing.now, start_at)
+        task.WaitingFor = waiting_for_task(after_task, timing.now)
     if lock is not None and after_task is not None:  # asked for once that task succeeded
         defer_lock(task, lock[0], lock[1])
     elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`

@@ -14,7 +14,7 @@ from common.lock_transitions import request_deferred_lock
 from common.models import Task
 from common.statuses import FINAL_STATUSES, TaskStatus
 from common.task_runs import IdFactory, Refusal, Timing, new_id, record
-from common.task_waits import RECHECK_SECONDS, awaited_outcome, awaits
+from common.task_waits import RECHECK_SECONDS, awaited_outcome, awaits, start_due
 
 
 def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Timing,
@@ -22,9 +22,6 @@ def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Ti
     if not awaits(task, awaited_id):
         return Refusal(f"not waiting for task {awaited_id} (woken already)")
     new = task.clone()
-    assert new.WaitingFor is not None
-    start_at = new.WaitingFor.StartAt  # submitted with a start_at too: not before it
-    due = max(timing.now, start_at) if start_at is not None else None
     new.WaitingFor = None
     failure = awaited_outcome(awaited_id, status)
     record(new, timing.now, "awaited_task_ended", actor="oss", message=f"task {awaited_id} ended {status.name}")
@@ -32,8 +29,9 @@ def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Ti
         new.TaskMessage = failure
         enter_rollback(new, timing, "oss")
     else:
-        request_deferred_lock(new, timing.now, due_at=due)  # a lock too: asked for now (or at start_at)
-    advance(new, timing, "oss", ids, due_at=due)
+        # A lock too: asked for now, or at the delayed start (advance holds the roots till then).
+        request_deferred_lock(new, timing.now, due_at=start_due(new, timing.now))
+    advance(new, timing, "oss", ids)
     return new
 
 

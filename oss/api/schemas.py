@@ -167,7 +167,7 @@ class TaskSummary(BaseModel):
     Labels: dict[str, str]
     CancelRequested: OperatorRequest | None
     ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
-    WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key) or for another task (Kind task, TaskId; StartAt: a start_at given with it)")
+    WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key) or for another task (Kind task, TaskId)")
     Lock: TaskLock | None = Field(None, description="Its task type's lock: key, limit, pending|waiting|held|kept|released")
 
 

@@ -120,7 +120,7 @@ def test_the_sweeper_rechecks_a_wait_later():
 
 def test_a_start_at_given_with_after_task_still_holds_when_the_wait_ends_sooner():
     waiter = new(after_task="first", start_at=4000.0)
-    assert waiter.WaitingFor.StartAt == 4000.0 and waiter.Outbox == []
+    assert waiter.StartAt == 4000.0 and waiter.Outbox == []
     woken = awaited_finished(waiter, "first", TaskStatus.SUCCESS, Timing(300.0), ids=IDS)
     assert [e.DueAt for e in woken.Outbox] == [4000.0]  # not at 300: the submission said 4000
     late = awaited_finished(waiter, "first", TaskStatus.SUCCESS, Timing(5000.0), ids=IDS)
@@ -141,3 +141,17 @@ def test_a_task_with_a_lock_and_after_task_asks_for_its_lock_only_when_that_task
     failed = awaited_finished(waiter, "first", TaskStatus.ROLLED_BACK, Timing(300.0), ids=IDS)
     assert failed.TaskStatus is TaskStatus.ROLLED_BACK and failed.Lock.State == RELEASED
     assert [e for e in failed.Outbox if e.Kind in (LOCK_ACQUIRE, LOCK_RELEASE)] == []  # never asked: nothing to give back
+
+
+def test_a_pause_and_resume_before_a_delayed_start_keep_the_start():
+    from common.operator_flow import resume
+
+    scheduled = new(start_at=4000.0)
+    assert scheduled.Outbox and {e.DueAt for e in scheduled.Outbox} == {4000.0}
+    held = pause(scheduled, "olga", "not yet", Timing(200.0))
+    assert held.Runs == [] and held.Outbox == []  # the scheduled dispatches were withdrawn
+    resumed = resume(held, "olga", "go", Timing(300.0), ids=IDS)
+    assert resumed.Outbox and {e.DueAt for e in resumed.Outbox} == {4000.0}  # not 300: the start holds
+    late = resume(held, "olga", "go", Timing(5000.0), ids=IDS)
+    assert {e.DueAt for e in late.Outbox} == {5000.0}  # resumed after the start: at once
+
