@@ -26,8 +26,12 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
 
 
 def scheduled_for(task: Task, now: float) -> float | None:
-    """When a task submitted with a future start_at begins: its roots' dispatches wait in the
-    outbox until then. None once they are due (or for any other task)."""
+    """When a task submitted with a future start_at begins (`StartAt`, which holds through a
+    pause or a wait for another task). None once it is due (or for any other task)."""
+    if task.StartAt is not None:
+        started = task.TaskStatus is not TaskStatus.NOT_STARTED
+        return None if started or task.StartAt <= now else task.StartAt
+    # A document written before StartAt was kept: its roots' dispatches wait in the outbox.
     pending = {r.DispatchId for r in task.Runs if r.State is RunState.PENDING}
     # A task type with a lock asks for it when the start comes: that entry carries the time.
     pending |= {e.DispatchId for e in task.Outbox if e.Kind == LOCK_ACQUIRE}

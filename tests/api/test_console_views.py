@@ -63,6 +63,8 @@ def test_a_delayed_task_says_when_it_starts(api):
     assert items[delayed]["ScheduledFor"] == later and items[now]["ScheduledFor"] is None
     api.step(now)
     assert api.get(f"/api/v1/tasks/{now}").json()["ScheduledFor"] is None
+    # Paused, its scheduled dispatch is withdrawn; it still says when it will start.
+    assert api.act(delayed, "pause", "not yet").json()["ScheduledFor"] == later
 
 
 def test_search_by_id_prefix_or_text(api):
