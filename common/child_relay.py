@@ -46,7 +46,7 @@ class ChildRelay:
 
     def apply(self, task_id: str, entry: OutboxEntry) -> bool:
         """Apply one entry; False when it could not be yet (the store failed, or the child it
-        pauses or resumes is not created yet): the entry stays for the relay."""
+        cancels, pauses or resumes is not created yet): the entry stays for the relay."""
         body = entry.Body
         try:
             if entry.Kind == START_CHILD:
@@ -55,12 +55,12 @@ class ChildRelay:
                 self._change(body["TaskId"], lambda t: child_finished(t, body, self._timing()))
             elif entry.Kind == UNDO_CHILD:
                 self._change(body["TaskId"], lambda t: self._undo(t, body))
-            elif entry.Kind == CANCEL_CHILD:
-                self._change(body["TaskId"], lambda t: cancel(t, _parent(body), _why(body), self._timing()))
-            elif entry.Kind in (PAUSE_CHILD, RESUME_CHILD):
+            elif entry.Kind in (CANCEL_CHILD, PAUSE_CHILD, RESUME_CHILD):
                 if self._store.get(body["TaskId"]) is None:
                     return False  # its start_child is still owed: the relay applies this after it
-                if entry.Kind == PAUSE_CHILD:
+                if entry.Kind == CANCEL_CHILD:
+                    self._change(body["TaskId"], lambda t: cancel(t, _parent(body), _why(body), self._timing()))
+                elif entry.Kind == PAUSE_CHILD:
                     self._change(body["TaskId"], lambda t: pause(t, _parent(body), _why(body), self._timing()))
                 else:
                     self._change(body["TaskId"], lambda t: _resume_if_paused_by_parent(t, body, self._timing()))

@@ -236,22 +236,28 @@ def test_a_parents_resume_leaves_a_child_an_operator_paused_by_itself(sim):
     assert simulator.store.get("p9").TaskStatus is TaskStatus.RUNNING
 
 
-def test_a_parents_pause_waits_in_its_outbox_until_the_child_exists(tmp_path):
+@pytest.mark.parametrize("action", ["pause", "cancel"])
+def test_a_parents_pause_or_cancel_waits_in_its_outbox_until_the_child_exists(tmp_path, action):
+    """Flushed before the parent's start_child (a relay's order after a crash), the entry must
+    not be dropped as "no such task": the child would then run on, neither paused nor cancelled."""
     from common.child_relay import ChildRelay
+    from common.operator_actions import cancel
     from common.operator_flow import pause
 
     store = SqliteStore(tmp_path / "t.db")
     steps = [sub_flow_step("sub", [make_step("x")])]
     parent = new(steps, {"name": "n"}, task_id="p10")
     store.insert(parent)
-    paused = mutate(store, "p10", lambda t: pause(t, "op", "window", Timing(2000.0), ids=IDS))
+    change = pause if action == "pause" else cancel
+    acted = mutate(store, "p10", lambda t: change(t, "op", "window", Timing(2000.0), ids=IDS))
     relay = ChildRelay(store, lambda: Timing(2000.0), lambda task: None)
-    pause_entry = paused.Outbox[-1]
-    assert pause_entry.Kind == "pause_child"
-    assert relay.apply("p10", pause_entry) is False  # no child yet: the relay tries again later
-    assert relay.apply("p10", paused.Outbox[0]) is True  # start_child
-    assert relay.apply("p10", pause_entry) is True
-    assert store.get("p10.0").Paused is not None
+    entry = acted.Outbox[-1]
+    assert entry.Kind == f"{action}_child"
+    assert relay.apply("p10", entry) is False  # no child yet: the relay tries again later
+    assert relay.apply("p10", acted.Outbox[0]) is True  # start_child
+    assert relay.apply("p10", entry) is True
+    child = store.get("p10.0")
+    assert child.Paused is not None if action == "pause" else child.TaskStatus is TaskStatus.ROLLED_BACK
 
 
 def test_retry_rollback_of_a_parent_retries_its_childs_failed_rollback(sim):
