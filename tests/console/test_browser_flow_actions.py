@@ -50,9 +50,12 @@ def test_pause_then_resume_from_the_console(page, live, tasks):
     give_reason(page, "maintenance over", "resume-dialog")
     expect(page.locator(".banner.ok")).to_contain_text("Resume done")
     expect(page.locator("table.history tr", has_text="resumed")).to_contain_text("maintenance over")
-    # Resumed: the step withdrawn by the pause is dispatched now (not at its start time), and runs.
-    expect(page.locator(".task-head .badge")).to_have_text("Succeeded")
-    assert live.wait_final(task_id).Paused is None
+    # Resumed: the step withdrawn by the pause is dispatched again, at its start time (an hour
+    # away), not at once: a pause and resume lift the operator's hold, not the schedule.
+    expect(page.locator(".task-head .badge")).to_have_text("Scheduled")
+    resumed = live.store.get(task_id)
+    assert resumed.Paused is None and resumed.TaskStatus.name == "NOT_STARTED"
+    assert resumed.Outbox and all(entry.DueAt == resumed.StartAt for entry in resumed.Outbox)
     assert_clean(page)
 
 
