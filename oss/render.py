@@ -77,6 +77,10 @@ def _graph_note(task: Task, index: int) -> str:
         notes.append(f"items {done}/{len(step.Items)} succeeded")
     if step.ChildTaskId:
         notes.append(f"child {step.ChildTaskId}")
+    children = [item.ChildTaskId for item in step.Items or [] if item.ChildTaskId]
+    if children:  # a for_each sub-flow step: a child task per item
+        shown = ", ".join(children) if len(children) <= 3 else f"{children[0]} ... {children[-1]}"
+        notes.append(f"child tasks {shown} ({len(children)})")
     return "  (" + "; ".join(notes) + ")" if notes else ""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from oss.render import branches_line, event_line, task_summary
 from tests.unit.test_graph_transitions import diamond, do, fan_out, new, start
+from tests.unit.test_sub_flow_transitions import sim  # noqa: F401  (a fixture)
 
 
 def test_branches_in_flight_are_listed_per_step_with_their_items():
@@ -26,3 +27,14 @@ def test_the_summary_shows_the_graph_and_event_lines_name_items():
     assert "after b, c" in diamond_summary.splitlines()[4]
     claimed = next(e for e in task.History if e.Event == "claimed" and e.Item == 1)
     assert " step 1 each item 1 (normal, attempt 1)" in event_line(task, claimed)
+
+
+def test_the_summary_names_the_child_task_of_each_item_of_a_for_each_sub_flow(sim):
+    from tests.unit.test_sub_flow_transitions import fan_out_sub_flow, run_all
+
+    simulator = sim()
+    simulator.submit(new(fan_out_sub_flow(), {"name": "n", "hosts": [f"h{i}" for i in range(5)]}, task_id="pr"))
+    run_all(simulator)
+    line = task_summary(simulator.store.get("pr")).splitlines()
+    assert any("child tasks pr.1.0 ... pr.1.4 (5)" in row for row in line), line
+
