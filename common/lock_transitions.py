@@ -18,17 +18,19 @@ from common.locks import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEAS
 from common.models import OutboxEntry, Task, TaskLock, WaitCondition
 from common.statuses import TaskStatus
 from common.task_runs import IdFactory, Refusal, Timing, drop_outbox, new_id, record
+from common.task_waits import start_due
 
 LOCK_WAIT = "lock"  # WaitingFor.Kind
 
 
-def request_lock(task: Task, key: str, limit: int, now: float, due_at: float | None = None) -> None:
-    """In place: the task waits for `key`; the outbox entry asks the lock table for a slot."""
+def request_lock(task: Task, key: str, limit: int, now: float) -> None:
+    """In place: the task waits for `key`; the outbox entry asks the lock table for a slot, at
+    once or at the task's delayed start (common.task_waits.start_due)."""
     task.Lock = TaskLock(Key=key, Limit=limit, State=WAITING)
     task.WaitingFor = WaitCondition(Kind=LOCK_WAIT, Key=key, Since=now)
     body = {"Key": key, "Limit": limit, "TaskId": task.TaskId, "Priority": task.Priority, "Seq": task.TimeCreate}
     task.Outbox.append(OutboxEntry(DispatchId=acquire_id(task), Kind=LOCK_ACQUIRE, Body=body,
-                                   DueAt=now if due_at is None else due_at))
+                                   DueAt=start_due(task, now)))
     record(task, now, "lock_waiting", actor="oss", message=f"waiting for lock {key} (limit {limit})")
 
 
@@ -37,10 +39,10 @@ def defer_lock(task: Task, key: str, limit: int) -> None:
     task.Lock = TaskLock(Key=key, Limit=limit, State=PENDING)
 
 
-def request_deferred_lock(task: Task, now: float, due_at: float | None = None) -> None:
-    """In place: a deferred lock is asked for now, or at `due_at` (the awaited task succeeded)."""
+def request_deferred_lock(task: Task, now: float) -> None:
+    """In place: a deferred lock is asked for (the awaited task succeeded)."""
     if task.Lock is not None and task.Lock.State == PENDING:
-        request_lock(task, task.Lock.Key, task.Lock.Limit, now, due_at=due_at)
+        request_lock(task, task.Lock.Key, task.Lock.Limit, now)
 
 
 def acquire_id(task: Task) -> str:

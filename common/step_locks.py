@@ -14,6 +14,7 @@ from common.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockKeyError
 from common.models import OutboxEntry, Run, Task, UnitLock
 from common.statuses import RunState
 from common.task_runs import Refusal, Timing, publish_entry, record
+from common.unit_parameters import command_parameters
 
 Unit = tuple[int, int | None]
 
@@ -45,11 +46,8 @@ def wait_for_lock(task: Task, run: Run, now: float) -> None:
     """Instead of publishing: the run waits, and the outbox asks the lock table for the key."""
     template = task.Steps[run.Cursor].Lock
     assert template is not None
-    parameters = dict(task.Parameters)
-    if run.Item is not None and task.Steps[run.Cursor].Items:
-        parameters.update(item=task.Steps[run.Cursor].Items[run.Item].Value, item_index=run.Item)  # type: ignore[index]
     try:
-        key = render_key(template.Key, parameters)
+        key = render_key(template.Key, command_parameters(task, run.Cursor, run.Item))  # an item's: with item
     except LockKeyError:
         key = template.Key  # checked by the loader; a parameter left without value keys by the template
     run.State, run.Deadline = RunState.WAITING_LOCK, None

@@ -14,6 +14,7 @@ from typing import Any
 from common.models import OutboxEntry, ParentLink, Run, Task
 from common.flows.parameters import RESERVED_PREFIX
 from common.statuses import Phase, TaskStatus
+from common.unit_parameters import command_parameters
 
 START_CHILD = "start_child"
 CHILD_FINISHED = "child_finished"
@@ -46,10 +47,7 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
         step.Items[run.Item].ChildTaskId = child_id  # shown with the item
     body: dict[str, Any] = {"TaskId": child_id, "ParentTaskId": task.TaskId, "DispatchId": run.DispatchId}
     if run.Phase is Phase.NORMAL:
-        sources = dict(task.Parameters)
-        if run.Item is not None:
-            assert step.Items is not None
-            sources.update(item=step.Items[run.Item].Value, item_index=run.Item)
+        sources = command_parameters(task, run.Cursor, run.Item)  # an item's: with item, item_index
         parameters = dict(template.Defaults)
         parameters.update({child: sources[parent] for child, parent in step.FlowInputs.items() if parent in sources})
         # Reserved keys (fault injection in tests and drills) reach the child as well.
@@ -72,7 +70,7 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
 
 
 def cancel_child_entry(task: Task, run: Run, actor: str, reason: str, now: float) -> OutboxEntry:
-    body = {"TaskId": child_task_id(task, run.Cursor, run.Item), "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
+    body = _operator_body(task, run, actor, reason)
     return OutboxEntry(DispatchId=f"{run.DispatchId}:cancel", Kind=CANCEL_CHILD, Body=body, DueAt=now)
 
 
@@ -80,8 +78,13 @@ def hold_child_entry(task: Task, run: Run, kind: str, actor: str, reason: str, n
     """A parent's pause (PAUSE_CHILD) or resume (RESUME_CHILD) passed on to the child its run
     waits for. The version makes each its own entry: pause, resume, pause again are three."""
     assert kind in (PAUSE_CHILD, RESUME_CHILD)
-    body = {"TaskId": child_task_id(task, run.Cursor, run.Item), "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
+    body = _operator_body(task, run, actor, reason)
     return OutboxEntry(DispatchId=f"{run.DispatchId}:{kind}:v{task.Version}", Kind=kind, Body=body, DueAt=now)
+
+
+def _operator_body(task: Task, run: Run, actor: str, reason: str) -> dict[str, Any]:
+    """An operator's action on the parent, passed on to the child its run waits for."""
+    return {"TaskId": child_task_id(task, run.Cursor, run.Item), "ParentTaskId": task.TaskId, "Actor": actor, "Reason": reason}
 
 
 def child_finished_entry(child: Task, now: float) -> OutboxEntry:

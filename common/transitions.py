@@ -105,9 +105,9 @@ def create_task(
         task.WaitingFor = waiting_for_task(after_task, timing.now)
     if lock is not None and after_task is not None:  # asked for once that task succeeded
         defer_lock(task, lock[0], lock[1])
-    elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before `due`
-        request_lock(task, lock[0], lock[1], timing.now, due_at=due)
-    advance(task, timing, "oss", ids, due_at=due)
+    elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before StartAt
+        request_lock(task, lock[0], lock[1], timing.now)
+    advance(task, timing, "oss", ids)  # no sooner than StartAt (common.task_waits.start_due)
     return task
 
 

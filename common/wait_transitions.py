@@ -14,7 +14,7 @@ from common.lock_transitions import request_deferred_lock
 from common.models import Task
 from common.statuses import FINAL_STATUSES, TaskStatus
 from common.task_runs import IdFactory, Refusal, Timing, new_id, record
-from common.task_waits import RECHECK_SECONDS, awaited_outcome, awaits, start_due
+from common.task_waits import RECHECK_SECONDS, awaited_outcome, awaits
 
 
 def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Timing,
@@ -29,8 +29,7 @@ def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Ti
         new.TaskMessage = failure
         enter_rollback(new, timing, "oss")
     else:
-        # A lock too: asked for now, or at the delayed start (advance holds the roots till then).
-        request_deferred_lock(new, timing.now, due_at=start_due(new, timing.now))
+        request_deferred_lock(new, timing.now)  # a lock too: asked for now (or at its delayed start)
     advance(new, timing, "oss", ids)
     return new
 
