@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from common.models import HistoryEvent, Task
+from common.models import HistoryEvent, Task, TaskBefore
 
 HISTORY_LIMIT = 100
 # Past the limit, the oldest events move out until this many remain: one archive write per
@@ -27,7 +27,7 @@ class HistoryArchive(Protocol):
     def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]: ...
 
 
-def overflow(current: Task, updated: Task, limit: int = HISTORY_LIMIT, keep: int = HISTORY_KEEP) -> int:
+def overflow(current: Task | TaskBefore, updated: Task, limit: int = HISTORY_LIMIT, keep: int = HISTORY_KEEP) -> int:
     """How many of `updated`'s oldest events to move out before writing it over `current`:
     none while it holds at most `limit`, else all but the newest `keep`.
 
@@ -35,10 +35,10 @@ def overflow(current: Task, updated: Task, limit: int = HISTORY_LIMIT, keep: int
     prefix): a change's own new events are never archived by a write that may still lose."""
     if len(updated.History) <= limit or updated.HistoryArchived != current.HistoryArchived:
         return 0
-    return min(len(updated.History) - keep, len(current.History))
+    return min(len(updated.History) - keep, current.history_count - current.HistoryArchived)
 
 
-def trim(store: HistoryArchive, current: Task, updated: Task) -> None:
+def trim(store: HistoryArchive, current: Task | TaskBefore, updated: Task) -> None:
     """Move `updated`'s oldest events to the archive, in place, before it is written."""
     moving = overflow(current, updated)
     if moving:

@@ -8,6 +8,8 @@ compare and index them alike, and the pure code takes "now" as a plain number.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
@@ -354,8 +356,39 @@ class Task(_Doc):
         return cls.model_validate_json(text)
 
     def clone(self) -> Task:
-        """A deep copy, four times faster than model_copy(deep=True)."""
+        """A deep copy, four times faster than model_copy(deep=True); or the task itself when
+        it was lent to this thread's change (`lend_to_change`): nobody else holds it."""
+        if getattr(_lent, "task", None) is self:
+            _lent.task = None  # one clone only: a second copy inside the change is a real one
+            return self
         return Task.model_validate(self.model_dump())
+
+
+# Every transition is a pure function that begins with `new = task.clone()`, so a caller keeps
+# its task intact. A task common.store.mutate has just read (or one the caller gave up) is held
+# by nobody else, and copying it is a tenth of a module's CPU per step: lent, its change edits it
+# in place. Per thread, so another thread's clone of the same task is never affected.
+_lent = threading.local()
+
+
+def lend_to_change(task: Task | None) -> None:
+    """Let the next `task.clone()` on this thread return `task` itself (None: take it back)."""
+    _lent.task = task
+
+
+@dataclass(frozen=True)
+class TaskBefore:
+    """What a write needs to know of the task as it was before a change that may have edited
+    it in place: its version, its status and how many events it had (common.store.mutate)."""
+
+    Version: int
+    TaskStatus: TaskStatusCode
+    HistoryArchived: int
+    history_count: int
+
+    @classmethod
+    def of(cls, task: Task) -> TaskBefore:
+        return cls(task.Version, task.TaskStatus, task.HistoryArchived, task.history_count)
 
 
 class StepMessage(_Doc):

@@ -13,7 +13,7 @@ from typing import Any
 
 from common.logging import mask_secrets, scrub_values
 from common.masking import mask_parameters, secret_values
-from common.models import OutboxEntry, Task
+from common.models import OutboxEntry, Task, TaskBefore
 from common.statuses import FINAL_STATUSES, TaskStatus
 
 WEBHOOK = "webhook"
@@ -32,7 +32,7 @@ STATUS_EVENTS: dict[TaskStatus, str] = {
 EVENTS: tuple[str, ...] = (CREATED, *STATUS_EVENTS.values(), CANCELLED, WAITING_FOR_LOCK)
 
 
-def task_events(before: Task | None, after: Task) -> list[str]:
+def task_events(before: Task | TaskBefore | None, after: Task) -> list[str]:
     """What a change from `before` (None: the task is new) to `after` tells the webhooks."""
     if before is None:
         return [CREATED]
@@ -48,7 +48,7 @@ def task_events(before: Task | None, after: Task) -> list[str]:
     return events
 
 
-def add_notifications(before: Task | None, after: Task) -> None:
+def add_notifications(before: Task | TaskBefore | None, after: Task) -> None:
     """Append to `after`'s outbox the webhook entries its change owes (edits `after` in place:
     call it on the task about to be written, with its final Version)."""
     if not after.Notify:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from common.errors import StoreError
 from common.history import trim as trim_history
-from common.models import Task
+from common.models import Task, TaskBefore, lend_to_change
 from common.notifications import add_notifications
 from common.store.port import TaskStore
 from common.store.task_turns import task_turn
@@ -29,7 +29,9 @@ def mutate(
     the change to it without reading: if nobody wrote since, the version filter matches and a
     read is saved; if somebody did (a lease renewal, an operator), the write matches nothing and
     the loop reads as usual. A refusal computed on `known` is not trusted: the stored task may
-    say otherwise, so it is computed again on a fresh read.
+    say otherwise, so it is computed again on a fresh read. The caller gives `known` up: like a
+    task read here, nobody else holds it, so the change edits it in place instead of copying it
+    (`common.models.lend_to_change`); use the task returned.
     """
     with task_turn(task_id):  # this process's threads take turns (common.store.task_turns)
         return _mutate(store, task_id, change, max_tries, known)
@@ -41,16 +43,19 @@ def _mutate(store: TaskStore, task_id: str, change: Change, max_tries: int, know
         current, known = (known, None) if guessed else (store.get(task_id), None)
         if current is None:
             return Refusal(f"no task {task_id}")
-        updated = change(current)
+        before = TaskBefore.of(current)  # the change may edit `current` itself: what the write needs of it
+        lend_to_change(current)
+        try:
+            updated = change(current)
+        finally:
+            lend_to_change(None)
         if isinstance(updated, Refusal):
             if guessed:
                 continue
             return updated
-        if updated is current:
-            raise TypeError("a change must return a new task, not edit the one it was given")
-        updated.Version = current.Version + 1
-        add_notifications(current, updated)  # webhooks of a status change: in the same write
-        trim_history(store, current, updated)  # the document stays bounded (common.history)
-        if store.compare_and_set(updated, current.Version):
+        updated.Version = before.Version + 1
+        add_notifications(before, updated)  # webhooks of a status change: in the same write
+        trim_history(store, before, updated)  # the document stays bounded (common.history)
+        if store.compare_and_set(updated, before.Version):
             return updated
     raise StoreError(f"task {task_id}: gave up after {max_tries} lost compare-and-set races")

@@ -47,11 +47,12 @@ def test_the_outcome_is_written_on_the_claimed_task_without_reading_it(tmp_path)
     store = CountedReads(inner)
     try:
         claimed, step = claimed_task(inner)
+        claimed_version = claimed.Version  # `known` is given up: the change edits it in place
         ok = AttemptResult(ResultCode.OK, "")
         done = mutate(store, claimed.TaskId, lambda t: finish_attempt(t, step.DispatchId, "me", ok, Timing(time.time())), known=claimed)  # type: ignore[arg-type]
         assert isinstance(done, Task) and store.reads == 0
         stored = inner.get(claimed.TaskId)
-        assert stored.Version == claimed.Version + 1 and stored.Steps[0].State.value == "succeeded"
+        assert stored.Version == claimed_version + 1 and stored.Steps[0].State.value == "succeeded"
     finally:
         inner.close()
 
