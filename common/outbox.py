@@ -82,10 +82,14 @@ class OutboxPublisher:
         self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay)
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
-        """Publish every entry due now; entries due later (a retry's backoff) wait in a timer."""
+        """Publish every entry due now, without waiting for the broker's confirms (the caller
+        goes on: its next step, its answer); entries due later (a retry's backoff) wait in a
+        timer. Whatever fails stays in the outbox for the relay, as with `publish`."""
         now = self._clock()
         for entry in task.Outbox:
-            if entry.DueAt <= now:
+            if entry.DueAt <= now and entry.Kind == PUBLISH:
+                self._publish_soon(task.TaskId, entry, before_mark_sent)
+            elif entry.DueAt <= now:
                 self.publish(task.TaskId, entry, before_mark_sent)
             elif entry.DueAt - now <= TIMER_HORIZON:
                 self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
@@ -116,9 +120,32 @@ class OutboxPublisher:
                 entry.Queue, encode(entry), priority=entry.Priority, message_id=entry.DispatchId
             )
         except BrokerError as exc:
-            log.warning("publish failed; the outbox relay will retry", task_id=task_id,
-                        queue=entry.Queue, error=str(exc))
+            self._published(task_id, entry, before_mark_sent, exc)
             return False
+        self._published(task_id, entry, before_mark_sent, None, mark_now=mark_now)
+        return True
+
+    def _publish_soon(self, task_id: str, entry: OutboxEntry, before_mark_sent: Callable[[], None] | None) -> None:
+        self._broker.publish_soon(
+            entry.Queue, encode(entry), priority=entry.Priority, message_id=entry.DispatchId,
+            then=lambda error: self._published(task_id, entry, before_mark_sent, error),
+        )
+
+    def _published(
+        self,
+        task_id: str,
+        entry: OutboxEntry,
+        before_mark_sent: Callable[[], None] | None,
+        error: BrokerError | None,
+        *,
+        mark_now: bool = False,
+    ) -> None:
+        """The broker confirmed the entry (or failed it): mark it sent, now or soon. Runs on the
+        broker's I/O thread after a `publish_soon`: a deferred mark is only a note in memory."""
+        if error is not None:
+            log.warning("publish failed; the outbox relay will retry", task_id=task_id,
+                        queue=entry.Queue, error=str(error))
+            return
         if self._metrics:
             self._metrics.outbox_lag.observe(max(0.0, self._clock() - entry.DueAt))
         if before_mark_sent:
@@ -127,7 +154,6 @@ class OutboxPublisher:
             self._mark_sent(task_id, entry.DispatchId)
         else:
             self._marks.add(task_id, entry.DispatchId)
-        return True
 
     def stop(self) -> None:
         self._timers.stop()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from common.broker.port import DeliveryHandler
+from common.broker.port import DeliveryHandler, Settled
 from common.errors import BrokerError, UnroutableMessage
 from common.logging import exception_summary
 from common.queues import check_priority, dead_letter_queue, is_dead_letter_queue
@@ -78,6 +78,17 @@ class InProcessBroker:
             if queue not in self._queues:
                 raise UnroutableMessage(f"no queue {queue!r}: declare it first")
             self._push(queue, _Message(bytes(body), priority, message_id))
+
+    def publish_soon(
+        self, queue: str, body: bytes, *, priority: int = 0, message_id: str | None = None, then: Settled
+    ) -> None:
+        """In memory a publish is settled at once: `then` runs before this returns."""
+        try:
+            self.publish(queue, body, priority=priority, message_id=message_id)
+        except BrokerError as exc:
+            then(exc)
+            return
+        then(None)
 
     def subscribe(
         self, queue: str, handler: DeliveryHandler, *, prefetch: int

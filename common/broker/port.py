@@ -2,13 +2,20 @@
 
 Every queue is durable and has a dead-letter twin (`<queue>.dead`, see common.queues), declared
 together by `declare`. Messages are persistent. `publish` returns only once the broker confirmed
-the message, and a message no queue takes is an error (mandatory), never a silent drop.
+the message (`publish_soon` returns at once and tells a callback), and a message no queue takes
+is an error (mandatory), never a silent drop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Protocol
+
+from common.errors import BrokerError
+
+# What a publish that does not wait is told once it is settled: None when the broker confirmed
+# it, else why not (UnroutableMessage, BrokerError).
+Settled = Callable[[BrokerError | None], None]
 
 
 class Delivery(Protocol):
@@ -56,6 +63,16 @@ class Broker(Protocol):
 
         Raises UnroutableMessage if no queue took it, BrokerError if it was not confirmed
         (after the adapter's own reconnect attempts).
+        """
+
+    def publish_soon(
+        self, queue: str, body: bytes, *, priority: int = 0, message_id: str | None = None, then: Settled
+    ) -> None:
+        """Publish as `publish` does, without waiting: return at once and call `then` once the
+        broker confirmed the message (None) or it failed (the error `publish` would raise).
+
+        `then` runs on the adapter's I/O thread (or at once, in the caller's, when the adapter
+        is closed): it must be quick and must not call the broker. Thread-safe.
         """
 
     def subscribe(self, queue: str, handler: DeliveryHandler, *, prefetch: int) -> Subscription:

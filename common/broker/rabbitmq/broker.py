@@ -6,7 +6,7 @@ import threading
 
 import pika
 
-from common.broker.port import DeliveryHandler
+from common.broker.port import DeliveryHandler, Settled
 from common.broker.rabbitmq.connection import ConnectionSettings
 from common.broker.rabbitmq.consumer import RabbitSubscription
 from common.broker.rabbitmq.policy import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_RECONNECT_MAX_SECONDS
@@ -36,14 +36,12 @@ class RabbitBroker:
     def publish(
         self, queue: str, body: bytes, *, priority: int = 0, message_id: str | None = None
     ) -> None:
-        check_priority(priority)
-        properties = pika.BasicProperties(
-            content_type="application/json",
-            delivery_mode=pika.DeliveryMode.Persistent,
-            priority=priority,
-            message_id=message_id,
-        )
-        self._publisher.publish(queue, body, properties)
+        self._publisher.publish(queue, body, _properties(priority, message_id))
+
+    def publish_soon(
+        self, queue: str, body: bytes, *, priority: int = 0, message_id: str | None = None, then: Settled
+    ) -> None:
+        self._publisher.publish_soon(queue, body, _properties(priority, message_id), then)
 
     def subscribe(
         self, queue: str, handler: DeliveryHandler, *, prefetch: int
@@ -75,3 +73,13 @@ class RabbitBroker:
         for subscription in subscriptions:
             subscription.stop()
         self._publisher.close()
+
+
+def _properties(priority: int, message_id: str | None) -> pika.BasicProperties:
+    check_priority(priority)
+    return pika.BasicProperties(
+        content_type="application/json",
+        delivery_mode=pika.DeliveryMode.Persistent,
+        priority=priority,
+        message_id=message_id,
+    )

@@ -12,12 +12,14 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import pika
 import structlog
 from pika.channel import Channel
 
+from common.broker.port import Settled
 from common.broker.rabbitmq.calls import PUBLISH_ID_HEADER, Call, Inbox, Operation, Publish
 from common.broker.rabbitmq.connection import ConnectionSettings
 from common.broker.rabbitmq.policy import (
@@ -49,17 +51,29 @@ class Publisher:
     def publish(self, queue: str, body: bytes, properties: pika.BasicProperties) -> None:
         """Return once the broker confirmed; UnroutableMessage if no queue took it, BrokerError
         if it was not confirmed within PUBLISH_DEADLINE_SECONDS (reconnecting meanwhile)."""
+        self._call(self._publish_call(queue, body, properties))
+
+    def publish_soon(self, queue: str, body: bytes, properties: pika.BasicProperties, then: Settled) -> None:
+        """The same publish, not waited for: `then` gets its outcome on the I/O thread, which
+        settles the call's future (common.broker.port.Broker.publish_soon)."""
+        call = self._publish_call(queue, body, properties)
+        try:
+            self._hand_over(call)
+        except BrokerError as exc:
+            then(exc)
+            return
+        call.future.add_done_callback(lambda future: _settled(future, then))
+
+    def _publish_call(self, queue: str, body: bytes, properties: pika.BasicProperties) -> Publish:
         publish_id = str(next(self._ids))
         properties.headers = {**(properties.headers or {}), PUBLISH_ID_HEADER: publish_id}
-        self._call(
-            Publish(
-                what=f"publish to {queue}",
-                give_up_at=time.monotonic() + PUBLISH_DEADLINE_SECONDS,
-                queue=queue,
-                body=body,
-                properties=properties,
-                publish_id=publish_id,
-            )
+        return Publish(
+            what=f"publish to {queue}",
+            give_up_at=time.monotonic() + PUBLISH_DEADLINE_SECONDS,
+            queue=queue,
+            body=body,
+            properties=properties,
+            publish_id=publish_id,
         )
 
     def declare(self, queue: str) -> None:
@@ -115,10 +129,7 @@ class Publisher:
         return self._call(Operation(what=what, give_up_at=give_up_at, retry=retry, start=start))
 
     def _call(self, call: Call) -> Any:
-        if self._closed.is_set():
-            raise BrokerError(f"{call.what}: the broker adapter is closed")
-        if self._inbox.put(call):
-            self._loop.wake()
+        self._hand_over(call)
         # The I/O thread fails the call at its deadline; the slack is for a bug of ours there.
         wait = max(0.0, call.give_up_at - time.monotonic()) + ANSWER_SLACK_SECONDS
         try:
@@ -126,3 +137,19 @@ class Publisher:
         except TimeoutError:
             log.error("broker.publisher_unresponsive", what=call.what)
             raise BrokerError(f"{call.what}: no answer from the publisher's I/O thread") from None
+
+    def _hand_over(self, call: Call) -> None:
+        if self._closed.is_set():
+            raise BrokerError(f"{call.what}: the broker adapter is closed")
+        if self._inbox.put(call):
+            self._loop.wake()
+
+
+def _settled(future: Future[Any], then: Settled) -> None:
+    """A publish not waited for was answered: tell its caller; a failing callback is logged,
+    never raised into the I/O thread."""
+    error = future.exception()
+    try:
+        then(error if isinstance(error, BrokerError) or error is None else BrokerError(str(error)))
+    except Exception:
+        log.exception("broker.publish_callback_failed")
