@@ -9,6 +9,7 @@ compare and index them alike, and the pure code takes "now" as a plain number.
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -355,6 +356,20 @@ class Task(_Doc):
     def from_json(cls, text: str | bytes) -> Task:
         return cls.model_validate_json(text)
 
+    def is_fresh(self, entry: OutboxEntry) -> bool:
+        """Whether the change that wrote this task added `entry` (or moved its due time); True
+        when not known (a task just created, read or copied)."""
+        noted = _fresh_entries.get(id(self))
+        if noted is None or noted[0]() is not self:
+            return True
+        return (entry.DispatchId, entry.DueAt) in noted[1]
+
+    def mark_fresh(self, before: TaskBefore) -> None:
+        """Remember which entries this task's outbox holds that `before`'s did not."""
+        key = id(self)
+        fresh = frozenset((e.DispatchId, e.DueAt) for e in self.Outbox) - before.entries
+        _fresh_entries[key] = (weakref.ref(self, lambda ref: _forget_fresh(key, ref)), fresh)
+
     def clone(self) -> Task:
         """A deep copy, four times faster than model_copy(deep=True); or the task itself when
         it was lent to this thread's change (`lend_to_change`): nobody else holds it."""
@@ -362,6 +377,18 @@ class Task(_Doc):
             _lent.task = None  # one clone only: a second copy inside the change is a real one
             return self
         return Task.model_validate(self.model_dump())
+
+
+# Which outbox entries the change that wrote a task added, by the task object (common.store.mutate
+# notes them, a flush reads them: DESIGN.md sec. 7.3). Beside the task, not on it: it is no part
+# of the document and must not make two equal documents compare unequal. Forgotten with the task.
+_fresh_entries: dict[int, tuple[weakref.ref[Task], frozenset[tuple[str, float]]]] = {}
+
+
+def _forget_fresh(key: int, ref: weakref.ref[Task]) -> None:
+    noted = _fresh_entries.get(key)
+    if noted is not None and noted[0] is ref:
+        _fresh_entries.pop(key, None)
 
 
 # Every transition is a pure function that begins with `new = task.clone()`, so a caller keeps
@@ -385,10 +412,12 @@ class TaskBefore:
     TaskStatus: TaskStatusCode
     HistoryArchived: int
     history_count: int
+    entries: frozenset[tuple[str, float]]  # the outbox's (DispatchId, DueAt)
 
     @classmethod
     def of(cls, task: Task) -> TaskBefore:
-        return cls(task.Version, task.TaskStatus, task.HistoryArchived, task.history_count)
+        entries = frozenset((e.DispatchId, e.DueAt) for e in task.Outbox)
+        return cls(task.Version, task.TaskStatus, task.HistoryArchived, task.history_count, entries)
 
 
 class StepMessage(_Doc):

@@ -87,6 +87,12 @@ class OutboxPublisher:
         timer. Whatever fails stays in the outbox for the relay, as with `publish`."""
         now = self._clock()
         for entry in task.Outbox:
+            if entry.Kind == PUBLISH and not task.is_fresh(entry):
+                # Published already by the change that added it (its claim has not come yet),
+                # or left to the relay by a writer that died: publishing every unclaimed entry
+                # at every commit sent a for_each's items again and again (a hundred items left
+                # a thousand duplicates in the queue, in front of every other task's steps).
+                continue
             if entry.DueAt <= now and entry.Kind == PUBLISH:
                 self._publish_soon(task.TaskId, entry, before_mark_sent)
             elif entry.DueAt <= now:

@@ -249,8 +249,11 @@ def _check_owner(task: Task, dispatch_id: str, owner: str) -> Refusal | None:
 
 
 def _redispatch(task: Task, run: Run, timing: Timing) -> None:
-    if not any(e.DispatchId == run.DispatchId for e in task.Outbox):
+    waiting = next((e for e in task.Outbox if e.DispatchId == run.DispatchId), None)
+    if waiting is None:
         task.Outbox.append(publish_entry(task, run, due_at=timing.now))
+    else:  # due again now: the sweeper's flush sends it (a flush sends only what a change moved)
+        waiting.DueAt = timing.now
     # Back off: a message that merely waits in a long queue (a backlog, its module down) must not
     # be copied into that queue every period; each copy lengthens the wait, so ever more runs
     # pass their deadline and the queue grows without bound (a redelivery storm).

@@ -57,5 +57,6 @@ def _mutate(store: TaskStore, task_id: str, change: Change, max_tries: int, know
         add_notifications(before, updated)  # webhooks of a status change: in the same write
         trim_history(store, before, updated)  # the document stays bounded (common.history)
         if store.compare_and_set(updated, before.Version):
+            updated.mark_fresh(before)  # what a flush publishes (common.outbox)
             return updated
     raise StoreError(f"task {task_id}: gave up after {max_tries} lost compare-and-set races")

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from common.statuses import StepState, TaskStatus
+from common.statuses import RunState, StepState, TaskStatus
 from tests.support.cluster import Cluster, wait_until
 from tests.support.test_store import cluster_mongo_url
 
@@ -132,9 +132,9 @@ def test_pausing_a_parent_pauses_its_running_child_and_resuming_resumes_it(clust
     parent_id = cluster.submit("napper_parent", nap_seconds=1.5).TaskId
     child_id = f"{parent_id}.0"
 
-    def child_napping() -> bool:
+    def child_napping() -> bool:  # claimed by the module: a step is RUNNING from its dispatch on
         child = cluster.store.get(child_id)
-        return child is not None and child.Steps[0].State is StepState.RUNNING
+        return child is not None and any(r.State is RunState.RUNNING for r in child.Runs)
 
     wait_until(child_napping, 15, "the child's first step running")
     cluster.service.actions.apply("pause", parent_id, "olga", "db host patching")
