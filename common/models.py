@@ -406,7 +406,8 @@ def lend_to_change(task: Task | None) -> None:
 @dataclass(frozen=True)
 class TaskBefore:
     """What a write needs to know of the task as it was before a change that may have edited
-    it in place: its version, its status and how many events it had (common.store.mutate)."""
+    it in place: its version, its status, how many events it had, and its outbox entries
+    (common.store.mutate)."""
 
     Version: int
     TaskStatus: TaskStatusCode

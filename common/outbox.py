@@ -82,8 +82,9 @@ class OutboxPublisher:
         self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay)
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
-        """Publish every entry due now, without waiting for the broker's confirms (the caller
-        goes on: its next step, its answer); entries due later (a retry's backoff) wait in a
+        """Publish the entries the change that wrote `task` added (every entry of a task not
+        written by common.store.mutate), without waiting for the broker's confirms: the caller
+        goes on (its next step, its answer). Entries due later (a retry's backoff) wait in a
         timer. Whatever fails stays in the outbox for the relay, as with `publish`."""
         now = self._clock()
         for entry in task.Outbox:
