@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from common import round_one
 from common.statuses import Phase as PhaseCode
 from common.statuses import ResultCode, RunState, StepState
 from common.statuses import TaskStatus as TaskStatusCode
@@ -302,25 +303,17 @@ class Task(_Doc):
     Deadline: float | None = None
     DeadlineSeconds: float | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _upgrade(cls, data: Any) -> Any:
-        """Round 1's documents: `Active` (one run) becomes `Runs`; a step without `After`
-        waits for the one before it."""
-        if not isinstance(data, dict):
-            return data
-        if "Active" in data:
-            data = dict(data)
-            active = data.pop("Active")
-            data.setdefault("Runs", [active] if active is not None else [])
-        steps = data.get("Steps")
-        if isinstance(steps, list) and any(isinstance(s, dict) and s.get("After") is None for s in steps):
-            data = dict(data)
-            data["Steps"] = [
-                {**s, "After": [i - 1] if i else []} if isinstance(s, dict) and s.get("After") is None else s
-                for i, s in enumerate(steps)
-            ]
-        return data
+    # An `after` validator, not a `before` one: a `before` validator on the model makes pydantic
+    # build the whole JSON document as Python objects first, and that doubled the cost of every
+    # task read (118 -> 63 us for a 4.5 KB document): a tenth of a module's CPU per step.
+    @model_validator(mode="after")
+    def _fill_after(self) -> Task:
+        """A step without `After` (round 1's documents, a template) waits for the one before it.
+        Replaced, not edited: a Step given in may be shared (a flow's template)."""
+        for index, step in enumerate(self.Steps):
+            if step.After is None:
+                self.Steps[index] = step.model_copy(update={"After": [index - 1] if index else []})
+        return self
 
     def _refresh_indexes(self) -> None:
         deadlines = [r.Deadline for r in self.Runs if r.Deadline is not None]
@@ -344,7 +337,7 @@ class Task(_Doc):
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Task:
         doc = {k: v for k, v in doc.items() if k != "_id"}
-        return cls.model_validate(doc)
+        return cls.model_validate(round_one.upgraded(doc) if round_one.is_round_one(doc) else doc)
 
     # The hot path of every step reads, copies and writes a task a few times: pydantic-core's
     # JSON and dict round trips are 2-4x faster than json + dicts, or deepcopy.
@@ -354,7 +347,16 @@ class Task(_Doc):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Task:
-        return cls.model_validate_json(text)
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError:
+            try:  # a round 1 document fails only for its `Active` (an unknown field now)
+                doc = pydantic_core.from_json(text, allow_inf_nan=True)
+            except ValueError:
+                doc = None
+            if not round_one.is_round_one(doc):
+                raise
+            return cls.model_validate(round_one.upgraded(doc))
 
     def is_fresh(self, entry: OutboxEntry) -> bool:
         """Whether the change that wrote this task added `entry` (or moved its due time); True
