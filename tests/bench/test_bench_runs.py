@@ -32,7 +32,7 @@ REDUCED = {
 
 # Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
 ROWS = (
-    r"baseline: .* \d+ hops/s",
+    r"baseline: .* \d+ hops/s +CPU \d+\.\d\d ms per hop",
     r"baton, 1 process\(es\) per module: step transitions +\d+ /s +\d+% of baseline",
     r"baton, 2 process\(es\) per module: step transitions +\d+ /s",
     r"baton, 1 process\(es\) per module: three-step tasks +\d+ /s",
