@@ -51,7 +51,7 @@ from common.task_runs import (
 
 def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id,
            stop_running: bool = False) -> Task | Refusal:
-    _check_reason(reason)
+    check_reason(reason)
     status = task.TaskStatus
     if status in FINAL_STATUSES:
         return Refusal(f"task is {status.name}: it has ended, there is nothing to cancel")
@@ -82,7 +82,7 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
 
 
 def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
-    _check_reason(reason)
+    check_reason(reason)
     if task.TaskStatus is TaskStatus.ROLLBACK_FAILED:
         return Refusal("a rollback step failed: retry that rollback or mark it compensated")
     if task.TaskStatus is not TaskStatus.ROLLED_BACK:
@@ -114,7 +114,7 @@ def new_generation(task: Task, now: float) -> None:
 def retry_rollback(
     task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id
 ) -> Task | Refusal:
-    _check_reason(reason)
+    check_reason(reason)
     failed = _failed_rollbacks(task)
     if isinstance(failed, Refusal):
         return failed
@@ -130,7 +130,7 @@ def retry_rollback(
 def compensate(
     task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id
 ) -> Task | Refusal:
-    _check_reason(reason)
+    check_reason(reason)
     failed = _failed_rollbacks(task)
     if isinstance(failed, Refusal):
         return failed
@@ -147,7 +147,8 @@ def compensate(
 # --- the parts ---------------------------------------------------------------------------------
 
 
-def _check_reason(reason: str) -> None:
+def check_reason(reason: str) -> None:
+    """Every operator action says why: the reason goes into the task's history."""
     if not reason.strip():
         raise ValueError("an operator action needs a reason")
 

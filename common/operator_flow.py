@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from common.advance import advance
 from common.models import OperatorRequest, Task
-from common.operator_actions import new_generation
+from common.operator_actions import check_reason, new_generation
 from common.routing import Unit, unit_state
 from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.step_locks import release_unit
@@ -44,7 +44,7 @@ from common.task_runs import (
 
 
 def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
-    _check_reason(reason)
+    check_reason(reason)
     if task.TaskStatus not in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING):
         return Refusal(f"task is {task.TaskStatus.name}: only a task going forward can be paused")
     if task.Paused is not None:
@@ -70,7 +70,7 @@ def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
 
 
 def resume(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
-    _check_reason(reason)
+    check_reason(reason)
     if task.Paused is None:
         return Refusal(f"task is {task.TaskStatus.name} and not paused: nothing to resume")
     new = task.clone()
@@ -92,7 +92,7 @@ def _tell_children(task: Task, kind: str, actor: str, reason: str, now: float) -
 def skip(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id, *,
          cursor: int, item: int | None = None) -> Task | Refusal:  # fmt: skip
     """Mark unit (cursor, item) operator_skipped. ValueError: no such unit in this task."""
-    _check_reason(reason)
+    check_reason(reason)
     unit = _unit(task, cursor, item)
     if task.TaskStatus is TaskStatus.ROLLED_BACK:
         return _skip_in_new_generation(task, unit, actor, reason, timing, ids)
@@ -152,9 +152,3 @@ def _unit(task: Task, cursor: int, item: int | None) -> Unit:
     if item is None and items and task.TaskStatus is not TaskStatus.ROLLED_BACK:
         raise ValueError(f"step {cursor} runs {len(items)} items: name the item to skip")
     return cursor, item
-
-
-def _check_reason(reason: str) -> None:
-    if not reason.strip():
-        raise ValueError("an operator action needs a reason")
-
