@@ -94,14 +94,15 @@ class OutboxPublisher:
                 # at every commit sent a for_each's items again and again (a hundred items left
                 # a thousand duplicates in the queue, in front of every other task's steps).
                 continue
-            if entry.DueAt <= now and entry.Kind == PUBLISH:
+            if entry.DueAt > now:
+                if entry.DueAt - now <= TIMER_HORIZON:
+                    self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
+                # Due later (a start_at days away): the relay publishes it when due. A timer for
+                # it would hold memory for as long (any client can ask for year 9999) for no gain.
+            elif entry.Kind == PUBLISH:
                 self._publish_soon(task.TaskId, entry, before_mark_sent)
-            elif entry.DueAt <= now:
+            else:  # a webhook, a lock or a child's signal: no broker confirm to wait for
                 self.publish(task.TaskId, entry, before_mark_sent)
-            elif entry.DueAt - now <= TIMER_HORIZON:
-                self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
-            # Due later (a start_at days away): the relay publishes it when due. A timer for it
-            # would hold memory for as long (any client can ask for year 9999) for no gain.
 
     def publish(
         self,
