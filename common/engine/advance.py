@@ -18,6 +18,7 @@ from common.queues import ALARM_QUEUE
 from common.engine.routing import Unit, plan, unit_state, units
 from common.engine.gates.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.kinds import fan_out
 from common.engine.kinds.subflow import child_entry, child_finished_entry, child_task_id
 from common.engine.gates.task_waits import deadline_message, overdue, start_due, task_finished_entries
 from common.engine.units import (
@@ -137,6 +138,7 @@ def enter_rollback(task: Task, timing: Timing, actor: str) -> None:
     if task.TaskStatus is TaskStatus.ROLLING_BACK:
         return
     set_status(task, TaskStatus.ROLLING_BACK)
+    fan_out.withdraw_unclaimed(task, timing.now)  # the items of steps over records: their relay does it
     for run in [r for r in task.Runs if r.Phase is Phase.NORMAL and r.State in UNCLAIMED]:
         remove_run(task, run)
         drop_outbox(task, run.DispatchId)
@@ -192,8 +194,11 @@ def _open_for_each(task: Task, cursor: int, timing: Timing, actor: str) -> None:
         record(task, timing.now, "step_failed", actor=actor, message=step.Message, unit=(cursor, None))
         enter_rollback(task, timing, actor)
         return
-    step.Items = [StepItem(Value=value) for value in values]
     record(task, timing.now, "items_fixed", actor=actor, message=f"{len(values)} items", unit=(cursor, None))
+    if values and fan_out.records_for(step):
+        fan_out.open_records(task, cursor, list(values), timing.now)
+        return
+    step.Items = [StepItem(Value=value) for value in values]
     if not values:  # nothing to do: succeeded at once, with an empty list of outputs
         step.Code, step.TimeEnd = ResultCode.OK, timing.now
         set_unit_state(task, (cursor, None), StepState.SUCCEEDED)
@@ -223,6 +228,9 @@ def _absorb_output(task: Task, run: Run, result: AttemptResult) -> None:
 
 def _start_rollback(task: Task, unit: Unit, timing: Timing, actor: str, ids: IdFactory) -> None:
     step, state = task.Steps[unit[0]], unit_state(task, unit)
+    if fan_out.keeps_records(step):  # its items roll back through their records
+        fan_out.start_rollback(task, unit[0], timing.now)
+        return
     if step.Flow is not None and state.Code is not ResultCode.OK:
         # The child failed and rolled itself back already: nothing left to undo here.
         set_unit_state(task, unit, StepState.ROLLING_BACK)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from common.engine.document import Run, Task
+from common.engine.document import Run, Step, Task, UnitState
 from common.engine.routing import unit_state
 from common.engine.states import Phase, ResultCode, TaskStatus
 from common.engine.units import AttemptResult, record
@@ -53,8 +53,17 @@ def next_check(task: Task, run: Run, result: AttemptResult, now: float, actor: s
     """When to dispatch the unit's next check (the caller removes `run` and dispatches at that
     time), or the result to conclude the run with instead: the wait went past `max_wait`, or the
     task stopped going forward (a cancel, another unit failed) so this unit gets no new run."""
+    verdict = decide_check(task, task.Steps[run.Cursor], unit_state(task, run.unit), run, result, now)
+    if isinstance(verdict, float):
+        record(task, now, "check_again", run, actor=actor, message=check_message(verdict, now, result))
+    return verdict
+
+
+def decide_check(task: Task, step: Step, state: UnitState, run: Run, result: AttemptResult,
+                 now: float) -> float | AttemptResult:
+    """`next_check`'s decision for a unit wherever it lives (the task, or an item record): it
+    notes the progress on `state` and records nothing."""
     assert result.check_again is not None
-    step, state = task.Steps[run.Cursor], unit_state(task, run.unit)
     state.Progress = result.message
     if state.WaitingSince is None:
         state.WaitingSince = now
@@ -72,6 +81,8 @@ def next_check(task: Task, run: Run, result: AttemptResult, now: float, actor: s
                 ResultCode.TIMED_OUT, f"not done after max_wait {step.MaxWait:g}s: {result.message}", retryable=False
             )
         due = min(due, limit)  # the last check comes at the limit, not past it
-    record(task, now, "check_again", run, actor=actor,
-           message=f"in {due - now:g}s" + (f": {result.message}" if result.message else ""))
     return due
+
+
+def check_message(due: float, now: float, result: AttemptResult) -> str:
+    return f"in {due - now:g}s" + (f": {result.message}" if result.message else "")

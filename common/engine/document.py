@@ -111,7 +111,12 @@ class Step(UnitState):
     ForEach: str | None = None  # the list parameter this step fans out over
     MaxParallel: int | None = None  # items running at once (None: all)
     MaxWait: float | None = None  # seconds a phase may keep answering "check again" (None: no bound)
-    Items: list[StepItem] | None = None  # fixed when a for_each step starts
+    Items: list[StepItem] | None = None  # fixed when a for_each step starts (kept inline)
+    # A for_each step whose items live in records of their own (DESIGN.md sec. 12): how many,
+    # and whether any of them still has work in the step's current direction.
+    ItemStore: str | None = None  # "records"; None: inline in Items
+    ItemCount: int | None = None
+    ItemsOpen: bool = False
     Flow: str | None = None  # a sub-flow step: the child's task type
     FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's
     FlowTemplate: ChildTemplate | None = None

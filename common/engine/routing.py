@@ -101,9 +101,18 @@ def _forward(task: Task) -> Plan:
                     result.start.append((cursor, None))
         elif step.Items is not None:
             result.start += _within_limit(step, cursor, StepState.RUNNING, {StepState.WAITING})
-    if not task.Runs and all(step.State in DONE_FORWARD for step in task.Steps):
+    if not _busy(task) and all(step.State in DONE_FORWARD for step in task.Steps):
         result.finish = TaskStatus.SUCCESS
     return result
+
+
+def _busy(task: Task) -> bool:
+    """A run remains: one in the document, or an item of a step over records (DESIGN.md 12)."""
+    return bool(task.Runs) or any(step.ItemsOpen for step in task.Steps)
+
+
+def _items_draining(task: Task) -> bool:
+    return any(step.ItemsOpen and step.State is StepState.RUNNING for step in task.Steps)
 
 
 def _done(task: Task, cursor: int) -> bool:
@@ -117,10 +126,10 @@ def _done(task: Task, cursor: int) -> bool:
 
 def _backward(task: Task) -> Plan:
     result = Plan()
-    if any(run.Phase is Phase.NORMAL for run in task.Runs):
+    if any(run.Phase is Phase.NORMAL for run in task.Runs) or _items_draining(task):
         return result  # draining: the rollbacks wait for the normal runs still going
     if any(u.State is StepState.ROLLBACK_FAILED for s in task.Steps for _, u in units(s)):
-        if not task.Runs:
+        if not _busy(task):
             result.finish = TaskStatus.ROLLBACK_FAILED
         return result
     after_me = dependents(task)
@@ -136,7 +145,7 @@ def _backward(task: Task) -> Plan:
             result.roll_back += applied
         else:
             result.roll_back += _within_limit(step, cursor, StepState.ROLLING_BACK, APPLIED)
-    if not left and not task.Runs:
+    if not left and not _busy(task):
         result.finish = TaskStatus.ROLLED_BACK
     return result
 

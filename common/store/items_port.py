@@ -30,6 +30,10 @@ class ItemStore(Protocol):
     def any_open(self, task_id: str, generation: int, cursor: int) -> bool:
         """Whether any record of the step has `Open` set (an indexed look-up, not a scan)."""
 
+    def exists_in_states(self, task_id: str, generation: int, cursor: int, states: Collection[StepState]) -> bool:
+        """Whether any record of the step is in one of `states`: one indexed look-up per state,
+        never a scan of the step's records (it is asked after every item's conclusion)."""
+
     def count_by_state(self, task_id: str, generation: int, cursor: int) -> dict[StepState, int]:
         """How many records of the step are in each state (states with none left out)."""
 
