@@ -79,6 +79,11 @@ class MongoItemStore(MongoAdapter):
         return self._items.find_one({**_step(task_id, generation, cursor), "Open": True}, projection) is not None
 
     @_edge
+    def exists_in_states(self, task_id: str, generation: int, cursor: int, states: Collection[StepState]) -> bool:
+        query = {**_step(task_id, generation, cursor), "State": {"$in": [str(state) for state in states]}}
+        return self._items.find_one(query, {"_id": False, "TaskId": True, "State": True}) is not None
+
+    @_edge
     def count_by_state(self, task_id: str, generation: int, cursor: int) -> dict[StepState, int]:
         pipeline = [{"$match": _step(task_id, generation, cursor)}, {"$group": {"_id": "$State", "n": {"$sum": 1}}}]
         return {StepState(row["_id"]): int(row["n"]) for row in self._items.aggregate(pipeline)}

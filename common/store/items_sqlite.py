@@ -122,6 +122,13 @@ class SqliteItemStore:
         return row is not None
 
     @_refusing
+    def exists_in_states(self, task_id: str, generation: int, cursor: int, states: Collection[StepState]) -> bool:
+        # One search of the state index per state: never a walk over the step's records.
+        conn = self._conns.get()
+        return any(conn.execute(f"SELECT 1 FROM task_items WHERE {_STEP} AND state = ? LIMIT 1",
+                                (task_id, generation, cursor, str(state))).fetchone() for state in states)
+
+    @_refusing
     def count_by_state(self, task_id: str, generation: int, cursor: int) -> dict[StepState, int]:
         rows = self._conns.get().execute(
             f"SELECT state, count(*) FROM task_items WHERE {_STEP} GROUP BY state", (task_id, generation, cursor)

@@ -25,8 +25,10 @@ ITEM_KINDS = frozenset({OPEN_ITEMS, CANCEL_ITEMS, ROLLBACK_ITEMS})
 
 
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
-# step's items and items under a step lock stay inline for now (their gates read the document).
-RECORDS_ENABLED = True
+# step's items and items under a step lock stay inline (their gates read the task document).
+# Off until the module runtime, the sweeper and the views read item records (DESIGN.md 12,
+# planned): the engine and its relay are complete and tested with it on.
+RECORDS_ENABLED = False
 
 
 def records_for(step: Step) -> bool:
@@ -134,8 +136,11 @@ def inline_view(task: Task, records: Mapping[int, list]) -> Task:
     view = task.clone()
     events = list(view.History)
     for cursor, items in records.items():
-        view.Steps[cursor].Items = [StepItem.model_validate(r.model_dump(include=set(StepItem.model_fields)))
-                                    for r in items]
+        step = view.Steps[cursor]
+        step.Items = [StepItem.model_validate(r.model_dump(include=set(StepItem.model_fields))) for r in items]
+        if step.State is StepState.SKIPPED:  # passed over backward as a whole (no rollback declared)
+            for item in step.Items:
+                item.State = StepState.SKIPPED if item.State in (StepState.SUCCEEDED, StepState.FAILED) else item.State
         events += [event for r in items for event in r.History]
     view.History = sorted(events, key=lambda e: e.Time)
     return view
