@@ -18,8 +18,9 @@ from typing import Any
 
 import structlog
 
+from common.scrubbing import MASK, Scrubber
+
 SECRET_KEY = re.compile(r"pass(word)?|secret|token|credential|api_?key", re.IGNORECASE)
-MASK = "***"
 # Masking runs on untrusted text (parameters, error messages) in every log line: it must be linear
 # in its input. A regex for "scheme://user:password@" restarts at every letter of a long run and
 # rescans it (quadratic); mask_url_passwords finds each "://" once and scans every character a
@@ -99,8 +100,9 @@ def exception_summary(exc: BaseException) -> str:
 
 
 # Values to mask in every log line of the current context (thread or asyncio task): the secret
-# parameter values of the task being worked on, which a failure message may quote verbatim.
-_HIDDEN: ContextVar[tuple[str, ...]] = ContextVar("baton_hidden_values", default=())
+# parameter values of the task being worked on, which a failure message may quote verbatim. Built
+# once per block: a log line costs one pass over its text, whatever the number of values.
+_HIDDEN: ContextVar[Scrubber | None] = ContextVar("baton_hidden_values", default=None)
 
 
 @contextmanager
@@ -109,33 +111,27 @@ def hidden_values(values: Iterable[str]) -> Iterator[None]:
 
     Typically `with hidden_values(common.masking.secret_values(task)):` around the work on a task.
     """
-    token = _HIDDEN.set(tuple(sorted(set(values), key=len, reverse=True)))  # longest first
+    token = _HIDDEN.set(Scrubber(values))
     try:
         yield
     finally:
         _HIDDEN.reset(token)
 
 
-def scrub_values(value: Any, hidden: Iterable[str]) -> Any:
+def scrub_values(value: Any, hidden: Iterable[str] | Scrubber) -> Any:
     """A copy of `value` with every occurrence of the `hidden` strings in its strings masked."""
-    if isinstance(value, dict):
-        return {k: scrub_values(v, hidden) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [scrub_values(v, hidden) for v in value]
-    if isinstance(value, str):
-        for secret in hidden:
-            value = value.replace(secret, MASK)
-    return value
+    scrubber = hidden if isinstance(hidden, Scrubber) else Scrubber(hidden)
+    return scrubber.value(value)
 
 
 def _mask_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
     hidden = _HIDDEN.get()
-    return mask_secrets(scrub_values(event, hidden) if hidden else event)  # type: ignore[no-any-return]
+    return mask_secrets(hidden.value(event) if hidden else event)  # type: ignore[no-any-return]
 
 
 def _masked_text(text: str) -> str:
     hidden = _HIDDEN.get()
-    return mask_url_passwords(scrub_values(text, hidden) if hidden else text)  # type: ignore[arg-type]
+    return mask_url_passwords(hidden.text(text) if hidden else text)
 
 
 _PLAIN_RECORDS = logging.getLogRecordFactory()
