@@ -54,6 +54,15 @@ def masked_task(task: Task) -> Task:
     return Task.from_doc(masked_task_view(task))
 
 
+def masked_with_parameters(doc: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:
+    """A JSON-able document that holds `Parameters` but is not a task (a schedule), masked as a
+    task's view is: declared secrets and secret-looking keys in Parameters, their values and URL
+    passwords wherever they are quoted (an error message)."""
+    values = parameter_secret_values(doc["Parameters"], secret_names)
+    shown = {**doc, "Parameters": mask_parameters(doc["Parameters"], secret_names)}
+    return _scrubbed(shown, Scrubber(values))  # type: ignore[no-any-return]
+
+
 def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:
     marked = {key: MASK if key in secret_names else value for key, value in parameters.items()}
     return mask_secrets(marked)  # type: ignore[no-any-return]
