@@ -97,15 +97,6 @@ def render_key(template: str, parameters: dict[str, Any], secret: Collection[str
     return template.format_map({name: _part(name, parameters[name], secret) for name in template_fields(template)})
 
 
-def key_secrets(secret_parameters: Collection[str], for_each: str | None) -> set[str]:
-    """The names render_key must not show for a unit: the task's secret parameters, and `item`
-    when the step fans out over a secret (or secret-looking) list."""
-    names = set(secret_parameters)
-    if for_each is not None and (for_each in names or SECRET_KEY.search(for_each)):
-        names.add("item")
-    return names
-
-
 def _part(name: str, value: Any, secret: Collection[str]) -> str:
     text = value if isinstance(value, str) else str(value)
     if name in secret or SECRET_KEY.search(name) or mask_secrets(value) != value:

@@ -31,10 +31,10 @@ def masked_task_view(task: Task) -> dict[str, Any]:
     doc = task.to_doc()
     for field in ("Parameters", "SubmittedParameters"):
         doc[field] = mask_parameters(doc[field], names)
-    for entry in doc["Outbox"]:  # step messages carry a copy of the parameters
+    for entry in doc["Outbox"]:  # step messages and a child's start carry a copy of the parameters
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
-            body["Parameters"] = mask_parameters(body["Parameters"], names)
+            body["Parameters"] = mask_parameters(body["Parameters"], names | set(body.get("SecretParameters") or []))
     return _scrubbed(doc, Scrubber(secret_values(task)))  # type: ignore[no-any-return]
 
 

@@ -10,11 +10,11 @@ in common.advance change the task in place.
 
 from __future__ import annotations
 
-from common.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockKeyError, key_secrets, render_key
+from common.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockKeyError, render_key
 from common.models import OutboxEntry, Run, Task, UnitLock
 from common.statuses import RunState
 from common.task_runs import Refusal, Timing, publish_entry, record
-from common.unit_parameters import command_parameters
+from common.unit_parameters import command_parameters, unit_secrets
 
 Unit = tuple[int, int | None]
 
@@ -47,7 +47,7 @@ def wait_for_lock(task: Task, run: Run, now: float) -> None:
     template = task.Steps[run.Cursor].Lock
     assert template is not None
     try:
-        secret = key_secrets(task.SecretParameters, task.Steps[run.Cursor].ForEach)
+        secret = unit_secrets(task.SecretParameters, task.Steps[run.Cursor].ForEach)
         key = render_key(template.Key, command_parameters(task, run.Cursor, run.Item), secret)  # an item's: with item
     except LockKeyError:
         key = template.Key  # checked by the loader; a parameter left without value keys by the template

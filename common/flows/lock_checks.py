@@ -15,8 +15,8 @@ from typing import Any
 from common.flows.messages import describe
 from common.flows.problems import Path, Problem, at
 from common.flows.yaml_source import Lines
+from common.flows.secrecy import secret_name, secret_source
 from common.locks import template_fields
-from common.logging import SECRET_KEY
 
 _SHOWN = "a lock key is shown in the API, the console and the logs"
 
@@ -40,7 +40,7 @@ def lock_checks(data: dict[str, Any], lines: Lines) -> list[Problem]:
                 continue
             extra = {"item", "item_index"} if "for_each" in step else set()
             problems += _key(step.get("lock"), path, declared, extra, lines)
-            if "for_each" in step and _secret(step["for_each"], declared) and "item" in _names(step.get("lock")):
+            if "item" in _names(step.get("lock")) and secret_source("item", step, declared):
                 message = f"names item of secret list {describe(step['for_each'])}: {_SHOWN}; key it by item_index"
                 problems.append(at(lines.value(path + ("key",)), path + ("key",), message))
     return problems
@@ -63,18 +63,10 @@ def _key(lock: Any, path: Path, declared: Any, extra: set[str], lines: Lines) ->
             known = ", ".join(sorted(declared)) or "none"
             message = f"names unknown parameter {describe(name)} (declared parameters: {known})"
             problems.append(at(lines.value(path), path, message))
-        elif _secret(name, declared):
+        elif secret_name(name, declared):
             message = f"names secret parameter {describe(name)}: {_SHOWN}"
             problems.append(at(lines.value(path), path, message))
     return problems
-
-
-def _secret(name: Any, declared: Any) -> bool:
-    """Declared `secret: true`, or named like a secret (masked wherever a task is shown)."""
-    if not isinstance(name, str):
-        return False
-    spec = declared.get(name) if isinstance(declared, dict) else None
-    return bool(SECRET_KEY.search(name)) or (isinstance(spec, dict) and spec.get("secret") is True)
 
 
 def _names(lock: Any) -> list[str]:

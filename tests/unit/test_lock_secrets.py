@@ -8,9 +8,10 @@ import pytest
 
 from common.errors import FlowError
 from common.flows.loader import parse_flows
-from common.locks import key_secrets, render_key
+from common.locks import render_key
 from common.models import LockTemplate
 from common.transitions import Timing, create_task
+from common.unit_parameters import unit_secrets
 from tests.support.builders import counter_ids, make_step
 
 SECRET_LIST = """version: 1
@@ -73,4 +74,4 @@ def test_a_step_lock_over_a_secret_list_never_shows_an_item() -> None:
     keys = [e.Body["Key"] for e in task.Outbox]
     assert len(set(keys)) == 2 and not any("canary" in k for k in keys)
     assert "canary" not in str([u.Key for u in task.UnitLocks]) + str([h.Message for h in task.History])
-    assert key_secrets([], "passwords") == {"item"} and key_secrets([], "hosts") == set()
+    assert unit_secrets([], "passwords") == {"item"} and unit_secrets(["a"], "hosts") == {"a"}
