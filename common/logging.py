@@ -77,6 +77,22 @@ def mask_url_passwords(text: str) -> str:
     return "".join(parts)
 
 
+def redacted_url(url: str) -> str:
+    """A URL as an error message may quote it: what stands between its scheme and its last "@"
+    (user and password) and what follows a "?" or "#" after that (a token in the query) shown
+    as MASK. A refused URL is no better formed than any other, so this parses nothing: a
+    password holding "?", "/" or "@" is masked whole all the same."""
+    text = url
+    at = text.rfind("@")
+    if at != -1:
+        scheme = text.find("://")
+        start = scheme + 3 if 0 <= scheme < at else (text.find(":") + 1 if 0 <= text.find(":") < at else 0)
+        text = text[:start] + MASK + text[at:]
+    rest = text.rfind("@") + 1
+    cut = min((i for i in (text.find("?", rest), text.find("#", rest)) if i != -1), default=-1)
+    return text if cut == -1 else text[: cut + 1] + MASK
+
+
 def _has_scheme(text: str, start: int, i: int) -> bool:
     """Is text[start:i] ending in a URL scheme: scheme characters back to a letter?"""
     j = i - 1
