@@ -37,6 +37,13 @@ LEAK_FLOWS = FLOWS + """
         for_each: keys
         lock: {key: "key:{name}:{item_index}"}
         normal: {module: monitor, command: noop}
+  courier:
+    parameters:
+      password: {type: string, secret: true}
+    steps:
+      - name: hand_over
+        flow: free_form
+        inputs: {note: password}
   loose:
     lock: {key: "loose:{dsn}"}
     notify: {url: "http://127.0.0.1:9/hook"}
@@ -62,6 +69,9 @@ def _fill(api: Api) -> dict[str, list[str]]:
     """Every kind of thing that may hold a secret; the ids to walk the routes with."""
     tasks = [api.create("vault", parameters=DECLARED)["task_id"], api.create("loose", parameters=UNDECLARED)["task_id"]]
     waiting = api.create("loose", parameters=UNDECLARED)["task_id"]  # the same key: in line behind the first
+    parent = api.create("courier", parameters={"password": f"{CANARY}-handed"})["task_id"]
+    child = api.store.get(parent).Steps[0].ChildTaskId
+    assert child is not None and api.store.get(child).Parameters["note"] == f"{CANARY}-handed"
     failed = api.create("create_db", parameters={"name": "db1", "admin_password": f"{CANARY}-admin"})["task_id"]
     api.step(failed, AttemptResult(ResultCode.FAILED, f"login with {CANARY}-admin refused"))
     assert api.act(waiting, "cancel", reason=f"the token {CANARY}-tok leaked").status_code == 200
@@ -74,7 +84,7 @@ def _fill(api: Api) -> dict[str, list[str]]:
         schedules.append(name)
     locks = [lock["key"] for lock in api.get("/api/v1/locks").json()["items"]]
     assert len(locks) >= 2  # the walk must see lock keys built from secrets, or it proves nothing
-    return {"task_id": [*tasks, waiting, failed], "schedule": schedules, "name": ["vault", "loose", "create_db"],
+    return {"task_id": [*tasks, waiting, failed, parent, child], "schedule": schedules, "name": ["vault", "loose", "create_db"],
             "key": locks, "alarm_id": ["a-1"]}  # fmt: skip
 
 
