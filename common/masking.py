@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from common.logging import MASK, SECRET_KEY, mask_secrets, mask_url_passwords
+from common.logging import MASK, SECRET_KEY, mask_secrets, mask_url_passwords, redacted_url
 from common.models import Alarm, Task
 from common.scrubbing import Scrubber
 
@@ -31,7 +31,12 @@ def masked_task_view(task: Task) -> dict[str, Any]:
     doc = task.to_doc()
     for field in ("Parameters", "SubmittedParameters"):
         doc[field] = mask_parameters(doc[field], names)
+    for target in doc.get("Notify") or []:  # a webhook URL often carries a token (its query)
+        if target.get("Url"):
+            target["Url"] = redacted_url(target["Url"])
     for entry in doc["Outbox"]:  # step messages and a child's start carry a copy of the parameters
+        if "://" in (entry.get("Queue") or ""):  # a webhook entry is queued for its receiver's URL
+            entry["Queue"] = redacted_url(entry["Queue"])
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
             body["Parameters"] = mask_parameters(body["Parameters"], names | set(body.get("SecretParameters") or []))

@@ -27,7 +27,7 @@ CANARY = "cnry" + uuid.uuid4().hex[:12]
 LEAK_FLOWS = FLOWS + """
   vault:
     lock: {key: "vault:{name}"}
-    notify: {url: "http://127.0.0.1:9/hook"}
+    notify: {url: "http://hook:%s-user@127.0.0.1:9/hook?token=%s-query"}
     parameters:
       name: {type: string, required: true}
       password: {type: string, secret: true, min_length: 8}
@@ -50,7 +50,7 @@ LEAK_FLOWS = FLOWS + """
     steps:
       - name: only
         normal: {module: monitor, command: noop}
-"""
+""" % (CANARY, CANARY)
 DECLARED = {"name": "v1", "password": f"{CANARY}-pw", "keys": [f"{CANARY}-k1", f"{CANARY}-k2"]}
 UNDECLARED = {"api_token": f"{CANARY}-tok", "dsn": f"mysql://root:{CANARY}-url@db/x",
               "conn": {"host": "h", "password": f"{CANARY}-nested"}}  # fmt: skip
