@@ -148,7 +148,7 @@ def _lock_of(flow: FlowDefinition, parameters: dict[str, Any]) -> tuple[str, int
     if flow.lock is None:
         return None
     try:
-        return render_key(flow.lock.Key, parameters), flow.lock.Limit
+        return render_key(flow.lock.Key, parameters, flow.secret_parameters), flow.lock.Limit
     except LockKeyError as exc:
         names = [n for n in template_fields(flow.lock.Key) if n not in parameters]
         raise InvalidParameters([(f"parameters.{names[0]}", f"required by the task type's lock key: {exc}")]) from exc

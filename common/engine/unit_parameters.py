@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
+from common.logging import SECRET_KEY
 from common.engine.document import Task
 
 
@@ -16,3 +18,12 @@ def command_parameters(task: Task, cursor: int, item: int | None) -> dict[str, A
         parameters["item"] = items[item].Value
         parameters["item_index"] = item
     return parameters
+
+
+def unit_secrets(secret_parameters: Collection[str], for_each: str | None) -> set[str]:
+    """The names a unit's parameters keep hidden besides the secret-looking ones: the task's
+    secret parameters, and `item` when the step fans out over a secret (or secret-looking) list."""
+    names = set(secret_parameters)
+    if for_each is not None and (for_each in names or SECRET_KEY.search(for_each)):
+        names.add("item")
+    return names

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from common.flows.messages import describe
+from common.logging import redacted_url
 
 # Task type, step, module and command names. Module names become RabbitMQ queue names.
 IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -156,7 +157,8 @@ class NotifySpec(_Spec):
     @classmethod
     def _http_url(cls, value: str) -> str:
         if not re.fullmatch(r"https?://[^\s/?#]+\S*", value):
-            raise ValueError(f"must be an http:// or https:// URL (got {describe(value)})")
+            # A URL may carry a password or a token: the error shows neither.
+            raise ValueError(f"must be an http:// or https:// URL (got {describe(redacted_url(value))})")
         return value
 
 

@@ -12,11 +12,14 @@ entries `lock_acquire` and `lock_release` connect the two documents (common/rela
 
 from __future__ import annotations
 
+import hashlib
 import string
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.logging import SECRET_KEY, mask_secrets
 from common.engine.states import TaskStatus
 
 LOCK_ACQUIRE = "lock_acquire"
@@ -82,15 +85,23 @@ def template_fields(template: str) -> list[str]:
     return names
 
 
-def render_key(template: str, parameters: dict[str, Any]) -> str:
+def render_key(template: str, parameters: dict[str, Any], secret: Collection[str] = ()) -> str:
+    """The key of these parameters. A key is shown (API, console, logs) and is the lock's
+    identity, so a part that is secret is the digest of its value: one `secret` names (declared
+    secret, or the `item` of a secret list), one named like a secret, or a value that holds
+    one (a URL with a password, a mapping with a secret-looking key). The loader refuses
+    templates that name a secret where it can tell; this covers what only a submission shows."""
     missing = [name for name in template_fields(template) if name not in parameters]
     if missing:
         raise LockKeyError(f"the lock key {template!r} needs parameter {missing[0]!r}")
-    return template.format_map({name: _text(parameters[name]) for name in template_fields(template)})
+    return template.format_map({name: _part(name, parameters[name], secret) for name in template_fields(template)})
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
+def _part(name: str, value: Any, secret: Collection[str]) -> str:
+    text = value if isinstance(value, str) else str(value)
+    if name in secret or SECRET_KEY.search(name) or mask_secrets(value) != value:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return text
 
 
 # --- decisions on the lock document ----------------------------------------------------------------

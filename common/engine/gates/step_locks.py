@@ -14,7 +14,7 @@ from common.engine.gates.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING,
 from common.engine.document import OutboxEntry, Run, Task, UnitLock
 from common.engine.states import RunState
 from common.engine.units import Refusal, Timing, publish_entry, record
-from common.engine.unit_parameters import command_parameters
+from common.engine.unit_parameters import command_parameters, unit_secrets
 
 Unit = tuple[int, int | None]
 
@@ -47,7 +47,8 @@ def wait_for_lock(task: Task, run: Run, now: float) -> None:
     template = task.Steps[run.Cursor].Lock
     assert template is not None
     try:
-        key = render_key(template.Key, command_parameters(task, run.Cursor, run.Item))  # an item's: with item
+        secret = unit_secrets(task.SecretParameters, task.Steps[run.Cursor].ForEach)
+        key = render_key(template.Key, command_parameters(task, run.Cursor, run.Item), secret)  # an item's: with item
     except LockKeyError:
         key = template.Key  # checked by the loader; a parameter left without value keys by the template
     run.State, run.Deadline = RunState.WAITING_LOCK, None

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.engine.document import OutboxEntry, ParentLink, Run, Task
+from common.engine.document import OutboxEntry, ParentLink, Run, Step, Task
 from common.flows.parameters import RESERVED_PREFIX
 from common.engine.states import Phase, TaskStatus
-from common.engine.unit_parameters import command_parameters
+from common.logging import SECRET_KEY
+from common.engine.unit_parameters import command_parameters, unit_secrets
 
 START_CHILD = "start_child"
 CHILD_FINISHED = "child_finished"
@@ -56,7 +57,7 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
             TaskType=template.TaskType,
             Steps=[s.model_dump(mode="json") for s in template.Steps],
             Parameters=parameters,
-            SecretParameters=template.SecretParameters,
+            SecretParameters=inherited_secrets(task, step, template.SecretParameters),
             Parent=ParentLink(TaskId=task.TaskId, Cursor=run.Cursor, Item=run.Item).model_dump(mode="json"),
             Priority=task.Priority,
             UserId=task.UserId,
@@ -67,6 +68,15 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
             body["Lock"] = template.Lock.model_dump(mode="json")
     kind = START_CHILD if run.Phase is Phase.NORMAL else UNDO_CHILD
     return OutboxEntry(DispatchId=run.DispatchId, Kind=kind, Body=body, DueAt=due_at)
+
+
+def inherited_secrets(task: Task, step: Step, declared: list[str]) -> list[str]:
+    """The child's secret parameters: its type's, and each one mapped from a secret of the parent
+    (declared, secret-looking, or the item of a secret list). A value that was secret stays
+    secret: the child's views, events and webhooks mask it even where its type calls it plain."""
+    hidden = unit_secrets(task.SecretParameters, step.ForEach)
+    inherited = {child for child, parent in step.FlowInputs.items() if parent in hidden or SECRET_KEY.search(parent)}
+    return sorted(set(declared) | inherited)
 
 
 def cancel_child_entry(task: Task, run: Run, actor: str, reason: str, now: float) -> OutboxEntry:

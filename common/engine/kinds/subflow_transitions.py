@@ -58,7 +58,7 @@ def child_lock(body: dict[str, Any]) -> tuple[str, int] | None:
     if not template:
         return None
     try:
-        key = render_key(template["Key"], body["Parameters"])
+        key = render_key(template["Key"], body["Parameters"], body.get("SecretParameters") or ())
     except LockKeyError:
         key = template["Key"]
     return key, int(template.get("Limit", 1))
