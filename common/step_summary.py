@@ -1,7 +1,7 @@
 """A `for_each` step's own state and outcome, derived from its items (DESIGN.md 2.1).
 
 Pure functions over "the step and its items", so a reader that knows only steps (the API's task
-view, `baton get`, the console, the event stream, a webhook) sees what a plain step would show:
+view, `baton get`, the console, the event stream) sees what a plain step would show:
 when the step started and ended, how its normal phase and its rollback ended, how many attempts
 it took. The items are passed in, not read from the step, so they may come from elsewhere.
 

@@ -26,9 +26,9 @@ GEOMETRY = """nodes => nodes.map(node => {
   const inside = (r) => r.left >= box.left - 0.5 && r.right <= box.right + 0.5
     && r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5;
   const texts = [...node.querySelectorAll("text")].filter((t) => t.textContent);
-  const marks = [...node.querySelectorAll("rect.item")];
+  const marks = [...node.querySelectorAll("rect.item, rect.item-segment")];
   const shapes = [...texts.map((t) => [t.textContent, t.getBoundingClientRect()]),
-                  ...marks.map((m) => [`item ${m.dataset.item}`, m.getBoundingClientRect()])];
+                  ...marks.map((m) => [`item ${m.dataset.item ?? "bar"}`, m.getBoundingClientRect()])];
   const overlaps = [];
   shapes.forEach(([a, ra], i) => shapes.slice(i + 1).forEach(([b, rb]) => {
     if (ra.left < rb.right && rb.left < ra.right && ra.top < rb.bottom && rb.top < ra.bottom) overlaps.push(`${a} / ${b}`);
@@ -43,6 +43,7 @@ def tasks(live: LiveConsole) -> dict[str, str]:
         # Item 5 fails: the items that ran are rolled back, the rest are cancelled or never start.
         "wide": live.submit("fan_out", nodes=NODES, _baton_faults=[{"command": "step_item", "action": "fail", "item": 5}]),
         "rollout": live.submit("replica_rollout", nodes=NODES),
+        "many": live.submit("fan_out", nodes=[f"n{i}" for i in range(100)]),
     }
     for task_id in made.values():
         live.wait_final(task_id, timeout=120)
@@ -107,4 +108,17 @@ def test_sub_flow_steps_show_their_start_and_fit_their_labels(page, live, tasks)
     assert "provision_every_replica_member" in title and "sub-flow replica_member_provisioning" in title
     assert_fits(graph)
     graph_shot(page, "graph-sub-flow")
+    assert_clean(page)
+
+
+def test_a_step_with_more_items_than_marks_fit_draws_them_all_as_one_bar(page, live, tasks):
+    sign_in(page, at=f"/console/#/task/{tasks['many']}")
+    expect(page.locator(".task-head .badge")).to_have_text("Succeeded")
+    graph = page.locator("svg.flow-graph")
+    bar = graph.locator('g.node[data-step="1"] g.item-bar rect.item-segment')
+    expect(bar).to_have_count(1)
+    assert bar.evaluate_all("r => r.map(s => [s.dataset.state, Number(s.dataset.count)])") == [["succeeded", 100]]
+    expect(graph.locator('g.node[data-step="1"] text.detail')).to_have_text("for_each nodes: 100/100")
+    assert_fits(graph)
+    graph_shot(page, "graph-for-each-100")
     assert_clean(page)
