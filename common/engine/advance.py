@@ -27,6 +27,7 @@ from common.engine.units import (
     IdFactory,
     Timing,
     add_run,
+    begin_attempt,
     cancel_message,
     drop_outbox,
     publish_entry,
@@ -69,9 +70,11 @@ def dispatch(task: Task, unit: Unit, phase: Phase, attempt: int, timing: Timing,
     if phase is Phase.NORMAL:
         task.TaskCursor = max(task.TaskCursor, unit[0])
     if step.Flow is not None:
-        run = add_run(task, unit, phase, attempt, ids, deadline=None)
+        run = add_run(task, unit, phase, attempt, ids, deadline=None, since=due_at)
         run.State = RunState.WAITING_CHILD
         entry = child_entry(task, run, due_at)
+        if due_at <= timing.now:  # no module claims it: asking for the child begins the attempt
+            begin_attempt(task, run, due_at)
     else:
         run = add_run(task, unit, phase, attempt, ids, deadline=due_at + timing.redeliver_after, since=due_at)
         entry = publish_entry(task, run, due_at)
@@ -88,7 +91,8 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     unit, step = run.unit, task.Steps[run.Cursor]
     state = unit_state(task, unit)
     normal = run.Phase is Phase.NORMAL
-    _started(task, timing.now)  # a sub-flow's child ended: its parent ran without any claim
+    if step.Flow is not None:  # a child asked for later (a delayed start) began when it was due
+        begin_attempt(task, run, run.Since or timing.now)
     remove_run(task, run)
     if result.check_again is not None:  # "not done yet": no attempt counted, no slot held
         verdict = next_check(task, run, result, timing.now, actor)
@@ -222,8 +226,7 @@ def _absorb_output(task: Task, run: Run, result: AttemptResult) -> None:
     assert step.Items is not None
     step.Items[run.Item].Output = dict(result.output)
     if step.State is StepState.SUCCEEDED:
-        task.Parameters[step.Name] = [item.Output for item in step.Items]
-        step.Code, step.TimeEnd = ResultCode.OK, max(i.TimeEnd or 0.0 for i in step.Items)
+        task.Parameters[step.Name] = [item.Output for item in step.Items]  # its outcome: common/engine/step_summary.py
 
 
 def _start_rollback(task: Task, unit: Unit, timing: Timing, actor: str, ids: IdFactory) -> None:
@@ -232,11 +235,14 @@ def _start_rollback(task: Task, unit: Unit, timing: Timing, actor: str, ids: IdF
         fan_out.start_rollback(task, unit[0], timing.now)
         return
     if step.Flow is not None and state.Code is not ResultCode.OK:
-        # The child failed and rolled itself back already: nothing left to undo here.
+        # The child failed and rolled itself back already: nothing left to undo here. Its
+        # rollback is recorded as done when the child ended.
+        message = f"child task {child_task_id(task, *unit)} rolled itself back"
         set_unit_state(task, unit, StepState.ROLLING_BACK)
+        store_result(state, Phase.ROLLBACK, AttemptResult(ResultCode.OK, message), state.TimeEnd or timing.now)
+        state.RollbackTimeStart = state.RollbackTimeEnd
         set_unit_state(task, unit, StepState.ROLLED_BACK)
-        record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit,
-               message=f"child task {child_task_id(task, *unit)} rolled itself back")
+        record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit, message=message)
         return
     state.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
     dispatch(task, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)

@@ -16,7 +16,7 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from common.engine import format_v1
+from common.engine import format_v1, step_summary
 from common.engine.states import Phase as PhaseCode
 from common.engine.states import ResultCode, RunState, StepState
 from common.engine.states import TaskStatus as TaskStatusCode
@@ -295,7 +295,7 @@ class Task(_Doc):
     WaitingFor: WaitCondition | None = None  # set: routing starts nothing (a lock, another task)
     UnitLocks: list[UnitLock] = Field(default_factory=list)  # step locks waited for or held
     # The sweeper's two indexes, derived from Runs and Outbox whenever the task is serialised
-    # (to_doc, to_json), so no transition can forget them.
+    # (to_doc, to_json), so no transition can forget them; so is a for_each step's outcome.
     SweepAt: float | None = None
     OutboxDue: float | None = None
     # Operations (DESIGN.md sec. 10): no new unit starts while Paused or WaitingFor is set; past
@@ -320,7 +320,10 @@ class Task(_Doc):
                 self.Steps[index] = step.model_copy(update={"After": [index - 1] if index else []})
         return self
 
-    def _refresh_indexes(self) -> None:
+    def _refresh_derived(self) -> None:
+        for step in self.Steps:
+            if step.Items:  # its outcome is its items' (common/engine/step_summary.py)
+                step_summary.apply(step, step.Items)
         deadlines = [r.Deadline for r in self.Runs if r.Deadline is not None]
         if self.TaskStatus in (TaskStatusCode.NOT_STARTED, TaskStatusCode.RUNNING):  # the sweeper ends it
             deadlines += [t for t in (self.Deadline, self.WaitingFor and self.WaitingFor.RecheckAt) if t is not None]
@@ -336,7 +339,7 @@ class Task(_Doc):
         return next((r for r in self.Runs if r.DispatchId == dispatch_id), None)
 
     def to_doc(self) -> dict[str, Any]:
-        self._refresh_indexes()
+        self._refresh_derived()
         return self.model_dump(mode="json")
 
     @classmethod
@@ -347,7 +350,7 @@ class Task(_Doc):
     # The hot path of every step reads, copies and writes a task a few times: pydantic-core's
     # JSON and dict round trips are 2-4x faster than json + dicts, or deepcopy.
     def to_json(self) -> str:
-        self._refresh_indexes()
+        self._refresh_derived()
         return self.model_dump_json()
 
     @classmethod

@@ -25,16 +25,9 @@ from dataclasses import dataclass, field
 
 from common.engine.document import Step, Task, UnitState
 from common.engine.states import DONE_FORWARD, FINAL_STATUSES, Phase, StepState, TaskStatus
+from common.engine.step_summary import APPLIED, SETTLED_BACKWARD
 
 Unit = tuple[int, int | None]  # (cursor, item index or None)
-
-APPLIED = frozenset({StepState.SUCCEEDED, StepState.FAILED})
-# A dependent in one of these states no longer holds its predecessors' rollback back.
-SETTLED_BACKWARD = frozenset(
-    {StepState.ROLLED_BACK, StepState.SKIPPED, StepState.COMPENSATED, StepState.CANCELLED, StepState.WAITING,
-     StepState.OPERATOR_SKIPPED}
-)
-
 
 @dataclass
 class Plan:
@@ -172,23 +165,3 @@ def _within_limit(step: Step, cursor: int, busy: StepState, startable: frozenset
             chosen.append((cursor, index))
             running += 1
     return chosen
-
-
-def summarize(step: Step) -> StepState:
-    """A for_each step's own State, derived from its items, so a reader that knows only steps
-    sees the right thing. The first rule that holds wins."""
-    if not step.Items:
-        return step.State  # not opened, or zero items (succeeded at once)
-    states = {item.State for item in step.Items}
-    for marker in (StepState.ROLLBACK_FAILED, StepState.ROLLING_BACK, StepState.RUNNING, StepState.FAILED):
-        if marker in states:
-            return marker
-    if states <= DONE_FORWARD:  # an item an operator skipped counts as done
-        return StepState.SUCCEEDED
-    if StepState.SUCCEEDED in states:  # partly undone, or partly done
-        return StepState.ROLLING_BACK if states & SETTLED_BACKWARD - {StepState.WAITING} else StepState.RUNNING
-    for outcome in (StepState.ROLLED_BACK, StepState.COMPENSATED, StepState.SKIPPED, StepState.CANCELLED):
-        if outcome in states:
-            return outcome
-    return StepState.WAITING
-

@@ -12,7 +12,7 @@ class TaskStatus(IntEnum):
 
     SUCCESS = 0  # every normal step succeeded
     NOT_STARTED = 1  # accepted; step 0 dispatched (or waiting for its start time), not yet claimed
-    RUNNING = 2  # a normal step has been claimed
+    RUNNING = 2  # a normal step has been claimed, or a sub-flow step has asked for its child task
     ROLLING_BACK = 3  # a normal step failed; rollbacks are running in reverse topological order
     ROLLED_BACK = 4  # FAILED (or cancelled), and every step that ran was rolled back cleanly
     ROLLBACK_FAILED = 5  # FAILED, and a rollback step failed: alarm raised, an operator must act

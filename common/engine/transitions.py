@@ -34,6 +34,7 @@ from common.engine.units import (
     IdFactory,
     Refusal,
     Timing,
+    begin_attempt,
     cancel_message,
     drop_outbox,
     idempotency_key,
@@ -127,16 +128,7 @@ def claim(task: Task, message: StepMessage, owner: str, timing: Timing) -> Task 
     # The claim proves the dispatch was delivered: its outbox entry goes in this same write, which
     # spares the publisher a write of its own to mark it sent.
     drop_outbox(new, run.DispatchId)
-    unit = unit_state(new, run.unit)
-    if run.Phase is Phase.NORMAL:
-        unit.Attempts = run.Attempt
-        unit.TimeStart = unit.TimeStart or timing.now
-        if new.TaskStatus is TaskStatus.NOT_STARTED:
-            set_status(new, TaskStatus.RUNNING)
-            new.TimeStart = timing.now
-    else:
-        unit.RollbackAttempts = run.Attempt
-        unit.RollbackTimeStart = unit.RollbackTimeStart or timing.now
+    begin_attempt(new, run, timing.now)
     record(new, timing.now, "claimed", run, actor=owner)
     return new
 

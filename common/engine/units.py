@@ -15,7 +15,8 @@ from typing import Any
 
 from common.engine.document import HistoryEvent, OperatorRequest, OutboxEntry, Run, Step, StepMessage, Task, UnitState
 from common.queues import QUEUE_MAX_PRIORITY, module_queue
-from common.engine.routing import Unit, summarize, unit_state
+from common.engine.routing import Unit, unit_state
+from common.engine.step_summary import summarize
 from common.engine.states import (
     Phase,
     ResultCode,
@@ -106,7 +107,22 @@ def set_unit_state(task: Task, unit: Unit, state: StepState) -> None:
     target.State = state
     step = task.Steps[unit[0]]
     if unit[1] is not None:
-        step.State = summarize(step)
+        step.State = summarize(step.State, step.Items or [])
+
+
+def begin_attempt(task: Task, run: Run, at: float) -> None:
+    """`run`'s attempt has begun at `at`: a module claimed it, or (a sub-flow) its child task was
+    asked for; no module claims a sub-flow's run, so its unit would otherwise show none started."""
+    unit = unit_state(task, run.unit)
+    if run.Phase is Phase.NORMAL:
+        unit.Attempts = run.Attempt
+        unit.TimeStart = unit.TimeStart or at
+        if task.TaskStatus is TaskStatus.NOT_STARTED:
+            set_status(task, TaskStatus.RUNNING)
+            task.TimeStart = at
+    else:
+        unit.RollbackAttempts = run.Attempt
+        unit.RollbackTimeStart = unit.RollbackTimeStart or at
 
 
 def store_result(unit: UnitState, phase: Phase, result: AttemptResult, now: float) -> None:

@@ -80,6 +80,21 @@ task_types:
       - name: per_node
         for_each: nodes
         flow: leaf
+  replica_rollout:
+    description: Sub-flow steps with long names (the graph fits them in their boxes).
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: provision_every_replica_member
+        flow: replica_member_provisioning
+      - name: per_replica_member
+        for_each: nodes
+        flow: replica_member_provisioning
+  replica_member_provisioning:
+    steps:
+      - name: leaf
+        normal:   {module: mysql, command: step_leaf}
+        rollback: {module: mysql, command: undo_leaf}
   leaf:
     steps:
       - name: leaf

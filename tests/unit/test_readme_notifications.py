@@ -42,3 +42,20 @@ def test_the_readme_notify_example_is_valid_flows_yaml():
     flows = parse_flows(yaml.safe_dump({"version": 1, "task_types": {"t": {
         "notify": notify, "steps": [{"name": "a", "normal": {"module": "m", "command": "c"}}]}}}), "flows.yaml")
     assert flows.get("t").notify == (NotifyTarget(Url=notify["url"], Events=notify["events"]),)
+
+
+def test_the_readme_payload_has_the_fields_baton_sends():
+    import json
+
+    from common.engine.notifications import payload
+    from common.engine.states import TaskStatus
+    from tests.support.builders import make_step
+    from tests.unit.test_graph_transitions import new
+
+    [example] = blocks("json")
+    task = new([make_step("a")], {"name": "app_1", "admin_password": "correct-horse-battery"}, task_id="t1")
+    task.SecretParameters = ["admin_password"]
+    sent = payload(task, "succeeded", "t1:7:succeeded", TaskStatus.RUNNING, 1732370000.5)
+    shown = json.loads(example.replace("...", ""))
+    assert list(shown) == list(sent)
+    assert shown["Parameters"]["admin_password"] == sent["Parameters"]["admin_password"] == "***"

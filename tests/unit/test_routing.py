@@ -4,7 +4,8 @@ DESIGN.md sec. 4 (readiness, draining, reverse topological rollback, passing ove
 from __future__ import annotations
 
 from common.engine.document import Run, StepItem
-from common.engine.routing import Plan, plan, summarize
+from common.engine.routing import Plan, plan
+from common.engine.step_summary import summarize
 from common.engine.states import Phase, StepState, TaskStatus
 from common.engine.transitions import Timing, create_task
 from tests.support.builders import counter_ids, make_step
@@ -108,10 +109,10 @@ def test_for_each_items_start_up_to_max_parallel_and_roll_back_likewise():
 def test_a_for_each_step_state_summarises_its_items():
     step = make_step("x")
     step.Items = [StepItem(State=s) for s in (OK, RUN)]
-    assert summarize(step) is RUN
+    assert summarize(step.State, step.Items) is RUN
     step.Items = [StepItem(State=s) for s in (OK, OK)]
-    assert summarize(step) is OK
+    assert summarize(step.State, step.Items) is OK
     step.Items = [StepItem(State=s) for s in (RBD, StepState.CANCELLED)]
-    assert summarize(step) is RBD
+    assert summarize(step.State, step.Items) is RBD
     step.Items = [StepItem(State=s) for s in (RBF, RB)]
-    assert summarize(step) is RBF
+    assert summarize(step.State, step.Items) is RBF

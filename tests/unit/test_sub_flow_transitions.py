@@ -293,3 +293,32 @@ def test_a_sub_flows_child_notifies_its_parents_webhooks(sim):
     seen = {(w["TaskId"], w["Event"]) for w in simulator.webhooks}
     assert seen == {(task, event) for task in ("p1", "p1.1") for event in ("created", "started", "succeeded")}
     assert simulator.store.get("p1.1").Notify == parent.Notify
+
+
+def test_an_empty_list_starts_no_child_and_a_rollback_passes_over_it(sim):
+    """README: an empty list is nothing to do, for a for_each sub-flow step too."""
+    simulator = sim(lambda task_type, cursor, item, phase: task_type == "t" and cursor == 2 and phase is N)
+    simulator.submit(new(fan_out_sub_flow(), {"name": "n1", "hosts": []}, task_id="pe"))
+    run_all(simulator)
+    parent = simulator.store.get("pe")
+    assert parent.TaskStatus is TaskStatus.ROLLED_BACK and simulator.store.get("pe.1") is None
+    assert parent.Steps[1].Items == [] and parent.Steps[1].State is StepState.SKIPPED  # passed over
+    assert [e for e in parent.History if e.Event == "dispatched" and e.Cursor == 1] == []
+
+
+def test_a_parents_cancel_with_stop_running_lets_the_childs_claimed_step_finish(sim):
+    """README: the child gets a plain cancel; stop_running stops the parent's own claimed steps."""
+    from common.engine.operator.actions import cancel
+
+    simulator = _parent_with_its_child_running(sim, "ps")
+    parent = mutate(simulator.store, "ps", lambda t: cancel(t, "op", "not needed", Timing(2000.0), ids=IDS,
+                                                            stop_running=True))
+    simulator.flush(parent)
+    while simulator.deliveries:  # apply the cancel_child entry; the child's claimed step stays claimed
+        simulator.step(0)
+    child = simulator.store.get("ps.1")
+    assert child.CancelRequested.Actor == "parent ps" and child.CancelRequested.Reason == "op: not needed"
+    assert [r.State for r in child.Runs] == [RunState.RUNNING]  # not stopped: it finishes
+    run_all(simulator)
+    assert simulator.store.get("ps.1").Steps[0].State is StepState.ROLLED_BACK  # it finished, then was undone
+    assert simulator.store.get("ps").TaskStatus is TaskStatus.ROLLED_BACK

@@ -113,7 +113,6 @@ def skip(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = n
     step = new.Steps[cursor]
     if step.Items is not None and step.State is StepState.SUCCEEDED:  # the last item: the list is done
         new.Parameters[step.Name] = [i.Output for i in step.Items]
-        step.Code, step.TimeEnd = ResultCode.OK, timing.now
     advance(new, timing, actor, ids)
     return new
 

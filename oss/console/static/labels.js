@@ -73,3 +73,9 @@ export function phaseOutcome(phase, code) {
   return phase === "normal"
     ? { label: `failed${how}`, css: "st-failed" } : { label: `rollback failed${how}`, css: "st-rollback-failed" };
 }
+
+// The step whose normal phase failed (the one that made the task roll back): its own code, or a
+// for_each step's, which is its first failed item's (the API derives it from the items).
+export function failedHere(step) {
+  return step.Code !== null && step.Code !== undefined && step.Code !== 0;
+}
