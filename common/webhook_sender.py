@@ -129,10 +129,6 @@ class WebhookSender:
             self._cond.notify()
         return True
 
-    def held(self) -> int:
-        with self._cond:
-            return len(self._held)
-
     def stop(self) -> None:
         """No new POST starts; one in flight ends within the timeout."""
         with self._cond:

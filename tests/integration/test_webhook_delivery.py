@@ -82,7 +82,9 @@ def test_each_retry_is_due_at_its_backoff_not_at_the_relay_grace_after_it(tmp_pa
     now = [1000.0]
     deliverer = WebhookDeliverer(store, WebhookConfig(None, SECRET, timeout=5, backoff_max=4, alarm_after=3600),
                                  clock=lambda: now[0])
-    sweeper = Sweeper(store, InProcessBroker(), SweepConfig(lease=30, redeliver_after=60, relay_grace=5, interval=1),
+    broker = InProcessBroker()
+    broker.declare("mod")  # the task's first step goes there: the relay publishes it too
+    sweeper = Sweeper(store, broker, SweepConfig(lease=30, redeliver_after=60, relay_grace=5, interval=1),
                       clock=lambda: now[0], webhooks=deliverer)
     task = stored_task(store, receiver.url, created=1000.0)
     try:
