@@ -1,4 +1,4 @@
-"""Taking and giving back per-key locks: the pure decisions of common.locks, applied to one lock
+"""Taking and giving back per-key locks: the pure decisions of common.engine.gates.locks, applied to one lock
 document with a compare-and-set, re-read and re-decided when another writer won the race.
 
 `open_lock_store_for` opens the lock documents beside a task store (same SQLite file, same
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.errors import StoreError
-from common.locks import KeyLock, LockHolder, join, leave
+from common.engine.gates.locks import KeyLock, LockHolder, join, leave
 from common.store.locks_port import LockStore
 
 MAX_TRIES = 50  # each try is one read and one write; only a storm of writers on one key loses this often

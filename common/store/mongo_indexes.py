@@ -74,7 +74,7 @@ SPECS: dict[str, list[IndexSpec]] = {
         # waiting_unclaimed: only unfinished tasks have runs, hence a Since.
         IndexSpec("runs_since", [("Runs.Since", ASCENDING)], {"partialFilterExpression": {"Runs.Since": {"$exists": True}}}),
     ],
-    # Events moved out of a task's document (common.history), one per (task, event number).
+    # Events moved out of a task's document (common.engine.history), one per (task, event number).
     "task_history": [
         IndexSpec("task_index", [("TaskId", ASCENDING), ("Index", ASCENDING)], {"unique": True}),
         IndexSpec("time", [("Event.Time", ASCENDING)]),  # retention (oss.history_retention)

@@ -9,12 +9,12 @@ import structlog
 
 from common.errors import BatonError
 from common.masking import masked_alarm
-from common.models import Alarm, Task
+from common.engine.document import Alarm, Task
 from common.queues import ALARM_QUEUE
 from common.settings import Settings
 from common.store.port import TaskStore
 from modules.monitor.settings import MonitorSettings, load_monitor_settings
-from common.webhook_sender import SenderConfig
+from common.relay.webhook_sender import SenderConfig
 from modules.monitor.webhook import AlarmWebhook
 
 log = structlog.get_logger(__name__)

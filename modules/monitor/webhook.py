@@ -1,5 +1,5 @@
 """Sending alarms to a webhook (BATON_MONITOR_WEBHOOK_URL) through the one delivery piece that
-sends task notifications (common.webhook_sender): the same whole-request timeout, backoff while
+sends task notifications (common.relay.webhook_sender): the same whole-request timeout, backoff while
 the receiver is down, signature (BATON_WEBHOOK_SECRET) and `webhook_failing` alarm.
 
 The alarm queue's consumer only offers (never waits on the network), so a slow or dead webhook
@@ -18,12 +18,12 @@ from typing import Any
 
 import structlog
 
-from common import http_deadline
+from common.relay import http_deadline
 from common.errors import StoreError
 from common.logging import mask_secrets
-from common.models import Alarm
+from common.engine.document import Alarm
 from common.store.port import TaskStore
-from common.webhook_sender import Parcel, Post, SenderConfig, WebhookSender
+from common.relay.webhook_sender import Parcel, Post, SenderConfig, WebhookSender
 
 log = structlog.get_logger(__name__)
 ALARM_EVENT = "alarm"

@@ -8,12 +8,12 @@ import time
 import pytest
 import structlog
 
-from common import http_deadline
-from common.models import NotifyTarget
-from common.notifications import WEBHOOK, add_notifications
+from common.relay import http_deadline
+from common.engine.document import NotifyTarget
+from common.engine.notifications import WEBHOOK, add_notifications
 from common.store.factory import open_store
-from common.transitions import Timing, create_task
-from common.webhooks import WebhookConfig, WebhookDeliverer
+from common.engine.transitions import Timing, create_task
+from common.relay.webhooks import WebhookConfig, WebhookDeliverer
 from tests.support.builders import counter_ids, make_step
 from tests.support.cluster import wait_until
 from tests.support.trickling_receiver import TRICKLE_BYTES, TricklingReceiver

@@ -1,4 +1,4 @@
-"""The webhook deliverer (common.webhooks) against a real HTTP receiver and a real SQLite store:
+"""The webhook deliverer (common.relay.webhooks) against a real HTTP receiver and a real SQLite store:
 signed POSTs, the entry removed once taken, held with backoff while the receiver is down, one
 alarm when an event stays undelivered too long, and retries due at their backoff, not when the
 relay next looks. Time is an injected clock the test moves: nothing depends on the machine's
@@ -7,13 +7,13 @@ speed, every wait is for a condition."""
 from __future__ import annotations
 
 from common.broker.inprocess import InProcessBroker
-from common.models import NotifyTarget
-from common.notifications import WEBHOOK, add_notifications
+from common.engine.document import NotifyTarget
+from common.engine.notifications import WEBHOOK, add_notifications
 from common.store.factory import open_store
-from common.sweeper import SweepConfig, Sweeper
-from common.transitions import Timing, create_task
-from common.webhook_sender import retry_after
-from common.webhooks import WebhookConfig, WebhookDeliverer
+from common.relay.sweeper import SweepConfig, Sweeper
+from common.engine.transitions import Timing, create_task
+from common.relay.webhook_sender import retry_after
+from common.relay.webhooks import WebhookConfig, WebhookDeliverer
 from tests.support.builders import counter_ids, make_step
 from tests.support.cluster import wait_until
 from tests.support.webhook_receiver import WebhookReceiver

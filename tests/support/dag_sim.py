@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from common.child_relay import ChildRelay
-from common.models import OutboxEntry, StepMessage, Task
+from common.relay.child_relay import ChildRelay
+from common.engine.document import OutboxEntry, StepMessage, Task
 from common.queues import ALARM_QUEUE
-from common.statuses import Phase, ResultCode
-from common.notifications import WEBHOOK
+from common.engine.states import Phase, ResultCode
+from common.engine.notifications import WEBHOOK
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.subflows import PUBLISH
-from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt, mark_sent
+from common.engine.kinds.subflow import PUBLISH
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt, mark_sent
 
 Unit = tuple[int, int | None]
 # (task type, cursor, item, phase) -> True: every attempt of that unit's phase fails.

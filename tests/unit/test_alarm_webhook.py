@@ -9,9 +9,9 @@ import json
 import pytest
 import structlog
 
-from common.models import Alarm
+from common.engine.document import Alarm
 from common.store.sqlite import SqliteStore
-from common.webhook_sender import SenderConfig, signature
+from common.relay.webhook_sender import SenderConfig, signature
 from modules.monitor.webhook import AlarmWebhook, alarm_payload
 from tests.support.cluster import wait_until
 from tests.support.trickling_receiver import TricklingReceiver

@@ -12,10 +12,10 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.models import ChildTemplate
-from common.statuses import FINAL_STATUSES, Phase, StepState, TaskStatus
+from common.engine.document import ChildTemplate
+from common.engine.states import FINAL_STATUSES, Phase, StepState, TaskStatus
 from common.store.sqlite import SqliteStore
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from tests.support.builders import counter_ids, make_step
 from tests.support.dag_sim import Simulator
 from tests.support.graph_checks import join_violations, rollback_violations

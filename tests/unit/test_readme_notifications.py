@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 
 from common.flows import parse_flows
-from common.models import NotifyTarget
-from common.webhook_sender import signature
+from common.engine.document import NotifyTarget
+from common.relay.webhook_sender import signature
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -46,7 +46,7 @@ def test_the_readme_notify_example_is_valid_flows_yaml():
 
 
 def test_the_readme_alarm_webhook_example_is_what_the_monitor_posts():
-    from common.models import Alarm
+    from common.engine.document import Alarm
     from modules.monitor.webhook import alarm_payload
 
     [example] = [json.loads(b) for b in blocks("json") if '"baton.alarm"' in b]
@@ -55,8 +55,8 @@ def test_the_readme_alarm_webhook_example_is_what_the_monitor_posts():
 
 
 def test_the_readme_event_example_has_the_fields_baton_posts():
-    from common.notifications import payload
-    from common.transitions import Timing, create_task
+    from common.engine.notifications import payload
+    from common.engine.transitions import Timing, create_task
     from tests.support.builders import make_step
 
     [example] = [json.loads(b) for b in blocks("json") if '"EventId"' in b]

@@ -9,12 +9,12 @@ import typing
 from pathlib import Path
 
 from common.flows.schema import NotifyEvent
-from common.models import NotifyTarget
-from common.notifications import EVENTS, STATUS_EVENTS, task_events
-from common.operator_actions import cancel, retry
+from common.engine.document import NotifyTarget
+from common.engine.notifications import EVENTS, STATUS_EVENTS, task_events
+from common.engine.operator.actions import cancel, retry
 from common.settings import load_settings
-from common.statuses import TASK_TRANSITIONS, TaskStatus
-from common.transitions import Timing
+from common.engine.states import TASK_TRANSITIONS, TaskStatus
+from common.engine.transitions import Timing
 from tests.unit.test_notifications import changed, new_task, webhooks
 
 README = Path(__file__).resolve().parents[2] / "README.md"
