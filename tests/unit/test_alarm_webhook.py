@@ -102,3 +102,23 @@ def test_notify_never_waits_for_a_slow_receiver(store) -> None:
 def test_the_payload_carries_the_alarm_masked() -> None:
     body = alarm_payload(alarm())
     assert body["alarm"]["TaskId"] == "t1" and "hunter2" not in json.dumps(body)
+
+
+def test_the_monitor_signs_alarms_with_the_webhook_secret_and_backs_off_like_task_webhooks(store) -> None:
+    from common.settings import load_settings
+    from modules.monitor.alarms import alarm_webhook
+    from modules.monitor.settings import MonitorSettings
+
+    receiver = WebhookReceiver(SECRET, refuse_next=1)
+    receiver.start()
+    webhook = alarm_webhook(load_settings(webhook_secret=SECRET, webhook_backoff_max_seconds=0.2),
+                            MonitorSettings(webhook_url=receiver.url, webhook_timeout_seconds=7), store)
+    assert webhook is not None
+    try:
+        webhook.notify(alarm())
+        wait_until(receiver.received, WAIT, "the alarm, after one refusal")
+        assert receiver.attempted() == 2 and receiver.received()[0].signature_ok
+    finally:
+        webhook.stop()
+        receiver.stop()
+    assert alarm_webhook(load_settings(), MonitorSettings(webhook_url=None), store) is None
