@@ -22,7 +22,9 @@ CANCELLED = "cancelled"
 # The lock feature's hook: a task that waits for a lock emits this event from the change that
 # makes it wait (add it in `task_events` once the task records `WaitingFor`).
 WAITING_FOR_LOCK = "waiting_for_lock"
+# Every status a change can move a task to has its event: a new status must name one here.
 STATUS_EVENTS: dict[TaskStatus, str] = {
+    TaskStatus.NOT_STARTED: "restarted",  # an operator's retry or skip starts a rolled-back task again
     TaskStatus.RUNNING: "started",
     TaskStatus.SUCCESS: "succeeded",
     TaskStatus.ROLLING_BACK: "rolling_back",
@@ -44,7 +46,7 @@ def task_events(before: Task | TaskBefore | None, after: Task) -> list[str]:
     if any(e.Event == "waiting_for_lock" for e in new_events):
         events.append(WAITING_FOR_LOCK)
     if after.TaskStatus != before.TaskStatus:
-        events.append(STATUS_EVENTS.get(after.TaskStatus, after.TaskStatus.name.lower()))
+        events.append(STATUS_EVENTS[after.TaskStatus])
     return events
 
 

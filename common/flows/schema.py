@@ -142,7 +142,7 @@ class ParameterSpec(_Spec):
 
 
 NotifyEvent = Literal[
-    "created", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
+    "created", "restarted", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
     "waiting_for_lock",
 ]  # common.engine.notifications.EVENTS
 

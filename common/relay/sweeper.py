@@ -5,7 +5,8 @@ Per run: a task may have several (DESIGN.md 7.2), and one change handles all its
   the step is retried or routed, exactly as if the worker had reported a failure.
 - A PENDING dispatch nobody claimed for too long (its message was lost or purged): re-published.
 - An outbox entry left unsent past a grace period (a crash between commit and publish): relayed;
-  webhook entries are always delivered from here (common.relay.webhooks).
+  webhook entries are always handed from here to the webhook sender (common.relay.webhooks),
+  which then retries them itself at their backoff (the grace is not waited again).
 - Periodic jobs handed in by the process that runs it (due schedules, say), under the same lock:
   in OSS and `baton sweeper`, the schedules and the unserved-queue alarm (common/relay/unserved.py).
 

@@ -73,7 +73,7 @@ def hook() -> Iterator[HookServer]:
 
 @pytest.fixture(scope="module")
 def cluster(rabbitmq_url: str, sandbox: Sandbox, hook: HookServer, tmp_path_factory: Any) -> Iterator[Cluster]:
-    env = {**sandbox.env(), "BATON_MONITOR_WEBHOOK_URL": hook.url, "BATON_MONITOR_WEBHOOK_BACKOFF_SECONDS": "0.1"}
+    env = {**sandbox.env(), "BATON_MONITOR_WEBHOOK_URL": hook.url}
     cluster = Cluster(tmp_path_factory.mktemp("modules"), rabbitmq_url, (REPO / "flows.yaml").read_text(), extra_env=env)
     try:
         cluster.start_module("resource")
