@@ -17,7 +17,6 @@ fenced by the claim.
 from __future__ import annotations
 
 import heapq
-import json
 import threading
 from collections.abc import Callable
 
@@ -25,6 +24,12 @@ import structlog
 
 from common.broker.port import Broker
 from common.relay.child_relay import ChildRelay
+from common.relay.encoding import encode
+from common.relay.item_outbox import ItemOutbox
+from common.relay.items import ItemRelay
+from common.engine.kinds.fan_out import ITEM_KINDS
+from common.store.items_open import open_item_store_for
+from common.store.items_port import ItemStore
 from common.errors import BrokerError, StoreError, UnreadableTask
 from common.relay.lock_relay import LockRelay
 from common.engine.gates.locks import LOCK_KINDS
@@ -54,10 +59,6 @@ def mark_delay_for(relay_grace: float) -> float:
     return min(DEFAULT_MARK_DELAY, relay_grace / 2)
 
 
-def encode(entry: OutboxEntry) -> bytes:
-    return json.dumps(entry.Body, separators=(",", ":")).encode()
-
-
 class OutboxPublisher:
     def __init__(
         self,
@@ -70,16 +71,22 @@ class OutboxPublisher:
         lease: float = 30.0,
         redeliver_after: float = 60.0,
         webhooks: WebhookDeliverer | None = None,
+        items: ItemStore | None = None,
     ):
         self._webhooks = webhooks
         self._metrics = metrics
-        self._children = ChildRelay(store, lambda: Timing(clock(), lease, redeliver_after), self.flush)
-        self.locks = LockRelay(store, lambda: Timing(clock(), lease, redeliver_after), self.flush)
+        timing = lambda: Timing(clock(), lease, redeliver_after)  # noqa: E731
+        self._children = ChildRelay(store, timing, self.flush)
+        self.locks = LockRelay(store, timing, self.flush)
         self._store = store
         self._broker = broker
         self._clock = clock
         self._timers = _Timers(clock)
         self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay)
+        # The items of steps over records (DESIGN.md 12), beside the tasks.
+        self.item_store = items if items is not None else open_item_store_for(store)
+        self.item_outbox = ItemOutbox(self.item_store, broker, clock, self._timers.at, mark_delay, TIMER_HORIZON)
+        self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush)
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
         """Publish the entries the change that wrote `task` added (every entry of a task not
@@ -118,7 +125,7 @@ class OutboxPublisher:
                 self._webhooks.offer(task_id, entry)
             return False
         if entry.Kind != PUBLISH:
-            relay = self.locks if entry.Kind in LOCK_KINDS else self._children
+            relay = self.locks if entry.Kind in LOCK_KINDS else self.items if entry.Kind in ITEM_KINDS else self._children
             if not relay.apply(task_id, entry):
                 return False
             self._mark_sent(task_id, entry.DispatchId)
@@ -168,6 +175,7 @@ class OutboxPublisher:
         if self._webhooks is not None:
             self._webhooks.stop()
         self.locks.close()
+        self.item_store.close()
 
     def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
         try:

@@ -38,6 +38,7 @@ from common.store.port import TaskStore
 from common.engine.gates.task_waits import WAIT_TASK, overdue
 from common.engine.transitions import Refusal, Timing, expire, new_id
 from common.engine.gates.wait_transitions import awaited_finished, recheck_later
+from common.relay.item_sweep import ItemSweep
 from common.relay.webhooks import WebhookDeliverer
 
 log = structlog.get_logger(__name__)
@@ -92,6 +93,8 @@ class Sweeper:
         self._publisher = OutboxPublisher(store, broker, clock, metrics=self.metrics, lease=config.lease,
                                           redeliver_after=config.redeliver_after, webhooks=webhooks)
         self._rng = rng or random.Random()
+        self._item_records = ItemSweep(store, self._publisher, config.lease, config.redeliver_after, clock,
+                                       self._rng, self._one)
 
     def sweep_once(self) -> SweepReport:
         report = SweepReport()
@@ -103,6 +106,7 @@ class Sweeper:
             self._one(self._expire, task, report)
         for task in self._store.unsent_outbox(self._clock() - self._config.relay_grace, BATCH):
             self._one(self._relay, task, report)
+        self._item_records.sweep(now, self._clock() - self._config.relay_grace, report)
         for job in self._jobs:
             try:
                 job(self._clock())
