@@ -21,6 +21,7 @@ from oss.reconcile import Reconciler
 
 log = structlog.get_logger(__name__)
 LOCK_NAME = "reconciler"
+PERIODIC_REASON = "periodic reconciler (BATON_RECONCILE_APPLY=true)"
 
 
 def start_reconcile_job(settings: Settings, store: TaskStore, stop: threading.Event) -> threading.Thread | None:
@@ -58,4 +59,4 @@ def run_once(reconciler: Reconciler, apply: bool) -> None:
             log.warning("reconcile would act (dry run)", kind=action.kind, target=action.target,
                         task_id=action.task_id, why=action.why)  # fmt: skip
         return
-    reconciler.apply(survey.plan.actions)  # each action logs what it did
+    reconciler.apply(survey.plan.actions, PERIODIC_REASON)  # each action logs what it did, and why
