@@ -11,6 +11,7 @@ from common.errors import BatonError
 from common.masking import masked_alarm
 from common.models import Alarm, BackoffPolicy, Task
 from common.queues import ALARM_QUEUE
+from common.runtime.module import Consumers
 from common.settings import Settings
 from common.store.port import TaskStore
 from modules.monitor.settings import MonitorSettings, load_monitor_settings
@@ -19,7 +20,7 @@ from modules.monitor.webhook import WebhookNotifier, WebhookPolicy
 log = structlog.get_logger(__name__)
 
 
-def alarm_consumer(_settings: Settings, store: TaskStore) -> dict[str, Callable[[bytes], None]]:
+def alarm_consumer(_settings: Settings, store: TaskStore) -> Consumers:
     notifier = webhook_notifier(load_monitor_settings())
 
     def receive(body: bytes) -> None:
@@ -34,7 +35,7 @@ def alarm_consumer(_settings: Settings, store: TaskStore) -> dict[str, Callable[
             if notifier is not None:
                 notifier.notify(alarm)
 
-    return {ALARM_QUEUE: receive}
+    return Consumers({ALARM_QUEUE: receive}, notifier.stop if notifier is not None else lambda: None)
 
 
 def _task_of(store: TaskStore, alarm: Alarm) -> Task | None:
