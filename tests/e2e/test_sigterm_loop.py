@@ -140,3 +140,21 @@ def test_a_sweeper_and_a_module_end_cleanly_on_sigterm_and_leave_nothing_held(tm
             assert code == 0, f"run {run}: {name} exit {code}\n{log.read_text()[-3000:]}"
         assert held_locks(db) == [], f"run {run}: left behind {held_locks(db)}"
         assert rows(db, "SELECT * FROM modules") == [], "a module's announcement left behind"
+
+
+def test_baton_up_with_every_background_job_ends_cleanly_on_sigterm(tmp_path, sandbox) -> None:
+    """Everything in one process (`baton up`, the in-process broker): exit 0, nothing held."""
+    env, db = environment(tmp_path, "memory://", sandbox), tmp_path / "baton.db"
+    for run in range(max(2, RUNS // 3)):
+        port, log = free_port(), tmp_path / f"up-{run}.log"
+        with log.open("w") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "oss", "up", "--no-demo", "--port", str(port)], cwd=REPO,
+                                    env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            wait_until(lambda: ready(port) or proc.poll() is not None, 120, "baton up ready")
+            wait_until(lambda: {"sweeper", "reconciler"} <= set(held_locks(db)) or proc.poll() is not None, 60,
+                       "the sweeper and the reconciler at work")  # fmt: skip
+        finally:
+            code = stop(proc, log)
+        assert code == 0, f"run {run}: exit {code}\n{log.read_text()[-3000:]}"
+        assert held_locks(db) == [], f"run {run}: left behind {held_locks(db)}"
