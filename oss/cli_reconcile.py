@@ -11,6 +11,8 @@ import json
 
 import click
 
+from common.errors import InvalidInput
+from common.input_limits import check_input
 from common.store.factory import open_store
 from common.store.inventory_factory import open_inventory
 from modules.mysql.settings import load_mysql_settings
@@ -33,6 +35,10 @@ def reconcile(apply_: bool, reason: str, actor: str, as_json: bool) -> None:
     instance is missing. A dry run unless --apply; an instance of a successful, running or
     rollback-failed task is never touched. Exit 1: a part could not be read or an action failed."""
     loaded = settings()
+    try:
+        check_input(loaded.input_limits, reason=reason, actor=actor)  # both go into the tasks' history
+    except InvalidInput as exc:
+        fail(EXIT_USAGE, str(exc))
     try:
         mysql = load_mysql_settings()
     except Exception as exc:  # noqa: BLE001  (ConfigError: a bad BATON_MYSQL_* setting)

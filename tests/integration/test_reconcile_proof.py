@@ -160,3 +160,16 @@ def test_what_apply_removes_is_logged_with_reason_and_actor_and_recorded_in_the_
     event = store.get(task_id).History[-1]  # type: ignore[union-attr]
     assert event.Event == "reconciled" and event.Actor == "ops:ana"
     assert "weekly clean-up" in event.Message and f"database {name}" in event.Message
+
+
+def test_a_reason_past_the_input_limits_is_refused_naming_the_field_before_anything_is_done(
+    tmp_path: Path, sandbox, store
+) -> None:
+    name = sandbox.name("kept")
+    task_id = task_in(store, TaskStatus.ROLLED_BACK, "rb", name)
+    server = server_of(sandbox)
+    plant(server, task_id, name)
+    server.close()
+    refused = baton_reconcile(tmp_path, sandbox.env(), "--apply", "--reason", "r" * 70000)
+    assert refused.returncode == 2 and "reason" in refused.stderr and "rrrr" not in refused.stderr
+    assert sandbox.databases() == {name}
