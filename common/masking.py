@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from common.logging import MASK, SECRET_KEY, mask_secrets, mask_url_passwords
-from common.models import Alarm, Task
+from common.engine.document import Alarm, Task
 
 MIN_SCRUBBED = 4
 

@@ -116,7 +116,7 @@ class Settings(ConfigFileSources, BaseSettings):
     unserved_alarm_seconds: float = Field(
         120.0, gt=0, description="A step waiting this long with no live module for its queue raises an alarm"
     )
-    # Notifications (common.webhooks, README "Notifications"): delivered by the sweeper.
+    # Notifications (common.relay.webhooks, README "Notifications"): delivered by the sweeper.
     webhook_url: SecretStr | None = Field(None, description="POST every task's status changes here (http or https)")
     webhook_secret: SecretStr | None = Field(None, description="Signs every webhook (X-Baton-Signature: HMAC-SHA256)")
     webhook_events: str = Field("", description="The global webhook's events, comma-separated; empty: all")
@@ -158,7 +158,7 @@ class Settings(ConfigFileSources, BaseSettings):
     @field_validator("webhook_events")
     @classmethod
     def _known_events(cls, value: str) -> str:
-        from common.notifications import EVENTS  # settings import nothing else of the engine
+        from common.engine.notifications import EVENTS  # settings import nothing else of the engine
 
         unknown = [e for e in _names(value) if e not in EVENTS]
         if unknown:

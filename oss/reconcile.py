@@ -21,15 +21,15 @@ import pymysql
 import structlog
 
 from common.errors import BatonError
-from common.models import Task
-from common.statuses import TaskStatus
+from common.engine.document import Task
+from common.engine.states import TaskStatus
 from common.store.inventory_port import Inventory
 from common.store.port import TaskStore
 from common.store.mutate import mutate
 from common.store.task_filters import page_key
-from common.task_runs import record
+from common.engine.units import record
 from modules.mysql import provision
-from modules.mysql.server import LockBusy, Server
+from modules.mysql.server import LockBusy, OwnedInstance, Server
 from modules.mysql.settings import MysqlSettings
 from oss.reconcile_rules import (
     Action,
@@ -116,11 +116,7 @@ class Reconciler:
                                   self._mysql.user_host)  # fmt: skip
                 if not server.meta_exists():
                     return [], view
-                rows = [
-                    InstanceRecord(r.name, r.owner_task, r.owner_key, r.state, provision.presence(server, r), r.user_host)
-                    for r in server.all_owned()
-                ]
-                return rows, view
+                return [_record(r, provision.presence(server, r)) for r in server.all_owned()], view
         except (pymysql.err.MySQLError, BatonError) as exc:
             problems.append(f"MySQL: {exc}")
             return [], None
@@ -205,6 +201,16 @@ def _facts(task: Task) -> TaskFacts:
     instance = task.Parameters.get("instance") if task.TaskStatus is TaskStatus.SUCCESS else None
     name = instance.get("database") if isinstance(instance, dict) else None
     return TaskFacts(task.TaskId, task.TaskStatus, name if isinstance(name, str) else None)
+
+
+def _record(row: OwnedInstance, found: provision.Presence) -> InstanceRecord:
+    parts = {"database": found.database, "user": found.user}
+    return InstanceRecord(
+        row.name, row.owner_task, row.owner_key, row.state, found.database, found.user,
+        present=frozenset(p for p, state in parts.items() if state != provision.ABSENT),
+        proven=frozenset(p for p, state in parts.items() if state == provision.BATONS),
+        user_host=row.user_host,
+    )  # fmt: skip
 
 
 def _removal_note(removal: provision.Removal) -> str:

@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from common.statuses import TaskStatus
-from modules.mysql.provision import ABSENT, BATONS, Presence
+from common.engine.states import TaskStatus
 
 CLAIM_PREFIX = "task:"  # modules.resource.requests.claim_key
 
@@ -39,11 +38,21 @@ class InstanceRecord:
     owner_task: str
     owner_key: str  # the idempotency key of the init step that created it: "<run key>:<step>:normal"
     state: str
-    found: Presence = Presence(ABSENT, ABSENT)  # what stands on the server under the name
+    # What stands on the server under the name, as the I/O layer found it (provision.presence):
+    # each part ("database", "user") described, which of them exist, which carry baton's mark.
+    database: str = "absent"
+    user: str = "absent"
+    present: frozenset[str] = frozenset()
+    proven: frozenset[str] = frozenset()
     user_host: str = "%"
 
     def on_server(self) -> str:
-        return f"database {self.name} {self.found.database}, user {self.name} {self.found.user}"
+        return f"database {self.name} {self.database}, user {self.name} {self.user}"
+
+    def unproven(self) -> list[tuple[str, str]]:
+        """(part, description) of what exists without baton's mark."""
+        described = {"database": self.database, "user": self.user}
+        return [(part, described[part]) for part in ("database", "user") if part in self.present - self.proven]
 
 
 @dataclass(frozen=True)
@@ -128,13 +137,12 @@ def plan(
     for row in instances:
         _judge(result, "remove_instance", row.name, row.owner_task, row.owner_key, owners, _instance_what(row))
         if owners.get(row.owner_task, TaskFacts("", TaskStatus.RUNNING)).status is TaskStatus.ROLLED_BACK:
-            for part, state in (("database", row.found.database), ("user", row.found.user)):
-                if state not in (ABSENT, BATONS):
-                    result.findings.append(Finding(
-                        "not_created_by_baton", row.name, row.owner_task,
-                        f"{part} {row.name} exists but is {state}: it is left alone (the record of rolled-back "
-                        f"task {row.owner_task} does not make it baton's)",
-                    ))  # fmt: skip
+            for part, state in row.unproven():
+                result.findings.append(Finding(
+                    "not_created_by_baton", row.name, row.owner_task,
+                    f"{part} {row.name} exists but is {state}: it is left alone (the record of rolled-back "
+                    f"task {row.owner_task} does not make it baton's)",
+                ))  # fmt: skip
     for claim in reservations:
         task_id = task_of_claim(claim.key)
         if task_id is not None:
@@ -157,7 +165,7 @@ def plan(
 
 
 def _instance_what(row: InstanceRecord) -> str:
-    nothing = "" if BATONS in (row.found.database, row.found.user) else "; nothing of baton's to drop"
+    nothing = "" if row.proven else "; nothing of baton's to drop"
     return f"the record of {row.name} (on the server: {row.on_server()}{nothing})"
 
 

@@ -12,7 +12,7 @@ from common.input_limits import InputLimits, check_input
 from common.scheduling import Missed, Overlap, Schedule, ScheduleError, check_timing, next_tick_after
 from common.store.inventory_factory import open_schedule_store
 from common.store.schedules_port import ScheduleStore
-from common.transitions import new_id
+from common.engine.transitions import new_id
 
 MASK = "***"
 

@@ -11,7 +11,7 @@ from typing import Any
 from common.flows.messages import describe
 from common.flows.problems import Path, Problem, at
 from common.flows.yaml_source import Lines
-from common.locks import template_fields
+from common.engine.gates.locks import template_fields
 
 
 def lock_checks(data: dict[str, Any], lines: Lines) -> list[Problem]:

@@ -29,7 +29,7 @@ Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # strict float tak
 Retries = Annotated[int, Field(ge=0)]
 
 # What a phase gets when neither it nor `defaults` says. Backoff falls back field by field to
-# common.models.BackoffPolicy's defaults. No retry unless asked: a user opts into re-running.
+# common.engine.document.BackoffPolicy's defaults. No retry unless asked: a user opts into re-running.
 BUILTIN_TIMEOUT = 60.0
 BUILTIN_RETRY = 0
 
@@ -97,7 +97,7 @@ class StepSpec(_Spec):
     # Seconds a phase may keep answering "check again later" in total; past it the unit fails
     # like a timeout. Left out: no bound.
     max_wait: Seconds | None = None
-    lock: LockSpec | None = None  # each unit's normal phase holds this key (common/step_locks.py)
+    lock: LockSpec | None = None  # each unit's normal phase holds this key (common/engine/gates/step_locks.py)
 
 
 ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]
@@ -143,7 +143,7 @@ class ParameterSpec(_Spec):
 NotifyEvent = Literal[
     "created", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
     "waiting_for_lock",
-]  # common.notifications.EVENTS
+]  # common.engine.notifications.EVENTS
 
 
 class NotifySpec(_Spec):

@@ -17,16 +17,16 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from common.check_again import parse_answer
+from common.engine.check_again import parse_answer
 from common.errors import CommandFailed, StoreError
 from common.input_limits import InputLimits, json_problems
 from common.logging import configure_logging, hidden_values
-from common.models import Task
+from common.engine.document import Task
 from common.store.factory import open_store
 from common.store.port import TaskStore
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.registry import CommandContext, CommandRegistry, load_registry
-from common.statuses import Phase
+from common.engine.states import Phase
 
 PR_SET_PDEATHSIG = 1
 

@@ -19,7 +19,7 @@ and reaches each command as `ctx.resources`. It reports a failure it understands
 other exception fails the attempt as well. Commands run at least once: use the idempotency key so
 that running twice has no double effect.
 
-A command may also outlive its claim (its process froze past the lease; see common/fence.py):
+A command may also outlive its claim (its process froze past the lease; see common/engine/fence.py):
 before a side effect that a rollback may undo, call `ctx.check_fence()`, under the same lock or
 transaction the undo takes.
 """
@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.fence import FencingToken, check_fence, rollback_reached
-from common.models import Task
-from common.statuses import Phase
+from common.engine.fence import FencingToken, check_fence, rollback_reached
+from common.engine.document import Task
+from common.engine.states import Phase
 
 
 @dataclass(frozen=True)

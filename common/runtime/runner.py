@@ -19,8 +19,8 @@ import structlog
 from common.input_limits import printable
 from common.runtime.child import child_main
 from common.runtime.registry import registry_module
-from common.statuses import ResultCode
-from common.transitions import AttemptResult
+from common.engine.states import ResultCode
+from common.engine.transitions import AttemptResult
 
 log = structlog.get_logger(__name__)
 
@@ -55,7 +55,7 @@ class CommandRequest:
     idempotency_key: str
     run_key: str
     parameters: dict[str, Any] = field(default_factory=dict)
-    dispatch_id: str = ""  # with owner: the fencing token (common/fence.py)
+    dispatch_id: str = ""  # with owner: the fencing token (common/engine/fence.py)
     owner: str = ""
     # The task's secret values: the command process masks them in every log line it writes.
     hidden: list[str] = field(default_factory=list)

@@ -29,8 +29,8 @@ from typing import Any, ParamSpec, TypeVar
 import pydantic_core
 
 from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTask
-from common.models import Task
-from common.statuses import TaskStatus
+from common.engine.document import Task
+from common.engine.states import TaskStatus
 from common.store.sqlite_codec import decode as _decode, encode as _encode, immediate as _immediate
 from common.store import sqlite_alarms, sqlite_history, sqlite_outbox, sqlite_waiting, unreadable
 from common.store.task_filters import PageKey, TaskFilter, sql_where

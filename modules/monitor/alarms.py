@@ -9,7 +9,7 @@ import structlog
 
 from common.errors import BatonError
 from common.masking import masked_alarm
-from common.models import Alarm, BackoffPolicy, Task
+from common.engine.document import Alarm, BackoffPolicy, Task
 from common.queues import ALARM_QUEUE
 from common.runtime.module import Consumers
 from common.settings import Settings

@@ -25,7 +25,7 @@ import structlog
 
 from common.backoff import retry_delay
 from common.logging import mask_secrets
-from common.models import Alarm, BackoffPolicy
+from common.engine.document import Alarm, BackoffPolicy
 
 log = structlog.get_logger(__name__)
 Post = Callable[[str, bytes, float], int]  # (url, body, timeout) -> HTTP status; raises OSError

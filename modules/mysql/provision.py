@@ -22,7 +22,7 @@ lacks the mark: init refuses it. Known window: a crash between recording that th
 to be created and recording its fingerprint leaves a user a re-run of the same step adopts, and
 that no removal drops until then (it is reported, never dropped unproven).
 
-Fencing (common/fence.py): a command can outlive its claim (its replica froze past the lease) and
+Fencing (common/engine/fence.py): a command can outlive its claim (its replica froze past the lease) and
 resume after the task was rolled back. So every change to an instance runs under the instance's
 lock (Server.instance_lock), which clean_instance takes as well; clean_instance leaves a tombstone
 for the task's run before it removes anything; and init_instance, holding the lock, refuses a run
@@ -41,7 +41,7 @@ from typing import Any
 
 import structlog
 
-from common.check_again import check_again
+from common.engine.check_again import check_again
 from common.errors import CommandFailed
 from modules.mysql.naming import ACCESS_PRIVILEGES, derive_password
 from modules.mysql.server import MARK_PREFIX, PENDING_USER, LimitChange, OwnedInstance, Server

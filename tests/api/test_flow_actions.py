@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from common.outbox import OutboxPublisher
-from common.statuses import TaskStatus
+from common.relay.outbox import OutboxPublisher
+from common.engine.states import TaskStatus
 from tests.api.support import FAIL, READER, Api, auth
 from tests.api.test_actions import events
 from tests.api.test_bulk import bulk

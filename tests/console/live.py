@@ -17,10 +17,10 @@ import httpx
 
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
-from common.models import Task
+from common.engine.document import Task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
-from common.statuses import FINAL_STATUSES
+from common.engine.states import FINAL_STATUSES
 from common.store.sqlite import SqliteStore
 from modules.monitor.alarms import alarm_consumer
 from oss.api import create_app

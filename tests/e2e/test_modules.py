@@ -20,10 +20,10 @@ import pymysql
 import pytest
 
 from common.errors import BatonError
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from common.store.inventory_factory import open_event_log, open_inventory
 from common.store.inventory_port import Capacity, ClaimState, HostState
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from common.store.sqlite import SqliteStore
 from modules.mysql.server import OwnedInstance, Server
 from modules.mysql.settings import MysqlSettings

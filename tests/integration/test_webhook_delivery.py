@@ -1,14 +1,14 @@
-"""The webhook deliverer (common.webhooks) against a real HTTP receiver and a real SQLite store:
+"""The webhook deliverer (common.relay.webhooks) against a real HTTP receiver and a real SQLite store:
 signed POSTs, the entry removed once taken, postponed with backoff while the receiver is down,
 and one alarm when an event stays undelivered too long."""
 
 from __future__ import annotations
 
-from common.models import NotifyTarget
-from common.notifications import WEBHOOK, add_notifications
+from common.engine.document import NotifyTarget
+from common.engine.notifications import WEBHOOK, add_notifications
 from common.store.factory import open_store
-from common.transitions import Timing, create_task
-from common.webhooks import WebhookConfig, WebhookDeliverer, retry_after
+from common.engine.transitions import Timing, create_task
+from common.relay.webhooks import WebhookConfig, WebhookDeliverer, retry_after
 from tests.support.builders import counter_ids, make_step
 from tests.support.cluster import wait_until
 from tests.support.webhook_receiver import WebhookReceiver

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from common.broker.factory import open_broker
 from common.flows import load_flows
-from common.models import Task
+from common.engine.document import Task
 from common.settings import load_settings
-from common.statuses import FINAL_STATUSES
+from common.engine.states import FINAL_STATUSES
 from common.store.factory import open_store
 from oss.service import TaskService
 

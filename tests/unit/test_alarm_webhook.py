@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from common.models import Alarm, BackoffPolicy
+from common.engine.document import Alarm, BackoffPolicy
 from modules.monitor.webhook import WebhookNotifier, WebhookPolicy, alarm_payload, worth_retrying
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 from common.flows import parse_flows
-from common.models import NotifyTarget
-from common.webhooks import signature
+from common.engine.document import NotifyTarget
+from common.relay.webhooks import signature
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

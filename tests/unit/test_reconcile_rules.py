@@ -1,7 +1,6 @@
 """The reconciler's decisions (oss/reconcile_rules.py): records + task states -> actions, pure."""
 
-from common.statuses import TaskStatus
-from modules.mysql.provision import ABSENT, BATONS, NOT_BATONS, Presence
+from common.engine.states import TaskStatus
 from oss.reconcile_rules import (
     InstanceRecord,
     ReservationRecord,
@@ -15,8 +14,14 @@ from oss.reconcile_rules import (
 S, R, F, RUN = TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED, TaskStatus.RUNNING
 
 
-def row(name, task, generation="", found=Presence(BATONS, BATONS)):
-    return InstanceRecord(name, task, f"{task}{generation}:2:normal", "ready", found)
+OURS, HAND_MADE = "created by baton", "not created by baton"
+
+
+def row(name, task, generation="", database=OURS, user=OURS):
+    described = {"database": database, "user": user}
+    return InstanceRecord(name, task, f"{task}{generation}:2:normal", "ready", database, user,
+                          present=frozenset(p for p, d in described.items() if d != "absent"),
+                          proven=frozenset(p for p, d in described.items() if d == OURS))  # fmt: skip
 
 
 def server_with(*names, users=None):
@@ -71,7 +76,7 @@ def test_nothing_is_reported_of_successful_tasks_when_the_server_could_not_be_re
 
 def test_a_record_of_a_rolled_back_task_says_what_stands_on_the_server_and_reports_what_baton_did_not_create():
     owners = {"rb": TaskFacts("rb", R), "rb2": TaskFacts("rb2", R)}
-    result = plan([row("x", "rb", found=Presence(NOT_BATONS, ABSENT)), row("y", "rb2", found=Presence(ABSENT, ABSENT))],
+    result = plan([row("x", "rb", database=HAND_MADE, user="absent"), row("y", "rb2", database="absent", user="absent")],
                   [], owners, [], server=server_with("x"))  # fmt: skip
     whys = {a.target: a.why for a in result.actions}
     assert "database x not created by baton, user x absent" in whys["x"] and "nothing of baton's" in whys["x"]

@@ -1,12 +1,12 @@
-"""common.routing.plan on its own: round 1's line table still holds, and the graph rules of
+"""common.engine.routing.plan on its own: the line table still holds, and the graph rules of
 DESIGN.md sec. 4 (readiness, draining, reverse topological rollback, passing over)."""
 
 from __future__ import annotations
 
-from common.models import Run, StepItem
-from common.routing import Plan, plan, summarize
-from common.statuses import Phase, StepState, TaskStatus
-from common.transitions import Timing, create_task
+from common.engine.document import Run, StepItem
+from common.engine.routing import Plan, plan, summarize
+from common.engine.states import Phase, StepState, TaskStatus
+from common.engine.transitions import Timing, create_task
 from tests.support.builders import counter_ids, make_step
 
 W, RUN, OK, F = StepState.WAITING, StepState.RUNNING, StepState.SUCCEEDED, StepState.FAILED
@@ -31,7 +31,7 @@ def run(cursor, phase=Phase.NORMAL, item=None):
     return Run(Cursor=cursor, Item=item, Phase=phase, Attempt=1, DispatchId=f"d{cursor}{phase}{item}", Deadline=9.0)
 
 
-# --- a line: round 1's table ----------------------------------------------------------------------
+# --- a line: the line table ----------------------------------------------------------------------
 
 
 def test_line_success_starts_the_next_step_and_the_last_one_finishes():
@@ -88,7 +88,7 @@ def test_a_rollback_waits_for_every_dependent_to_settle():
 
 def test_nothing_more_starts_under_a_cancel():
     task = task_with([OK, W, W, W], DIAMOND)
-    from common.models import OperatorRequest
+    from common.engine.document import OperatorRequest
 
     task.CancelRequested = OperatorRequest(Actor="op", Reason="r", Time=1.0)
     assert plan(task) == Plan()

@@ -1,5 +1,5 @@
 // Names, words and colours (CSS classes) of task statuses, step states and result codes, as
-// common/statuses.py defines them. The two ways a task fails are told apart: ROLLED_BACK (it
+// common/engine/states.py defines them. The two ways a task fails are told apart: ROLLED_BACK (it
 // failed, or was cancelled, and everything was undone cleanly) and ROLLBACK_FAILED (an undo
 // failed too: an operator must act).
 
