@@ -79,18 +79,20 @@ class Reconciler:
 
     def survey(self) -> Survey:
         problems: list[str] = []
+        # Tasks before the server: an instance a task creates or drops meanwhile is then either
+        # skipped (still in flight) or already on (off) the server when it is read.
+        in_flight = [name for status in UNFINISHED for task in self._tasks(status) if (name := _named(task))]
+        successes = list(self._tasks(TaskStatus.SUCCESS))
+        dropped = [name for task in successes if (name := _dropped_name(task))]
+        facts = [f for f in map(_facts, successes) if f.instance]
         instances, server = self._server_facts(problems)
+        if facts and server is None:
+            problems.append(f"MySQL: could not check the instances of {len(facts)} successful tasks; "
+                            "nothing is reported about them")  # fmt: skip
         reservations = self._reservations(problems)
         owner_ids = {row.owner_task for row in instances}
         owner_ids |= {t for t in (task_of_claim(c.key) for c in reservations) if t is not None}
         owners = {tid: _facts(task) for tid in sorted(owner_ids) if (task := self._store.get(tid)) is not None}
-        successes = list(self._tasks(TaskStatus.SUCCESS))
-        dropped = [name for task in successes if (name := _dropped_name(task))]
-        facts = [f for f in map(_facts, successes) if f.instance]
-        if facts and server is None:
-            problems.append(f"MySQL: could not check the instances of {len(facts)} successful tasks; "
-                            "nothing is reported about them")  # fmt: skip
-        in_flight = [name for status in UNFINISHED for task in self._tasks(status) if (name := _named(task))]
         return Survey(plan(instances, reservations, owners, facts, dropped, server, in_flight), problems)
 
     def apply(self, actions: list[Action], reason: str = "found by the reconciler") -> list[Outcome]:
