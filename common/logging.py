@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import sys
+import threading
 import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -201,13 +202,31 @@ def _route_standard_library(before_render: list[Any], renderer: Any, level: str)
 
 class _CurrentStderr:
     """Writes to whatever sys.stderr is at the time of the write, not at configuration time:
-    a logger cached earlier must not hold on to a stream someone has since replaced or closed."""
+    a logger cached earlier must not hold on to a stream someone has since replaced or closed.
+
+    Line-atomic: structlog prints a line and its newline as two writes, the standard library's
+    handler writes under a lock of its own, so two threads could put their lines on one line.
+    Each thread's text is held until its newline, and whole lines go out in one write under one
+    lock shared by every writer of the process."""
+
+    _lock = threading.Lock()
+    _pending = threading.local()
 
     def write(self, text: str) -> int:
-        return sys.stderr.write(text)
+        held = getattr(self._pending, "text", "") + text
+        cut = held.rfind("\n") + 1
+        self._pending.text = held[cut:]
+        if cut:
+            with self._lock:
+                sys.stderr.write(held[:cut])
+        return len(text)
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        held, self._pending.text = getattr(self._pending, "text", ""), ""
+        with self._lock:
+            if held:
+                sys.stderr.write(held)
+            sys.stderr.flush()
 
 
 def configure_logging(log_format: str = "console", level: str = "info") -> None:

@@ -11,10 +11,13 @@ import json
 
 import click
 
+from common.errors import InvalidInput
+from common.input_limits import check_input
 from common.store.factory import open_store
 from common.store.inventory_factory import open_inventory
 from modules.mysql.settings import load_mysql_settings
 from oss.cli_common import EXIT_TASK_FAILED, EXIT_USAGE, fail, settings
+from oss.cli_ops import _default_actor as default_actor
 from oss.reconcile import Reconciler
 
 EXIT_PARTIAL = EXIT_TASK_FAILED
@@ -22,12 +25,20 @@ EXIT_PARTIAL = EXIT_TASK_FAILED
 
 @click.command()
 @click.option("--apply", "apply_", is_flag=True, help="Remove what the dry run lists (default: list only).")
+@click.option("--reason", default="baton reconcile --apply", show_default=True,
+              help="Why: logged with each removal and recorded in the task's history.")
+@click.option("--as", "actor", default=default_actor, show_default="cli:<login name>",
+              help="Who acts, as the log and the task's history record it.")
 @click.option("--json", "as_json", is_flag=True)
-def reconcile(apply_: bool, as_json: bool) -> None:
+def reconcile(apply_: bool, reason: str, actor: str, as_json: bool) -> None:
     """Find leaks of rolled-back tasks (databases, users, reservations) and successful tasks whose
     instance is missing. A dry run unless --apply; an instance of a successful, running or
     rollback-failed task is never touched. Exit 1: a part could not be read or an action failed."""
     loaded = settings()
+    try:
+        check_input(loaded.input_limits, reason=reason, actor=actor)  # both go into the tasks' history
+    except InvalidInput as exc:
+        fail(EXIT_USAGE, str(exc))
     try:
         mysql = load_mysql_settings()
     except Exception as exc:  # noqa: BLE001  (ConfigError: a bad BATON_MYSQL_* setting)
@@ -35,9 +46,9 @@ def reconcile(apply_: bool, as_json: bool) -> None:
     store = open_store(loaded.store_url)
     inventory = open_inventory(loaded.inventory_url)
     try:
-        reconciler = Reconciler(store, inventory, mysql)
+        reconciler = Reconciler(store, inventory, mysql, actor=actor)
         survey = reconciler.survey()
-        outcomes = reconciler.apply(survey.plan.actions) if apply_ else []
+        outcomes = reconciler.apply(survey.plan.actions, reason) if apply_ else []
     finally:
         inventory.close()
         store.close()

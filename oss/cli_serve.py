@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from common.background import BACKGROUND_MARGIN_SECONDS, join_all
 from common.errors import ConfigError, InvalidParameters
 from common.logging import configure_logging
 from common.settings import load_settings
@@ -102,11 +103,12 @@ def sweeper() -> None:
     stop = threading.Event()
     thread = threading.Thread(target=sweeper_.run, args=(stop,), name="baton-sweeper")
     thread.start()
-    start_reconcile_job(loaded, parts.store, stop)  # BATON_RECONCILE_INTERVAL_SECONDS; off by default
+    reconciler = start_reconcile_job(loaded, parts.store, stop)  # BATON_RECONCILE_INTERVAL_SECONDS
     sweeper_.metrics.serve(loaded.metrics_port)  # BATON_METRICS_PORT, like a module's
     run_until_signalled(stop)
-    thread.join(timeout=loaded.shutdown_grace_seconds)
-    parts.close()
+    # Every thread that uses the store ends before it closes (common.background).
+    if join_all([thread, reconciler], loaded.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS):
+        parts.close()
 
 
 @click.command()

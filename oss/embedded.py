@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from common.background import BACKGROUND_MARGIN_SECONDS
 from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.errors import BatonError, ConfigError, InvalidParameters
@@ -108,11 +109,12 @@ def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
             f"stopping: the API, then the modules (running steps get up to "
             f"{settings.shutdown_grace_seconds:g}s to finish; Ctrl-C again stops at once)"
         )
-        server.stop()
+        api_stopped = server.stop()
         clean = _stop_all(started, settings.shutdown_grace_seconds) and clean
         service.close()
-        broker.close()
-        store.close()
+        if api_stopped:  # its sweeper and reconciler have ended: nothing uses the store any more
+            broker.close()
+            store.close()
         echo("baton stopped" + ("" if clean else " (not cleanly: see the messages above)"))
     return 0 if clean else 1
 
@@ -201,6 +203,7 @@ class ApiServer:
             timeout_graceful_shutdown=max(1, int(settings.shutdown_grace_seconds)),
         )
         self._server = uvicorn.Server(config)
+        self._grace = settings.shutdown_grace_seconds
         self._listener = listener
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [listener]}, name="baton-api", daemon=True
@@ -218,11 +221,19 @@ class ApiServer:
                 raise ConfigError(f"the API server did not start on {self.base_url}")
             time.sleep(0.02)
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """True once the server's thread ended (its lifespan joined the sweeper and reconciler)."""
         self._server.should_exit = True
         if self._thread.is_alive():
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=settings_grace(self._grace))
         self._listener.close()
+        return not self._thread.is_alive()
+
+
+def settings_grace(grace: float) -> float:
+    """How long the API's thread may take to stop: its requests' grace, then its background
+    threads' (the lifespan joins them), each with a margin."""
+    return 2 * grace + 2 * BACKGROUND_MARGIN_SECONDS
 
 
 def _runtime(

@@ -16,3 +16,6 @@ from oss.retention import PRUNE_EVERY_SECONDS, Retention
 class HistoryRetention(Retention):
     def __init__(self, store: TaskStore, retention_seconds: float, every: float = PRUNE_EVERY_SECONDS):
         super().__init__(store.prune_history, "archived task events", retention_seconds, every)
+
+    def close(self) -> None:
+        """The task store is the sweeper's own: its owner closes it."""

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from common.background import BACKGROUND_MARGIN_SECONDS, join_all
 from common.flows import load_flows
 from common.engine.history import since
 from common.masking import masked_task
@@ -48,7 +49,7 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
     ]
     stop = threading.Event()
     sweeper = build_sweeper(settings, parts.store, parts.broker, parts.service)
-    sweeper_thread = threading.Thread(target=sweeper.run, args=(stop,), daemon=True)
+    sweeper_thread = threading.Thread(target=sweeper.run, args=(stop,), name="baton-sweeper", daemon=True)
     try:
         for runtime in runtimes:
             runtime.start()
@@ -74,4 +75,5 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
         stop.set()
         for runtime in runtimes:
             runtime.stop(grace=5)
-        parts.close()
+        if join_all([sweeper_thread if sweeper_thread.is_alive() else None], 5 + BACKGROUND_MARGIN_SECONDS):
+            parts.close()

@@ -6,6 +6,7 @@ and what it reports. Several sweeper processes may run it: a lock in the store l
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -21,25 +22,34 @@ from oss.reconcile import Reconciler
 
 log = structlog.get_logger(__name__)
 LOCK_NAME = "reconciler"
+PERIODIC_REASON = "periodic reconciler (BATON_RECONCILE_APPLY=true)"
 
 
 def start_reconcile_job(settings: Settings, store: TaskStore, stop: threading.Event) -> threading.Thread | None:
-    """Start the job in a daemon thread; None (and nothing started) when it is off."""
+    """Start the job in a thread; None (and nothing started) when it is off. The caller sets
+    `stop` and joins the thread before it closes `store`: the thread's last act is to release its
+    lock (so the next start's first run is not delayed by it) and close its inventory."""
     if settings.reconcile_interval_seconds <= 0:
         return None
-    reconciler = Reconciler(store, open_inventory(settings.inventory_url), load_mysql_settings())
+    inventory = open_inventory(settings.inventory_url)
+    reconciler = Reconciler(store, inventory, load_mysql_settings())
     owner = f"reconciler-{new_id()[:8]}"
     interval, apply = settings.reconcile_interval_seconds, settings.reconcile_apply
 
     def run() -> None:
         log.info("reconciler started", interval=interval, apply=apply)
-        while not stop.wait(interval):
-            try:
-                if store.try_lock(LOCK_NAME, owner, time.time(), ttl=interval * 2 + 60):
-                    run_once(reconciler, apply)
-            except BatonError as exc:
-                log.warning("reconcile failed", error=str(exc))
-        store.release_lock(LOCK_NAME, owner)
+        try:
+            while not stop.wait(interval):
+                try:
+                    if store.try_lock(LOCK_NAME, owner, time.time(), ttl=interval * 2 + 60):
+                        run_once(reconciler, apply)
+                except BatonError as exc:
+                    log.warning("reconcile failed", error=str(exc))
+        finally:
+            with contextlib.suppress(BatonError):  # the store is down: the lock's ttl frees it
+                store.release_lock(LOCK_NAME, owner)
+            inventory.close()
+            log.info("reconciler stopped")
 
     thread = threading.Thread(target=run, name="baton-reconciler", daemon=True)
     thread.start()
@@ -58,4 +68,4 @@ def run_once(reconciler: Reconciler, apply: bool) -> None:
             log.warning("reconcile would act (dry run)", kind=action.kind, target=action.target,
                         task_id=action.task_id, why=action.why)  # fmt: skip
         return
-    reconciler.apply(survey.plan.actions)  # each action logs what it did
+    reconciler.apply(survey.plan.actions, PERIODIC_REASON)  # each action logs what it did, and why

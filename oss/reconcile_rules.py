@@ -7,9 +7,14 @@ created it) and the resource inventory's live claims (keyed `task:<run key>`). C
 tasks' states:
 
 - a record of a task that ended ROLLED_BACK is a leak (a command that outlived its claim, or a
-  rollback that ran before the fences existed): remove it;
-- a SUCCESS task whose instance has no record is reported, never "fixed" (someone dropped it by
-  hand, or the record was lost: a person must look);
+  rollback that ran before the fences existed): remove what of it carries baton's mark, and the
+  record. What stands under that name without the mark (created by hand after the task rolled
+  back, or unproven) is reported and left alone; the report says what exists on the server, not
+  what the record claims;
+- a SUCCESS task whose database, user or record is missing on the server is reported, never
+  "fixed" (someone dropped it by hand, or the record was lost: a person must look), unless a
+  delete dropped it or a task naming it has not finished yet; with the server unreadable nothing
+  is reported (the I/O layer says it could not check);
 - everything else is left alone. Above all, a record of a task that succeeded, is still running
   or failed its rollback (an operator's case) is never touched, and neither is a record whose
   task the store does not know.
@@ -33,6 +38,21 @@ class InstanceRecord:
     owner_task: str
     owner_key: str  # the idempotency key of the init step that created it: "<run key>:<step>:normal"
     state: str
+    # What stands on the server under the name, as the I/O layer found it (provision.presence):
+    # each part ("database", "user") described, which of them exist, which carry baton's mark.
+    database: str = "absent"
+    user: str = "absent"
+    present: frozenset[str] = frozenset()
+    proven: frozenset[str] = frozenset()
+    user_host: str = "%"
+
+    def on_server(self) -> str:
+        return f"database {self.name} {self.database}, user {self.name} {self.user}"
+
+    def unproven(self) -> list[tuple[str, str]]:
+        """(part, description) of what exists without baton's mark."""
+        described = {"database": self.database, "user": self.user}
+        return [(part, described[part]) for part in ("database", "user") if part in self.present - self.proven]
 
 
 @dataclass(frozen=True)
@@ -53,6 +73,15 @@ class TaskFacts:
 
 
 @dataclass(frozen=True)
+class ServerView:
+    """The databases and users on the server when the survey read it."""
+
+    databases: frozenset[str]
+    users: frozenset[tuple[str, str]]
+    user_host: str  # the host pattern users are created with (when no record names it)
+
+
+@dataclass(frozen=True)
 class Action:
     kind: str  # "remove_instance" | "restore_reservation"
     target: str  # the instance name, or the claim key
@@ -63,7 +92,7 @@ class Action:
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # "instance_missing" | "owner_unknown" | "owner_rollback_failed"
+    kind: str  # "instance_missing" | "not_created_by_baton" | "owner_unknown" | "owner_rollback_failed"
     target: str
     task_id: str
     why: str
@@ -96,28 +125,61 @@ def plan(
     owners: Mapping[str, TaskFacts],
     successes: Iterable[TaskFacts],
     dropped: Iterable[str] = (),
+    server: ServerView | None = None,
+    in_flight: Iterable[str] = (),
 ) -> Plan:
     """`owners`: the facts of every task a record names (missing: the store does not know it).
-    `successes`: SUCCESS tasks that created an instance. `dropped`: instance names a successful
-    delete task dropped (their creators' instances are gone on purpose)."""
+    `successes`: SUCCESS tasks that created an instance, checked against `server` (None: it could
+    not be read, nothing is reported). `dropped`: instance names a successful delete task dropped
+    (gone on purpose); `in_flight`: names an unfinished task works on (a delete may be dropping)."""
     result = Plan()
     instances = list(instances)
     for row in instances:
-        _judge(result, "remove_instance", row.name, row.owner_task, row.owner_key, owners, f"database and user {row.name}")
+        _judge(result, "remove_instance", row.name, row.owner_task, row.owner_key, owners, _instance_what(row))
+        if owners.get(row.owner_task, TaskFacts("", TaskStatus.RUNNING)).status is TaskStatus.ROLLED_BACK:
+            for part, state in row.unproven():
+                result.findings.append(Finding(
+                    "not_created_by_baton", row.name, row.owner_task,
+                    f"{part} {row.name} exists but is {state}: it is left alone (the record of rolled-back "
+                    f"task {row.owner_task} does not make it baton's)",
+                ))  # fmt: skip
     for claim in reservations:
         task_id = task_of_claim(claim.key)
         if task_id is not None:
             _judge(result, "restore_reservation", claim.key, task_id, claim.key, owners,
                    f"{claim.state} claim on {claim.host} for {claim.holder}")  # fmt: skip
-    recorded = {(row.name, row.owner_task) for row in instances}
-    gone_on_purpose = set(dropped)
+    if server is None:
+        return result
+    records = {row.name: row for row in instances}
+    skip = set(dropped) | set(in_flight)
     for task in successes:
-        if task.instance and (task.instance, task.task_id) not in recorded and task.instance not in gone_on_purpose:
+        if not task.instance or task.instance in skip:
+            continue
+        missing = _missing(task, records.get(task.instance), server)
+        if missing:
             result.findings.append(Finding(
                 "instance_missing", task.instance, task.task_id,
-                f"task {task.task_id} succeeded but no instance {task.instance} of it is recorded",
+                f"task {task.task_id} succeeded but its instance {task.instance} is damaged: {', '.join(missing)}",
             ))  # fmt: skip
     return result
+
+
+def _instance_what(row: InstanceRecord) -> str:
+    nothing = "" if row.proven else "; nothing of baton's to drop"
+    return f"the record of {row.name} (on the server: {row.on_server()}{nothing})"
+
+
+def _missing(task: TaskFacts, row: InstanceRecord | None, server: ServerView) -> list[str]:
+    name = task.instance
+    assert name is not None
+    missing = []
+    if name not in server.databases:
+        missing.append(f"database {name} does not exist")
+    if (name, row.user_host if row else server.user_host) not in server.users:
+        missing.append(f"user {name} does not exist")
+    if row is None or row.owner_task != task.task_id:
+        missing.append("baton's record of it is gone")
+    return missing
 
 
 def _judge(result: Plan, kind: str, target: str, task_id: str, guard: str,

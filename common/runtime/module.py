@@ -30,6 +30,18 @@ log = structlog.get_logger(__name__)
 BodyHandler = Callable[[bytes], None]  # an extra consumer (the monitor's alarm queue)
 
 
+class Consumers(dict[str, BodyHandler]):
+    """Extra consumers (queue -> handler) with background work of their own (a webhook sender):
+    `close` stops it once nothing is delivered to them any more, before the store closes."""
+
+    def __init__(self, handlers: Mapping[str, BodyHandler], close: Callable[[], None]):
+        super().__init__(handlers)
+        self._close = close
+
+    def close(self) -> None:
+        self._close()
+
+
 class ModuleRuntime:
     def __init__(
         self,
@@ -57,6 +69,7 @@ class ModuleRuntime:
         self._broker = broker
         self._queues = {module_queue(self.module), ALARM_QUEUE, *queues_to_declare}
         self._extra = dict(extra_consumers or {})
+        self._extra_source = extra_consumers  # Consumers: closed once they no longer receive
         self._runner = CommandRunner(
             registry_ref, settings.concurrency, settings.fault_injection, settings.log_format, settings.log_level,
             store_url=settings.store_url,
@@ -84,6 +97,7 @@ class ModuleRuntime:
         self._paused = False
         self._pause_lock = threading.Lock()  # the hold-limit watcher and workers both flip it
         self._stopping = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def start(self) -> None:
         self._runner.start()
@@ -94,7 +108,8 @@ class ModuleRuntime:
             worker = threading.Thread(target=self._work, name=f"baton-worker-{index}", daemon=True)
             worker.start()
             self._workers.append(worker)
-        threading.Thread(target=self._watch_waiting, name="baton-hold-limit", daemon=True).start()
+        self._watcher = threading.Thread(target=self._watch_waiting, name="baton-hold-limit", daemon=True)
+        self._watcher.start()
         self._subscribe(module_queue(self.module), self._handler.handle)
         for queue, handle_body in self._extra.items():
             self._subscribe(queue, _settle_by_outcome(handle_body))
@@ -128,8 +143,12 @@ class ModuleRuntime:
         self._runner.close()
         for worker in self._workers:  # stopped commands: their workers release the steps
             worker.join(timeout=5)
+        if self._watcher is not None:  # woken by _stopping; it may pause subscriptions: before they stop
+            self._watcher.join(timeout=10)
         for subscription in self._subscriptions:
             subscription.stop()
+        if isinstance(self._extra_source, Consumers):
+            self._extra_source.close()
         self._leases.stop()
         self._publisher.stop()
         log.info("module stopped", module=self.module, clean=finished)

@@ -144,6 +144,14 @@ class CommandRunner:
             children = list(self._all)
         for child in children:
             self._retire(child)
+        with self._lock:
+            refiller = self._refiller
+        if refiller is not None and refiller is not threading.current_thread():
+            refiller.join(timeout=10)  # it sees _closing (or the False) after the child it starts
+        with self._lock:
+            late = list(self._all)  # one the refiller started while the others were retired
+        for child in late:
+            self._retire(child)
 
     def _wait(self, child: _Child, timeout: float, cancelled: threading.Event) -> Any:
         deadline = time.monotonic() + timeout

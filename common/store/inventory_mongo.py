@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pymongo
 from pymongo import ASCENDING, ReturnDocument
 from pymongo.collection import Collection
 from pymongo.errors import DuplicateKeyError
@@ -59,6 +60,7 @@ from common.store.inventory_port import (
     UnknownHost,
 )
 from common.store.mongo_base import MongoAdapter
+from common.store.mongo_client import PING_SECONDS
 from common.store.mongo_errors import adapter_edge
 
 COLLECTION = "inventory_hosts"
@@ -226,7 +228,8 @@ class MongoInventory(MongoAdapter):
 
     @_edge
     def ping(self) -> None:
-        self._client.admin.command("ping")
+        with pymongo.timeout(PING_SECONDS):  # a readiness probe: bounded even with the server gone
+            self._client.admin.command("ping")
 
     # --- the parts -----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pymongo
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -24,6 +25,7 @@ from common.engine.document import Alarm, HistoryEvent, Task
 from common.engine.states import TaskStatus
 from common.store import unreadable
 from common.store.mongo_base import MongoAdapter
+from common.store.mongo_client import PING_SECONDS
 from common.store.mongo_errors import adapter_edge
 from common.store.task_filters import PageKey, TaskFilter, mongo_query
 
@@ -216,8 +218,10 @@ class MongoStore(MongoAdapter):
     def ping(self) -> None:
         """Can this store serve: the server answers AND takes a write (a replica set without a
         primary answers pings while refusing every write). One upsert of a lock of its own."""
-        self._client.admin.command("ping")
-        self._locks.update_one({"_id": "baton-ping"}, {"$set": {"owner": "ping", "expires": time.time()}}, upsert=True)
+        with pymongo.timeout(PING_SECONDS):  # server selection included: bounded even with the server gone
+            self._client.admin.command("ping")
+            self._locks.update_one({"_id": "baton-ping"}, {"$set": {"owner": "ping", "expires": time.time()}},
+                                   upsert=True)  # fmt: skip
 
     # --- the parts -----------------------------------------------------------------------------
 

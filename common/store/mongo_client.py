@@ -25,6 +25,9 @@ from urllib.parse import parse_qsl, urlsplit
 from pymongo import MongoClient
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
+# A readiness probe (ping) answers within this, whatever the store's timeout: a probe that waits
+# the full store timeout misses every outage shorter than it.
+PING_SECONDS = 2.0
 
 # When the URL names any of these, baton adds no timeout of its own.
 _TIMEOUTS = ("timeoutms", "sockettimeoutms", "serverselectiontimeoutms", "connecttimeoutms", "wtimeoutms")

@@ -11,6 +11,7 @@ from common.errors import BatonError
 from common.masking import masked_alarm
 from common.engine.document import Alarm, Task
 from common.queues import ALARM_QUEUE
+from common.runtime.module import Consumers
 from common.settings import Settings
 from common.store.port import TaskStore
 from modules.monitor.settings import MonitorSettings, load_monitor_settings
@@ -20,7 +21,7 @@ from modules.monitor.webhook import AlarmWebhook
 log = structlog.get_logger(__name__)
 
 
-def alarm_consumer(settings: Settings, store: TaskStore) -> dict[str, Callable[[bytes], None]]:
+def alarm_consumer(settings: Settings, store: TaskStore) -> Consumers:
     notifier = alarm_webhook(settings, load_monitor_settings(), store)
 
     def receive(body: bytes) -> None:
@@ -35,7 +36,7 @@ def alarm_consumer(settings: Settings, store: TaskStore) -> dict[str, Callable[[
             if notifier is not None:
                 notifier.notify(alarm)
 
-    return {ALARM_QUEUE: receive}
+    return Consumers({ALARM_QUEUE: receive}, notifier.stop if notifier is not None else lambda: None)
 
 
 def _task_of(store: TaskStore, alarm: Alarm) -> Task | None:

@@ -6,12 +6,21 @@ exists on the server nor is recorded may be taken, so a row of ours always means
 created (or was about to create) that database and user": clean_instance removes exactly those,
 and a database or user baton did not create is never touched.
 
+Proof of creation: a row alone does not prove what stands on the server (a task may have rolled
+back before creating anything, and someone may then create that name by hand). So the row holds
+a random mark; the database baton creates carries it in its comment, and once baton created the
+user, the row holds a fingerprint of the user's credentials salted with the mark. A removal drops
+only what still carries the proof (presence()); the rest is left alone and said so. A row written
+before marks existed proves nothing: the task's own rollback and delete trust it as they always
+did, the reconciler never does.
+
 Crash safety: each step is a statement that is harmless to repeat (IF NOT EXISTS / IF EXISTS,
 INSERT IGNORE), so a re-run after a crash anywhere finishes the work. The password is derived
 from a key and the step's idempotency key, so the re-run recreates nothing and reports the same
-password. Known window: if someone outside baton creates a database of the same name between our
-check and our CREATE, the re-run adopts it; baton cannot tell the two apart (MySQL DDL is not
-transactional).
+password. A database of the same name that someone creates between our check and our CREATE
+lacks the mark: init refuses it. Known window: a crash between recording that the user is about
+to be created and recording its fingerprint leaves a user a re-run of the same step adopts, and
+that no removal drops until then (it is reported, never dropped unproven).
 
 Fencing (common/engine/fence.py): a command can outlive its claim (its replica froze past the lease) and
 resume after the task was rolled back. So every change to an instance runs under the instance's
@@ -24,6 +33,7 @@ session killed by the clean while it held the lock: it never re-creates what a r
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +44,7 @@ import structlog
 from common.engine.check_again import check_again
 from common.errors import CommandFailed
 from modules.mysql.naming import ACCESS_PRIVILEGES, derive_password
-from modules.mysql.server import LimitChange, OwnedInstance, Server
+from modules.mysql.server import MARK_PREFIX, PENDING_USER, LimitChange, OwnedInstance, Server
 
 log = structlog.get_logger(__name__)
 
@@ -85,7 +95,7 @@ def _create(
     row = server.owned(name)
     if row is None:
         _refuse_foreign(server, name, place.user_host)
-        wanted = OwnedInstance(name, place.user_host, task_id, key, access, "creating", now)
+        wanted = OwnedInstance(name, place.user_host, task_id, key, access, "creating", now, secrets.token_hex(16))
         server.claim_ownership(wanted, now)
         row = server.owned(name)  # ours, or a concurrent creator's that won the insert
         assert row is not None
@@ -95,8 +105,8 @@ def _create(
         raise CommandFailed(f"instance {name} is being dropped", retryable=False)
     secret = place.password_secret or server.password_key()
     password = password or derive_password(secret, key)
-    server.create_database(name)
-    server.create_user(name, row.user_host, password)
+    _create_database(server, row)
+    _create_user(server, row, password)
     server.grant(name, name, row.user_host, ACCESS_PRIVILEGES[row.access])
     if row.state != "ready":
         server.set_state(name, "ready", time.time())
@@ -117,7 +127,18 @@ def clean_instance(
     server: Server, *, name: str, task_id: str, run_key: str | None = None, owner_key: str | None = None
 ) -> dict[str, Any]:
     """Undo init_instance of THIS task: nothing happens to an instance another task created
-    (nor, given `owner_key`, to one another run of this task created: the reconciler's guard).
+    (nor, given `owner_key`, to one another run of this task created: the reconciler's guard)."""
+    removal = clean(server, name=name, task_id=task_id, run_key=run_key, owner_key=owner_key)
+    return {"instance_cleaned": removal is not None, **(removal.output() if removal else {})}
+
+
+def clean(
+    server: Server, *, name: str, task_id: str, run_key: str | None = None, owner_key: str | None = None,
+    proof_required: bool = False,
+) -> Removal | None:
+    """clean_instance's work: what it removed and left alone, None when the row is not this
+    task's (run's). `proof_required` (the reconciler): a row without marks proves nothing, so
+    nothing is dropped but the row.
 
     The tombstone comes first, before the lock: an init of this run that takes the lock after
     it (a late or frozen one) refuses to create anything."""
@@ -125,10 +146,10 @@ def clean_instance(
     with server.instance_lock(name):
         row = server.owned(name)
         if row is None or row.owner_task != task_id or (owner_key is not None and row.owner_key != owner_key):
-            return {"instance_cleaned": False}
-        _remove(server, row)
-    log.info("instance cleaned", instance=name)
-    return {"instance_cleaned": True}
+            return None
+        removal = _remove(server, row, proof_required)
+    log.info("instance cleaned", instance=name, removed=removal.removed, left_alone=removal.left_alone)
+    return removal
 
 
 def await_disconnect(server: Server, *, name: str, force: bool, check_every: float) -> dict[str, Any]:
@@ -154,9 +175,9 @@ def _drop(server: Server, *, name: str, user_host: str) -> dict[str, Any]:
         if server.database_exists(name) or server.user_exists(name, user_host):
             raise CommandFailed(f"{name} was not created by baton; refusing to drop it", retryable=False)
         return {"instance_dropped": {"name": name, "existed": False}}  # gone already: done
-    _remove(server, row)
-    log.info("instance dropped", instance=name)
-    return {"instance_dropped": {"name": name, "existed": True}}
+    removal = _remove(server, row, proof_required=False)
+    log.info("instance dropped", instance=name, removed=removal.removed, left_alone=removal.left_alone)
+    return {"instance_dropped": {"name": name, "existed": True}, **removal.output()}
 
 
 def set_connection_limit(
@@ -221,11 +242,98 @@ def _ready(server: Server, name: str) -> OwnedInstance:
     return row
 
 
-def _remove(server: Server, row: OwnedInstance) -> None:
+def _create_database(server: Server, row: OwnedInstance) -> None:
+    server.create_database(row.name, row.mark)
+    if row.mark is not None and server.database_comment(row.name) != MARK_PREFIX + row.mark:
+        raise CommandFailed(f"database {row.name} exists already and was not created by baton", retryable=False)
+
+
+def _create_user(server: Server, row: OwnedInstance, password: str) -> None:
+    """The intent is recorded before CREATE USER, the fingerprint after: a user standing before
+    the intent is someone else's, one whose fingerprint changed was replaced by someone."""
+    if row.mark is None:  # a row from before the marks: as it always was
+        server.create_user(row.name, row.user_host, password)
+        return
+    current = server.user_fingerprint(row.name, row.user_host, row.mark)
+    if row.user_mark is None:
+        if current is not None:
+            raise CommandFailed(f"user {row.name}@{row.user_host} exists already and was not created by baton",
+                                retryable=False)  # fmt: skip
+        server.set_user_mark(row.name, PENDING_USER, time.time())
+    elif row.user_mark not in (PENDING_USER, current) and current is not None:
+        raise CommandFailed(f"user {row.name}@{row.user_host} was replaced by one baton did not create",
+                            retryable=False)  # fmt: skip
+    server.create_user(row.name, row.user_host, password)
+    created = server.user_fingerprint(row.name, row.user_host, row.mark)
+    if created is not None and created != row.user_mark:
+        server.set_user_mark(row.name, created, time.time())
+
+
+# What stands on the server under an ownership row's name (Presence's values).
+ABSENT, BATONS, NOT_BATONS, UNPROVEN = "absent", "created by baton", "not created by baton", "not proven baton's"
+
+
+@dataclass(frozen=True)
+class Presence:
+    database: str
+    user: str
+
+    def removable(self, trust_unproven: bool) -> tuple[bool, bool]:
+        """(drop the database?, drop the user?)"""
+        allowed = {BATONS, UNPROVEN} if trust_unproven else {BATONS}
+        return self.database in allowed, self.user in allowed
+
+
+def presence(server: Server, row: OwnedInstance) -> Presence:
+    comment = server.database_comment(row.name)
+    if comment is None:
+        database = ABSENT
+    elif row.mark is None:
+        database = UNPROVEN
+    else:
+        database = BATONS if comment == MARK_PREFIX + row.mark else NOT_BATONS
+    if row.mark is None:
+        user = UNPROVEN if server.user_exists(row.name, row.user_host) else ABSENT
+        return Presence(database, user)
+    fingerprint = server.user_fingerprint(row.name, row.user_host, row.mark)
+    if fingerprint is None:
+        user = ABSENT
+    elif row.user_mark == PENDING_USER:
+        user = UNPROVEN
+    else:
+        user = BATONS if fingerprint == row.user_mark else NOT_BATONS
+    return Presence(database, user)
+
+
+@dataclass(frozen=True)
+class Removal:
+    removed: list[str]
+    left_alone: list[str]  # "database x (not created by baton)"
+
+    def output(self) -> dict[str, Any]:
+        return {"instance_left_alone": self.left_alone} if self.left_alone else {}
+
+
+def _remove(server: Server, row: OwnedInstance, proof_required: bool) -> Removal:
     """User first (no new sessions), its sessions, then the data, and the record last: a crash
-    anywhere leaves the record, so a re-run finishes the removal."""
+    anywhere leaves the record, so a re-run finishes the removal. Only what carries baton's
+    mark is dropped (a row without marks is trusted unless `proof_required`)."""
+    found = presence(server, row)
+    drop_database, drop_user = found.removable(trust_unproven=not proof_required)
     server.set_state(row.name, "dropping", time.time())
-    server.drop_user(row.name, row.user_host)
-    server.kill_sessions(row.name)
-    server.drop_database(row.name)
+    removed, left = [], []
+    if drop_user:
+        server.drop_user(row.name, row.user_host)
+        server.kill_sessions(row.name)
+        removed.append(f"user {row.name}")
+    elif found.user != ABSENT:
+        left.append(f"user {row.name} ({found.user})")
+    if drop_database:
+        server.drop_database(row.name)
+        removed.append(f"database {row.name}")
+    elif found.database != ABSENT:
+        left.append(f"database {row.name} ({found.database})")
+    if left:
+        log.warning("left alone what baton cannot prove it created", instance=row.name, left_alone=left)
     server.forget(row.name)
+    return Removal(removed, left)

@@ -22,6 +22,9 @@ from modules.mysql.naming import grant_database, quote_identifier
 from modules.mysql.settings import MysqlSettings
 
 _SECRET_NAME = "password_key"
+_ROW = "name, user_host, owner_task, owner_key, access, state, created_at, mark, user_mark"
+PENDING_USER = "pending"
+MARK_PREFIX = "baton:"  # a database's comment: "baton:<the ownership row's mark>"
 log = structlog.get_logger(__name__)
 
 
@@ -40,6 +43,12 @@ class OwnedInstance:
     access: str
     state: str  # creating | ready | dropping
     created_at: float
+    # The proof that what stands on the server is what baton created (provision.presence): the
+    # database carries `mark` in its comment; `user_mark` fingerprints the user baton created
+    # (PENDING_USER: recorded before CREATE USER, not proven yet). None: a row written before
+    # marks existed.
+    mark: str | None = None
+    user_mark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,9 +98,17 @@ class Server:
                 access VARCHAR(16) NOT NULL,
                 state VARCHAR(16) NOT NULL,
                 created_at DOUBLE NOT NULL,
-                updated_at DOUBLE NOT NULL
+                updated_at DOUBLE NOT NULL,
+                mark VARCHAR(64) NULL,
+                user_mark VARCHAR(64) NULL
             ) ENGINE=InnoDB"""
         )
+        for column in ("mark", "user_mark"):  # a table made before the marks existed
+            if self._one(
+                "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'instances' "
+                "AND COLUMN_NAME = %s", (self._meta_name, column),
+            ) is None:  # fmt: skip
+                self._run(f"ALTER TABLE {self._meta}.instances ADD COLUMN {column} VARCHAR(64) NULL")
         self._run(
             f"""CREATE TABLE IF NOT EXISTS {self._meta}.limit_changes (
                 change_key VARCHAR(255) NOT NULL PRIMARY KEY,
@@ -129,22 +146,23 @@ class Server:
         return bytes(value)
 
     def owned(self, name: str) -> OwnedInstance | None:
-        row = self._one(
-            f"SELECT name, user_host, owner_task, owner_key, access, state, created_at "
-            f"FROM {self._meta}.instances WHERE name = %s",
-            (name,),
-        )
+        row = self._one(f"SELECT {_ROW} FROM {self._meta}.instances WHERE name = %s", (name,))
         return None if row is None else OwnedInstance(*row)
 
     def claim_ownership(self, row: OwnedInstance, now: float) -> bool:
         """Record the intent to create BEFORE creating. False if the name is taken already."""
         affected = self._run(
             f"INSERT IGNORE INTO {self._meta}.instances "
-            "(name, user_host, owner_task, owner_key, access, state, created_at, updated_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            (row.name, row.user_host, row.owner_task, row.owner_key, row.access, row.state, now, now),
-        )
+            "(name, user_host, owner_task, owner_key, access, state, created_at, updated_at, mark, user_mark) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (row.name, row.user_host, row.owner_task, row.owner_key, row.access, row.state, now, now,
+             row.mark, row.user_mark),
+        )  # fmt: skip
         return affected == 1
+
+    def set_user_mark(self, name: str, user_mark: str, now: float) -> None:
+        self._run(f"UPDATE {self._meta}.instances SET user_mark = %s, updated_at = %s WHERE name = %s",
+                  (user_mark, now, name))  # fmt: skip
 
     def set_state(self, name: str, state: str, now: float) -> None:
         self._run(f"UPDATE {self._meta}.instances SET state = %s, updated_at = %s WHERE name = %s", (state, now, name))
@@ -189,9 +207,7 @@ class Server:
         ) is not None
 
     def all_owned(self) -> list[OwnedInstance]:
-        rows = self._all(
-            f"SELECT name, user_host, owner_task, owner_key, access, state, created_at FROM {self._meta}.instances", ()
-        )
+        rows = self._all(f"SELECT {_ROW} FROM {self._meta}.instances", ())
         return [OwnedInstance(*row) for row in rows]
 
     @contextlib.contextmanager
@@ -237,8 +253,32 @@ class Server:
     def user_exists(self, user: str, host: str) -> bool:
         return self._one("SELECT 1 FROM mysql.user WHERE User = %s AND Host = %s", (user, host)) is not None
 
-    def create_database(self, name: str) -> None:
-        self._run(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(name)} CHARACTER SET utf8mb4")
+    def database_comment(self, name: str) -> str | None:
+        """The database's comment ("" when it has none); None when there is no such database."""
+        row = self._one("SELECT SCHEMA_COMMENT FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (name,))
+        return None if row is None else str(row[0] or "")
+
+    def user_fingerprint(self, user: str, host: str, mark: str) -> str | None:
+        """A digest of the user's credentials salted with the row's mark (the hash itself is never
+        kept): it changes when someone drops the user and creates another. None: no such user."""
+        row = self._one("SELECT authentication_string FROM mysql.user WHERE User = %s AND Host = %s", (user, host))
+        if row is None:
+            return None
+        credentials = row[0].encode() if isinstance(row[0], str) else bytes(row[0] or b"")
+        return hashlib.sha256(mark.encode() + b":" + credentials).hexdigest()
+
+    def all_databases(self) -> set[str]:
+        return {str(name) for (name,) in self._all("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA", ())}
+
+    def all_users(self) -> set[tuple[str, str]]:
+        return {(str(user), str(host)) for user, host in self._all("SELECT User, Host FROM mysql.user", ())}
+
+    def create_database(self, name: str, mark: str | None = None) -> None:
+        """IF NOT EXISTS: a database that stood already keeps its own comment, so its missing mark
+        tells it apart from the one baton created."""
+        comment = " COMMENT %s" if mark is not None else ""
+        self._run(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(name)} CHARACTER SET utf8mb4{comment}",
+                  (MARK_PREFIX + mark,) if mark is not None else None)  # fmt: skip
 
     def create_user(self, user: str, host: str, password: str) -> None:
         self._run("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", (user, host, password))

@@ -18,6 +18,7 @@ import structlog
 from fastapi import Depends, FastAPI
 
 from common.broker.factory import open_broker
+from common.background import BACKGROUND_MARGIN_SECONDS, join_all
 from common.broker.port import Broker
 from common.errors import BatonError, BrokerError
 from common.flows import FlowCatalog, load_flows
@@ -88,28 +89,29 @@ def create_app(
             log.warning("could not declare the queues", error=str(exc))
         warn_of_modules_not_running(settings, flows, clock())
         stop = threading.Event()
-        sweeper = None
+        background: list[threading.Thread | None] = []
         if settings.oss_sweeper:
             sweeper = threading.Thread(
                 target=build_sweeper(settings, store, broker, service).run, args=(stop,),
                 name="baton-sweeper", daemon=True,
             )  # fmt: skip
             sweeper.start()
-            start_reconcile_job(settings, store, stop)  # BATON_RECONCILE_INTERVAL_SECONDS; off by default
+            background.append(sweeper)
+            background.append(start_reconcile_job(settings, store, stop))  # BATON_RECONCILE_INTERVAL_SECONDS
         if not context.tokens:
             log.warning("BATON_API_TOKENS is empty: every API call but health will get 401")
         try:
             yield
         finally:
             stop.set()
-            if sweeper is not None:
-                sweeper.join(timeout=settings.shutdown_grace_seconds)
+            # Every thread that uses the store ends before it closes (common.background).
+            joined = join_all(background, settings.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS)
             service.close()
             for opened in ("hosts", "schedules", "module_registry", "locks"):  # opened on first use by their routers
                 if getattr(app.state, opened, None) is not None:
                     getattr(app.state, opened).close()
                     setattr(app.state, opened, None)  # a later request opens it again, never closed
-            for part in owned:
+            for part in owned if joined else ():
                 part.close()
 
     app = FastAPI(

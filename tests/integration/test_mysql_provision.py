@@ -188,3 +188,36 @@ def test_await_disconnect_checks_again_while_the_instances_clients_stay(server, 
     assert provision.await_disconnect(server, **wait) == {"disconnected": {"name": name, "forced": False}}
     # Not baton's: nothing to wait for (the drop refuses it, or finds it gone).
     assert provision.await_disconnect(server, **{**wait, "name": sandbox.name("none")})["disconnected"]["forced"] is False
+
+
+def test_a_name_taken_by_hand_between_the_record_and_the_create_is_refused_and_survives_the_rollback(
+    server, place, sandbox
+) -> None:
+    """The record is written, then someone creates the database (or the user) by hand before
+    baton's CREATE: init refuses it (no mark), and the task's rollback drops nothing of it."""
+    db_name, user_name = sandbox.name("raced"), sandbox.name("racedu")
+    for name in (db_name, user_name):
+        server.claim_ownership(OwnedInstance(name, "%", TASK, KEY, "read_write", "creating", 1.0, "b" * 32), 1.0)
+    with contextlib.closing(connect()) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{db_name}`")
+        cur.execute("CREATE USER %s@'%%' IDENTIFIED BY 'chosen-by-hand-3'", (user_name,))
+    with pytest.raises(CommandFailed, match="database .* was not created by baton"):
+        init(server, place, db_name)
+    with pytest.raises(CommandFailed, match="user .* was not created by baton"):
+        init(server, place, user_name)
+    for name in (db_name, user_name):
+        cleaned = provision.clean_instance(server, name=name, task_id=TASK)
+        assert cleaned["instance_cleaned"] and cleaned["instance_left_alone"]
+    assert db_name in sandbox.databases() and (user_name, "%") in sandbox.users()
+    assert sandbox.owned() == set()
+
+
+def test_a_re_run_finishes_a_creation_interrupted_after_the_user_was_announced(server, place, sandbox) -> None:
+    """A crash after the intent to create the user was recorded: the re-run creates it and proves it."""
+    name = sandbox.name("resume")
+    first = init(server, place, name)
+    server.set_user_mark(name, "pending", 2.0)
+    assert init(server, place, name) == first
+    row = server.owned(name)
+    assert row is not None and row.user_mark not in (None, "pending")
+    assert provision.presence(server, row) == provision.Presence(provision.BATONS, provision.BATONS)
