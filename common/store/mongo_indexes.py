@@ -98,8 +98,8 @@ SPECS: dict[str, list[IndexSpec]] = {
         IndexSpec("open", [*_ITEM_STEP, ("Open", ASCENDING)]),  # "is any item of the step left?"
         # Ends in Item: a page of the step's records in some states walks it in item order.
         IndexSpec("state_item", [*_ITEM_STEP, ("State", ASCENDING), ("Item", ASCENDING)]),
-        IndexSpec("sweep_at", [("SweepAt", ASCENDING)], {"partialFilterExpression": ITEMSSWEEP_DUE}),
-        IndexSpec("outbox_due_at", [("OutboxDue", ASCENDING)], {"partialFilterExpression": ITEMSOUTBOX_DUE}),
+        IndexSpec("sweep_at", [("SweepAt", ASCENDING)], {"partialFilterExpression": SWEEP_DUE}),
+        IndexSpec("outbox_due_at", [("OutboxDue", ASCENDING)], {"partialFilterExpression": OUTBOX_DUE}),
         IndexSpec("owing", [*_ITEM_STEP, ("Item", ASCENDING)], {"partialFilterExpression": ITEMS_OWING}),
     ],
     "task_locks": [
