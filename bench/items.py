@@ -5,8 +5,8 @@ on it, and "is any item of the step still open?". Each is one index look-up, so 
 not grow with the step: this prints it for a step of 1,000 records and one of 10,000, side by
 side, on a SQLite file and on a SecantusDB server (a real MongoDB wire-protocol server started
 for the run). Wall time per operation, median of the transitions; prints figures, asserts
-nothing. `python -m bench.items` alone (BATON_BENCH_ITEM_TRANSITIONS, default 100 per step), or
-part of `make bench`.
+nothing. `python -m bench.items` alone, or part of `make bench`; BATON_BENCH_ITEM_TRANSITIONS
+(default 100 per step) and BATON_BENCH_ITEM_STEPS (default "1000,10000") size it.
 
 SecantusDB, unlike MongoDB, reads every entry an index range matches before it applies a limit,
 so there `any_open` costs the number of open records; a MongoDB server stops at the first.
@@ -29,7 +29,7 @@ from common.store.items_sqlite import SqliteItemStore
 from common.store.mongo_client import open_client
 from tests.support.secantus import secantus_server
 
-SIZES = (1_000, 10_000)
+SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_ITEM_STEPS", "1000,10000").split(","))
 BATCH = 500
 OPERATIONS = ("get", "compare_and_set", "any_open", "transition")
 
@@ -82,10 +82,10 @@ def item_rows(transitions: int = 100) -> list[tuple[str, str, str]]:
     """For bench.run: one row per store, a transition's cost at each step size."""
     rows = []
     for backend, by_size in item_figures(transitions).items():
-        small, large = (by_size[size] for size in SIZES)
+        small, large = by_size[SIZES[0]], by_size[SIZES[-1]]
         rows.append((f"an item record's transition on {backend} (get, compare-and-set, any_open)",
                      f"{small['transition']:.2f} -> {large['transition']:.2f} ms",
-                     f"steps of {SIZES[0]:,} -> {SIZES[1]:,} records; " + ", ".join(
+                     f"steps of {SIZES[0]:,} -> {SIZES[-1]:,} records; " + ", ".join(
                          f"{name} {small[name]:.2f} -> {large[name]:.2f}" for name in OPERATIONS[:-1])))
     return rows
 

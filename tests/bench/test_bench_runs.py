@@ -28,6 +28,8 @@ REDUCED = {
     "BATON_BENCH_FAN_OUT_ITEMS": "10",
     "BATON_BENCH_REST_SECONDS": "1",
     "BATON_BENCH_DOCUMENT_TASKS": "20",
+    "BATON_BENCH_ITEM_TRANSITIONS": "5",
+    "BATON_BENCH_ITEM_STEPS": "50,200",
 }
 
 # Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
@@ -53,6 +55,8 @@ ROWS = (
     r"baton on Mongo, 2 processes per module: step transitions +\d+ /s +\d+% of 1 process",
     r"baton on Mongo, 2 processes per module: CPU per transition, module process +[\d.]+ ms",
     r"for_each over 10 no-op items .* [\d.]+ s",
+    r"an item record's transition on SQLite .* [\d.]+ -> [\d.]+ ms +steps of 50 -> 200 records",
+    r"an item record's transition on SecantusDB .* [\d.]+ -> [\d.]+ ms",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
     r"targets:",
 )
