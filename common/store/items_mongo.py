@@ -97,8 +97,10 @@ class MongoItemStore(MongoAdapter):
         # state index each, which every server's planner answers from the index.
         queries = [{**step, **query} for query in _page_filters(page)]
         if page.modulus is not None and page.chain_items is None:
-            chain = itertools.islice(heapq.merge(*(self._chain_items(q, page) for q in queries)), page.limit)
-            queries = [{**step, "Item": {"$in": list(chain)}}]
+            chain = list(itertools.islice(heapq.merge(*(self._chain_items(q, page) for q in queries)), page.limit))
+            if not chain:
+                return []
+            queries = [{**step, "Item": {"$in": chain}}]
         pages = [self._items.find(query).sort(_ITEM_ORDER).limit(page.limit) for query in queries]
         merged = heapq.merge(*pages, key=lambda doc: doc["Item"]) if len(pages) > 1 else pages[0]
         return [ItemRecord.from_doc(d) for d in itertools.islice(merged, page.limit)]
