@@ -125,6 +125,14 @@ def test_the_partial_indexes_hold_only_what_is_due_or_owed(secantus_client: Any)
         secantus_client.drop_database(name)
 
 
+def test_no_two_indexes_of_a_collection_share_a_key_pattern() -> None:
+    # MongoDB before 5.0 refuses a second index on the same keys, even with another partial
+    # filter: the owing records' index has a key of its own.
+    for collection, specs in mongo_indexes.SPECS.items():
+        patterns = [tuple(spec.keys) for spec in specs]
+        assert len(patterns) == len(set(patterns)), collection
+
+
 @pytest.mark.parametrize("opener", ["sqlite", "mongo"])
 def test_the_item_store_beside_a_task_store_sees_the_same_records(
     opener: str, tmp_path: Any, secantus_client: Any
