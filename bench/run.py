@@ -8,6 +8,8 @@ BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run), BATON_BENCH_RSS_ST
 (default 6000, the same on Mongo). A reduced run for the test suite also shortens the rest:
 BATON_BENCH_LATENCY_SAMPLES (100), BATON_BENCH_FAN_OUT_ITEMS (100), BATON_BENCH_REST_SECONDS (5) and
 BATON_BENCH_DOCUMENT_TASKS (600). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row.
+BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
+record's transition on steps of 1,000 and 10,000 records (bench/items.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throu
 from bench.mongo import mongo_throughput
 from bench.fanout import fan_out_figures
 from bench.masking import masking_seconds
+from bench.items import item_rows
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -157,6 +160,9 @@ def main() -> None:
         rows.append((f"one task, for_each over {fan['items']} no-op items (submission to end)",
                      f"{fan['for_each_seconds']:.2f} s", f"{fan['concurrency']} command processes"))
         rows.append((f"one task, the same {fan['items']} steps as a line", f"{fan['line_seconds']:.2f} s", ""))
+        item_transitions = int(os.environ.get("BATON_BENCH_ITEM_TRANSITIONS", "100"))
+        if item_transitions > 0:
+            rows.extend(item_rows(item_transitions))
         api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))

@@ -10,6 +10,8 @@ planner may use it.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -95,9 +97,31 @@ class MongoItemStore(MongoAdapter):
         page = item_page(after, limit, states, modulus, residue)
         if page is None:
             return []
-        query = {**_step(task_id, generation, cursor), **_page_filter(page)}
-        docs = self._items.find(query).sort(_ITEM_ORDER).limit(page.limit)
-        return [ItemRecord.from_doc(d) for d in docs]
+        step = _step(task_id, generation, cursor)
+        # One query per state, each limited, merged by item: one equality and one range on the
+        # state index each, which every server's planner answers from the index.
+        queries = [{**step, **query} for query in _page_filters(page)]
+        if page.modulus is not None and page.chain_items is None:
+            chain = list(itertools.islice(heapq.merge(*(self._chain_items(q, page) for q in queries)), page.limit))
+            if not chain:
+                return []
+            queries = [{**step, "Item": {"$in": chain}}]
+        pages = [self._items.find(query).sort(_ITEM_ORDER).limit(page.limit) for query in queries]
+        merged = heapq.merge(*pages, key=lambda doc: doc["Item"]) if len(pages) > 1 else pages[0]
+        return [ItemRecord.from_doc(d) for d in itertools.islice(merged, page.limit)]
+
+    def _chain_items(self, query: dict[str, Any], page: ItemPage) -> list[int]:
+        """The first items of the chain the query matches. The index entries are read, not the
+        records (the projection is covered), and the other chains' entries in between skipped
+        here: a `$mod` or `$expr` filter would keep some planners off the index."""
+        found: list[int] = []
+        with self._items.find(query, {"_id": False, "Item": True}).sort(_ITEM_ORDER) as entries:
+            for entry in entries:
+                if entry["Item"] % page.modulus == page.residue:  # type: ignore[operator]
+                    found.append(entry["Item"])
+                    if len(found) == page.limit:
+                        break
+        return found
 
     @_edge
     def outputs(self, task_id: str, generation: int, cursor: int) -> list[dict[str, Any]]:
@@ -128,16 +152,14 @@ class MongoItemStore(MongoAdapter):
         return [ItemRecord.from_doc(d) for d in self._items.find(query).sort(order).limit(limit)]
 
 
-def _page_filter(page: ItemPage) -> dict[str, Any]:
-    """The page's filter beyond the step: a chain's next items by value when known (point
-    look-ups on the unique index), else a range of items (in some states: one range of the state
-    index per state, merged in item order by the server)."""
+def _page_filters(page: ItemPage) -> list[dict[str, Any]]:
+    """The page's filters beyond the step, one per state asked for: a chain's next items by value
+    when known (point look-ups on the unique index), else a range of items (of which a chain's
+    are picked by `_chain_items`)."""
     chain = page.chain_items
     if chain is not None:
-        return {"Item": {"$in": chain}}
+        return [{"Item": {"$in": chain}}]
     query: dict[str, Any] = {"Item": {"$gte": page.first}}
-    if page.modulus is not None:
-        query["Item"]["$mod"] = [page.modulus, page.residue]
-    if page.states is not None:
-        query["State"] = {"$in": [str(s) for s in page.states]}
-    return query
+    if page.states is None:
+        return [query]
+    return [{**query, "State": str(state)} for state in page.states]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, ParamSpec, TypeVar
 

@@ -17,6 +17,8 @@ from common.store.events_mongo import MongoEventLog
 from common.store.events_sqlite import SqliteEventLog
 from common.store.inventory_mongo import MongoInventory
 from common.store.inventory_sqlite import SqliteInventory
+from common.store.items_mongo import MongoItemStore
+from common.store.items_sqlite import SqliteItemStore
 from common.store.locks_mongo import MongoLockStore
 from common.store.locks_sqlite import SqliteLockStore
 from common.store.modules_mongo import MongoModuleRegistry
@@ -60,6 +62,11 @@ class Backend:
         if self.kind == "sqlite":
             return SqliteModuleRegistry(self.sqlite_path)  # type: ignore[arg-type]
         return MongoModuleRegistry(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    def open_item_store(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteItemStore(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoItemStore(self.mongo_client, self.database)  # type: ignore[arg-type]
 
     @property
     def shared_by_processes(self) -> bool:
@@ -117,5 +124,12 @@ def lock_store(backend: Backend) -> Iterator[Any]:
 @pytest.fixture
 def module_registry(backend: Backend) -> Iterator[Any]:
     opened = backend.open_module_registry()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def item_store(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_item_store()
     yield opened
     opened.close()
