@@ -29,10 +29,12 @@ from common.engine.units import (
     add_run,
     begin_attempt,
     cancel_message,
+    concluded_state,
     drop_outbox,
     publish_entry,
     record,
     remove_run,
+    retries_left,
     set_status,
     set_unit_state,
     store_result,
@@ -104,14 +106,11 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     # Cancelled, or another unit failed: a normal unit gets no further attempt (it drains).
     stopping = normal and (task.CancelRequested is not None or task.TaskStatus is TaskStatus.ROLLING_BACK
                            or overdue(task, timing.now))  # fmt: skip
-    if not result.ok and result.retryable and not stopping and run.Attempt <= step.retry(run.Phase):
+    if retries_left(step, run, result, stopping):
         record(task, timing.now, "attempt_failed", run, actor=actor, message=result.message)
         dispatch(task, unit, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
         return
-    if result.ok:
-        new_state, event = (StepState.SUCCEEDED, "step_succeeded") if normal else (StepState.ROLLED_BACK, "rollback_succeeded")
-    else:
-        new_state, event = (StepState.FAILED, "step_failed") if normal else (StepState.ROLLBACK_FAILED, "rollback_failed")
+    new_state, event = concluded_state(result, run.Phase)
     set_unit_state(task, unit, new_state)
     state.WaitingSince = None  # the phase is over: it waits no more
     record(task, timing.now, event, run, actor=actor, message=result.message)

@@ -125,6 +125,18 @@ def begin_attempt(task: Task, run: Run, at: float) -> None:
         unit.RollbackTimeStart = unit.RollbackTimeStart or at
 
 
+def retries_left(step: Step, run: Run, result: AttemptResult, stopping: bool) -> bool:
+    """Whether a failed attempt gets another (the unit's task still goes its way)."""
+    return not result.ok and result.retryable and not stopping and run.Attempt <= step.retry(run.Phase)
+
+
+def concluded_state(result: AttemptResult, phase: Phase) -> tuple[StepState, str]:
+    """The unit's state once its phase ended for good, and the history event that says so."""
+    if phase is Phase.NORMAL:
+        return (StepState.SUCCEEDED, "step_succeeded") if result.ok else (StepState.FAILED, "step_failed")
+    return (StepState.ROLLED_BACK, "rollback_succeeded") if result.ok else (StepState.ROLLBACK_FAILED, "rollback_failed")
+
+
 def store_result(unit: UnitState, phase: Phase, result: AttemptResult, now: float) -> None:
     if phase is Phase.NORMAL:
         unit.Code, unit.Message, unit.TimeEnd = result.code, result.message, now

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 
 from common.backoff import retry_delay
+from common.engine.document import Run
 from common.engine.item_record import ItemRecord
 from common.engine.kinds.item_changes import expire_item
 from common.engine.states import RunState
@@ -27,6 +28,16 @@ from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
 BATCH = 500
+
+
+def note_expired(report: Any, task_id: str, run: Run) -> None:
+    """Count (and, for a lapsed lease, log) a run the sweeper expired."""
+    if run.State is RunState.RUNNING:
+        report.leases_lapsed += 1
+        log.warning("lease lapsed", task_id=task_id, step=run.Cursor, item=run.Item, phase=run.Phase.label,
+                    attempt=run.Attempt, owner=run.Owner)
+    else:
+        report.redispatched += 1
 
 
 class ItemSweep:
@@ -62,12 +73,7 @@ class ItemSweep:
             write=self._items.compare_and_set_item, what=f"item {record.record_id}")
         if changed is None:
             return
-        if run.State is RunState.RUNNING:
-            report.leases_lapsed += 1
-            log.warning("lease lapsed", task_id=record.TaskId, step=run.Cursor, item=run.Item,
-                        phase=run.Phase.label, attempt=run.Attempt, owner=run.Owner)
-        else:
-            report.redispatched += 1
+        note_expired(report, record.TaskId, run)
         self._publisher.item_outbox.flush(changed)
         self._publisher.items.apply_owes(changed)
 

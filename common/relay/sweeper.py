@@ -38,7 +38,7 @@ from common.store.port import TaskStore
 from common.engine.gates.task_waits import WAIT_TASK, overdue
 from common.engine.transitions import Refusal, Timing, expire, new_id
 from common.engine.gates.wait_transitions import awaited_finished, recheck_later
-from common.relay.item_sweep import ItemSweep
+from common.relay.item_sweep import ItemSweep, note_expired
 from common.relay.webhooks import WebhookDeliverer
 
 log = structlog.get_logger(__name__)
@@ -170,12 +170,7 @@ class Sweeper:
         if isinstance(changed, Refusal):
             return
         for run in lapsed:
-            if run.State is RunState.RUNNING:
-                report.leases_lapsed += 1
-                log.warning("lease lapsed", task_id=task.TaskId, step=run.Cursor, item=run.Item,
-                            phase=run.Phase.label, attempt=run.Attempt, owner=run.Owner)
-            else:
-                report.redispatched += 1
+            note_expired(report, task.TaskId, run)
         self._publisher.flush(changed)
 
     def _recheck_wait(self, task: Task, now: float) -> None:

@@ -21,7 +21,16 @@ from common.engine.item_record import (
 )
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
 from common.engine.states import check_step_transition
-from common.engine.units import AttemptResult, IdFactory, Refusal, Timing, publish_entry, store_result
+from common.engine.units import (
+    AttemptResult,
+    IdFactory,
+    Refusal,
+    Timing,
+    concluded_state,
+    publish_entry,
+    retries_left,
+    store_result,
+)
 
 ITEM_HISTORY_LIMIT = 30  # an item's own events: claims, attempts, outcomes (a retry loop is bounded)
 APPLIED = frozenset({StepState.SUCCEEDED, StepState.FAILED})
@@ -214,14 +223,11 @@ def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timi
         result = verdict
     store_result(new, run.Phase, result, timing.now)
     stopping = normal and (not _forward(task) or overdue(task, timing.now))
-    if not result.ok and result.retryable and not stopping and run.Attempt <= step.retry(run.Phase):
+    if retries_left(step, run, result, stopping):
         _event(new, timing.now, "attempt_failed", run, actor, result.message)
         _dispatch(task, new, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
         return
-    if result.ok:
-        state, event = (StepState.SUCCEEDED, "step_succeeded") if normal else (StepState.ROLLED_BACK, "rollback_succeeded")
-    else:
-        state, event = (StepState.FAILED, "step_failed") if normal else (StepState.ROLLBACK_FAILED, "rollback_failed")
+    state, event = concluded_state(result, run.Phase)
     _set_state(new, state)
     new.WaitingSince = None
     _event(new, timing.now, event, run, actor, result.message)
