@@ -19,6 +19,7 @@ from common.engine.item_record import (
     OWES_SUCCESSOR,
     ItemRecord,
 )
+from common.engine.step_summary import APPLIED
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
 from common.engine.states import check_step_transition
 from common.engine.units import (
@@ -33,7 +34,6 @@ from common.engine.units import (
 )
 
 ITEM_HISTORY_LIMIT = 30  # an item's own events: claims, attempts, outcomes (a retry loop is bounded)
-APPLIED = frozenset({StepState.SUCCEEDED, StepState.FAILED})
 
 
 def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFactory,
