@@ -6,12 +6,14 @@ threads of its own, no command process at all. What a command saw is read from i
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from common.statuses import TaskStatus
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import REPO, Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq]
 SECRET = "Kinds-S3cret-Passw0rd"
@@ -28,6 +30,9 @@ task_types:
       - name: wait
         normal: {module: kinds, command: wait}
   thread_one:
+    parameters:
+      seconds: {type: number, default: 0.1}
+      marks: {type: string, default: ""}
     steps:
       - name: block
         normal: {module: kinds, command: block}
@@ -105,6 +110,24 @@ def test_an_async_and_a_thread_command_run_in_the_module_process_with_no_command
     assert done_thread.Parameters["thread"] == "baton-thread-block"
     # Every command of this module runs in-process: no forkserver, no command children.
     assert children(cluster.procs["kinds"].popen.pid) == []
+    shown = subprocess.run([sys.executable, "-m", "oss", "modules"], env=cluster.env, cwd=REPO,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "block (thread)" in shown.stdout and "wait (async)" in shown.stdout, shown.stdout
+
+
+def test_a_lost_lease_ends_a_thread_attempt_at_once_and_abandons_its_thread(cluster, marks):
+    task = cluster.submit("thread_one", seconds=60, marks=str(marks))
+    wait_until(lambda: (marks / f"{task.TaskId}-1.started").exists(), 60, "the command started")
+    cluster.service.actions.apply("cancel", task.TaskId, "olga", "not needed", stop_running=True)
+
+    def discarded() -> bool:
+        return any(e.get("event") == "claim lost while running; outcome discarded" and e.get("task_id") == task.TaskId
+                   for e in cluster.log_events("kinds"))
+
+    # The attempt is over while its thread still sleeps out its minute.
+    wait_until(discarded, 60, "the attempt marked lost")
+    assert cluster.wait_final(task.TaskId).TaskStatus is TaskStatus.ROLLED_BACK
 
 
 def test_an_async_timeout_cancels_the_coroutine_counts_a_failed_attempt_and_retries(cluster, marks):
