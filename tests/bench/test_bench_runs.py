@@ -28,6 +28,9 @@ REDUCED = {
     "BATON_BENCH_FAN_OUT_ITEMS": "10",
     "BATON_BENCH_REST_SECONDS": "1",
     "BATON_BENCH_DOCUMENT_TASKS": "20",
+    "BATON_BENCH_KINDS_IN_FLIGHT": "30",
+    "BATON_BENCH_KINDS_SECONDS": "1",
+    "BATON_BENCH_KINDS_TASKS": "10",
 }
 
 # Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
@@ -53,6 +56,10 @@ ROWS = (
     r"baton on Mongo, 2 processes per module: step transitions +\d+ /s +\d+% of 1 process",
     r"baton on Mongo, 2 processes per module: CPU per transition, module process +[\d.]+ ms",
     r"for_each over 10 no-op items .* [\d.]+ s",
+    r"30 async commands in flight in one module process, each awaiting 1 s +[\d.]+ s",
+    r"that module's peak RSS, its children included +\d+ MiB +1 process\(es\)",
+    r"no-op step transitions, async commands +\d+ /s",
+    r"no-op step transitions, process commands \(the same flow\) +\d+ /s +async: \d+% of this",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
     r"targets:",
 )
