@@ -64,6 +64,17 @@ task_types:
         normal: {module: kinds, command: tell_secret}
       - name: thread_logs
         normal: {module: kinds, command: tell_secret_in_thread}
+  held:
+    parameters:
+      gate: {type: string}
+      marks: {type: string}
+    steps:
+      - name: hold
+        normal: {module: mixed, command: hold}
+  quick:
+    steps:
+      - name: quick
+        normal: {module: mixed, command: quick}
   hung:
     steps:
       - name: hang
@@ -178,6 +189,21 @@ def test_secrets_are_masked_in_the_log_lines_of_async_and_thread_commands(cluste
         assert line["step"] == (0 if kind == "async" else 1) and line["attempt"] == 1
         stdlib = next(e for e in lines if e["event"].startswith("stdlib line") and e["logger"] == f"kinds.{kind}")
         assert stdlib["event"] == "stdlib line with *** inside"
+
+
+def test_a_full_kind_does_not_hold_up_the_other_kinds_of_its_module(cluster, marks):
+    cluster.start_module("mixed", registry="tests.support.kind_commands:mixed", BATON_PROCESS_SLOTS="1")
+    gate = marks / "gate"
+    held = [cluster.submit("held", gate=str(gate), marks=str(marks)) for _ in range(2)]
+    wait_until(lambda: len(list(marks.glob("*.started"))) == 1, 60, "the one process slot taken")
+    # The second process command waits for the slot; the async ones go ahead of it meanwhile.
+    quick = [cluster.wait_final(cluster.submit("quick").TaskId) for _ in range(3)]
+    assert [t.TaskStatus for t in quick] == [TaskStatus.SUCCESS] * 3
+    # One process command runs, the other is not even claimed yet: it waits for the slot.
+    assert {cluster.store.get(t.TaskId).TaskStatus for t in held} == {TaskStatus.RUNNING, TaskStatus.NOT_STARTED}
+    assert len(list(marks.glob("*.started"))) == 1
+    gate.write_text("open")
+    assert [cluster.wait_final(t.TaskId).TaskStatus for t in held] == [TaskStatus.SUCCESS] * 2
 
 
 def test_hundreds_of_async_commands_in_flight_at_once_in_one_module_process(cluster, marks):

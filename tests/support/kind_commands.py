@@ -124,3 +124,21 @@ def hang(ctx: CommandContext) -> dict:
 @kinds.command()
 async def undo(ctx: CommandContext) -> dict:
     return {}
+
+
+# A module mixing kinds: a process command and an async one on the same queue.
+mixed = CommandRegistry("mixed")
+
+
+@mixed.command()
+def hold(ctx: CommandContext) -> dict:
+    """A process command: holds its slot (and its child) until the file `gate` exists."""
+    mark(ctx, "started")
+    while not Path(ctx.parameters["gate"]).exists():
+        time.sleep(0.1)
+    return {"held": True}
+
+
+@mixed.command("quick")
+async def mixed_quick(ctx: CommandContext) -> dict:
+    return {"quick": ctx.task_id}
