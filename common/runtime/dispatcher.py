@@ -1,6 +1,7 @@
 """Hands each delivery to its command's kind once a slot of that kind is free, and runs the store
 work (claims, outcome commits, fence reads) on a small pool of store threads, so no thread waits
-out a command's length except a process command's (its child's) and a thread command's own.
+out a command's length except a process command's (a store thread kept per process slot) and a
+thread command's own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from common.runtime.runner import CommandRunner
 from common.runtime.slots import Slots, Start
 from common.settings import Settings
 from common.store.port import TaskStore
+from common.transitions import AttemptResult
 
 log = structlog.get_logger(__name__)
 
@@ -37,7 +39,10 @@ class Dispatcher:
         self.prefetch = settings.prefetch or sum(settings.slots(kind) for kind in self.kinds_used)
         self.stopping = threading.Event()
         self.on_slot_freed: Callable[[], None] = lambda: None
-        self._store_pool = ThreadPoolExecutor(settings.store_threads, thread_name_prefix="baton-store")
+        # A process command waits for its child on the store thread that claimed it: one more
+        # store thread per process slot, so the claims and commits of the other kinds never wait.
+        process_slots = settings.effective_process_slots if "process" in self.kinds_used else 0
+        self._store_pool = ThreadPoolExecutor(settings.store_threads + process_slots, thread_name_prefix="baton-store")
         self._kinds: dict[str, ProcessKind | ThreadKind | AsyncKind] = {}
         self._reactor: Reactor | None = None
         self._runner: CommandRunner | None = None
@@ -46,7 +51,7 @@ class Dispatcher:
                 registry_ref, settings.effective_process_slots, settings.fault_injection, settings.log_format,
                 settings.log_level, store_url=settings.store_url,
             )  # fmt: skip
-            self._kinds["process"] = ProcessKind(self._runner, settings.effective_process_slots)
+            self._kinds["process"] = ProcessKind(self._runner)
         if {"thread", "async"} & set(self.kinds_used):
             self._reactor = Reactor(self._store_pool)
             resources = _once(registry.make_resources)
@@ -79,8 +84,19 @@ class Dispatcher:
         self.on_slot_freed()
 
     def start_command(self, request: CommandRequest, timeout: float, lease: Lease, context: contextvars.Context,
-                      done: Done) -> None:  # fmt: skip
-        self._kinds[self.kind_of(request.command)].start(request, timeout, lease, context, done)
+                      finish: Done) -> None:  # fmt: skip
+        """Start the command; `finish` (the commit) runs once it ended. A process command ends on
+        the store thread that started it, which commits too; the other kinds end on threads that
+        must not block (the event loop, a timer, an abandoned command's): their commit goes to a
+        store thread."""
+        kind = self.kind_of(request.command)
+        if kind == "process":
+            def done(outcome: AttemptResult | None) -> None:
+                _logged(lambda: finish(outcome))
+        else:
+            def done(outcome: AttemptResult | None) -> None:
+                self.submit(lambda: finish(outcome))
+        self._kinds[kind].start(request, timeout, lease, context, done)
 
     def submit(self, job: Callable[[], Any]) -> None:
         """Run `job` on a store thread. A failing job is logged (type and place only: its message

@@ -1,10 +1,12 @@
 """The three kinds of command (docs/DESIGN.md sec. 13) and how each runs, times out and is stopped.
 
-Each kind's `start` returns at once; the attempt's end is reported once through `done`: an
+Each kind's `start` returns at once (a process command's once its child answered); the
+attempt's end is reported once through `done`: an
 AttemptResult, or None when shutdown stopped the command (the step is then released, not failed).
 Whichever comes first wins: the command's answer, its timeout, a lost lease, shutdown.
 
-- process: a child forked from the forkserver (runner.py); one waiting thread per running child.
+- process: a child forked from the forkserver (runner.py), waited for on the store thread that
+  claimed it (one store thread per process slot is kept for that).
 - thread: a thread of its own; at its timeout (or a lost lease) the attempt ends at once and the
   thread is abandoned, its late side effects refused by the fence. A thread cannot be killed: one
   still running well past that is stuck, counted by `stuck()` (the module exits past a limit).
@@ -22,7 +24,7 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 from common.runtime.invoke import CommandRequest, call_async, call_sync, command_context, result_of
@@ -83,13 +85,16 @@ class Reactor:
 
 
 class ProcessKind:
-    def __init__(self, runner: CommandRunner, slots: int):
+    """Runs on the calling store thread until the child answered: the dispatcher's pool has a
+    store thread per process slot beside its own, so this wait never starves the store work,
+    and a process command's step takes no more thread hand-overs than before the kinds."""
+
+    def __init__(self, runner: CommandRunner):
         self._runner = runner
-        self._waiters = ThreadPoolExecutor(slots, thread_name_prefix="baton-process")
 
     def start(self, request: CommandRequest, timeout: float, lease: Lease, context: contextvars.Context,
               done: Done) -> None:  # fmt: skip
-        self._waiters.submit(context.run, self._run, request, timeout, lease, done)
+        context.run(self._run, request, timeout, lease, done)
 
     def _run(self, request: CommandRequest, timeout: float, lease: Lease, done: Done) -> None:
         try:
@@ -107,7 +112,6 @@ class ProcessKind:
 
     def close(self) -> None:
         self._runner.close()
-        self._waiters.shutdown(wait=False)
 
 
 class _ThreadRun:

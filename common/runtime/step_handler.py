@@ -187,14 +187,14 @@ class StepHandler:
         lease = self._leases.take(task.TaskId, message.DispatchId)
         self._crash_point(task, message, "during_command", delay=0.2)
         # Two copies of this context (log fields, secrets to mask): one the command runs in, one
-        # its outcome is committed in, later, on whichever store thread is free.
+        # its outcome is committed in, later, on another thread.
         finish_in = contextvars.copy_context()
 
-        def done(outcome: AttemptResult | None) -> None:
-            self._dispatcher.submit(lambda: finish_in.run(self._finish, task, message, lease, started, outcome))
+        def finish(outcome: AttemptResult | None) -> None:
+            finish_in.run(self._finish, task, message, lease, started, outcome)
 
         try:
-            self._dispatcher.start_command(request, step.timeout(phase), lease, contextvars.copy_context(), done)
+            self._dispatcher.start_command(request, step.timeout(phase), lease, contextvars.copy_context(), finish)
         except Exception:
             self._leases.give_up(lease)  # never started: the lease lapses, the sweeper re-runs it
             raise
