@@ -14,11 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.models import StepMessage, Task
-from common.statuses import ResultCode
+from common.engine.document import StepMessage, Task
+from common.engine.states import ResultCode
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
 from common.flows import parse_flows
 
 OWNER = "bench@document"

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from bench.procstat import CpuMeter, descendants, listening_pid, usage
-from common.statuses import FINAL_STATUSES
+from common.engine.states import FINAL_STATUSES
 from tests.support.cluster import Cluster
 
 # Three no-op steps, one per module, each with a rollback: the shape of create_mysql_instance.

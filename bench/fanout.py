@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.statuses import FINAL_STATUSES, TaskStatus
+from common.engine.states import FINAL_STATUSES, TaskStatus
 from tests.support.cluster import Cluster
 from tests.support.services import rabbitmq_vhost
 

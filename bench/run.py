@@ -7,7 +7,8 @@ BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run), BATON_BENCH_RSS_ST
 100000: the long run that watches a module's memory; 0 skips it) and BATON_BENCH_MONGO_RSS_STEPS
 (default 6000, the same on Mongo). A reduced run for the test suite also shortens the rest:
 BATON_BENCH_LATENCY_SAMPLES (100), BATON_BENCH_FAN_OUT_ITEMS (100), BATON_BENCH_REST_SECONDS (5) and
-BATON_BENCH_DOCUMENT_TASKS (600), and the kinds of command's sizes (bench/kinds.py).
+BATON_BENCH_DOCUMENT_TASKS (600). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row; the
+kinds of command's sizes are in bench/kinds.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throu
 from bench.mongo import mongo_throughput
 from bench.fanout import fan_out_figures
 from bench.kinds import kinds_rows
+from bench.masking import masking_seconds
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -106,6 +108,13 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _masking_row() -> tuple[str, str, str]:
+    masked = masking_seconds(int(os.environ.get("BATON_BENCH_SECRET_VALUES", "5000")))
+    return (f"showing a task with {masked['values']:,} secret values (API view, masked)",
+            f"{masked['secret_seconds'] * 1000:.0f} ms",
+            f"the same task with a plain key: {masked['plain_seconds'] * 1000:.0f} ms")
+
+
 def main() -> None:
     configure_logging(level="warning")  # the figures, not a line per submitted task
     tasks = int(os.environ.get("BATON_BENCH_TASKS", "2000"))
@@ -154,6 +163,7 @@ def main() -> None:
         api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))
+    rows.append(_masking_row())
     print()
     print(f"baton benchmark: {os.cpu_count()} cores, RabbitMQ and SQLite on this machine, no-op commands")
     width = max(len(r[0]) for r in rows)

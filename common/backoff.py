@@ -1,6 +1,6 @@
 """Exponential backoff with jitter, as a pure function of the retry number and a random draw."""
 
-from common.models import BackoffPolicy
+from common.engine.document import BackoffPolicy
 
 
 def retry_delay(policy: BackoffPolicy, retry_number: int, unit_random: float) -> float:

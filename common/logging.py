@@ -18,8 +18,9 @@ from typing import Any
 
 import structlog
 
+from common.scrubbing import MASK, Scrubber
+
 SECRET_KEY = re.compile(r"pass(word)?|secret|token|credential|api_?key", re.IGNORECASE)
-MASK = "***"
 # Masking runs on untrusted text (parameters, error messages) in every log line: it must be linear
 # in its input. A regex for "scheme://user:password@" restarts at every letter of a long run and
 # rescans it (quadratic); mask_url_passwords finds each "://" once and scans every character a
@@ -76,6 +77,22 @@ def mask_url_passwords(text: str) -> str:
     return "".join(parts)
 
 
+def redacted_url(url: str) -> str:
+    """A URL as an error message may quote it: what stands between its scheme and its last "@"
+    (user and password) and what follows a "?" or "#" after that (a token in the query) shown
+    as MASK. A refused URL is no better formed than any other, so this parses nothing: a
+    password holding "?", "/" or "@" is masked whole all the same."""
+    text = url
+    at = text.rfind("@")
+    if at != -1:
+        scheme = text.find("://")
+        start = scheme + 3 if 0 <= scheme < at else (text.find(":") + 1 if 0 <= text.find(":") < at else 0)
+        text = text[:start] + MASK + text[at:]
+    rest = text.rfind("@") + 1
+    cut = min((i for i in (text.find("?", rest), text.find("#", rest)) if i != -1), default=-1)
+    return text if cut == -1 else text[: cut + 1] + MASK
+
+
 def _has_scheme(text: str, start: int, i: int) -> bool:
     """Is text[start:i] ending in a URL scheme: scheme characters back to a letter?"""
     j = i - 1
@@ -99,8 +116,9 @@ def exception_summary(exc: BaseException) -> str:
 
 
 # Values to mask in every log line of the current context (thread or asyncio task): the secret
-# parameter values of the task being worked on, which a failure message may quote verbatim.
-_HIDDEN: ContextVar[tuple[str, ...]] = ContextVar("baton_hidden_values", default=())
+# parameter values of the task being worked on, which a failure message may quote verbatim. Built
+# once per block: a log line costs one pass over its text, whatever the number of values.
+_HIDDEN: ContextVar[Scrubber | None] = ContextVar("baton_hidden_values", default=None)
 
 
 @contextmanager
@@ -109,33 +127,27 @@ def hidden_values(values: Iterable[str]) -> Iterator[None]:
 
     Typically `with hidden_values(common.masking.secret_values(task)):` around the work on a task.
     """
-    token = _HIDDEN.set(tuple(sorted(set(values), key=len, reverse=True)))  # longest first
+    token = _HIDDEN.set(Scrubber(values))
     try:
         yield
     finally:
         _HIDDEN.reset(token)
 
 
-def scrub_values(value: Any, hidden: Iterable[str]) -> Any:
+def scrub_values(value: Any, hidden: Iterable[str] | Scrubber) -> Any:
     """A copy of `value` with every occurrence of the `hidden` strings in its strings masked."""
-    if isinstance(value, dict):
-        return {k: scrub_values(v, hidden) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [scrub_values(v, hidden) for v in value]
-    if isinstance(value, str):
-        for secret in hidden:
-            value = value.replace(secret, MASK)
-    return value
+    scrubber = hidden if isinstance(hidden, Scrubber) else Scrubber(hidden)
+    return scrubber.value(value)
 
 
 def _mask_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
     hidden = _HIDDEN.get()
-    return mask_secrets(scrub_values(event, hidden) if hidden else event)  # type: ignore[no-any-return]
+    return mask_secrets(hidden.value(event) if hidden else event)  # type: ignore[no-any-return]
 
 
 def _masked_text(text: str) -> str:
     hidden = _HIDDEN.get()
-    return mask_url_passwords(scrub_values(text, hidden) if hidden else text)  # type: ignore[arg-type]
+    return mask_url_passwords(hidden.text(text) if hidden else text)
 
 
 _PLAIN_RECORDS = logging.getLogRecordFactory()

@@ -7,7 +7,8 @@ Three layers, because a secret can hide in three ways:
 3. the VALUE of either copied into free text (a step's error message quoting a connection
    string, say): every string in the document is scrubbed of those values. Values shorter than
    MIN_SCRUBBED characters are not scrubbed from text: they would mangle ordinary words, and
-   flows.yaml can demand a longer secret with min_length.
+   flows.yaml can demand a longer secret with min_length. The scrubbing costs one pass over
+   each string however many values there are (common.scrubbing).
 
 The document keeps its shape (a masked value becomes "***"), so a view still validates as a Task.
 """
@@ -17,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from common.logging import MASK, SECRET_KEY, mask_secrets, mask_url_passwords
-from common.models import Alarm, Task
+from common.logging import MASK, SECRET_KEY, mask_secrets, mask_url_passwords, redacted_url
+from common.engine.document import Alarm, Task
+from common.scrubbing import Scrubber
 
 MIN_SCRUBBED = 4
 
@@ -29,27 +31,41 @@ def masked_task_view(task: Task) -> dict[str, Any]:
     doc = task.to_doc()
     for field in ("Parameters", "SubmittedParameters"):
         doc[field] = mask_parameters(doc[field], names)
-    for entry in doc["Outbox"]:  # step messages carry a copy of the parameters
+    for target in doc.get("Notify") or []:  # a webhook URL often carries a token (its query)
+        if target.get("Url"):
+            target["Url"] = redacted_url(target["Url"])
+    for entry in doc["Outbox"]:  # step messages and a child's start carry a copy of the parameters
+        if "://" in (entry.get("Queue") or ""):  # a webhook entry is queued for its receiver's URL
+            entry["Queue"] = redacted_url(entry["Queue"])
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
-            body["Parameters"] = mask_parameters(body["Parameters"], names)
-    return _scrubbed(doc, secret_values(task))  # type: ignore[no-any-return]
+            body["Parameters"] = mask_parameters(body["Parameters"], names | set(body.get("SecretParameters") or []))
+    return _scrubbed(doc, Scrubber(secret_values(task)))  # type: ignore[no-any-return]
 
 
 def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:
     """An alarm's text may quote a failure message: scrub the secrets of the task it is about."""
     values = secret_values(task) if task is not None else []
-    return Alarm.model_validate(_scrubbed(alarm.model_dump(mode="json"), values))
+    return Alarm.model_validate(_scrubbed(alarm.model_dump(mode="json"), Scrubber(values)))
 
 
 def scrubbed_text(text: str, task: Task) -> str:
     """Free text about a task (a failure message, an alarm) with its secret values masked."""
-    return _scrubbed(text, secret_values(task))  # type: ignore[no-any-return]
+    return _scrubbed(text, Scrubber(secret_values(task)))  # type: ignore[no-any-return]
 
 
 def masked_task(task: Task) -> Task:
     """masked_task_view as a Task, for code that renders Task objects."""
     return Task.from_doc(masked_task_view(task))
+
+
+def masked_with_parameters(doc: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:
+    """A JSON-able document that holds `Parameters` but is not a task (a schedule), masked as a
+    task's view is: declared secrets and secret-looking keys in Parameters, their values and URL
+    passwords wherever they are quoted (an error message)."""
+    values = parameter_secret_values(doc["Parameters"], secret_names)
+    shown = {**doc, "Parameters": mask_parameters(doc["Parameters"], secret_names)}
+    return _scrubbed(shown, Scrubber(values))  # type: ignore[no-any-return]
 
 
 def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:
@@ -58,11 +74,15 @@ def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -
 
 
 def secret_values(task: Task) -> list[str]:
-    """The task's secret values as text (longest first, so a secret containing another is
-    replaced whole), for common.logging.hidden_values."""
+    """The task's secret values as text, for common.logging.hidden_values."""
     names = set(task.SecretParameters)
     values = set(_secret_values(task.Parameters, names)) | set(_secret_values(task.SubmittedParameters, names))
     return sorted(values, key=len, reverse=True)
+
+
+def parameter_secret_values(parameters: dict[str, Any], secret_names: Collection[str]) -> list[str]:
+    """The secret values of parameters that are not (yet) a task's: a schedule's, say."""
+    return sorted(set(_secret_values(parameters, set(secret_names))), key=len, reverse=True)
 
 
 def _secret_values(parameters: dict[str, Any], names: Collection[str]) -> Iterator[str]:
@@ -87,15 +107,14 @@ def _leaves(value: Any) -> Iterator[str]:
             yield text
 
 
-def _scrubbed(value: Any, secrets: list[str]) -> Any:
+def _scrubbed(value: Any, secrets: Scrubber) -> Any:
     """`value` with the secret values and URL passwords masked in every string (keys stay: a
     view must keep the document's shape).
 
     One walk that touches only strings: a task document has a couple of hundred leaves, and two
     walks rebuilding all of it (scrub, then URLs) cost more than the rest of an API answer."""
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, MASK)
+        value = secrets.text(value)
         return mask_url_passwords(value) if "://" in value else value
     if isinstance(value, dict):
         return {key: _scrubbed(item, secrets) for key, item in value.items()}

@@ -4,7 +4,7 @@ ALARM_QUEUE = "baton.alarms"  # consumed by the monitor module
 DEAD_LETTER_SUFFIX = ".dead"
 
 # Every queue (not its twin) orders messages by priority 0..QUEUE_MAX_PRIORITY: RabbitMQ's
-# x-max-priority, and the top of the message priority bands of common.transitions.
+# x-max-priority, and the top of the message priority bands of common.engine.transitions.
 QUEUE_MAX_PRIORITY = 9
 
 

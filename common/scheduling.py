@@ -2,7 +2,7 @@
 
 A schedule creates a task of one type, with fixed parameters, at every tick of a cron expression
 (in a time zone) or of a fixed interval. The sweeper runs due schedules under its lease-lock
-(common/schedule_runner.py); the task of a tick is created with the idempotency key
+(common/relay/schedule_runner.py); the task of a tick is created with the idempotency key
 `schedule:<id>:<tick>`, so a tick creates one task even if two sweepers race for it.
 
 Two policies, both documented in the README:

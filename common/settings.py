@@ -21,6 +21,7 @@ from pydantic_settings import (
 
 from common.errors import ConfigError
 from common.input_limits import InputLimits
+from common.logging import mask_url_passwords, redacted_url
 
 CONFIG_FILE_VARIABLE = "BATON_CONFIG_FILE"
 
@@ -124,7 +125,7 @@ class Settings(ConfigFileSources, BaseSettings):
     unserved_alarm_seconds: float = Field(
         120.0, gt=0, description="A step waiting this long with no live module for its queue raises an alarm"
     )
-    # Notifications (common.webhooks, README "Notifications"): delivered by the sweeper.
+    # Notifications (common.relay.webhooks, README "Notifications"): delivered by the sweeper.
     webhook_url: SecretStr | None = Field(None, description="POST every task's status changes here (http or https)")
     webhook_secret: SecretStr | None = Field(None, description="Signs every webhook (X-Baton-Signature: HMAC-SHA256)")
     webhook_events: str = Field("", description="The global webhook's events, comma-separated; empty: all")
@@ -166,7 +167,7 @@ class Settings(ConfigFileSources, BaseSettings):
     @field_validator("webhook_events")
     @classmethod
     def _known_events(cls, value: str) -> str:
-        from common.notifications import EVENTS  # settings import nothing else of the engine
+        from common.engine.notifications import EVENTS  # settings import nothing else of the engine
 
         unknown = [e for e in _names(value) if e not in EVENTS]
         if unknown:
@@ -225,11 +226,22 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            name = "BATON_" + "_".join(str(p) for p in error["loc"]).upper()
-            shown = "" if "webhook" in name.lower() else f" (got {error.get('input')!r})"
-            problems.append(f"{name}: {error['msg']}{shown}")
-        raise ConfigError(
-            f"invalid configuration{where_from()}:\n  " + "\n  ".join(problems)
-        ) from None
+        raise ConfigError(f"invalid configuration{where_from()}:\n  " + "\n  ".join(config_problems(exc))) from None
+
+
+def config_problems(exc: ValidationError, prefix: str = "BATON_", secret: frozenset[str] = frozenset()) -> list[str]:
+    """One line per refused setting: its variable, why, and the value given, never a secret's
+    (the `secret` fields and webhooks: a webhook URL often carries a token) nor a URL's user,
+    password or query (common.logging.redacted_url)."""
+    problems = []
+    for error in exc.errors():
+        field = "_".join(str(p) for p in error["loc"])
+        value = error.get("input")
+        if field in secret or "webhook" in field:
+            shown = ""
+        elif isinstance(value, str):
+            shown = f" (got {(redacted_url(value) if 'url' in field else mask_url_passwords(value))!r})"
+        else:
+            shown = f" (got {value!r})"
+        problems.append(f"{prefix}{field.upper()}: {error['msg']}{shown}")
+    return problems

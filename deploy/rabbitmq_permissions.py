@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 from common.flows import FlowCatalog, load_flows
 from common.queues import ALARM_QUEUE, dead_letter_queue, module_queue
-from common.models import Step
-from common.statuses import Phase
+from common.engine.document import Step
+from common.engine.states import Phase
 
 OSS_USER = "oss"
 # Queues a module consumes besides its own (modules/monitor/__main__.py: the alarm consumer).

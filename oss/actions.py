@@ -1,4 +1,4 @@
-"""Operator actions on stored tasks: the I/O shell around common.operator_actions.
+"""Operator actions on stored tasks: the I/O shell around common.engine.operator.actions.
 
 Read, apply the pure action, write with one compare-and-set (re-reading on a lost race, so a
 module committing at the same moment is never overwritten), then publish what the action put in
@@ -16,13 +16,13 @@ from common.errors import ActionRefused, UnknownTask
 from common.input_limits import InputLimits, check_input
 from common.logging import hidden_values
 from common.masking import scrubbed_text, secret_values
-from common.models import Task
-from common.operator_actions import cancel, compensate, retry, retry_rollback
-from common.operator_flow import pause, resume, skip
-from common.outbox import OutboxPublisher
+from common.engine.document import Task
+from common.engine.operator.actions import cancel, compensate, retry, retry_rollback
+from common.engine.operator.flow import pause, resume, skip
+from common.relay.outbox import OutboxPublisher
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.transitions import Refusal, Timing
+from common.engine.transitions import Refusal, Timing
 
 log = structlog.get_logger(__name__)
 

@@ -1,6 +1,6 @@
 """Operator actions on every task a filter selects, with a dry run that says what would happen.
 
-The dry run evaluates the action's pure change (common.operator_actions) on each matching task
+The dry run evaluates the action's pure change (common.engine.operator.actions) on each matching task
 without writing anything, so its count of tasks the action fits is exact at that moment. The
 real run applies the action task by task through OperatorActions (one compare-and-set each,
 recorded in each task's history with the operator and the reason); a task whose state changed
@@ -18,11 +18,11 @@ import structlog
 from common.errors import ActionRefused, UnknownTask, UnreadableTask
 from common.logging import hidden_values
 from common.masking import secret_values
-from common.models import Task
+from common.engine.document import Task
 from common.store import unreadable
 from common.store.port import TaskStore
 from common.store.paging import iterate_tasks
-from common.transitions import Refusal, Timing
+from common.engine.transitions import Refusal, Timing
 from oss.actions import ACTIONS, OperatorActions
 
 log = structlog.get_logger(__name__)

@@ -14,9 +14,9 @@ import click
 from common.errors import ConfigError
 from common.logging import configure_logging
 from common.masking import masked_task_view
-from common.models import Task
+from common.engine.document import Task
 from common.settings import Settings, load_settings
-from common.statuses import TaskStatus, parse_task_status
+from common.engine.states import TaskStatus, parse_task_status
 from oss.times import to_epoch
 from oss.wiring import Parts, build
 

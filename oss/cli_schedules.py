@@ -47,8 +47,8 @@ def _run(action: Callable[[ScheduleService], Any], as_json: bool) -> None:
     if as_json:
         echo_json(shown if isinstance(result, list) else shown[0])
         return
-    for schedule in result if isinstance(result, list) else [result]:
-        click.echo(_line(schedule))
+    for schedule in shown:
+        click.echo(_line(Schedule.model_validate(schedule)))
 
 
 def _line(schedule: Schedule) -> str:

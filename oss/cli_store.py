@@ -23,6 +23,7 @@ from common.errors import BatonError
 from common.settings import load_settings
 from common.store.factory import database_name, open_store
 from common.store.inventory_factory import open_event_log, open_inventory
+from common.store.items_open import open_item_store_for
 from oss.cli_common import EXIT_USAGE
 
 
@@ -80,15 +81,17 @@ def _prepare(indexes: str) -> list[str]:
     url = _settings_url()
     timeout = load_settings().effective_store_timeout
     try:
+        tasks = open_store(url, timeout_seconds=timeout, indexes=indexes)  # type: ignore[arg-type]
         parts = [
-            open_store(url, timeout_seconds=timeout, indexes=indexes),  # type: ignore[arg-type]
+            tasks,  # prepares the indexes of every collection, item records too
             open_inventory(url, timeout_seconds=timeout, indexes="none"),
             open_event_log(url, timeout_seconds=timeout, indexes="none"),
+            open_item_store_for(tasks),  # SQLite: its table made now, not at a step's first item
         ]
     except BatonError as exc:
         click.echo(f"baton: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-    problems: list[str] = getattr(parts[0], "index_report", [])
+    problems: list[str] = getattr(tasks, "index_report", [])
     for part in parts:
         part.close()
     return problems

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 
 
-from common.models import HistoryEvent, Task
+from common.engine.document import HistoryEvent, Task
 
 RECONNECT_PAUSE = 1.0
 MAX_RECONNECTS = 30

@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from common.errors import IdempotencyConflict, InvalidParameters, UnknownTaskType
-from common.history import since, with_full_history
+from common.engine.history import since, with_full_history
 from common.masking import masked_task
-from common.models import HistoryEvent, Task
-from common.statuses import FINAL_STATUSES
+from common.engine.document import HistoryEvent, Task
+from common.engine.states import FINAL_STATUSES
 from common.store.task_filters import decode_cursor, encode_cursor, page_key
 from oss.cli_common import (
     EXIT_NO_TASK,

@@ -25,8 +25,8 @@ from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.errors import BatonError, ConfigError, InvalidParameters
 from common.flows import FlowCatalog, load_flows
-from common.history import since
-from common.notifications import settled
+from common.engine.history import since
+from common.engine.notifications import settled
 from common.stop_signals import stop_on_signals
 from common.logging import configure_logging, mask_secrets
 from common.masking import masked_task

@@ -1,7 +1,7 @@
 """Retention of archived task events: a job of the sweeper (BATON_TASK_HISTORY_RETENTION_DAYS).
 
 A task's document keeps its newest events; older ones move to the task_history collection/table
-(common.history), where they would otherwise stay forever. This job deletes archived events
+(common.engine.history), where they would otherwise stay forever. This job deletes archived events
 older than the retention, at most once every PRUNE_EVERY_SECONDS, under the sweeper's lock; a
 retention of 0 keeps them. The document's own newest events are never touched, so a task still
 shows how it ended; a view of it then starts where its oldest kept event does.

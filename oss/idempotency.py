@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from common.models import Task
+from common.engine.document import Task
 
 
 def differences(

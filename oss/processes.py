@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.flows import load_flows
-from common.history import since
+from common.engine.history import since
 from common.masking import masked_task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import Settings
-from common.statuses import FINAL_STATUSES, TaskStatus
+from common.engine.states import FINAL_STATUSES, TaskStatus
 from common.stop_signals import stop_on_signals
 from oss.render import event_line, task_summary
 from oss.wiring import build, build_sweeper

@@ -19,8 +19,8 @@ import pymysql
 import structlog
 
 from common.errors import BatonError
-from common.models import Task
-from common.statuses import TaskStatus
+from common.engine.document import Task
+from common.engine.states import TaskStatus
 from common.store.inventory_port import Inventory
 from common.store.port import TaskStore
 from common.store.task_filters import page_key

@@ -15,7 +15,7 @@ from common.errors import BatonError
 from common.settings import Settings
 from common.store.inventory_factory import open_inventory
 from common.store.port import TaskStore
-from common.transitions import new_id
+from common.engine.transitions import new_id
 from modules.mysql.settings import load_mysql_settings
 from oss.reconcile import Reconciler
 

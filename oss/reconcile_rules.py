@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 
 CLAIM_PREFIX = "task:"  # modules.resource.requests.claim_key
 

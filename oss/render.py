@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from common.logging import mask_secrets
-from common.models import HistoryEvent, Step, Task
+from common.engine.document import HistoryEvent, Step, Task
 
 
 def when(epoch: float | None) -> str:

@@ -9,12 +9,12 @@ from typing import Any
 from common.errors import ActionRefused, InvalidParameters, StoreError, UnknownTask
 from common.flows import FlowCatalog
 from common.input_limits import InputLimits, check_input
+from common.masking import masked_with_parameters
 from common.scheduling import Missed, Overlap, Schedule, ScheduleError, check_timing, next_tick_after
 from common.store.inventory_factory import open_schedule_store
 from common.store.schedules_port import ScheduleStore
-from common.transitions import new_id
+from common.engine.transitions import new_id
 
-MASK = "***"
 
 
 class UnknownSchedule(UnknownTask):
@@ -100,12 +100,11 @@ class ScheduleService:
             raise UnknownSchedule(f"no schedule {id_or_name!r}")
 
     def shown(self, schedule: Schedule) -> dict[str, Any]:
-        """The schedule as the API and CLI show it: secret parameters masked."""
-        doc = schedule.model_dump(mode="json")
-        if schedule.TaskType in self._flows.task_types:
-            secret = set(self._flows.get(schedule.TaskType).secret_parameters)
-            doc["Parameters"] = {k: MASK if k in secret else v for k, v in doc["Parameters"].items()}
-        return doc
+        """The schedule as the API and CLI show it, masked as its tasks are (common.masking):
+        declared secrets, secret-looking keys, URL passwords, and their values in LastError."""
+        known = schedule.TaskType in self._flows.task_types
+        secret = self._flows.get(schedule.TaskType).secret_parameters if known else []
+        return masked_with_parameters(schedule.model_dump(mode="json"), secret)
 
     def close(self) -> None:
         self._schedules.close()

@@ -13,15 +13,15 @@ from common.broker.port import Broker
 from common.errors import DuplicateTask, IdempotencyConflict, InvalidParameters
 from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
-from common.locks import LockKeyError, render_key, template_fields
+from common.engine.gates.locks import LockKeyError, render_key, template_fields
 from common.input_limits import check_input
-from common.models import NotifyTarget, Task
-from common.notifications import add_notifications
-from common.outbox import OutboxPublisher, mark_delay_for
+from common.engine.document import NotifyTarget, Task
+from common.engine.notifications import add_notifications
+from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.settings import Settings
 from common.store.port import TaskStore
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from oss.actions import OperatorActions
 from oss.idempotency import differences
 from oss.task_waits import TaskWaits
@@ -148,7 +148,7 @@ def _lock_of(flow: FlowDefinition, parameters: dict[str, Any]) -> tuple[str, int
     if flow.lock is None:
         return None
     try:
-        return render_key(flow.lock.Key, parameters), flow.lock.Limit
+        return render_key(flow.lock.Key, parameters, flow.secret_parameters), flow.lock.Limit
     except LockKeyError as exc:
         names = [n for n in template_fields(flow.lock.Key) if n not in parameters]
         raise InvalidParameters([(f"parameters.{names[0]}", f"required by the task type's lock key: {exc}")]) from exc

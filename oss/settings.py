@@ -22,13 +22,13 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 
 from common.errors import ConfigError
-from common.settings import Settings
+from common.settings import Settings, config_problems, where_from
 
 Role = Literal["read", "submit", "operator"]
 ROLES: tuple[Role, ...] = ("read", "submit", "operator")  # each may do what those before it may
 MIN_TOKEN_CHARS = 16
 _NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
-_SECRET_FIELDS = {"api_tokens"}  # never echoed in a configuration error
+_SECRET_FIELDS = frozenset({"api_tokens"})  # never echoed in a configuration error
 
 
 @dataclass(frozen=True)
@@ -95,10 +95,5 @@ def load_oss_settings(**overrides: object) -> OssSettings:
     try:
         return OssSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            name = "BATON_" + "_".join(str(p) for p in error["loc"]).upper()
-            secret = str(error["loc"][0]) in _SECRET_FIELDS if error["loc"] else False
-            got = "" if secret else f" (got {error.get('input')!r})"
-            problems.append(f"{name}: {error['msg']}{got}")
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None
+        problems = config_problems(exc, secret=_SECRET_FIELDS)
+        raise ConfigError(f"invalid configuration{where_from()}:\n  " + "\n  ".join(problems)) from None

@@ -1,4 +1,4 @@
-"""A submission that waits for another task (`after_task`): the I/O around common.wait_transitions.
+"""A submission that waits for another task (`after_task`): the I/O around common.engine.gates.wait_transitions.
 
 The waiter is inserted first (waiting), then listed on the awaited task (`AwaitedBy`), whose final
 change wakes it through the outbox. If the awaited task ended before it could list the waiter,
@@ -12,13 +12,13 @@ from collections.abc import Callable
 import structlog
 
 from common.errors import UnknownAwaitedTask
-from common.models import Task
-from common.outbox import OutboxPublisher
-from common.statuses import FINAL_STATUSES
+from common.engine.document import Task
+from common.relay.outbox import OutboxPublisher
+from common.engine.states import FINAL_STATUSES
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.transitions import Refusal, Timing
-from common.wait_transitions import awaited_finished, listen_for
+from common.engine.transitions import Refusal, Timing
+from common.engine.gates.wait_transitions import awaited_finished, listen_for
 
 log = structlog.get_logger(__name__)
 

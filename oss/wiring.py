@@ -10,16 +10,16 @@ from pydantic import SecretStr
 from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
-from common.lock_reclaim import LockReclaim
-from common.outbox import OutboxPublisher, mark_delay_for
+from common.relay.lock_reclaim import LockReclaim
+from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.settings import Settings
-from common.schedule_runner import ScheduleRunner
+from common.relay.schedule_runner import ScheduleRunner
 from common.store.factory import IndexMode, open_store
 from common.store.inventory_factory import open_inventory, open_module_registry, open_schedule_store
 from common.store.port import TaskStore
-from common.sweeper import Job, SweepConfig, Sweeper
-from common.unserved import UnservedWatch
-from common.webhooks import WebhookConfig, WebhookDeliverer
+from common.relay.sweeper import Job, SweepConfig, Sweeper
+from common.relay.unserved import UnservedWatch
+from common.relay.webhooks import WebhookConfig, WebhookDeliverer
 from oss.claim_retention import ClaimRetention
 from oss.history_retention import HistoryRetention
 from oss.service import TaskService

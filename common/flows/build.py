@@ -18,7 +18,7 @@ from common.flows.schema import (
     PhaseSpec,
     StepSpec,
 )
-from common.models import BackoffPolicy, ChildTemplate, LockTemplate, NotifyTarget, Step
+from common.engine.document import BackoffPolicy, ChildTemplate, LockTemplate, NotifyTarget, Step
 
 
 def build_catalog(spec: FlowsFile) -> FlowCatalog:

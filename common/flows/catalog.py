@@ -9,7 +9,7 @@ from typing import Any
 
 from common.errors import UnknownTaskType
 from common.flows.parameters import ParameterCheck, ParameterSchema, validate_parameters
-from common.models import LockTemplate, NotifyTarget, Step
+from common.engine.document import LockTemplate, NotifyTarget, Step
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class FlowDefinition:
     parameter_schema: ParameterSchema | None  # None: `parameters:` left out, anything goes
     deadline: float | None = None  # seconds the task has to finish (flows.yaml `deadline`)
     notify: tuple[NotifyTarget, ...] = ()  # flows.yaml `notify`: its webhook of status changes
-    lock: LockTemplate | None = None  # `lock:` of the task type (common/locks.py)
+    lock: LockTemplate | None = None  # `lock:` of the task type (common/engine/gates/locks.py)
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
         """The job's parameters checked against this type's schema, defaults filled in."""

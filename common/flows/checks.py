@@ -19,7 +19,7 @@ from common.flows.parameter_checks import parameter_checks
 from common.flows.problems import Path, Problem, at, format_path
 from common.flows.schema import IDENTIFIER_PATTERN
 from common.flows.yaml_source import Lines
-from common.models import BackoffPolicy
+from common.engine.document import BackoffPolicy
 
 KnownCommands = Mapping[str, Collection[str]]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from common.flows.messages import describe
 from common.flows.problems import Path, Problem, at
+from common.flows.secrecy import secret_name, secret_source
 from common.flows.yaml_source import Lines
 
 # What a `for_each` sub-flow step's inputs may name besides the parent's parameters: its item.
@@ -117,6 +118,12 @@ def _sub_flow(step: dict[str, Any], path: Path, task_types: dict[str, Any], decl
         if isinstance(parent_name, str) and not supplied:
             problems.append(at(lines.value(key), key, f"the parent cannot supply {describe(parent_name)}: "
                                "it is neither a declared parameter nor a step's name"))
+        elif (child_params is not None and child_name in child_params and secret_source(parent_name, step, declared)
+              and not secret_name(child_name, child_params)):
+            # The child would show it in clear: its own views, events and webhooks know only its
+            # own declarations. (A child without `parameters:` takes the secrecy along instead.)
+            problems.append(at(lines.value(key), key, f"maps secret {describe(parent_name)} to {describe(child_name)}, "
+                               f"which task type {describe(flow)} does not declare secret: add `secret: true` there"))
     for name, raw in (child_params or {}).items():
         spec = _mapping(raw)
         if spec.get("required") is True and "default" not in spec and name not in inputs:

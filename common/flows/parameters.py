@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.flows.problems import format_path
-from common.logging import MASK, SECRET_KEY
+from common.logging import MASK, SECRET_KEY, mask_secrets
 
 RESERVED_PREFIX = "_baton_"
 _SHOWN_CHARS = 60  # a value shown in a message is cut to this many characters
@@ -216,6 +216,7 @@ def _json_type(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
+    value = mask_secrets(value)  # a refused plain value may still hold a URL password or a secret key
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():

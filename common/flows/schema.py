@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from common.flows.messages import describe
+from common.logging import redacted_url
 
 # Task type, step, module and command names. Module names become RabbitMQ queue names.
 IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -29,7 +30,7 @@ Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # strict float tak
 Retries = Annotated[int, Field(ge=0)]
 
 # What a phase gets when neither it nor `defaults` says. Backoff falls back field by field to
-# common.models.BackoffPolicy's defaults. No retry unless asked: a user opts into re-running.
+# common.engine.document.BackoffPolicy's defaults. No retry unless asked: a user opts into re-running.
 BUILTIN_TIMEOUT = 60.0
 BUILTIN_RETRY = 0
 
@@ -97,7 +98,7 @@ class StepSpec(_Spec):
     # Seconds a phase may keep answering "check again later" in total; past it the unit fails
     # like a timeout. Left out: no bound.
     max_wait: Seconds | None = None
-    lock: LockSpec | None = None  # each unit's normal phase holds this key (common/step_locks.py)
+    lock: LockSpec | None = None  # each unit's normal phase holds this key (common/engine/gates/step_locks.py)
 
 
 ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]
@@ -141,9 +142,9 @@ class ParameterSpec(_Spec):
 
 
 NotifyEvent = Literal[
-    "created", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
+    "created", "restarted", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
     "waiting_for_lock",
-]  # common.notifications.EVENTS
+]  # common.engine.notifications.EVENTS
 
 
 class NotifySpec(_Spec):
@@ -156,7 +157,8 @@ class NotifySpec(_Spec):
     @classmethod
     def _http_url(cls, value: str) -> str:
         if not re.fullmatch(r"https?://[^\s/?#]+\S*", value):
-            raise ValueError(f"must be an http:// or https:// URL (got {describe(value)})")
+            # A URL may carry a password or a token: the error shows neither.
+            raise ValueError(f"must be an http:// or https:// URL (got {describe(redacted_url(value))})")
         return value
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from common.engine.document import Task
 from common.logging import configure_logging, hidden_values
-from common.models import Task
 from common.runtime.invoke import call_sync, command_context, store_reader
 from common.runtime.registry import CommandRegistry, load_registry
 from common.store.factory import open_store

@@ -34,8 +34,10 @@ def conventional_commands(modules: Iterable[str]) -> dict[str, frozenset[str]]:
 
 
 def conventional_modules() -> list[str]:
-    """Every package under modules/ with a commands.py: the modules this checkout can run."""
-    import modules
-
-    return sorted(info.name for info in pkgutil.iter_modules(modules.__path__)
+    """Every package under modules/ with a commands.py: the modules this checkout can run.
+    Found by where the `modules` package lies, not by importing it: common depends on no module."""
+    spec = importlib.util.find_spec("modules")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(info.name for info in pkgutil.iter_modules(spec.submodule_search_locations)
                   if info.ispkg and has_conventional_registry(info.name))  # fmt: skip

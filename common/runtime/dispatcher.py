@@ -24,7 +24,7 @@ from common.runtime.runner import CommandRunner
 from common.runtime.slots import Slots, Start
 from common.settings import Settings
 from common.store.port import TaskStore
-from common.transitions import AttemptResult
+from common.engine.transitions import AttemptResult
 
 log = structlog.get_logger(__name__)
 

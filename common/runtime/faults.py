@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.statuses import Phase
+from common.engine.states import Phase
 
 FAULTS_KEY = "_baton_faults"
 ACTIONS = frozenset({"fail", "hang", "crash"})

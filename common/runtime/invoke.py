@@ -13,15 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.check_again import parse_answer
+from common.engine.check_again import parse_answer
 from common.errors import CommandFailed, StoreError
 from common.input_limits import InputLimits, json_problems, printable
-from common.models import Task
+from common.engine.document import Task
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.registry import CommandContext, CommandRegistry
-from common.statuses import Phase, ResultCode
+from common.engine.states import Phase, ResultCode
 from common.store.port import TaskStore
-from common.transitions import AttemptResult
+from common.engine.transitions import AttemptResult
 
 Answer = dict[str, Any]  # {"ok", "message", "output", "retryable"} plus "check_again" when not done
 MAX_MESSAGE = 2000  # characters of a command's failure message kept in the task document
@@ -38,7 +38,7 @@ class CommandRequest:
     idempotency_key: str
     run_key: str
     parameters: dict[str, Any] = field(default_factory=dict)
-    dispatch_id: str = ""  # with owner: the fencing token (common/fence.py)
+    dispatch_id: str = ""  # with owner: the fencing token (common/engine/fence.py)
     owner: str = ""
     # The task's secret values: masked in every log line the command writes, whatever its kind.
     hidden: list[str] = field(default_factory=list)

@@ -31,8 +31,8 @@ from common.runtime.invoke import CommandRequest, call_async, call_sync, command
 from common.runtime.lease import Lease
 from common.runtime.registry import CommandRegistry
 from common.runtime.runner import CommandInterrupted, CommandRunner
-from common.statuses import ResultCode
-from common.transitions import AttemptResult
+from common.engine.states import ResultCode
+from common.engine.transitions import AttemptResult
 
 Done = Callable[[AttemptResult | None], None]
 LOST = "cancelled: the claim on this step was lost"

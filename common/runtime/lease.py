@@ -19,7 +19,7 @@ import structlog
 from common.errors import StoreError, UnreadableTask
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.transitions import Refusal, Timing, renew_lease
+from common.engine.transitions import Refusal, Timing, renew_lease
 
 log = structlog.get_logger(__name__)
 

@@ -18,7 +18,7 @@ import structlog
 from common.broker.port import Broker, Delivery, Subscription
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
-from common.outbox import OutboxPublisher, mark_delay_for
+from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.runtime.announce import Announcer, baton_version
 from common.runtime.inbox import Handle, Inbox, TrackedDelivery
@@ -29,7 +29,7 @@ from common.runtime.step_handler import HandlerConfig, StepHandler
 from common.settings import Settings
 from common.store.modules_port import ModuleRegistry
 from common.store.port import TaskStore
-from common.transitions import new_id
+from common.engine.transitions import new_id
 
 log = structlog.get_logger(__name__)
 BodyHandler = Callable[[bytes], None]  # an extra consumer (the monitor's alarm queue)

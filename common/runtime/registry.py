@@ -24,7 +24,7 @@ in a child process, which a timeout kills), `thread` (`@registry.command(kind="t
 thread of the module process) or `async` (an `async def`: a coroutine on the module's event
 loop, cancelled at its timeout). In-process kinds share the module's setup resources.
 
-A command may also outlive its claim (its process froze past the lease; see common/fence.py):
+A command may also outlive its claim (its process froze past the lease; see common/engine/fence.py):
 before a side effect that a rollback may undo, call `ctx.check_fence()`, under the same lock or
 transaction the undo takes. An async command awaits `ctx.check_fence_async()` instead.
 """
@@ -38,9 +38,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.fence import FencingToken, check_fence, rollback_reached
-from common.models import Task
-from common.statuses import Phase
+from common.engine.fence import FencingToken, check_fence, rollback_reached
+from common.engine.document import Task
+from common.engine.states import Phase
 
 
 @dataclass(frozen=True)

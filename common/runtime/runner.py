@@ -19,8 +19,8 @@ import structlog
 from common.runtime.child import child_main
 from common.runtime.invoke import MAX_MESSAGE, CommandRequest, bounded_message, result_of
 from common.runtime.registry import registry_module
-from common.statuses import ResultCode
-from common.transitions import AttemptResult
+from common.engine.states import ResultCode
+from common.engine.transitions import AttemptResult
 
 log = structlog.get_logger(__name__)
 

@@ -1,7 +1,7 @@
 """What a module does with one delivery: parse, wait for a slot of its command's kind, claim,
 ack, start the command; and once it ended (on any store thread): commit, publish, free the slot.
 
-Every write is a compare-and-set through a pure function of common.transitions, so a duplicate
+Every write is a compare-and-set through a pure function of common.engine.transitions, so a duplicate
 or stale delivery, or a worker that froze past its lease, changes nothing.
 """
 
@@ -25,8 +25,8 @@ from common.errors import BrokerError, StoreError, StoreRefused, UnreadableTask
 from common.logging import hidden_values
 from common.masking import scrubbed_text, secret_values
 from common.metrics import RuntimeMetrics
-from common.models import Alarm, StepMessage, Task, named_task
-from common.outbox import OutboxPublisher
+from common.engine.document import Alarm, StepMessage, Task, named_task
+from common.relay.outbox import OutboxPublisher
 from common.queues import ALARM_QUEUE
 from common.backoff import retry_delay
 from common.runtime.faults import BadFaultRule, faults_for
@@ -35,10 +35,10 @@ from common.runtime.inbox import TrackedDelivery
 from common.runtime.invoke import CommandRequest
 from common.runtime.lease import Lease, LeaseKeeper
 from common.store.mutate import mutate
-from common.statuses import FINAL_STATUSES, ResultCode, RunState
+from common.engine.states import FINAL_STATUSES, ResultCode, RunState
 from common.store.port import TaskStore
-from common.unit_parameters import command_parameters
-from common.transitions import (
+from common.engine.unit_parameters import command_parameters
+from common.engine.transitions import (
     AttemptResult,
     Refusal,
     Timing,

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 from typing import Literal
 
 from common.errors import ConfigError
+from common.logging import redacted_url
 from common.store.port import TaskStore
 
 DEFAULT_DATABASE = "baton"
@@ -37,7 +38,7 @@ def open_store(
     scheme, sep, _ = url.partition(":")
     scheme = scheme.lower()
     if not sep:
-        raise ConfigError(f"store URL {url!r} has no scheme: use sqlite:, mongodb: or mongomock:")
+        raise ConfigError(f"store URL {redacted_url(url)!r} has no scheme: use sqlite:, mongodb: or mongomock:")
     if scheme == "sqlite":
         from common.store.sqlite import SqliteStore
 
@@ -62,19 +63,19 @@ def sqlite_path(url: str) -> str:
         host, slash, path = rest[2:].partition("/")
         if host or not slash:
             raise ConfigError(
-                f"store URL {url!r}: a SQLite file has no host; write sqlite:///absolute/path.db "
+                f"store URL {redacted_url(url)!r}: a SQLite file has no host; write sqlite:///absolute/path.db "
                 "or sqlite:relative/path.db"
             )
         rest = "/" + path.lstrip("/")
     if "?" in rest:
-        raise ConfigError(f"store URL {url!r}: SQLite URLs take no options")
+        raise ConfigError(f"store URL {redacted_url(url)!r}: SQLite URLs take no options")
     path = unquote(rest)
     if path in ("", "/"):
-        raise ConfigError(f"store URL {url!r} names no SQLite file")
+        raise ConfigError(f"store URL {redacted_url(url)!r} names no SQLite file")
     if ":memory:" in path:
         # Every thread and process opens its own connection, and each would get a different,
         # empty in-memory database.
-        raise ConfigError(f"store URL {url!r}: a shared store needs a file; use a temp file")
+        raise ConfigError(f"store URL {redacted_url(url)!r}: a shared store needs a file; use a temp file")
     return path
 
 

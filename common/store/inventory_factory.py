@@ -12,6 +12,7 @@ import importlib
 from typing import Any
 
 from common.errors import ConfigError
+from common.logging import redacted_url
 from common.store.events_port import EventLog
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, database_name, sqlite_path
 from common.store.inventory_port import Inventory
@@ -23,7 +24,7 @@ from common.store.schedules_port import ScheduleStore
 def _scheme(url: str) -> str:
     scheme, sep, _ = url.partition(":")
     if not sep or scheme.lower() not in ("sqlite", "mongodb", "mongodb+srv", "mongomock"):
-        raise ConfigError(f"store URL {url!r}: use sqlite:, mongodb:, mongodb+srv: or mongomock:")
+        raise ConfigError(f"store URL {redacted_url(url)!r}: use sqlite:, mongodb:, mongodb+srv: or mongomock:")
     return scheme.lower()
 
 

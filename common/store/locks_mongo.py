@@ -8,7 +8,7 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.errors import DuplicateKeyError
 
-from common.locks import KeyLock
+from common.engine.gates.locks import KeyLock
 from common.store.locks_port import check_next_version
 from common.store.mongo_base import MongoAdapter
 from common.store.mongo_errors import adapter_edge

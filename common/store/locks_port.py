@@ -1,4 +1,4 @@
-"""The lock store port: one document per lock key (common.locks.KeyLock).
+"""The lock store port: one document per lock key (common.engine.gates.locks.KeyLock).
 
 Adapters only read and compare-and-set whole documents; the decisions (who waits, who is
 granted) are pure functions applied by common.store.locks_table.LockTable, which retries a lost
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from common.locks import KeyLock
+from common.engine.gates.locks import KeyLock
 
 
 class LockStore(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from common.locks import KeyLock
+from common.engine.gates.locks import KeyLock
 from common.store.locks_port import check_next_version
 from common.store.sqlite_local import LocalConnections, translated
 

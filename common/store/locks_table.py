@@ -1,4 +1,4 @@
-"""Taking and giving back per-key locks: the pure decisions of common.locks, applied to one lock
+"""Taking and giving back per-key locks: the pure decisions of common.engine.gates.locks, applied to one lock
 document with a compare-and-set, re-read and re-decided when another writer won the race.
 
 `open_lock_store_for` opens the lock documents beside a task store (same SQLite file, same
@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from common.errors import StoreError
-from common.locks import KeyLock, LockHolder, join, leave
+from common.engine.gates.locks import KeyLock, LockHolder, join, leave
+from common.store.beside import open_beside
 from common.store.locks_port import LockStore
 
 MAX_TRIES = 50  # each try is one read and one write; only a storm of writers on one key loses this often
@@ -60,14 +61,5 @@ class LockTable:
 
 def open_lock_store_for(task_store: Any) -> LockStore:
     """The lock documents beside `task_store` (a SqliteStore or a MongoStore)."""
-    path = getattr(task_store, "path", None)
-    if isinstance(path, str):
-        from common.store.locks_sqlite import SqliteLockStore
-
-        return SqliteLockStore(path)
-    database = getattr(task_store, "_db", None)
-    if database is not None:
-        from common.store.locks_mongo import MongoLockStore
-
-        return MongoLockStore(task_store._client, database.name, indexes="none")
-    raise StoreError(f"no lock store beside a {type(task_store).__name__}")
+    return open_beside(task_store, "common.store.locks_sqlite:SqliteLockStore",  # type: ignore[no-any-return]
+                       "common.store.locks_mongo:MongoLockStore", "lock store")

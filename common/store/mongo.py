@@ -20,8 +20,8 @@ from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from common.errors import DuplicateTask, UnreadableTask
-from common.models import Alarm, HistoryEvent, Task
-from common.statuses import TaskStatus
+from common.engine.document import Alarm, HistoryEvent, Task
+from common.engine.states import TaskStatus
 from common.store import unreadable
 from common.store.mongo_base import MongoAdapter
 from common.store.mongo_errors import adapter_edge
@@ -88,7 +88,7 @@ class MongoStore(MongoAdapter):
 
     @_adapter_edge
     def unsent_outbox(self, due_before: float, limit: int) -> list[Task]:
-        # OutboxDue: the earliest entry's DueAt (Task.to_doc); round 1's documents lack it.
+        # OutboxDue: the earliest entry's DueAt (Task.to_doc); format 1 documents lack it.
         query = {"$or": [{"OutboxDue": {"$lte": due_before}},
                          {"OutboxDue": {"$exists": False}, "Outbox.DueAt": {"$lte": due_before}}],
                  unreadable.MARK_FIELD: {"$exists": False}}

@@ -46,8 +46,13 @@ _NEWEST_FIRST = [("TimeCreate", DESCENDING), ("TaskId", DESCENDING)]
 # relay's indexes hold those, not every task ever finished.
 _UNFINISHED_DEADLINE = {"Active.Deadline": {"$exists": True}}
 _UNSENT_OUTBOX = {"Outbox.DueAt": {"$exists": True}}
-_SWEEP_DUE = {"SweepAt": {"$type": "number"}}
-_OUTBOX_DUE = {"OutboxDue": {"$type": "number"}}
+SWEEP_DUE = {"SweepAt": {"$type": "number"}}
+OUTBOX_DUE = {"OutboxDue": {"$type": "number"}}
+# Item records (common.store.items_mongo) use these two as well, and their relay's index holds
+# only the records owing a notice: `$type` on an array matches its elements, so a record is in it
+# exactly while `Owes` holds one. The queries repeat these filters, so the planner may use them.
+ITEMS_OWING = {"Owes": {"$type": "string"}}
+_ITEM_STEP = [("TaskId", ASCENDING), ("Generation", ASCENDING), ("Cursor", ASCENDING)]
 
 SPECS: dict[str, list[IndexSpec]] = {
     "tasks": [
@@ -64,8 +69,8 @@ SPECS: dict[str, list[IndexSpec]] = {
         IndexSpec("user_time_id", [("UserId", ASCENDING), *_NEWEST_FIRST]),
         # The sweeper's two: the earliest deadline of any run, the earliest outbox entry (DESIGN.md
         # 2, derived by Task.to_doc); null once there is none, so finished tasks stay out.
-        IndexSpec("sweep_at", [("SweepAt", ASCENDING)], {"partialFilterExpression": _SWEEP_DUE}),
-        IndexSpec("outbox_due_at", [("OutboxDue", ASCENDING)], {"partialFilterExpression": _OUTBOX_DUE}),
+        IndexSpec("sweep_at", [("SweepAt", ASCENDING)], {"partialFilterExpression": SWEEP_DUE}),
+        IndexSpec("outbox_due_at", [("OutboxDue", ASCENDING)], {"partialFilterExpression": OUTBOX_DUE}),
         # Round 1's documents in flight (one `Active` run, no SweepAt yet) until their next write.
         IndexSpec(
             "deadline", [("Active.Deadline", ASCENDING)], {"partialFilterExpression": _UNFINISHED_DEADLINE}
@@ -74,7 +79,7 @@ SPECS: dict[str, list[IndexSpec]] = {
         # waiting_unclaimed: only unfinished tasks have runs, hence a Since.
         IndexSpec("runs_since", [("Runs.Since", ASCENDING)], {"partialFilterExpression": {"Runs.Since": {"$exists": True}}}),
     ],
-    # Events moved out of a task's document (common.history), one per (task, event number).
+    # Events moved out of a task's document (common.engine.history), one per (task, event number).
     "task_history": [
         IndexSpec("task_index", [("TaskId", ASCENDING), ("Index", ASCENDING)], {"unique": True}),
         IndexSpec("time", [("Event.Time", ASCENDING)]),  # retention (oss.history_retention)
@@ -86,6 +91,16 @@ SPECS: dict[str, list[IndexSpec]] = {
         IndexSpec("alarm_id", [("AlarmId", ASCENDING)], {"unique": True}),
         IndexSpec("ack_time", [("Acknowledged", ASCENDING), ("Time", DESCENDING)]),
         IndexSpec("time", [("Time", DESCENDING)]),
+    ],
+    # One record per item of a for_each step (DESIGN.md 12.2); `_id` is the record's id.
+    "task_items": [
+        IndexSpec("item", [*_ITEM_STEP, ("Item", ASCENDING)], {"unique": True}),
+        IndexSpec("open", [*_ITEM_STEP, ("Open", ASCENDING)]),  # "is any item of the step left?"
+        # Ends in Item: a page of the step's records in some states walks it in item order.
+        IndexSpec("state_item", [*_ITEM_STEP, ("State", ASCENDING), ("Item", ASCENDING)]),
+        IndexSpec("sweep_at", [("SweepAt", ASCENDING)], {"partialFilterExpression": SWEEP_DUE}),
+        IndexSpec("outbox_due_at", [("OutboxDue", ASCENDING)], {"partialFilterExpression": OUTBOX_DUE}),
+        IndexSpec("owing", [*_ITEM_STEP, ("Item", ASCENDING)], {"partialFilterExpression": ITEMS_OWING}),
     ],
     "task_locks": [
         IndexSpec("key", [("Key", ASCENDING)], {"unique": True}),

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from common.errors import StoreError
-from common.history import trim as trim_history
-from common.models import Task, TaskBefore, lend_to_change
-from common.notifications import add_notifications
+from common.engine.history import trim as trim_history
+from common.engine.document import Task, TaskBefore, lend_to_change
+from common.engine.notifications import add_notifications
 from common.store.port import TaskStore
 from common.store.task_turns import task_turn
-from common.transitions import Refusal
+from common.engine.transitions import Refusal
 
 Change = Callable[[Task], "Task | Refusal"]
 
@@ -23,7 +23,7 @@ def mutate(
     Returns the task as written, or the Refusal of `change` (nothing written). A missing task is
     a Refusal too: a message may outlive its task's document in a test store or after a purge.
     `change` must be pure: it may run several times. A change of the task's status gets its
-    webhook entries here (common.notifications), so no transition can forget them.
+    webhook entries here (common.engine.notifications), so no transition can forget them.
 
     `known`: the task as this process last wrote it (a module's claim). The first try applies
     the change to it without reading: if nobody wrote since, the version filter matches and a
@@ -31,7 +31,7 @@ def mutate(
     the loop reads as usual. A refusal computed on `known` is not trusted: the stored task may
     say otherwise, so it is computed again on a fresh read. The caller gives `known` up: like a
     task read here, nobody else holds it, so the change edits it in place instead of copying it
-    (`common.models.lend_to_change`); use the task returned.
+    (`common.engine.document.lend_to_change`); use the task returned.
     """
     with task_turn(task_id):  # this process's threads take turns (common.store.task_turns)
         return _mutate(store, task_id, change, max_tries, known)
@@ -55,8 +55,8 @@ def _mutate(store: TaskStore, task_id: str, change: Change, max_tries: int, know
             return updated
         updated.Version = before.Version + 1
         add_notifications(before, updated)  # webhooks of a status change: in the same write
-        trim_history(store, before, updated)  # the document stays bounded (common.history)
+        trim_history(store, before, updated)  # the document stays bounded (common.engine.history)
         if store.compare_and_set(updated, before.Version):
-            updated.mark_fresh(before)  # what a flush publishes (common.outbox)
+            updated.mark_fresh(before)  # what a flush publishes (common.relay.outbox)
             return updated
     raise StoreError(f"task {task_id}: gave up after {max_tries} lost compare-and-set races")

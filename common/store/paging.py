@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from common.models import Task
+from common.engine.document import Task
 from common.store.port import TaskStore
 from common.store.task_filters import page_key
 

@@ -1,7 +1,7 @@
 """The store port. The engine sees only this; adapters live beside it.
 
 Every change to a task is ONE compare-and-set of the whole document on its `Version`: the caller
-reads, computes the new document with a pure function from `common.transitions`, bumps `Version`
+reads, computes the new document with a pure function from `common.engine.transitions`, bumps `Version`
 and calls `compare_and_set`. A writer holding an old version loses and re-reads, so a duplicate,
 late or stale worker can never overwrite a newer outcome.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from common.models import Alarm, HistoryEvent, Task
-from common.statuses import TaskStatus
+from common.engine.document import Alarm, HistoryEvent, Task
+from common.engine.states import TaskStatus
 from common.store.task_filters import PageKey, TaskFilter
 
 
@@ -50,7 +50,7 @@ class TaskStore(Protocol):
         reads and writes only the tasks whose entry no claim has removed yet."""
 
     def archive_history(self, task_id: str, first_index: int, events: list[HistoryEvent]) -> None:
-        """Keep events moved out of a task's document (common.history) as event numbers
+        """Keep events moved out of a task's document (common.engine.history) as event numbers
         first_index, first_index + 1, ...: an upsert, so writing them again is harmless."""
 
     def archived_history(self, task_id: str, start: int, stop: int) -> list[HistoryEvent]:

@@ -29,8 +29,8 @@ from typing import Any, ParamSpec, TypeVar
 import pydantic_core
 
 from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTask
-from common.models import Task
-from common.statuses import TaskStatus
+from common.engine.document import Task
+from common.engine.states import TaskStatus
 from common.store.sqlite_codec import decode as _decode, encode as _encode, immediate as _immediate
 from common.store import sqlite_alarms, sqlite_history, sqlite_outbox, sqlite_waiting, unreadable
 from common.store.task_filters import PageKey, TaskFilter, sql_where
@@ -156,7 +156,7 @@ def _indexed_values(task: Task) -> tuple[Any, ...]:
     """The values of the _INDEXED columns for this document."""
     # `deadline` holds SweepAt: the earliest deadline of any run, or of the task itself (the
     # column kept its round-1 name so existing files need no migration). Derived by the model.
-    task._refresh_indexes()  # noqa: SLF001
+    task._refresh_derived()  # noqa: SLF001
     return int(task.TaskStatus), task.SweepAt, task.OutboxDue
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.models import Alarm
+from common.engine.document import Alarm
 from common.store.sqlite_local import translated
 from common.store.sqlite_codec import decode, encode, immediate
 

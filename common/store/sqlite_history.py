@@ -1,11 +1,11 @@
-"""The SQLite task store's archived history (common.history), beside it to keep that file within
+"""The SQLite task store's archived history (common.engine.history), beside it to keep that file within
 its size: one row per event moved out of a task's document, keyed by (task, event number)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from common.models import HistoryEvent
+from common.engine.document import HistoryEvent
 from common.store.sqlite_codec import decode, encode, immediate
 from common.store.sqlite_local import translated
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.models import Task
+from common.engine.document import Task
 from common.store.sqlite_local import translated
 
 # The earliest Since of a task's pending runs. Only unfinished tasks have a deadline (a partial

@@ -26,8 +26,8 @@ import structlog
 from pydantic import ValidationError
 
 from common.input_limits import printable
-from common.models import Alarm, Task
-from common.statuses import TaskStatus
+from common.engine.document import Alarm, Task
+from common.engine.states import TaskStatus
 
 log = structlog.get_logger(__name__)
 KIND = "unreadable_task"

@@ -9,18 +9,19 @@ import structlog
 
 from common.errors import BatonError
 from common.masking import masked_alarm
-from common.models import Alarm, BackoffPolicy, Task
+from common.engine.document import Alarm, Task
 from common.queues import ALARM_QUEUE
 from common.settings import Settings
 from common.store.port import TaskStore
 from modules.monitor.settings import MonitorSettings, load_monitor_settings
-from modules.monitor.webhook import WebhookNotifier, WebhookPolicy
+from common.relay.webhook_sender import SenderConfig
+from modules.monitor.webhook import AlarmWebhook
 
 log = structlog.get_logger(__name__)
 
 
-def alarm_consumer(_settings: Settings, store: TaskStore) -> dict[str, Callable[[bytes], None]]:
-    notifier = webhook_notifier(load_monitor_settings())
+def alarm_consumer(settings: Settings, store: TaskStore) -> dict[str, Callable[[bytes], None]]:
+    notifier = alarm_webhook(settings, load_monitor_settings(), store)
 
     def receive(body: bytes) -> None:
         alarm = Alarm.model_validate_json(body)  # a malformed alarm raises: it is dead-lettered
@@ -48,16 +49,11 @@ def _task_of(store: TaskStore, alarm: Alarm) -> Task | None:
         return None
 
 
-def webhook_notifier(settings: MonitorSettings) -> WebhookNotifier | None:
-    if settings.webhook_url is None:
+def alarm_webhook(settings: Settings, monitor: MonitorSettings, store: TaskStore) -> AlarmWebhook | None:
+    """The monitor's URL and timeout; the signing key, backoff and late alarm of every webhook."""
+    if monitor.webhook_url is None:
         return None
-    policy = WebhookPolicy(
-        url=settings.webhook_url.get_secret_value(),
-        timeout=settings.webhook_timeout_seconds,
-        attempts=settings.webhook_attempts,
-        backoff=BackoffPolicy(Initial=settings.webhook_backoff_seconds, Max=30.0, Multiplier=2.0, Jitter=0.2),
-        queue_size=settings.webhook_queue_size,
-    )
-    notifier = WebhookNotifier(policy)
-    notifier.start()
-    return notifier
+    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else None
+    config = SenderConfig(secret, monitor.webhook_timeout_seconds, settings.webhook_backoff_max_seconds,
+                          settings.webhook_alarm_seconds)
+    return AlarmWebhook(monitor.webhook_url.get_secret_value(), store, config)

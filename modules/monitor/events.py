@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from common.runtime.registry import CommandContext
-from common.statuses import Phase
+from common.engine.states import Phase
 from common.store.events_port import Event
 
 

@@ -14,10 +14,9 @@ class MonitorSettings(ConfigFileSources, BaseSettings):
 
     # A secret: webhook URLs often carry a token in their path or query.
     webhook_url: SecretStr | None = Field(None, description="POST every new alarm as JSON here (http or https)")
-    webhook_timeout_seconds: float = Field(5.0, gt=0, le=60, description="One POST may take this long")
-    webhook_attempts: int = Field(4, ge=1, le=20, description="Tries per alarm, backing off between them")
-    webhook_backoff_seconds: float = Field(0.5, gt=0, description="Wait before the first retry; doubles, up to 30 s")
-    webhook_queue_size: int = Field(1000, ge=1, description="Alarms waiting to be sent; past it, new ones are only stored")
+    webhook_timeout_seconds: float = Field(
+        5.0, gt=0, le=60, description="One POST may take this long in all (connecting, sending, the whole answer)"
+    )
 
 
 def load_monitor_settings() -> MonitorSettings:

@@ -13,7 +13,7 @@ password. Known window: if someone outside baton creates a database of the same 
 check and our CREATE, the re-run adopts it; baton cannot tell the two apart (MySQL DDL is not
 transactional).
 
-Fencing (common/fence.py): a command can outlive its claim (its replica froze past the lease) and
+Fencing (common/engine/fence.py): a command can outlive its claim (its replica froze past the lease) and
 resume after the task was rolled back. So every change to an instance runs under the instance's
 lock (Server.instance_lock), which clean_instance takes as well; clean_instance leaves a tombstone
 for the task's run before it removes anything; and init_instance, holding the lock, refuses a run
@@ -31,7 +31,7 @@ from typing import Any
 
 import structlog
 
-from common.check_again import check_again
+from common.engine.check_again import check_again
 from common.errors import CommandFailed
 from modules.mysql.naming import ACCESS_PRIVILEGES, derive_password
 from modules.mysql.server import LimitChange, OwnedInstance, Server

@@ -5,7 +5,7 @@ dies before deduct_resource charges it); restore_resource gives it back when the
 release_resource frees what a deleted instance held. Each is idempotent: the claim is keyed by the
 task (requests.claim_key) and a release by its step's idempotency key.
 
-Fencing (common/fence.py): a check_resource that outlived its claim must not hold capacity for a
+Fencing (common/engine/fence.py): a check_resource that outlived its claim must not hold capacity for a
 task that was rolled back. After restore_resource, the key is closed for good (a closed claim
 never reserves again: the inventory port's rule). Before it, restore finds nothing to give back
 when no attempt had reserved yet; so check_resource checks its fencing token before reserving,

@@ -6,7 +6,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import ConfigError
-from common.settings import ConfigFileSources
+from common.settings import ConfigFileSources, config_problems
 
 
 class ResourceSettings(ConfigFileSources, BaseSettings):
@@ -24,8 +24,5 @@ def load_resource_settings() -> ResourceSettings:
     try:
         return ResourceSettings()
     except ValidationError as exc:
-        problems = [
-            f"BATON_RESOURCE_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']} (got {e.get('input')!r})"
-            for e in exc.errors()
-        ]
+        problems = config_problems(exc, prefix="BATON_RESOURCE_")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems)) from None

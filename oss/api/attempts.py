@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from common.models import Task
-from common.statuses import RunState
+from common.engine.document import Task
+from common.engine.states import RunState
 
 # Outcome event -> what the attempt's outcome is called.
 _ENDINGS = {

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
-from common.models import Alarm, BackoffPolicy, OperatorRequest, Task, TaskLock, WaitCondition
-from common.statuses import TaskStatus
+from common.engine.document import Alarm, BackoffPolicy, OperatorRequest, Task, TaskLock, WaitCondition
+from common.engine.states import TaskStatus
 from oss.api.attempts import AttemptView
 from oss.times import MOMENT_SCHEMA, to_epoch
 

@@ -6,10 +6,10 @@ from collections.abc import Collection
 
 from common.flows import FlowDefinition
 from common.masking import masked_alarm, masked_task, masked_task_view
-from common.locks import LOCK_ACQUIRE
-from common.models import Alarm, Step, Task
-from common.statuses import Phase, RunState, TaskStatus
-from common.unserved import waiting_notice
+from common.engine.gates.locks import LOCK_ACQUIRE
+from common.engine.document import Alarm, Step, Task
+from common.engine.states import Phase, RunState, TaskStatus
+from common.relay.unserved import waiting_notice
 from oss.api.attempts import attempts
 from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
 

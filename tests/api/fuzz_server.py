@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common.models import Alarm
+from common.engine.document import Alarm
 from common.store.sqlite import SqliteStore
 from tests.api.support import FAIL, OK, Api, open_api
 

@@ -13,11 +13,11 @@ from fastapi.testclient import TestClient
 
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
-from common.models import StepMessage, Task
-from common.statuses import ResultCode
+from common.engine.document import StepMessage, Task
+from common.engine.states import ResultCode
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.support.builders import only_run

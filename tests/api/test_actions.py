@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from common.statuses import StepState, TaskStatus
+from common.engine.states import StepState, TaskStatus
 from common.store.mutate import mutate
-from common.transitions import Timing, finish_attempt
+from common.engine.transitions import Timing, finish_attempt
 from tests.api.support import OK, READER, SECRET, SUBMITTER, auth
 from tests.support.builders import only_run
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import time
 
-from common.models import Alarm
-from common.statuses import Phase, ResultCode
-from common.transitions import AttemptResult
+from common.engine.document import Alarm
+from common.engine.states import Phase, ResultCode
+from common.engine.transitions import AttemptResult
 from tests.api.support import FAIL, OK, READER, SECRET, auth
 
 ACK = "/api/v1/alarms/acknowledge"

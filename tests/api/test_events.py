@@ -6,8 +6,8 @@ import json
 import threading
 import time
 
-from common.models import NotifyTarget
-from common.notifications import WEBHOOK
+from common.engine.document import NotifyTarget
+from common.engine.notifications import WEBHOOK
 from common.store.mutate import mutate
 from tests.api.support import FAIL, SECRET, Api, auth
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from common.outbox import OutboxPublisher
-from common.statuses import TaskStatus
+from common.relay.outbox import OutboxPublisher
+from common.engine.states import TaskStatus
 from tests.api.support import FAIL, READER, Api, auth
 from tests.api.test_actions import events
 from tests.api.test_bulk import bulk
@@ -158,3 +158,22 @@ def test_pause_holds_a_task_that_waits_for_its_lock_and_after_task_combines_with
         assert api.store.get(third).TaskStatus is TaskStatus.SUCCESS and api.get("/api/v1/locks").json()["items"] == []
     store.close()
     broker.close()
+
+
+def test_skip_of_an_item_in_a_rolled_back_for_each_step_is_409_and_the_whole_step_can_be(api: Api) -> None:
+    """README "Skip": a rolled-back task runs again with its items fixed anew, so an item of the
+    old generation cannot be named; the whole step can."""
+    from common.engine.states import Phase
+    from tests.support.dag_sim import Simulator
+    from tests.unit.test_graph_transitions import fan_out, new
+
+    simulator = Simulator(api.store, lambda t, cursor, item, phase: cursor == 1 and item == 2 and phase is Phase.NORMAL)
+    simulator.submit(new(fan_out(), {"hosts": ["h0", "h1", "h2"]}, task_id="fe-skip"))
+    simulator.run(lambda n: 0)
+    assert api.store.get("fe-skip").TaskStatus is TaskStatus.ROLLED_BACK
+    item = api.client.post("/api/v1/tasks/fe-skip/skip", json={"reason": "x", "step": 1, "item": 2}, headers=auth())
+    assert item.status_code == 409 and "fixes its items anew" in item.text
+    assert [f["path"] for f in item.json()["error"]["fields"]] == ["item"]
+    step = api.client.post("/api/v1/tasks/fe-skip/skip", json={"reason": "x", "step": 1}, headers=auth())
+    assert step.status_code == 200, step.text
+    assert step.json()["Generation"] == 1 and step.json()["Steps"][1]["State"] == "operator_skipped"

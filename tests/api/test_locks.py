@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from common.outbox import OutboxPublisher
+from common.relay.outbox import OutboxPublisher
 from oss.cli import main
 from tests.api.support import FLOWS, READER, Api, open_api
 

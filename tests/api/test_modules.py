@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 
-from common.models import Alarm
+from common.engine.document import Alarm
 from common.queues import ALARM_QUEUE
 from common.store.modules_port import ModuleRegistration
 from common.store.modules_sqlite import SqliteModuleRegistry
-from common.unserved import UnservedWatch
+from common.relay.unserved import UnservedWatch
 from tests.api.support import READER
 
 

@@ -33,6 +33,29 @@ def test_secret_parameters_are_masked(api: Api) -> None:
     assert SECRET not in api.get("/api/v1/schedules", token=READER).text
 
 
+def test_a_type_without_parameters_has_its_schedule_masked_as_its_tasks_are(api: Api) -> None:
+    """No declared secrets: secret-looking keys and URL passwords are masked, as in POST /tasks."""
+    parameters = {"api_token": "tok-canary-1", "dsn": "mysql://root:pw-canary-2@db/x", "note": "plain"}
+    created = create(api, task_type="free_form", parameters=parameters)
+    assert created.status_code == 201, created.text
+    task_id = api.create("free_form", parameters=parameters)["task_id"]
+    task = api.get(f"/api/v1/tasks/{task_id}").json()
+    assert created.json()["Parameters"] == task["Parameters"] == {
+        "api_token": "***", "dsn": "mysql://root:***@db/x", "note": "plain"}  # fmt: skip
+    for path in ("/api/v1/schedules", "/api/v1/schedules/nightly"):
+        assert "canary" not in api.get(path, token=READER).text
+
+
+def test_a_schedule_s_last_error_quoting_a_secret_is_masked(api: Api) -> None:
+    create(api, parameters={"name": "db1", "admin_password": SECRET})
+    schedules = api.client.app.state.schedules
+    stored = schedules.get("nightly")
+    failed = stored.model_copy(update={"LastError": f"tick 1: login with {SECRET} refused", "Version": 1})
+    assert schedules._schedules.compare_and_set(failed, stored.Version)
+    shown = api.get("/api/v1/schedules/nightly", token=READER).json()
+    assert shown["LastError"] == "tick 1: login with *** refused"
+
+
 def test_pause_resume_and_delete(api: Api) -> None:
     create(api)
     paused = api.client.post("/api/v1/schedules/nightly/pause", headers=auth())

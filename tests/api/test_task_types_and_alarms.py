@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from common.models import Alarm
-from common.statuses import Phase
+from common.engine.document import Alarm
+from common.engine.states import Phase
 from tests.api.support import READER, SECRET, SUBMITTER
 
 

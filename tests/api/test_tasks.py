@@ -8,7 +8,7 @@ import threading
 import time
 
 from common.logging import MASK
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from tests.api.support import READER, SECRET, SUBMITTER, auth
 
 
@@ -207,8 +207,8 @@ def test_bad_list_queries_are_422(api):
 
 def test_a_secret_quoted_in_a_failure_message_is_masked_in_lists_too(api):
     task_id = api.create(parameters={"name": "db1", "admin_password": SECRET})["task_id"]
-    from common.statuses import ResultCode
-    from common.transitions import AttemptResult
+    from common.engine.states import ResultCode
+    from common.engine.transitions import AttemptResult
 
     api.step(task_id, AttemptResult(ResultCode.FAILED, f"login with {SECRET} refused", retryable=False))
     response = api.get("/api/v1/tasks")

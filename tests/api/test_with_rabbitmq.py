@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from common.flows import load_flows
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.api.support import OPERATOR, TOKENS, auth

@@ -31,6 +31,7 @@ REDUCED = {
     "BATON_BENCH_KINDS_IN_FLIGHT": "30",
     "BATON_BENCH_KINDS_SECONDS": "1",
     "BATON_BENCH_KINDS_TASKS": "10",
+    "BATON_BENCH_SECRET_VALUES": "200",
 }
 
 # Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
@@ -61,6 +62,7 @@ ROWS = (
     r"no-op step transitions, async commands +\d+ /s",
     r"no-op step transitions, process commands \(the same flow\) +\d+ /s +async: \d+% of this",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
+    r"showing a task with 200 secret values .* \d+ ms +the same task with a plain key: \d+ ms",
     r"targets:",
 )
 

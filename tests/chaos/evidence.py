@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import pika
 
-from common.models import Task
+from common.engine.document import Task
 from tests.chaos.invariants import ChaosReport
 from tests.support.cluster import Proc
 

@@ -24,8 +24,8 @@ from urllib.parse import unquote, urlsplit
 
 import pika
 
-from common.models import Task
-from common.statuses import TaskStatus
+from common.engine.document import Task
+from common.engine.states import TaskStatus
 from tests.chaos.evidence import fault_footprint
 from tests.chaos.invariants import ChaosReport, check_invariants
 from tests.chaos.plans import ALL_QUEUES, CHAOS_FLOWS, MODULES, plan_tasks, scale

@@ -18,7 +18,7 @@ rollback     SUCCESS: every step succeeded once, in order, and nothing was rolle
              that declare one, in descending order. ROLLBACK_FAILED: a prefix of that sequence,
              ending with the one rollback_failed.
 forward      no state went backwards: replaying History, every step's state changes only along
-             common.statuses.STEP_TRANSITIONS and the task's along TASK_TRANSITIONS; the replay
+             common.engine.states.STEP_TRANSITIONS and the task's along TASK_TRANSITIONS; the replay
              ends in the document's state; nothing but `alarm_raised` follows the task_* event;
              every claim follows the dispatch of that (step, phase, attempt).
 alarm        (when alarms are given) one rollback_failed alarm per ROLLBACK_FAILED task, none
@@ -44,11 +44,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from common.models import Alarm, HistoryEvent, Task
+from common.engine.document import Alarm, HistoryEvent, Task
 from common.queues import DEAD_LETTER_SUFFIX
-from common.routing import units
+from common.engine.routing import units
 from tests.support.graph_checks import join_violations, rollback_violations
-from common.statuses import (
+from common.engine.states import (
     FINAL_STATUSES,
     STEP_TRANSITIONS,
     TASK_TRANSITIONS,

@@ -6,7 +6,7 @@ import os
 import random
 
 from common.queues import dead_letter_queue
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 
 FULL = os.environ.get("BATON_CHAOS", "").lower() == "full"
 MODULES = ("resource", "mysql", "monitor")

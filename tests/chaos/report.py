@@ -6,7 +6,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from common.models import Task
+from common.engine.document import Task
 from tests.chaos.invariants import ChaosReport
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from common.settings import load_settings
-from common.statuses import Phase, TaskStatus
+from common.engine.states import Phase, TaskStatus
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity
 from tests.chaos.evidence import assert_clean

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import itertools
 
-from common.models import Alarm, HistoryEvent, StepMessage, Task
-from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.transitions import (
+from common.engine.document import Alarm, HistoryEvent, StepMessage, Task
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.engine.transitions import (
     AttemptResult,
     Refusal,
     Timing,
@@ -348,7 +348,7 @@ def test_an_item_committed_twice_is_caught():
 
 
 def test_pause_resume_skip_and_a_deadline_keep_the_invariants():
-    from common.operator_flow import pause, resume, skip
+    from common.engine.operator.flow import pause, resume, skip
 
     paused = sent(ok(pause(new_task(), "olga", "window", tick())))  # step 0's dispatch withdrawn
     task = drive(ok(resume(paused, "olga", "go", tick())), succeed)

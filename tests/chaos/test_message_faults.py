@@ -20,10 +20,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from common.models import StepMessage
+from common.engine.document import StepMessage
 from tests.support.test_store import cluster_store
 from common.queues import dead_letter_queue
-from common.statuses import Phase
+from common.engine.states import Phase
 from tests.chaos.evidence import assert_clean, drain, log_events, redispatch_excess, unrecovered
 from tests.chaos.harness import Feeder
 from tests.chaos.plans import FULL, MODULES, scale

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from common.runtime.faults import CRASH_POINTS
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from tests.chaos.evidence import assert_clean, sweeper_totals
 from tests.chaos.harness import Supervisor
 from tests.chaos.plans import FULL, crash, fail, scale

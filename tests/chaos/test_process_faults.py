@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from common.statuses import Phase, TaskStatus
+from common.engine.states import Phase, TaskStatus
 from common.store.factory import open_store
-from common.sweeper import SweepConfig, Sweeper
+from common.relay.sweeper import SweepConfig, Sweeper
 from tests.chaos.evidence import assert_clean, log_events, sweeper_totals
 from tests.chaos.harness import Supervisor, mongo_tasks
 from tests.chaos.invariants import CONCLUSIONS

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from common.models import StepMessage, Task
-from common.task_runs import publish_entry
-from common.transitions import (
+from common.engine.document import StepMessage, Task
+from common.engine.units import publish_entry
+from common.engine.transitions import (
     Refusal,
     Timing,
     claim,

@@ -17,10 +17,10 @@ import httpx
 
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
-from common.models import Task
+from common.engine.document import Task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
-from common.statuses import FINAL_STATUSES
+from common.engine.states import FINAL_STATUSES
 from common.store.sqlite import SqliteStore
 from modules.monitor.alarms import alarm_consumer
 from oss.api import create_app
@@ -80,6 +80,21 @@ task_types:
       - name: per_node
         for_each: nodes
         flow: leaf
+  replica_rollout:
+    description: Sub-flow steps with long names (the graph fits them in their boxes).
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: provision_every_replica_member
+        flow: replica_member_provisioning
+      - name: per_replica_member
+        for_each: nodes
+        flow: replica_member_provisioning
+  replica_member_provisioning:
+    steps:
+      - name: leaf
+        normal:   {module: mysql, command: step_leaf}
+        rollback: {module: mysql, command: undo_leaf}
   leaf:
     steps:
       - name: leaf

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from common.statuses import StepState, TaskStatus
+from common.engine.states import StepState, TaskStatus
 from tests.console.browser import assert_clean, save_screenshot, sign_in
 from tests.console.live import LiveConsole
 

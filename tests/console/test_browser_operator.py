@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from common.models import Alarm
+from common.engine.document import Alarm
 from tests.console.browser import (
     SECRET,
     TIME_ZONE,

@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from common.models import Task
+from common.engine.document import Task
 from common.store.mongo import MongoStore
 from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.store.sqlite import SqliteStore
-from common.transitions import Refusal
+from common.engine.transitions import Refusal
 from tests.support import secantus
 
 MONGO_URL_ENV = "BATON_TEST_MONGO_URL"

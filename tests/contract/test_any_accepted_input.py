@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
 from common.runtime.module import ModuleRuntime
-from common.statuses import TaskStatus
-from common.sweeper import SweepConfig, Sweeper
+from common.engine.states import TaskStatus
+from common.relay.sweeper import SweepConfig, Sweeper
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)

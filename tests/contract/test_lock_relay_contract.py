@@ -1,15 +1,15 @@
-"""The lock outbox entries and the sweeper's reclaim (common/lock_relay.py) on every task store
+"""The lock outbox entries and the sweeper's reclaim (common/relay/lock_relay.py) on every task store
 kind, with the lock documents opened beside it (common.store.locks_table.open_lock_store_for)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from common.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING
-from common.lock_relay import LockRelay
-from common.models import Task
-from common.statuses import TaskStatus
-from common.transitions import Timing, create_task
+from common.engine.gates.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING
+from common.relay.lock_relay import LockRelay
+from common.engine.document import Task
+from common.engine.states import TaskStatus
+from common.engine.transitions import Timing, create_task
 from tests.contract.store_fixtures import StoreUnderTest, real_mongo_client, real_mongo_url, subject  # noqa: F401
 from tests.support.builders import counter_ids, make_step
 
@@ -62,7 +62,7 @@ def test_acquire_release_and_reclaim(subject: StoreUnderTest) -> None:
 
         # A release applied twice is one release; a holder whose task is gone is reclaimed.
         release = {"Kind": LOCK_RELEASE, "DispatchId": "x", "Body": {"Key": "k", "TaskId": "c"}, "DueAt": NOW}
-        from common.models import OutboxEntry
+        from common.engine.document import OutboxEntry
 
         assert relay.apply("c", OutboxEntry(**release)) and relay.apply("c", OutboxEntry(**release))
         relay.table.join("k", "ghost", priority=0, seq=0, limit=1, now=NOW)

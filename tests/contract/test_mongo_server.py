@@ -17,7 +17,7 @@ import pytest
 from pymongo import monitoring
 
 from common.errors import StoreError, StoreRefused
-from common.models import Alarm
+from common.engine.document import Alarm
 from common.store.events_mongo import MongoEventLog
 from common.store.events_port import Event
 from common.store.inventory_mongo import MongoInventory

@@ -16,7 +16,7 @@ from common.store.factory import database_name, open_store, sqlite_path
 from common.store.mongo import MongoStore
 from common.store.sqlite import SqliteStore
 from tests.contract.store_fixtures import count_in_process
-from common.models import Task
+from common.engine.document import Task
 from tests.contract.test_store_contract import NOW, claimed, new_task, write
 from tests.contract.test_store_locks_and_alarms import alarm
 

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from common.errors import DuplicateTask
-from common.models import Alarm, Step, StepMessage, Task
-from common.statuses import Phase, ResultCode, TaskStatus
+from common.engine.document import Alarm, Step, StepMessage, Task
+from common.engine.states import Phase, ResultCode, TaskStatus
 from common.store.mongo import MongoStore
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
 from common.store.task_filters import page_key
-from common.transitions import (
+from common.engine.transitions import (
     AttemptResult,
     Refusal,
     Timing,
@@ -451,7 +451,7 @@ def test_a_round_1_document_in_flight_is_still_swept_and_relayed(store: Any) -> 
     for key in ("SweepAt", "OutboxDue", "Parent"):
         doc.pop(key)
     if isinstance(store, MongoStore):
-        store._tasks.insert_one(doc)  # raw, as round 1 wrote it
+        store._tasks.insert_one(doc)  # raw, as format 1 stored it
     else:
         store.insert(Task.from_doc(doc))  # the SQLite columns were always filled by the writer
     assert [t.TaskId for t in store.due_for_sweep(NOW + 200, limit=10)] == [task.TaskId]

@@ -1,11 +1,11 @@
-"""The task store's archived history (common.history: events moved out of a task's document),
+"""The task store's archived history (common.engine.history: events moved out of a task's document),
 on every store of the contract suite."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from common.models import HistoryEvent
+from common.engine.document import HistoryEvent
 from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
 from tests.contract.test_store_contract import store  # noqa: F401
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.models import Alarm
-from common.statuses import Phase
+from common.engine.document import Alarm
+from common.engine.states import Phase
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
     real_mongo_client,

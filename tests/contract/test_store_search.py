@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from common.models import Task
-from common.statuses import TaskStatus
+from common.engine.document import Task
+from common.engine.states import TaskStatus
 from common.store.task_filters import TaskFilter, search_matches
 from tests.contract.store_fixtures import StoreUnderTest, subject  # noqa: F401
 from tests.contract.test_store_contract import NOW, claimed, new_task, write

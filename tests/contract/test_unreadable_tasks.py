@@ -15,8 +15,8 @@ from common.broker.inprocess import InProcessBroker
 from common.errors import UnreadableTask
 from common.store import unreadable
 from common.store.mongo import MongoStore
-from common.sweeper import SweepConfig, Sweeper
-from common.transitions import Timing, create_task
+from common.relay.sweeper import SweepConfig, Sweeper
+from common.engine.transitions import Timing, create_task
 
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
@@ -181,10 +181,10 @@ def test_a_document_a_newer_baton_wrote_is_skipped_but_left_in_the_sweepers_sigh
 def test_a_lease_on_a_task_that_breaks_is_given_up_and_the_others_renewed(subject):
     """The heartbeat thread renews every running step of a module: one broken document must
     neither end it (every other step would lose its lease) nor hold it."""
-    from common.models import StepMessage
+    from common.engine.document import StepMessage
     from common.runtime.lease import LeaseKeeper
     from common.store.mutate import mutate
-    from common.transitions import claim
+    from common.engine.transitions import claim
 
     store = subject.store
     broken, fine = new_task(1000.0), new_task(1000.0)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from tests.deploy.support import BIN, ENTRYPOINT
 from tests.support.cluster import Cluster, wait_until
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from common.statuses import Phase, ResultCode, StepState, TaskStatus
+from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.test_store import cluster_mongo_url
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from tests.support.cluster import REPO, Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq]

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from common.models import StepMessage
+from common.engine.document import StepMessage
 from common.queues import dead_letter_queue
-from common.statuses import Phase, ResultCode, StepState, TaskStatus
-from common.transitions import Timing, create_task
+from common.engine.states import Phase, ResultCode, StepState, TaskStatus
+from common.engine.transitions import Timing, create_task
 from tests.support.cluster import commits, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from common.queues import module_queue
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from tests.support.cluster import Cluster
 
 ITEMS = 60

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.statuses import Phase, StepState, TaskStatus
+from common.engine.states import Phase, StepState, TaskStatus
 from tests.support.cluster import Cluster
 from tests.support.graph_checks import join_violations, rollback_violations
 from tests.support.test_store import cluster_mongo_url

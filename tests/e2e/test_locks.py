@@ -15,8 +15,8 @@ import sqlite3
 
 import pytest
 
-from common.models import Task
-from common.statuses import FINAL_STATUSES, RunState, TaskStatus
+from common.engine.document import Task
+from common.engine.states import FINAL_STATUSES, RunState, TaskStatus
 from common.store.inventory_factory import open_lock_store
 from common.store.locks_table import LockTable
 from tests.support.cluster import Cluster, wait_until

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from tests.e2e.conftest import ENGINE_FLOWS
 from tests.support.cluster import Cluster
 from tests.support.ports import free_port

@@ -20,10 +20,10 @@ import pymysql
 import pytest
 
 from common.errors import BatonError
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from common.store.inventory_factory import open_event_log, open_inventory
 from common.store.inventory_port import Capacity, ClaimState, HostState
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
 
@@ -73,7 +73,7 @@ def hook() -> Iterator[HookServer]:
 
 @pytest.fixture(scope="module")
 def cluster(rabbitmq_url: str, sandbox: Sandbox, hook: HookServer, tmp_path_factory: Any) -> Iterator[Cluster]:
-    env = {**sandbox.env(), "BATON_MONITOR_WEBHOOK_URL": hook.url, "BATON_MONITOR_WEBHOOK_BACKOFF_SECONDS": "0.1"}
+    env = {**sandbox.env(), "BATON_MONITOR_WEBHOOK_URL": hook.url}
     cluster = Cluster(tmp_path_factory.mktemp("modules"), rabbitmq_url, (REPO / "flows.yaml").read_text(), extra_env=env)
     try:
         cluster.start_module("resource")

@@ -15,7 +15,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from common.statuses import StepState, TaskStatus
+from common.engine.states import StepState, TaskStatus
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity, ClaimState, HostState
 from tests.support.cluster import REPO, Cluster

@@ -14,7 +14,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from common.statuses import ResultCode, StepState, TaskStatus
+from common.engine.states import ResultCode, StepState, TaskStatus
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity
 from tests.e2e.test_modules import login, only_host, run

@@ -16,7 +16,7 @@ import pytest
 
 from common.flows import load_flows
 from common.scheduling import Overlap
-from common.statuses import FINAL_STATUSES
+from common.engine.states import FINAL_STATUSES
 from oss.schedules_service import ScheduleService
 from tests.support.cluster import Cluster, wait_until
 
@@ -43,7 +43,7 @@ def test_a_schedule_every_second_creates_one_task_per_tick_across_two_sweepers(r
                                 interval_seconds=1.0, overlap=Overlap.ALLOW)  # fmt: skip
         time.sleep(SECONDS / 2)
         cluster.kill("sweeper-a", signal.SIGKILL)  # the first started: it took the lock first
-        # The lock lapses after 5 sweep intervals + 5 s (common/sweeper.py): sweeper-b takes over
+        # The lock lapses after 5 sweep intervals + 5 s (common/relay/sweeper.py): sweeper-b takes over
         # then and catches up on the ticks that came due meanwhile.
         time.sleep(max(SECONDS / 2, 10.0))
         admin.pause("pulse")

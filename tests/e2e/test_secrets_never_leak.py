@@ -44,7 +44,7 @@ def leaky(rabbitmq_url: str, tmp_path: Any) -> Iterator[tuple[Cluster, HookServe
     task_hooks = WebhookReceiver("task-webhook-signing-key")  # the task status webhooks (OSS's sweeper)
     task_hooks.start()
     port = free_port()
-    env = {"BATON_MONITOR_WEBHOOK_URL": hook.url, "BATON_MONITOR_WEBHOOK_BACKOFF_SECONDS": "0.1",
+    env = {"BATON_MONITOR_WEBHOOK_URL": hook.url,
            "BATON_WEBHOOK_URL": task_hooks.url, "BATON_WEBHOOK_SECRET": task_hooks.secret,
            "BATON_API_TOKENS": f"olga:{TOKEN}:operator", "BATON_LOG_LEVEL": "debug"}  # fmt: skip
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, extra_env=env)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from common.errors import BatonError
-from common.statuses import FINAL_STATUSES, TaskStatus
+from common.engine.states import FINAL_STATUSES, TaskStatus
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity, ClaimState
 from tests.chaos.plans import FULL, scale

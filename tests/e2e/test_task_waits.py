@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from common.statuses import RunState, StepState, TaskStatus
+from common.engine.states import RunState, StepState, TaskStatus
 from tests.support.cluster import Cluster, wait_until
 from tests.support.test_store import cluster_mongo_url
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from tests.support.cluster import Cluster, wait_until
 from tests.support.test_store import cluster_mongo_url
 from tests.support.webhook_receiver import WebhookReceiver

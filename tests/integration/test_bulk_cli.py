@@ -50,3 +50,15 @@ def test_usage_errors(tmp_path: Any) -> None:
     assert nothing.exit_code == 2 and "at least one filter" in nothing.output
     assert run(tmp_path, "retry", "--status", "NOPE", "--reason", "x").exit_code == 2
     assert run(tmp_path, "retry", "--status", "4").exit_code == 2  # no reason
+
+
+def test_a_partly_applied_bulk_exits_4_and_a_dry_run_0_whatever_it_would_refuse(tmp_path: Any) -> None:
+    first = submit(tmp_path, 2, wave="5")
+    assert run(tmp_path, "cancel", "--label", "wave=5", "--reason", "r", "--apply").exit_code == 0
+    submit(tmp_path, 1, wave="5")  # two rolled back now, one still cancellable
+    dry = run(tmp_path, "cancel", "--label", "wave=5", "--reason", "r")
+    assert dry.exit_code == 0 and "would apply to 1, 2 refused" in dry.output
+    partly = run(tmp_path, "cancel", "--label", "wave=5", "--reason", "r", "--apply", "--json")
+    assert partly.exit_code == 4
+    answer = json.loads(partly.output)
+    assert len(answer["applied"]) == 1 and sorted(r["task_id"] for r in answer["refused"]) == sorted(first)

@@ -11,7 +11,7 @@ import threading
 import time
 
 from common.runtime.runner import CommandRequest, CommandRunner
-from common.statuses import ResultCode
+from common.engine.states import ResultCode
 from tests.support.cluster import REPO, wait_until
 
 
@@ -54,7 +54,7 @@ def test_new_children_do_not_import_the_module_again(tmp_path):
 KILL_THREE_CHILDREN = """
 import threading
 from common.runtime.runner import CommandRunner
-from common.statuses import ResultCode
+from common.engine.states import ResultCode
 from tests.integration.test_command_refill import request
 
 if __name__ == "__main__":

@@ -71,3 +71,16 @@ def test_bulk_pause_and_resume(tmp_path: Any) -> None:
     assert sorted(json.loads(applied.stdout)["applied"]) == sorted(ids)
     resumed = run_bulk(tmp_path, "resume", "--label", "wave=9", "--reason", "thaw", "--apply")
     assert resumed.exit_code == 0 and "applied to 2" in resumed.output
+
+
+def test_skip_of_an_item_in_a_rolled_back_task_exits_2(cli) -> None:  # noqa: F811
+    from common.engine.states import Phase
+    from tests.support.dag_sim import Simulator
+    from tests.unit.test_graph_transitions import fan_out, new
+
+    run, driver = cli
+    simulator = Simulator(driver.store, lambda t, cursor, item, phase: cursor == 1 and item == 0 and phase is Phase.NORMAL)
+    simulator.submit(new(fan_out(), {"hosts": ["h0", "h1"]}, task_id="fe-cli"))
+    simulator.run(lambda n: 0)
+    refused = run("skip", "fe-cli", "--step", "1", "--item", "0", "--reason", "x")
+    assert refused.exit_code == 2 and "fixes its items anew" in refused.output

@@ -8,15 +8,15 @@ import sqlite3
 import time
 
 from common.broker.inprocess import InProcessBroker
-from common.lock_reclaim import LockReclaim
-from common.models import ChildTemplate, LockTemplate, StepMessage, Task
-from common.outbox import OutboxPublisher
+from common.relay.lock_reclaim import LockReclaim
+from common.engine.document import ChildTemplate, LockTemplate, StepMessage, Task
+from common.relay.outbox import OutboxPublisher
 from common.queues import module_queue
-from common.statuses import ResultCode, TaskStatus
+from common.engine.states import ResultCode, TaskStatus
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.sweeper import SweepConfig, Sweeper
-from common.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.relay.sweeper import SweepConfig, Sweeper
+from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
 CONFIG = SweepConfig(lease=5.0, redeliver_after=60.0, relay_grace=1.0, interval=0.1)

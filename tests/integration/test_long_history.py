@@ -9,11 +9,11 @@ import time
 
 from fastapi.testclient import TestClient
 
-from common.history import HISTORY_LIMIT
+from common.engine.history import HISTORY_LIMIT
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import load_settings
-from common.statuses import FINAL_STATUSES, TaskStatus
+from common.engine.states import FINAL_STATUSES, TaskStatus
 from tests.api.support import auth, open_api
 
 FLOWS = """

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import structlog
 
-from common.models import Alarm
+from common.engine.document import Alarm
 from common.queues import ALARM_QUEUE
 from common.settings import load_settings
 from common.store.sqlite import SqliteStore
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from modules.monitor.alarms import alarm_consumer
 from tests.e2e.test_modules import HookServer
 from tests.support.builders import make_step

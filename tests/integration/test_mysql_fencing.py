@@ -10,8 +10,8 @@ import pymysql
 import pytest
 
 from common.errors import CommandFailed
-from common.fence import FencingToken, StaleFence
-from common.statuses import Phase
+from common.engine.fence import FencingToken, StaleFence
+from common.engine.states import Phase
 from modules.mysql import provision
 from modules.mysql.provision import Placement
 from modules.mysql.server import Server

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from common.statuses import ResultCode, TaskStatus
+from common.engine.states import ResultCode, TaskStatus
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity, ClaimState
 from common.store.sqlite import SqliteStore
-from common.transitions import AttemptResult, Timing, create_task
+from common.engine.transitions import AttemptResult, Timing, create_task
 from modules.mysql import provision
 from modules.mysql.provision import Placement
 from modules.mysql.server import Server
@@ -44,7 +44,7 @@ def task_in(store: SqliteStore, status: TaskStatus, prefix: str, instance: str) 
     elif status is TaskStatus.ROLLED_BACK:
         task = run(run(task, AttemptResult(ResultCode.FAILED, "boom", retryable=False)), AttemptResult(ResultCode.OK))
     elif status is TaskStatus.RUNNING:
-        from common.transitions import claim
+        from common.engine.transitions import claim
 
         task = claim(task, message_for(task), "w1", Timing(101.0))
     assert task.TaskStatus is status, task.TaskStatus

@@ -7,17 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from common.runtime.child import execute
-from common.statuses import Phase
+from common.engine.states import Phase
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
-from common.statuses import ResultCode
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
+from common.engine.states import ResultCode
 from modules.resource.commands import ResourceParts, registry
 from tests.support.builders import counter_ids, make_step, only_run
 from tests.unit.test_transitions import message_for
-from common.transitions import create_task
+from common.engine.transitions import create_task
 
 PARAMS = {"name": "app_1", "cpu": 1, "memory_mb": 256, "storage_gb": 1}
 

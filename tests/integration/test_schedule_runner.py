@@ -12,9 +12,9 @@ import pytest
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
 from common.scheduling import Missed, Overlap, Schedule
-from common.schedule_runner import ScheduleRunner
+from common.relay.schedule_runner import ScheduleRunner
 from common.settings import load_settings
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from common.store.schedules_sqlite import SqliteScheduleStore
 from common.store.sqlite import SqliteStore
 from oss.schedules_service import ScheduleService

@@ -10,7 +10,7 @@ from common.logging import configure_logging
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import load_settings
-from common.statuses import FINAL_STATUSES, TaskStatus
+from common.engine.states import FINAL_STATUSES, TaskStatus
 from common.store.sqlite import SqliteStore
 from oss.service import TaskService
 from tests.support.cluster import wait_until

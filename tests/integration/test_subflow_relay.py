@@ -5,13 +5,13 @@ in-process broker, the real sweeper."""
 from __future__ import annotations
 
 from common.broker.inprocess import InProcessBroker
-from common.child_relay import ChildRelay
-from common.models import ChildTemplate, StepMessage
+from common.relay.child_relay import ChildRelay
+from common.engine.document import ChildTemplate, StepMessage
 from common.queues import module_queue
-from common.statuses import ResultCode, StepState, TaskStatus
+from common.engine.states import ResultCode, StepState, TaskStatus
 from common.store.sqlite import SqliteStore
-from common.sweeper import SweepConfig, Sweeper
-from common.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.relay.sweeper import SweepConfig, Sweeper
+from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
 from common.store.mutate import mutate
 from tests.support.builders import counter_ids, make_step
 

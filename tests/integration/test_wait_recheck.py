@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from common.broker.inprocess import InProcessBroker
 from common.queues import module_queue
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.sweeper import SweepConfig, Sweeper
-from common.task_waits import RECHECK_SECONDS
-from common.task_runs import step_message
-from common.transitions import Timing, claim, create_task, finish_attempt
+from common.relay.sweeper import SweepConfig, Sweeper
+from common.engine.gates.task_waits import RECHECK_SECONDS
+from common.engine.units import step_message
+from common.engine.transitions import Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 from tests.api.support import OK
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from common.models import BackoffPolicy, Step
+from common.engine.document import BackoffPolicy, Step
 
 
 def make_step(name: str, module: str = "mod", rollback: bool = True, retry: int = 0, timeout: float = 5) -> Step:
@@ -35,6 +35,6 @@ def nested(depth: int, leaf: object = 0) -> object:
         value = [value]
     return value
 def only_run(task):
-    """The one run of a line-shaped task (None once it ended): what round 1 called `Active`."""
+    """The one run of a line-shaped task (None once it ended): what format 1 called `Active`."""
     assert len(task.Runs) <= 1, f"expected at most one run, found {len(task.Runs)}"
     return task.Runs[0] if task.Runs else None

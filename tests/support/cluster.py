@@ -19,9 +19,9 @@ from pathlib import Path
 
 from common.broker.factory import open_broker
 from common.flows import load_flows
-from common.models import Task
+from common.engine.document import Task
 from common.settings import load_settings
-from common.statuses import FINAL_STATUSES
+from common.engine.states import FINAL_STATUSES
 from common.store.factory import open_store
 from oss.service import TaskService
 
@@ -97,7 +97,8 @@ class Cluster:
             proc.popen = subprocess.Popen(
                 args, cwd=REPO, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT
             )
-        wait_until(lambda: ready in proc.log_text()[offset:] or proc.popen.poll() is not None, 30, f"{name} ready")
+        # Generous: a process's start (imports, broker, store) took over 30 s on a loaded machine.
+        wait_until(lambda: ready in proc.log_text()[offset:] or proc.popen.poll() is not None, 120, f"{name} ready")
         if proc.popen.poll() is not None:
             raise AssertionError(f"{name} exited with {proc.popen.returncode}:\n{proc.log_text()[-3000:]}")
         return proc

@@ -12,15 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from common.child_relay import ChildRelay
-from common.models import OutboxEntry, StepMessage, Task
+from common.relay.child_relay import ChildRelay
+from common.relay.items import ItemRelay
+from common.engine.document import OutboxEntry, StepMessage, Task
+from common.engine.item_record import ItemRecord
+from common.engine.kinds.fan_out import ITEM_KINDS, inline_view, keeps_records
+from common.engine.kinds.item_changes import claim_item, finish_item_attempt
+from common.store.items_port import ItemStore
+from common.store.retry import compare_and_set_loop
 from common.queues import ALARM_QUEUE
-from common.statuses import Phase, ResultCode
-from common.notifications import WEBHOOK
+from common.engine.states import Phase, ResultCode
+from common.engine.notifications import WEBHOOK
 from common.store.mutate import mutate
 from common.store.port import TaskStore
-from common.subflows import PUBLISH
-from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt, mark_sent
+from common.engine.kinds.subflow import PUBLISH
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt, mark_sent
 
 Unit = tuple[int, int | None]
 # (task type, cursor, item, phase) -> True: every attempt of that unit's phase fails.
@@ -38,6 +44,7 @@ class _Claimed:
 class Simulator:
     store: TaskStore
     fails: FailPlan
+    items: ItemStore | None = None  # where steps over item records keep them (DESIGN.md 12)
     now: float = 1000.0
     alarms: list[dict] = field(default_factory=list)
     refused: int = 0
@@ -47,6 +54,8 @@ class Simulator:
 
     def __post_init__(self) -> None:
         self.relay = ChildRelay(self.store, self.timing, self.flush)
+        if self.items is not None:
+            self.item_relay = ItemRelay(self.store, self.items, self.timing, self.flush, self.flush_item)
         self.webhooks: list[dict] = []  # task status notifications, as the sweeper would POST them
 
     def timing(self) -> Timing:
@@ -65,6 +74,21 @@ class Simulator:
             self._seen.add(entry.DispatchId)
             self.deliveries.append((task.TaskId, entry.Kind if entry.Queue != ALARM_QUEUE else "alarm",
                                     entry.Body, entry.DispatchId))
+
+    def flush_item(self, record: ItemRecord) -> None:
+        """What the outbox publisher does for a record's dispatch."""
+        for entry in record.Outbox:
+            if entry.DispatchId not in self._seen:
+                self._seen.add(entry.DispatchId)
+                self.deliveries.append((record.TaskId, entry.Kind, entry.Body, entry.DispatchId))
+
+    def view(self, task: Task) -> Task:
+        """`task` with the items of its steps over records inline, for the checks."""
+        if self.items is None:
+            return task
+        records = {cursor: self.items.page_items(task.TaskId, task.Generation, cursor, limit=10_000)
+                   for cursor, step in enumerate(task.Steps) if keeps_records(step)}
+        return inline_view(task, records)
 
     def pending(self) -> int:
         return len(self.deliveries) + len(self.claimed)
@@ -95,10 +119,13 @@ class Simulator:
             return
         if kind != PUBLISH:
             entry = OutboxEntry(DispatchId=entry_id, Kind=kind, Body=body, DueAt=self.now)
-            assert self.relay.apply(task_id, entry)
+            assert (self.item_relay if kind in ITEM_KINDS else self.relay).apply(task_id, entry)
             mutate(self.store, task_id, lambda t: mark_sent(t, entry_id))
             return
         message = StepMessage.model_validate(body)
+        if self._record_of(message) is not None:
+            self._claim_item(message)
+            return
         claimed = mutate(self.store, task_id, lambda t: claim(t, message, "sim", self.timing()))
         if isinstance(claimed, Refusal):
             self.refused += 1
@@ -112,7 +139,40 @@ class Simulator:
         failing = self.fails(task.TaskType, message.Cursor, message.Item, message.Type)
         result = AttemptResult(ResultCode.FAILED, "planned failure") if failing else \
             AttemptResult(ResultCode.OK, output={f"out_{message.Cursor}": message.Item})
+        record = self._record_of(message)
+        if record is not None:
+            done_item = self._change_item(record, lambda r: finish_item_attempt(
+                r, task, run.dispatch_id, "sim", result, self.timing(), self.item_relay._ids))
+            assert done_item is not None
+            self.flush_item(done_item)
+            self.item_relay.apply_owes(done_item)
+            return
         done = mutate(self.store, run.task_id,
                       lambda t: finish_attempt(t, run.dispatch_id, "sim", result, self.timing()))
         assert not isinstance(done, Refusal), done
         self.flush(done)
+
+    def _record_of(self, message: StepMessage) -> ItemRecord | None:
+        if self.items is None or message.Item is None:
+            return None
+        task = self.store.get(message.TaskId)
+        if task is None or not keeps_records(task.Steps[message.Cursor]):
+            return None
+        return self.items.get_item(task.TaskId, task.Generation, message.Cursor, message.Item)
+
+    def _claim_item(self, message: StepMessage) -> None:
+        task = self.store.get(message.TaskId)
+        record = self._record_of(message)
+        assert task is not None and record is not None
+        claimed = self._change_item(record, lambda r: claim_item(r, task, message.DispatchId, "sim", self.timing()))
+        if claimed is None:
+            self.refused += 1
+            return
+        self.claimed.append(_Claimed(message.TaskId, message.DispatchId, message))
+
+    def _change_item(self, record: ItemRecord, change) -> ItemRecord | None:
+        assert self.items is not None
+        items = self.items
+        return compare_and_set_loop(record, read=lambda: items.get_item(record.TaskId, record.Generation, record.Cursor,
+                                                                       record.Item),
+                                    change=change, write=items.compare_and_set_item, what="item")

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from common.models import Task
-from common.routing import dependents, units
-from common.statuses import Phase, StepState, TaskStatus
+from common.engine.document import Task
+from common.engine.routing import dependents, units
+from common.engine.states import Phase, StepState, TaskStatus
 
 NEVER_RAN = {StepState.WAITING, StepState.CANCELLED}
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import structlog
 
-from common.check_again import check_again
-from common.fence import StaleFence
+from common.engine.check_again import check_again
+from common.engine.fence import StaleFence
 from common.runtime.registry import CommandContext, CommandRegistry
 
 kinds = CommandRegistry("kinds")

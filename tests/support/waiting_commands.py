@@ -5,7 +5,7 @@ real runtime (tests/support/run_registry.py).
 `poll` counts the checks it already answered from the task's own history (read from the store,
 as a real command reads the state of what it waits for), so it needs no state of its own."""
 
-from common.check_again import check_again
+from common.engine.check_again import check_again
 from common.runtime.registry import CommandContext, CommandRegistry
 
 waiter = CommandRegistry("waiter")

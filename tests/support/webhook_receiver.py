@@ -1,5 +1,6 @@
-"""A real HTTP webhook receiver for tests: checks each POST's signature, records what it got, and
-can go away (its port closed) and come back on the same port."""
+"""A real HTTP webhook receiver for tests: checks each POST's signature, records what it got (and
+every attempt, taken or not), can answer 503 to the next few POSTs, and can go away (its port
+closed) and come back on the same port."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ class WebhookReceiver:
     secret: str
     port: int = field(default_factory=free_port)
     deliveries: list[Delivery] = field(default_factory=list)
+    attempts: int = 0
+    refuse_next: int = 0  # answer 503 to this many POSTs before taking one
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -43,9 +46,14 @@ class WebhookReceiver:
                 expected = "sha256=" + hmac.new(receiver.secret.encode(), raw, hashlib.sha256).hexdigest()
                 given = self.headers.get("X-Baton-Signature", "")
                 with receiver._lock:
-                    receiver.deliveries.append(Delivery(json.loads(raw), raw, dict(self.headers.items()),
-                                                        hmac.compare_digest(expected, given)))
-                self.send_response(204)
+                    receiver.attempts += 1
+                    refused = receiver.refuse_next > 0
+                    if refused:
+                        receiver.refuse_next -= 1
+                    else:
+                        receiver.deliveries.append(Delivery(json.loads(raw), raw, dict(self.headers.items()),
+                                                            hmac.compare_digest(expected, given)))
+                self.send_response(503 if refused else 204)
                 self.end_headers()
 
             def log_message(self, *args: object) -> None:
@@ -65,3 +73,7 @@ class WebhookReceiver:
     def received(self) -> list[Delivery]:
         with self._lock:
             return list(self.deliveries)
+
+    def attempted(self) -> int:
+        with self._lock:
+            return self.attempts

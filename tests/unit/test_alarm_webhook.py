@@ -1,82 +1,124 @@
-"""The alarm webhook sender: what it retries, how long it waits, and that it never blocks."""
+"""The alarm webhook goes through the same delivery piece as task notifications: signed, kept
+and retried until the receiver takes it (no attempt limit, no answer given up on), secrets
+masked, and offering never waits on the network. Real HTTP receivers on 127.0.0.1."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+import structlog
 
-from common.models import Alarm, BackoffPolicy
-from modules.monitor.webhook import WebhookNotifier, WebhookPolicy, alarm_payload, worth_retrying
+from common.engine.document import Alarm
+from common.store.sqlite import SqliteStore
+from common.relay.webhook_sender import SenderConfig, signature
+from modules.monitor.webhook import AlarmWebhook, alarm_payload
+from tests.support.cluster import wait_until
+from tests.support.trickling_receiver import TricklingReceiver
+from tests.support.webhook_receiver import WebhookReceiver
+
+SECRET = "alarm-signing-key"
+WAIT = 60
 
 
 def alarm(alarm_id: str = "a1") -> Alarm:
     return Alarm(AlarmId=alarm_id, Kind="rollback_failed", Time=1.0, Message="db://u:hunter2@h rollback failed", TaskId="t1")
 
 
-class Recorder:
-    def __init__(self, answers: list[int | Exception]):
-        self.answers = answers
-        self.calls: list[tuple[str, dict, float]] = []
-
-    def __call__(self, url: str, body: bytes, timeout: float) -> int:
-        self.calls.append((url, json.loads(body), timeout))
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+@pytest.fixture
+def store(tmp_path):
+    opened = SqliteStore(tmp_path / "baton.db")
+    yield opened
+    opened.close()
 
 
-def notifier(post: Recorder, attempts: int = 4, queue_size: int = 10) -> WebhookNotifier:
-    policy = WebhookPolicy("http://hook", 2.0, attempts, BackoffPolicy(Initial=0.001, Max=0.002, Multiplier=2, Jitter=0), queue_size)
-    return WebhookNotifier(policy, post=post, rand=lambda: 0.5)
+def sender(url: str, store, timeout: float = 5.0) -> AlarmWebhook:
+    return AlarmWebhook(url, store, SenderConfig(SECRET, timeout=timeout, backoff_max=0.2, alarm_after=3600))
 
 
-def test_a_delivered_alarm_is_posted_once_with_its_timeout_and_secrets_masked() -> None:
-    post = Recorder([204])
-    assert notifier(post).deliver(alarm()) is True
-    (url, body, timeout), = post.calls
-    assert (url, timeout, body["type"]) == ("http://hook", 2.0, "baton.alarm")
-    assert body["alarm"]["AlarmId"] == "a1" and "hunter2" not in json.dumps(body)
+def test_an_alarm_is_posted_signed_with_its_secrets_masked(store) -> None:
+    receiver = WebhookReceiver(SECRET)
+    receiver.start()
+    webhook = sender(receiver.url, store)
+    try:
+        webhook.notify(alarm())
+        wait_until(receiver.received, WAIT, "the alarm")
+        [delivery] = receiver.received()
+        assert delivery.signature_ok and delivery.headers["X-Baton-Signature"] == signature(SECRET, delivery.raw)
+        assert delivery.headers["X-Baton-Event"] == "alarm" and delivery.headers["X-Baton-Event-Id"] == "a1"
+        assert delivery.body["type"] == "baton.alarm" and delivery.body["alarm"]["AlarmId"] == "a1"
+        assert "hunter2" not in delivery.raw.decode()
+    finally:
+        webhook.stop()
+        receiver.stop()
 
 
-def test_server_errors_and_silence_are_retried_then_given_up() -> None:
-    post = Recorder([503, OSError("refused"), TimeoutError("slow"), 500])
-    assert notifier(post, attempts=4).deliver(alarm()) is False
-    assert len(post.calls) == 4
-    post = Recorder([500, 200])
-    assert notifier(post).deliver(alarm()) is True and len(post.calls) == 2
+def test_an_alarm_is_retried_until_the_receiver_takes_it(store) -> None:
+    receiver = WebhookReceiver(SECRET, refuse_next=8)  # more refusals than any attempt limit
+    receiver.start()
+    webhook = sender(receiver.url, store)
+    try:
+        webhook.notify(alarm())
+        wait_until(receiver.received, WAIT, "the alarm, once the receiver takes it")
+        assert receiver.attempted() == 9 and [d.body["alarm"]["AlarmId"] for d in receiver.received()] == ["a1"]
+    finally:
+        webhook.stop()
+        receiver.stop()
 
 
-@pytest.mark.parametrize("status", [400, 401, 404])
-def test_a_client_error_is_not_retried(status: int) -> None:
-    post = Recorder([status, 200])
-    assert notifier(post).deliver(alarm()) is False and len(post.calls) == 1
+def test_an_alarm_waits_while_the_receiver_is_down_and_arrives_once_it_is_back(store) -> None:
+    receiver = WebhookReceiver(SECRET)  # not started: its port refuses
+    webhook = sender(receiver.url, store)
+    try:
+        with structlog.testing.capture_logs() as logs:
+            webhook.notify(alarm("a1"))
+            webhook.notify(alarm("a2"))
+            webhook.notify(alarm("a1"))  # the same alarm again: held once
+            wait_until(lambda: any(e["event"] == "webhook not delivered; retrying later" for e in logs), WAIT,
+                       "a refused try")
+        receiver.start()
+        wait_until(lambda: len(receiver.received()) == 2, WAIT, "both alarms")
+        assert sorted(d.body["alarm"]["AlarmId"] for d in receiver.received()) == ["a1", "a2"]
+    finally:
+        webhook.stop()
+        receiver.stop()
 
 
-def test_worth_retrying() -> None:
-    assert worth_retrying(None) and worth_retrying(502) and worth_retrying(429) and worth_retrying(408)
-    assert not worth_retrying(404) and not worth_retrying(403)
+def test_notify_never_waits_for_a_slow_receiver(store) -> None:
+    slow = TricklingReceiver("headers")
+    webhook = sender(slow.url, store, timeout=30)
+    try:
+        webhook.notify(alarm("a1"))
+        wait_until(lambda: slow.connections, WAIT, "the first POST")
+        for number in range(2, 50):
+            webhook.notify(alarm(f"a{number}"))
+        assert not slow.connections[0].client_left.is_set()  # returned while the first POST hangs
+        assert len(slow.connections) == 1  # one POST at a time per receiver
+    finally:
+        slow.stop()
+        webhook.stop()
 
 
-def test_notify_never_blocks_even_when_the_backlog_is_full() -> None:
-    sender = notifier(Recorder([]), queue_size=2)  # not started: nothing drains the queue
-    for i in range(5):
-        sender.notify(alarm(f"a{i}"))  # would hang here if it waited for room
-    assert sender._queue.qsize() == 2
+def test_the_payload_carries_the_alarm_masked() -> None:
+    body = alarm_payload(alarm())
+    assert body["alarm"]["TaskId"] == "t1" and "hunter2" not in json.dumps(body)
 
 
-def test_the_sender_thread_delivers_queued_alarms_and_stops() -> None:
-    post = Recorder([200, 200])
-    sender = notifier(post)
-    sender.start()
-    sender.notify(alarm("a1"))
-    sender.notify(alarm("a2"))
-    import time
+def test_the_monitor_signs_alarms_with_the_webhook_secret_and_backs_off_like_task_webhooks(store) -> None:
+    from common.settings import load_settings
+    from modules.monitor.alarms import alarm_webhook
+    from modules.monitor.settings import MonitorSettings
 
-    deadline = time.monotonic() + 5
-    while len(post.calls) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sender.stop()
-    assert [c[1]["alarm"]["AlarmId"] for c in post.calls] == ["a1", "a2"]
-    assert alarm_payload(alarm())["alarm"]["TaskId"] == "t1"
+    receiver = WebhookReceiver(SECRET, refuse_next=1)
+    receiver.start()
+    webhook = alarm_webhook(load_settings(webhook_secret=SECRET, webhook_backoff_max_seconds=0.2),
+                            MonitorSettings(webhook_url=receiver.url, webhook_timeout_seconds=7), store)
+    assert webhook is not None
+    try:
+        webhook.notify(alarm())
+        wait_until(receiver.received, WAIT, "the alarm, after one refusal")
+        assert receiver.attempted() == 2 and receiver.received()[0].signature_ok
+    finally:
+        webhook.stop()
+        receiver.stop()
+    assert alarm_webhook(load_settings(), MonitorSettings(webhook_url=None), store) is None

@@ -2,9 +2,9 @@
 the API tests cannot reach without processes: a module shutting down under a claim (released,
 then claimed again) and a worker that died (its lease lapsed: the sweeper failed the attempt)."""
 
-from common.models import StepMessage
-from common.statuses import ResultCode
-from common.transitions import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt, release
+from common.engine.document import StepMessage
+from common.engine.states import ResultCode
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt, release
 from oss.api.attempts import attempts
 from tests.support.builders import counter_ids, make_step, only_run
 
@@ -60,7 +60,7 @@ def test_checks_of_a_command_that_is_not_done_yet_make_one_attempt():
 def test_an_attempt_a_cancel_stopped_ends_there():
     """A cancel with stop_running removes the running run: its attempt ended then (it read
     "unfinished, 887 ms so far" on a task rolled back long since)."""
-    from common.operator_actions import cancel
+    from common.engine.operator.actions import cancel
 
     ids = counter_ids()
     task = create_task(task_type="t", steps=[make_step("only", retry=1)], parameters={}, timing=Timing(100.0), ids=ids)

@@ -4,11 +4,11 @@ timeout, for a plain step and for one item of a for_each step."""
 
 from __future__ import annotations
 
-from common.check_again import check_again, parse_answer
-from common.models import StepMessage
-from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.transitions import AttemptResult, Refusal, Timing, cancel_message, claim, create_task, finish_attempt
-from common.operator_actions import cancel
+from common.engine.check_again import check_again, parse_answer
+from common.engine.document import StepMessage
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.engine.transitions import AttemptResult, Refusal, Timing, cancel_message, claim, create_task, finish_attempt
+from common.engine.operator.actions import cancel
 from tests.support.builders import counter_ids, make_step
 
 N, R = Phase.NORMAL, Phase.ROLLBACK

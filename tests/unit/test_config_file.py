@@ -12,7 +12,7 @@ from oss.settings import load_oss_settings
 
 @pytest.fixture
 def config(tmp_path, monkeypatch):
-    for name in ("BATON_CONCURRENCY", "BATON_BROKER_URL", "BATON_OSS_PORT", "BATON_MONITOR_WEBHOOK_ATTEMPTS"):
+    for name in ("BATON_CONCURRENCY", "BATON_BROKER_URL", "BATON_OSS_PORT", "BATON_MONITOR_WEBHOOK_TIMEOUT_SECONDS"):
         monkeypatch.delenv(name, raising=False)
     path = tmp_path / "baton.env"
     monkeypatch.setenv("BATON_CONFIG_FILE", str(path))
@@ -22,13 +22,13 @@ def config(tmp_path, monkeypatch):
 def test_settings_come_from_the_file_and_the_environment_wins(config, monkeypatch):
     config.write_text(
         "# a comment\nBATON_CONCURRENCY=8\nBATON_BROKER_URL=amqp://u:p@rabbit/baton\n"
-        "BATON_OSS_PORT=9090\nBATON_MONITOR_WEBHOOK_ATTEMPTS=7\nOTHER_TOOL=ignored\n"
+        "BATON_OSS_PORT=9090\nBATON_MONITOR_WEBHOOK_TIMEOUT_SECONDS=7\nOTHER_TOOL=ignored\n"
     )
     monkeypatch.setenv("BATON_CONCURRENCY", "2")
     settings = load_oss_settings()
     assert settings.concurrency == 2  # the environment
     assert settings.broker_url == "amqp://u:p@rabbit/baton" and settings.oss_port == 9090  # the file
-    assert load_monitor_settings().webhook_attempts == 7  # module settings read it too
+    assert load_monitor_settings().webhook_timeout_seconds == 7  # module settings read it too
     assert {"concurrency", "broker_url", "oss_port"} <= settings.model_fields_set
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from common.errors import FlowError
 from common.flows import FlowCatalog, ParameterField, ParameterSchema, load_flows, parse_flows
-from common.models import BackoffPolicy, Step
+from common.engine.document import BackoffPolicy, Step
 
 
 # The smallest valid file; cases below change one thing in files shaped like it.

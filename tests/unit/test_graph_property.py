@@ -12,10 +12,11 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.models import ChildTemplate
-from common.statuses import FINAL_STATUSES, Phase, StepState, TaskStatus
+from common.engine.document import ChildTemplate
+from common.engine.states import FINAL_STATUSES, Phase, StepState, TaskStatus
+from common.store.items_sqlite import SqliteItemStore
 from common.store.sqlite import SqliteStore
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from tests.support.builders import counter_ids, make_step
 from tests.support.dag_sim import Simulator
 from tests.support.graph_checks import join_violations, rollback_violations
@@ -59,13 +60,14 @@ def test_random_graphs_end_and_roll_back_in_reverse_topological_order(tmp_path, 
         return any(cursor == c and item in (i, None) and phase is p and (t == "any" or task_type == t)
                    for t, c, i, p in fails)
 
-    simulator = Simulator(store, failing)
+    simulator = Simulator(store, failing, SqliteItemStore(tmp_path / "prop.db"))
     task_id = f"p{next(_TASK_IDS)}"
     task = create_task(task_type="t", steps=steps, parameters=dict(items), timing=Timing(1000.0),
                        task_id=task_id, ids=counter_ids(task_id))
     simulator.submit(task)
     simulator.run(lambda n: order.randrange(n), lambda: order.random() < 0.2)
-    tasks = [t for t in store.list_tasks(limit=1000) if t.TaskId == task_id or t.TaskId.startswith(task_id + ".")]
+    tasks = [simulator.view(t) for t in store.list_tasks(limit=1000)
+             if t.TaskId == task_id or t.TaskId.startswith(task_id + ".")]
     for done in tasks:
         assert done.TaskStatus in FINAL_STATUSES, (done.TaskId, done.TaskStatus)
         assert done.Runs == [] and done.Outbox == []

@@ -4,11 +4,11 @@ test_sub_flow_transitions.py."""
 
 from __future__ import annotations
 
-from common.models import StepMessage
-from common.statuses import Phase, ResultCode, StepState, TaskStatus
+from common.engine.document import StepMessage
+from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 from tests.support.graph_checks import join_violations, rollback_violations
 
@@ -237,7 +237,7 @@ def test_items_of_a_step_without_rollback_are_passed_over():
 
 
 def test_idempotency_keys_name_the_item():
-    from common.transitions import idempotency_key
+    from common.engine.transitions import idempotency_key
 
     assert idempotency_key("t1", 2, N) == "t1:2:normal"
     assert idempotency_key("t1", 2, R, generation=1, item=3) == "t1:g1:2.3:rollback"
@@ -260,7 +260,7 @@ def test_a_failed_rollback_lets_running_rollbacks_finish_then_raises_one_alarm()
 
 
 def test_compensate_and_retry_rollback_work_on_graphs():
-    from common.operator_actions import compensate, retry_rollback
+    from common.engine.operator.actions import compensate, retry_rollback
 
     task = do(do(do(new(diamond()), 0), 1), 2)
     task = do(do(task, 3, FAIL), 3, phase=R)
@@ -273,7 +273,7 @@ def test_compensate_and_retry_rollback_work_on_graphs():
 
 
 def test_cancel_fences_pending_runs_and_lets_claimed_ones_finish():
-    from common.operator_actions import cancel
+    from common.engine.operator.actions import cancel
 
     task = do(new(diamond()), 0)
     task, b = start(task, 1)
@@ -285,7 +285,7 @@ def test_cancel_fences_pending_runs_and_lets_claimed_ones_finish():
 
 
 def test_cancel_with_stop_running_stops_claimed_runs_at_once():
-    from common.operator_actions import cancel
+    from common.engine.operator.actions import cancel
 
     task = do(new(diamond()), 0)
     task, b = start(task, 1)
@@ -295,11 +295,11 @@ def test_cancel_with_stop_running_stops_claimed_runs_at_once():
     assert isinstance(finish_attempt(stopped, b.DispatchId, "w", OK, Timing(401.0)), Refusal)
 
 
-# --- round 1's documents --------------------------------------------------------------------------
+# --- format 1 documents --------------------------------------------------------------------------
 
 
 def test_a_round_1_document_with_active_and_no_after_loads_and_runs_on():
-    from common.models import Task
+    from common.engine.document import Task
 
     line = new([make_step("a"), make_step("b")])
     doc = line.to_doc()

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 
-from common.history import with_full_history
-from common.models import Task
+from common.engine.history import with_full_history
+from common.engine.document import Task
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.task_runs import record
-from common.transitions import Timing, create_task
+from common.engine.units import record
+from common.engine.transitions import Timing, create_task
 from oss.history_retention import HistoryRetention
 from oss.wiring import build_sweeper
 from common.settings import load_settings

@@ -7,13 +7,13 @@ import time
 import pytest
 from structlog.testing import capture_logs
 
-from common.models import StepMessage
+from common.engine.document import StepMessage
 from common.runtime.lease import LeaseKeeper
-from common.statuses import ResultCode
+from common.engine.states import ResultCode
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.task_runs import AttemptResult
-from common.transitions import Timing, claim, create_task, finish_attempt
+from common.engine.units import AttemptResult
+from common.engine.transitions import Timing, claim, create_task, finish_attempt
 from tests.support.builders import make_step
 
 

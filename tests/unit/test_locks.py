@@ -1,19 +1,19 @@
-"""Per-key locks, the pure parts (common/locks.py, common/lock_transitions.py): who is granted,
+"""Per-key locks, the pure parts (common/engine/gates/locks.py, common/engine/gates/lock_transitions.py): who is granted,
 in which order, and what a task's changes owe the lock table."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.locks import (
+from common.engine.gates.locks import (
     HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, RELEASED, WAITING, KeyLock, LockKeyError, join, leave,
     render_key, stale_member, template_fields,
 )
-from common.lock_transitions import lock_granted
-from common.models import StepMessage
-from common.operator_actions import cancel, compensate, retry
-from common.statuses import Phase, ResultCode, StepState, TaskStatus
-from common.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from common.engine.gates.lock_transitions import lock_granted
+from common.engine.document import StepMessage
+from common.engine.operator.actions import cancel, compensate, retry
+from common.engine.states import Phase, ResultCode, StepState, TaskStatus
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
 IDS = counter_ids("l")
@@ -148,8 +148,8 @@ def test_a_task_without_lock_is_untouched() -> None:
 
 
 def test_a_sub_flow_child_takes_its_own_types_lock_keyed_by_its_parameters() -> None:
-    from common.child_transitions import start_child
-    from common.models import ChildTemplate, LockTemplate
+    from common.engine.kinds.subflow_transitions import start_child
+    from common.engine.document import ChildTemplate, LockTemplate
 
     parent_step = make_step("sub")
     parent_step.NormalModule = parent_step.NormalCommand = None

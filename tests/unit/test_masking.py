@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from common.logging import MASK
 from common.masking import masked_task, masked_task_view
-from common.models import StepMessage
-from common.statuses import ResultCode
-from common.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.engine.document import StepMessage
+from common.engine.states import ResultCode
+from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
 PASSWORD = "correct-horse-battery"

@@ -104,3 +104,97 @@ def test_standard_library_lines_are_printed_as_baton_s_own(capsys):
         "event": "connecting to amqp://u:***@h/v as ***", "logger": "some.library", "task_id": "t-1",
         "level": "warning", "timestamp": lines[0]["timestamp"],
     }]  # fmt: skip
+
+
+# --- known secret values: the work of masking grows with the task, not with task x secrets -----
+
+
+def _operations(action) -> int:
+    """Python and C calls made by `action` (the profiler's events): work counted, not timed."""
+    import sys
+
+    count = 0
+
+    def profile(_frame, _event, _arg):
+        nonlocal count
+        count += 1
+
+    sys.setprofile(profile)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def _task_with_secrets(size: int):
+    """`size` accounts with a password each (the user names stay, and are scrubbed of every
+    password), and a message quoting each password (the substring case)."""
+    from common.engine.transitions import Timing, create_task
+    from tests.support.builders import counter_ids, make_step
+
+    passwords = [f"pw-{i:06d}-canary" for i in range(size)]
+    accounts = [{"user": f"user-{i:06d}", "password": pw} for i, pw in enumerate(passwords)]
+    task = create_task(task_type="t", steps=[make_step("a")], parameters={"accounts": accounts},
+                       timing=Timing(1.0), ids=counter_ids())  # fmt: skip
+    task.TaskMessage = "could not log in with " + ", ".join(passwords)
+    return task
+
+
+def _growth(work) -> float:
+    """How much more work twice the secrets cost: about 2 if linear, about 4 if quadratic."""
+    return _operations(lambda: work(800)) / _operations(lambda: work(400))
+
+
+def test_showing_a_task_costs_work_linear_in_its_secret_values():
+    from common.masking import masked_task_view
+
+    tasks = {size: _task_with_secrets(size) for size in (400, 800)}
+    view = masked_task_view(tasks[400])
+    assert "canary" not in str(view) and view["Parameters"]["accounts"][0]["user"] == "user-000000"
+    assert _growth(lambda size: masked_task_view(tasks[size])) < 2.6
+
+
+def test_a_log_line_of_a_task_with_many_secrets_costs_work_linear_in_them():
+    from common.logging import _mask_processor, hidden_values
+    from common.masking import secret_values
+
+    def log_line(size: int) -> None:
+        task = _task_with_secrets(size)
+        with hidden_values(secret_values(task)):
+            event = _mask_processor(None, "info", {"event": "failed", "error": task.TaskMessage,
+                                                   "users": [a["user"] for a in task.Parameters["accounts"]]})  # fmt: skip
+        assert "canary" not in str(event)
+
+    assert _growth(log_line) < 2.6
+
+
+def test_overlapping_secrets_leave_no_part_of_either():
+    from common.scrubbing import Scrubber
+
+    # "bcdef" is found first by no order of replacement that masks "abcd" whole: both go.
+    assert Scrubber(["abcd", "bcdefg"]).text("xabcdefgy") == f"x{MASK}y"
+    assert Scrubber(["abcd", "cdef"]).text("abcdcdef") == f"{MASK}{MASK}"  # touching: two masks
+    assert Scrubber(["pass", "password-1"]).text("a password-1 and a pass") == f"a {MASK} and a {MASK}"
+    assert Scrubber(["abcd"]).text("abcd") == MASK and Scrubber([]).text("abcd") == "abcd"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text("abc", max_size=24), st.lists(st.text("abc", min_size=1, max_size=5), max_size=20))
+def test_every_character_of_every_occurrence_is_masked(text, secrets):
+    """The same answer as the obvious quadratic way: find every occurrence of every secret,
+    merge those that overlap, mask each merged stretch once."""
+    from common.scrubbing import Scrubber
+
+    stretches: list[list[int]] = []
+    for start, end in sorted((i, i + len(s)) for s in set(secrets) for i in range(len(text)) if text.startswith(s, i)):
+        if stretches and start < stretches[-1][1]:
+            stretches[-1][1] = max(stretches[-1][1], end)
+        else:
+            stretches.append([start, end])
+    expected, done = "", 0
+    for start, end in stretches:
+        expected, done = expected + text[done:start] + MASK, end
+    assert Scrubber(secrets).text(text) == expected + text[done:]
+    many = secrets + [f"zz{i}" for i in range(10)]  # past the few searched for directly
+    assert Scrubber(many).text(text) == expected + text[done:]

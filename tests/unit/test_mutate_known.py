@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from common.models import StepMessage, Task
-from common.statuses import ResultCode
-from common.task_runs import AttemptResult
+from common.engine.document import StepMessage, Task
+from common.engine.states import ResultCode
+from common.engine.units import AttemptResult
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.transitions import Refusal, Timing, claim, create_task, finish_attempt, renew_lease
+from common.engine.transitions import Refusal, Timing, claim, create_task, finish_attempt, renew_lease
 from tests.support.builders import make_step, only_run
 
 

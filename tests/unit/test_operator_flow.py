@@ -1,14 +1,14 @@
-"""Pause, resume and skip as pure changes (common/operator_flow.py), on lines and graphs, with
+"""Pause, resume and skip as pure changes (common/engine/operator/flow.py), on lines and graphs, with
 every refusal; each is recorded in the history with the operator and the reason."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.operator_actions import cancel
-from common.operator_flow import pause, resume, skip
-from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
+from common.engine.operator.actions import cancel
+from common.engine.operator.flow import pause, resume, skip
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
 from tests.support.builders import counter_ids, make_step
 from tests.unit.test_graph_transitions import FAIL, OK, diamond, do, graph, message, new, runs
 

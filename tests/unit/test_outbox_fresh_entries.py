@@ -8,13 +8,13 @@ from __future__ import annotations
 import time
 
 from common.broker.inprocess import InProcessBroker
-from common.models import StepMessage, Task
-from common.outbox import OutboxPublisher
-from common.statuses import ResultCode
+from common.engine.document import StepMessage, Task
+from common.relay.outbox import OutboxPublisher
+from common.engine.states import ResultCode
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.task_runs import AttemptResult
-from common.transitions import Timing, claim, create_task, expire, finish_attempt
+from common.engine.units import AttemptResult
+from common.engine.transitions import Timing, claim, create_task, expire, finish_attempt
 from tests.support.builders import make_step
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from common.outbox_marks import DeferredMarks
+from common.relay.outbox_marks import DeferredMarks
 
 
 class Clock:

@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from common.broker.inprocess import InProcessBroker
-from common.outbox import OutboxPublisher
+from common.relay.outbox import OutboxPublisher
 from common.store.sqlite import SqliteStore
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from tests.support.builders import make_step
 
 

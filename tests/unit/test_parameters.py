@@ -111,6 +111,12 @@ def test_secret_values_are_never_in_a_message() -> None:
             assert "1" not in error.message.replace("<= 10", "")  # nor the allowed choices
 
 
+def test_a_refused_plain_value_is_quoted_without_its_url_password() -> None:
+    schema = ParameterSchema((ParameterField("dsn", "string", pattern="postgres://.*", enum=("postgres://h/x",)),))
+    errors = validate_parameters(schema, {"dsn": "mysql://root:pw-canary@db/x"}).errors
+    assert errors and all("pw-canary" not in e.message and "mysql://root:***@db/x" in e.message for e in errors)
+
+
 def test_long_values_are_cut_in_messages() -> None:
     (error,) = validate_parameters(SCHEMA, {"name": "x" * 10_000}).errors
     assert len(error.message) < 150 and error.message.endswith('…)')

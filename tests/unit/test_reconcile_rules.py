@@ -1,6 +1,6 @@
 """The reconciler's decisions (oss/reconcile_rules.py): records + task states -> actions, pure."""
 
-from common.statuses import TaskStatus
+from common.engine.states import TaskStatus
 from oss.reconcile_rules import InstanceRecord, ReservationRecord, TaskFacts, plan, run_of_owner_key, task_of_claim
 
 S, R, F, RUN = TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED, TaskStatus.RUNNING

@@ -1,12 +1,13 @@
-"""common.routing.plan on its own: round 1's line table still holds, and the graph rules of
+"""common.engine.routing.plan on its own: the line table still holds, and the graph rules of
 DESIGN.md sec. 4 (readiness, draining, reverse topological rollback, passing over)."""
 
 from __future__ import annotations
 
-from common.models import Run, StepItem
-from common.routing import Plan, plan, summarize
-from common.statuses import Phase, StepState, TaskStatus
-from common.transitions import Timing, create_task
+from common.engine.document import Run, StepItem
+from common.engine.routing import Plan, plan
+from common.engine.step_summary import summarize
+from common.engine.states import Phase, StepState, TaskStatus
+from common.engine.transitions import Timing, create_task
 from tests.support.builders import counter_ids, make_step
 
 W, RUN, OK, F = StepState.WAITING, StepState.RUNNING, StepState.SUCCEEDED, StepState.FAILED
@@ -31,7 +32,7 @@ def run(cursor, phase=Phase.NORMAL, item=None):
     return Run(Cursor=cursor, Item=item, Phase=phase, Attempt=1, DispatchId=f"d{cursor}{phase}{item}", Deadline=9.0)
 
 
-# --- a line: round 1's table ----------------------------------------------------------------------
+# --- a line: the line table ----------------------------------------------------------------------
 
 
 def test_line_success_starts_the_next_step_and_the_last_one_finishes():
@@ -88,7 +89,7 @@ def test_a_rollback_waits_for_every_dependent_to_settle():
 
 def test_nothing_more_starts_under_a_cancel():
     task = task_with([OK, W, W, W], DIAMOND)
-    from common.models import OperatorRequest
+    from common.engine.document import OperatorRequest
 
     task.CancelRequested = OperatorRequest(Actor="op", Reason="r", Time=1.0)
     assert plan(task) == Plan()
@@ -108,10 +109,10 @@ def test_for_each_items_start_up_to_max_parallel_and_roll_back_likewise():
 def test_a_for_each_step_state_summarises_its_items():
     step = make_step("x")
     step.Items = [StepItem(State=s) for s in (OK, RUN)]
-    assert summarize(step) is RUN
+    assert summarize(step.State, step.Items) is RUN
     step.Items = [StepItem(State=s) for s in (OK, OK)]
-    assert summarize(step) is OK
+    assert summarize(step.State, step.Items) is OK
     step.Items = [StepItem(State=s) for s in (RBD, StepState.CANCELLED)]
-    assert summarize(step) is RBD
+    assert summarize(step.State, step.Items) is RBD
     step.Items = [StepItem(State=s) for s in (RBF, RB)]
-    assert summarize(step) is RBF
+    assert summarize(step.State, step.Items) is RBF

@@ -9,7 +9,7 @@ import pytest
 
 from common.errors import FlowError, UnknownTaskType
 from common.flows import load_flows
-from common.models import BackoffPolicy, Step
+from common.engine.document import BackoffPolicy, Step
 from common.runtime.registry import load_registry
 
 SHIPPED = Path(__file__).resolve().parents[2] / "flows.yaml"

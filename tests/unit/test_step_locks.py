@@ -1,15 +1,15 @@
-"""A lock on one step (common/step_locks.py), the pure parts: each unit waits in `waiting_lock`,
+"""A lock on one step (common/engine/gates/step_locks.py), the pure parts: each unit waits in `waiting_lock`,
 holds the key from its grant until it settles (retries keep it), and gives it back or leaves
 the line when it settles, is cancelled, or the task ends."""
 
 from __future__ import annotations
 
-from common.locks import LOCK_ACQUIRE, LOCK_RELEASE
-from common.models import LockTemplate, StepMessage
-from common.operator_actions import cancel
-from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.step_locks import member_id, parse_member, unit_lock_granted
-from common.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from common.engine.gates.locks import LOCK_ACQUIRE, LOCK_RELEASE
+from common.engine.document import LockTemplate, StepMessage
+from common.engine.operator.actions import cancel
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.engine.gates.step_locks import member_id, parse_member, unit_lock_granted
+from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
 IDS = counter_ids("s")
@@ -124,7 +124,7 @@ task_types:
 
 
 def test_a_pause_takes_a_unit_out_of_its_lock_line_and_a_late_grant_starts_nothing() -> None:
-    from common.operator_flow import pause, resume
+    from common.engine.operator.flow import pause, resume
 
     task = create_task(task_type="t", steps=[locked_step()], parameters={"host": "h"}, timing=Timing(1.0), ids=IDS,
                        task_id="T")
@@ -138,7 +138,7 @@ def test_a_pause_takes_a_unit_out_of_its_lock_line_and_a_late_grant_starts_nothi
 
 
 def test_a_pause_gives_back_a_key_granted_to_a_unit_nobody_claimed_yet() -> None:
-    from common.operator_flow import pause, resume
+    from common.engine.operator.flow import pause, resume
 
     task = create_task(task_type="t", steps=[locked_step()], parameters={"host": "h"}, timing=Timing(1.0), ids=IDS,
                        task_id="T")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from common.models import ChildTemplate, NotifyTarget
-from common.notifications import add_notifications
-from common.statuses import RunState, StepState, TaskStatus
+from common.engine.document import ChildTemplate, NotifyTarget
+from common.engine.notifications import add_notifications
+from common.engine.states import RunState, StepState, TaskStatus
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
-from common.transitions import Timing
+from common.engine.transitions import Timing
 from tests.support.builders import make_step
 from tests.support.dag_sim import Simulator
 from tests.support.graph_checks import rollback_violations
@@ -109,7 +109,7 @@ def test_a_sub_flow_run_waits_for_its_child_and_is_never_claimed():
 
 
 def test_cancelling_a_parent_cancels_its_running_child_and_both_roll_back(sim):
-    from common.operator_actions import cancel
+    from common.engine.operator.actions import cancel
 
     steps = [make_step("a"), sub_flow_step("sub", [make_step("x"), make_step("y")]), make_step("z")]
     simulator = sim()
@@ -177,7 +177,7 @@ def test_a_failing_item_child_rolls_the_parent_back_and_undoes_the_children_that
 
 
 def test_cancelling_a_parent_cancels_each_running_item_child(sim):
-    from common.operator_actions import cancel
+    from common.engine.operator.actions import cancel
 
     simulator = sim()
     simulator.submit(new(fan_out_sub_flow(), {"name": "n1", "hosts": ["h0", "h1"]}, task_id="ph"))
@@ -202,7 +202,7 @@ def _parent_with_its_child_running(sim, task_id):
 
 
 def test_pausing_a_parent_pauses_its_child_and_resuming_it_resumes_the_child(sim):
-    from common.operator_flow import pause, resume
+    from common.engine.operator.flow import pause, resume
 
     simulator = _parent_with_its_child_running(sim, "p8")
     parent = mutate(simulator.store, "p8", lambda t: pause(t, "op", "db patching", Timing(2000.0), ids=IDS))
@@ -222,7 +222,7 @@ def test_pausing_a_parent_pauses_its_child_and_resuming_it_resumes_the_child(sim
 
 
 def test_a_parents_resume_leaves_a_child_an_operator_paused_by_itself(sim):
-    from common.operator_flow import pause, resume
+    from common.engine.operator.flow import pause, resume
 
     simulator = _parent_with_its_child_running(sim, "p9")
     mutate(simulator.store, "p9.1", lambda t: pause(t, "olga", "looking at it", Timing(1500.0), ids=IDS))
@@ -240,9 +240,9 @@ def test_a_parents_resume_leaves_a_child_an_operator_paused_by_itself(sim):
 def test_a_parents_pause_or_cancel_waits_in_its_outbox_until_the_child_exists(tmp_path, action):
     """Flushed before the parent's start_child (a relay's order after a crash), the entry must
     not be dropped as "no such task": the child would then run on, neither paused nor cancelled."""
-    from common.child_relay import ChildRelay
-    from common.operator_actions import cancel
-    from common.operator_flow import pause
+    from common.relay.child_relay import ChildRelay
+    from common.engine.operator.actions import cancel
+    from common.engine.operator.flow import pause
 
     store = SqliteStore(tmp_path / "t.db")
     steps = [sub_flow_step("sub", [make_step("x")])]
@@ -261,7 +261,7 @@ def test_a_parents_pause_or_cancel_waits_in_its_outbox_until_the_child_exists(tm
 
 
 def test_retry_rollback_of_a_parent_retries_its_childs_failed_rollback(sim):
-    from common.operator_actions import retry_rollback
+    from common.engine.operator.actions import retry_rollback
 
     broken = {"child": True}
     steps = [make_step("a"), sub_flow_step("sub", [make_step("x")]), make_step("z")]
@@ -293,3 +293,32 @@ def test_a_sub_flows_child_notifies_its_parents_webhooks(sim):
     seen = {(w["TaskId"], w["Event"]) for w in simulator.webhooks}
     assert seen == {(task, event) for task in ("p1", "p1.1") for event in ("created", "started", "succeeded")}
     assert simulator.store.get("p1.1").Notify == parent.Notify
+
+
+def test_an_empty_list_starts_no_child_and_a_rollback_passes_over_it(sim):
+    """README: an empty list is nothing to do, for a for_each sub-flow step too."""
+    simulator = sim(lambda task_type, cursor, item, phase: task_type == "t" and cursor == 2 and phase is N)
+    simulator.submit(new(fan_out_sub_flow(), {"name": "n1", "hosts": []}, task_id="pe"))
+    run_all(simulator)
+    parent = simulator.store.get("pe")
+    assert parent.TaskStatus is TaskStatus.ROLLED_BACK and simulator.store.get("pe.1") is None
+    assert parent.Steps[1].Items == [] and parent.Steps[1].State is StepState.SKIPPED  # passed over
+    assert [e for e in parent.History if e.Event == "dispatched" and e.Cursor == 1] == []
+
+
+def test_a_parents_cancel_with_stop_running_lets_the_childs_claimed_step_finish(sim):
+    """README: the child gets a plain cancel; stop_running stops the parent's own claimed steps."""
+    from common.engine.operator.actions import cancel
+
+    simulator = _parent_with_its_child_running(sim, "ps")
+    parent = mutate(simulator.store, "ps", lambda t: cancel(t, "op", "not needed", Timing(2000.0), ids=IDS,
+                                                            stop_running=True))
+    simulator.flush(parent)
+    while simulator.deliveries:  # apply the cancel_child entry; the child's claimed step stays claimed
+        simulator.step(0)
+    child = simulator.store.get("ps.1")
+    assert child.CancelRequested.Actor == "parent ps" and child.CancelRequested.Reason == "op: not needed"
+    assert [r.State for r in child.Runs] == [RunState.RUNNING]  # not stopped: it finishes
+    run_all(simulator)
+    assert simulator.store.get("ps.1").Steps[0].State is StepState.ROLLED_BACK  # it finished, then was undone
+    assert simulator.store.get("ps").TaskStatus is TaskStatus.ROLLED_BACK

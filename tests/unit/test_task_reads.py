@@ -1,5 +1,5 @@
 """How a stored task document becomes a Task: the fast path for today's documents, a slower one
-for round 1's, and the same errors for a broken one."""
+for format 1's, and the same errors for a broken one."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from common.models import Step, Task
-from common.transitions import Timing, create_task
+from common.engine.document import Step, Task
+from common.engine.transitions import Timing, create_task
 from tests.support.builders import make_step
 
 
@@ -17,7 +17,7 @@ def new(steps: list[Step]) -> Task:
     return create_task(task_type="t", steps=steps, parameters={}, timing=Timing(100.0))
 
 
-def _round_one_json(task: Task) -> str:
+def _format_1_json(task: Task) -> str:
     doc = task.to_doc()
     doc["Active"] = doc.pop("Runs")[0]
     for step in doc["Steps"]:
@@ -27,7 +27,7 @@ def _round_one_json(task: Task) -> str:
 
 def test_a_round_1_document_in_a_sqlite_row_loads_with_its_run_and_graph():
     task = new([make_step("a"), make_step("b")])
-    old = Task.from_json(_round_one_json(task))
+    old = Task.from_json(_format_1_json(task))
     assert [r.DispatchId for r in old.Runs] == [task.Runs[0].DispatchId]
     assert [s.After for s in old.Steps] == [[], [0]]
 

@@ -7,11 +7,11 @@ import threading
 import time
 from typing import Any
 
-from common.models import Task
+from common.engine.document import Task
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
 from common.store.task_turns import _locks, task_turn
-from common.transitions import Timing, create_task
+from common.engine.transitions import Timing, create_task
 from tests.support.builders import make_step
 
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from common.models import StepMessage
+from common.engine.document import StepMessage
 from common.queues import ALARM_QUEUE
-from common.statuses import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.transitions import (
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
+from common.engine.transitions import (
     IN_FLIGHT_BAND,
     AttemptResult,
     Refusal,
@@ -214,7 +214,7 @@ def test_inputs_are_never_mutated():
 @pytest.mark.parametrize("retry_number,expected", [(1, 1.0), (2, 2.0), (3, 4.0), (5, 10.0)])
 def test_backoff_grows_exponentially_and_is_capped(retry_number, expected):
     from common.backoff import retry_delay
-    from common.models import BackoffPolicy
+    from common.engine.document import BackoffPolicy
 
     policy = BackoffPolicy(Initial=1, Max=10, Multiplier=2, Jitter=0.5)
     assert retry_delay(policy, retry_number, 0.5) == expected  # the middle of the jitter band
@@ -223,7 +223,7 @@ def test_backoff_grows_exponentially_and_is_capped(retry_number, expected):
 
 
 def test_release_hands_the_step_back_without_counting_an_attempt():
-    from common.transitions import release
+    from common.engine.transitions import release
 
     task = new_task()
     message = message_for(task)
@@ -242,8 +242,8 @@ def test_claim_removes_the_outbox_entry_it_proves_delivered():
 
 
 def test_release_of_a_step_whose_task_was_cancelled_rolls_it_back_instead():
-    from common.operator_actions import cancel
-    from common.transitions import release
+    from common.engine.operator.actions import cancel
+    from common.engine.transitions import release
 
     task = new_task()
     message = message_for(task)

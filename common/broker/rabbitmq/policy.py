@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from common.backoff import retry_delay
-from common.models import BackoffPolicy
+from common.engine.document import BackoffPolicy
 
 PUBLISH_DEADLINE_SECONDS = 30.0  # how long publish keeps reconnecting before BrokerError
 PING_DEADLINE_SECONDS = 5.0  # ping tries one connection, and waits this long for the answer

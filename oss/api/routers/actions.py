@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from fastapi import APIRouter
 
-from common.history import with_full_history
+from common.engine.history import with_full_history
 from oss.actions import ACTIONS, SKIP
 from oss.api.auth import Context, Operator
 from oss.api.errors import ApiError

@@ -9,7 +9,7 @@ import structlog
 from fastapi import APIRouter, Query
 
 from common.errors import UnreadableTask
-from common.models import Alarm
+from common.engine.document import Alarm
 from oss.api.auth import Context, Operator, Reader
 from oss.api.errors import ApiError
 from oss.api.schemas import AcknowledgeAlarms, AlarmList, AlarmsAcknowledged, AlarmView, error_responses

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from common.statuses import parse_task_status
+from common.engine.states import parse_task_status
 from oss.api.auth import Context, Operator
 from oss.api.errors import ApiError
 from oss.api.schemas import (

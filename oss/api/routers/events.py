@@ -23,9 +23,9 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from common.errors import UnreadableTask
-from common.history import with_full_history
-from common.models import Task
-from common.notifications import settled
+from common.engine.history import with_full_history
+from common.engine.document import Task
+from common.engine.notifications import settled
 from oss.api.auth import Context, Reader
 from oss.api.errors import ApiError
 from oss.api.schemas import error_responses

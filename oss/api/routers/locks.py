@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from common.locks import KeyLock
+from common.engine.gates.locks import KeyLock
 from common.store.inventory_factory import open_lock_store
 from common.store.locks_table import LockTable
 from oss.api.auth import Context, Reader

@@ -1,6 +1,6 @@
 """Schedules over REST: create, list, show, pause, resume, delete (`baton schedules` does the same).
 
-The sweeper runs the ticks (common/schedule_runner.py); this router only manages definitions.
+The sweeper runs the ticks (common/relay/schedule_runner.py); this router only manages definitions.
 """
 
 from __future__ import annotations

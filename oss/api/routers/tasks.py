@@ -9,9 +9,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import StringConstraints
 
-from common.history import with_full_history
+from common.engine.history import with_full_history
 from common.masking import masked_task
-from common.statuses import TaskStatus, parse_task_status
+from common.engine.states import TaskStatus, parse_task_status
 from common.store.modules_port import live_modules
 from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
 from common.store.paging import iterate_tasks

@@ -1,4 +1,4 @@
-// The operator actions that fit a task's state (common/operator_actions.py decides; the API
+// The operator actions that fit a task's state (common/engine/operator/actions.py decides; the API
 // answers 409 for one that does not fit, and the console shows that answer), and the dialog
 // that asks for the reason every action records in the task's history.
 
@@ -48,7 +48,7 @@ const ACTIONS = {
   },
 };
 
-// The unit an operator may skip (common/operator_flow.py decides): a running task's unit that
+// The unit an operator may skip (common/engine/operator/flow.py decides): a running task's unit that
 // keeps failing (its retry pending or running), or the step that failed in a rolled-back task.
 export function skippableUnit(task) {
   const failed = (unit) => unit.Code !== null && unit.Code !== undefined && unit.Code !== 0;

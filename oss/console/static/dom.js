@@ -55,9 +55,12 @@ export function nowText() {
   return stamp(new Date()).join(" ");
 }
 
-export function duration(start, end, now = Date.now() / 1000) {
+// `ended`: the task is final, so a phase without an end did not end (it was stopped or never
+// concluded): it is not running "so far", and no duration is made up for it.
+export function duration(start, end, ended = false) {
   if (start === null || start === undefined) return "";
-  const seconds = Math.max(0, (end ?? now) - start);
+  if (ended && (end === null || end === undefined)) return "";
+  const seconds = Math.max(0, (end ?? Date.now() / 1000) - start);
   let text;
   if (seconds < 1) text = `${Math.round(seconds * 1000)} ms`;
   else if (seconds < 60) text = `${seconds.toFixed(1)} s`;

@@ -4,7 +4,7 @@
 // the length of the longest path from a root to it, so every arrow points right.
 
 import { el } from "./dom.js";
-import { stepState } from "./labels.js";
+import { failedHere, stepState } from "./labels.js";
 import { hashFor } from "./route.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -41,21 +41,23 @@ export function flowGraph(task) {
     rows[column] = (rows[column] ?? 0) + 1;
     return { column, row: rows[column] - 1 };
   });
-  const height = Math.max(...rows) * (BOX_H + GAP_Y) - GAP_Y + 2 * PAD;
+  // Every box is as tall as the tallest (a for_each step's item marks add rows): rows line up.
+  const boxH = Math.max(...steps.map((step) => BOX_H + marksHeight(step.Items ?? [])));
+  const height = Math.max(...rows) * (boxH + GAP_Y) - GAP_Y + 2 * PAD;
   const width = (Math.max(...depth) + 1) * (BOX_W + GAP_X) - GAP_X + 2 * PAD;
-  const at = ({ column, row }) => ({ x: PAD + column * (BOX_W + GAP_X), y: PAD + row * (BOX_H + GAP_Y) });
+  const at = ({ column, row }) => ({ x: PAD + column * (BOX_W + GAP_X), y: PAD + row * (boxH + GAP_Y) });
   const edges = [];
   steps.forEach((step, index) => {
     const after = step.After ?? (index ? [index - 1] : []);
     for (const before of after) {
       const from = at(place[before]), to = at(place[index]);
-      const x1 = from.x + BOX_W, y1 = from.y + BOX_H / 2, x2 = to.x, y2 = to.y + BOX_H / 2;
+      const x1 = from.x + BOX_W, y1 = from.y + boxH / 2, x2 = to.x, y2 = to.y + boxH / 2;
       const mid = (x1 + x2) / 2;
       edges.push(svg("path", { class: "edge", d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2 - 4},${y2}`,
         "marker-end": "url(#arrow)" }));
     }
   });
-  const boxes = steps.map((step, index) => node(task, step, index, at(place[index])));
+  const boxes = steps.map((step, index) => node(task, step, index, at(place[index]), boxH));
   const drawing = svg("svg", { class: "flow-graph", width, height, viewBox: `0 0 ${width} ${height}`,
     role: "img", "aria-label": `flow of ${steps.length} steps` },
   svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7,
@@ -64,49 +66,113 @@ export function flowGraph(task) {
   return el("div", { class: "flow-graph-wrap" }, drawing);
 }
 
-function node(task, step, index, { x, y }) {
+function node(task, step, index, { x, y }, boxH) {
   const state = stepState(step.State);
+  const failed = failedHere(step);
   const runs = (task.Runs ?? []).filter((run) => run.Cursor === index).length;
   // Units whose command answered "not done yet" (check again later): their progress in the title.
   const waiting = (step.Items && step.Items.length ? step.Items : [step]).filter((u) => u.WaitingSince != null);
-  const group = svg("g", { class: `node ${state.css}`, "data-step": index, "data-state": step.State,
-    transform: `translate(${x},${y})` },
-  svg("rect", { width: BOX_W, height: BOX_H, rx: 8, class: "box" }),
-  text(10, 19, step.Name, "name"),
-  text(10, 36, `${state.label}${runs > 1 ? ` · ${runs} running` : ""}${waiting.length ? " · checking again" : ""}`,
-    "state"),
-  detail(step));
+  // The step that failed says so first: "✖ failed → rolled back".
+  const said = failed && step.State !== "failed" ? `✖ failed → ${state.label}` : `${failed ? "✖ " : ""}${state.label}`;
+  const status = said +
+    `${runs > 1 ? ` · ${runs} running` : ""}${waiting.length ? " · checking again" : ""}`;
+  const about = detail(step);
+  const child = step.ChildTaskId ? "child ↗" : null;
+  const room = BOX_W - 2 * INSET;
+  const group = svg("g", { class: `node ${state.css}${failed ? " failed-here" : ""}`, "data-step": index,
+    "data-state": step.State, ...(failed ? { "data-failed": "true" } : {}), transform: `translate(${x},${y})` },
+  svg("rect", { width: BOX_W, height: boxH, rx: 8, class: "box" }),
+  // Labels are shortened to fit the box (an ellipsis); the whole of each is in the title.
+  text(INSET, 19, fit(step.Name, room - (child ? measure(child, FONTS.child) + 8 : 0), FONTS.name), "name"),
+  text(INSET, 36, fit(status, room, failed ? `600 ${FONTS.state}` : FONTS.state), "state"),
+  text(INSET, 53, fit(about, room, FONTS.detail), "detail"));
   if (step.Items && step.Items.length) group.append(itemMarks(step.Items));
-  if (step.ChildTaskId) {
+  if (child) {
     const link = svg("a", { href: hashFor("task", step.ChildTaskId), class: "child-link" },
-      text(BOX_W - 10, 19, "child ↗", "child"));
+      text(BOX_W - INSET, 19, child, "child"));
     group.append(link);
   }
   const title = svg("title");
-  title.textContent = `${index} ${step.Name}: ${state.label}` +
+  title.textContent = `${index} ${step.Name}: ${status}\n${about}` +
     waiting.map((u) => (u.Progress ? `\n${u.Progress}` : "")).join("");
   group.append(title);
   return group;
 }
 
 function detail(step) {
-  if (step.Flow) return text(10, 53, `sub-flow ${step.Flow}`, "detail");
-  if (step.ForEach) {
-    const items = step.Items ?? [];
-    const done = items.filter((item) => item.State === "succeeded").length;
-    return text(10, 53, step.Items ? `for_each ${step.ForEach}: ${done}/${items.length}` : `for_each ${step.ForEach}`,
-      "detail");
-  }
-  return text(10, 53, `${step.NormalModule} · ${step.NormalCommand}`, "detail");
+  const items = step.Items ?? [];
+  const count = step.ForEach
+    ? `${step.ForEach}${step.Items ? `: ${items.filter((item) => item.State === "succeeded").length}/${items.length}` : ""}`
+    : "";
+  if (step.Flow) return `${count ? `for_each ${count} · ` : ""}sub-flow ${step.Flow}`; // the count first: it is kept
+  if (step.ForEach) return `for_each ${count}`;
+  return `${step.NormalModule} · ${step.NormalCommand}`;
+}
+
+// Item marks: one per item, in rows under the detail line; past MAX_MARK_ROWS rows of them, one
+// bar whose segments are the items' states in item order (each segment's title counts them).
+const MARK = 6, MARK_GAP = 2, INSET = 10, MAX_MARK_ROWS = 4;
+const PER_ROW = Math.floor((BOX_W - 2 * INSET + MARK_GAP) / (MARK + MARK_GAP));
+
+function marksHeight(items) {
+  if (!items.length) return 0;
+  const rows = items.length > PER_ROW * MAX_MARK_ROWS ? 1 : Math.ceil(items.length / PER_ROW);
+  return rows * (MARK + MARK_GAP) + MARK_GAP;
 }
 
 function itemMarks(items) {
-  const size = 6, shown = items.slice(0, 14);
-  return svg("g", { class: "items", transform: `translate(${BOX_W - 8 - shown.length * (size + 2)},${BOX_H - 14})` },
-    shown.map((item, i) => {
-      const mark = svg("rect", { x: i * (size + 2), y: 0, width: size, height: size, rx: 1,
-        class: `item ${stepState(item.State).css}`, "data-item": i, "data-state": item.State });
+  const top = BOX_H - 4;
+  if (items.length > PER_ROW * MAX_MARK_ROWS) return itemBar(items, top);
+  return svg("g", { class: "items", transform: `translate(${INSET},${top})` },
+    items.map((item, i) => {
+      const mark = svg("rect", { x: (i % PER_ROW) * (MARK + MARK_GAP), y: Math.floor(i / PER_ROW) * (MARK + MARK_GAP),
+        width: MARK, height: MARK, rx: 1, class: `item ${stepState(item.State).css}`, "data-item": i,
+        "data-state": item.State });
+      const title = svg("title");
+      title.textContent = `item ${i}: ${stepState(item.State).label}`;
+      mark.append(title);
       // An item of a for_each sub-flow step runs a child task of its own: its mark links to it.
       return item.ChildTaskId ? svg("a", { href: hashFor("task", item.ChildTaskId), class: "item-link" }, mark) : mark;
     }));
+}
+
+function itemBar(items, top) {
+  const runs = [];
+  items.forEach((item, i) => {
+    const last = runs[runs.length - 1];
+    if (last && last.state === item.State) last.count += 1;
+    else runs.push({ state: item.State, first: i, count: 1 });
+  });
+  const scale = (BOX_W - 2 * INSET) / items.length;
+  return svg("g", { class: "items item-bar", transform: `translate(${INSET},${top})` },
+    runs.map((run) => {
+      const segment = svg("rect", { x: run.first * scale, y: 0, width: Math.max(run.count * scale, 1), height: MARK,
+        class: `item-segment ${stepState(run.state).css}`, "data-state": run.state, "data-count": run.count });
+      const title = svg("title");
+      title.textContent = `items ${run.first}-${run.first + run.count - 1}: ${stepState(run.state).label}`;
+      segment.append(title);
+      return segment;
+    }));
+}
+
+// Text widths, measured with the fonts console.css gives the graph's labels.
+const FONTS = { name: "600 13px", state: "12px", detail: "11px", child: "12px" };
+let canvas = null;
+
+function measure(value, font) {
+  canvas ??= document.createElement("canvas").getContext("2d");
+  const family = getComputedStyle(document.body).fontFamily || "sans-serif";
+  canvas.font = `${font} ${family}`;
+  return canvas.measureText(value).width;
+}
+
+function fit(value, width, font) {
+  if (measure(value, font) <= width) return value;
+  let low = 0, high = value.length; // the longest prefix that fits with its ellipsis
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (measure(`${value.slice(0, mid)}…`, font) <= width) low = mid;
+    else high = mid - 1;
+  }
+  return `${value.slice(0, low)}…`;
 }

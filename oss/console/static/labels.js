@@ -1,5 +1,5 @@
 // Names, words and colours (CSS classes) of task statuses, step states and result codes, as
-// common/statuses.py defines them. The two ways a task fails are told apart: ROLLED_BACK (it
+// common/engine/states.py defines them. The two ways a task fails are told apart: ROLLED_BACK (it
 // failed, or was cancelled, and everything was undone cleanly) and ROLLBACK_FAILED (an undo
 // failed too: an operator must act).
 
@@ -72,4 +72,10 @@ export function phaseOutcome(phase, code) {
   const how = code === 1 ? "" : ` (${RESULT_CODES[code] ?? `code ${code}`})`;
   return phase === "normal"
     ? { label: `failed${how}`, css: "st-failed" } : { label: `rollback failed${how}`, css: "st-rollback-failed" };
+}
+
+// The step whose normal phase failed (the one that made the task roll back): its own code, or a
+// for_each step's, which is its first failed item's (the API derives it from the items).
+export function failedHere(step) {
+  return step.Code !== null && step.Code !== undefined && step.Code !== 0;
 }

@@ -95,7 +95,7 @@ function table(tasks) {
       el("td", { class: "c-owner", text: task.UserId ?? "" }),
       el("td", { class: "c-labels" }, labels(task.Labels)),
       el("td", { class: "c-created" }, when(task.TimeCreate)),
-      el("td", { class: "c-took num", text: duration(task.TimeStart, task.TimeEnd) }),
+      el("td", { class: "c-took num", text: duration(task.TimeStart, task.TimeEnd, FINAL.has(task.TaskStatus)) }),
       el("td", { class: "c-message message", title: task.TaskMessage, text: task.TaskMessage }));
   });
   return el("table", { class: "tasks" }, head, el("tbody", {}, rows));

@@ -104,7 +104,7 @@ function summary(task) {
       fact("Created", when(task.TimeCreate)),
       fact("Started", when(task.TimeStart)),
       fact("Ended", when(task.TimeEnd)),
-      fact("Took", duration(task.TimeStart, task.TimeEnd) || "—"),
+      fact("Took", duration(task.TimeStart, task.TimeEnd, FINAL.has(task.TaskStatus)) || "—"),
       fact("Step", `${task.TaskCursor + 1} of ${task.Steps.length} reached`),
       // A retry runs the flow again as a new generation; the history keeps every run's events.
       task.Generation ? fact("Run", `${task.Generation + 1} (retried ${task.Generation}×)`) : [],

@@ -4,7 +4,7 @@
 // run with its times, duration and error (the API derives them from the history).
 
 import { el, when, duration } from "./dom.js";
-import { stepState, phaseOutcome } from "./labels.js";
+import { FINAL, failedHere, stepState, phaseOutcome } from "./labels.js";
 import { legend } from "./widgets.js";
 
 export function timeline(task) {
@@ -26,22 +26,24 @@ function stepItem(task, step, index) {
   const state = scheduled ? { label: "scheduled", css: "st-scheduled" } : stepState(step.State);
   const normal = phaseOutcome("normal", step.Code);
   const undone = step.RollbackModule === null && !step.Flow ? null : phaseOutcome("rollback", step.RollbackCode);
-  const failedHere = step.Code !== null && step.Code !== 0;
+  const failed = failedHere(step);
+  const ended = FINAL.has(task.TaskStatus);
+  const items = step.Items && step.Items.length ? step.Items.length : 0;
   const attempts = (task.Attempts ?? []).filter((a) => a.Run === task.Generation && a.Cursor === index);
   return el("li", {
-    class: `step ${failedHere ? "st-failed failed-here" : state.css}`,
-    dataset: { step: String(index), state: step.State, ...(failedHere ? { failed: "true" } : {}) },
+    class: `step ${failed ? "st-failed failed-here" : state.css}`,
+    dataset: { step: String(index), state: step.State, ...(failed ? { failed: "true" } : {}) },
   },
   el("div", { class: "step-head" },
     el("span", { class: "step-index", text: String(index) }),
     el("span", { class: "step-name", text: step.Name }),
     outcomeBadges(state, normal, undone, step.State),
-    failedHere ? el("span", { class: "failed-flag", text: "✖ the step that failed" }) : null),
+    failed ? el("span", { class: "failed-flag", text: "✖ the step that failed" }) : null),
   progressNotes(step),
   phaseRow("normal", {
     module: step.NormalModule ?? "sub-flow", command: step.NormalCommand ?? step.Flow, outcome: normal,
     message: step.Message,
-    start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry,
+    start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry, items, ended,
     checking: (run) => waitingUnits(step).some(([, item]) => item === (run.Item ?? null)),
   }, inPhase(0), attempts.filter((a) => a.Phase === 0), scheduled && task.ScheduledFor),
   step.RollbackModule === null && !step.Flow
@@ -52,9 +54,9 @@ function stepItem(task, step, index) {
     : phaseRow("rollback", {
       module: step.RollbackModule ?? "sub-flow", command: step.RollbackCommand ?? `undo ${step.Flow}`, outcome: undone,
       message: step.RollbackMessage, start: step.RollbackTimeStart, end: step.RollbackTimeEnd,
-      attempts: step.RollbackAttempts, retry: step.RollbackRetry ?? 0,
+      attempts: step.RollbackAttempts, retry: step.RollbackRetry ?? 0, items, ended,
       checking: (run) => waitingUnits(step).some(([, item]) => item === (run.Item ?? null)),
-    }, inPhase(1), attempts.filter((a) => a.Phase === 1)));
+    }, inPhase(1), attempts.filter((a) => a.Phase === 1), null));
 }
 
 // The step's story in badges: how its normal phase ended, then what became of it (how its
@@ -79,34 +81,38 @@ function phaseRow(phase, run, inFlight, attempts, startsAt) {
     ran
       ? el("span", { class: "phase-times" },
         when(run.start), " → ", when(run.end),
-        el("span", { class: "took", text: duration(run.start, run.end) }))
+        el("span", { class: "took", text: duration(run.start, run.end, run.ended) }))
       : el("span", { class: "muted", text: startsAt ? "not run yet" : "not run" }),
-    el("span", { class: "attempts", title: "attempts started / allowed (1 + retries)",
-      text: `attempts ${run.attempts}/${run.retry + 1}` }),
+    // A for_each step's attempts are its items' together (each may take 1 + retries).
+    run.items
+      ? el("span", { class: "attempts", title: `attempts started by its items, each allowed ${run.retry + 1}`,
+        text: `attempts ${run.attempts} over ${run.items} items` })
+      : el("span", { class: "attempts", title: "attempts started / allowed (1 + retries)",
+        text: `attempts ${run.attempts}/${run.retry + 1}` }),
     run.outcome ? el("span", { class: `code ${run.outcome.css}`, text: run.outcome.label }) : null,
     startsAt ? el("span", { class: "active-run scheduled" }, "scheduled: starts at ", when(startsAt))
       : active ? activeRun(active, inFlight.length, run.checking) : null,
-    ...attemptsAndMessage(attempts, run.message));
+    ...attemptsAndMessage(attempts, run.message, run.ended));
 }
 
 // One attempt that ended as the phase did: its message is the phase's. Otherwise every attempt,
 // and the phase's message too when it is not the last attempt's (compensated by hand, say).
-function attemptsAndMessage(attempts, message) {
+function attemptsAndMessage(attempts, message, ended) {
   const list = attempts.length > 1 || (attempts.length === 1 && attempts[0].Message !== message)
-    ? attemptList(attempts) : null;
+    ? attemptList(attempts, ended) : null;
   const last = attempts.length ? attempts[attempts.length - 1].Message : null;
   const text = message && (!list || message !== last) ? el("pre", { class: "phase-message", text: message }) : null;
   return [list, text];
 }
 
 // Every attempt of one phase: when, how long, how it ended, its error.
-function attemptList(attempts) {
+function attemptList(attempts, ended) {
   return el("ol", { class: "attempt-list" }, attempts.map((a) => el("li", {
     class: `attempt outcome-${a.Outcome.replace(/[^a-z]+/g, "-")}`, dataset: { attempt: String(a.Attempt) },
   },
   el("span", { class: "attempt-no", text: `${a.Item === null || a.Item === undefined ? "" : `item ${a.Item} · `}attempt ${a.Attempt}` }),
   el("span", { class: "phase-times" }, when(a.TimeStart), " → ", when(a.TimeEnd)),
-  el("span", { class: "took", text: duration(a.TimeStart, a.TimeEnd) }),
+  el("span", { class: "took", text: duration(a.TimeStart, a.TimeEnd, ended) }),
   el("span", { class: "attempt-outcome", text: a.Outcome }),
   a.Worker ? el("span", { class: "muted small", text: `on ${a.Worker}` }) : null,
   a.Message ? el("pre", { class: "phase-message", text: a.Message }) : null)));

@@ -1,0 +1,269 @@
+"""Applying routing's plans to a task: dispatch what is ready, conclude runs, end the task.
+
+`conclude` records how a run ended and routes; `advance` asks common.engine.routing.plan what to do
+and does it until nothing is left (one change may start a whole wave of ready steps, or pass
+over a chain of steps without rollback). Pure: the task given is changed in place, and the
+caller writes it with one compare-and-set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from common.engine.check_again import next_check
+from common.engine.gates.task_lock import release_on_finish
+from common.masking import scrubbed_text
+from common.engine.document import Alarm, OutboxEntry, Run, StepItem, Task
+from common.queues import ALARM_QUEUE
+from common.engine.routing import Unit, plan, unit_state, units
+from common.engine.gates.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.kinds import fan_out
+from common.engine.kinds.subflow import child_entry, child_finished_entry, child_task_id
+from common.engine.gates.task_waits import deadline_message, overdue, start_due, task_finished_entries
+from common.engine.units import (
+    MAX_MESSAGE_PRIORITY,
+    AttemptResult,
+    IdFactory,
+    Timing,
+    add_run,
+    begin_attempt,
+    cancel_message,
+    drop_outbox,
+    publish_entry,
+    record,
+    remove_run,
+    set_status,
+    set_unit_state,
+    store_result,
+    unit_name,
+)
+
+
+def advance(task: Task, timing: Timing, actor: str, ids: IdFactory, due_at: float | None = None) -> None:
+    """Start whatever the graph makes ready, pass over, or end the task (DESIGN.md sec. 4)."""
+    # A delayed start holds however the task comes here (created, resumed, woken by another task).
+    due = max(timing.now if due_at is None else due_at, start_due(task, timing.now))
+    if overdue(task, timing.now):  # DESIGN.md sec. 10: past its deadline, the task rolls back
+        task.TaskMessage = deadline_message(task)
+        record(task, timing.now, "deadline_passed", actor=actor, message=task.TaskMessage)
+        enter_rollback(task, timing, actor)
+    while move := plan(task):
+        for cursor in move.open_steps:
+            _open_for_each(task, cursor, timing, actor)
+        for unit in move.start:
+            dispatch(task, unit, Phase.NORMAL, 1, timing, due, actor, ids)
+        for unit in move.skip:
+            set_unit_state(task, unit, StepState.SKIPPED)
+        for unit in move.roll_back:
+            _start_rollback(task, unit, timing, actor, ids)
+        if move.finish is not None:
+            finish(task, move.finish, timing.now, actor, ids)
+            return
+
+
+def dispatch(task: Task, unit: Unit, phase: Phase, attempt: int, timing: Timing, due_at: float,
+             actor: str, ids: IdFactory) -> Run:
+    """A new run of `unit`'s `phase`, and what it owes the broker (or the child) in the outbox."""
+    step = task.Steps[unit[0]]
+    set_unit_state(task, unit, StepState.RUNNING if phase is Phase.NORMAL else StepState.ROLLING_BACK)
+    if phase is Phase.NORMAL:
+        task.TaskCursor = max(task.TaskCursor, unit[0])
+    if step.Flow is not None:
+        run = add_run(task, unit, phase, attempt, ids, deadline=None, since=due_at)
+        run.State = RunState.WAITING_CHILD
+        entry = child_entry(task, run, due_at)
+        if due_at <= timing.now:  # no module claims it: asking for the child begins the attempt
+            begin_attempt(task, run, due_at)
+    else:
+        run = add_run(task, unit, phase, attempt, ids, deadline=due_at + timing.redeliver_after, since=due_at)
+        entry = publish_entry(task, run, due_at)
+    if phase is Phase.NORMAL and step.Flow is None and must_wait(task, unit):
+        wait_for_lock(task, run, due_at)  # the step's own lock first: the outbox asks for it instead
+    else:
+        task.Outbox.append(entry)
+    record(task, timing.now, "dispatched", run, actor=actor)
+    return run
+
+
+def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor: str, ids: IdFactory) -> None:
+    """Record how `run` ended; retry it, or settle its unit and route."""
+    unit, step = run.unit, task.Steps[run.Cursor]
+    state = unit_state(task, unit)
+    normal = run.Phase is Phase.NORMAL
+    if step.Flow is not None:  # a child asked for later (a delayed start) began when it was due
+        begin_attempt(task, run, run.Since or timing.now)
+    remove_run(task, run)
+    if result.check_again is not None:  # "not done yet": no attempt counted, no slot held
+        verdict = next_check(task, run, result, timing.now, actor)
+        if isinstance(verdict, float):
+            dispatch(task, unit, run.Phase, run.Attempt, timing, verdict, actor, ids)
+            return
+        result = verdict
+    store_result(state, run.Phase, result, timing.now)
+    # Cancelled, or another unit failed: a normal unit gets no further attempt (it drains).
+    stopping = normal and (task.CancelRequested is not None or task.TaskStatus is TaskStatus.ROLLING_BACK
+                           or overdue(task, timing.now))  # fmt: skip
+    if not result.ok and result.retryable and not stopping and run.Attempt <= step.retry(run.Phase):
+        record(task, timing.now, "attempt_failed", run, actor=actor, message=result.message)
+        dispatch(task, unit, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
+        return
+    if result.ok:
+        new_state, event = (StepState.SUCCEEDED, "step_succeeded") if normal else (StepState.ROLLED_BACK, "rollback_succeeded")
+    else:
+        new_state, event = (StepState.FAILED, "step_failed") if normal else (StepState.ROLLBACK_FAILED, "rollback_failed")
+    set_unit_state(task, unit, new_state)
+    state.WaitingSince = None  # the phase is over: it waits no more
+    record(task, timing.now, event, run, actor=actor, message=result.message)
+    if normal:
+        release_unit(task, unit, timing.now)  # a step lock is held until the unit settles
+    if result.ok and normal:
+        _absorb_output(task, run, result)
+    elif result.ok and run.Item is None:
+        task.Parameters.update(result.output)  # a rollback's report, as for a line
+    if not result.ok and (not normal or task.TaskStatus is not TaskStatus.ROLLING_BACK):
+        what = unit_name(task, unit) if normal else f"rollback of {unit_name(task, unit)}"
+        task.TaskMessage = f"{what} failed: {result.message}"
+    if normal and task.CancelRequested is not None:
+        cancel = task.CancelRequested
+        record(task, timing.now, "cancelled", run, actor=cancel.Actor, message=cancel.Reason)
+    if normal and (not result.ok or task.CancelRequested is not None):
+        enter_rollback(task, timing, actor)
+    advance(task, timing, actor, ids)
+
+
+def enter_rollback(task: Task, timing: Timing, actor: str) -> None:
+    """A normal unit failed for good (or a cancel): stop starting, cancel what nobody claimed
+    (DESIGN.md 4.2). Running runs drain; routing rolls back once they are gone."""
+    cancel = task.CancelRequested
+    if cancel is not None:
+        task.TaskMessage = cancel_message(cancel)
+    task.Paused = None  # a pause holds the flow forward only: undoing it is never held up
+    if task.TaskStatus is TaskStatus.ROLLING_BACK:
+        return
+    set_status(task, TaskStatus.ROLLING_BACK)
+    fan_out.withdraw_unclaimed(task, timing.now)  # the items of steps over records: their relay does it
+    for run in [r for r in task.Runs if r.Phase is Phase.NORMAL and r.State in UNCLAIMED]:
+        remove_run(task, run)
+        drop_outbox(task, run.DispatchId)
+        release_unit(task, run.unit, timing.now)
+        # A first attempt never ran: nothing to undo. A retry waiting out its backoff ran
+        # before: it may have left debris, so it is rolled back.
+        state = unit_state(task, run.unit)
+        if run.Attempt == 1 and state.WaitingSince is None:  # a unit checking again has run
+            set_unit_state(task, run.unit, StepState.CANCELLED)
+        else:
+            set_unit_state(task, run.unit, StepState.FAILED)
+            state.TimeEnd = timing.now
+        record(task, timing.now, "cancelled", run, actor=cancel.Actor if cancel else actor,
+               message=cancel.Reason if cancel else "another unit failed")
+
+
+def finish(task: Task, status: TaskStatus, now: float, actor: str, ids: IdFactory) -> None:
+    set_status(task, status)
+    task.TimeEnd = now
+    task.Paused = None
+    if status is TaskStatus.SUCCESS:
+        task.TaskMessage = ""
+    elif status is TaskStatus.ROLLED_BACK:
+        task.TaskMessage = f"rolled back: {task.TaskMessage}" if task.TaskMessage else "rolled back"
+    record(task, now, f"task_{status.name.lower()}", actor=actor, message=task.TaskMessage)
+    if status is TaskStatus.ROLLBACK_FAILED:
+        _raise_alarm(task, now, actor, ids)
+    if task.Parent is not None:
+        task.Outbox.append(child_finished_entry(task, now))
+    task.Outbox += task_finished_entries(task, now)  # wakes the tasks waiting for this one
+    release_all_units(task, now)
+    release_on_finish(task, now)
+
+
+def with_delay(timing: Timing, delay: float) -> Timing:
+    return dataclasses.replace(timing, retry_delay=delay)
+
+
+def _open_for_each(task: Task, cursor: int, timing: Timing, actor: str) -> None:
+    """Fix a for_each step's items from its list parameter, as it is at this moment."""
+    step = task.Steps[cursor]
+    values = task.Parameters.get(step.ForEach or "")
+    task.TaskCursor = max(task.TaskCursor, cursor)
+    _started(task, timing.now)
+    step.TimeStart = timing.now
+    set_unit_state(task, (cursor, None), StepState.RUNNING)
+    if not isinstance(values, list):
+        step.Items = []
+        step.Code, step.TimeEnd = ResultCode.FAILED, timing.now
+        step.Message = f"for_each parameter {step.ForEach!r} is not a list"
+        set_unit_state(task, (cursor, None), StepState.FAILED)
+        task.TaskMessage = f"{unit_name(task, (cursor, None))} failed: {step.Message}"
+        record(task, timing.now, "step_failed", actor=actor, message=step.Message, unit=(cursor, None))
+        enter_rollback(task, timing, actor)
+        return
+    record(task, timing.now, "items_fixed", actor=actor, message=f"{len(values)} items", unit=(cursor, None))
+    if values and fan_out.records_for(step):
+        fan_out.open_records(task, cursor, list(values), timing.now)
+        return
+    step.Items = [StepItem(Value=value) for value in values]
+    if not values:  # nothing to do: succeeded at once, with an empty list of outputs
+        step.Code, step.TimeEnd = ResultCode.OK, timing.now
+        set_unit_state(task, (cursor, None), StepState.SUCCEEDED)
+        task.Parameters[step.Name] = []
+
+
+def _started(task: Task, now: float) -> None:
+    """Work began without a module's claim (a for_each step opened, a child ended)."""
+    if task.TaskStatus is TaskStatus.NOT_STARTED:
+        set_status(task, TaskStatus.RUNNING)
+        task.TimeStart = now
+
+
+def _absorb_output(task: Task, run: Run, result: AttemptResult) -> None:
+    """A plain unit's output joins Parameters; items keep theirs until the whole step is done,
+    then the list goes under the step's name, in item order (DESIGN.md 4.5)."""
+    step = task.Steps[run.Cursor]
+    if run.Item is None:
+        task.Parameters.update(result.output)
+        return
+    assert step.Items is not None
+    step.Items[run.Item].Output = dict(result.output)
+    if step.State is StepState.SUCCEEDED:
+        task.Parameters[step.Name] = [item.Output for item in step.Items]  # its outcome: common/engine/step_summary.py
+
+
+def _start_rollback(task: Task, unit: Unit, timing: Timing, actor: str, ids: IdFactory) -> None:
+    step, state = task.Steps[unit[0]], unit_state(task, unit)
+    if fan_out.keeps_records(step):  # its items roll back through their records
+        fan_out.start_rollback(task, unit[0], timing.now)
+        return
+    if step.Flow is not None and state.Code is not ResultCode.OK:
+        # The child failed and rolled itself back already: nothing left to undo here. Its
+        # rollback is recorded as done when the child ended.
+        message = f"child task {child_task_id(task, *unit)} rolled itself back"
+        set_unit_state(task, unit, StepState.ROLLING_BACK)
+        store_result(state, Phase.ROLLBACK, AttemptResult(ResultCode.OK, message), state.TimeEnd or timing.now)
+        state.RollbackTimeStart = state.RollbackTimeEnd
+        set_unit_state(task, unit, StepState.ROLLED_BACK)
+        record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit, message=message)
+        return
+    state.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
+    dispatch(task, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
+
+
+def _raise_alarm(task: Task, now: float, actor: str, ids: IdFactory) -> None:
+    failed = [(c, i) for c, s in enumerate(task.Steps) for i, u in units(s) if u.State is StepState.ROLLBACK_FAILED]
+    cursor = failed[0][0] if failed else 0
+    step = task.Steps[cursor]
+    names = ", ".join(unit_name(task, u) for u in failed)
+    alarm = Alarm(
+        AlarmId=ids(), Kind="rollback_failed", Time=now,
+        # The failure message may quote a secret parameter; the alarm travels to the monitor's
+        # log, the alarm store and a webhook, none of which knows the task's secrets: scrub here.
+        Message=scrubbed_text(task.TaskMessage if len(failed) <= 1 else f"{task.TaskMessage} (rollbacks failed: {names})",
+                              task),
+        TaskId=task.TaskId, Cursor=cursor, Phase=Phase.ROLLBACK,
+        Module=step.RollbackModule, Command=step.RollbackCommand,
+    )
+    task.Outbox.append(OutboxEntry(DispatchId=alarm.AlarmId, Queue=ALARM_QUEUE, Body=alarm.model_dump(mode="json"),
+                                   Priority=MAX_MESSAGE_PRIORITY, DueAt=now))
+    event = Run(Cursor=cursor, Item=failed[0][1] if failed else None, Phase=Phase.ROLLBACK,
+                Attempt=unit_state(task, failed[0]).RollbackAttempts if failed else 1, DispatchId="")
+    record(task, now, "alarm_raised", event, actor=actor, message=alarm.AlarmId)

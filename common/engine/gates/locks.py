@@ -1,0 +1,147 @@
+"""Per-key locks (DESIGN.md sec. 10): the lock document and the pure decisions on it.
+
+A task type may declare `lock: {key: "cluster:{cluster}", limit: 5}`: at most `limit` tasks
+whose rendered key is the same run at once; the others wait, best priority first, then in
+submission order. One document per key holds who holds it and who waits; every change to it is
+one compare-and-set on its `Version` (common/store/locks_table.py applies these functions), so
+two processes racing for the last slot cannot both win.
+
+The task side (common/engine/gates/lock_transitions.py) keeps `Task.Lock` and `Task.WaitingFor`; the outbox
+entries `lock_acquire` and `lock_release` connect the two documents (common/relay/lock_relay.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from collections.abc import Collection
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from common.logging import SECRET_KEY, mask_secrets
+from common.engine.states import TaskStatus
+
+LOCK_ACQUIRE = "lock_acquire"
+LOCK_RELEASE = "lock_release"
+LOCK_KINDS = frozenset({LOCK_ACQUIRE, LOCK_RELEASE})
+
+WAITING, HELD, KEPT, RELEASED = "waiting", "held", "kept", "released"
+# Not asked for yet: the task waits for another task first (`after_task`), and asks for its lock
+# once that one succeeded, so it never holds a slot while it cannot start.
+PENDING = "pending"
+# A task in one of these is done with its lock: a holder left behind by a crash is reclaimed.
+# ROLLBACK_FAILED is not one: its lock is KEPT until an operator ends the task.
+RELEASING_STATUSES = frozenset({TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK})
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LockHolder(_Doc):
+    TaskId: str
+    Since: float
+
+
+class LockWaiter(_Doc):
+    TaskId: str
+    Priority: int = 0
+    Seq: float  # the task's submission time: FIFO within a priority
+    Since: float
+
+
+class KeyLock(_Doc):
+    Key: str
+    Limit: int = 1
+    Holders: list[LockHolder] = Field(default_factory=list)
+    Waiters: list[LockWaiter] = Field(default_factory=list)
+    Version: int = 0
+
+    @property
+    def idle(self) -> bool:
+        return not self.Holders and not self.Waiters
+
+    def holds(self, task_id: str) -> bool:
+        return any(h.TaskId == task_id for h in self.Holders)
+
+    def waits(self, task_id: str) -> bool:
+        return any(w.TaskId == task_id for w in self.Waiters)
+
+
+class LockKeyError(ValueError):
+    """A lock key template names a parameter the task does not have."""
+
+
+def template_fields(template: str) -> list[str]:
+    """The parameter names `{name}` in a key template; ValueError when it is not one."""
+    names = []
+    for _, field, spec, conversion in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conversion:
+            raise ValueError(f"{{{field}}}: a placeholder is a parameter name only, like {{cluster}}")
+        names.append(field)
+    return names
+
+
+def render_key(template: str, parameters: dict[str, Any], secret: Collection[str] = ()) -> str:
+    """The key of these parameters. A key is shown (API, console, logs) and is the lock's
+    identity, so a part that is secret is the digest of its value: one `secret` names (declared
+    secret, or the `item` of a secret list), one named like a secret, or a value that holds
+    one (a URL with a password, a mapping with a secret-looking key). The loader refuses
+    templates that name a secret where it can tell; this covers what only a submission shows."""
+    missing = [name for name in template_fields(template) if name not in parameters]
+    if missing:
+        raise LockKeyError(f"the lock key {template!r} needs parameter {missing[0]!r}")
+    return template.format_map({name: _part(name, parameters[name], secret) for name in template_fields(template)})
+
+
+def _part(name: str, value: Any, secret: Collection[str]) -> str:
+    text = value if isinstance(value, str) else str(value)
+    if name in secret or SECRET_KEY.search(name) or mask_secrets(value) != value:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return text
+
+
+# --- decisions on the lock document ----------------------------------------------------------------
+
+
+def join(lock: KeyLock, task_id: str, priority: int, seq: float, limit: int, now: float) -> tuple[KeyLock, list[str]]:
+    """The task asks for the lock: it waits in line (once), then whoever fits is granted.
+
+    Idempotent: a holder or a waiter asking again changes nothing. The newest declared limit
+    wins (an edited flows.yaml takes effect as tasks ask)."""
+    new = lock.model_copy(deep=True)
+    new.Limit = max(1, limit)
+    if not new.holds(task_id) and not new.waits(task_id):
+        new.Waiters.append(LockWaiter(TaskId=task_id, Priority=priority, Seq=seq, Since=now))
+    return promote(new, now)
+
+
+def leave(lock: KeyLock, task_id: str, now: float) -> tuple[KeyLock, list[str]]:
+    """The task is done with the lock (or gave up waiting): its slot goes to the next in line."""
+    new = lock.model_copy(deep=True)
+    new.Holders = [h for h in new.Holders if h.TaskId != task_id]
+    new.Waiters = [w for w in new.Waiters if w.TaskId != task_id]
+    return promote(new, now)
+
+
+def promote(lock: KeyLock, now: float) -> tuple[KeyLock, list[str]]:
+    """Fill free slots from the waiters, best priority first, then in submission order."""
+    line = sorted(lock.Waiters, key=lambda w: (-w.Priority, w.Seq))
+    granted: list[str] = []
+    while line and len(lock.Holders) < lock.Limit:
+        chosen = line.pop(0)
+        lock.Holders.append(LockHolder(TaskId=chosen.TaskId, Since=now))
+        granted.append(chosen.TaskId)
+    lock.Waiters = [w for w in lock.Waiters if w.TaskId not in granted]
+    return lock, granted
+
+
+def stale_member(task: Any, key: str) -> bool:
+    """Holding or waiting for `key` on behalf of this task is a leak: the task is gone, is done
+    with its lock, or now asks for another key (a new generation, say)."""
+    if task is None or task.Lock is None or task.Lock.Key != key:
+        return True
+    return task.TaskStatus in RELEASING_STATUSES or task.Lock.State == RELEASED

@@ -1,0 +1,99 @@
+"""A lock on one step (flows.yaml `lock:` on a step, DESIGN.md sec. 10): each unit of the step
+(the step, or each item of a `for_each` step) holds the key while its normal phase runs, from
+its first dispatch until it settles (retries keep it); rollbacks take no lock.
+
+The unit's run waits in state `waiting_lock` (no deadline, nothing published) and the task's
+`UnitLocks` says so; the lock table's member is `<TaskId>#<cursor>[.<item>]`, so the relay and
+the sweeper's reclaim (common/relay/lock_relay.py) treat it like a task's own lock. Pure: the callers
+in common.engine.advance change the task in place.
+"""
+
+from __future__ import annotations
+
+from common.engine.gates.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockKeyError, render_key
+from common.engine.document import OutboxEntry, Run, Task, UnitLock
+from common.engine.states import RunState
+from common.engine.units import Refusal, Timing, publish_entry, record
+from common.engine.unit_parameters import command_parameters, unit_secrets
+
+Unit = tuple[int, int | None]
+
+
+def member_id(task_id: str, unit: Unit) -> str:
+    cursor, item = unit
+    return f"{task_id}#{cursor}" if item is None else f"{task_id}#{cursor}.{item}"
+
+
+def parse_member(member: str) -> tuple[str, Unit | None]:
+    """(task id, unit) for a step lock's member; (task id, None) for a task's own lock."""
+    task_id, sep, where = member.rpartition("#")
+    if not sep:
+        return member, None
+    cursor, _, item = where.partition(".")
+    return task_id, (int(cursor), int(item) if item else None)
+
+
+def unit_lock(task: Task, unit: Unit) -> UnitLock | None:
+    return next((u for u in task.UnitLocks if (u.Cursor, u.Item) == unit), None)
+
+
+def must_wait(task: Task, unit: Unit) -> bool:
+    """The unit's step declares a lock the unit does not hold yet."""
+    return task.Steps[unit[0]].Lock is not None and unit_lock(task, unit) is None
+
+
+def wait_for_lock(task: Task, run: Run, now: float) -> None:
+    """Instead of publishing: the run waits, and the outbox asks the lock table for the key."""
+    template = task.Steps[run.Cursor].Lock
+    assert template is not None
+    try:
+        secret = unit_secrets(task.SecretParameters, task.Steps[run.Cursor].ForEach)
+        key = render_key(template.Key, command_parameters(task, run.Cursor, run.Item), secret)  # an item's: with item
+    except LockKeyError:
+        key = template.Key  # checked by the loader; a parameter left without value keys by the template
+    run.State, run.Deadline = RunState.WAITING_LOCK, None
+    task.UnitLocks.append(UnitLock(Cursor=run.Cursor, Item=run.Item, Key=key, State=WAITING))
+    member = member_id(task.TaskId, run.unit)
+    body = {"Key": key, "Limit": template.Limit, "TaskId": task.TaskId, "Member": member,
+            "Priority": task.Priority, "Seq": task.TimeCreate}
+    task.Outbox.append(OutboxEntry(DispatchId=f"{member}:lock:{run.DispatchId}", Kind=LOCK_ACQUIRE, Body=body, DueAt=now))
+    record(task, now, "lock_waiting", run, actor="lock", message=f"waiting for lock {key} (limit {template.Limit})")
+
+
+def unit_lock_granted(task: Task, unit: Unit, key: str, timing: Timing, since: float | None = None) -> Task | Refusal:
+    """The lock table granted the unit its key: its waiting run is published."""
+    held = unit_lock(task, unit)
+    run = next((r for r in task.Runs if r.unit == unit and r.State is RunState.WAITING_LOCK), None)
+    if held is None or held.Key != key or held.State != WAITING or run is None:
+        return Refusal("no run of this unit waits for this lock")
+    new = task.clone()
+    lock = unit_lock(new, unit)
+    run = next(r for r in new.Runs if r.DispatchId == run.DispatchId)
+    assert lock is not None
+    lock.State, lock.Since = HELD, timing.now if since is None else since
+    run.State, run.Since = RunState.PENDING, timing.now
+    run.Deadline = timing.now + timing.redeliver_after
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != f"{member_id(new.TaskId, unit)}:lock:{run.DispatchId}"]
+    new.Outbox.append(publish_entry(new, run, timing.now))
+    record(new, timing.now, "lock_taken", run, actor="lock", message=f"holds lock {key}")
+    return new
+
+
+def release_unit(task: Task, unit: Unit, now: float) -> None:
+    """The unit settled (or was cancelled while waiting): give its key back or leave the line."""
+    lock = unit_lock(task, unit)
+    if lock is None:
+        return
+    task.UnitLocks = [u for u in task.UnitLocks if u is not lock]
+    member = member_id(task.TaskId, unit)
+    body = {"Key": lock.Key, "TaskId": task.TaskId, "Member": member, "Generation": task.Generation}
+    task.Outbox = [e for e in task.Outbox if not e.DispatchId.startswith(f"{member}:lock:")]
+    task.Outbox.append(OutboxEntry(DispatchId=f"{member}:unlock:{task.Version}:{len(task.History)}",
+                                   Kind=LOCK_RELEASE, Body=body, DueAt=now))
+    record(task, now, "lock_released", actor="lock", unit=unit, message=f"released lock {lock.Key}")
+
+
+def release_all_units(task: Task, now: float) -> None:
+    """The task ended: no unit keeps a step lock (a cancelled or drained unit may still)."""
+    for lock in list(task.UnitLocks):
+        release_unit(task, (lock.Cursor, lock.Item), now)

@@ -1,0 +1,77 @@
+"""A task's own lock, the in-place part (DESIGN.md sec. 10): what the task's creation, its final
+change and an operator's retry do to `Task.Lock` and `WaitingFor`. The changes that start work
+once a lock is granted are in lock_transitions.
+
+- `request_lock`: the task waits (`WaitingFor: {Kind: lock}`) and its outbox asks for the lock;
+  routing starts nothing while `WaitingFor` is set.
+- `release_on_finish`: the task's final change gives the lock back (an outbox entry), or, when
+  its rollback failed, keeps it until an operator ends the task.
+- `defer_lock` / `request_deferred_lock`: a task that also waits for another task (`after_task`)
+  asks for its lock only once that task succeeded: waiting in the lock's line, or holding a
+  slot, while it could not start anyway would keep out tasks that could.
+"""
+
+from __future__ import annotations
+
+from common.engine.document import OutboxEntry, Task, TaskLock, WaitCondition
+from common.engine.gates.locks import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
+from common.engine.gates.task_waits import start_due
+from common.engine.states import TaskStatus
+from common.engine.units import drop_outbox, record
+
+LOCK_WAIT = "lock"  # WaitingFor.Kind
+
+
+def request_lock(task: Task, key: str, limit: int, now: float) -> None:
+    """In place: the task waits for `key`; the outbox entry asks the lock table for a slot, at
+    once or at the task's delayed start (common.engine.gates.task_waits.start_due)."""
+    task.Lock = TaskLock(Key=key, Limit=limit, State=WAITING)
+    task.WaitingFor = WaitCondition(Kind=LOCK_WAIT, Key=key, Since=now)
+    body = {"Key": key, "Limit": limit, "TaskId": task.TaskId, "Priority": task.Priority, "Seq": task.TimeCreate}
+    task.Outbox.append(OutboxEntry(DispatchId=acquire_id(task), Kind=LOCK_ACQUIRE, Body=body,
+                                   DueAt=start_due(task, now)))
+    record(task, now, "lock_waiting", actor="oss", message=f"waiting for lock {key} (limit {limit})")
+
+
+def defer_lock(task: Task, key: str, limit: int) -> None:
+    """In place: the task will ask for `key` later (request_deferred_lock); nothing asked now."""
+    task.Lock = TaskLock(Key=key, Limit=limit, State=PENDING)
+
+
+def request_deferred_lock(task: Task, now: float) -> None:
+    """In place: a deferred lock is asked for (the awaited task succeeded)."""
+    if task.Lock is not None and task.Lock.State == PENDING:
+        request_lock(task, task.Lock.Key, task.Lock.Limit, now)
+
+
+def acquire_id(task: Task) -> str:
+    return f"{task.TaskId}:lock:g{task.Generation}"
+
+
+def release_on_finish(task: Task, now: float) -> None:
+    """In place, from the task's final change: give the lock back, or keep it (rollback failed)."""
+    lock = task.Lock
+    if lock is None or lock.State == RELEASED:
+        return
+    if lock.State == PENDING:  # never asked for: nothing to give back
+        lock.State = RELEASED
+        return
+    if task.WaitingFor is not None and task.WaitingFor.Kind == LOCK_WAIT:
+        task.WaitingFor = None  # cancelled while waiting: it leaves the line
+    if task.TaskStatus is TaskStatus.ROLLBACK_FAILED and lock.State in (HELD, KEPT):
+        lock.State = KEPT
+        record(task, now, "lock_kept", actor="lock",
+               message=f"lock {lock.Key} stays held until an operator ends the task")
+        return
+    lock.State = RELEASED
+    body = {"Key": lock.Key, "TaskId": task.TaskId, "Generation": task.Generation}
+    key = f"{task.TaskId}:unlock:{task.Version}:{len(task.History)}"
+    task.Outbox.append(OutboxEntry(DispatchId=key, Kind=LOCK_RELEASE, Body=body, DueAt=now))
+    drop_outbox(task, acquire_id(task))
+    record(task, now, "lock_released", actor="lock", message=f"released lock {lock.Key}")
+
+
+def request_again(task: Task, now: float) -> None:
+    """In place, from an operator's retry of a rolled-back task: queue for the lock again."""
+    if task.Lock is not None:
+        request_lock(task, task.Lock.Key, task.Lock.Limit, now)

@@ -1,0 +1,65 @@
+"""A task's deadline and its wait for another task (DESIGN.md sec. 10), as pure parts.
+
+- Deadline: `Task.Deadline` (epoch). Past it (strictly: a change at the deadline itself still
+  counts as in time) a task that has not ended forward rolls back: no new unit starts, running
+  units finish, the applied ones are undone. `common.engine.advance.advance` applies it on every change;
+  `SweepAt` includes the deadline while the task runs forward, so the sweeper applies it when no
+  change comes (nothing running: a paused task, one waiting for another).
+- After another task: `WaitingFor = {Kind: "task", TaskId, Since, RecheckAt}`; the awaited task
+  lists the waiter in `AwaitedBy`, and its final change (common.engine.advance.finish) puts a
+  `task_finished` outbox entry per waiter, whose flush applies `awaited_finished` to it. The
+  sweeper applies the same change at `RecheckAt`, a safety net (a crash before the waiter was
+  listed), and pushes `RecheckAt` later while the awaited task runs.
+"""
+
+from __future__ import annotations
+
+from common.engine.document import OutboxEntry, Task, WaitCondition
+from common.engine.states import FINAL_STATUSES, TaskStatus
+
+TASK_FINISHED = "task_finished"
+WAIT_TASK = "task"
+RECHECK_SECONDS = 300.0  # the sweeper's safety net: the outbox wakes a waiter at once
+
+
+def overdue(task: Task, now: float) -> bool:
+    return (task.Deadline is not None and now > task.Deadline
+            and task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING))  # fmt: skip
+
+
+def deadline_message(task: Task) -> str:
+    return f"deadline passed: the task had {task.DeadlineSeconds:g} s to finish"
+
+
+def waiting_for_task(awaited_id: str, now: float) -> WaitCondition:
+    return WaitCondition(Kind=WAIT_TASK, TaskId=awaited_id, Since=now, RecheckAt=now + RECHECK_SECONDS)
+
+
+def start_due(task: Task, now: float) -> float:
+    """When a task not started yet may dispatch its first units: now, or its delayed start."""
+    if task.StartAt is not None and task.TaskStatus is TaskStatus.NOT_STARTED:
+        return max(now, task.StartAt)
+    return now
+
+
+def task_finished_entries(task: Task, now: float) -> list[OutboxEntry]:
+    """What a task's final change owes the tasks waiting for it: one wake-up each."""
+    return [
+        OutboxEntry(DispatchId=f"{task.TaskId}:awaited:{waiter}:{task.Version}", Kind=TASK_FINISHED, Body={
+            "TaskId": waiter, "AwaitedTaskId": task.TaskId, "Status": int(task.TaskStatus)}, DueAt=now)
+        for waiter in task.AwaitedBy
+    ]
+
+
+def awaits(task: Task, awaited_id: str) -> bool:
+    wait = task.WaitingFor
+    return (wait is not None and wait.Kind == WAIT_TASK and wait.TaskId == awaited_id
+            and task.TaskStatus is TaskStatus.NOT_STARTED)  # fmt: skip
+
+
+def awaited_outcome(awaited_id: str, status: TaskStatus) -> str | None:
+    """None: the awaited task succeeded (go on); else the message the waiter ends with."""
+    if status is TaskStatus.SUCCESS:
+        return None
+    assert status in FINAL_STATUSES
+    return f"task {awaited_id}, which this task waited for, ended {status.name}: not started"

@@ -1,0 +1,146 @@
+"""A `for_each` step whose items live in records of their own: the task's side (DESIGN.md sec. 12).
+
+The task document keeps the step's `ItemCount`, whether any item still has work in the step's
+current direction (`ItemsOpen`) and the step's outcome; it is written when the step opens, when
+an item fails for good, when the items settle, and when the step's rollback starts. Everything
+an item does in between is a change of its record (common.engine.kinds.item_changes).
+
+Routing treats such a step as one unit: while `ItemsOpen` it counts as running work, like a run
+(common.engine.routing); the changes that then route are in fan_out_transitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from common.engine.document import OutboxEntry, Step, StepItem, Task
+from common.engine.states import ResultCode, StepState, TaskStatus, check_step_transition
+from common.engine.units import Refusal, Timing, record, unit_name
+
+RECORDS = "records"
+OPEN_ITEMS = "open_items"  # outbox kind: insert the records, dispatch each chain's head
+CANCEL_ITEMS = "cancel_items"  # outbox kind: withdraw the normal runs nobody claimed
+ROLLBACK_ITEMS = "rollback_items"  # outbox kind: start the rollback of each chain's first applied item
+ITEM_KINDS = frozenset({OPEN_ITEMS, CANCEL_ITEMS, ROLLBACK_ITEMS})
+
+
+# Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
+# step's items and items under a step lock stay inline (their gates read the task document).
+# Off until the module runtime, the sweeper and the views read item records (DESIGN.md 12,
+# planned): the engine and its relay are complete and tested with it on.
+RECORDS_ENABLED = False
+
+
+def records_for(step: Step) -> bool:
+    """Whether a for_each step opening now keeps its items in records."""
+    return RECORDS_ENABLED and step.Flow is None and step.Lock is None
+
+
+def keeps_records(step: Step) -> bool:
+    return step.ItemStore == RECORDS
+
+
+def entry_id(task: Task, cursor: int, kind: str) -> str:
+    return f"{task.TaskId}:g{task.Generation}:{cursor}:{kind}"
+
+
+def open_records(task: Task, cursor: int, values: list, now: float) -> None:
+    """In place, from the change that opens the step: the records are owed (an outbox entry with
+    the values, fixed now), and the step runs until they settle."""
+    step = task.Steps[cursor]
+    step.ItemStore, step.ItemCount, step.ItemsOpen = RECORDS, len(values), True
+    body = {"Cursor": cursor, "Generation": task.Generation, "Values": values}
+    task.Outbox.append(OutboxEntry(DispatchId=entry_id(task, cursor, OPEN_ITEMS), Kind=OPEN_ITEMS, Body=body, DueAt=now))
+
+
+def withdraw_unclaimed(task: Task, now: float) -> None:
+    """In place, from the change that sends the task backward: every step over records still
+    running forward has its unclaimed normal runs withdrawn (the entry's flusher does it)."""
+    for cursor, step in enumerate(task.Steps):
+        if keeps_records(step) and step.ItemsOpen and step.State is StepState.RUNNING:
+            entry = entry_id(task, cursor, CANCEL_ITEMS)
+            if not any(e.DispatchId == entry for e in task.Outbox):
+                body = {"Cursor": cursor, "Generation": task.Generation}
+                task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=CANCEL_ITEMS, Body=body, DueAt=now))
+
+
+def start_rollback(task: Task, cursor: int, now: float) -> None:
+    """In place, from routing's decision to roll the step back: its applied items' rollbacks are
+    owed (the entry's flusher starts each chain's first one)."""
+    step = task.Steps[cursor]
+    check_step_transition(step.State, StepState.ROLLING_BACK)
+    step.State, step.ItemsOpen = StepState.ROLLING_BACK, True
+    step.RollbackTimeStart = step.RollbackTimeStart or now
+    body = {"Cursor": cursor, "Generation": task.Generation}
+    task.Outbox.append(OutboxEntry(DispatchId=entry_id(task, cursor, ROLLBACK_ITEMS), Kind=ROLLBACK_ITEMS,
+                                   Body=body, DueAt=now))
+
+
+def settle(task: Task, cursor: int, counts: Mapping[StepState, int], timing: Timing, actor: str,
+           outputs: Callable[[], list], failure: tuple[int, str] | None) -> Task | Refusal:
+    """No item of the step has work left in its current direction: conclude the step (its
+    forward part, or its rollback). Refused when it concluded already. `failure`: the first item
+    that failed (forward) or whose rollback failed, and its message."""
+    step = task.Steps[cursor]
+    if not keeps_records(step) or not step.ItemsOpen:
+        return Refusal("the step's items settled already")
+    new = task.clone()
+    step = new.Steps[cursor]
+    step.ItemsOpen = False
+    if step.State is StepState.RUNNING:
+        _settle_forward(new, step, cursor, counts, timing, outputs, failure)
+    else:
+        _settle_backward(new, step, cursor, counts, timing, failure)
+    record(new, timing.now, "items_settled", actor=actor, unit=(cursor, None),
+           message=", ".join(f"{n} {state.value}" for state, n in sorted(counts.items())))
+    return new
+
+
+def _settle_forward(task: Task, step: Step, cursor: int, counts: Mapping[StepState, int], timing: Timing,
+                    outputs: Callable[[], list], failure: tuple[int, str] | None) -> None:
+    done = counts.get(StepState.SUCCEEDED, 0) + counts.get(StepState.OPERATOR_SKIPPED, 0)
+    step.TimeEnd = timing.now
+    if done == step.ItemCount and task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING):
+        check_step_transition(step.State, StepState.SUCCEEDED)
+        step.State, step.Code = StepState.SUCCEEDED, ResultCode.OK
+        task.Parameters[step.Name] = outputs()
+        return
+    if failure is not None and task.TaskStatus is not TaskStatus.ROLLING_BACK:
+        # The failure's own notice was lost with its writer: the step's end sends the task back.
+        task.TaskMessage = f"{unit_name(task, (cursor, failure[0]))} failed: {failure[1]}"
+    applied = counts.get(StepState.SUCCEEDED, 0) + counts.get(StepState.FAILED, 0)
+    state = StepState.FAILED if counts.get(StepState.FAILED) else StepState.SUCCEEDED if applied else StepState.CANCELLED
+    check_step_transition(step.State, state)
+    step.State = state
+    step.Code = ResultCode.FAILED if failure is not None else None
+    step.Message = failure[1] if failure is not None else ""
+
+
+def _settle_backward(task: Task, step: Step, cursor: int, counts: Mapping[StepState, int], timing: Timing,
+                     failure: tuple[int, str] | None) -> None:
+    step.RollbackTimeEnd = timing.now
+    failed = counts.get(StepState.ROLLBACK_FAILED, 0) > 0
+    state = StepState.ROLLBACK_FAILED if failed else StepState.ROLLED_BACK
+    check_step_transition(step.State, state)
+    step.State = state
+    step.RollbackCode = ResultCode.FAILED if failed else ResultCode.OK
+    if failed and failure is not None:
+        step.RollbackMessage = failure[1]
+        task.TaskMessage = f"rollback of {unit_name(task, (cursor, failure[0]))} failed: {failure[1]}"
+
+
+def inline_view(task: Task, records: Mapping[int, list]) -> Task:
+    """The task as if its steps over records kept their items inline (`records`: cursor -> its
+    ItemRecords in item order), with the items' events merged into the history by time: what
+    a reader that knows only inline items (a check, an export) needs. Never written back."""
+    view = task.clone()
+    events = list(view.History)
+    for cursor, items in records.items():
+        step = view.Steps[cursor]
+        step.Items = [StepItem.model_validate(r.model_dump(include=set(StepItem.model_fields))) for r in items]
+        if step.State is StepState.SKIPPED:  # passed over backward as a whole (no rollback declared)
+            for item in step.Items:
+                item.State = StepState.SKIPPED if item.State in (StepState.SUCCEEDED, StepState.FAILED) else item.State
+        events += [event for r in items for event in r.History]
+    view.History = sorted(events, key=lambda e: e.Time)
+    return view

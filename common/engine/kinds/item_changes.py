@@ -1,0 +1,274 @@
+"""The changes of one item record of a `for_each` step (DESIGN.md sec. 12), as pure functions.
+
+Each takes the record as read (and the task as read, for what the step and the task say) and
+returns a new record to write with one compare-and-set on the record's `Version`, or a
+`Refusal`. What a change owes the step (start the next item of its chain, ask whether the step
+is done, send the task backward) goes into the record's `Owes`; common.relay.items applies it.
+The task document is never written here.
+"""
+
+from __future__ import annotations
+
+from common.engine.check_again import check_message, decide_check
+from common.engine.document import HistoryEvent, Run, Task
+from common.engine.gates.task_waits import overdue
+from common.engine.item_record import (
+    OWES_FAILED,
+    OWES_ROLLBACK_SUCCESSOR,
+    OWES_SETTLED,
+    OWES_SUCCESSOR,
+    ItemRecord,
+)
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
+from common.engine.states import check_step_transition
+from common.engine.units import AttemptResult, IdFactory, Refusal, Timing, publish_entry, store_result
+
+ITEM_HISTORY_LIMIT = 30  # an item's own events: claims, attempts, outcomes (a retry loop is bounded)
+APPLIED = frozenset({StepState.SUCCEEDED, StepState.FAILED})
+
+
+def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFactory,
+                actor: str) -> list[ItemRecord]:
+    """The records of a step opening over `values`: the head of each chain dispatched, the rest
+    waiting for the item before them in their chain (DESIGN.md 12.3)."""
+    chains = chain_count(task, cursor)
+    records = []
+    for index, value in enumerate(values):
+        record = ItemRecord(TaskId=task.TaskId, Generation=task.Generation, Cursor=cursor, Item=index, Value=value)
+        if index < chains:
+            _dispatch(task, record, Phase.NORMAL, 1, timing, timing.now, actor, ids)
+        records.append(record)
+    return records
+
+
+def chain_count(task: Task, cursor: int) -> int:
+    step = task.Steps[cursor]
+    return max(1, step.MaxParallel or step.ItemCount or 1)
+
+
+def claim_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, timing: Timing) -> ItemRecord | Refusal:
+    """PENDING -> RUNNING for the record's dispatch, leased to `owner`. A normal phase is refused
+    once the task stopped going forward: no new normal unit starts (DESIGN.md 4.2)."""
+    run = record.Run
+    if task.TaskStatus in FINAL_STATUSES:
+        return Refusal(f"task is {task.TaskStatus.name}, nothing to run")
+    if run is None or run.DispatchId != dispatch_id:
+        return Refusal("stale dispatch: the item has moved on")
+    if run.State is not RunState.PENDING:
+        return Refusal(f"already claimed by {run.Owner}")
+    if run.Phase is Phase.NORMAL and not _forward(task):
+        return Refusal("the task is no longer going forward")
+    if run.Phase is Phase.NORMAL and task.Paused is not None:
+        return Refusal("the task is paused")
+    new = _copy(record)
+    run = new.Run
+    assert run is not None
+    run.State, run.Owner, run.Deadline = RunState.RUNNING, owner, timing.now + timing.lease
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
+    if run.Phase is Phase.NORMAL:
+        new.Attempts, new.TimeStart = run.Attempt, new.TimeStart or timing.now
+    else:
+        new.RollbackAttempts, new.RollbackTimeStart = run.Attempt, new.RollbackTimeStart or timing.now
+    _event(new, timing.now, "claimed", run, owner)
+    return new
+
+
+def renew_item_lease(record: ItemRecord, dispatch_id: str, owner: str, timing: Timing) -> ItemRecord | Refusal:
+    refusal = _check_owner(record, dispatch_id, owner)
+    if refusal:
+        return refusal
+    new = _copy(record)
+    assert new.Run is not None
+    new.Run.Deadline = timing.now + timing.lease
+    return new
+
+
+def finish_item_attempt(record: ItemRecord, task: Task, dispatch_id: str, owner: str, result: AttemptResult,
+                        timing: Timing, ids: IdFactory) -> ItemRecord | Refusal:
+    """Record how the owner's attempt ended: retry it, check again later, or conclude the item
+    and note what that owes the step."""
+    refusal = _check_owner(record, dispatch_id, owner)
+    if refusal:
+        return refusal
+    new = _copy(record)
+    assert new.Run is not None
+    _conclude(new, new.Run, task, result, timing, owner, ids)
+    return new
+
+
+def release_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, timing: Timing,
+                 ids: IdFactory) -> ItemRecord | Refusal:
+    """Give a claimed run back (its module shuts down): dispatched again, no attempt counted;
+    a normal run of a task going backward concludes as failed instead (it drains)."""
+    refusal = _check_owner(record, dispatch_id, owner)
+    if refusal:
+        return refusal
+    new = _copy(record)
+    run = new.Run
+    assert run is not None
+    _event(new, timing.now, "released", run, owner, "module shutting down")
+    if run.Phase is Phase.NORMAL and not _forward(task):
+        _conclude(new, run, task, AttemptResult(ResultCode.FAILED, "stopped by a module shutdown"), timing, owner, ids)
+        return new
+    new.Run = None
+    _dispatch(task, new, run.Phase, run.Attempt, timing, timing.now, owner, ids)
+    return new
+
+
+def expire_item(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory,
+                redispatch_backoff_max: int) -> ItemRecord | Refusal:
+    """The sweeper's change for a record whose run passed its deadline: a lapsed lease is a
+    failed attempt (`worker_lost`); a dispatch nobody claimed is published again, backing off."""
+    run = record.Run
+    if run is None or run.Deadline is None or run.Deadline > timing.now:
+        return Refusal("nothing past its deadline")
+    new = _copy(record)
+    run = new.Run
+    assert run is not None
+    if run.State is RunState.RUNNING:
+        lost = AttemptResult(ResultCode.WORKER_LOST, f"lease of {run.Owner} lapsed")
+        _conclude(new, run, task, lost, timing, "sweeper", ids)
+        return new
+    if run.Phase is Phase.NORMAL and not _forward(task):
+        return cancel_item(record, task, timing)
+    waiting = next((e for e in new.Outbox if e.DispatchId == run.DispatchId), None)
+    if waiting is None:
+        new.Outbox.append(publish_entry(task, run, due_at=timing.now))
+    else:
+        waiting.DueAt = timing.now
+    run.Deadline = timing.now + timing.redeliver_after * min(2**run.Redispatches, redispatch_backoff_max)
+    run.Redispatches += 1
+    _event(new, timing.now, "redispatched", run, "sweeper", "never claimed")
+    return new
+
+
+def start_successor(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory, actor: str) -> ItemRecord | Refusal:
+    """Start a waiting item whose turn in its chain came (the item before it succeeded)."""
+    if record.State is not StepState.WAITING or record.Run is not None:
+        return Refusal("started already")
+    if not _forward(task) or task.Paused is not None:
+        return Refusal("the task starts no new item now")
+    new = _copy(record)
+    _dispatch(task, new, Phase.NORMAL, 1, timing, timing.now, actor, ids)
+    return new
+
+
+def cancel_item(record: ItemRecord, task: Task, timing: Timing) -> ItemRecord | Refusal:
+    """The task went backward: a normal run nobody claimed is withdrawn (DESIGN.md 4.2). A first
+    attempt never ran (cancelled); a retry waiting out its backoff ran before (failed)."""
+    run = record.Run
+    if run is None or run.Phase is not Phase.NORMAL or run.State is not RunState.PENDING:
+        return Refusal("nothing unclaimed to cancel")
+    new = _copy(record)
+    new.Run = None
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    if run.Attempt == 1 and new.WaitingSince is None:
+        _set_state(new, StepState.CANCELLED)
+    else:
+        _set_state(new, StepState.FAILED)
+        new.TimeEnd = timing.now
+    new.Owes = _owes(new.Owes, OWES_SETTLED)
+    _event(new, timing.now, "cancelled", run, "oss", "another unit failed" if task.CancelRequested is None
+           else f"cancelled by {task.CancelRequested.Actor}")
+    return new
+
+
+def start_item_rollback(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory, actor: str) -> ItemRecord | Refusal:
+    """Dispatch the rollback of an applied item (its step's rollback is under way)."""
+    if record.State not in APPLIED or record.Run is not None:
+        return Refusal("not an applied item waiting for its rollback")
+    new = _copy(record)
+    new.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
+    _dispatch(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
+    return new
+
+
+def applied_owes_done(record: ItemRecord, owes: str) -> ItemRecord | Refusal:
+    """The relay applied `owes`: drop it from the record."""
+    if owes not in record.Owes:
+        return Refusal("applied already")
+    new = _copy(record)
+    new.Owes = [o for o in new.Owes if o != owes]
+    return new
+
+
+# --- the parts ---------------------------------------------------------------------------------
+
+
+def _forward(task: Task) -> bool:
+    return task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
+
+
+def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timing: Timing, actor: str,
+              ids: IdFactory) -> None:
+    step = task.Steps[new.Cursor]
+    normal = run.Phase is Phase.NORMAL
+    new.Run = None
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    if result.check_again is not None:  # "not done yet": no attempt counted, no slot held
+        verdict = decide_check(task, step, new, run, result, timing.now)
+        if isinstance(verdict, float):
+            _event(new, timing.now, "check_again", run, actor, check_message(verdict, timing.now, result))
+            _dispatch(task, new, run.Phase, run.Attempt, timing, verdict, actor, ids)
+            return
+        result = verdict
+    store_result(new, run.Phase, result, timing.now)
+    stopping = normal and (not _forward(task) or overdue(task, timing.now))
+    if not result.ok and result.retryable and not stopping and run.Attempt <= step.retry(run.Phase):
+        _event(new, timing.now, "attempt_failed", run, actor, result.message)
+        _dispatch(task, new, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
+        return
+    if result.ok:
+        state, event = (StepState.SUCCEEDED, "step_succeeded") if normal else (StepState.ROLLED_BACK, "rollback_succeeded")
+    else:
+        state, event = (StepState.FAILED, "step_failed") if normal else (StepState.ROLLBACK_FAILED, "rollback_failed")
+    _set_state(new, state)
+    new.WaitingSince = None
+    _event(new, timing.now, event, run, actor, result.message)
+    if result.ok and normal:
+        new.Output = dict(result.output)
+    if normal:
+        owes = OWES_SUCCESSOR if result.ok else OWES_FAILED
+    else:
+        owes = OWES_ROLLBACK_SUCCESSOR if result.ok else None
+    new.Owes = _owes(_owes(new.Owes, owes), OWES_SETTLED)
+    new.Open = False
+
+
+def _dispatch(task: Task, record: ItemRecord, phase: Phase, attempt: int, timing: Timing, due_at: float,
+              actor: str, ids: IdFactory) -> None:
+    _set_state(record, StepState.RUNNING if phase is Phase.NORMAL else StepState.ROLLING_BACK)
+    run = Run(Cursor=record.Cursor, Item=record.Item, Phase=phase, Attempt=attempt, DispatchId=ids(),
+              Deadline=due_at + timing.redeliver_after, Since=due_at)
+    record.Run = run
+    record.Outbox.append(publish_entry(task, run, due_at))
+    record.Open = True
+    _event(record, timing.now, "dispatched", run, actor)
+
+
+def _check_owner(record: ItemRecord, dispatch_id: str, owner: str) -> Refusal | None:
+    run = record.Run
+    if run is None or run.DispatchId != dispatch_id:
+        return Refusal("stale dispatch: the item has moved on")
+    if run.State is not RunState.RUNNING or run.Owner != owner:
+        return Refusal(f"claim lost: run is {run.State.value}, owned by {run.Owner}")
+    return None
+
+
+def _set_state(record: ItemRecord, state: StepState) -> None:
+    check_step_transition(record.State, state)
+    record.State = state
+
+
+def _owes(owes: list[str], what: str | None) -> list[str]:
+    return owes if what is None or what in owes else [*owes, what]
+
+
+def _event(record: ItemRecord, now: float, event: str, run: Run, actor: str, message: str = "") -> None:
+    record.History.append(HistoryEvent(Time=now, Event=event, Cursor=run.Cursor, Item=run.Item, Phase=run.Phase,
+                                       Attempt=run.Attempt, Actor=actor, Message=message))
+    del record.History[:-ITEM_HISTORY_LIMIT]
+
+
+def _copy(record: ItemRecord) -> ItemRecord:
+    return ItemRecord.model_validate(record.model_dump())

@@ -1,0 +1,110 @@
+"""Webhook notifications of a task's status changes (DESIGN.md sec. 10), as pure functions.
+
+A change that moves a task's status gets one outbox entry of kind `webhook` per target of the
+task (`Task.Notify`) that asks for the event, written by the SAME compare-and-set as the change
+(common.store.mutate calls `add_notifications`; a new task's insert too): a crash after the
+commit loses no notification, and the sweeper delivers it (common.relay.webhooks) at least once.
+The payload is built here, from the masked task: a secret parameter never leaves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.logging import mask_secrets, scrub_values
+from common.masking import mask_parameters, secret_values
+from common.engine.document import OutboxEntry, Task, TaskBefore
+from common.engine.states import FINAL_STATUSES, TaskStatus
+
+WEBHOOK = "webhook"
+CREATED = "created"
+CANCELLED = "cancelled"
+# The lock feature's hook: a task that waits for a lock emits this event from the change that
+# makes it wait (add it in `task_events` once the task records `WaitingFor`).
+WAITING_FOR_LOCK = "waiting_for_lock"
+# Every status a change can move a task to has its event: a new status must name one here.
+STATUS_EVENTS: dict[TaskStatus, str] = {
+    TaskStatus.NOT_STARTED: "restarted",  # an operator's retry or skip starts a rolled-back task again
+    TaskStatus.RUNNING: "started",
+    TaskStatus.SUCCESS: "succeeded",
+    TaskStatus.ROLLING_BACK: "rolling_back",
+    TaskStatus.ROLLED_BACK: "rolled_back",
+    TaskStatus.ROLLBACK_FAILED: "rollback_failed",
+}
+EVENTS: tuple[str, ...] = (CREATED, *STATUS_EVENTS.values(), CANCELLED, WAITING_FOR_LOCK)
+
+
+def task_events(before: Task | TaskBefore | None, after: Task) -> list[str]:
+    """What a change from `before` (None: the task is new) to `after` tells the webhooks."""
+    if before is None:
+        return [CREATED]
+    events = []
+    # The change's own events: numbered from the task's creation (older ones may be archived).
+    new_events = after.History[max(0, before.history_count - after.HistoryArchived):]
+    if any(e.Event == "cancel_requested" for e in new_events):
+        events.append(CANCELLED)
+    if any(e.Event == "waiting_for_lock" for e in new_events):
+        events.append(WAITING_FOR_LOCK)
+    if after.TaskStatus != before.TaskStatus:
+        events.append(STATUS_EVENTS[after.TaskStatus])
+    return events
+
+
+def add_notifications(before: Task | TaskBefore | None, after: Task) -> None:
+    """Append to `after`'s outbox the webhook entries its change owes (edits `after` in place:
+    call it on the task about to be written, with its final Version)."""
+    if not after.Notify:
+        return
+    events = task_events(before, after)
+    if not events:
+        return
+    old = None if before is None else before.TaskStatus
+    now = after.History[-1].Time if after.History else after.TimeCreate
+    for event in events:
+        event_id = f"{after.TaskId}:{after.Version}:{event}"
+        body = payload(after, event, event_id, old, now)
+        for number, target in enumerate(after.Notify):
+            if target.Events and event not in target.Events:
+                continue
+            after.Outbox.append(OutboxEntry(
+                DispatchId=f"{event_id}:{number}", Kind=WEBHOOK, Queue=target.Url or "", Body=body, DueAt=now))
+
+
+def payload(task: Task, event: str, event_id: str, old: TaskStatus | None, now: float) -> dict[str, Any]:
+    """What the receiver gets: the event and the task as the API shows it, secrets masked."""
+    body = {
+        "EventId": event_id,
+        "Event": event,
+        "Time": now,
+        "TaskId": task.TaskId,
+        "TaskType": task.TaskType,
+        "OldStatus": None if old is None else old.name,
+        "NewStatus": task.TaskStatus.name,
+        "TaskStatus": int(task.TaskStatus),
+        "TaskMessage": task.TaskMessage,
+        "Parameters": mask_parameters(task.Parameters, task.SecretParameters),
+        "UserId": task.UserId,
+        "Labels": dict(task.Labels),
+        "Parent": None if task.Parent is None else task.Parent.TaskId,
+    }
+    # Every string scrubbed of the secret values (a message or label quoting one), as the API does.
+    return mask_secrets(scrub_values(body, secret_values(task)))  # type: ignore[no-any-return]
+
+
+def settled(task: Task) -> bool:
+    """Final, and owing nothing to the engine: a webhook still waiting for its receiver does not
+    keep a task's watchers (SSE, `baton run`) waiting."""
+    return task.TaskStatus in FINAL_STATUSES and all(e.Kind == WEBHOOK for e in task.Outbox)
+
+
+def postpone(task: Task, dispatch_ids: set[str], until: float) -> Task | None:
+    """The task with those webhook entries due again at `until` (a receiver that is down); None
+    when none is left (delivered meanwhile). Moving DueAt also moves the task's `OutboxDue`, so a
+    long outage does not keep its tasks at the head of the relay's batch."""
+    if not any(e.DispatchId in dispatch_ids for e in task.Outbox):
+        return None
+    new = task.clone()
+    for entry in new.Outbox:
+        if entry.DispatchId in dispatch_ids:
+            entry.DueAt = max(entry.DueAt, until)
+    return new

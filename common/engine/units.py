@@ -1,0 +1,228 @@
+"""Bookkeeping of a task's runs and units, shared by every transition: no decisions here.
+
+A unit is a plain step or one item of a `for_each` step (DESIGN.md 2.1); a run is one dispatched
+attempt of one phase of one unit (2.2). These helpers add and remove runs, write what a run owes
+the broker into the outbox, change unit and task states through the legal-transition checkers,
+and record history events.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.engine.document import HistoryEvent, OperatorRequest, OutboxEntry, Run, Step, StepMessage, Task, UnitState
+from common.queues import QUEUE_MAX_PRIORITY, module_queue
+from common.engine.routing import Unit, unit_state
+from common.engine.step_summary import summarize
+from common.engine.states import (
+    Phase,
+    ResultCode,
+    StepState,
+    TaskStatus,
+    check_step_transition,
+    check_task_transition,
+)
+
+IdFactory = Callable[[], str]
+
+# Message priorities: the next run of a task already running outranks a new task's first run,
+# so a burst of submissions cannot starve work in flight. Task priority (0-4) orders within a band.
+MAX_TASK_PRIORITY = 4
+IN_FLIGHT_BAND = MAX_TASK_PRIORITY + 1
+MAX_MESSAGE_PRIORITY = QUEUE_MAX_PRIORITY  # the bands fill it: IN_FLIGHT_BAND + MAX_TASK_PRIORITY
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason: str
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """How one attempt of a command ended."""
+
+    code: ResultCode
+    message: str = ""
+    output: dict[str, Any] = field(default_factory=dict)
+    retryable: bool = True
+    # "Not done yet, check again in this many seconds" (message: its progress); not an attempt.
+    check_again: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.code is ResultCode.OK
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The clock-derived inputs of a change, gathered so signatures stay short."""
+
+    now: float
+    lease: float = 30.0  # how long a claim holds without a heartbeat
+    redeliver_after: float = 60.0  # re-publish a dispatch nobody claimed after this long
+    retry_delay: float = 0.0  # backoff before the next attempt, drawn by the caller
+
+
+def cancel_message(request: OperatorRequest) -> str:
+    return f"cancelled by {request.Actor}: {request.Reason}"
+
+
+def idempotency_key(task_id: str, cursor: int, phase: Phase, generation: int = 0, item: int | None = None) -> str:
+    """Stays the same across retries and redeliveries of one unit's phase (DESIGN.md sec. 5).
+
+    A new generation (an operator restarted the rolled-back task) gets new keys: its steps must
+    really run again, not answer with what the undone run did.
+    """
+    where = cursor if item is None else f"{cursor}.{item}"
+    return f"{run_key(task_id, generation)}:{where}:{phase.label}"
+
+
+def run_key(task_id: str, generation: int = 0) -> str:
+    """Names one run of a task, shared by all its steps (a resource claim held across steps)."""
+    return task_id if generation == 0 else f"{task_id}:g{generation}"
+
+
+def unit_name(task: Task, unit: Unit) -> str:
+    cursor, item = unit
+    name = f"step {cursor} ({task.Steps[cursor].Name})"
+    return name if item is None else f"{name} item {item}"
+
+
+def set_status(task: Task, status: TaskStatus) -> None:
+    check_task_transition(task.TaskStatus, status)
+    task.TaskStatus = status
+
+
+def set_unit_state(task: Task, unit: Unit, state: StepState) -> None:
+    """Change one unit's state; a for_each step's own state follows its items."""
+    target = unit_state(task, unit)
+    check_step_transition(target.State, state)
+    target.State = state
+    step = task.Steps[unit[0]]
+    if unit[1] is not None:
+        step.State = summarize(step.State, step.Items or [])
+
+
+def begin_attempt(task: Task, run: Run, at: float) -> None:
+    """`run`'s attempt has begun at `at`: a module claimed it, or (a sub-flow) its child task was
+    asked for; no module claims a sub-flow's run, so its unit would otherwise show none started."""
+    unit = unit_state(task, run.unit)
+    if run.Phase is Phase.NORMAL:
+        unit.Attempts = run.Attempt
+        unit.TimeStart = unit.TimeStart or at
+        if task.TaskStatus is TaskStatus.NOT_STARTED:
+            set_status(task, TaskStatus.RUNNING)
+            task.TimeStart = at
+    else:
+        unit.RollbackAttempts = run.Attempt
+        unit.RollbackTimeStart = unit.RollbackTimeStart or at
+
+
+def store_result(unit: UnitState, phase: Phase, result: AttemptResult, now: float) -> None:
+    if phase is Phase.NORMAL:
+        unit.Code, unit.Message, unit.TimeEnd = result.code, result.message, now
+    else:
+        unit.RollbackCode, unit.RollbackMessage, unit.RollbackTimeEnd = result.code, result.message, now
+
+
+def add_run(task: Task, unit: Unit, phase: Phase, attempt: int, ids: IdFactory, deadline: float | None,
+            since: float | None = None) -> Run:  # fmt: skip
+    cursor, item = unit
+    run = Run(Cursor=cursor, Item=item, Phase=phase, Attempt=attempt, DispatchId=ids(), Deadline=deadline, Since=since)
+    task.Runs.append(run)
+    return run
+
+
+def remove_run(task: Task, run: Run) -> None:
+    task.Runs = [r for r in task.Runs if r.DispatchId != run.DispatchId]
+
+
+def drop_outbox(task: Task, dispatch_id: str) -> None:
+    task.Outbox = [e for e in task.Outbox if e.DispatchId != dispatch_id]
+
+
+def step_message(task: Task, run: Run) -> StepMessage:
+    step = task.Steps[run.Cursor]
+    return StepMessage(
+        TaskId=task.TaskId,
+        Cursor=run.Cursor,
+        Item=run.Item,
+        Type=run.Phase,
+        Module=step.module(run.Phase),
+        Command=step.command(run.Phase),
+        Timeout=step.timeout(run.Phase),
+        Retry=step.retry(run.Phase),
+        DispatchId=run.DispatchId,
+        Attempt=run.Attempt,
+    )
+
+
+def publish_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
+    """The outbox entry that publishes `run`'s step message to its module's queue."""
+    message = step_message(task, run)
+    # A root's first attempt is the task's start: it waits behind work already in flight.
+    first_of_task = run.Phase is Phase.NORMAL and run.Attempt == 1 and not task.Steps[run.Cursor].After
+    priority = task.Priority + (0 if first_of_task else IN_FLIGHT_BAND)
+    return OutboxEntry(
+        DispatchId=run.DispatchId,
+        Queue=module_queue(message.Module),
+        # No Parameters: the module reads them from the document at the claim (format 1 did
+        # too), so secrets stay off the broker and the document holds one copy, not one per run.
+        Body=message.model_dump(mode="json", exclude={"Parameters"}),
+        Priority=priority,
+        DueAt=due_at,
+    )
+
+
+def record(
+    task: Task,
+    now: float,
+    event: str,
+    run: Run | None = None,
+    *,
+    actor: str | None = None,
+    message: str = "",
+    unit: Unit | None = None,
+    phase: Phase | None = None,
+) -> None:
+    cursor, item = (run.Cursor, run.Item) if run else unit or (None, None)
+    task.History.append(
+        HistoryEvent(
+            Time=now,
+            Event=event,
+            Cursor=cursor,
+            Item=item,
+            Phase=run.Phase if run else phase,
+            Attempt=run.Attempt if run else None,
+            Actor=actor,
+            Message=message,
+        )
+    )
+
+
+def reset_normal(unit: UnitState) -> None:
+    unit.Code, unit.Message, unit.TimeStart, unit.TimeEnd, unit.Attempts = None, "", None, None, 0
+    unit.Progress, unit.WaitingSince = "", None
+
+
+def reset_rollback(unit: UnitState) -> None:
+    unit.RollbackCode, unit.RollbackMessage = None, ""
+    unit.RollbackTimeStart, unit.RollbackTimeEnd, unit.RollbackAttempts = None, None, 0
+    unit.WaitingSince = None
+
+
+def reset_step(step: Step) -> None:
+    """Back to waiting, as a step never reached (an operator's retry of the task)."""
+    check_step_transition(step.State, StepState.WAITING)
+    step.State = StepState.WAITING
+    reset_normal(step)
+    reset_rollback(step)
+    step.Items = None
+    step.ChildTaskId = None

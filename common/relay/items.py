@@ -1,0 +1,212 @@
+"""Carrying out what a step over item records owes (DESIGN.md sec. 12).
+
+Two sources: the task's outbox entries that open a step's items, withdraw their unclaimed runs
+or start their rollback (`apply`, like common.relay.child_relay), and an item record's `Owes`
+once its change is written (`apply_owes`): start the next item of its chain, send the task
+backward, start the next rollback of its chain, and ask whether the step is done. Every one is
+idempotent, so the committing process applies them at once and the sweeper repeats whatever a
+crash left (records with `Owes`, entries past the relay grace).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+
+import structlog
+
+from common.engine.document import OutboxEntry, Task
+from common.engine.item_record import (
+    OWES_FAILED,
+    OWES_ROLLBACK_SUCCESSOR,
+    OWES_SETTLED,
+    OWES_SUCCESSOR,
+    ItemRecord,
+)
+from common.engine.kinds.fan_out import CANCEL_ITEMS, OPEN_ITEMS, ROLLBACK_ITEMS
+from common.engine.kinds.fan_out_transitions import item_failed, items_settled
+from common.engine.kinds.item_changes import (
+    APPLIED,
+    applied_owes_done,
+    cancel_item,
+    chain_count,
+    new_records,
+    start_item_rollback,
+    start_successor,
+)
+from common.engine.states import Phase, RunState, StepState, TaskStatus
+from common.engine.units import IdFactory, Refusal, Timing, new_id
+from common.store.items_port import ItemStore
+from common.store.mutate import mutate
+from common.store.port import TaskStore
+from common.store.retry import compare_and_set_loop
+
+log = structlog.get_logger(__name__)
+INSERT_BATCH = 500  # records per insert when a step opens
+PAGE = 500
+FORWARD_OPEN = frozenset({StepState.WAITING, StepState.RUNNING})
+
+
+class ItemRelay:
+    def __init__(self, tasks: TaskStore, items: ItemStore, timing: Callable[[], Timing],
+                 flush_task: Callable[[Task], None], publish_item: Callable[[ItemRecord], None],
+                 ids: IdFactory = new_id):
+        self._tasks = tasks
+        self._items = items
+        self._timing = timing
+        self._flush_task = flush_task  # publishes what a task change here put in its outbox
+        self._publish_item = publish_item  # publishes a record's fresh dispatch
+        self._ids = ids
+
+    # --- the task's entries ------------------------------------------------------------------
+
+    def apply(self, task_id: str, entry: OutboxEntry) -> bool:
+        """Apply one of the task's item entries; True once done (the caller marks it sent)."""
+        task = self._tasks.get(task_id)
+        body = entry.Body
+        if task is None or body.get("Generation") != task.Generation:
+            return True  # the task is gone, or retried since: the entry is moot
+        cursor = body["Cursor"]
+        if entry.Kind == OPEN_ITEMS:
+            self._open(task, cursor, body["Values"])
+        elif entry.Kind == CANCEL_ITEMS:
+            self._cancel(task, cursor)
+        elif entry.Kind == ROLLBACK_ITEMS:
+            self._start_rollbacks(task, cursor)
+        else:
+            raise ValueError(f"not an item entry: {entry.Kind}")
+        return True
+
+    def _open(self, task: Task, cursor: int, values: list) -> None:
+        records = new_records(task, cursor, values, self._timing(), self._ids, "relay")
+        for start in range(0, len(records), INSERT_BATCH):
+            self._items.insert_items(records[start:start + INSERT_BATCH])
+        # Publish what is stored, not what was built: a repeat finds the first writer's dispatches.
+        for record in self._items.page_items(task.TaskId, task.Generation, cursor, limit=chain_count(task, cursor),
+                                             states=[StepState.RUNNING]):
+            self._publish_item(record)
+
+    def _cancel(self, task: Task, cursor: int) -> None:
+        for record in self._pages(task, cursor, [StepState.RUNNING]):
+            run = record.Run
+            if run is not None and run.Phase is Phase.NORMAL and run.State is RunState.PENDING:
+                changed = self._change(record, lambda r: cancel_item(r, task, self._timing()))
+                if changed is not None:
+                    self.apply_owes(changed, check_settled=False)
+        self.check_settled(task.TaskId, cursor)
+
+    def _start_rollbacks(self, task: Task, cursor: int) -> None:
+        """The first applied item of each chain starts its rollback; the rest follow their chain."""
+        chains, seen = chain_count(task, cursor), set()
+        for record in self._pages(task, cursor, APPLIED):
+            if record.Item % chains in seen:
+                continue
+            seen.add(record.Item % chains)
+            self._roll_back(task, record)
+            if len(seen) == chains:
+                break
+        self.check_settled(task.TaskId, cursor)  # nothing was applied: done at once
+
+    # --- what a record owes ------------------------------------------------------------------
+
+    def apply_owes(self, record: ItemRecord, *, check_settled: bool = True) -> None:
+        """Apply, in order, what `record` (as written) owes its step, dropping each once done."""
+        task = self._tasks.get(record.TaskId)
+        if task is None or task.Generation != record.Generation:
+            return
+        for owes in list(record.Owes):
+            if owes == OWES_SUCCESSOR:
+                self._successor(task, record)
+            elif owes == OWES_FAILED:
+                changed = mutate(self._tasks, record.TaskId,
+                                 lambda t: item_failed(t, record.Cursor, record.Item, record.Message,
+                                                       self._timing(), "relay", self._ids))
+                if not isinstance(changed, Refusal):
+                    self._flush_task(changed)
+                    task = changed
+            elif owes == OWES_ROLLBACK_SUCCESSOR:
+                self._rollback_successor(task, record)
+            elif owes == OWES_SETTLED and check_settled:
+                self.check_settled(record.TaskId, record.Cursor)
+            done = self._change(record, lambda r, o=owes: applied_owes_done(r, o))
+            record = done or record
+
+    def _successor(self, task: Task, record: ItemRecord) -> None:
+        following = record.Item + chain_count(task, record.Cursor)
+        if following >= (task.Steps[record.Cursor].ItemCount or 0):
+            return
+        successor = self._items.get_item(task.TaskId, task.Generation, record.Cursor, following)
+        if successor is not None:
+            started = self._change(successor, lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
+            if started is not None:
+                self._publish_item(started)
+
+    def _rollback_successor(self, task: Task, record: ItemRecord) -> None:
+        if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
+            return  # a rollback failed for good: no new rollback starts (DESIGN.md 4.3)
+        chains = chain_count(task, record.Cursor)
+        following = self._items.page_items(task.TaskId, task.Generation, record.Cursor, after=record.Item, limit=1,
+                                           states=APPLIED, modulus=chains, residue=record.Item % chains)
+        if following:
+            self._roll_back(task, following[0])
+
+    def _roll_back(self, task: Task, record: ItemRecord) -> None:
+        started = self._change(record, lambda r: start_item_rollback(r, task, self._timing(), self._ids, "relay"))
+        if started is not None:
+            self._publish_item(started)
+
+    # --- the step's end ----------------------------------------------------------------------
+
+    def check_settled(self, task_id: str, cursor: int) -> None:
+        """Conclude the step's current direction once no item has work left in it. Each item
+        writes its record before it asks, so the last of two items ending together sees both."""
+        task = self._tasks.get(task_id)
+        if task is None or not task.Steps[cursor].ItemsOpen:
+            return
+        step = task.Steps[cursor]
+        if step.State is StepState.RUNNING:
+            going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
+            if self._any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
+                return
+            failure = self._first(task, cursor, StepState.FAILED)
+        else:
+            if self._any(task, cursor, [StepState.ROLLING_BACK]):
+                return
+            failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
+            if failure is None and self._any(task, cursor, APPLIED):
+                return
+        counts = self._items.count_by_state(task_id, task.Generation, cursor)
+        changed = mutate(self._tasks, task_id, lambda t: items_settled(
+            t, cursor, counts, self._timing(), "relay",
+            lambda: self._items.outputs(task_id, task.Generation, cursor), failure, self._ids))
+        if not isinstance(changed, Refusal):
+            self._flush_task(changed)
+
+    # --- the parts ---------------------------------------------------------------------------
+
+    def _any(self, task: Task, cursor: int, states: Collection[StepState]) -> bool:
+        return self._items.exists_in_states(task.TaskId, task.Generation, cursor, states)
+
+    def _first(self, task: Task, cursor: int, state: StepState) -> tuple[int, str] | None:
+        found = self._items.page_items(task.TaskId, task.Generation, cursor, limit=1, states=[state])
+        if not found:
+            return None
+        record = found[0]
+        return record.Item, record.Message if state is StepState.FAILED else record.RollbackMessage
+
+    def _pages(self, task: Task, cursor: int, states: Collection[StepState]) -> Iterator[ItemRecord]:
+        after = None
+        while True:
+            page = self._items.page_items(task.TaskId, task.Generation, cursor, after=after, limit=PAGE, states=states)
+            yield from page
+            if len(page) < PAGE:
+                return
+            after = page[-1].Item
+
+    def _change(self, record: ItemRecord, change: Callable[[ItemRecord], ItemRecord | Refusal]) -> ItemRecord | None:
+        return compare_and_set_loop(
+            record,
+            read=lambda: self._items.get_item(record.TaskId, record.Generation, record.Cursor, record.Item),
+            change=change,
+            write=self._items.compare_and_set_item,
+            what=f"item {record.record_id}",
+        )

@@ -1,0 +1,238 @@
+"""Publishing what a committed change put in a task's outbox, then marking it sent.
+
+Used by OSS (the roots of a new task), by modules (the next steps) and by the sweeper's relay
+(any entry left unsent by a crash). Publishing twice is harmless: the claim fences duplicates.
+Entries of the sub-flow kinds go to the store instead of the broker (common.relay.child_relay), so do
+the lock kinds (common.relay.lock_relay); both are marked sent at once: no claim will remove them.
+Webhook entries go to the webhook deliverer where there is one (the sweeper's,
+common.relay.webhooks); elsewhere they wait for the sweeper's relay.
+
+Marking sent is deferred: usually the next module's claim has removed the entry by then (see
+transitions.claim), so the mark costs only a share of one light query for a batch of entries
+(common.relay.outbox_marks), instead of a write, off the step's critical path.
+An entry whose mark never happens (this process died) is published again by the relay and
+fenced by the claim.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable
+
+import structlog
+
+from common.broker.port import Broker
+from common.relay.child_relay import ChildRelay
+from common.relay.encoding import encode
+from common.relay.item_outbox import ItemOutbox
+from common.relay.items import ItemRelay
+from common.engine.kinds.fan_out import ITEM_KINDS
+from common.store.items_open import open_item_store_for
+from common.store.items_port import ItemStore
+from common.errors import BrokerError, StoreError, UnreadableTask
+from common.relay.lock_relay import LockRelay
+from common.engine.gates.locks import LOCK_KINDS
+from common.logging import exception_summary
+from common.metrics import RuntimeMetrics
+from common.engine.document import OutboxEntry, Task
+from common.engine.notifications import WEBHOOK
+from common.relay.outbox_marks import DeferredMarks
+from common.store.mutate import mutate
+from common.store.port import TaskStore
+from common.engine.kinds.subflow import PUBLISH
+from common.engine.transitions import Timing, mark_sent
+from common.relay.webhooks import WebhookDeliverer
+
+log = structlog.get_logger(__name__)
+Clock = Callable[[], float]
+DEFAULT_MARK_DELAY = 1.0  # keep it well under the relay's grace period
+
+
+# Outbox entries due within this many seconds get an in-process timer; later ones wait for the
+# relay (the sweeper publishes every entry past its due time), which already covers restarts.
+TIMER_HORIZON = 300.0
+
+
+def mark_delay_for(relay_grace: float) -> float:
+    """Mark sent before the relay would consider the entry lost and publish it again."""
+    return min(DEFAULT_MARK_DELAY, relay_grace / 2)
+
+
+class OutboxPublisher:
+    def __init__(
+        self,
+        store: TaskStore,
+        broker: Broker,
+        clock: Clock,
+        mark_delay: float = DEFAULT_MARK_DELAY,
+        metrics: RuntimeMetrics | None = None,
+        *,
+        lease: float = 30.0,
+        redeliver_after: float = 60.0,
+        webhooks: WebhookDeliverer | None = None,
+        items: ItemStore | None = None,
+    ):
+        self._webhooks = webhooks
+        self._metrics = metrics
+        timing = lambda: Timing(clock(), lease, redeliver_after)  # noqa: E731
+        self._children = ChildRelay(store, timing, self.flush)
+        self.locks = LockRelay(store, timing, self.flush)
+        self._store = store
+        self._broker = broker
+        self._clock = clock
+        self._timers = _Timers(clock)
+        self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay)
+        # The items of steps over records (DESIGN.md 12), beside the tasks.
+        self.item_store = items if items is not None else open_item_store_for(store)
+        self.item_outbox = ItemOutbox(self.item_store, broker, clock, self._timers.at, mark_delay, TIMER_HORIZON)
+        self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush)
+
+    def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
+        """Publish the entries the change that wrote `task` added (every entry of a task not
+        written by common.store.mutate), without waiting for the broker's confirms: the caller
+        goes on (its next step, its answer). Entries due later (a retry's backoff) wait in a
+        timer. Whatever fails stays in the outbox for the relay, as with `publish`."""
+        now = self._clock()
+        for entry in task.Outbox:
+            if entry.Kind == PUBLISH and not task.is_fresh(entry):
+                # Published already by the change that added it (its claim has not come yet),
+                # or left to the relay by a writer that died: publishing every unclaimed entry
+                # at every commit sent a for_each's items again and again (a hundred items left
+                # a thousand duplicates in the queue, in front of every other task's steps).
+                continue
+            if entry.DueAt > now:
+                if entry.DueAt - now <= TIMER_HORIZON:
+                    self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
+                # Due later (a start_at days away): the relay publishes it when due. A timer for
+                # it would hold memory for as long (any client can ask for year 9999) for no gain.
+            elif entry.Kind == PUBLISH:
+                self._publish_soon(task.TaskId, entry, before_mark_sent)
+            else:  # a webhook, a lock or a child's signal: no broker confirm to wait for
+                self.publish(task.TaskId, entry, before_mark_sent)
+
+    def publish(
+        self,
+        task_id: str,
+        entry: OutboxEntry,
+        before_mark_sent: Callable[[], None] | None = None,
+        *,
+        mark_now: bool = False,
+    ) -> bool:
+        """Publish one entry and (soon) mark it sent. False if it stays for the relay to retry."""
+        if entry.Kind == WEBHOOK:  # never an HTTP call here: the deliverer's thread removes it
+            if self._webhooks is not None:
+                self._webhooks.offer(task_id, entry)
+            return False
+        if entry.Kind != PUBLISH:
+            relay = self.locks if entry.Kind in LOCK_KINDS else self.items if entry.Kind in ITEM_KINDS else self._children
+            if not relay.apply(task_id, entry):
+                return False
+            self._mark_sent(task_id, entry.DispatchId)
+            return True
+        try:
+            self._broker.publish(
+                entry.Queue, encode(entry), priority=entry.Priority, message_id=entry.DispatchId
+            )
+        except BrokerError as exc:
+            self._published(task_id, entry, before_mark_sent, exc)
+            return False
+        self._published(task_id, entry, before_mark_sent, None, mark_now=mark_now)
+        return True
+
+    def _publish_soon(self, task_id: str, entry: OutboxEntry, before_mark_sent: Callable[[], None] | None) -> None:
+        self._broker.publish_soon(
+            entry.Queue, encode(entry), priority=entry.Priority, message_id=entry.DispatchId,
+            then=lambda error: self._published(task_id, entry, before_mark_sent, error),
+        )
+
+    def _published(
+        self,
+        task_id: str,
+        entry: OutboxEntry,
+        before_mark_sent: Callable[[], None] | None,
+        error: BrokerError | None,
+        *,
+        mark_now: bool = False,
+    ) -> None:
+        """The broker confirmed the entry (or failed it): mark it sent, now or soon. Runs on the
+        broker's I/O thread after a `publish_soon`: a deferred mark is only a note in memory."""
+        if error is not None:
+            log.warning("publish failed; the outbox relay will retry", task_id=task_id,
+                        queue=entry.Queue, error=str(error))
+            return
+        if self._metrics:
+            self._metrics.outbox_lag.observe(max(0.0, self._clock() - entry.DueAt))
+        if before_mark_sent:
+            before_mark_sent()
+        if mark_now:
+            self._mark_sent(task_id, entry.DispatchId)
+        else:
+            self._marks.add(task_id, entry.DispatchId)
+
+    def stop(self) -> None:
+        self._timers.stop()
+        if self._webhooks is not None:
+            self._webhooks.stop()
+        self.locks.close()
+        self.item_store.close()
+
+    def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
+        try:
+            mutate(self._store, task_id, lambda t: mark_sent(t, dispatch_id))
+        except (StoreError, UnreadableTask) as exc:  # published, not marked: the relay retries
+            log.warning("mark-sent failed", task_id=task_id, error=str(exc))
+
+
+class _Timers:
+    """One thread running callbacks at their due times, so a wait never holds a worker slot."""
+
+    def __init__(self, clock: Clock):
+        self._clock = clock
+        self._heap: list[tuple[float, int, Callable[[], object]]] = []
+        self._condition = threading.Condition()
+        self._counter = 0
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def at(self, due: float, callback: Callable[[], object]) -> None:
+        with self._condition:
+            if self._stopped:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="baton-outbox-timers", daemon=True)
+                self._thread.start()
+            self._counter += 1
+            heapq.heappush(self._heap, (due, self._counter, callback))
+            self._condition.notify()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """No callback runs after this returns (within `timeout`): the caller may close the store.
+
+        A callback already running finishes first; one that is only due is dropped (the relay
+        publishes or marks what it would have)."""
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                while not self._stopped:
+                    now = self._clock()
+                    if self._heap and self._heap[0][0] <= now:
+                        break
+                    # Bounded: a wait past the platform's time_t (year 9999) raised OverflowError
+                    # and ended this thread, and with it every later mark-sent of the process.
+                    wait = min(self._heap[0][0] - now, TIMER_HORIZON) if self._heap else None
+                    self._condition.wait(timeout=wait)
+                if self._stopped:
+                    return
+                _, _, callback = heapq.heappop(self._heap)
+            try:
+                callback()
+            except Exception as exc:  # one failed callback must not stop the others
+                log.error("outbox timer callback failed", error=type(exc).__name__, where=exception_summary(exc))

@@ -1,0 +1,115 @@
+"""The sweeper's watch for steps nobody can take: a step waiting past BATON_UNSERVED_ALARM_SECONDS
+while no live module serves its queue (a module that is down, never deployed, or a typo in
+flows.yaml such as `dnz`) raises one alarm per queue, instead of the task sitting "running"
+forever in silence. A module may start after OSS, so this is noticed at run time, not refused
+at start-up.
+
+One alarm per episode: its id names the queue and the oldest waiting dispatch, so every sweep
+while that step still waits produces the same alarm (stored once), and while an alarm of the
+queue is open no other is raised. The alarm goes to the monitor like any other (stored, logged,
+sent to the webhook); when the monitor itself is not live, the sweeper stores it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import structlog
+
+from common.broker.port import Broker
+from common.engine.document import Alarm, Run, Task
+from common.queues import ALARM_QUEUE, module_queue
+from common.engine.states import RunState
+from common.store.modules_port import ModuleRegistry, live_modules
+from common.store.port import TaskStore
+
+log = structlog.get_logger(__name__)
+KIND = "no_live_module"
+MONITOR = "monitor"
+BATCH = 500
+
+
+def run_module(task: Task, run: Run) -> str:
+    return task.Steps[run.Cursor].module(run.Phase)
+
+
+def pending_runs(task: Task, due_before: float | None = None) -> list[Run]:
+    """Its runs nobody claimed (due before `due_before` when given), longest waiting first."""
+    runs = [r for r in task.Runs if r.State is RunState.PENDING and r.Since is not None]
+    if due_before is not None:
+        runs = [r for r in runs if r.Since <= due_before]  # type: ignore[operator]
+    return sorted(runs, key=lambda r: r.Since or 0.0)
+
+
+def unserved(waiting: Iterable[Task], live: Iterable[str], due_before: float) -> dict[str, list[tuple[Task, Run]]]:
+    """module -> its waiting runs (longest waiting first), for modules with no live process."""
+    serving = set(live)
+    groups: dict[str, list[tuple[Task, Run]]] = {}
+    for task in waiting:
+        for run in pending_runs(task, due_before):
+            module = run_module(task, run)
+            if module not in serving:
+                groups.setdefault(module, []).append((task, run))
+    return {m: sorted(entries, key=lambda e: e[1].Since or 0.0) for m, entries in groups.items()}
+
+
+def unserved_notice(module: str) -> str:
+    """How a task waiting on `module` says so (the task view, the alarm)."""
+    return f"no live module serves queue {module_queue(module)}"
+
+
+def waiting_notice(task: Task, live: Iterable[str]) -> str | None:
+    """The task view's `Waiting`: its longest-waiting run on a queue no live module serves."""
+    serving = set(live)
+    for run in pending_runs(task):
+        if run_module(task, run) not in serving:
+            return unserved_notice(run_module(task, run))
+    return None
+
+
+def unserved_alarm(module: str, entries: list[tuple[Task, Run]], now: float) -> Alarm:
+    oldest, run = entries[0]
+    step = oldest.Steps[run.Cursor]
+    waited = now - (run.Since or now)
+    return Alarm(
+        AlarmId=f"{KIND}:{module}:{run.DispatchId}",
+        Kind=KIND,
+        Time=now,
+        Message=(f"{unserved_notice(module)}: {len(entries)} step(s) waiting, the oldest for {waited:.0f}s "
+                 f"(task {oldest.TaskId} step {run.Cursor} {step.Name}); start module {module!r} "
+                 "or fix flows.yaml"),
+        TaskId=oldest.TaskId, Cursor=run.Cursor, Phase=run.Phase, Module=module, Command=step.command(run.Phase),
+    )  # fmt: skip
+
+
+class UnservedWatch:
+    """A sweeper job (common.relay.sweeper.Job): called with "now" every round."""
+
+    def __init__(self, store: TaskStore, registry: ModuleRegistry, broker: Broker, threshold: float,
+                 module_ttl: float):  # fmt: skip
+        self._store, self._registry, self._broker = store, registry, broker
+        self._threshold, self._ttl = threshold, module_ttl
+
+    def __call__(self, now: float) -> list[Alarm]:
+        """Raise the alarms due now; returns them (already open ones excepted)."""
+        waiting = self._store.waiting_unclaimed(now - self._threshold, BATCH)
+        if not waiting:
+            return []
+        live = live_modules(self._registry.registrations(), now, self._ttl)
+        groups = unserved(waiting, live, now - self._threshold)
+        if not groups:
+            return []
+        open_alarms = self._store.list_alarms(acknowledged=False, limit=BATCH)
+        already = {a.Module for a in open_alarms if a.Kind == KIND}
+        raised = [unserved_alarm(m, entries, now) for m, entries in sorted(groups.items()) if m not in already]
+        for alarm in raised:
+            log.warning("no live module for a waiting step", module=alarm.Module, task_id=alarm.TaskId,
+                        step=alarm.Cursor, phase=alarm.Phase.label if alarm.Phase else None)  # fmt: skip
+            if MONITOR in live:
+                self._broker.publish(ALARM_QUEUE, alarm.model_dump_json().encode(), message_id=alarm.AlarmId)
+            else:
+                self._store.add_alarm(alarm)
+        return raised
+
+    def close(self) -> None:
+        self._registry.close()
