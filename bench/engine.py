@@ -49,7 +49,7 @@ def throughput(cluster: Cluster, tasks: int, broker_port: int = 5672) -> dict:
     started = time.perf_counter()
     ids = [cluster.submit("bench").TaskId for _ in range(tasks)]
     submitted = time.perf_counter() - started
-    _wait_all(cluster, ids, timeout=600)
+    wait_all(cluster, ids, timeout=600)
     elapsed = time.perf_counter() - started
     spent = meter.stop()
     transitions = tasks * STEPS
@@ -69,7 +69,7 @@ def module_rss(cluster: Cluster, tasks_per_round: int, rounds: int) -> list[tupl
     done = 0
     for _ in range(rounds):
         ids = [cluster.submit("bench").TaskId for _ in range(tasks_per_round)]
-        _wait_all(cluster, ids, timeout=600)
+        wait_all(cluster, ids, timeout=600)
         done += tasks_per_round * STEPS
         sizes = [u.rss_bytes for pid in _module_pids(cluster) if (u := usage(pid)) is not None]
         points.append((done, max(sizes)))
@@ -137,7 +137,7 @@ def _background(cluster: Cluster, rate: float, stop: threading.Event) -> None:
     service.close()
 
 
-def _wait_all(cluster: Cluster, ids: list[str], timeout: float) -> None:
+def wait_all(cluster: Cluster, ids: list[str], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     pending = list(ids)
     while pending:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.api import submissions
-from bench.engine import MODULES, STEPS, _roles, _wait_all, latency, module_rss
+from bench.engine import MODULES, STEPS, _roles, wait_all, latency, module_rss
 from bench.procstat import CpuMeter
 from common.store.mongo_client import open_client
 from tests.support.cluster import Cluster
@@ -104,7 +104,7 @@ def _run(cluster: Cluster, tasks: int) -> float:
 
     started = time.perf_counter()
     ids = [cluster.submit("bench").TaskId for _ in range(tasks)]
-    _wait_all(cluster, ids, timeout=900)
+    wait_all(cluster, ids, timeout=900)
     return time.perf_counter() - started
 
 

@@ -7,7 +7,8 @@ BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run), BATON_BENCH_RSS_ST
 100000: the long run that watches a module's memory; 0 skips it) and BATON_BENCH_MONGO_RSS_STEPS
 (default 6000, the same on Mongo). A reduced run for the test suite also shortens the rest:
 BATON_BENCH_LATENCY_SAMPLES (100), BATON_BENCH_FAN_OUT_ITEMS (100), BATON_BENCH_REST_SECONDS (5) and
-BATON_BENCH_DOCUMENT_TASKS (600). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row.
+BATON_BENCH_DOCUMENT_TASKS (600). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row; the
+kinds of command's sizes are in bench/kinds.py.
 BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
 record's transition on steps of 1,000 and 10,000 records (bench/items.py).
 """
@@ -25,6 +26,7 @@ from bench.document import document_cpu
 from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throughput
 from bench.mongo import mongo_throughput
 from bench.fanout import fan_out_figures
+from bench.kinds import kinds_rows
 from bench.masking import masking_seconds
 from bench.items import item_rows
 from common.logging import configure_logging
@@ -160,6 +162,7 @@ def main() -> None:
         rows.append((f"one task, for_each over {fan['items']} no-op items (submission to end)",
                      f"{fan['for_each_seconds']:.2f} s", f"{fan['concurrency']} command processes"))
         rows.append((f"one task, the same {fan['items']} steps as a line", f"{fan['line_seconds']:.2f} s", ""))
+        rows.extend(kinds_rows(work / "kinds", url))
         item_transitions = int(os.environ.get("BATON_BENCH_ITEM_TRANSITIONS", "100"))
         if item_transitions > 0:
             rows.extend(item_rows(item_transitions))

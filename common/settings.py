@@ -78,8 +78,16 @@ class Settings(ConfigFileSources, BaseSettings):
         None, description="Where the resource inventory lives; default BATON_STORE_URL"
     )
     flows_path: str = Field("flows.yaml", description="The task types")
-    concurrency: int = Field(4, ge=1, le=256, description="Steps a module process runs at once")
-    prefetch: int = Field(0, ge=0, description="Unacked deliveries per consumer; 0 means = concurrency")
+    # How many commands of each kind one module process runs at once (docs/DESIGN.md sec. 13).
+    process_slots: int = Field(0, ge=0, le=256, description="process commands at once (a child each); 0: BATON_CONCURRENCY")
+    concurrency: int = Field(4, ge=1, le=256, description="The older name of BATON_PROCESS_SLOTS")
+    thread_slots: int = Field(16, ge=1, le=1024, description="thread commands a module process runs at once")
+    async_slots: int = Field(1000, ge=1, le=100_000, description="async commands a module process runs at once")
+    store_threads: int = Field(8, ge=1, le=256, description="Threads of a module process for claims, commits, fence reads")
+    stuck_threads_max: int = Field(
+        4, ge=0, description="thread commands still running past their timeout before the module exits to be restarted"
+    )
+    prefetch: int = Field(0, ge=0, description="Unacked deliveries per consumer; 0: the slots of the module's kinds")
     lease_seconds: float = Field(30.0, gt=0, description="How long a claim holds without a heartbeat")
     heartbeat_seconds: float = Field(0.0, ge=0, description="Lease renewal period; 0 means lease/3")
     store_timeout_seconds: float = Field(
@@ -183,8 +191,12 @@ class Settings(ConfigFileSources, BaseSettings):
         return InputLimits(self.input_max_depth, self.input_max_items, self.input_max_bytes, self.input_max_string)
 
     @property
-    def effective_prefetch(self) -> int:
-        return self.prefetch or self.concurrency
+    def effective_process_slots(self) -> int:
+        return self.process_slots or self.concurrency
+
+    def slots(self, kind: str) -> int:
+        """How many commands of `kind` (process, thread, async) a module process runs at once."""
+        return {"process": self.effective_process_slots, "thread": self.thread_slots, "async": self.async_slots}[kind]
 
     @property
     def inventory_url(self) -> str:

@@ -48,4 +48,10 @@ def modules(stale: bool, as_json: bool) -> None:
 def _line(r: ModuleRegistration, now: float, ttl: float) -> str:
     state = "live " if is_live(r, now, ttl) else "stale"
     return (f"{r.Module:<12} {state}  {r.WorkerId:<40} v{r.Version:<8} heartbeat {now - r.HeartbeatAt:5.1f}s ago  "
-            f"commands: {', '.join(r.Commands)}")
+            f"commands: {', '.join(_command(r, c) for c in r.Commands)}")
+
+
+def _command(r: ModuleRegistration, command: str) -> str:
+    """A command and its kind (process, thread, async), as its module announced it."""
+    kind = r.Kinds.get(command)
+    return f"{command} ({kind})" if kind else command

@@ -1,4 +1,5 @@
-"""A module process announces itself in the store: its module, commands, version and worker id,
+"""A module process announces itself in the store: its module, commands (and the kind of each:
+process, thread or async), version and worker id,
 renewed every BATON_MODULE_HEARTBEAT_SECONDS, withdrawn when it stops cleanly. What reads them:
 `GET /api/v1/modules`, `baton modules`, `baton check-flows --live`, the sweeper's unserved-queue
 alarm. A store that fails for a while only delays a renewal: announcing never stops a module.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 
 import structlog
@@ -28,7 +29,7 @@ def baton_version() -> str:
 
 
 class Announcer:
-    def __init__(self, registry: ModuleRegistry, worker_id: str, module: str, commands: Iterable[str],
+    def __init__(self, registry: ModuleRegistry, worker_id: str, module: str, commands: Mapping[str, str],
                  version: str, period: float, clock: Callable[[], float]):  # fmt: skip
         self._registry = registry
         self._period = period
@@ -36,7 +37,7 @@ class Announcer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._registration = ModuleRegistration(
-            WorkerId=worker_id, Module=module, Commands=sorted(commands), Version=version,
+            WorkerId=worker_id, Module=module, Commands=sorted(commands), Kinds=dict(commands), Version=version,
             Host=socket.gethostname(), Pid=os.getpid(), StartedAt=clock(), HeartbeatAt=clock(),
         )  # fmt: skip
 

@@ -1,9 +1,9 @@
-"""Deliveries handed over by the broker's I/O thread, waiting for a free worker.
+"""Deliveries handed over by the broker's I/O thread, waiting for a store thread.
 
-The I/O thread must never block, so it only appends here. A delivery is acked only once a worker
-claims its step; one left waiting too long (every worker busy with a long command) would hit
-RabbitMQ's consumer_timeout, so the module gives such deliveries back and pauses consuming until
-a worker is free (see ModuleRuntime).
+The I/O thread must never block, so it only appends here. A delivery is acked only once its step
+is claimed; one left waiting too long (here, or parked for a slot: slots.py) would hit RabbitMQ's
+consumer_timeout, so the module gives such deliveries back and pauses consuming until a slot is
+free (see ModuleRuntime).
 """
 
 from __future__ import annotations
@@ -52,40 +52,30 @@ class TrackedDelivery:
 
 class Inbox:
     def __init__(self) -> None:
-        self._items: deque[tuple[TrackedDelivery, Handle] | None] = deque()
-        self._ready = threading.Condition()
+        self._items: deque[tuple[TrackedDelivery, Handle]] = deque()
+        self._ready = threading.Lock()
 
     def put(self, delivery: Delivery, handle: Handle) -> None:
         with self._ready:
             self._items.append((TrackedDelivery(delivery), handle))
-            self._ready.notify()
 
-    def put_stop(self, count: int) -> None:
-        """Wake `count` workers with a stop marker, queued behind nothing: stopping comes first."""
+    def take_nowait(self) -> tuple[TrackedDelivery, Handle] | None:
         with self._ready:
-            for _ in range(count):
-                self._items.appendleft(None)
-            self._ready.notify_all()
-
-    def take(self) -> tuple[TrackedDelivery, Handle] | None:
-        with self._ready:
-            while not self._items:
-                self._ready.wait()
-            return self._items.popleft()
+            return self._items.popleft() if self._items else None
 
     def take_waiting_since(self, cutoff: float) -> list[TrackedDelivery]:
         """Remove and return deliveries that arrived before `cutoff` (monotonic seconds)."""
         with self._ready:
-            old = [i for i in self._items if i is not None and i[0].arrived < cutoff]
-            self._items = deque(i for i in self._items if i is None or i[0].arrived >= cutoff)
+            old = [i for i in self._items if i[0].arrived < cutoff]
+            self._items = deque(i for i in self._items if i[0].arrived >= cutoff)
         return [delivery for delivery, _ in old]
 
     def drain(self) -> list[TrackedDelivery]:
         with self._ready:
-            items = [i[0] for i in self._items if i is not None]
-            self._items = deque(i for i in self._items if i is None)
+            items = [i[0] for i in self._items]
+            self._items.clear()
         return items
 
     def __len__(self) -> int:
         with self._ready:
-            return sum(1 for i in self._items if i is not None)
+            return len(self._items)

@@ -1,8 +1,10 @@
-"""Keeps the leases of the steps this worker runs alive, and says when one is lost.
+"""Keeps the leases of the steps this module process runs alive, and says when one is lost.
 
-A lease lost (the sweeper gave the step to someone else after this process froze, or the store
-was unreachable past the deadline) sets the step's `lost` event: the runner then kills the
-command and the worker discards its outcome rather than commit over the new owner.
+One keeper renews every held lease, whatever the kind of its command. A lease lost (the sweeper
+gave the step to someone else after this process froze, or the store was unreachable past the
+deadline) sets the step's `lost` event and calls its `on_lost` callbacks: a process command's
+child is killed, an async command cancelled, a thread command's attempt marked lost, and the
+outcome is discarded rather than committed over the new owner.
 """
 
 from __future__ import annotations
@@ -28,6 +30,28 @@ class Lease:
     dispatch_id: str
     expires: float
     lost: threading.Event = field(default_factory=threading.Event)
+    _callbacks: list[Callable[[], None]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def on_lost(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once the lease is lost (at once if it already is)."""
+        with self._lock:
+            if not self.lost.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def lose(self) -> None:
+        with self._lock:
+            if self.lost.is_set():
+                return
+            self.lost.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception as exc:  # one callback's bug must not keep the others from running
+                log.error("lease-lost callback failed", error=type(exc).__name__)
 
 
 class LeaseKeeper:
@@ -51,14 +75,27 @@ class LeaseKeeper:
 
     @contextmanager
     def hold(self, task_id: str, dispatch_id: str) -> Iterator[Lease]:
-        lease = Lease(task_id, dispatch_id, self._clock() + self._lease)
-        with self._lock:
-            self._held[dispatch_id] = lease
+        lease = self.take(task_id, dispatch_id)
         try:
             yield lease
         finally:
-            with self._lock:
-                self._held.pop(dispatch_id, None)
+            self.give_up(lease)
+
+    def take(self, task_id: str, dispatch_id: str) -> Lease:
+        """Start renewing the lease of a claimed run (until give_up)."""
+        lease = Lease(task_id, dispatch_id, self._clock() + self._lease)
+        with self._lock:
+            self._held[dispatch_id] = lease
+        return lease
+
+    def give_up(self, lease: Lease) -> None:
+        with self._lock:
+            if self._held.get(lease.dispatch_id) is lease:
+                del self._held[lease.dispatch_id]
+
+    def held(self) -> int:
+        with self._lock:
+            return len(self._held)
 
     def renew_all(self) -> None:
         with self._lock:
@@ -75,18 +112,18 @@ class LeaseKeeper:
             )
         except UnreadableTask as exc:  # its document broke under us: no outcome can be written
             log.error("lease given up: the task cannot be read", task_id=lease.task_id, reason=exc.reason)
-            lease.lost.set()
+            lease.lose()
             return
         except StoreError as exc:
             if now >= lease.expires:
                 log.error("lease lapsed: store unreachable", task_id=lease.task_id, error=str(exc))
-                lease.lost.set()
+                lease.lose()
             return
         if isinstance(result, Refusal):
             if not self._still_held(lease):
                 return  # the step ended between the snapshot and this renewal: nothing was lost
             log.warning("lease lost", task_id=lease.task_id, reason=result.reason)
-            lease.lost.set()
+            lease.lose()
         else:
             lease.expires = timing.now + self._lease
 

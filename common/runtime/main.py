@@ -61,10 +61,13 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
         sys.exit(3)
     runtime.metrics.serve(settings.metrics_port)
-    while not stop.wait(1.0):
+    while not stop.wait(1.0) and not runtime.failed.is_set():
         pass
-    log.info("stop requested", grace=settings.shutdown_grace_seconds)
+    if runtime.failed.is_set():  # stuck thread commands: only a new process stops a hung call
+        log.error("module stopping to be restarted", grace=settings.shutdown_grace_seconds)
+    else:
+        log.info("stop requested", grace=settings.shutdown_grace_seconds)
     clean = runtime.stop()
     broker.close()
     store.close()
-    sys.exit(0 if clean else 1)
+    sys.exit(0 if clean and not runtime.failed.is_set() else 1)

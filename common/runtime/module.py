@@ -1,4 +1,9 @@
-"""One module process: consumers, worker threads, command children, leases, graceful stop."""
+"""One module process: consumers, store threads, the three kinds of command, leases, graceful stop.
+
+The broker's I/O thread only appends a delivery to the inbox and asks a store thread to take it.
+A store thread parses it, waits for a slot of its command's kind (parked, not blocking), claims
+it and starts the command; the command's end comes back to a store thread for its commit.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +22,9 @@ from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.runtime.announce import Announcer, baton_version
 from common.runtime.inbox import Handle, Inbox, TrackedDelivery
+from common.runtime.dispatcher import Dispatcher
 from common.runtime.lease import LeaseKeeper
 from common.runtime.registry import load_registry
-from common.runtime.runner import CommandRunner
 from common.runtime.step_handler import HandlerConfig, StepHandler
 from common.settings import Settings
 from common.store.modules_port import ModuleRegistry
@@ -62,7 +67,7 @@ class ModuleRuntime:
         self.owner = f"{self.module}@{socket.gethostname()}:{os.getpid()}:{new_id()[:6]}"
         # Announced while it runs (None: not announced, as in tests that drive one in-process).
         self._announcer = None if announce_to is None else Announcer(
-            announce_to, self.owner, self.module, registry.names(), registry.version or baton_version(),
+            announce_to, self.owner, self.module, registry.kinds(), registry.version or baton_version(),
             settings.module_heartbeat_seconds, clock,
         )  # fmt: skip
         self._settings = settings
@@ -70,10 +75,8 @@ class ModuleRuntime:
         self._queues = {module_queue(self.module), ALARM_QUEUE, *queues_to_declare}
         self._extra = dict(extra_consumers or {})
         self._extra_source = extra_consumers  # Consumers: closed once they no longer receive
-        self._runner = CommandRunner(
-            registry_ref, settings.concurrency, settings.fault_injection, settings.log_format, settings.log_level,
-            store_url=settings.store_url,
-        )
+        self._dispatcher = Dispatcher(registry, registry_ref, settings, store)
+        self._dispatcher.on_slot_freed = self._resume_if_idle
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock)
         self._publisher = OutboxPublisher(
             store, broker, clock, mark_delay=mark_delay_for(settings.relay_grace_seconds), metrics=self.metrics,
@@ -87,36 +90,32 @@ class ModuleRuntime:
             fault_injection=settings.fault_injection,
         )
         self._handler = StepHandler(
-            config, store, broker, self._runner, self._leases, self._publisher, clock, metrics=self.metrics
+            config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics
         )
         self._inbox = Inbox()
         self._subscriptions: list[Subscription] = []
-        self._workers: list[threading.Thread] = []
-        self._busy = 0
-        self._busy_lock = threading.Lock()
         self._paused = False
-        self._pause_lock = threading.Lock()  # the hold-limit watcher and workers both flip it
-        self._stopping = threading.Event()
+        self._pause_lock = threading.Lock()  # the watcher and the end of every command both flip it
+        self._stopping = self._dispatcher.stopping
+        # Set when too many thread commands are stuck: the process must be restarted (run_module
+        # stops it and exits non-zero).
+        self.failed = threading.Event()
         self._watcher: threading.Thread | None = None
 
     def start(self) -> None:
-        self._runner.start()
+        self._dispatcher.start()
         self._leases.start()
         for queue in sorted(self._queues | set(self._extra)):
             self._broker.declare(queue)
-        for index in range(self._settings.concurrency):
-            worker = threading.Thread(target=self._work, name=f"baton-worker-{index}", daemon=True)
-            worker.start()
-            self._workers.append(worker)
-        self._watcher = threading.Thread(target=self._watch_waiting, name="baton-hold-limit", daemon=True)
+        self._watcher = threading.Thread(target=self._watch, name="baton-watch", daemon=True)
         self._watcher.start()
         self._subscribe(module_queue(self.module), self._handler.handle)
         for queue, handle_body in self._extra.items():
             self._subscribe(queue, _settle_by_outcome(handle_body))
         if self._announcer is not None:  # consuming: now it serves its queue
             self._announcer.start()
-        log.info("module started", module=self.module, owner=self.owner,
-                 concurrency=self._settings.concurrency, queue=module_queue(self.module))
+        log.info("module started", module=self.module, owner=self.owner, queue=module_queue(self.module),
+                 slots={kind: self._settings.slots(kind) for kind in self._dispatcher.kinds_used})
 
     def stop(self, grace: float | None = None) -> bool:
         """Stop consuming, let running steps finish within `grace`, then stop what is left.
@@ -131,18 +130,13 @@ class ModuleRuntime:
             self._announcer.stop()
         for subscription in self._subscriptions:
             subscription.pause()
-        for delivery in self._inbox.drain():
+        for delivery in self._inbox.drain() + self._dispatcher.slots.drain():
             delivery.requeue()
-        self._inbox.put_stop(len(self._workers))
-        deadline = time.monotonic() + grace
-        for worker in self._workers:
-            worker.join(timeout=max(0.0, deadline - time.monotonic()))
-        finished = not any(w.is_alive() for w in self._workers)
+        finished = self._dispatcher.slots.wait_idle(grace)
         if not finished:
             log.warning("grace period over; stopping running commands", grace=grace)
-        self._runner.close()
-        for worker in self._workers:  # stopped commands: their workers release the steps
-            worker.join(timeout=5)
+            self._dispatcher.interrupt_all()  # each stopped command's step is released
+            self._dispatcher.slots.wait_idle(10.0)
         if self._watcher is not None:  # woken by _stopping; it may pause subscriptions: before they stop
             self._watcher.join(timeout=10)
         for subscription in self._subscriptions:
@@ -150,6 +144,7 @@ class ModuleRuntime:
         if isinstance(self._extra_source, Consumers):
             self._extra_source.close()
         self._leases.stop()
+        self._dispatcher.close()
         self._publisher.stop()
         log.info("module stopped", module=self.module, clean=finished)
         return finished
@@ -157,52 +152,70 @@ class ModuleRuntime:
     def _subscribe(self, queue: str, handle: Handle) -> None:
         def hand_over(delivery: Delivery) -> None:  # runs on the broker's I/O thread: no blocking
             self._inbox.put(delivery, handle)
+            self._dispatcher.submit(self._take_one)
 
-        prefetch = self._settings.effective_prefetch
+        prefetch = self._dispatcher.prefetch
         self._subscriptions.append(self._broker.subscribe(queue, hand_over, prefetch=prefetch))
 
-    def _work(self) -> None:
-        while True:
-            item = self._inbox.take()
-            if item is None:
-                return
-            delivery, handle = item
-            with self._busy_lock:
-                self._busy += 1
-            try:
-                handle(delivery)
-            except Exception as exc:  # a bug must not kill the worker; an unsettled delivery is dead-lettered
-                # Type and place only: the message of an error about a task may quote its secrets.
-                log.error("handler failed", error=type(exc).__name__, where=exception_summary(exc))
-                delivery.dead_letter()
-            finally:
-                with self._busy_lock:
-                    self._busy -= 1
-                self._resume_if_idle()
+    def _take_one(self) -> None:
+        """On a store thread: handle the oldest waiting delivery (one per hand-over; one given
+        back meanwhile leaves nothing to take)."""
+        item = self._inbox.take_nowait()
+        if item is None:
+            return
+        delivery, handle = item
+        if self._stopping.is_set():
+            delivery.requeue()
+            return
+        try:
+            handle(delivery)
+        except Exception as exc:  # a bug must not kill the thread; an unsettled delivery is dead-lettered
+            # Type and place only: the message of an error about a task may quote its secrets.
+            log.error("handler failed", error=type(exc).__name__, where=exception_summary(exc))
+            delivery.dead_letter()
 
-    def _watch_waiting(self) -> None:
-        """Give back deliveries left waiting past the hold limit, and pause until a worker frees."""
+    def _watch(self) -> None:
+        """Every second: give back deliveries waiting past the hold limit (pausing until a slot
+        frees), and stop the module once too many thread commands are stuck."""
         limit = self._settings.hold_limit_seconds
-        while not self._stopping.wait(min(limit / 4, 5.0)):
-            stale = self._inbox.take_waiting_since(time.monotonic() - limit)
-            if not stale:
-                continue
-            for delivery in stale:
-                delivery.requeue()
-            with self._pause_lock:
-                if self._paused:
-                    continue
-                self._paused = True
-            log.warning("every worker busy; consuming paused", given_back=len(stale))
-            for subscription in self._subscriptions:
-                subscription.pause()
+        next_hold_check = time.monotonic()
+        while not self._stopping.wait(1.0):
+            stuck = self._dispatcher.stuck_threads()
+            if stuck > self._settings.stuck_threads_max and not self.failed.is_set():
+                # A thread cannot be killed: only the end of this process stops a hung call.
+                log.error("too many thread commands stuck past their timeout; the module stops to be restarted",
+                          stuck=stuck, limit=self._settings.stuck_threads_max)
+                self._pause()
+                self.failed.set()
+            if time.monotonic() >= next_hold_check:
+                next_hold_check = time.monotonic() + min(limit / 4, 5.0)
+                self._give_back_waiting(limit)
+
+    def _give_back_waiting(self, limit: float) -> None:
+        cutoff = time.monotonic() - limit
+        stale = self._inbox.take_waiting_since(cutoff) + self._dispatcher.slots.take_parked_since(cutoff)
+        if not stale:
+            return
+        for delivery in stale:
+            delivery.requeue()
+        if self._pause():
+            log.warning("every slot busy; consuming paused", given_back=len(stale))
+
+    def _pause(self) -> bool:
+        with self._pause_lock:
+            if self._paused:
+                return False
+            self._paused = True
+        for subscription in self._subscriptions:
+            subscription.pause()
+        return True
 
     def _resume_if_idle(self) -> None:
         with self._pause_lock:
-            if not self._paused or self._stopping.is_set() or self._busy >= len(self._workers):
+            if not self._paused or self._stopping.is_set() or self.failed.is_set():
                 return
             self._paused = False
-        log.info("a worker is free; consuming resumed")
+        log.info("a slot is free; consuming resumed")
         for subscription in self._subscriptions:
             subscription.resume()
 

@@ -19,14 +19,21 @@ and reaches each command as `ctx.resources`. It reports a failure it understands
 other exception fails the attempt as well. Commands run at least once: use the idempotency key so
 that running twice has no double effect.
 
+A command runs as one of three kinds (docs/DESIGN.md sec. 13): `process` (a `def`, the default:
+in a child process, which a timeout kills), `thread` (`@registry.command(kind="thread")`: in a
+thread of the module process) or `async` (an `async def`: a coroutine on the module's event
+loop, cancelled at its timeout). In-process kinds share the module's setup resources.
+
 A command may also outlive its claim (its process froze past the lease; see common/engine/fence.py):
 before a side effect that a rollback may undo, call `ctx.check_fence()`, under the same lock or
-transaction the undo takes.
+transaction the undo takes. An async command awaits `ctx.check_fence_async()` instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +75,11 @@ class CommandContext:
             raise RuntimeError("this command runs without a store: its fence cannot be checked")
         check_fence(self.read_task, self.fencing_token)
 
+    async def check_fence_async(self) -> None:
+        """check_fence for an async command: the read runs off the event loop (on a store thread),
+        so the other commands on the loop keep running meanwhile."""
+        await asyncio.get_running_loop().run_in_executor(None, self.check_fence)
+
     def rollback_reached(self) -> bool:
         """True once this step's rollback has begun (or the task ended without success). For an
         effect that cannot be fenced under a lock: make it, then ask this; if True, undo it
@@ -81,7 +93,8 @@ class CommandContext:
     item_index: int | None = None
 
 
-CommandFn = Callable[[CommandContext], "dict[str, Any] | None"]
+CommandFn = Callable[[CommandContext], Any]  # returns a dict (or None); an async def a coroutine of one
+KINDS = ("process", "thread", "async")
 
 
 class CommandRegistry:
@@ -89,13 +102,18 @@ class CommandRegistry:
         self.module = module
         self.version = version  # announced with the module; None: baton's own version
         self._commands: dict[str, CommandFn] = {}
+        self._kinds: dict[str, str] = {}
         self._setup: Callable[[], Any] | None = None
 
-    def command(self, name: str | None = None) -> Callable[[CommandFn], CommandFn]:
+    def command(self, name: str | None = None, *, kind: str | None = None) -> Callable[[CommandFn], CommandFn]:
+        """Register a command. `kind`: "process" (the default for a def) or "thread"; an
+        `async def` is "async" by itself."""
+
         def register(fn: CommandFn) -> CommandFn:
             command_name = name or fn.__name__
             if command_name in self._commands:
                 raise ValueError(f"{self.module}: command {command_name!r} registered twice")
+            self._kinds[command_name] = command_kind(f"{self.module}.{command_name}", fn, kind)
             self._commands[command_name] = fn
             return fn
 
@@ -119,6 +137,28 @@ class CommandRegistry:
 
     def names(self) -> frozenset[str]:
         return frozenset(self._commands)
+
+    def kind(self, name: str) -> str:
+        """The kind that runs `name`; an unknown command is left to a process (its child
+        reports it as the attempt's failure, as it always did)."""
+        return self._kinds.get(name, "process")
+
+    def kinds(self) -> dict[str, str]:
+        """Each command's kind, by name."""
+        return dict(sorted(self._kinds.items()))
+
+
+def command_kind(where: str, fn: Callable[..., Any], declared: str | None) -> str:
+    """The kind of a command function: an `async def` is async; a def is what it declares."""
+    if declared is not None and declared not in KINDS:
+        raise ValueError(f"{where}: kind must be one of {', '.join(KINDS)}, not {declared!r}")
+    if inspect.iscoroutinefunction(fn):
+        if declared not in (None, "async"):
+            raise ValueError(f"{where}: an async def runs as kind async, not {declared!r}")
+        return "async"
+    if declared == "async":
+        raise ValueError(f"{where}: kind async needs an async def")
+    return declared or "process"
 
 
 def registry_module(ref: str) -> str:

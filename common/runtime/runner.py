@@ -1,4 +1,4 @@
-"""Runs commands in child processes with a hard timeout (see common/runtime/child.py)."""
+"""Runs `process` commands in child processes with a hard timeout (see common/runtime/child.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import queue
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 import structlog
 
-from common.input_limits import printable
 from common.runtime.child import child_main
+from common.runtime.invoke import MAX_MESSAGE, CommandRequest, bounded_message, result_of
 from common.runtime.registry import registry_module
 from common.engine.states import ResultCode
 from common.engine.transitions import AttemptResult
@@ -42,35 +42,6 @@ class _Child:
         self.process.join(timeout=5)
         with contextlib.suppress(OSError):
             self.conn.close()
-
-
-@dataclass
-class CommandRequest:
-    task_id: str
-    task_type: str
-    command: str
-    cursor: int
-    phase: int
-    attempt: int
-    idempotency_key: str
-    run_key: str
-    parameters: dict[str, Any] = field(default_factory=dict)
-    dispatch_id: str = ""  # with owner: the fencing token (common/engine/fence.py)
-    owner: str = ""
-    # The task's secret values: the command process masks them in every log line it writes.
-    hidden: list[str] = field(default_factory=list)
-    item: Any = None  # a for_each step's item (also in parameters as `item`)
-    item_index: int | None = None
-
-
-MAX_MESSAGE = 2000  # characters of a command's failure message kept in the task document
-
-
-def bounded_message(message: str) -> str:
-    """A failure message is stored on the step, in TaskMessage and in the history of every
-    attempt: unbounded, one chatty command could grow a document past what a store takes."""
-    message = printable(message)
-    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
 
 
 class CommandRunner:
@@ -128,13 +99,7 @@ class CommandRunner:
             self._refill()
             return answer
         self._idle.put(child)
-        return AttemptResult(
-            ResultCode.OK if answer["ok"] else ResultCode.FAILED,
-            bounded_message(answer["message"]),
-            answer["output"],
-            answer["retryable"],
-            answer.get("check_again"),
-        )
+        return result_of(answer)
 
     def close(self) -> None:
         """Kill every child, including ones still running a command (shutdown past its grace)."""
@@ -230,3 +195,6 @@ class CommandRunner:
         child.kill()
         with self._lock:
             self._all.discard(child)
+
+
+__all__ = ["MAX_MESSAGE", "CommandInterrupted", "CommandRequest", "CommandRunner", "bounded_message"]

@@ -1,4 +1,5 @@
-"""What a module does with one delivery: parse, claim, ack, run, commit, publish.
+"""What a module does with one delivery: parse, wait for a slot of its command's kind, claim,
+ack, start the command; and once it ended (on any store thread): commit, publish, free the slot.
 
 Every write is a compare-and-set through a pure function of common.engine.transitions, so a duplicate
 or stale delivery, or a worker that froze past its lease, changes nothing.
@@ -6,6 +7,7 @@ or stale delivery, or a worker that froze past its lease, changes nothing.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 import random
@@ -28,8 +30,10 @@ from common.relay.outbox import OutboxPublisher
 from common.queues import ALARM_QUEUE
 from common.backoff import retry_delay
 from common.runtime.faults import BadFaultRule, faults_for
-from common.runtime.lease import LeaseKeeper
-from common.runtime.runner import CommandInterrupted, CommandRequest, CommandRunner
+from common.runtime.dispatcher import Dispatcher
+from common.runtime.inbox import TrackedDelivery
+from common.runtime.invoke import CommandRequest
+from common.runtime.lease import Lease, LeaseKeeper
 from common.store.mutate import mutate
 from common.engine.states import FINAL_STATUSES, ResultCode, RunState
 from common.store.port import TaskStore
@@ -65,7 +69,7 @@ class StepHandler:
         config: HandlerConfig,
         store: TaskStore,
         broker: Broker,
-        runner: CommandRunner,
+        dispatcher: Dispatcher,
         leases: LeaseKeeper,
         publisher: OutboxPublisher,
         clock: Callable[[], float] = time.time,
@@ -76,16 +80,33 @@ class StepHandler:
         self._config = config
         self._store = store
         self._broker = broker
-        self._runner = runner
+        self._dispatcher = dispatcher
         self._leases = leases
         self._publisher = publisher
         self._clock = clock
         self._rng = rng or random.Random()
 
-    def handle(self, delivery: Delivery) -> None:
+    def handle(self, delivery: TrackedDelivery) -> None:
+        """Parse, then claim and start the command once a slot of its kind is free (parked
+        until then: see common/runtime/slots.py). Returns once the command started."""
         message = self._parse(delivery)
         if message is None:
             return
+        kind = self._dispatcher.kind_of(message.Command)
+
+        def start() -> None:
+            started = False
+            try:
+                started = self._claim_and_start(delivery, message)
+            finally:
+                if not started:  # refused, given back, or a bug: the slot is free again
+                    self._dispatcher.release(kind)
+
+        if self._dispatcher.admit(kind, delivery, start):
+            start()
+
+    def _claim_and_start(self, delivery: Delivery, message: StepMessage) -> bool:
+        """True once the command started: its end then commits and frees the slot."""
         with structlog.contextvars.bound_contextvars(
             task_id=message.TaskId, step=message.Cursor, item=message.Item, phase=message.Type.label,
             attempt=message.Attempt, module=self._config.module, command=message.Command,
@@ -95,26 +116,26 @@ class StepHandler:
                 claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, timing))
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
                 self._dead_letter(delivery, str(exc), message)
-                return
+                return False
             except StoreError as exc:
                 claimed = self._claim_outcome(message, timing)
                 if claimed is None:
                     log.warning("store unreachable; delivery given back", error=str(exc))
                     time.sleep(STORE_RETRY_PAUSE)
                     delivery.requeue()
-                    return
+                    return False
                 log.info("claim written although the store's answer was lost", error=str(exc))
             if isinstance(claimed, Refusal):
                 delivery.ack()  # a duplicate or stale delivery: the store already knows better
                 self._metrics.deliveries_dropped.labels(self._config.module).inc()
                 log.info("delivery dropped", reason=claimed.reason)
-                return
+                return False
             delivery.ack()  # acked right after the claim: the lease, not the delivery, guards the run
             # Secret values (a declared password, say) never reach a log line, even inside an
-            # error message a command wrote.
+            # error message a command wrote, whatever thread or task the command runs in.
             with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType), \
                     hidden_values(secret_values(claimed)):
-                self._run_claimed(claimed, message)
+                return self._start(claimed, message)
 
     def _claim_outcome(self, message: StepMessage, timing: Timing) -> Task | None:
         """After a StoreError during the claim: the task if OUR claim was written after all.
@@ -139,7 +160,7 @@ class StepHandler:
         )
         return task if ours else None
 
-    def _run_claimed(self, task: Task, message: StepMessage) -> None:
+    def _start(self, task: Task, message: StepMessage) -> bool:
         self._crash_point(task, message, "after_claim")
         step = task.Steps[message.Cursor]
         phase = message.Type
@@ -163,15 +184,41 @@ class StepHandler:
             request.item = request.parameters["item"]
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
-        with self._leases.hold(task.TaskId, message.DispatchId) as lease:
-            self._crash_point(task, message, "during_command", delay=0.2)
-            try:
-                result = self._runner.run(request, step.timeout(phase), lease.lost)
-            except CommandInterrupted:
+        lease = self._leases.take(task.TaskId, message.DispatchId)
+        self._crash_point(task, message, "during_command", delay=0.2)
+        # Two copies of this context (log fields, secrets to mask): one the command runs in, one
+        # its outcome is committed in, later, on another thread.
+        finish_in = contextvars.copy_context()
+
+        def finish(outcome: AttemptResult | None) -> None:
+            finish_in.run(self._finish, task, message, lease, started, outcome)
+
+        try:
+            self._dispatcher.start_command(request, step.timeout(phase), lease, contextvars.copy_context(), finish)
+        except Exception:
+            self._leases.give_up(lease)  # never started: the lease lapses, the sweeper re-runs it
+            raise
+        return True
+
+    def _finish(self, task: Task, message: StepMessage, lease: Lease, started: float,
+                outcome: AttemptResult | None) -> None:  # fmt: skip
+        """The command ended (None: shutdown stopped it): commit its outcome, publish what
+        follows, free its slot."""
+        kind = self._dispatcher.kind_of(message.Command)
+        try:
+            self._leases.give_up(lease)
+            if outcome is None:
                 self._release(task.TaskId, message)
                 return
+            self._conclude(task, message, lease, started, outcome)
+        finally:
+            self._dispatcher.release(kind)
+
+    def _conclude(self, task: Task, message: StepMessage, lease: Lease, started: float,
+                  result: AttemptResult) -> None:  # fmt: skip
+        step, phase = task.Steps[message.Cursor], message.Type
         elapsed = round(time.monotonic() - started, 4)
-        labels = (self._config.module, request.command, phase.label)
+        labels = (self._config.module, step.command(phase), phase.label)
         self._metrics.step_seconds.labels(*labels, result.code.name.lower()).observe(elapsed)
         if result.code is ResultCode.TIMED_OUT:
             self._metrics.timeouts.labels(*labels).inc()

@@ -21,6 +21,7 @@ class ModuleRegistration(BaseModel):
     WorkerId: str  # the process's owner id, as it appears in leases and task history
     Module: str  # also its queue's name (common.queues.module_queue)
     Commands: list[str]
+    Kinds: dict[str, str] = {}  # command -> process, thread or async (docs/DESIGN.md sec. 13)
     Version: str
     Host: str
     Pid: int

@@ -16,8 +16,9 @@ from tests.api.support import READER
 def announce(api, module: str, worker: str, age: float = 0.0, commands=("noop", "noop_rollback")) -> None:
     registry = SqliteModuleRegistry(api.store.path)
     now = time.time()
-    registry.announce(ModuleRegistration(WorkerId=worker, Module=module, Commands=list(commands), Version="1.2",
-                                         Host="h", Pid=7, StartedAt=now - 60, HeartbeatAt=now - age))  # fmt: skip
+    kinds = {c: "async" if c == "noop" else "process" for c in commands}
+    registry.announce(ModuleRegistration(WorkerId=worker, Module=module, Commands=list(commands), Kinds=kinds,
+                                         Version="1.2", Host="h", Pid=7, StartedAt=now - 60, HeartbeatAt=now - age))  # fmt: skip
     registry.close()
 
 
@@ -26,6 +27,7 @@ def test_live_modules_are_listed_with_commands_workers_and_heartbeats(api):
     announce(api, "resource", "resource@h:2", age=3600)  # stopped renewing an hour ago
     items = api.get("/api/v1/modules", token=READER).json()["items"]
     assert [(m["module"], m["live"], m["commands"]) for m in items] == [("mysql", True, ["noop", "noop_rollback"])]
+    assert items[0]["kinds"] == {"noop": "async", "noop_rollback": "process"}
     assert items[0]["workers"][0]["worker_id"] == "mysql@h:1" and items[0]["workers"][0]["version"] == "1.2"
     everything = api.get("/api/v1/modules", token=READER, stale="true").json()["items"]
     assert [(m["module"], m["live"]) for m in everything] == [("mysql", True), ("resource", False)]

@@ -60,14 +60,14 @@ def test_deliveries_waiting_past_the_hold_limit_are_given_back_and_consuming_pau
             blocker = service.submit("slow", hanging()).task
             time.sleep(0.3)
             waiting = service.submit("slow", {}).task
-            wait_until(lambda: any(e["event"] == "every worker busy; consuming paused" for e in logs), 10, "pause")
+            wait_until(lambda: any(e["event"] == "every slot busy; consuming paused" for e in logs), 10, "pause")
             # Given back, not held: the message is ready in the queue again while the slot is busy.
             assert broker.queue_depth("mysql") == 1
             for task in (blocker, waiting):
                 wait_until(lambda t=task: store.get(t.TaskId).TaskStatus in FINAL_STATUSES, 15, "final")
         assert store.get(blocker.TaskId).TaskStatus is TaskStatus.ROLLED_BACK  # timed out
         assert store.get(waiting.TaskId).TaskStatus is TaskStatus.SUCCESS
-        assert any(e["event"] == "a worker is free; consuming resumed" for e in logs)
+        assert any(e["event"] == "a slot is free; consuming resumed" for e in logs)
     finally:
         runtime.stop(grace=1)
 

@@ -80,7 +80,7 @@ def test_no_background_thread_outlives_the_stop_sequence(tmp_path, rabbitmq_url,
         # An alarm for the monitor's webhook (its receiver is down), so its sender's worker runs.
         alarm = Alarm(AlarmId="threads-test-alarm", Kind="dead_letter", Time=time.time(), Message="for the test")
         broker.publish(ALARM_QUEUE, alarm.model_dump_json().encode(), message_id=alarm.AlarmId)
-        for name in ("baton-sweeper", "baton-reconciler", "baton-webhooks", "baton-hold-limit", "baton-lease",
+        for name in ("baton-sweeper", "baton-reconciler", "baton-webhooks", "baton-watch", "baton-lease",
                      "baton-announce", "baton-alarm-webhook"):  # the stop below has real threads to stop
             # A webhook sender starts its workers (`<name>-0`, ...) when it has something to send.
             wait_until(lambda: any(t == name or t.startswith(f"{name}-") for t in ours(set(threading.enumerate()) - before)),

@@ -32,6 +32,7 @@ class ModuleView(BaseModel):
     queue: str
     live: bool = Field(description="At least one worker renewed its heartbeat in time")
     commands: list[str] = Field(description="What its live workers serve (all workers when none is live)")
+    kinds: dict[str, str] = Field(default_factory=dict, description="Each command's kind: process, thread or async")
     workers: list[WorkerView]
 
 
@@ -70,9 +71,11 @@ def list_modules(
 def _view(module: str, registrations: list[ModuleRegistration], now: float, ttl: float) -> ModuleView:
     live = [r for r in registrations if is_live(r, now, ttl)]
     commands = sorted({c for r in (live or registrations) for c in r.Commands})
+    kinds = {c: k for r in (live or registrations) for c, k in sorted(r.Kinds.items())}
     workers = [
         WorkerView(worker_id=r.WorkerId, version=r.Version, host=r.Host, pid=r.Pid, started_at=r.StartedAt,
                    heartbeat_at=r.HeartbeatAt, live=is_live(r, now, ttl))
         for r in registrations
     ]  # fmt: skip
-    return ModuleView(module=module, queue=module_queue(module), live=bool(live), commands=commands, workers=workers)
+    return ModuleView(module=module, queue=module_queue(module), live=bool(live), commands=commands, kinds=kinds,
+                      workers=workers)

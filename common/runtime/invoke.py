@@ -1,0 +1,171 @@
+"""Calling one command, the same for every kind (process, thread, async): its context from the
+request, fault injection, and its answer (output, check again, or failure) as a plain dict that
+crosses a pipe from a child as well as a thread or the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.engine.check_again import parse_answer
+from common.errors import CommandFailed, StoreError
+from common.input_limits import InputLimits, json_problems, printable
+from common.engine.document import Task
+from common.runtime.faults import BadFaultRule, faults_for
+from common.runtime.registry import CommandContext, CommandRegistry
+from common.engine.states import Phase, ResultCode
+from common.store.port import TaskStore
+from common.engine.transitions import AttemptResult
+
+Answer = dict[str, Any]  # {"ok", "message", "output", "retryable"} plus "check_again" when not done
+MAX_MESSAGE = 2000  # characters of a command's failure message kept in the task document
+
+
+@dataclass
+class CommandRequest:
+    task_id: str
+    task_type: str
+    command: str
+    cursor: int
+    phase: int
+    attempt: int
+    idempotency_key: str
+    run_key: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    dispatch_id: str = ""  # with owner: the fencing token (common/engine/fence.py)
+    owner: str = ""
+    # The task's secret values: masked in every log line the command writes, whatever its kind.
+    hidden: list[str] = field(default_factory=list)
+    item: Any = None  # a for_each step's item (also in parameters as `item`)
+    item_index: int | None = None
+
+
+def bounded_message(message: str) -> str:
+    """A failure message is stored on the step, in TaskMessage and in the history of every
+    attempt: unbounded, one chatty command could grow a document past what a store takes."""
+    message = printable(message)
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+
+
+def result_of(answer: Answer) -> AttemptResult:
+    return AttemptResult(
+        ResultCode.OK if answer["ok"] else ResultCode.FAILED,
+        bounded_message(answer["message"]),
+        answer["output"],
+        answer["retryable"],
+        answer.get("check_again"),
+    )
+
+
+def command_context(
+    registry: CommandRegistry,
+    request: dict[str, Any],
+    resources: Any = None,
+    read_task: Callable[[str], Task | None] | None = None,
+) -> CommandContext:
+    return CommandContext(
+        task_id=request["task_id"],
+        task_type=request["task_type"],
+        module=registry.module,
+        command=request["command"],
+        cursor=request["cursor"],
+        phase=Phase(request["phase"]),
+        attempt=request["attempt"],
+        idempotency_key=request["idempotency_key"],
+        parameters=request["parameters"],
+        resources=resources,
+        run_key=request["run_key"],
+        dispatch_id=request.get("dispatch_id", ""),
+        owner=request.get("owner", ""),
+        read_task=read_task,
+        item=request.get("item"),
+        item_index=request.get("item_index"),
+    )
+
+
+def store_reader(get_store: Callable[[], TaskStore]) -> Callable[[str], Task | None]:
+    """ctx.read_task over a store: an outage fails the attempt (retryable), naming the fence."""
+
+    def read(task_id: str) -> Task | None:
+        try:
+            return get_store().get(task_id)
+        except StoreError as exc:
+            raise CommandFailed(f"cannot check the fencing token: {exc}") from None
+
+    return read
+
+
+def call_sync(registry: CommandRegistry, context: CommandContext, fault_injection: bool) -> Answer:
+    """Run a def command (in a child process or a thread) to its answer; never raises."""
+    try:
+        if fault_injection:
+            _injected_fault(context, hang=_hang_blocking)
+        return answer_of(registry.get(context.command)(context))
+    except Exception as exc:  # a command's bug fails its attempt, never the module
+        return failure_of(exc)
+
+
+async def call_async(registry: CommandRegistry, context: CommandContext, fault_injection: bool) -> Answer:
+    """Await an async command to its answer. Cancellation (its timeout, a lost lease, shutdown)
+    is not caught: the caller decides what a cancelled attempt means."""
+    try:
+        if fault_injection and _injected_fault(context, hang=None):
+            await asyncio.sleep(float("inf"))  # an injected hang: until cancelled
+        return answer_of(await registry.get(context.command)(context))
+    except Exception as exc:
+        return failure_of(exc)
+
+
+def answer_of(output: Any) -> Answer:
+    output = {} if output is None else output
+    if not isinstance(output, dict):
+        return failure_of(CommandFailed(f"command returned {type(output).__name__}, not a dict", retryable=False))
+    answer = parse_answer(output)
+    if isinstance(answer, str):
+        return failure_of(CommandFailed(answer, retryable=False))
+    if answer is not None:  # not done yet: nothing to merge, ask again later
+        seconds, progress = answer
+        return {"ok": True, "message": progress, "output": {}, "retryable": True, "check_again": seconds}
+    # It goes into the task's Parameters: the same limits as a client's parameters, so no
+    # command can store what a reader, the sweeper or another store could not handle.
+    problems = json_problems(output, InputLimits(), "output")
+    if problems:
+        message = "; ".join(f"{path}: {problem}" for path, problem in problems)
+        return failure_of(CommandFailed(message, retryable=False))
+    return {"ok": True, "message": "", "output": output, "retryable": True}
+
+
+def failure_of(exc: Exception) -> Answer:
+    if isinstance(exc, CommandFailed):
+        return {"ok": False, "message": str(exc), "output": {}, "retryable": exc.retryable}
+    last = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {os.path.basename(last.filename)}:{last.lineno}" if last else ""
+    return {"ok": False, "message": f"{type(exc).__name__}: {exc}{where}", "output": {}, "retryable": True}
+
+
+def _hang_blocking() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def _injected_fault(context: CommandContext, hang: Callable[[], None] | None) -> bool:
+    """Apply the task's injected faults: raise for a failure; for a hang, block in `hang`, or
+    (None) answer True so an async caller awaits forever instead of blocking its loop."""
+    try:
+        faults = faults_for(context.parameters, context.command, context.phase, context.attempt)
+    except BadFaultRule as exc:
+        raise CommandFailed(str(exc), retryable=False) from None
+    for fault in faults:
+        if fault.action == "hang":
+            if hang is None:
+                return True
+            hang()
+        if fault.action == "fail":
+            raise CommandFailed(f"injected failure in {context.command}", retryable=fault.retryable)
+    return False

@@ -1,0 +1,40 @@
+"""README's "Kinds of command" example, run: each command through the same call a module makes
+for its kind (common/runtime/invoke.py), the async one against a real listening socket."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+from pathlib import Path
+
+from common.runtime.invoke import call_async, call_sync, command_context
+from common.runtime.registry import CommandContext, CommandRegistry
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _registry() -> CommandRegistry:
+    section = README.read_text().split("### Kinds of command", 1)[1].split("\n### ", 1)[0]
+    registry = CommandRegistry("storage")
+    namespace = {"registry": registry, "CommandContext": CommandContext}
+    exec(re.findall(r"```python\n(.*?)```", section, re.S)[0], namespace)  # noqa: S102 - the README's own example
+    return registry
+
+
+def _context(registry: CommandRegistry, command: str, parameters: dict) -> CommandContext:
+    return command_context(registry, {"task_id": "t1", "task_type": "check", "command": command, "cursor": 0,
+                                      "phase": 0, "attempt": 1, "idempotency_key": "t1:0:normal", "run_key": "t1",
+                                      "parameters": parameters})  # fmt: skip
+
+
+def test_the_readme_commands_declare_their_kinds_and_run_as_them() -> None:
+    registry = _registry()
+    assert registry.kinds() == {"resolve_host": "thread", "wait_for_port": "async"}
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        port = listening.getsockname()[1]
+        answer = asyncio.run(call_async(registry, _context(registry, "wait_for_port", {"host": "127.0.0.1", "port": port}),
+                                        False))  # fmt: skip
+    assert answer == {"ok": True, "message": "", "output": {"port_open": port}, "retryable": True}
+    answer = call_sync(registry, _context(registry, "resolve_host", {"host": "localhost"}), False)
+    assert answer["ok"] and answer["output"]["address"].startswith("127.")
