@@ -6,11 +6,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from common.errors import ActionRefused, InvalidParameters, StoreError, UnknownTask
+from common.errors import ActionRefused, InvalidParameters, UnknownTask
 from common.flows import FlowCatalog
 from common.input_limits import InputLimits, check_input
 from common.masking import masked_with_parameters
 from common.scheduling import Missed, Overlap, Schedule, ScheduleError, check_timing, next_tick_after
+from common.store.retry import compare_and_set_loop
 from common.store.inventory_factory import open_schedule_store
 from common.store.schedules_port import ScheduleStore
 from common.engine.transitions import new_id
@@ -110,13 +111,12 @@ class ScheduleService:
         self._schedules.close()
 
     def _change(self, id_or_name: str, change: Callable[[Schedule], Schedule]) -> Schedule:
-        for _ in range(20):
-            current = self.get(id_or_name)
-            new = change(current)
-            new.Version = current.Version + 1
-            if self._schedules.compare_and_set(new, current.Version):
-                return new
-        raise StoreError(f"schedule {id_or_name!r}: gave up after 20 lost compare-and-set races")
+        """`change` raises ActionRefused when it does not apply; the schedule as written."""
+        read = lambda: self.get(id_or_name)  # noqa: E731  (raises UnknownSchedule once it is gone)
+        written = compare_and_set_loop(read(), read=read, change=change, write=self._schedules.compare_and_set,
+                                       what=f"schedule {id_or_name!r}")
+        assert written is not None  # the change never answers "nothing to write"
+        return written
 
 
 def _paused(schedule: Schedule, paused: bool, now: float) -> Schedule:

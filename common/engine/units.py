@@ -44,6 +44,11 @@ class Refusal:
     reason: str
 
 
+def none_if_refused(change: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A change for a store's compare-and-set loop (common.store.retry): None instead of a Refusal."""
+    return lambda current: None if isinstance(outcome := change(current), Refusal) else outcome
+
+
 @dataclass(frozen=True)
 class AttemptResult:
     """How one attempt of a command ended."""

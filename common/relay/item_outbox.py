@@ -17,6 +17,7 @@ from common.engine.units import Refusal
 from common.errors import BrokerError, StoreError
 from common.relay.encoding import encode
 from common.store.items_port import ItemStore
+from common.engine.units import none_if_refused
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
@@ -75,7 +76,7 @@ class ItemOutbox:
 
         read = lambda: self._items.get_item(*key)  # noqa: E731
         try:
-            compare_and_set_loop(read(), read=read, change=drop, write=self._items.compare_and_set_item,
+            compare_and_set_loop(read(), read=read, change=none_if_refused(drop), write=self._items.compare_and_set_item,
                                  what=f"item {key}")
         except StoreError as exc:  # published, not marked: the relay publishes it again, the claim fences it
             log.warning("mark-sent failed", task_id=key[0], item=key[3], error=str(exc))

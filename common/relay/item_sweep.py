@@ -24,6 +24,7 @@ from common.engine.states import RunState
 from common.engine.transitions import MAX_REDISPATCH_BACKOFF, Timing, new_id
 from common.relay.outbox import OutboxPublisher
 from common.store.port import TaskStore
+from common.engine.units import none_if_refused
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
@@ -69,7 +70,7 @@ class ItemSweep:
         timing = Timing(self._clock(), self._lease, self._redeliver_after, delay)
         read = lambda: self._items.get_item(record.TaskId, record.Generation, record.Cursor, record.Item)  # noqa: E731
         changed = compare_and_set_loop(
-            record, read=read, change=lambda r: expire_item(r, task, timing, new_id, MAX_REDISPATCH_BACKOFF),
+            record, read=read, change=none_if_refused(lambda r: expire_item(r, task, timing, new_id, MAX_REDISPATCH_BACKOFF)),
             write=self._items.compare_and_set_item, what=f"item {record.record_id}")
         if changed is None:
             return

@@ -38,6 +38,7 @@ from common.engine.units import IdFactory, Refusal, Timing, new_id
 from common.store.items_port import ItemStore
 from common.store.mutate import mutate
 from common.store.port import TaskStore
+from common.engine.units import none_if_refused
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
@@ -206,7 +207,7 @@ class ItemRelay:
         return compare_and_set_loop(
             record,
             read=lambda: self._items.get_item(record.TaskId, record.Generation, record.Cursor, record.Item),
-            change=change,
+            change=none_if_refused(change),
             write=self._items.compare_and_set_item,
             what=f"item {record.record_id}",
         )

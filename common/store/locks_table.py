@@ -11,12 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from common.errors import StoreError
 from common.engine.gates.locks import KeyLock, LockHolder, join, leave
 from common.store.beside import open_beside
 from common.store.locks_port import LockStore
+from common.store.retry import compare_and_set_loop
 
-MAX_TRIES = 50  # each try is one read and one write; only a storm of writers on one key loses this often
 Decision = Callable[[KeyLock, float], tuple[KeyLock, list[str]]]
 
 
@@ -48,15 +47,17 @@ class LockTable:
         self.store.close()
 
     def _change(self, key: str, decide: Decision, now: float | None) -> list[LockHolder]:
-        for _ in range(MAX_TRIES):
-            current = self.store.get(key) or KeyLock(Key=key)
-            new, granted = decide(current, self._clock() if now is None else now)
-            if new == current:
-                return []
-            new.Version = current.Version + 1
-            if self.store.compare_and_set(new, current.Version):
-                return [h for h in new.Holders if h.TaskId in granted]
-        raise StoreError(f"lock {key!r}: gave up after {MAX_TRIES} lost races")
+        granted: list[str] = []  # by the decision that was written
+
+        def change(current: KeyLock) -> KeyLock | None:
+            new, names = decide(current, self._clock() if now is None else now)
+            granted[:] = names
+            return None if new == current else new
+
+        read = lambda: self.store.get(key) or KeyLock(Key=key)  # noqa: E731  (a key never asked for: Version 0)
+        written = compare_and_set_loop(read(), read=read, change=change, write=self.store.compare_and_set,
+                                       what=f"lock {key!r}")
+        return [] if written is None else [h for h in written.Holders if h.TaskId in granted]
 
 
 def open_lock_store_for(task_store: Any) -> LockStore:

@@ -19,6 +19,7 @@ from common.engine.item_record import ItemRecord
 from common.engine.kinds.fan_out import ITEM_KINDS, inline_view, keeps_records
 from common.engine.kinds.item_changes import claim_item, finish_item_attempt
 from common.store.items_port import ItemStore
+from common.engine.units import none_if_refused
 from common.store.retry import compare_and_set_loop
 from common.queues import ALARM_QUEUE
 from common.engine.states import Phase, ResultCode
@@ -175,4 +176,4 @@ class Simulator:
         items = self.items
         return compare_and_set_loop(record, read=lambda: items.get_item(record.TaskId, record.Generation, record.Cursor,
                                                                        record.Item),
-                                    change=change, write=items.compare_and_set_item, what="item")
+                                    change=none_if_refused(change), write=items.compare_and_set_item, what="item")
