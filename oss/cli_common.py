@@ -84,11 +84,11 @@ def parse_status(text: str | None) -> TaskStatus | None:
 
 def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str]:
     labels: dict[str, str] = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
-        if not sep or not LABEL_KEY.fullmatch(key):
+        if not sep or not LABEL_KEY.fullmatch(key):  # said by its place: a refused value is not echoed
             raise click.BadParameter(
-                f"{pair!r} is not key=value with a key of letters, digits, _ / -", param_hint=hint
+                f"label {number} is not key=value with a key of letters, digits, _ / -", param_hint=hint
             )
         labels[key] = value
     return labels

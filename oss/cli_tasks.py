@@ -35,10 +35,10 @@ from oss.wiring import Parts
 def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
     """`key=value` pairs; a value that reads as JSON (42, true, {"a": 1}) is taken as such."""
     parameters: dict[str, Any] = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="PARAMS")
+        if not sep or not key:  # said by its place: a refused value is not echoed
+            raise click.BadParameter(f"parameter {number} is not key=value", param_hint="PARAMS")
         try:
             parameters[key] = json.loads(raw)
         except (json.JSONDecodeError, RecursionError):  # nested too deep: the limits refuse it as text
@@ -207,5 +207,5 @@ def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = Fals
 def _task(parts: Parts, task_id: str) -> Task:
     task = parts.store.get(task_id)
     if task is None:
-        fail(EXIT_NO_TASK, f"no task {task_id}")
+        fail(EXIT_NO_TASK, "no such task")
     return task

@@ -7,6 +7,7 @@ from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
+from oss.api.auth import authenticate_first
 from oss.api.errors import ApiError
 
 
@@ -14,6 +15,7 @@ async def known_query_only(request: Request) -> None:  # pure: see oss/api/auth.
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
+    authenticate_first(request)  # a caller without a token learns nothing of what the route takes
     declared = _names(route.dependant)  # a walk of a few nodes: not worth a cache
     unknown = sorted({name for name in request.query_params if name not in declared})
     if unknown:

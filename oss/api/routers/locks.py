@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
+from common.input_limits import NO_CONTROL_PATTERN
 from common.locks import KeyLock
 from common.store.inventory_factory import open_lock_store
 from common.store.locks_table import LockTable
@@ -56,7 +57,7 @@ Locks = Annotated[LockTable, Depends(lock_table)]
 def list_locks(
     locks: Locks,
     token: Reader,
-    key: Annotated[str | None, Query(min_length=1, max_length=256, description="Only this key")] = None,
+    key: Annotated[str | None, Query(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN, description="Only this key")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> LockList:
     found = [locks.get(key)] if key is not None else locks.list_locks(limit=limit)
