@@ -1,9 +1,14 @@
 """Unknown query parameters are refused, as unknown body fields are: `?stauts=4` answering every
-task would hide the typo behind a plausible page."""
+task would hide the typo behind a plausible page. Numbers in a query are plain ASCII: `limit=1_0`,
+` 5` or `+5` are refused as `٣` is (pydantic alone would read the first three)."""
 
 from __future__ import annotations
 
+import re
+from typing import Annotated
+
 from fastapi import Request
+from pydantic import BeforeValidator
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
@@ -30,3 +35,19 @@ def _names(dependant: Dependant) -> set[str]:
     for dependency in dependant.dependencies:
         names |= _names(dependency)
     return names
+
+
+def _written_as(pattern: str, words: str) -> BeforeValidator:
+    form = re.compile(pattern)
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and not form.fullmatch(value):
+            raise ValueError(words)
+        return value
+
+    return BeforeValidator(check)
+
+
+QueryInt = Annotated[int, _written_as(r"[0-9]{1,18}", "must be a whole number in ASCII digits")]
+QueryNumber = Annotated[float, _written_as(r"[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?",
+                                            "must be a number in ASCII digits, like 30 or 2.5")]  # fmt: skip
