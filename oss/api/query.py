@@ -48,6 +48,6 @@ def _written_as(pattern: str, words: str) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-QueryInt = Annotated[int, _written_as(r"[0-9]{1,18}", "must be a whole number in ASCII digits")]
-QueryNumber = Annotated[float, _written_as(r"[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?",
-                                            "must be a number in ASCII digits, like 30 or 2.5")]  # fmt: skip
+# Placed after Query(...) in the Annotated: the bounds then stay in the published schema.
+ASCII_INT = _written_as(r"[0-9]{1,18}", "must be a whole number in ASCII digits")
+ASCII_NUMBER = _written_as(r"[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?", "must be a number in ASCII digits, like 30 or 2.5")

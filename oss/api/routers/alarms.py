@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query
 from common.errors import UnreadableTask
 from common.models import Alarm
 from oss.api.auth import Context, Operator, Reader
-from oss.api.query import QueryInt
+from oss.api.query import ASCII_INT
 from oss.api.errors import ApiError
 from oss.api.schemas import AcknowledgeAlarms, AlarmList, AlarmsAcknowledged, AlarmView, error_responses
 from oss.api.views import alarm_view
@@ -27,7 +27,7 @@ def list_alarms(
     context: Context,
     token: Reader,
     acknowledged: Annotated[bool | None, Query(description="Only (un)acknowledged ones")] = None,
-    limit: Annotated[QueryInt, Query(ge=1, le=500)] = 100,
+    limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 100,
 ) -> AlarmList:
     """Each with the current status of its task, if it names one."""
     alarms = context.store.list_alarms(acknowledged=acknowledged, limit=limit)

@@ -28,7 +28,7 @@ from common.models import Task
 from common.notifications import settled
 from oss.api.auth import Context, Reader
 from oss.api.errors import ApiError
-from oss.api.query import QueryNumber
+from oss.api.query import ASCII_NUMBER
 from oss.api.schemas import error_responses
 from oss.api.views import task_view
 
@@ -67,7 +67,7 @@ async def task_events(
     request: Request,
     context: Context,
     token: Reader,
-    timeout: Annotated[QueryNumber, Query(gt=0, le=3600, description="End the stream after this many seconds")] = 600,
+    timeout: Annotated[float, Query(gt=0, le=3600, description="End the stream after this many seconds"), ASCII_NUMBER] = 600,
     last_event_id: Annotated[str | None, Header(max_length=40, pattern=EVENT_ID,
                                                 description="Resume after this event id")] = None,  # fmt: skip
 ) -> StreamingResponse:

@@ -13,7 +13,7 @@ from common.locks import KeyLock
 from common.store.inventory_factory import open_lock_store
 from common.store.locks_table import LockTable
 from oss.api.auth import Context, Reader
-from oss.api.query import QueryInt
+from oss.api.query import ASCII_INT
 from oss.api.schemas import error_responses
 
 router = APIRouter(prefix="/api/v1", tags=["locks"])
@@ -59,7 +59,7 @@ def list_locks(
     locks: Locks,
     token: Reader,
     key: Annotated[str | None, Query(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN, description="Only this key")] = None,
-    limit: Annotated[QueryInt, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=1000), ASCII_INT] = 100,
 ) -> LockList:
     found = [locks.get(key)] if key is not None else locks.list_locks(limit=limit)
     return LockList(items=[lock_view(lock) for lock in found if lock is not None and not lock.idle])

@@ -17,7 +17,7 @@ from common.input_limits import NO_CONTROL_PATTERN
 from common.reserved import RESERVED_LABEL_SCHEMA
 from common.scheduling import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS, Missed, Overlap, ScheduleError
 from oss.api.auth import Context, Operator, Reader
-from oss.api.query import QueryInt
+from oss.api.query import ASCII_INT
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, NO_OTHER_KEYS, JsonInt, LabelKey, LabelValue, error_responses
 from oss.schedules_service import ScheduleService
@@ -137,7 +137,7 @@ def create_schedule(body: CreateSchedule, schedules: Schedules, token: Operator,
 @router.get("/schedules", response_model=ScheduleList, summary="Schedules, by name",
             responses=error_responses(401, 422, 503))  # fmt: skip
 def list_schedules(schedules: Schedules, token: Reader,
-                   limit: Annotated[QueryInt, Query(ge=1, le=500)] = 100) -> dict:  # fmt: skip
+                   limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 100) -> dict:  # fmt: skip
     return {"items": [schedules.shown(s) for s in schedules.list(limit)]}
 
 

@@ -17,7 +17,7 @@ from common.store.modules_port import live_modules
 from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
 from common.store.paging import iterate_tasks
 from oss.api.auth import Context, Reader, Submitter
-from oss.api.query import QueryInt
+from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
@@ -86,7 +86,7 @@ def list_tasks(
     created_to: Annotated[Moment | None, Query(description="ISO-8601 or epoch; exclusive")] = None,
     q: Annotated[str | None, Query(max_length=256, pattern=NO_CONTROL_PATTERN, description=SEARCH)] = None,
     cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor of the page before")] = None,
-    limit: Annotated[QueryInt, Query(ge=1, le=500)] = 50,
+    limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 50,
 ) -> TaskPage:
     search = q.strip() if q and q.strip() else None
     wanted = {
