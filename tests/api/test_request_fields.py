@@ -130,3 +130,6 @@ def test_a_lock_key_parameter_is_required_by_the_schema_and_the_check_alike(lock
         given = {**without, "parameters": {name: "c1"}}
         assert validator.is_valid(given)
         assert locked.client.post(path, json=given, headers=auth()).status_code == 201
+    if task_type == "resize":  # the task type's view says so too
+        shown = locked.client.get("/api/v1/task-types/resize", headers=auth()).json()["parameters"]
+        assert shown["cluster"]["required"] is True and shown["size"]["required"] is False
