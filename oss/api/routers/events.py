@@ -68,8 +68,10 @@ async def task_events(
     context: Context,
     token: Reader,
     timeout: Annotated[float, Query(gt=0, le=3600, description="End the stream after this many seconds"), ASCII_NUMBER] = 600,
-    last_event_id: Annotated[str | None, Header(max_length=40, pattern=EVENT_ID,
-                                                description="Resume after this event id")] = None,  # fmt: skip
+    # `str`, not `str | None`: a header is absent or a string, never null (a null in the schema
+    # would have clients send the text "null").
+    last_event_id: Annotated[str, Header(max_length=40, pattern=EVENT_ID,
+                                         description="Resume after this event id")] = None,  # type: ignore[assignment]  # fmt: skip
 ) -> StreamingResponse:
     task = await run_in_threadpool(context.store.get, task_id)
     if task is None:
