@@ -42,10 +42,12 @@ def find_token(tokens: tuple[ApiToken, ...], presented: str) -> ApiToken | None:
 # in its thread pool, a hand-over each way per dependency and request, and three of them per
 # request (context, token, role) cost more CPU than the token checks themselves.
 async def reader(
+    request: Request,
     context: Annotated[ApiContext, Depends(get_context)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> ApiToken:
-    return _valid(context, credentials.credentials if credentials else None)
+    judged: ApiToken | None = getattr(request.state, "baton_token", None)  # by authenticate_first
+    return judged or _valid(context, credentials.credentials if credentials else None)
 
 
 def _valid(context: ApiContext, presented: str | None) -> ApiToken:
@@ -72,6 +74,13 @@ def _needs(role: Role) -> Callable[[ApiToken], Awaitable[ApiToken]]:
 reader.baton_role = "read"  # type: ignore[attr-defined]
 
 
+def route_role(route: APIRoute) -> Role | None:
+    """needed_role of the route, kept on it: its dependencies never change (walked once)."""
+    if not hasattr(route, "baton_role"):
+        route.baton_role = needed_role(route.dependant)  # type: ignore[attr-defined]
+    return route.baton_role  # type: ignore[attr-defined,no-any-return]
+
+
 def needed_role(dependant: Dependant) -> Role | None:
     """The highest role the route's dependencies ask for (None: an open route)."""
     roles = [getattr(dependant.call, "baton_role", None)] + [needed_role(d) for d in dependant.dependencies]
@@ -83,12 +92,13 @@ def needed_role(dependant: Dependant) -> Role | None:
 def authenticate_first(request: Request) -> None:
     """401 or 403 as the route's own dependencies would answer, before any other check."""
     route = request.scope.get("route")
-    role = needed_role(route.dependant) if isinstance(route, APIRoute) else None
+    role = route_role(route) if isinstance(route, APIRoute) else None
     if role is None:
         return
     scheme, presented = get_authorization_scheme_param(request.headers.get("Authorization"))
     context: ApiContext = request.app.state.baton
-    _may(_valid(context, presented if scheme.lower() == "bearer" and presented else None), role)
+    token = _valid(context, presented if scheme.lower() == "bearer" and presented else None)
+    request.state.baton_token = _may(token, role)  # the route's own dependencies take it from here
 
 
 Reader = Annotated[ApiToken, Depends(reader)]
