@@ -82,6 +82,27 @@ def parse_status(text: str | None) -> TaskStatus | None:
         raise click.BadParameter(str(exc), param_hint="--status") from None
 
 
+_ASCII_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+class _Ascii:
+    """A number option written in plain ASCII digits: click alone (int(), float()) would read
+    '٣' as 3 and '1_0' as 10. The refusal names the option, not what was typed."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _ASCII_NUMBER.fullmatch(value):
+            self.fail("must be a number in ASCII digits", param, ctx)  # type: ignore[attr-defined]
+        return super().convert(value, param, ctx)  # type: ignore[misc]
+
+
+class AsciiIntRange(_Ascii, click.IntRange):
+    pass
+
+
+class AsciiFloatRange(_Ascii, click.FloatRange):
+    pass
+
+
 def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str]:
     labels: dict[str, str] = {}
     for number, pair in enumerate(pairs, 1):

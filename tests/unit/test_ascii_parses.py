@@ -33,3 +33,25 @@ def test_a_moment_is_ascii_epoch_seconds_or_iso_8601(text: str) -> None:
 def test_the_ascii_moments_are_read() -> None:
     assert to_epoch("1795000000") == to_epoch("1795000000.0") == to_epoch(" 1.795e9 ") == 1_795_000_000.0
     assert to_epoch("2030-01-01T00:00:00Z") == to_epoch("2030-01-01T00:00:00") == 1_893_456_000.0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["submit", "demo", "--priority", "٣"],
+        ["submit", "demo", "--priority", "1_0"],
+        ["schedules", "add", "p", "demo", "--every", "٦٠"],
+        ["schedules", "add", "p", "demo", "--every", "6_0"],
+        ["list", "--limit", "１"],
+        ["hosts", "add", "h1", "--cpu", "²", "--memory-mb", "1", "--storage-gb", "1"],
+    ],
+)  # fmt: skip
+def test_the_cli_reads_numbers_in_ascii_only(args: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from oss.cli import main
+
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "must be a number in ASCII digits" in result.output, result.output
+    typed = next(a for a in args if not a.isascii() or "_" in a)
+    assert typed not in result.output  # the option is named, what was typed is not echoed
