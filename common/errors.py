@@ -24,7 +24,7 @@ class UnknownTaskType(BatonError):
 class InvalidParameters(BatonError):
     """A job's parameters do not fit its task type's schema: reject it; nothing was written.
 
-    `errors` holds (path, message) pairs such as ("parameters.cpu", "must be <= 64 (got 100)");
+    `errors` holds (path, message) pairs such as ("parameters.cpu", "must be <= 64");
     no message carries the value of a secret parameter.
     """
 
@@ -42,8 +42,9 @@ class UnknownAwaitedTask(InvalidParameters):
     """A submission's `after_task` names no task (HTTP 404 naming the field: which tasks exist
     is not the request's form; CLI exit code 2). Nothing was written."""
 
-    def __init__(self, name: str):
-        super().__init__([("after_task", f"no task has the id or idempotency key {name!r}")])
+    def __init__(self, name: str):  # the name is kept for the caller, not put in the message
+        self.name = name
+        super().__init__([("after_task", "no task has this id or idempotency key")])
 
 
 class UnreadableTask(BatonError):

@@ -22,6 +22,7 @@ a RecursionError.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,13 @@ class InputLimits:
 
 
 Problem = tuple[str, str]
+
+# C0 and C1 control characters (NUL, ESC, newlines...): nothing a name, an id, a key or a label
+# means, and what a log line or a terminal showing one would choke on. One pattern for the API's
+# schema (JSON Schema, pydantic and Python alike read it) and the check below.
+NO_CONTROL_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+CONTROL_PROBLEM = "contains a control character (NUL, ESC, a newline...)"
 
 
 def json_problems(value: Any, limits: InputLimits, root: str) -> list[Problem]:
@@ -144,16 +152,33 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def check_input(limits: InputLimits, **fields: Any) -> None:
+def identifier_problems(value: str | dict[str, str] | None, root: str) -> list[Problem]:
+    """A name, id or key (or a mapping of labels, keys and values): no control character."""
+    if isinstance(value, str):
+        return [(root, CONTROL_PROBLEM)] if _CONTROL.search(value) else []
+    problems: list[Problem] = []
+    for key, item in (value or {}).items():
+        if isinstance(key, str) and _CONTROL.search(key):
+            problems.append((root, f"a key {CONTROL_PROBLEM}"))
+        elif isinstance(item, str) and _CONTROL.search(item):
+            problems.append((_where((root, _printable(key))), CONTROL_PROBLEM))
+    return problems
+
+
+def check_input(limits: InputLimits, identifiers: tuple[str, ...] = (), **fields: Any) -> None:
     """Raise InvalidInput naming every problem of these request fields (None: absent).
 
     A dict or list is checked as JSON (parameters, labels); a string as one bounded text field.
+    The fields named in `identifiers` (ids, keys, labels) must hold no control character either.
     """
     problems: list[Problem] = []
     for name, value in fields.items():
         if isinstance(value, str):
-            problems += text_problems(value, name, limits.max_string)
-        elif value is not None:
-            problems += json_problems(value, limits, name)
+            found = text_problems(value, name, limits.max_string)
+        else:
+            found = json_problems(value, limits, name) if value is not None else []
+        if name in identifiers and not found:
+            found = identifier_problems(value, name)
+        problems += found
     if problems:
         raise InvalidInput(problems[:MAX_PROBLEMS])

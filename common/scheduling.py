@@ -26,10 +26,14 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
+
+from common.cron import CRON_PROBLEM, is_cron
+from common.reserved import TICK_KEY_PREFIX
 from pydantic import BaseModel, ConfigDict, Field
 
 MAX_CATCH_UP = 100  # as Kubernetes CronJobs: past this many missed ticks, the oldest are dropped
 MIN_INTERVAL_SECONDS = 1.0
+MAX_INTERVAL_SECONDS = 366 * 86400.0
 
 
 class Overlap(StrEnum):
@@ -81,17 +85,22 @@ class ScheduleError(ValueError):
 def check_timing(cron: str | None, interval: float | None, timezone: str) -> None:
     if (cron is None) == (interval is None):
         raise ScheduleError("cron", "give exactly one of cron and interval_seconds")
+    # The messages name the field, never the value: a refused value is not echoed back.
     try:
         zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as e:
-        raise ScheduleError("timezone", f"unknown time zone {timezone!r}") from e
+    except (ZoneInfoNotFoundError, ValueError, OSError) as e:  # OSError: a name with NUL in it
+        raise ScheduleError("timezone", "is not a known time zone (IANA name, e.g. Europe/Paris)") from e
     if cron is not None:
+        if not is_cron(cron):
+            raise ScheduleError("cron", CRON_PROBLEM)
         try:
             CronSim(cron, datetime.now(zone))
-        except CronSimError as e:
-            raise ScheduleError("cron", f"{cron!r} is not a cron expression: {e}") from e
-    elif not (math.isfinite(interval) and interval >= MIN_INTERVAL_SECONDS):  # type: ignore[arg-type]
-        raise ScheduleError("interval_seconds", f"must be at least {MIN_INTERVAL_SECONDS:g}")
+        except CronSimError as e:  # cannot happen for a cron is_cron takes: the two agree
+            raise ScheduleError("cron", CRON_PROBLEM) from e
+    elif isinstance(interval, bool) or not isinstance(interval, (int, float)):
+        raise ScheduleError("interval_seconds", "must be a number of seconds")
+    elif not (math.isfinite(interval) and MIN_INTERVAL_SECONDS <= interval <= MAX_INTERVAL_SECONDS):
+        raise ScheduleError("interval_seconds", f"must be {MIN_INTERVAL_SECONDS:g} to {MAX_INTERVAL_SECONDS:g} seconds")
 
 
 def next_tick_after(schedule: Schedule, moment: float) -> float:
@@ -164,4 +173,4 @@ def overlap_decision(overlap: Overlap, previous_running: bool) -> OverlapDecisio
 
 def tick_key(schedule_id: str, tick: float) -> str:
     """The idempotency key of a tick's task: one task per tick, whoever creates it."""
-    return f"schedule:{schedule_id}:{round(tick * 1000)}"
+    return f"{TICK_KEY_PREFIX}{schedule_id}:{round(tick * 1000)}"

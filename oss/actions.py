@@ -70,7 +70,7 @@ class OperatorActions:
                 raise ValueError("stop_running applies to cancel only")
             change = functools.partial(cancel, stop_running=True)
         if self._store.get(task_id) is None:  # tasks are never deleted: no race to fear here
-            raise UnknownTask(f"no task {task_id}")
+            raise UnknownTask("no such task")  # the id asked for is not echoed
         # A reason may quote a secret parameter: it is stored scrubbed, like a command's error.
         result = mutate(
             self._store,

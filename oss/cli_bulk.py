@@ -14,7 +14,7 @@ import click
 
 from common.errors import BatonError
 from oss.bulk import MAX_TASKS, BulkActions, BulkResult
-from oss.cli_common import EXIT_REFUSED, EXIT_USAGE, echo_json, fail, opened_parts, parse_labels, parse_status, parse_time
+from oss.cli_common import AsciiIntRange, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, opened_parts, parse_labels, parse_status, parse_time
 from oss.cli_ops import _default_actor
 
 
@@ -26,7 +26,7 @@ def _command(action: str) -> click.Command:
     @click.option("--label", "labels", multiple=True, help="key=value; repeat: all must match.")
     @click.option("--created-from", help="Created at or after (ISO-8601 or epoch).")
     @click.option("--created-to", help="Created before (ISO-8601 or epoch).")
-    @click.option("--limit", type=click.IntRange(1, MAX_TASKS), default=1000, show_default=True)
+    @click.option("--limit", type=AsciiIntRange(1, MAX_TASKS), default=1000, show_default=True)
     @click.option("--reason", required=True, help="Why: recorded in every task's history.")
     @click.option("--as", "actor", default=_default_actor, show_default="cli:<login name>")
     @click.option("--apply", "apply_", is_flag=True, help="Do it (without: count what would change).")

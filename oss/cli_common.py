@@ -82,13 +82,34 @@ def parse_status(text: str | None) -> TaskStatus | None:
         raise click.BadParameter(str(exc), param_hint="--status") from None
 
 
+_ASCII_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+class _Ascii:
+    """A number option written in plain ASCII digits: click alone (int(), float()) would read
+    '٣' as 3 and '1_0' as 10. The refusal names the option, not what was typed."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _ASCII_NUMBER.fullmatch(value):
+            self.fail("must be a number in ASCII digits", param, ctx)  # type: ignore[attr-defined]
+        return super().convert(value, param, ctx)  # type: ignore[misc]
+
+
+class AsciiIntRange(_Ascii, click.IntRange):
+    pass
+
+
+class AsciiFloatRange(_Ascii, click.FloatRange):
+    pass
+
+
 def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str]:
     labels: dict[str, str] = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
-        if not sep or not LABEL_KEY.fullmatch(key):
+        if not sep or not LABEL_KEY.fullmatch(key):  # said by its place: a refused value is not echoed
             raise click.BadParameter(
-                f"{pair!r} is not key=value with a key of letters, digits, _ / -", param_hint=hint
+                f"label {number} is not key=value with a key of letters, digits, _ / -", param_hint=hint
             )
         labels[key] = value
     return labels

@@ -14,6 +14,7 @@ import click
 from common.errors import ConfigError
 from common.settings import load_settings
 from common.store.inventory_port import Host, InventoryError, UnknownHost
+from oss.cli_common import AsciiIntRange, AsciiFloatRange
 from oss.hosts_service import HostsService
 
 
@@ -60,9 +61,9 @@ def hosts() -> None:
 
 @hosts.command()
 @click.argument("name")
-@click.option("--cpu", type=click.IntRange(0), required=True, help="CPUs to hand out.")
-@click.option("--memory-mb", type=click.IntRange(0), required=True, help="Memory to hand out, MB.")
-@click.option("--storage-gb", type=click.IntRange(0), required=True, help="Storage to hand out, GB.")
+@click.option("--cpu", type=AsciiIntRange(0), required=True, help="CPUs to hand out.")
+@click.option("--memory-mb", type=AsciiIntRange(0), required=True, help="Memory to hand out, MB.")
+@click.option("--storage-gb", type=AsciiIntRange(0), required=True, help="Storage to hand out, GB.")
 @click.option("--json", "as_json", is_flag=True)
 def add(name: str, cpu: int, memory_mb: int, storage_gb: int, as_json: bool) -> None:
     """Add host NAME (again with the same capacity: no change)."""
@@ -93,7 +94,7 @@ def activate(name: str, as_json: bool) -> None:
 
 
 @hosts.command()
-@click.option("--prune-days", type=click.FloatRange(min=0), help="Also forget claims closed this many days ago.")
+@click.option("--prune-days", type=AsciiFloatRange(min=0), help="Also forget claims closed this many days ago.")
 def sweep(prune_days: float | None) -> None:
     """Close lapsed reservations (reserving does it too; this tidies listings). Cron-friendly."""
     service = _service()

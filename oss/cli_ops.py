@@ -13,7 +13,7 @@ import click
 from common.errors import ActionRefused, InvalidInput, UnknownTask
 from common.masking import masked_task
 from oss.actions import ACTIONS, SKIP
-from oss.cli_common import EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, fail, opened_parts, task_json
+from oss.cli_common import AsciiIntRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, fail, opened_parts, task_json
 from oss.render import task_summary
 
 _HELP = {
@@ -45,9 +45,9 @@ def _command(action: str) -> click.Command:
     @click.option("--json", "as_json", is_flag=True)
     @click.option("--stop-running", is_flag=True, hidden=action != "cancel",
                   help="Stop claimed steps now instead of letting them finish (they are rolled back).")
-    @click.option("--step", "cursor", type=click.IntRange(0), required=action == SKIP, hidden=action != SKIP,
+    @click.option("--step", "cursor", type=AsciiIntRange(0), required=action == SKIP, hidden=action != SKIP,
                   help="The step's index (skip only).")
-    @click.option("--item", type=click.IntRange(0), hidden=action != SKIP, help="A for_each step's item (skip only).")
+    @click.option("--item", type=AsciiIntRange(0), hidden=action != SKIP, help="A for_each step's item (skip only).")
     def run(task_id: str, reason: str, actor: str, as_json: bool, stop_running: bool, cursor: int | None,
             item: int | None) -> None:  # fmt: skip
         if (cursor is not None or item is not None) and action != SKIP:

@@ -16,7 +16,7 @@ import click
 from common.errors import ActionRefused, BatonError, DuplicateSchedule, InvalidParameters, StoreError, UnknownTaskType
 from common.flows import load_flows
 from common.scheduling import Missed, Overlap, Schedule, ScheduleError
-from oss.cli_common import EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, parse_labels, settings
+from oss.cli_common import AsciiIntRange, AsciiFloatRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, parse_labels, settings
 from oss.cli_tasks import parse_assignments
 from oss.schedules_service import ScheduleService, UnknownSchedule
 
@@ -74,13 +74,13 @@ def schedules() -> None:
 @click.argument("task_type")
 @click.argument("params", nargs=-1)
 @click.option("--cron", help="Five fields, e.g. '*/5 * * * *' (minute hour day month weekday).")
-@click.option("--every", "interval", type=click.FloatRange(min=1), help="Instead of --cron: seconds between ticks.")
+@click.option("--every", "interval", type=AsciiFloatRange(min=1), help="Instead of --cron: seconds between ticks.")
 @click.option("--timezone", "zone", default="UTC", show_default=True, help="For --cron, e.g. Europe/Paris.")
 @click.option("--overlap", type=click.Choice([o.value for o in Overlap]), default=Overlap.SKIP.value,
               show_default=True, help="While the previous task runs: skip the tick, queue it, or allow it.")  # fmt: skip
 @click.option("--missed", type=click.Choice([m.value for m in Missed]), default=Missed.LATEST.value,
               show_default=True, help="Ticks missed by more than the grace (sweepers down): run the latest, none, or all.")  # fmt: skip
-@click.option("--priority", type=click.IntRange(0, 4), default=0, show_default=True)
+@click.option("--priority", type=AsciiIntRange(0, 4), default=0, show_default=True)
 @click.option("--label", "labels", multiple=True, help="key=value, put on every task it creates.")
 @click.option("--json", "as_json", is_flag=True)
 def add(name, task_type, params, cron, interval, zone, overlap, missed, priority, labels, as_json) -> None:  # type: ignore[no-untyped-def]

@@ -13,13 +13,13 @@ from common.background import BACKGROUND_MARGIN_SECONDS, join_all
 from common.errors import ConfigError, InvalidParameters
 from common.logging import configure_logging
 from common.settings import load_settings
-from oss.cli_common import EXIT_USAGE, fail, settings
+from oss.cli_common import AsciiIntRange, EXIT_USAGE, fail, settings
 from oss.reconcile_job import start_reconcile_job
 from oss.wiring import build, build_sweeper
 
 @click.command()
 @click.option("--host", help="Listen address (default BATON_OSS_HOST, 127.0.0.1).")
-@click.option("--port", type=click.IntRange(0, 65535), help="Port (default BATON_OSS_PORT, 8080).")
+@click.option("--port", type=AsciiIntRange(0, 65535), help="Port (default BATON_OSS_PORT, 8080).")
 def oss(host: str | None, port: int | None) -> None:
     """Run OSS: the REST API (with its OpenAPI at /api/v1/docs) and the sweeper."""
     import uvicorn
@@ -125,7 +125,7 @@ def demo(task_type: str) -> None:
 
 @click.command()
 @click.option("--host", help="Listen address (default BATON_OSS_HOST, 127.0.0.1).")
-@click.option("--port", type=click.IntRange(0, 65535), help="Port (default BATON_OSS_PORT, 8080).")
+@click.option("--port", type=AsciiIntRange(0, 65535), help="Port (default BATON_OSS_PORT, 8080).")
 @click.option("--task-type", default="demo", show_default=True, help="The task submitted at start.")
 @click.option("--no-demo", is_flag=True, help="Submit no task at start.")
 def up(host: str | None, port: int | None, task_type: str, no_demo: bool) -> None:

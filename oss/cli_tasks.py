@@ -16,6 +16,7 @@ from common.engine.document import HistoryEvent, Task
 from common.engine.states import FINAL_STATUSES
 from common.store.task_filters import decode_cursor, encode_cursor, page_key
 from oss.cli_common import (
+    AsciiIntRange, AsciiFloatRange,
     EXIT_NO_TASK,
     EXIT_USAGE,
     echo_json,
@@ -35,10 +36,10 @@ from oss.wiring import Parts
 def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
     """`key=value` pairs; a value that reads as JSON (42, true, {"a": 1}) is taken as such."""
     parameters: dict[str, Any] = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="PARAMS")
+        if not sep or not key:  # said by its place: a refused value is not echoed
+            raise click.BadParameter(f"parameter {number} is not key=value", param_hint="PARAMS")
         try:
             parameters[key] = json.loads(raw)
         except (json.JSONDecodeError, RecursionError):  # nested too deep: the limits refuse it as text
@@ -51,7 +52,7 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("params", nargs=-1)
 @click.option("--params-file", type=click.File("r"), help="JSON object of parameters.")
 @click.option("--key", "idempotency_key", help="Idempotency key: the same request again returns the same task; another request under it exits 2.")
-@click.option("--priority", type=click.IntRange(0, 4), default=0, show_default=True)
+@click.option("--priority", type=AsciiIntRange(0, 4), default=0, show_default=True)
 @click.option("--start-at", help="Delayed start: ISO-8601 (no zone: UTC) or epoch seconds.")
 @click.option("--user", "user_id", help="Owner of the task.")
 @click.option("--label", "labels", multiple=True, help="key=value; repeat for more.")
@@ -111,7 +112,7 @@ def get(task_id: str, as_json: bool) -> None:
 @click.option("--label", "labels", multiple=True, help="key=value; repeat: all must match.")
 @click.option("--since", help="Created at or after (ISO-8601 or epoch).")
 @click.option("--until", help="Created before (ISO-8601 or epoch).")
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--limit", type=AsciiIntRange(1, 1000), default=20, show_default=True)
 @click.option("--cursor", help="Continue after the page that printed this cursor.")
 @click.option("--json", "as_json", is_flag=True, help='{"items": [...documents], "next_cursor": ...}')
 def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, as_json) -> None:
@@ -140,7 +141,7 @@ def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, 
 
 @click.command()
 @click.argument("task_id")
-@click.option("--interval", type=click.FloatRange(0.01, 60), default=0.2, show_default=True,
+@click.option("--interval", type=AsciiFloatRange(0.01, 60), default=0.2, show_default=True,
               help="Seconds between looks at the task.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event, then the task.")
 @click.option("--api", "api_url", envvar="BATON_API_URL",
@@ -207,5 +208,5 @@ def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = Fals
 def _task(parts: Parts, task_id: str) -> Task:
     task = parts.store.get(task_id)
     if task is None:
-        fail(EXIT_NO_TASK, f"no task {task_id}")
+        fail(EXIT_NO_TASK, "no such task")
     return task

@@ -45,7 +45,7 @@ class HostsService:
     def get(self, name: str) -> Host:
         host = self._inventory.get_host(name, self._clock())
         if host is None:
-            raise UnknownHost(f"no host {name}")
+            raise UnknownHost("no such host")  # the name asked for is not echoed
         return host
 
     def drain(self, name: str) -> Host:

@@ -1,10 +1,11 @@
 """The idempotency rule: a repeated key is the same request, or a conflict that says what differs.
 
 A key names one request. Submitting it again with the same task type, parameters (after the task
-type's defaults are filled in), priority, user id and labels answers the original task (200).
+type's defaults are filled in), priority, user id, labels, start_at and after_task (the task it
+names, by id or key) answers the original task (200): every field of the request counts.
 Anything else under the same key is a client bug (two requests sharing an id): 409 naming the
-fields that differ, never their values (a parameter may be a secret). `start_at` is not compared:
-a client retrying "in five minutes" computes a new time for the same request.
+fields that differ, never their values (a parameter may be a secret). A client retrying a
+delayed start sends the time it computed the first time, not a new one.
 
 Keys are not scoped per task type: a key is the client's id for one request, and the same id on
 another task type is far likelier a mistake than an intent; a 409 says so instead of creating a
@@ -26,6 +27,8 @@ def differences(
     priority: int,
     user_id: str | None,
     labels: Mapping[str, str],
+    start_at: float | None,
+    after_task_id: str | None,
 ) -> list[str]:
     """The names of the request fields that differ from the task the key created (empty: same)."""
     found = []
@@ -40,6 +43,10 @@ def differences(
         found.append("user_id")
     if existing.Labels != dict(labels):
         found.append("labels")
+    if existing.StartAt != start_at:
+        found.append("start_at")
+    if existing.AfterTask != after_task_id:
+        found.append("after_task")
     return found
 
 

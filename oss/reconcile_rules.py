@@ -111,7 +111,7 @@ def task_of_claim(key: str) -> str | None:
         return None
     run_key = key[len(CLAIM_PREFIX):]
     task_id, _, generation = run_key.partition(":g")
-    return task_id if task_id and (not generation or generation.isdigit()) else None
+    return task_id if task_id and (not generation or (generation.isascii() and generation.isdigit())) else None
 
 
 def run_of_owner_key(owner_key: str) -> str:

@@ -6,9 +6,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from common.errors import ActionRefused, InvalidParameters, UnknownTask
+from common.errors import ActionRefused, InvalidInput, InvalidParameters, UnknownTask
 from common.flows import FlowCatalog
 from common.input_limits import InputLimits, check_input
+from common.reserved import reserved_problems
 from common.masking import masked_with_parameters
 from common.scheduling import Missed, Overlap, Schedule, ScheduleError, check_timing, next_tick_after
 from common.store.retry import compare_and_set_loop
@@ -61,8 +62,11 @@ class ScheduleService:
         Raises ScheduleError (timing), UnknownTaskType, InvalidParameters, DuplicateSchedule.
         """
         # Stored, then submitted at every tick: the same input limits as a submission, first.
-        check_input(self._limits, name=name, task_type=task_type, parameters=dict(parameters),
-                    labels=dict(labels or {}), created_by=created_by)  # fmt: skip
+        check_input(self._limits, ("name", "task_type", "labels", "created_by", "cron", "timezone"), name=name,
+                    task_type=task_type, parameters=dict(parameters), labels=dict(labels or {}),
+                    created_by=created_by, cron=cron, timezone=timezone)  # fmt: skip
+        if taken := reserved_problems(None, labels):  # its ticks' tasks carry baton's label
+            raise InvalidInput(taken)
         check_timing(cron, interval_seconds, timezone)
         flow = self._flows.get(task_type)
         check = flow.validate(parameters)
@@ -82,7 +86,7 @@ class ScheduleService:
     def get(self, id_or_name: str) -> Schedule:
         found = self._schedules.get(id_or_name) or self._schedules.get_by_name(id_or_name)
         if found is None:
-            raise UnknownSchedule(f"no schedule {id_or_name!r}")
+            raise UnknownSchedule("no such schedule")  # the id or name asked for is not echoed
         return found
 
     def list(self, limit: int = 100) -> list[Schedule]:
@@ -98,7 +102,7 @@ class ScheduleService:
     def delete(self, id_or_name: str) -> None:
         """Tasks it created stay; no tick runs after this."""
         if not self._schedules.delete(self.get(id_or_name).ScheduleId):
-            raise UnknownSchedule(f"no schedule {id_or_name!r}")
+            raise UnknownSchedule("no such schedule")
 
     def shown(self, schedule: Schedule) -> dict[str, Any]:
         """The schedule as the API and CLI show it, masked as its tasks are (common.masking):

@@ -10,11 +10,12 @@ from typing import Any
 import structlog
 
 from common.broker.port import Broker
-from common.errors import DuplicateTask, IdempotencyConflict, InvalidParameters
+from common.errors import DuplicateTask, IdempotencyConflict, InvalidInput, InvalidParameters
 from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
 from common.engine.gates.locks import LockKeyError, render_key, template_fields
 from common.input_limits import check_input
+from common.reserved import reserved_problems
 from common.engine.document import NotifyTarget, Task
 from common.engine.notifications import add_notifications
 from common.relay.outbox import OutboxPublisher, mark_delay_for
@@ -27,6 +28,8 @@ from oss.idempotency import differences
 from oss.task_waits import TaskWaits
 
 log = structlog.get_logger(__name__)
+# The request's names, ids and keys: no control character in any of them.
+IDENTIFIERS = ("task_type", "idempotency_key", "user_id", "labels", "after_task")
 
 
 @dataclass(frozen=True)
@@ -74,26 +77,32 @@ class TaskService:
         user_id: str | None = None,
         labels: Mapping[str, str] | None = None,
         after_task: str | None = None,
+        by_baton: bool = False,
     ) -> Submission:
         """Write the whole task (step 0's dispatch in its outbox) in one insert, then publish it.
 
         Parameters are checked against the task type's schema first (InvalidParameters; nothing
         is written) and its defaults filled in. A publish that fails here is not an error for
         the caller: the task is stored and the outbox relay publishes step 0 within seconds.
+        `by_baton`: the submission is baton's own (a schedule's tick), which may use the names
+        baton reserves (common.reserved); every client's is refused them.
         """
         # Baton's own limits first: nothing past this line (the schema check, its messages, the
-        # store) ever sees a value too deep, too big or not valid Unicode.
-        check_input(self._settings.input_limits, task_type=task_type, parameters=dict(parameters),
-                    idempotency_key=idempotency_key, user_id=user_id, labels=dict(labels or {}))  # fmt: skip
+        # store) ever sees a value too deep, too big, not valid Unicode or with a control character.
+        check_input(self._settings.input_limits, IDENTIFIERS, task_type=task_type, parameters=dict(parameters),
+                    idempotency_key=idempotency_key, user_id=user_id, labels=dict(labels or {}),
+                    after_task=after_task)  # fmt: skip
+        if not by_baton and (taken := reserved_problems(idempotency_key, labels)):
+            raise InvalidInput(taken)
         flow = self._flows.get(task_type)
         check = flow.validate(parameters)
         if not check.ok:
             raise InvalidParameters([(e.path, e.message) for e in check.errors])
-        request = (task_type, check.parameters, priority, user_id, dict(labels or {}))
+        request = (task_type, check.parameters, priority, user_id, dict(labels or {}), start_at)
         if idempotency_key is not None:
             existing = self._store.get_by_idempotency_key(idempotency_key)
             if existing is not None:
-                return _repeat(existing, *request)
+                return _repeat(existing, *request, self._named(after_task, existing))
         awaited = self._waits.awaited(after_task) if after_task is not None else None
         lock = _lock_of(flow, check.parameters)
         task = create_task(
@@ -120,12 +129,19 @@ class TaskService:
             existing = self._store.get_by_idempotency_key(idempotency_key) if idempotency_key else None
             if existing is None:
                 raise
-            return _repeat(existing, *request)
+            return _repeat(existing, *request, awaited.TaskId if awaited is not None else None)
         self._publisher.flush(task)  # before the log line: the first step starts sooner
         log.info("task created", task_id=task.TaskId, task_type=task_type)
         if awaited is not None:
             task = self._waits.listen(task, awaited.TaskId)
         return Submission(task, created=True)
+
+    def _named(self, after_task: str | None, existing: Task) -> str | None:
+        """The id of the task a repeat's after_task names (itself when it names none)."""
+        if after_task is None or after_task == existing.AfterTask:
+            return after_task
+        found = self._store.get(after_task) or self._store.get_by_idempotency_key(after_task)
+        return found.TaskId if found is not None else after_task
 
     def get(self, task_id: str) -> Task | None:
         return self._store.get(task_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from typing import Any
 
 # The latest time ISO-8601 text can name (9999-12-31T23:59:59.999999-23:59); a larger number
@@ -36,11 +37,15 @@ def to_epoch(value: Any) -> float:
     return seconds
 
 
+# Epoch seconds as text: ASCII digits only (float() alone takes "١٢٣", "1_000" and "nan").
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 def _parse_text(text: str) -> float:
-    try:
+    if not text.isascii():  # fromisoformat() takes other scripts' digits too
+        raise ValueError("must be ISO-8601 (2030-01-31T12:00:00Z) or epoch seconds")
+    if _NUMBER.fullmatch(text):
         return float(text)
-    except ValueError:
-        pass
     try:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:

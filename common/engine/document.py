@@ -304,6 +304,9 @@ class Task(_Doc):
     # A delayed start (the submission's start_at): nothing starts before it, however the task
     # comes to dispatch (its creation, a resume after a pause, the end of a wait).
     StartAt: float | None = None
+    # The submission's after_task, as the id it named: a repeat of the idempotency key must name
+    # the same task (WaitingFor forgets it once that task ended).
+    AfterTask: str | None = None
     AwaitedBy: list[str] = Field(default_factory=list)  # tasks whose WaitingFor names this one
     Deadline: float | None = None
     DeadlineSeconds: float | None = None

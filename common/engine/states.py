@@ -22,10 +22,13 @@ def parse_task_status(text: str) -> TaskStatus:
     """A status as clients write it: its code ("4") or its name ("rolled_back", any case)."""
     cleaned = text.strip()
     try:
+        # ASCII only: "٣".isdigit() and int("٣") == 3, and "ſuccess".upper() == "SUCCESS".
+        if not cleaned.isascii():
+            raise ValueError
         return TaskStatus(int(cleaned)) if cleaned.isdigit() else TaskStatus[cleaned.upper()]
     except (KeyError, ValueError):
         names = ", ".join(f"{s.value} {s.name}" for s in TaskStatus)
-        raise ValueError(f"{text!r} is not a status; use one of {names}") from None
+        raise ValueError(f"not a status; use one of {names}") from None
 
 
 # A cancelled task ends ROLLED_BACK like a failed one (its TaskMessage and history say who

@@ -102,6 +102,7 @@ def create_task(
     task.StartAt = start_at
     if deadline_seconds is not None:  # its clock runs from when it may start (DESIGN.md sec. 10)
         task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
+    task.AfterTask = after_task
     if after_task is not None:  # nothing dispatches until that task succeeds (common.engine.gates.task_waits)
         task.WaitingFor = waiting_for_task(after_task, timing.now)
     if lock is not None and after_task is not None:  # asked for once that task succeeded

@@ -8,7 +8,8 @@ from types import MappingProxyType
 from typing import Any
 
 from common.errors import UnknownTaskType
-from common.flows.parameters import ParameterCheck, ParameterSchema, validate_parameters
+from common.flows.parameters import FieldError, ParameterCheck, ParameterSchema, validate_parameters
+from common.engine.gates.locks import template_fields
 from common.engine.document import LockTemplate, NotifyTarget, Step
 
 
@@ -26,8 +27,21 @@ class FlowDefinition:
     lock: LockTemplate | None = None  # `lock:` of the task type (common/engine/gates/locks.py)
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
-        """The job's parameters checked against this type's schema, defaults filled in."""
-        return validate_parameters(self.parameter_schema, parameters)
+        """The job's parameters checked against this type's schema, defaults filled in. The
+        parameters its lock key names are required as well: the key cannot be made without
+        them (the published schema marks them required too)."""
+        check = validate_parameters(self.parameter_schema, parameters)
+        missing = [name for name in self.lock_parameters if name not in check.parameters]
+        if not missing:
+            return check
+        errors = [FieldError(f"parameters.{name}", "required parameter is missing (the task type's lock key names it)")
+                  for name in missing if not any(e.path == f"parameters.{name}" for e in check.errors)]  # fmt: skip
+        return ParameterCheck(check.parameters, (*check.errors, *errors))
+
+    @property
+    def lock_parameters(self) -> tuple[str, ...]:
+        """The parameters the task type's lock key names (none without a lock)."""
+        return tuple(dict.fromkeys(template_fields(self.lock.Key))) if self.lock is not None else ()
 
     @property
     def secret_parameters(self) -> list[str]:
@@ -48,9 +62,8 @@ class FlowCatalog:
             return self._task_types[name]
         except KeyError:
             known = ", ".join(self._task_types) or "none"
-            raise UnknownTaskType(
-                f"unknown task type {name!r} (known task types: {known})"
-            ) from None
+            # The name asked for is not echoed: the caller has it, and a refused value never is.
+            raise UnknownTaskType(f"not a task type flows.yaml defines (known task types: {known})") from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._task_types

@@ -3,10 +3,10 @@
 Pure. It states exactly what validate_parameters accepts, so a client (or a fuzzer) that follows
 the published schema is never refused, and one that breaks it is:
 - `pattern` must match the whole value there, hence the `^(?:...)$` anchoring here;
-- undeclared names are refused, except the reserved `_baton_` ones (patternProperties);
+- undeclared names are refused, and so are the reserved `_baton_` ones, except `_baton_faults`;
 - a secret is `writeOnly` with `format: password`, and neither its default nor its choices
   are published (the document is readable by every read token);
-- free-form values (an object or array parameter, a type without `parameters:`, `_baton_` keys)
+- free-form values (an object or array parameter, a type without `parameters:`, `_baton_faults`)
   are STORED_JSON: what the input limits take (common.input_limits) as far as JSON Schema can
   say it: plain keys, strings within the length limit, integers within 64 bits. Depth, item
   and byte totals are not expressible; a value past those is refused at the edge with a 422.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.flows.parameters import RESERVED_PREFIX, ParameterField, ParameterSchema
+from common.flows.parameters import CLIENT_RESERVED, RESERVED_PREFIX, ParameterField, ParameterSchema
 from common.input_limits import INT64_MAX, INT64_MIN, MAX_KEY_LENGTH
 
 STORED_JSON = "StoredJson"
@@ -43,19 +43,30 @@ def stored_json_schema(max_string: int) -> dict[str, Any]:
 _CONSTRAINTS = {"minimum": "minimum", "maximum": "maximum", "min_length": "minLength", "max_length": "maxLength"}
 
 
-def parameters_json_schema(schema: ParameterSchema | None) -> dict[str, Any]:
-    """The JSON Schema of a job's `parameters` object (None: a type that accepts anything)."""
+# Plain keys, and not a reserved name (but for the ones a client may send).
+_NAMES = {"allOf": [{"pattern": PLAIN_KEY},
+                    {"anyOf": [{"not": {"pattern": f"^{RESERVED_PREFIX}"}}, {"enum": list(CLIENT_RESERVED)}]}]}  # fmt: skip
+
+
+def parameters_json_schema(schema: ParameterSchema | None, also_required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON Schema of a job's `parameters` object (None: a type that accepts anything).
+    `also_required`: names the task type needs besides its schema's (its lock key's)."""
     if schema is None:
-        return {"type": "object", "description": "Any parameters: this task type declares none",
-                "propertyNames": {"pattern": PLAIN_KEY}, "additionalProperties": _REF}  # fmt: skip
-    shown: dict[str, Any] = {
+        shown: dict[str, Any] = {
+            "type": "object", "description": "Any parameters: this task type declares none",
+            "propertyNames": _NAMES, "additionalProperties": _REF,
+        }  # fmt: skip
+        if also_required:
+            shown["required"] = sorted(set(also_required))
+        return shown
+    shown = {
         "type": "object",
-        "properties": {field.name: field_json_schema(field) for field in schema.fields},
-        "patternProperties": {f"^{RESERVED_PREFIX}": _REF},
+        "properties": {field.name: field_json_schema(field) for field in schema.fields} | {n: _REF for n in CLIENT_RESERVED},
         "propertyNames": {"pattern": PLAIN_KEY},
         "additionalProperties": False,
     }
-    required = [field.name for field in schema.fields if field.required and not field.has_default]
+    required = [field.name for field in schema.fields
+                if (field.required or field.name in also_required) and not field.has_default]  # fmt: skip
     if required:
         shown["required"] = required
     return shown

@@ -92,14 +92,14 @@ def _default_fits(
     if field.required:
         message = "a required parameter takes no default: remove `required: true` or the default"
         return [at(lines.key(where), where, message)]
-    problem, _ = check_value(field, field.default)
+    problem, _ = check_value(field, field.default, echo=True)
     return [at(lines.value(where), where, f"does not fit the declaration: {problem}")] if problem else []
 
 
 def _choices_fit(field: ParameterField, path: Path, lines: Lines) -> list[Problem]:
     problems = []
     for index, choice in enumerate(field.enum or ()):
-        problem, _ = check_value(field, choice, use_enum=False)
+        problem, _ = check_value(field, choice, use_enum=False, echo=True)
         if problem:
             where = path + ("enum", index)
             problems.append(at(lines.value(where), where, problem))

@@ -1,9 +1,10 @@
 """A task type's parameter schema, and the check of a job's parameters against it.
 
 Pure functions, no I/O. A check answers every problem at once as (path, message) pairs and fills
-in defaults. No message ever carries the value of a secret parameter, nor of one whose name looks
-secret (common.logging.SECRET_KEY): an API answers these messages to the caller verbatim, and
-logs may record them.
+in defaults. No message about a job's parameters carries the value it refuses (an API answers
+these messages to the caller verbatim, and logs may record them); flows.yaml's own defaults and
+choices are shown, but never a secret one's, nor one whose name looks secret
+(common.logging.SECRET_KEY).
 
 Semantics worth knowing:
 - `pattern` must match the WHOLE value (re.fullmatch), as an HTML form's pattern does: a pattern
@@ -11,8 +12,8 @@ Semantics worth knowing:
   newline through.
 - An integer parameter takes 3 and 3.0 (JSON cannot tell them apart); it is stored as 3.
 - null is a value like any other: it fits no type, so it is reported, never taken as "missing".
-- Keys starting with `_baton_` are reserved for baton (fault injection in tests) and are always
-  accepted, never declared.
+- Keys starting with `_baton_` are reserved for baton: never declared, and refused from a
+  client, except `_baton_faults` (fault injection in tests and drills), always accepted.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ from common.flows.problems import format_path
 from common.logging import MASK, SECRET_KEY, mask_secrets
 
 RESERVED_PREFIX = "_baton_"
+CLIENT_RESERVED = ("_baton_faults",)  # the reserved names a client may send (common.runtime.faults)
+RESERVED_MESSAGE = f"names starting with {RESERVED_PREFIX} are reserved for baton"
+
+
+def reserved_name(name: str) -> bool:
+    """A parameter name baton keeps for itself: refused in a client's parameters."""
+    return name.startswith(RESERVED_PREFIX) and name not in CLIENT_RESERVED
 _SHOWN_CHARS = 60  # a value shown in a message is cut to this many characters
 _TYPE_WORDS = {
     "string": "a string",
@@ -123,16 +131,19 @@ def validate_parameters(
     schema: ParameterSchema | None, parameters: Mapping[str, Any], prefix: str = "parameters"
 ) -> ParameterCheck:
     """Check `parameters` against `schema` (None: a task type that accepts anything)."""
+    reserved = [_error(prefix, name, RESERVED_MESSAGE) for name in parameters if reserved_name(name)]
     if schema is None:
-        return ParameterCheck(dict(parameters), ())
+        return ParameterCheck(dict(parameters), tuple(reserved))
     result: dict[str, Any] = {}
-    errors: list[FieldError] = []
+    errors: list[FieldError] = reserved
     declared = ", ".join(f.name for f in schema.fields) or "none"
     for name, value in parameters.items():
         field = schema.field(name)
         if field is None:
-            if name.startswith(RESERVED_PREFIX):
+            if name in CLIENT_RESERVED:
                 result[name] = value
+            elif reserved_name(name):
+                pass  # reported above
             else:
                 errors.append(_error(prefix, name, f"unknown parameter (declared: {declared})"))
             continue
@@ -150,13 +161,14 @@ def validate_parameters(
     return ParameterCheck(result, tuple(errors))
 
 
-def check_value(field: ParameterField, value: Any, *, use_enum: bool = True) -> tuple[str, Any]:
-    """("", normalised value) when `value` fits `field`, else (why not, value)."""
+def check_value(field: ParameterField, value: Any, *, use_enum: bool = True, echo: bool = False) -> tuple[str, Any]:
+    """("", normalised value) when `value` fits `field`, else (why not, value). `echo`: the
+    message shows the value (flows.yaml's own, never a client's: a refused value is not echoed)."""
     if not _has_type(field.type, value):
         return f"must be {_TYPE_WORDS[field.type]} (got {_json_type(value)})", value
     if field.type == "integer":
         value = int(value)
-    got = "" if field.hides_value else f" (got {_shown(value)})"
+    got = f" (got {_shown(value)})" if echo and not field.hides_value else ""
     if use_enum and field.enum is not None and not any(_same(value, c) for c in field.enum):
         choices = "the allowed values" if field.hides_value else ", ".join(map(_shown, field.enum))
         return f"must be one of {choices}{got}", value

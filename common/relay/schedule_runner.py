@@ -15,6 +15,7 @@ import structlog
 
 from common.errors import BatonError, StoreError
 from common.engine.document import Task
+from common.reserved import SCHEDULE_LABEL
 from common.scheduling import OverlapDecision, Schedule, overlap_decision, plan_ticks, tick_key
 from common.engine.states import FINAL_STATUSES
 from common.store.port import TaskStore
@@ -104,8 +105,9 @@ class ScheduleRunner:
                 dict(schedule.Parameters),
                 idempotency_key=tick_key(schedule.ScheduleId, tick),
                 priority=schedule.Priority,
-                labels={**schedule.Labels, "schedule": schedule.Name},
+                labels={**schedule.Labels, SCHEDULE_LABEL: schedule.Name},
                 user_id=schedule.CreatedBy,
+                by_baton=True,  # the tick's key and label are baton's own (common.reserved)
             )
         except StoreError:
             raise

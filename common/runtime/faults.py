@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.flows.parameters import CLIENT_RESERVED
 from common.engine.states import Phase
 
-FAULTS_KEY = "_baton_faults"
+FAULTS_KEY = CLIENT_RESERVED[0]
 ACTIONS = frozenset({"fail", "hang", "crash"})
 CRASH_POINTS = frozenset({"after_claim", "during_command", "after_commit", "after_publish"})
 

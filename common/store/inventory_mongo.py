@@ -111,7 +111,7 @@ class MongoInventory(MongoAdapter):
         )
         host = self._get_host(name, now)
         if host is None:
-            raise UnknownHost(f"no host {name}")
+            raise UnknownHost("no such host")  # the name asked for is not echoed
         return host
 
     # --- claims --------------------------------------------------------------------------------

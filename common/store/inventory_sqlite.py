@@ -140,7 +140,7 @@ class SqliteInventory:
             )
             host = self._host(conn, name, now)
         if host is None:
-            raise UnknownHost(f"no host {name}")
+            raise UnknownHost("no such host")  # the name asked for is not echoed
         return host
 
     # --- claims --------------------------------------------------------------------------------

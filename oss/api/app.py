@@ -26,6 +26,7 @@ from common.store.factory import open_store
 from common.store.inventory_factory import open_module_registry
 from common.store.modules_port import live_modules
 from common.store.port import TaskStore
+from oss.api.auth import authenticate_first
 from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
 from oss.api.limits import BodyLimit
@@ -125,7 +126,7 @@ def create_app(
         dependencies=[Depends(known_query_only)],
     )
     app.state.baton = context
-    install_error_handlers(app)
+    install_error_handlers(app, before_validation=authenticate_first)
     for module in (tasks, events, actions, bulk, task_types, alarms, hosts, schedules, modules, locks, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)

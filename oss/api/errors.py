@@ -11,7 +11,7 @@ keeps only where and what. An unexpected exception is logged and answered 500 in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -82,15 +82,25 @@ def error_response(error: ApiError) -> JSONResponse:
     return JSONResponse(body, status_code=error.status, headers=error.headers)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, before_validation: Callable[[Request], None] = lambda _r: None) -> None:
+    """`before_validation`: what a request must pass before any 422 about its form (the token)."""
+
     def handle(exc_type: type[BaseException], to_error: Any) -> None:
         async def handler(_request: Request, exc: Any) -> JSONResponse:
             return error_response(to_error(exc))
 
         app.add_exception_handler(exc_type, handler)
 
+    async def invalid(request: Request, exc: Any) -> JSONResponse:
+        # A body that is not JSON is refused before the route's dependencies ran (the token's).
+        try:
+            before_validation(request)
+        except ApiError as error:
+            return error_response(error)
+        return error_response(_validation_error(exc))
+
     handle(ApiError, lambda e: e)
-    handle(RequestValidationError, _validation_error)
+    app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     handle(UnknownTask, lambda e: ApiError(404, str(e)))
     handle(UnknownAwaitedTask, lambda e: ApiError(404, "the task to wait for does not exist", code="not_found",

@@ -62,7 +62,8 @@ def per_task_type_bodies(document: dict[str, Any], flows: FlowCatalog, body: str
         variant = copy.deepcopy(base)
         variant["title"] = f"{base.get('title', body)}: {name}"
         variant["properties"]["task_type"] = {"type": "string", "const": name, "enum": [name]}
-        variant["properties"]["parameters"] = parameters_json_schema(flows.get(name).parameter_schema)
+        flow = flows.get(name)
+        variant["properties"]["parameters"] = parameters_json_schema(flow.parameter_schema, flow.lock_parameters)
         if "required" in variant["properties"]["parameters"]:
             variant["required"] = sorted({*variant.get("required", []), "parameters"})
         key = f"{body}_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)

@@ -1,12 +1,18 @@
 """Unknown query parameters are refused, as unknown body fields are: `?stauts=4` answering every
-task would hide the typo behind a plausible page."""
+task would hide the typo behind a plausible page. Numbers in a query are plain ASCII: `limit=1_0`,
+` 5` or `+5` are refused as `٣` is (pydantic alone would read the first three)."""
 
 from __future__ import annotations
 
+import re
+from typing import Annotated
+
 from fastapi import Request
+from pydantic import BeforeValidator
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
+from oss.api.auth import authenticate_first
 from oss.api.errors import ApiError
 
 
@@ -14,6 +20,7 @@ async def known_query_only(request: Request) -> None:  # pure: see oss/api/auth.
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
+    authenticate_first(request)  # a caller without a token learns nothing of what the route takes
     declared = _names(route.dependant)  # a walk of a few nodes: not worth a cache
     unknown = sorted({name for name in request.query_params if name not in declared})
     if unknown:
@@ -28,3 +35,19 @@ def _names(dependant: Dependant) -> set[str]:
     for dependency in dependant.dependencies:
         names |= _names(dependency)
     return names
+
+
+def _written_as(pattern: str, words: str) -> BeforeValidator:
+    form = re.compile(pattern)
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and not form.fullmatch(value):
+            raise ValueError(words)
+        return value
+
+    return BeforeValidator(check)
+
+
+# Placed after Query(...) in the Annotated: the bounds then stay in the published schema.
+ASCII_INT = _written_as(r"[0-9]{1,18}", "must be a whole number in ASCII digits")
+ASCII_NUMBER = _written_as(r"[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?", "must be a number in ASCII digits, like 30 or 2.5")

@@ -12,14 +12,18 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
+from common.input_limits import NO_CONTROL_PATTERN
 from common.engine.document import Alarm, BackoffPolicy, OperatorRequest, Task, TaskLock, WaitCondition
+from common.reserved import RESERVED_KEY_SCHEMA, RESERVED_LABEL_SCHEMA
 from common.engine.states import TaskStatus
 from oss.api.attempts import AttemptView
 from oss.times import MOMENT_SCHEMA, to_epoch
 
 # Label keys are plain names (a dot would be a path to MongoDB); values short free text.
 LabelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}$")]
-LabelValue = Annotated[str, StringConstraints(max_length=256)]
+LabelValue = Annotated[str, StringConstraints(max_length=256, pattern=NO_CONTROL_PATTERN)]
+# A name, an id or a key: no control character (common.input_limits).
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN)]
 MAX_LABELS = 32
 
 
@@ -55,22 +59,22 @@ class _Request(BaseModel):
 
 
 class CreateTask(_Request):
-    task_type: str = Field(min_length=1, max_length=128, examples=["create_mysql_instance"])
+    task_type: str = Field(min_length=1, max_length=128, pattern=NO_CONTROL_PATTERN, examples=["create_mysql_instance"])
     parameters: dict[str, Any] = Field(default_factory=dict, examples=[{"name": "app_db", "cpu": 2}])
-    idempotency_key: str | None = Field(
-        None, min_length=1, max_length=256,
-        description="A business id: the same key answers the same task (200) instead of a new one.",
+    idempotency_key: Identifier | None = Field(
+        None, json_schema_extra=RESERVED_KEY_SCHEMA,
+        description="A business id: the same key answers the same task (200) instead of a new one. Not "
+        '"schedule:..." nor a sub-flow child\'s task id ("<id>.<step>"): baton keeps those for itself.',
     )  # fmt: skip
     priority: JsonInt = Field(0, ge=0, le=4, description="0 (default) to 4: higher runs first")
     start_at: Moment | None = Field(None, description="Delayed start: ISO-8601 (no zone means UTC) or UNIX epoch seconds.")
-    user_id: str | None = Field(None, min_length=1, max_length=256, description="Owner")
-    after_task: str | None = Field(
-        None, min_length=1, max_length=256,
-        description="Start only once this task (its id or idempotency key) succeeded; if it fails, this one never starts.",
+    user_id: Identifier | None = Field(None, description="Owner")
+    after_task: Identifier | None = Field(
+        None, description="Start only once this task (its id or idempotency key) succeeded; if it fails, this one never starts.",
     )  # fmt: skip
     labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict, max_length=MAX_LABELS,
-        json_schema_extra=NO_OTHER_KEYS,
+        default_factory=dict, max_length=MAX_LABELS, description="Not `schedule`: baton labels a schedule's tasks with it",
+        json_schema_extra={**NO_OTHER_KEYS, **RESERVED_LABEL_SCHEMA},
     )  # fmt: skip
 
 

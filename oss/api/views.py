@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
 from common.flows import FlowDefinition
 from common.masking import masked_alarm, masked_task, masked_task_view
@@ -76,8 +77,19 @@ def task_type_view(flow: FlowDefinition) -> TaskTypeView:
         name=flow.name,
         description=flow.description,
         steps=[_step_view(step, [s.Name for s in flow.steps]) for step in flow.steps],
-        parameters=flow.parameter_schema.describe() if flow.parameter_schema else None,
+        parameters=_parameters(flow),
     )
+
+
+def _parameters(flow: FlowDefinition) -> dict[str, dict[str, Any]] | None:
+    """The declarations; those the lock key names are required as the check has them."""
+    if flow.parameter_schema is None:
+        return None
+    shown = flow.parameter_schema.describe()
+    for name in flow.lock_parameters:
+        if name in shown and "default" not in shown[name]:
+            shown[name]["required"] = True
+    return shown
 
 
 def _step_view(step: Step, names: list[str]) -> StepView:

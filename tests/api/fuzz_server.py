@@ -14,14 +14,26 @@ from typing import Any
 
 from common.engine.document import Alarm
 from common.store.sqlite import SqliteStore
-from tests.api.support import FAIL, OK, Api, open_api
+from tests.api.support import FAIL, FLOWS, OK, Api, open_api
 
 ALARM_ID = "alarm-1"
+# A task type whose lock key names a parameter not declared required: the document must mark it
+# required, as the check does.
+FUZZ_FLOWS = FLOWS + """
+  resize:
+    parameters:
+      cluster: {type: string, pattern: "^[a-z]{1,8}$"}
+      size: {type: integer, minimum: 1, maximum: 8, default: 1}
+    lock: {key: "cluster:{cluster}"}
+    steps:
+      - name: only
+        normal: {module: monitor, command: noop}
+"""
 
 
 def seeded_api(directory: Path) -> tuple[Any, SqliteStore, dict[str, list[str]]]:
     """The app, its store, and the ids and names worth trying in paths and bodies."""
-    app, store, broker = open_api(directory)
+    app, store, broker = open_api(directory, FUZZ_FLOWS)
     context = app.state.baton
     context.service.declare_queues()  # what the lifespan does; an in-process caller skips it
     driver = Api(None, store, broker)  # type: ignore[arg-type]  (no client needed to drive)

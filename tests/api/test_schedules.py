@@ -72,7 +72,7 @@ def test_pause_resume_and_delete(api: Api) -> None:
 def test_refusals_name_the_problem(api: Api) -> None:
     create(api)
     duplicate = create(api)
-    assert duplicate.status_code == 409 and "nightly" in duplicate.json()["error"]["message"]
+    assert duplicate.status_code == 409 and duplicate.json()["error"]["fields"] == [{"path": "name", "message": "taken"}]
     cases = [
         ({"cron": "61 * * * *"}, "cron"),
         ({"timezone": "Mars/Olympus", "name": "x1"}, "timezone"),

@@ -56,7 +56,7 @@ def test_submit_with_bad_parameters_exits_2_and_names_them(cli):
     result = run("submit", "create_db", "name=Bad Name", "cpu=100")
     assert result.exit_code == 2
     assert "parameters.name: must match the pattern" in result.output
-    assert "parameters.cpu: must be <= 64 (got 100)" in result.output
+    assert "parameters.cpu: must be <= 64\n" in result.output and "100" not in result.output
 
 
 def test_submit_checks_the_same_input_limits_as_the_api(cli, tmp_path):

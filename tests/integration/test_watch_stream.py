@@ -39,7 +39,7 @@ def test_watch_through_the_api_prints_every_event_then_exits_with_the_outcome(tm
         task = store.get(task_id)
         assert events == [e.Event for e in task.History], outcome.output  # every event, in order, once
         missing = CliRunner().invoke(watch, ["nope", "--api", url, "--token", OPERATOR])
-        assert missing.exit_code == 3 and "no task nope" in missing.output
+        assert missing.exit_code == 3 and "no such task" in missing.output and "nope" not in missing.output
         refused = CliRunner().invoke(watch, [task_id, "--api", url, "--token", "wrong"])
         assert refused.exit_code == 2 and "401" in refused.output
     store.close()

@@ -58,16 +58,16 @@ def test_reserved_keys_pass_undeclared_keys_do_not() -> None:
     "given, expected",
     [
         ({"name": None}, ("parameters.name", "must be a string (got null)")),
-        ({"name": "Bad Name"}, ("parameters.name", 'must match the pattern ^[a-z][a-z0-9_]{0,31}$ (got "Bad Name")')),
-        ({"name": "ok\n"}, ("parameters.name", 'must match the pattern ^[a-z][a-z0-9_]{0,31}$ (got "ok\\n")')),
-        ({"cpu": 0}, ("parameters.cpu", "must be >= 1 (got 0)")),
-        ({"cpu": 65}, ("parameters.cpu", "must be <= 64 (got 65)")),
+        ({"name": "Bad Name"}, ("parameters.name", "must match the pattern ^[a-z][a-z0-9_]{0,31}$")),
+        ({"name": "ok\n"}, ("parameters.name", "must match the pattern ^[a-z][a-z0-9_]{0,31}$")),
+        ({"cpu": 0}, ("parameters.cpu", "must be >= 1")),
+        ({"cpu": 65}, ("parameters.cpu", "must be <= 64")),
         ({"cpu": 1.5}, ("parameters.cpu", "must be an integer (got a number)")),
         ({"cpu": True}, ("parameters.cpu", "must be an integer (got a boolean)")),
         ({"cpu": "2"}, ("parameters.cpu", "must be an integer (got a string)")),
         ({"ratio": float("nan")}, ("parameters.ratio", "must be a number (got a non-finite number)")),
-        ({"ratio": 0.25}, ("parameters.ratio", "must be >= 0.5 (got 0.25)")),
-        ({"tier": "huge"}, ("parameters.tier", 'must be one of "small", "large" (got "huge")')),
+        ({"ratio": 0.25}, ("parameters.ratio", "must be >= 0.5")),
+        ({"tier": "huge"}, ("parameters.tier", 'must be one of "small", "large"')),
         ({"tags": {}}, ("parameters.tags", "must be an array (got an object)")),
         ({"extra": []}, ("parameters.extra", "must be an object (got an array)")),
         ({"dry_run": 1}, ("parameters.dry_run", "must be true or false (got an integer)")),
@@ -111,15 +111,19 @@ def test_secret_values_are_never_in_a_message() -> None:
             assert "1" not in error.message.replace("<= 10", "")  # nor the allowed choices
 
 
-def test_a_refused_plain_value_is_quoted_without_its_url_password() -> None:
-    schema = ParameterSchema((ParameterField("dsn", "string", pattern="postgres://.*", enum=("postgres://h/x",)),))
-    errors = validate_parameters(schema, {"dsn": "mysql://root:pw-canary@db/x"}).errors
-    assert errors and all("pw-canary" not in e.message and "mysql://root:***@db/x" in e.message for e in errors)
+def test_a_refused_value_is_never_in_its_message() -> None:
+    for name, value in (("name", "Secretish Value"), ("tier", "secretish"), ("cpu", 987654), ("ratio", 0.123456)):
+        (error,) = validate_parameters(SCHEMA, {"name": "a", name: value}).errors
+        assert str(value).lower() not in error.message.lower(), error
 
 
-def test_long_values_are_cut_in_messages() -> None:
-    (error,) = validate_parameters(SCHEMA, {"name": "x" * 10_000}).errors
-    assert len(error.message) < 150 and error.message.endswith('…)')
+def test_reserved_names_are_refused_but_the_fault_rules() -> None:
+    for schema in (SCHEMA, None):
+        check = validate_parameters(schema, {"name": "a", "_baton_faults": [], "_baton_x": 1, "_baton_": 2})
+        assert [(e.path, e.message) for e in check.errors] == [
+            ("parameters._baton_x", "names starting with _baton_ are reserved for baton"),
+            ("parameters._baton_", "names starting with _baton_ are reserved for baton"),
+        ]
 
 
 def test_field_error_is_a_value() -> None:

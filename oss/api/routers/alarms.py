@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query
 from common.errors import UnreadableTask
 from common.engine.document import Alarm
 from oss.api.auth import Context, Operator, Reader
+from oss.api.query import ASCII_INT
 from oss.api.errors import ApiError
 from oss.api.schemas import AcknowledgeAlarms, AlarmList, AlarmsAcknowledged, AlarmView, error_responses
 from oss.api.views import alarm_view
@@ -26,7 +27,7 @@ def list_alarms(
     context: Context,
     token: Reader,
     acknowledged: Annotated[bool | None, Query(description="Only (un)acknowledged ones")] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 100,
 ) -> AlarmList:
     """Each with the current status of its task, if it names one."""
     alarms = context.store.list_alarms(acknowledged=acknowledged, limit=limit)
@@ -71,7 +72,7 @@ def acknowledge_alarm(alarm_id: str, context: Context, token: Operator) -> Alarm
     """Records who acknowledged it and when; acknowledging again keeps the first record."""
     alarm = context.store.acknowledge_alarm(alarm_id, by=token.name, now=context.clock())
     if alarm is None:
-        raise ApiError(404, f"no alarm {alarm_id}")
+        raise ApiError(404, "no such alarm")  # the id asked for is not echoed
     return _shown(context, alarm)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from common.input_limits import NO_CONTROL_PATTERN
 from common.engine.states import parse_task_status
 from oss.api.auth import Context, Operator
 from oss.api.errors import ApiError
@@ -38,9 +39,9 @@ class BulkAction(BaseModel):
     reason: Reason = Field(description="Recorded in every task's history")
     dry_run: StrictBool = Field(True, description="true (the default): only count and list what would change")
     limit: JsonInt = Field(1000, ge=1, le=MAX_TASKS, description="At most this many tasks, newest first")
-    task_type: str | None = Field(None, min_length=1, max_length=128)
+    task_type: str | None = Field(None, min_length=1, max_length=128, pattern=NO_CONTROL_PATTERN)
     status: StatusFilter | None = Field(None, description="A code 0-5 or its name, e.g. ROLLED_BACK")
-    user_id: str | None = Field(None, min_length=1, max_length=256)
+    user_id: str | None = Field(None, min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN)
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS, json_schema_extra=NO_OTHER_KEYS)
     created_from: Moment | None = Field(None, description="ISO-8601 or epoch; inclusive")
     created_to: Moment | None = Field(None, description="ISO-8601 or epoch; exclusive")

@@ -28,17 +28,20 @@ from common.engine.document import Task
 from common.engine.notifications import settled
 from oss.api.auth import Context, Reader
 from oss.api.errors import ApiError
+from oss.api.query import ASCII_NUMBER
 from oss.api.schemas import error_responses
 from oss.api.views import task_view
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
-KEEP_ALIVE_SECONDS = 15.0  # a comment line, so proxies do not close an idle stream
+KEEP_ALIVE_SECONDS = 15.0
+EVENT_ID = r"^[0-9]{1,19}\.[0-9]{1,19}$"  # "<version>.<history length>", as the stream sends them  # a comment line, so proxies do not close an idle stream
 
 
 def _resume_point(last_event_id: str | None) -> tuple[int, int]:
     """(version, history events) a reconnecting client has seen; (-1, 0) for a new client."""
     version, _, events = (last_event_id or "").partition(".")
-    if version.isdigit() and events.isdigit():
+    # ASCII digits only: "²".isdigit() is true, and int("²") raises.
+    if version.isascii() and events.isascii() and version.isdigit() and events.isdigit():
         return int(version), int(events)
     return -1, 0
 
@@ -64,12 +67,15 @@ async def task_events(
     request: Request,
     context: Context,
     token: Reader,
-    timeout: Annotated[float, Query(gt=0, le=3600, description="End the stream after this many seconds")] = 600,
-    last_event_id: Annotated[str | None, Header(max_length=40, description="Resume after this event id")] = None,
+    timeout: Annotated[float, Query(gt=0, le=3600, description="End the stream after this many seconds"), ASCII_NUMBER] = 600,
+    # `str`, not `str | None`: a header is absent or a string, never null (a null in the schema
+    # would have clients send the text "null").
+    last_event_id: Annotated[str, Header(max_length=40, pattern=EVENT_ID,
+                                         description="Resume after this event id")] = None,  # type: ignore[assignment]  # fmt: skip
 ) -> StreamingResponse:
     task = await run_in_threadpool(context.store.get, task_id)
     if task is None:
-        raise ApiError(404, f"no task {task_id}")
+        raise ApiError(404, "no such task")  # the id asked for is not echoed
     seen_version, seen_events = _resume_point(last_event_id)
     poll = context.settings.event_poll_seconds
 

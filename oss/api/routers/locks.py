@@ -8,10 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
+from common.input_limits import NO_CONTROL_PATTERN
 from common.engine.gates.locks import KeyLock
 from common.store.inventory_factory import open_lock_store
 from common.store.locks_table import LockTable
 from oss.api.auth import Context, Reader
+from oss.api.query import ASCII_INT
 from oss.api.schemas import error_responses
 
 router = APIRouter(prefix="/api/v1", tags=["locks"])
@@ -56,8 +58,8 @@ Locks = Annotated[LockTable, Depends(lock_table)]
 def list_locks(
     locks: Locks,
     token: Reader,
-    key: Annotated[str | None, Query(min_length=1, max_length=256, description="Only this key")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    key: Annotated[str | None, Query(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN, description="Only this key")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000), ASCII_INT] = 100,
 ) -> LockList:
     found = [locks.get(key)] if key is not None else locks.list_locks(limit=limit)
     return LockList(items=[lock_view(lock) for lock in found if lock is not None and not lock.idle])

@@ -9,11 +9,15 @@ from typing import Annotated, Any
 from zoneinfo import available_timezones
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from common.errors import DuplicateSchedule
-from common.scheduling import Missed, Overlap, ScheduleError
+from common.cron import CRON_PROBLEM, cron_pattern, is_cron
+from common.input_limits import NO_CONTROL_PATTERN
+from common.reserved import RESERVED_LABEL_SCHEMA
+from common.scheduling import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS, Missed, Overlap, ScheduleError
 from oss.api.auth import Context, Operator, Reader
+from oss.api.query import ASCII_INT
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, NO_OTHER_KEYS, JsonInt, LabelKey, LabelValue, error_responses
 from oss.schedules_service import ScheduleService
@@ -27,23 +31,48 @@ _ONE_TIMING = {"oneOf": [
     {"required": ["cron"], "properties": {"cron": {"type": "string"}, "interval_seconds": {"type": "null"}}},
     {"required": ["interval_seconds"], "properties": {"interval_seconds": {"type": "number"}, "cron": {"type": "null"}}},
 ]}  # fmt: skip
-TimeZone = Annotated[str, Field(min_length=1, max_length=64, json_schema_extra={"enum": sorted(available_timezones())})]
+ZONES = frozenset(available_timezones())
+
+
+def _zone(value: str) -> str:
+    if value not in ZONES:
+        raise ValueError("is not a known time zone (IANA name, e.g. Europe/Paris)")
+    return value
+
+
+def _cron(value: str) -> str:
+    if not is_cron(value):
+        raise ValueError(CRON_PROBLEM)
+    return value
+
+
+# What the document publishes is what the validators take: the zones as an enum; the cron as the
+# very expression common/cron.py checks with (not a pydantic `pattern`, compiled once there).
+TimeZone = Annotated[str, AfterValidator(_zone), Field(min_length=1, max_length=64, json_schema_extra={"enum": sorted(ZONES)})]
+Cron = Annotated[str, AfterValidator(_cron), Field(min_length=1, max_length=256, json_schema_extra={"pattern": f"^(?:{cron_pattern()})$"})]
 
 
 class CreateSchedule(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_ONE_TIMING)
 
     name: ScheduleName
-    task_type: str = Field(min_length=1, max_length=128)
+    task_type: str = Field(min_length=1, max_length=128, pattern=NO_CONTROL_PATTERN)
     parameters: dict[str, Any] = Field(default_factory=dict)
-    cron: str | None = Field(None, min_length=1, max_length=256, examples=["*/5 * * * *"],
-                             description="Five fields (minute hour day month weekday), in `timezone`")  # fmt: skip
-    interval_seconds: float | None = Field(None, ge=1, le=366 * 86400, description="Instead of cron")
+    cron: Cron | None = Field(
+        None, examples=["*/5 * * * *"],
+        description="Five fields (minute hour day month weekday), in `timezone`: numbers, *, a-b ranges, /steps, lists",
+    )  # fmt: skip
+    # A JSON number only: "60" or true (read as 1 by a lax model) is refused, as the schema says.
+    interval_seconds: float | None = Field(None, ge=MIN_INTERVAL_SECONDS, le=MAX_INTERVAL_SECONDS, strict=True,
+                                           description="Instead of cron")  # fmt: skip
     timezone: TimeZone = Field("UTC", examples=["Europe/Paris"])
     overlap: Overlap = Field(Overlap.SKIP, description="While the previous task runs: skip, queue or allow")
     missed: Missed = Field(Missed.LATEST, description="Ticks missed by more than the grace: latest, skip or all")
     priority: JsonInt = Field(0, ge=0, le=4)
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=MAX_LABELS, json_schema_extra=NO_OTHER_KEYS)
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, max_length=MAX_LABELS, description="Not `schedule`: baton sets it to the schedule's name",
+        json_schema_extra={**NO_OTHER_KEYS, **RESERVED_LABEL_SCHEMA},
+    )  # fmt: skip
 
 
 class ScheduleView(BaseModel):
@@ -100,7 +129,7 @@ def create_schedule(body: CreateSchedule, schedules: Schedules, token: Operator,
     except ScheduleError as exc:
         raise ApiError(422, "the schedule is not valid", fields=[(exc.field, exc.message)]) from None
     except DuplicateSchedule:
-        raise ApiError(409, f"a schedule named {body.name!r} exists already") from None
+        raise ApiError(409, "a schedule with this name exists already", fields=[("name", "taken")]) from None
     response.headers["Location"] = f"/api/v1/schedules/{created.ScheduleId}"
     return schedules.shown(created)
 
@@ -108,7 +137,7 @@ def create_schedule(body: CreateSchedule, schedules: Schedules, token: Operator,
 @router.get("/schedules", response_model=ScheduleList, summary="Schedules, by name",
             responses=error_responses(401, 422, 503))  # fmt: skip
 def list_schedules(schedules: Schedules, token: Reader,
-                   limit: Annotated[int, Query(ge=1, le=500)] = 100) -> dict:  # fmt: skip
+                   limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 100) -> dict:  # fmt: skip
     return {"items": [schedules.shown(s) for s in schedules.list(limit)]}
 
 

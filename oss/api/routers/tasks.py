@@ -10,12 +10,14 @@ from fastapi import APIRouter, Query, Response
 from pydantic import StringConstraints
 
 from common.engine.history import with_full_history
+from common.input_limits import NO_CONTROL_PATTERN
 from common.masking import masked_task
 from common.engine.states import TaskStatus, parse_task_status
 from common.store.modules_port import live_modules
 from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
 from common.store.paging import iterate_tasks
 from oss.api.auth import Context, Reader, Submitter
+from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
@@ -24,7 +26,7 @@ from oss.api.views import task_summary, task_view
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
-Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=.{{0,256}}$")]
+Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=[^\x00-\x1f\x7f-\x9f]{{0,256}}$")]  # no control character
 SEARCH = "A task id or its start, or text in the task type, message or a label (key=value); any case"
 
 
@@ -74,17 +76,17 @@ def create_task(body: CreateTask, context: Context, token: Submitter) -> Respons
 def list_tasks(
     context: Context,
     token: Reader,
-    task_type: Annotated[str | None, Query(max_length=128)] = None,
+    task_type: Annotated[str | None, Query(max_length=128, pattern=NO_CONTROL_PATTERN)] = None,
     status: Annotated[StatusFilter | None, Query(description="A code 0-5 or its name, e.g. ROLLED_BACK")] = None,
-    user_id: Annotated[str | None, Query(max_length=256, description="Owner")] = None,
+    user_id: Annotated[str | None, Query(max_length=256, pattern=NO_CONTROL_PATTERN, description="Owner")] = None,
     # A task holds at most MAX_LABELS labels, so more filters can match nothing; unbounded, they
     # made one SQL statement past SQLite's limits (a 503 for a bad request).
     label: Annotated[list[Label] | None, Query(max_length=MAX_LABELS, description="key=value; repeat: all must match")] = None,
     created_from: Annotated[Moment | None, Query(description="ISO-8601 or epoch; inclusive")] = None,
     created_to: Annotated[Moment | None, Query(description="ISO-8601 or epoch; exclusive")] = None,
-    q: Annotated[str | None, Query(max_length=256, description=SEARCH)] = None,
+    q: Annotated[str | None, Query(max_length=256, pattern=NO_CONTROL_PATTERN, description=SEARCH)] = None,
     cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor of the page before")] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 50,
 ) -> TaskPage:
     search = q.strip() if q and q.strip() else None
     wanted = {
@@ -140,7 +142,7 @@ def get_task(task_id: str, context: Context, token: Reader, registry: Modules) -
     alarm names it)."""
     task = context.store.get(task_id)
     if task is None:
-        raise ApiError(404, f"no task {task_id}")
+        raise ApiError(404, "no such task")  # the id asked for is not echoed
     now = context.clock()
     task = with_full_history(context.store, task)
     return task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl))
