@@ -28,20 +28,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.schedule_policies import Missed, Overlap
+
 MAX_CATCH_UP = 100  # as Kubernetes CronJobs: past this many missed ticks, the oldest are dropped
 MIN_INTERVAL_SECONDS = 1.0
 
-
-class Overlap(StrEnum):
-    SKIP = "skip"
-    QUEUE = "queue"
-    ALLOW = "allow"
-
-
-class Missed(StrEnum):
-    LATEST = "latest"
-    SKIP = "skip"
-    ALL = "all"
 
 
 class Schedule(BaseModel):
