@@ -39,8 +39,9 @@ EXIT_REFUSED = 4
 
 def settings(client: bool = False) -> Settings:
     """The settings, logging configured. A `client` command (submit, watch, hosts...) prints its
-    answer for a person or a script: its own info lines would only interleave with it, so it logs
-    warnings and errors only, unless BATON_LOG_LEVEL asks for more."""
+    answer for a person or a script: its own info lines would only interleave with it, and a
+    store or broker that does not answer is its one line of failure, not a retry log: it logs
+    errors only, and the connection libraries nothing, unless BATON_LOG_LEVEL asks for more."""
     from common.logging import configure_logging
     from common.settings import load_settings
 
@@ -49,7 +50,10 @@ def settings(client: bool = False) -> Settings:
     except ConfigError as exc:
         fail(EXIT_USAGE, str(exc))
     quiet = client and "log_level" not in loaded.model_fields_set
-    configure_logging(loaded.log_format, "warning" if quiet else loaded.log_level)
+    if quiet:
+        configure_logging(loaded.log_format, "error", libraries="critical")
+    else:
+        configure_logging(loaded.log_format, loaded.log_level)
     return loaded
 
 

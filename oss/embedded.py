@@ -289,7 +289,11 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _prepare_store(url: str) -> None:
     if url.lower().startswith("sqlite:"):
-        Path(sqlite_path(url)).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_path(url)
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"sqlite {path}: cannot create its folder: {exc}") from exc
 
 
 def _demo(

@@ -49,9 +49,11 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
     stop = threading.Event()
     sweeper = build_sweeper(settings, parts.store, parts.broker, parts.service)
     sweeper_thread = threading.Thread(target=sweeper.run, args=(stop,), daemon=True)
+    started: list[ModuleRuntime] = []  # a runtime that failed to start has nothing to stop
     try:
         for runtime in runtimes:
             runtime.start()
+            started.append(runtime)
         sweeper_thread.start()
         parts.service.declare_queues()
         # A task type that declares its parameters gets only its defaults (or says what it lacks).
@@ -72,6 +74,6 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
         return 0 if task.TaskStatus is TaskStatus.SUCCESS else 1
     finally:
         stop.set()
-        for runtime in runtimes:
+        for runtime in started:
             runtime.stop(grace=5)
         parts.close()
