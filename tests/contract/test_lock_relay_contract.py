@@ -10,7 +10,7 @@ from common.lock_relay import LockRelay
 from common.models import Task
 from common.statuses import TaskStatus
 from common.transitions import Timing, create_task
-from tests.contract.store_fixtures import StoreUnderTest, real_mongo_client, real_mongo_url, subject  # noqa: F401
+from tests.contract.store_fixtures import StoreUnderTest, subject  # noqa: F401
 from tests.support.builders import counter_ids, make_step
 
 NOW = 1_700_000_000.0

@@ -16,7 +16,8 @@ What it does, measured with 0.7.0b3 (what the tests can and cannot prove on it):
 - it refuses documents over 16 MB (the driver does, first) but accepts nesting deeper than
   MongoDB's 100 levels and `$`-prefixed keys.
 
-Like every service: skipped on a laptop without the package, a failure under CI=true.
+Like every service: skipped on a laptop without the package, a failure under CI=true; installed
+but unable to start, a failure.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.support.ports import free_port
-from tests.support.services import require
+from tests.support.services import require, require_usable
 
 START_TIMEOUT = 60.0
 
@@ -140,8 +141,9 @@ def secantus_server(prefix: str = "baton-secantus") -> Iterator[SecantusServer]:
         server = SecantusServer(os.path.join(home, "data"), os.path.join(home, "server.log"))
         try:
             server.start()
-        except Exception as e:
-            require(False, f"SecantusDB did not start: {e}")
+        except Exception as e:  # installed, so configured: a failure, never a skip
+            server.stop()
+            require_usable(True, False, f"SecantusDB did not start: {e}")
         try:
             yield server
         finally:
