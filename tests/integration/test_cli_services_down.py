@@ -153,7 +153,7 @@ def test_every_command_with_the_broker_down_says_so_in_one_line(tmp_path: Path) 
             assert len(run.lines) <= 1, str(run)
         if run.code == EXIT_UNAVAILABLE:
             unavailable.add(path)
-            assert run.lines[-1].startswith("baton: ") and "broker cannot be reached" in run.lines[-1], str(run)
+            assert run.lines[-1].startswith("baton: ") and "broker" in run.lines[-1], str(run)
     # Those that publish: a submission, every operator action, the processes that consume.
     for needs_broker in [("submit",), ("cancel",), ("skip",), ("bulk", "pause"), ("sweeper",), ("module",), ("demo",)]:
         assert needs_broker in unavailable, needs_broker
