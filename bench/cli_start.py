@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 BATON = str(Path(sys.executable).with_name("baton"))
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _cpu() -> float:
@@ -38,7 +39,8 @@ def _timed(argv: list[str], env: dict[str, str], runs: int) -> dict[str, float]:
 
 def cli_start_times(runs: int = 10) -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "BATON_STORE_URL": f"sqlite:///{tmp}/cli.db"}
+        env = {**os.environ, "BATON_STORE_URL": f"sqlite:///{tmp}/cli.db", "BATON_BROKER_URL": "memory://",
+               "BATON_FLOWS_PATH": str(REPO / "flows.yaml")}  # fmt: skip
         # The task's id is the one line's second word: "task <id> created".
         created = subprocess.run([BATON, "submit", "demo"], env=env, check=True, capture_output=True, text=True)
         task_id = created.stdout.split()[1]

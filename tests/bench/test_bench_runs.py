@@ -28,6 +28,7 @@ REDUCED = {
     "BATON_BENCH_FAN_OUT_ITEMS": "10",
     "BATON_BENCH_REST_SECONDS": "1",
     "BATON_BENCH_DOCUMENT_TASKS": "20",
+    "BATON_BENCH_CLI_RUNS": "2",
 }
 
 # Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
@@ -54,6 +55,8 @@ ROWS = (
     r"baton on Mongo, 2 processes per module: CPU per transition, module process +[\d.]+ ms",
     r"for_each over 10 no-op items .* [\d.]+ s",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
+    r"CLI start to exit: baton --help +\d+ ms .* CPU \d+ ms",
+    r"CLI start to exit: baton get ID \(SQLite\) +\d+ ms .* CPU \d+ ms",
     r"targets:",
 )
 
