@@ -26,7 +26,7 @@ def pytest_run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_TEST_", "PYTEST_"))}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--durations=0", *args],
-        cwd=REPO, env={**clean, **env}, capture_output=True, text=True, timeout=RUN_DEADLINE,
+        cwd=REPO, env={**clean, "COLUMNS": "1000", **env}, capture_output=True, text=True, timeout=RUN_DEADLINE,
     )  # fmt: skip
 
 
@@ -49,16 +49,15 @@ def test_a_configured_mongodb_runs_every_contract_suite_on_it(secantus: Any) -> 
 
 def test_a_configured_mongodb_that_does_not_answer_fails_every_suite_that_uses_it() -> None:
     dead = f"mongodb://127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=300&connectTimeoutMS=300"
-    collected = pytest_run("tests/contract", "-k", "mongo-real", "--collect-only", BATON_TEST_MONGO_URL=dead)
-    planned = {line.split("::")[0] for line in collected.stdout.splitlines() if "[mongo-real" in line}
-    assert len(planned) >= 10, collected.stdout[-3000:]  # the store, inventory, lock... suites
-
     done = pytest_run("tests/contract", "-k", "mongo-real", BATON_TEST_MONGO_URL=dead)
     assert done.returncode != 0
     assert outcome(done, "passed") == 0 and outcome(done, "skipped") == 0, done.stdout[-4000:]
     assert "not found" not in done.stdout, done.stdout[-4000:]  # no fixture is missing anywhere
-    assert "does not answer" in done.stdout
-    assert files_of(done.stdout, "(?:ERROR|FAILED) ") == planned
+    summary = [line for line in done.stdout.splitlines() if line.startswith(("ERROR tests/", "FAILED tests/"))]
+    assert len(summary) == outcome(done, "errors?") + outcome(done, "failed") > 0
+    assert all("does not answer" in line for line in summary), "\n".join(summary[:20])
+    # Every suite with a real-MongoDB case: the store, search, inventory, lock, schedule... ones.
+    assert len(files_of("\n".join(summary), "(?:ERROR|FAILED) ")) >= 10, "\n".join(summary[:20])
 
 
 def test_a_configured_rabbitmq_that_does_not_answer_fails_the_broker_suite() -> None:
