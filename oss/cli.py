@@ -26,7 +26,7 @@ import importlib
 
 import click
 
-from common.errors import BatonError, BrokerError, StoreError
+from common.errors import BatonError, BrokerError, DuplicateSchedule, DuplicateTask, StoreError
 from oss.cli_common import EXIT_UNAVAILABLE, EXIT_USAGE, fail
 
 # Each command and the module that defines it (in the module's COMMANDS).
@@ -61,6 +61,8 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except (DuplicateTask, DuplicateSchedule) as exc:  # the store answered: a name or id is taken
+            fail(EXIT_USAGE, _one_line(exc))
         except StoreError as exc:
             fail(EXIT_UNAVAILABLE, f"the store cannot be reached or opened: {_one_line(exc)}")
         except BrokerError as exc:
