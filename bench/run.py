@@ -7,7 +7,7 @@ BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run), BATON_BENCH_RSS_ST
 100000: the long run that watches a module's memory; 0 skips it) and BATON_BENCH_MONGO_RSS_STEPS
 (default 6000, the same on Mongo). A reduced run for the test suite also shortens the rest:
 BATON_BENCH_LATENCY_SAMPLES (100), BATON_BENCH_FAN_OUT_ITEMS (100), BATON_BENCH_REST_SECONDS (5) and
-BATON_BENCH_DOCUMENT_TASKS (600). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row; the
+BATON_BENCH_DOCUMENT_TASKS (600), BATON_BENCH_CLI_RUNS (10: runs of each timed CLI command). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row; the
 kinds of command's sizes are in bench/kinds.py.
 BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
 record's transition on steps of 1,000 and 10,000 records (bench/items.py).
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.api import submissions
 from bench.baseline import run_baseline
+from bench.cli_start import rows as cli_start_rows
 from bench.document import document_cpu
 from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throughput
 from bench.mongo import mongo_throughput
@@ -170,6 +171,7 @@ def main() -> None:
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))
     rows.append(_masking_row())
+    rows.extend(cli_start_rows(int(os.environ.get("BATON_BENCH_CLI_RUNS", "10"))))
     print()
     print(f"baton benchmark: {os.cpu_count()} cores, RabbitMQ and SQLite on this machine, no-op commands")
     width = max(len(r[0]) for r in rows)

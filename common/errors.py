@@ -1,6 +1,11 @@
 """One exception base class; each subclass says what the caller should do about it."""
 
 
+# The exit status of a process (a CLI command, a module) that cannot reach or open the store or
+# the broker: nothing is wrong with what it was asked, try again once they answer.
+EXIT_UNAVAILABLE = 5
+
+
 class BatonError(Exception):
     """Base of every error baton raises on purpose."""
 

@@ -175,7 +175,7 @@ _HANDLER_NAME = "baton"
 _CHATTY = ("pika", "httpx", "httpcore")
 
 
-def _route_standard_library(before_render: list[Any], renderer: Any, level: str) -> None:
+def _route_standard_library(before_render: list[Any], renderer: Any, level: str, libraries: str | None) -> None:
     """Lines of the standard library's loggers (uvicorn, pika, pymongo) come out as structlog's
     do: one JSON object a line in production, with level, timestamp, the logger's name and the
     step's context, masked the same way; not a second, plain-text format in the same stream.
@@ -195,8 +195,9 @@ def _route_standard_library(before_render: list[Any], renderer: Any, level: str)
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.getLevelName(level.upper()))
+    chatty = libraries or ("debug" if level.lower() == "debug" else "warning")
     for name in _CHATTY:
-        logging.getLogger(name).setLevel(logging.DEBUG if level.lower() == "debug" else logging.WARNING)
+        logging.getLogger(name).setLevel(logging.getLevelName(chatty.upper()))
     logging.captureWarnings(True)  # a library's DeprecationWarning too, as a line of the log
 
 
@@ -229,7 +230,9 @@ class _CurrentStderr:
             sys.stderr.flush()
 
 
-def configure_logging(log_format: str = "console", level: str = "info") -> None:
+def configure_logging(log_format: str = "console", level: str = "info", libraries: str | None = None) -> None:
+    """`libraries`: the level of the connection libraries' own lines (pika, httpx), when not
+    the default (theirs only when debugging, else warnings)."""
     renderer: Any
     if log_format == "json":
         renderer = structlog.processors.JSONRenderer()
@@ -248,7 +251,7 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
         structlog.processors.format_exc_info,
         _mask_processor,
     ]
-    _route_standard_library(before_render, renderer, level)
+    _route_standard_library(before_render, renderer, level, libraries)
     structlog.configure(
         processors=[*before_render, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),

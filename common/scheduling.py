@@ -31,21 +31,12 @@ from common.cron import CRON_PROBLEM, is_cron
 from common.reserved import TICK_KEY_PREFIX
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.schedule_policies import Missed, Overlap
+
 MAX_CATCH_UP = 100  # as Kubernetes CronJobs: past this many missed ticks, the oldest are dropped
 MIN_INTERVAL_SECONDS = 1.0
 MAX_INTERVAL_SECONDS = 366 * 86400.0
 
-
-class Overlap(StrEnum):
-    SKIP = "skip"
-    QUEUE = "queue"
-    ALLOW = "allow"
-
-
-class Missed(StrEnum):
-    LATEST = "latest"
-    SKIP = "skip"
-    ALL = "all"
 
 
 class Schedule(BaseModel):

@@ -23,20 +23,12 @@ from common.relay.outbox import OutboxPublisher
 from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.engine.transitions import Refusal, Timing
+from oss.action_names import ACTION_NAMES, SKIP
 
 log = structlog.get_logger(__name__)
 
-# Action names as the API and the CLI spell them.
-ACTIONS = {
-    "cancel": cancel,
-    "retry": retry,
-    "retry-rollback": retry_rollback,
-    "compensate": compensate,
-    "pause": pause,
-    "resume": resume,
-}
-# Skip names a unit besides: its own route and command (OperatorActions.apply's `unit`).
-SKIP = "skip"
+# Each action by its name (oss.action_names, as the API and the CLI spell them).
+ACTIONS = dict(zip(ACTION_NAMES, (cancel, retry, retry_rollback, compensate, pause, resume), strict=True))
 
 
 class OperatorActions:

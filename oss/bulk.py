@@ -23,10 +23,10 @@ from common.store import unreadable
 from common.store.port import TaskStore
 from common.store.paging import iterate_tasks
 from common.engine.transitions import Refusal, Timing
+from oss.action_names import MAX_BULK_TASKS as MAX_TASKS
 from oss.actions import ACTIONS, OperatorActions
 
 log = structlog.get_logger(__name__)
-MAX_TASKS = 10_000
 
 
 @dataclass

@@ -7,48 +7,81 @@ indexes (`baton store init|migrate`, oss/cli_store.py).
 Task commands talk to the store directly, configured like every process (BATON_* variables).
 Most take --json for scripts: the task document, secrets masked like everywhere.
 
-Exit codes:
+Every command starts fast: the group names each command's module and imports it only when the
+command runs (or when --help lists it: the command modules import nothing heavy at their top, each
+command imports what it needs inside its function). tests/unit/test_cli_imports.py holds that.
+
+Exit codes (README, "The CLI"):
   0  done; for `watch` and `submit --wait`: the task succeeded
   1  the task ended failed: ROLLED_BACK or ROLLBACK_FAILED (`watch`, `submit --wait`)
   2  bad usage or configuration, or parameters that do not fit the task type (nothing changed)
   3  no such task
   4  an operator action that does not fit the task's state (cancel a finished task, ...)
+  5  the store or the broker cannot be reached or opened: try again later
 """
 
 from __future__ import annotations
 
-import sys
+import importlib
 
 import click
 
-from common.errors import BatonError
-from oss import cli_ops, cli_serve
-from oss.cli_bulk import bulk
-from oss.cli_common import EXIT_USAGE
-from oss.cli_hosts import hosts
-from oss.cli_locks import locks
-from oss.cli_modules import modules
-from oss.cli_reconcile import reconcile
-from oss.cli_schedules import schedules
-from oss.cli_store import store
-from oss.cli_tasks import get, list_tasks, parse_assignments, submit, watch
+from common.errors import BatonError, BrokerError, DuplicateSchedule, DuplicateTask, StoreError
+from oss.cli_common import EXIT_UNAVAILABLE, EXIT_USAGE, fail
 
-__all__ = ["main", "parse_assignments"]
+# Each command and the module that defines it (in the module's COMMANDS).
+COMMAND_MODULES = {
+    **dict.fromkeys(("submit", "get", "list", "watch"), "oss.cli_tasks"),
+    **dict.fromkeys(("cancel", "retry", "retry-rollback", "compensate", "pause", "resume", "skip"), "oss.cli_ops"),
+    **dict.fromkeys(("oss", "check-flows", "module", "sweeper", "up", "demo"), "oss.cli_serve"),
+    "hosts": "oss.cli_hosts",
+    "schedules": "oss.cli_schedules",
+    "bulk": "oss.cli_bulk",
+    "reconcile": "oss.cli_reconcile",
+    "store": "oss.cli_store",
+    "modules": "oss.cli_modules",
+    "locks": "oss.cli_locks",
+}
 
 
-@click.group()
+class LazyGroup(click.Group):
+    """Imports a command's module when the command is asked for; turns the errors every command
+    may meet (the store or broker down, a bad setting) into one line and an exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is None:
+            return None
+        commands = {c.name: c for c in importlib.import_module(module).COMMANDS}
+        return commands[cmd_name]
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (DuplicateTask, DuplicateSchedule) as exc:  # the store answered: a name or id is taken
+            fail(EXIT_USAGE, _one_line(exc))
+        except StoreError as exc:
+            fail(EXIT_UNAVAILABLE, f"the store cannot be reached or opened: {_one_line(exc)}")
+        except BrokerError as exc:
+            fail(EXIT_UNAVAILABLE, f"the broker cannot be reached: {_one_line(exc)}")
+        except BatonError as exc:  # ConfigError and the like: the settings or the input
+            fail(EXIT_USAGE, _one_line(exc))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@click.group(cls=LazyGroup)
 def main() -> None:
     """baton: crash-safe multi-step operations with rollback."""
 
 
-for _command in (submit, get, list_tasks, watch, *cli_ops.COMMANDS, *cli_serve.COMMANDS, hosts, schedules, bulk,
-                 reconcile, store, modules, locks):
-    main.add_command(_command)
+__all__ = ["COMMAND_MODULES", "main"]
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BatonError as exc:
-        click.echo(f"baton: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+    main()

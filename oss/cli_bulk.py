@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from common.errors import BatonError
-from oss.bulk import MAX_TASKS, BulkActions, BulkResult
+from oss.action_names import MAX_BULK_TASKS
 from oss.cli_common import AsciiIntRange, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, opened_parts, parse_labels, parse_status, parse_time
 from oss.cli_ops import _default_actor
+
+if TYPE_CHECKING:
+    from oss.bulk import BulkResult
 
 
 def _command(action: str) -> click.Command:
@@ -26,12 +28,15 @@ def _command(action: str) -> click.Command:
     @click.option("--label", "labels", multiple=True, help="key=value; repeat: all must match.")
     @click.option("--created-from", help="Created at or after (ISO-8601 or epoch).")
     @click.option("--created-to", help="Created before (ISO-8601 or epoch).")
-    @click.option("--limit", type=AsciiIntRange(1, MAX_TASKS), default=1000, show_default=True)
+    @click.option("--limit", type=AsciiIntRange(1, MAX_BULK_TASKS), default=1000, show_default=True)
     @click.option("--reason", required=True, help="Why: recorded in every task's history.")
     @click.option("--as", "actor", default=_default_actor, show_default="cli:<login name>")
     @click.option("--apply", "apply_", is_flag=True, help="Do it (without: count what would change).")
     @click.option("--json", "as_json", is_flag=True)
     def run(task_type, status, user_id, labels, created_from, created_to, limit, reason, actor, apply_, as_json) -> None:  # type: ignore[no-untyped-def]
+        from common.errors import BatonError, BrokerError, StoreError
+        from oss.bulk import BulkActions
+
         if not reason.strip():
             raise click.BadParameter("must say why", param_hint="--reason")
         filters: dict[str, Any] = {
@@ -47,6 +52,8 @@ def _command(action: str) -> click.Command:
                 result = bulk.run(action, filters, actor=actor, reason=reason.strip(), dry_run=not apply_, limit=limit)
             except ValueError as exc:
                 fail(EXIT_USAGE, str(exc))
+            except (StoreError, BrokerError):
+                raise  # the store or broker went away: `baton` says so, with its own exit code
             except BatonError as exc:
                 fail(EXIT_USAGE, str(exc))
         _report(result, as_json)
@@ -79,3 +86,5 @@ def bulk() -> None:
 
 for _action in ("cancel", "retry", "retry-rollback", "pause", "resume"):
     bulk.add_command(_command(_action))
+
+COMMANDS = [bulk]

@@ -1,4 +1,8 @@
-"""What the CLI commands share: settings, the parts they open, exit codes, output helpers."""
+"""What the CLI commands share: settings, the parts they open, exit codes, output helpers.
+
+Imported by every command module when `baton` starts, so it imports nothing heavy at its top
+(no pydantic model, no logging set-up, no driver): each helper imports what it needs.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,20 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from common.errors import ConfigError
-from common.logging import configure_logging
-from common.masking import masked_task_view
-from common.engine.document import Task
-from common.settings import Settings, load_settings
+from common.errors import EXIT_UNAVAILABLE as EXIT_UNAVAILABLE  # 5, shared with the module processes
 from common.engine.states import TaskStatus, parse_task_status
 from oss.times import to_epoch
-from oss.wiring import Parts, build
+
+if TYPE_CHECKING:
+    from common.engine.document import Task
+    from common.settings import Settings
+    from common.store.port import TaskStore
+    from oss.wiring import Parts
 
 # The API's rule for label keys (oss/api/schemas.py): a '.' would be a path to MongoDB.
 LABEL_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}")
@@ -33,19 +39,29 @@ EXIT_REFUSED = 4
 
 def settings(client: bool = False) -> Settings:
     """The settings, logging configured. A `client` command (submit, watch, hosts...) prints its
-    answer for a person or a script: its own info lines would only interleave with it, so it logs
-    warnings and errors only, unless BATON_LOG_LEVEL asks for more."""
+    answer for a person or a script: its own info lines would only interleave with it, and a
+    store or broker that does not answer is its one line of failure, not a retry log: it logs
+    errors only, and the connection libraries nothing, unless BATON_LOG_LEVEL asks for more."""
+    from common.logging import configure_logging
+    from common.settings import load_settings
+
     try:
         loaded = load_settings()
     except ConfigError as exc:
         fail(EXIT_USAGE, str(exc))
     quiet = client and "log_level" not in loaded.model_fields_set
-    configure_logging(loaded.log_format, "warning" if quiet else loaded.log_level)
+    if quiet:
+        configure_logging(loaded.log_format, "error", libraries="critical")
+    else:
+        configure_logging(loaded.log_format, loaded.log_level)
     return loaded
 
 
 @contextmanager
 def opened_parts() -> Iterator[Parts]:
+    """Store, broker, flows and the task service: for commands that change tasks."""
+    from oss.wiring import build
+
     try:
         parts = build(settings(client=True))
     except ConfigError as exc:  # flows.yaml or a store URL that does not work
@@ -54,6 +70,19 @@ def opened_parts() -> Iterator[Parts]:
         yield parts
     finally:
         parts.close()
+
+
+@contextmanager
+def opened_store() -> Iterator[TaskStore]:
+    """The task store alone: for commands that only read tasks (no flows, no broker to open)."""
+    from common.store.factory import open_store
+
+    loaded = settings(client=True)
+    store = open_store(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def fail(code: int, message: str) -> NoReturn:
@@ -66,6 +95,8 @@ def echo_json(value: Any) -> None:
 
 
 def task_json(task: Task) -> dict[str, Any]:
+    from common.masking import masked_task_view
+
     return masked_task_view(task)
 
 

@@ -7,22 +7,21 @@ why); 3 no such host.
 from __future__ import annotations
 
 import json
-import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from common.errors import ConfigError
-from common.settings import load_settings
-from common.store.inventory_port import Host, InventoryError, UnknownHost
-from oss.cli_common import AsciiIntRange, AsciiFloatRange
-from oss.hosts_service import HostsService
+from oss.cli_common import AsciiFloatRange, AsciiIntRange, EXIT_NO_TASK, EXIT_USAGE, fail, settings
+
+if TYPE_CHECKING:
+    from common.store.inventory_port import Host
+    from oss.hosts_service import HostsService
 
 
 def _service() -> HostsService:
-    try:
-        return HostsService.open(load_settings())
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    from oss.hosts_service import HostsService
+
+    return HostsService.open(settings(client=True), indexes="none")  # OSS and `baton store init` create them
 
 
 def _line(host: Host) -> str:
@@ -34,15 +33,15 @@ def _line(host: Host) -> str:
 
 
 def _run(action, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    from common.store.inventory_port import InventoryError, UnknownHost
+
     service = _service()
     try:
         result = action(service)
     except UnknownHost as exc:
-        click.echo(str(exc), err=True)
-        sys.exit(3)
+        fail(EXIT_NO_TASK, str(exc))
     except InventoryError as exc:  # refused input or a conflict: nothing was changed
-        click.echo(f"baton: {exc}", err=True)
-        sys.exit(2)
+        fail(EXIT_USAGE, str(exc))
     finally:
         service.close()
     hosts = result if isinstance(result, list) else [result]
@@ -103,3 +102,6 @@ def sweep(prune_days: float | None) -> None:
     finally:
         service.close()
     click.echo(json.dumps(result.as_dict()))
+
+
+COMMANDS = [hosts]

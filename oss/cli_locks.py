@@ -7,9 +7,6 @@ import time
 
 import click
 
-from common.store.inventory_factory import open_lock_store
-from common.store.locks_table import LockTable
-from oss.api.routers.locks import lock_view
 from oss.cli_common import echo_json, settings
 
 
@@ -18,8 +15,12 @@ from oss.cli_common import echo_json, settings
 @click.option("--json", "as_json", is_flag=True, help="One object per key.")
 def locks(key: str | None, as_json: bool) -> None:
     """Busy lock keys: limit, holders (since when) and waiters (in the order they will be granted)."""
+    from common.store.inventory_factory import open_lock_store
+    from common.store.locks_table import LockTable
+    from oss.lock_views import lock_view
+
     loaded = settings(client=True)
-    table = LockTable(open_lock_store(loaded.store_url, indexes="none"))
+    table = LockTable(open_lock_store(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none"))
     try:
         found = [table.get(key)] if key is not None else table.list_locks(limit=1000)
     finally:
@@ -38,3 +39,6 @@ def locks(key: str | None, as_json: bool) -> None:
             click.echo(f"  holder  {holder.task_id}  for {now - holder.since:.1f}s")
         for waiter in view.waiters:
             click.echo(f"  waiting {waiter.task_id}  priority {waiter.priority}, for {now - waiter.since:.1f}s")
+
+
+COMMANDS = [locks]

@@ -10,11 +10,8 @@ import json
 
 import click
 
-from common.errors import ActionRefused, InvalidInput, UnknownTask
-from common.masking import masked_task
-from oss.actions import ACTIONS, SKIP
+from oss.action_names import ACTION_NAMES, SKIP
 from oss.cli_common import AsciiIntRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, fail, opened_parts, task_json
-from oss.render import task_summary
 
 _HELP = {
     "cancel": "Cancel a task: the running step finishes, then everything done is rolled back.",
@@ -50,6 +47,10 @@ def _command(action: str) -> click.Command:
     @click.option("--item", type=AsciiIntRange(0), hidden=action != SKIP, help="A for_each step's item (skip only).")
     def run(task_id: str, reason: str, actor: str, as_json: bool, stop_running: bool, cursor: int | None,
             item: int | None) -> None:  # fmt: skip
+        from common.errors import ActionRefused, InvalidInput, UnknownTask
+        from common.masking import masked_task
+        from oss.render import task_summary
+
         if (cursor is not None or item is not None) and action != SKIP:
             raise click.BadParameter("applies to skip only", param_hint="--step/--item")
         if stop_running and action != "cancel":
@@ -72,4 +73,4 @@ def _command(action: str) -> click.Command:
     return run
 
 
-COMMANDS = [_command(action) for action in (*ACTIONS, SKIP)]
+COMMANDS = [_command(action) for action in (*ACTION_NAMES, SKIP)]

@@ -11,14 +11,8 @@ import json
 
 import click
 
-from common.errors import InvalidInput
-from common.input_limits import check_input
-from common.store.factory import open_store
-from common.store.inventory_factory import open_inventory
-from modules.mysql.settings import load_mysql_settings
 from oss.cli_common import EXIT_TASK_FAILED, EXIT_USAGE, fail, settings
 from oss.cli_ops import _default_actor as default_actor
-from oss.reconcile import Reconciler
 
 EXIT_PARTIAL = EXIT_TASK_FAILED
 
@@ -34,6 +28,13 @@ def reconcile(apply_: bool, reason: str, actor: str, as_json: bool) -> None:
     """Find leaks of rolled-back tasks (databases, users, reservations) and successful tasks whose
     instance is missing. A dry run unless --apply; an instance of a successful, running or
     rollback-failed task is never touched. Exit 1: a part could not be read or an action failed."""
+    from common.errors import InvalidInput
+    from common.input_limits import check_input
+    from common.store.factory import open_store
+    from common.store.inventory_factory import open_inventory
+    from modules.mysql.settings import load_mysql_settings
+    from oss.reconcile import Reconciler
+
     loaded = settings()
     try:
         check_input(loaded.input_limits, reason=reason, actor=actor)  # both go into the tasks' history
@@ -81,3 +82,6 @@ def _outcome(outcomes: list, action: object) -> dict:
         if outcome.action is action:
             return {"done": outcome.done, "note": outcome.note}
     return {}
+
+
+COMMANDS = [reconcile]

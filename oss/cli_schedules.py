@@ -9,24 +9,31 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from common.errors import ActionRefused, BatonError, DuplicateSchedule, InvalidParameters, StoreError, UnknownTaskType
-from common.flows import load_flows
-from common.scheduling import Missed, Overlap, Schedule, ScheduleError
-from oss.cli_common import AsciiIntRange, AsciiFloatRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, parse_labels, settings
+from common.schedule_policies import Missed, Overlap
+from oss.cli_common import AsciiFloatRange, AsciiIntRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, parse_labels, settings
 from oss.cli_tasks import parse_assignments
-from oss.schedules_service import ScheduleService, UnknownSchedule
+
+if TYPE_CHECKING:
+    from common.scheduling import Schedule  # noqa: F811  (imported again where it is used at run time)
+    from oss.schedules_service import ScheduleService
 
 
 def _run(action: Callable[[ScheduleService], Any], as_json: bool) -> None:
+    from common.errors import ActionRefused, DuplicateSchedule, InvalidParameters, UnknownTaskType
+    from common.flows import load_flows
+    from common.scheduling import Schedule, ScheduleError
+    from common.store.inventory_factory import open_schedule_store
+    from oss.schedules_service import ScheduleService, UnknownSchedule
+
     loaded = settings()
-    try:
-        service = ScheduleService.open(loaded.store_url, load_flows(loaded.flows_path), limits=loaded.input_limits)
-    except BatonError as exc:
-        fail(EXIT_USAGE, str(exc))
+    flows = load_flows(loaded.flows_path)  # a ConfigError: `baton` says it, exit 2
+    schedule_store = open_schedule_store(loaded.store_url, timeout_seconds=loaded.effective_store_timeout,
+                                         indexes="none")  # fmt: skip
+    service = ScheduleService(schedule_store, flows, limits=loaded.input_limits)
     try:
         result = action(service)
         if result is None:
@@ -40,8 +47,6 @@ def _run(action: Callable[[ScheduleService], Any], as_json: bool) -> None:
         fail(EXIT_USAGE, "; ".join(f"{path}: {message}" for path, message in exc.errors))
     except (ScheduleError, DuplicateSchedule, UnknownTaskType) as exc:
         fail(EXIT_USAGE, str(exc))
-    except StoreError as exc:
-        fail(EXIT_USAGE, f"the store cannot be reached: {exc}")
     finally:
         service.close()
     if as_json:
@@ -131,3 +136,6 @@ def delete(schedule: str) -> None:
     _run(lambda s: s.delete(schedule), False)
     click.echo(f"deleted {schedule} at {_when(time.time())}")
 
+
+
+COMMANDS = [schedules]

@@ -9,13 +9,8 @@ from pathlib import Path
 
 import click
 
-from common.background import BACKGROUND_MARGIN_SECONDS, join_all
-from common.errors import ConfigError, InvalidParameters
-from common.logging import configure_logging
-from common.settings import load_settings
+from common.errors import ConfigError
 from oss.cli_common import AsciiIntRange, EXIT_USAGE, fail, settings
-from oss.reconcile_job import start_reconcile_job
-from oss.wiring import build, build_sweeper
 
 @click.command()
 @click.option("--host", help="Listen address (default BATON_OSS_HOST, 127.0.0.1).")
@@ -24,6 +19,7 @@ def oss(host: str | None, port: int | None) -> None:
     """Run OSS: the REST API (with its OpenAPI at /api/v1/docs) and the sweeper."""
     import uvicorn
 
+    from common.logging import configure_logging
     from oss.api import create_app
     from oss.settings import load_oss_settings
 
@@ -58,7 +54,7 @@ def check_flows(path: Path | None, registries: tuple[str, ...], live: bool) -> N
     from common.runtime.discovery import conventional_commands, conventional_modules
     from oss.cli_modules import live_commands
 
-    loaded = load_settings()
+    loaded = settings(client=True)
     target = path or Path(loaded.flows_path)
     try:
         named = load_flows(target).modules()  # the file's own problems first, with their lines
@@ -87,14 +83,26 @@ def _registry(ref: str):  # type: ignore[no-untyped-def]
 @click.command()
 @click.argument("name")
 def module(name: str) -> None:
-    """Run module NAME (resource, mysql, monitor, or a package under modules/) in this process."""
+    """Run module NAME (resource, mysql, monitor, or a package under modules/) in this process.
+    Exit codes as the CLI's: 2 bad configuration, 5 the store or the broker cannot be reached."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(f"modules.{name}.__main__") is not None
+    except (ImportError, ValueError):  # not a package, or a name no module can have
+        found = False
+    if not found:
+        fail(EXIT_USAGE, f"no module {name!r}: modules/{name}/__main__.py does not exist")
     runpy.run_module(f"modules.{name}", run_name="__main__", alter_sys=True)
 
 
 @click.command()
 def sweeper() -> None:
     """Run the sweeper: re-dispatch lapsed steps and relay unsent outbox entries."""
+    from common.background import BACKGROUND_MARGIN_SECONDS, join_all
     from oss.processes import run_until_signalled
+    from oss.reconcile_job import start_reconcile_job
+    from oss.wiring import build, build_sweeper
 
     loaded = settings()
     parts = build(loaded, indexes="check")  # OSS creates them
@@ -115,6 +123,7 @@ def sweeper() -> None:
 @click.option("--task-type", default="demo", show_default=True)
 def demo(task_type: str) -> None:
     """Start every module and a sweeper as processes, run a task, show its progress, stop."""
+    from common.errors import InvalidParameters
     from oss.processes import run_demo
 
     try:

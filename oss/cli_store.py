@@ -10,7 +10,8 @@ SQLite brings its schema and indexes up to date whenever a process opens the fil
 cheap to check), so both commands only open it.
 
 Exit codes: 0 done (init: and every index is as this version expects); 1 init left indexes that
-differ (run migrate); 2 bad configuration or the store refused.
+differ (run migrate); 2 bad configuration or the store refused a change; 5 the store cannot be
+reached or opened.
 """
 
 from __future__ import annotations
@@ -19,12 +20,7 @@ import sys
 
 import click
 
-from common.errors import BatonError
-from common.settings import load_settings
-from common.store.factory import database_name, open_store
-from common.store.inventory_factory import open_event_log, open_inventory
-from common.store.items_open import open_item_store_for
-from oss.cli_common import EXIT_USAGE
+from oss.cli_common import EXIT_USAGE, settings
 
 
 @click.group()
@@ -47,18 +43,23 @@ def init() -> None:
 @store.command()
 def migrate() -> None:
     """Replace changed indexes, drop unused ones, create missing ones (MongoDB)."""
-    url = _settings_url()
+    loaded = settings(client=True)
+    url = loaded.store_url
     if not url.startswith("mongodb"):
         _prepare("create")
         click.echo("SQLite: schema and indexes are brought up to date whenever the file is opened")
         return
+    from common.errors import StoreError
     from common.store import mongo_indexes
+    from common.store.factory import database_name
     from common.store.mongo_client import open_client
 
-    client = open_client(url, load_settings().effective_store_timeout)
+    client = open_client(url, loaded.effective_store_timeout)
     try:
-        done = mongo_indexes.migrate(client[database_name(url)])
-    except Exception as exc:  # any driver error: say it, change nothing more
+        done = mongo_indexes.migrate_reachable(client[database_name(url)])
+    except StoreError:  # unreachable, a timeout: `baton` says so (exit 5)
+        raise
+    except Exception as exc:  # the server refused a change: say it, change nothing more
         click.echo(f"baton: migrate stopped: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     finally:
@@ -68,30 +69,25 @@ def migrate() -> None:
     click.echo("indexes as this version expects" if not done else f"{len(done)} change(s)")
 
 
-def _settings_url() -> str:
-    try:
-        return load_settings().store_url
-    except BatonError as exc:
-        click.echo(f"baton: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-
-
 def _prepare(indexes: str) -> list[str]:
-    """Open every part of the store with `indexes`; the problems left (MongoDB), [] for SQLite."""
-    url = _settings_url()
-    timeout = load_settings().effective_store_timeout
-    try:
-        tasks = open_store(url, timeout_seconds=timeout, indexes=indexes)  # type: ignore[arg-type]
-        parts = [
-            tasks,  # prepares the indexes of every collection, item records too
-            open_inventory(url, timeout_seconds=timeout, indexes="none"),
-            open_event_log(url, timeout_seconds=timeout, indexes="none"),
-            open_item_store_for(tasks),  # SQLite: its table made now, not at a step's first item
-        ]
-    except BatonError as exc:
-        click.echo(f"baton: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    problems: list[str] = getattr(tasks, "index_report", [])
+    """Open every part of the store with `indexes`; the problems left (MongoDB), [] for SQLite.
+    A store that cannot be reached raises StoreError: `baton` says so (exit 5)."""
+    from common.store.factory import open_store
+    from common.store.inventory_factory import open_event_log, open_inventory
+    from common.store.items_open import open_item_store_for
+
+    loaded = settings(client=True)
+    url, timeout = loaded.store_url, loaded.effective_store_timeout
+    parts = [
+        open_store(url, timeout_seconds=timeout, indexes=indexes),  # type: ignore[arg-type]
+        open_inventory(url, timeout_seconds=timeout, indexes="none"),
+        open_event_log(url, timeout_seconds=timeout, indexes="none"),
+    ]
+    parts.append(open_item_store_for(parts[0]))  # SQLite: its table made now, not at a step's first item
+    problems: list[str] = getattr(parts[0], "index_report", [])
     for part in parts:
         part.close()
     return problems
+
+
+COMMANDS = [store]

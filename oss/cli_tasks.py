@@ -5,16 +5,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from common.errors import IdempotencyConflict, InvalidParameters, UnknownTaskType
-from common.engine.history import since, with_full_history
-from common.masking import masked_task
-from common.engine.document import HistoryEvent, Task
-from common.engine.states import FINAL_STATUSES
-from common.store.task_filters import decode_cursor, encode_cursor, page_key
 from oss.cli_common import (
     AsciiIntRange, AsciiFloatRange,
     EXIT_NO_TASK,
@@ -23,14 +17,16 @@ from oss.cli_common import (
     exit_code_of,
     fail,
     opened_parts,
+    opened_store,
     parse_labels,
     parse_status,
     parse_time,
     task_json,
 )
-from oss.cli_stream import StreamError, follow_stream
-from oss.render import branches_line, event_line, task_summary
-from oss.wiring import Parts
+
+if TYPE_CHECKING:
+    from common.engine.document import HistoryEvent, Task
+    from common.store.port import TaskStore
 
 
 def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -62,6 +58,8 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
 def submit(task_type, params, params_file, idempotency_key, priority, start_at, user_id, labels, after_task,
            wait, as_json) -> None:  # fmt: skip
     """Create a task of TASK_TYPE with PARAMS given as key=value."""
+    from common.errors import IdempotencyConflict, InvalidParameters, UnknownTaskType
+
     try:
         parameters = json.load(params_file) if params_file else {}
     except (ValueError, RecursionError) as exc:
@@ -88,7 +86,7 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
             verb = "created" if submission.created else "exists (same idempotency key)"
             click.echo(f"task {task.TaskId} {verb}")
         if wait:
-            task = follow(parts, task.TaskId, quiet=as_json)
+            task = follow(parts.store, task.TaskId, quiet=as_json)
         if as_json:
             echo_json(task_json(task))
         if wait:
@@ -100,8 +98,12 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
 @click.option("--json", "as_json", is_flag=True)
 def get(task_id: str, as_json: bool) -> None:
     """Show one task (secrets masked)."""
-    with opened_parts() as parts:
-        task = with_full_history(parts.store, _task(parts, task_id))
+    from common.engine.history import with_full_history
+    from common.masking import masked_task
+    from oss.render import task_summary
+
+    with opened_store() as store:
+        task = with_full_history(store, _task(store, task_id))
         click.echo(json.dumps(task_json(task), indent=2) if as_json else task_summary(masked_task(task)))
 
 
@@ -117,12 +119,15 @@ def get(task_id: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help='{"items": [...documents], "next_cursor": ...}')
 def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, as_json) -> None:
     """List tasks, newest first."""
+    from common.masking import masked_task
+    from common.store.task_filters import decode_cursor, encode_cursor, page_key
+
     try:
         after = decode_cursor(cursor) if cursor else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--cursor") from None
-    with opened_parts() as parts:
-        found = parts.store.list_tasks(
+    with opened_store() as store:
+        found = store.list_tasks(
             status=parse_status(status), task_type=task_type, user_id=user_id,
             labels=parse_labels(labels), created_from=parse_time(since, "--since"),
             created_to=parse_time(until, "--until"), after=after, limit=limit + 1,
@@ -149,12 +154,15 @@ def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, 
 @click.option("--token", envvar="BATON_API_TOKEN", help="API token (read role) for --api.")
 def watch(task_id: str, interval: float, as_json: bool, api_url: str | None, token: str | None) -> None:
     """Follow a task live until it ends: a line per step event. Exit 0 success, 1 failed."""
+    from common.masking import masked_task
+    from oss.render import task_summary
+
     if api_url:
         _watch_stream(api_url, token or "", task_id, as_json)
         return
-    with opened_parts() as parts:
-        _task(parts, task_id)
-        task = follow(parts, task_id, quiet=False, as_json=as_json, poll=interval)
+    with opened_store() as store:
+        _task(store, task_id)
+        task = follow(store, task_id, quiet=False, as_json=as_json, poll=interval)
         if as_json:
             echo_json(task_json(task))
         else:
@@ -163,6 +171,9 @@ def watch(task_id: str, interval: float, as_json: bool, api_url: str | None, tok
 
 
 def _watch_stream(api_url: str, token: str, task_id: str, as_json: bool) -> None:
+    from oss.cli_stream import StreamError, follow_stream
+    from oss.render import event_line, task_summary
+
     def show(task: Task, event: HistoryEvent) -> None:
         if as_json:
             click.echo(json.dumps({"TaskId": task_id, **event.model_dump(mode="json")}))
@@ -180,15 +191,20 @@ def _watch_stream(api_url: str, token: str, task_id: str, as_json: bool) -> None
     sys.exit(exit_code_of(task))
 
 
-def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = False,
+def follow(store: TaskStore, task_id: str, quiet: bool = False, as_json: bool = False,
            poll: float = 0.1) -> Task:  # fmt: skip
     """Print each history event as it happens until the task has ended, and the branches in
     flight whenever they change."""
+    from common.engine.history import since
+    from common.masking import masked_task
+    from common.engine.states import FINAL_STATUSES
+    from oss.render import branches_line, event_line
+
     seen, shown_branches = 0, ""
     while True:
-        task = parts.store.get(task_id)
+        task = store.get(task_id)
         assert task is not None  # tasks are never deleted
-        shown = masked_task(since(parts.store, task, seen))
+        shown = masked_task(since(store, task, seen))
         if not quiet:
             for event in shown.History:
                 if as_json:
@@ -205,8 +221,11 @@ def follow(parts: Parts, task_id: str, quiet: bool = False, as_json: bool = Fals
         time.sleep(poll)
 
 
-def _task(parts: Parts, task_id: str) -> Task:
-    task = parts.store.get(task_id)
+def _task(store: TaskStore, task_id: str) -> Task:
+    task = store.get(task_id)
     if task is None:
         fail(EXIT_NO_TASK, "no such task")
     return task
+
+
+COMMANDS = [submit, get, list_tasks, watch]

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from common.background import BACKGROUND_MARGIN_SECONDS
 from common.broker.factory import open_broker
 from common.broker.port import Broker
-from common.errors import BatonError, ConfigError, InvalidParameters
+from common.errors import EXIT_UNAVAILABLE, BatonError, ConfigError, InvalidParameters, StoreError
 from common.flows import FlowCatalog, load_flows
 from common.engine.history import since
 from common.engine.notifications import settled
@@ -61,7 +61,7 @@ class Options:
 
 def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
     """Exit status: 0 stopped cleanly, 1 a running step had to be stopped or a part failed,
-    2 bad configuration (nothing was started)."""
+    2 bad configuration, 5 the store cannot be reached or opened (nothing was started)."""
     stop = threading.Event()
     stop_on_signals(stop, second_exits_after=DOUBLE_SIGNAL_SECONDS)
     try:
@@ -74,7 +74,7 @@ def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
         listener = _listen(host, settings.oss_port if options.port is None else options.port)
     except BatonError as exc:  # ConfigError, FlowError, StoreError: say why, start nothing
         echo_err(f"baton: {exc}")
-        return 2
+        return EXIT_UNAVAILABLE if isinstance(exc, StoreError) else 2
     broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
     metrics = RuntimeMetrics()  # one registry for every module of the process (labelled by module)
     runtimes = [
@@ -300,7 +300,11 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _prepare_store(url: str) -> None:
     if url.lower().startswith("sqlite:"):
-        Path(sqlite_path(url)).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_path(url)
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"sqlite {path}: cannot create its folder: {exc}") from exc
 
 
 def _demo(

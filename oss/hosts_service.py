@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from common.settings import Settings
+from common.store.factory import IndexMode
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity, Claim, Host, HostState, Inventory, UnknownHost
 
@@ -31,10 +32,11 @@ class HostsService:
         self._clock = clock
 
     @classmethod
-    def open(cls, settings: Settings) -> HostsService:
+    def open(cls, settings: Settings, indexes: IndexMode = "create") -> HostsService:
         """On the inventory the resource module uses: BATON_RESOURCE_INVENTORY_URL, else beside
-        the task store (Settings.inventory_url)."""
-        return cls(open_inventory(settings.inventory_url))
+        the task store (Settings.inventory_url); every call bounded like the store's."""
+        return cls(open_inventory(settings.inventory_url, timeout_seconds=settings.effective_store_timeout,
+                                  indexes=indexes))  # fmt: skip
 
     def add(self, name: str, cpu: int, memory_mb: int, storage_gb: int) -> Host:
         return self._inventory.add_host(name, Capacity(cpu, memory_mb, storage_gb), self._clock())

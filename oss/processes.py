@@ -50,9 +50,11 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
     stop = threading.Event()
     sweeper = build_sweeper(settings, parts.store, parts.broker, parts.service)
     sweeper_thread = threading.Thread(target=sweeper.run, args=(stop,), name="baton-sweeper", daemon=True)
+    started: list[ModuleRuntime] = []  # a runtime that failed to start has nothing to stop
     try:
         for runtime in runtimes:
             runtime.start()
+            started.append(runtime)
         sweeper_thread.start()
         parts.service.declare_queues()
         # A task type that declares its parameters gets only its defaults (or says what it lacks).
@@ -73,7 +75,7 @@ def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) ->
         return 0 if task.TaskStatus is TaskStatus.SUCCESS else 1
     finally:
         stop.set()
-        for runtime in runtimes:
+        for runtime in started:
             runtime.stop(grace=5)
         if join_all([sweeper_thread if sweeper_thread.is_alive() else None], 5 + BACKGROUND_MARGIN_SECONDS):
             parts.close()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 import structlog
 
 from common.broker.factory import open_broker
-from common.errors import BatonError, ConfigError
+from common.errors import EXIT_UNAVAILABLE, BatonError, ConfigError
 from common.flows import load_flows
 from common.logging import configure_logging
 from common.queues import module_queue
@@ -42,7 +42,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         announcements = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
     except BatonError as exc:  # unreachable or refusing: say so plainly and let the supervisor retry
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
-        sys.exit(3)
+        sys.exit(EXIT_UNAVAILABLE)
     runtime = ModuleRuntime(
         registry_ref=registry_ref,
         settings=settings,
@@ -59,7 +59,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         runtime.start()
     except BatonError as exc:
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
-        sys.exit(3)
+        sys.exit(EXIT_UNAVAILABLE)
     runtime.metrics.serve(settings.metrics_port)
     while not stop.wait(1.0) and not runtime.failed.is_set():
         pass

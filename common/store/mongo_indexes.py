@@ -20,6 +20,9 @@ from typing import Any, Literal
 
 from pymongo import ASCENDING, DESCENDING
 from pymongo.database import Database
+from pymongo.errors import ConnectionFailure
+
+from common.errors import StoreError
 
 IndexMode = Literal["create", "check", "none"]
 
@@ -202,3 +205,12 @@ def _shown(info: dict[str, Any]) -> str:
 
 def _shown_spec(spec: IndexSpec) -> str:
     return f"{spec.keys} {spec.options or ''}".strip()
+
+
+def migrate_reachable(database: Database) -> list[str]:
+    """`migrate`, with a server that cannot be reached told apart (StoreError) from one that
+    refuses a change (any other error): the CLI answers the first with its "unreachable" exit."""
+    try:
+        return migrate(database)
+    except ConnectionFailure as exc:
+        raise StoreError(f"mongodb: {exc}") from None

@@ -3,7 +3,6 @@ and, when BATON_MONITOR_WEBHOOK_URL is set, sent to a webhook (see webhook.py)."
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import structlog
 

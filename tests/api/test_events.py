@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 from common.engine.document import NotifyTarget
 from common.engine.notifications import WEBHOOK
 from common.store.mutate import mutate
 from tests.api.support import FAIL, SECRET, Api, auth
+from tests.support.cluster import wait_until
 
 
 def read_events(api: Api, task_id: str, headers: dict[str, str] | None = None, started: threading.Event | None = None,
-                **params: object) -> list[tuple[str, str, dict]]:  # fmt: skip
-    """(event, id, data) of every event until the server ends the stream."""
-    events: list[tuple[str, str, dict]] = []
+                into: list | None = None, **params: object) -> list[tuple[str, str, dict]]:  # fmt: skip
+    """(event, id, data) of every event until the server ends the stream; appended to `into` as
+    they arrive, when given (a test waits for one)."""
+    events: list[tuple[str, str, dict]] = [] if into is None else into
     fields: dict[str, str] = {}
     with api.client.stream("GET", f"/api/v1/tasks/{task_id}/events", params=params,
                            headers={**auth(), **(headers or {})}) as response:  # fmt: skip
@@ -40,11 +41,12 @@ def test_a_client_sees_every_change_in_order_then_the_end(api: Api) -> None:
     task_id = api.create(parameters={"name": "db1", "admin_password": SECRET})["task_id"]
     collected: list = []
     connected = threading.Event()
-    reader = threading.Thread(target=lambda: collected.extend(read_events(api, task_id, started=connected)))
+    reader = threading.Thread(target=lambda: read_events(api, task_id, started=connected, into=collected))
     reader.start()
-    assert connected.wait(10)
+    assert connected.wait(30)
     api.step(task_id)  # step 0 claimed and done
-    time.sleep(0.5)  # let the stream see this state on its own
+    # The stream sees this state on its own before the next changes come.
+    wait_until(lambda: any(e[0] == "task" and e[2]["TaskStatus"] == 2 for e in list(collected)), 30, "RUNNING seen")
     api.step(task_id, FAIL)  # step 1 fails: rollback of 1, then of 0, in quick succession
     api.step(task_id)
     api.step(task_id)

@@ -36,6 +36,7 @@ REDUCED = {
     "BATON_BENCH_SECRET_VALUES": "200",
     "BATON_BENCH_ITEM_TRANSITIONS": "5",
     "BATON_BENCH_ITEM_STEPS": "50,200",
+    "BATON_BENCH_CLI_RUNS": "2",
 }
 
 # Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
@@ -69,6 +70,8 @@ ROWS = (
     r"no-op step transitions, process commands \(the same flow\) +\d+ /s +async: \d+% of this",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
     r"showing a task with 200 secret values .* \d+ ms +the same task with a plain key: \d+ ms",
+    r"CLI start to exit: baton --help +\d+ ms .* CPU \d+ ms",
+    r"CLI start to exit: baton get ID \(SQLite\) +\d+ ms .* CPU \d+ ms",
     r"targets:",
 )
 

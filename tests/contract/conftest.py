@@ -1,10 +1,17 @@
-"""Session hooks of the contract suites (fixtures live in the *_fixtures modules)."""
+"""Session hooks of the contract suites (fixtures live in the *_fixtures modules).
+
+The real-server fixtures are registered here, once for every contract suite: a suite that asks
+for `real_mongo_client` gets it without importing it, and a session fixture imported into two
+test modules would otherwise be two fixtures (two containers started).
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.contract.store_fixtures import report_header
+from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, report_header
+
+__all__ = ["real_mongo_client", "real_mongo_url"]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

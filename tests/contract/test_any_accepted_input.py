@@ -27,8 +27,6 @@ from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
-    real_mongo_client,
-    real_mongo_url,
     subject,
 )
 from tests.support.builders import nested

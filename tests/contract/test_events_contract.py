@@ -6,7 +6,6 @@ from typing import Any
 
 from common.store.events_port import Event
 from tests.contract.inventory_fixtures import backend, event_log  # noqa: F401
-from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # noqa: F401
 
 NOW = 1_700_000_000.0
 

@@ -31,7 +31,6 @@ from tests.contract.inventory_fixtures import (  # noqa: F401  (fixtures are fou
     backend,
     inventory,
 )
-from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # noqa: F401
 
 NOW = 1_700_000_000.0
 TTL = 600.0

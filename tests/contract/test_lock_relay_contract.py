@@ -10,7 +10,7 @@ from common.relay.lock_relay import LockRelay
 from common.engine.document import Task
 from common.engine.states import TaskStatus
 from common.engine.transitions import Timing, create_task
-from tests.contract.store_fixtures import StoreUnderTest, real_mongo_client, real_mongo_url, subject  # noqa: F401
+from tests.contract.store_fixtures import StoreUnderTest, subject  # noqa: F401
 from tests.support.builders import counter_ids, make_step
 
 NOW = 1_700_000_000.0

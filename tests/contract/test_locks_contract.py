@@ -15,7 +15,6 @@ import pytest
 from common.engine.gates.locks import KeyLock
 from common.store.locks_table import LockTable
 from tests.contract.inventory_fixtures import Backend, backend, lock_store  # noqa: F401
-from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # noqa: F401
 
 NOW = 1_700_000_000.0
 

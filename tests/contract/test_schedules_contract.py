@@ -9,7 +9,6 @@ import pytest
 from common.errors import DuplicateSchedule
 from common.scheduling import Schedule
 from tests.contract.inventory_fixtures import backend, schedule_store  # noqa: F401
-from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # noqa: F401
 
 NOW = 1_700_000_000.0
 

@@ -33,8 +33,6 @@ from common.engine.transitions import (
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
     bump_counter,
-    real_mongo_client,
-    real_mongo_url,
     subject,
 )
 from tests.support.builders import only_run

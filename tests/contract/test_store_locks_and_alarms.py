@@ -8,8 +8,6 @@ from common.engine.document import Alarm
 from common.engine.states import Phase
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
-    real_mongo_client,
-    real_mongo_url,
     subject,
 )
 from tests.contract.test_store_contract import NOW, store  # noqa: F401

@@ -8,7 +8,7 @@ from typing import Any
 
 from common.store.mutate import mutate
 from common.engine.gates.wait_transitions import listen_for
-from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
+from tests.contract.store_fixtures import subject  # noqa: F401
 from tests.contract.test_store_contract import NOW, new_task, store  # noqa: F401
 
 

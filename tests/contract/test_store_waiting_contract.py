@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
+from tests.contract.store_fixtures import subject  # noqa: F401
 from tests.contract.test_store_contract import NOW, _single_step_succeeded, claimed, new_task, store, write  # noqa: F401
 
 

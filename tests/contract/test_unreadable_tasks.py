@@ -20,8 +20,6 @@ from common.engine.transitions import Timing, create_task
 
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
-    real_mongo_client,
-    real_mongo_url,
     subject,
 )
 from tests.support.builders import make_step, nested, only_run

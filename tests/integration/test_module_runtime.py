@@ -58,7 +58,7 @@ def test_deliveries_waiting_past_the_hold_limit_are_given_back_and_consuming_pau
     try:
         with structlog.testing.capture_logs() as logs:
             blocker = service.submit("slow", hanging()).task
-            time.sleep(0.3)
+            wait_until(lambda: store.get(blocker.TaskId).Steps[0].Attempts >= 1, 30, "the blocker claimed")
             waiting = service.submit("slow", {}).task
             wait_until(lambda: any(e["event"] == "every slot busy; consuming paused" for e in logs), 10, "pause")
             # Given back, not held: the message is ready in the queue again while the slot is busy.

@@ -33,6 +33,17 @@ def require(condition: bool, why: str) -> None:
     pytest.skip(why)
 
 
+def require_usable(configured: bool, usable: bool, why: str) -> None:
+    """A service the run was told to use (an address in the environment, a package installed)
+    but that does not work is a failure, never a skip: the run would look green without it.
+    One nobody configured skips, as `require` does (and fails under CI=true)."""
+    if usable:
+        return
+    if configured:
+        pytest.fail(f"configured but unusable: {why}")
+    require(False, why)
+
+
 def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout):
         return True
@@ -46,7 +57,8 @@ def _rabbitmqctl(*args: str) -> None:
 @contextlib.contextmanager
 def rabbitmq_vhost(prefix: str = "baton-test") -> Iterator[str]:
     """A fresh vhost on the shared RabbitMQ, deleted afterwards; yields its AMQP URL."""
-    require(port_open(RABBITMQ_HOST, RABBITMQ_PORT), f"no RabbitMQ at {RABBITMQ_HOST}:{RABBITMQ_PORT}")
+    configured = any(os.environ.get(name) for name in ("BATON_TEST_RABBITMQ_HOST", "BATON_TEST_RABBITMQ_PORT"))
+    require_usable(configured, port_open(RABBITMQ_HOST, RABBITMQ_PORT), f"no RabbitMQ at {RABBITMQ_HOST}:{RABBITMQ_PORT}")
     require(shutil.which("rabbitmqctl") is not None, "rabbitmqctl not on PATH (vhosts per test)")
     vhost = f"{prefix}-{uuid.uuid4().hex[:10]}"
     _rabbitmqctl("add_vhost", vhost)

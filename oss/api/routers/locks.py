@@ -6,40 +6,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, Field
 
 from common.input_limits import NO_CONTROL_PATTERN
-from common.engine.gates.locks import KeyLock
 from common.store.inventory_factory import open_lock_store
 from common.store.locks_table import LockTable
 from oss.api.auth import Context, Reader
 from oss.api.query import ASCII_INT
 from oss.api.schemas import error_responses
+from oss.lock_views import LockList, lock_view
 
 router = APIRouter(prefix="/api/v1", tags=["locks"])
-
-
-class HolderView(BaseModel):
-    task_id: str
-    since: float = Field(description="When it took the lock (epoch seconds)")
-
-
-class WaiterView(BaseModel):
-    task_id: str
-    priority: int
-    submitted_at: float
-    since: float = Field(description="When it joined the line (epoch seconds)")
-
-
-class LockView(BaseModel):
-    key: str
-    limit: int = Field(description="How many tasks may hold the key at once")
-    holders: list[HolderView]
-    waiters: list[WaiterView] = Field(description="In the order they will be granted: priority, then submission")
-
-
-class LockList(BaseModel):
-    items: list[LockView]
 
 
 def lock_table(request: Request, context: Context) -> LockTable:
@@ -63,12 +39,3 @@ def list_locks(
 ) -> LockList:
     found = [locks.get(key)] if key is not None else locks.list_locks(limit=limit)
     return LockList(items=[lock_view(lock) for lock in found if lock is not None and not lock.idle])
-
-
-def lock_view(lock: KeyLock) -> LockView:
-    line = sorted(lock.Waiters, key=lambda w: (-w.Priority, w.Seq))
-    return LockView(
-        key=lock.Key, limit=lock.Limit,
-        holders=[HolderView(task_id=h.TaskId, since=h.Since) for h in lock.Holders],
-        waiters=[WaiterView(task_id=w.TaskId, priority=w.Priority, submitted_at=w.Seq, since=w.Since) for w in line],
-    )

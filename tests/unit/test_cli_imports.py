@@ -1,0 +1,77 @@
+"""`baton` starts without importing what only some commands need: the web framework, the drivers,
+the engine's pydantic models, the logging set-up. Checked on sys.modules in a fresh interpreter,
+so the test does not depend on how fast the machine is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from oss.cli import COMMAND_MODULES, main
+
+# Top-level packages and baton modules a command imports inside its function, never at start.
+HEAVY = (
+    "fastapi", "starlette", "uvicorn", "httpx", "pika", "pymongo", "bson", "mongomock", "structlog",
+    "pydantic", "pydantic_settings", "yaml", "rich", "prometheus_client",
+    "common.engine.document", "common.settings", "common.logging", "common.flows.loader", "common.store.sqlite",
+    "common.store.mongo", "common.broker.rabbitmq", "oss.api", "oss.wiring", "oss.service", "oss.actions",
+)  # fmt: skip
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _heavy_in(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_importing_the_cli_imports_nothing_heavy() -> None:
+    assert _heavy_in(_modules_after("import oss.cli")) == []
+
+
+def test_help_lists_every_command_without_importing_anything_heavy() -> None:
+    code = (
+        "import contextlib, io\nfrom oss.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "assert all(name in out.getvalue() for name in main.list_commands(None)), out.getvalue()"
+    )
+    assert _heavy_in(_modules_after(code)) == []
+
+
+@pytest.mark.parametrize("group", ["hosts", "schedules", "bulk", "store"])
+def test_a_group_s_help_imports_nothing_heavy(group: str) -> None:
+    code = (
+        "import contextlib, io\nfrom oss.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    main([{group!r}, '--help'])"
+    )
+    assert _heavy_in(_modules_after(code)) == []
+
+
+def test_the_probe_sees_a_heavy_import() -> None:
+    """The check itself can fail: a module that imports the API app is caught."""
+    assert "fastapi" in _heavy_in(_modules_after("import oss.api.app"))
+
+
+def test_every_command_module_holds_the_commands_the_group_names() -> None:
+    for name in COMMAND_MODULES:
+        command = main.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None and command.name == name
+        assert command.get_short_help_str(), name
+
+
+def test_every_command_a_module_defines_is_named_in_the_group() -> None:
+    import importlib
+
+    for module in set(COMMAND_MODULES.values()):
+        for command in importlib.import_module(module).COMMANDS:
+            assert COMMAND_MODULES.get(command.name) == module, f"{command.name} of {module} is not in COMMAND_MODULES"
