@@ -120,7 +120,10 @@ class _ThreadRun:
         self.thread: threading.Thread | None = None
 
 
-class ThreadKind:
+class _InProcessKind:
+    """What a kind that runs commands in the module process itself holds: the registry, the
+    fault-injection switch, where outcomes go, the process's resources and the fence's reader."""
+
     def __init__(self, registry: CommandRegistry, fault_injection: bool, reactor: Reactor,
                  resources: Callable[[], Any], read_task: Callable[[str], Any]):  # fmt: skip
         self._registry = registry
@@ -128,6 +131,12 @@ class ThreadKind:
         self._reactor = reactor
         self._resources = resources
         self._read_task = read_task
+
+
+class ThreadKind(_InProcessKind):
+    def __init__(self, registry: CommandRegistry, fault_injection: bool, reactor: Reactor,
+                 resources: Callable[[], Any], read_task: Callable[[str], Any]):  # fmt: skip
+        super().__init__(registry, fault_injection, reactor, resources, read_task)
         self._lock = threading.Lock()
         self._running: set[_ThreadRun] = set()
         self._abandoned: dict[_ThreadRun, float] = {}  # -> when (monotonic) its attempt ended without it
@@ -188,14 +197,10 @@ class _AsyncRun:
             self.task.cancel()
 
 
-class AsyncKind:
+class AsyncKind(_InProcessKind):
     def __init__(self, registry: CommandRegistry, fault_injection: bool, reactor: Reactor,
                  resources: Callable[[], Any], read_task: Callable[[str], Any]):  # fmt: skip
-        self._registry = registry
-        self._fault_injection = fault_injection
-        self._reactor = reactor
-        self._resources = resources
-        self._read_task = read_task
+        super().__init__(registry, fault_injection, reactor, resources, read_task)
         self._running: set[_AsyncRun] = set()  # touched on the loop thread only
         self._closing = False
 
