@@ -194,16 +194,13 @@ def test_the_loader_names_file_line_and_path_of_a_bad_lock_key() -> None:
     assert (lock.Key, lock.Limit) == ("cluster:{cluster}", 2)
 
 
-def test_the_readme_lock_example_loads() -> None:
-    import re
-    from pathlib import Path
-
+def test_the_docs_lock_example_loads() -> None:
     from common.flows.loader import parse_flows
+    from tests.support.doc_examples import blocks
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Locks", 1)[1].split("\n## ", 1)[0]
-    example = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
-    flow = parse_flows(example, "README.md").get("resize_cluster")
+    page = "docs/guide/locks-and-waits.md"
+    (example,) = blocks(page, "Locks", "yaml")
+    flow = parse_flows(example, page).get("resize_cluster")
     assert (flow.lock.Key, flow.lock.Limit) == ("cluster:{cluster}", 5)
     assert [s.Lock.Key if s.Lock else None for s in flow.steps] == [None, "host:{item}"]
 

@@ -1,6 +1,6 @@
-"""Every event a webhook can get is one the README lists, and the list is complete: derived from
+"""Every event a webhook can get is one docs/guide/webhooks.md lists, and the list is complete: derived from
 the code (each status a change can move a task to, and the events besides) and compared with the
-README's "Notifications" list and flows.yaml's accepted `events`."""
+page's list and flows.yaml's accepted `events`."""
 
 from __future__ import annotations
 
@@ -17,21 +17,20 @@ from common.engine.states import TASK_TRANSITIONS, TaskStatus
 from common.engine.transitions import Timing
 from tests.unit.test_notifications import changed, new_task, webhooks
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "webhooks.md"
 
 
-def readme_events() -> list[str]:
-    text = README.read_text()
-    section = text[text.index("## Notifications\n"):]
+def documented_events() -> list[str]:
+    section = PAGE.read_text()
     listed = re.search(r"\nEvents: (.*?)\. Each is", section, re.S)
-    assert listed, "the README's Notifications section lists its events"
+    assert listed, "docs/guide/webhooks.md lists its events"
     return re.findall(r"`([a-z_]+)`", listed.group(1))
 
 
 def test_every_status_a_change_can_reach_posts_a_documented_event():
     reachable = {after for _, after in TASK_TRANSITIONS} | {TaskStatus.NOT_STARTED}  # a new task
     assert reachable <= set(STATUS_EVENTS), "a status with no webhook event of its own"
-    documented = set(readme_events())
+    documented = set(documented_events())
     for before, after in sorted(TASK_TRANSITIONS):
         task = new_task([NotifyTarget(Url="http://h/")])
         was, now = task.clone(), task.clone()
@@ -39,8 +38,8 @@ def test_every_status_a_change_can_reach_posts_a_documented_event():
         assert set(task_events(was, now)) <= documented, (before.name, after.name)
 
 
-def test_the_readme_flows_yaml_and_settings_accept_exactly_the_events_baton_posts():
-    assert sorted(readme_events()) == sorted(EVENTS)
+def test_the_docs_flows_yaml_and_settings_accept_exactly_the_events_baton_posts():
+    assert sorted(documented_events()) == sorted(EVENTS)
     assert sorted(typing.get_args(NotifyEvent)) == sorted(EVENTS)
     assert load_settings(webhook_events=",".join(EVENTS)).webhook_event_names == list(EVENTS)
 

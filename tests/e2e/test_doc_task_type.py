@@ -1,12 +1,11 @@
-"""README "Adding a task type" and "Adding a module", run as written: the `resize_disk` task
-type from its flows.yaml block, on the real resource module and the README's own `storage`
+"""docs/guide/flows.md (a task type) and docs/guide/modules.md (a module), run as written: the `resize_disk` task
+type from its flows.yaml block, on the real resource module and the docs' own `storage`
 module (its code block, saved as a package outside the checkout), as processes on RabbitMQ over
 a SQLite store and inventory, the way a user adds them."""
 
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,32 +16,24 @@ import pytest
 from common.engine.states import TaskStatus
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity, HostState
-from tests.support.cluster import REPO, Cluster
-
-README = REPO / "README.md"
-
-
-def section_blocks(title: str, language: str) -> list[str]:
-    text = README.read_text()
-    start = text.index(f"\n## {title}\n")
-    section = text[start:text.index("\n## ", start + 1)]
-    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+from tests.support.cluster import Cluster
+from tests.support.doc_examples import blocks
 
 
 @pytest.fixture(scope="module")
 def cluster(rabbitmq_url: str, tmp_path_factory) -> Iterator[Cluster]:
-    work = tmp_path_factory.mktemp("readme")
-    (flows,) = section_blocks("Adding a task type", "yaml")
-    commands, main = section_blocks("Adding a module", "python")[:2]  # its own code; then its subsections
+    work = tmp_path_factory.mktemp("docs")
+    (flows,) = blocks("docs/guide/flows.md", "Task types: flows.yaml", "yaml")
+    commands, main = blocks("docs/guide/modules.md", "Writing a module", "python")
     assert "modules.storage.commands:registry" in main  # the module's __main__ serves that registry
-    package = work / "user" / "readme_storage"
+    package = work / "user" / "docs_storage"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "commands.py").write_text(commands)
     cluster = Cluster(work, rabbitmq_url, "version: 1\n" + flows)
     try:
         cluster.start_module("resource")
-        cluster.start_module("storage", registry="readme_storage.commands:registry",
+        cluster.start_module("storage", registry="docs_storage.commands:registry",
                              PYTHONPATH=f"{REPO}{os.pathsep}{work / 'user'}")
         cluster.start_sweeper()
         yield cluster
@@ -64,7 +55,7 @@ def test_the_resize_disk_example_reserves_grows_and_charges(cluster: Cluster, ho
     task = cluster.wait_final(cluster.submit("resize_disk", name="app_1", storage_gb=30).TaskId, 60)
     assert task.TaskStatus is TaskStatus.SUCCESS, task.TaskMessage
     assert [s.Name for s in task.Steps] == ["reserve_storage", "grow_volume", "charge_storage"]
-    assert task.Parameters["volume_grown_gb"] == 30  # the README's storage module answered
+    assert task.Parameters["volume_grown_gb"] == 30  # the docs' storage module answered
     used = inventory.get_host(name, time.time()).used
     assert (used.storage_gb, used.cpu, used.memory_mb) == (30, 0, 0)  # a resize holds storage only
 

@@ -1,31 +1,27 @@
-"""README "Fencing": its grow_volume example, run through the command runner's own execute
+"""docs/guide/modules.md "Fencing": its grow_volume example, run through the command runner's own execute
 (common/runtime/child.py) against a real task document: a tombstone refuses it, a stale token
-refuses it before the effect, and a current one lets it grow the volume. The README leaves
+refuses it before the effect, and a current one lets it grow the volume. The page leaves
 the lock, the tombstone and the effect to the reader: they are stand-ins here."""
 
 from __future__ import annotations
 
 import contextlib
-import re
-from pathlib import Path
 
 from common.errors import CommandFailed
 from common.runtime.child import execute
 from common.runtime.registry import CommandContext, CommandRegistry
 from tests.support.builders import make_step
+from tests.support.doc_examples import blocks
 from tests.unit.test_graph_transitions import new, start
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def fenced_command(tombstones: set[str], grown: list[str]) -> CommandRegistry:
-    section = README.read_text().split("### Fencing: a command that outlives its claim", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (code,) = blocks("docs/guide/modules.md", "Fencing: a command that outlives its claim", "python")
     registry = CommandRegistry("storage")
     namespace = {"registry": registry, "CommandContext": CommandContext, "CommandFailed": CommandFailed,
                  "name": "vol1", "volume_lock": lambda name: contextlib.nullcontext(),
                  "tombstone_exists": tombstones.__contains__, "grow": grown.append}
-    exec(code, namespace)  # noqa: S102 - the README's own example
+    exec(code, namespace)  # noqa: S102 - the docs' own example
     return registry
 
 
@@ -35,7 +31,7 @@ def request(task, dispatch_id: str, owner: str) -> dict:
             "dispatch_id": dispatch_id, "owner": owner}
 
 
-def test_the_readme_fenced_command_grows_only_while_its_attempt_is_current() -> None:
+def test_the_docs_fenced_command_grows_only_while_its_attempt_is_current() -> None:
     claimed, msg = start(new([make_step("grow")], task_id="fv"), 0)  # claimed by worker "w"
     tombstones: set[str] = set()
     grown: list[str] = []

@@ -1,25 +1,22 @@
-"""README's "Kinds of command" example, run: each command through the same call a module makes
+"""docs/guide/modules.md "Kinds of command" example, run: each command through the same call a module makes
 for its kind (common/runtime/invoke.py), the async one against a real listening socket."""
 
 from __future__ import annotations
 
 import asyncio
-import re
 import socket
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from common.runtime.invoke import call_async, call_sync, command_context
 from common.runtime.registry import CommandContext, CommandRegistry
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.support.doc_examples import blocks
 
 
 def _registry() -> CommandRegistry:
-    section = README.read_text().split("### Kinds of command", 1)[1].split("\n### ", 1)[0]
     registry = CommandRegistry("storage")
     namespace = {"registry": registry, "CommandContext": CommandContext}
-    exec(re.findall(r"```python\n(.*?)```", section, re.S)[0], namespace)  # noqa: S102 - the README's own example
+    (code,) = blocks("docs/guide/modules.md", "Kinds of command: process, thread, async", "python")
+    exec(code, namespace)  # noqa: S102 - the docs' own example
     return registry
 
 
@@ -36,7 +33,7 @@ def _on_a_loop_of_its_own(coroutine):  # noqa: ANN001, ANN202
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def test_the_readme_commands_declare_their_kinds_and_run_as_them() -> None:
+def test_the_docs_commands_declare_their_kinds_and_run_as_them() -> None:
     registry = _registry()
     assert registry.kinds() == {"resolve_host": "thread", "wait_for_port": "async"}
     with socket.create_server(("127.0.0.1", 0)) as listening:

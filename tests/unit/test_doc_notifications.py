@@ -1,35 +1,28 @@
-"""README "Notifications": its signature check verifies what baton signs, and its flows.yaml
+"""docs/guide/webhooks.md: its signature check verifies what baton signs, and its flows.yaml
 example is a valid `notify`."""
 
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import yaml
 
 from common.flows import parse_flows
 from common.engine.document import NotifyTarget
 from common.relay.webhook_sender import signature
+from tests.support.doc_examples import page_blocks, REPO
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def section() -> str:
-    text = README.read_text()
-    start = text.index("## Notifications\n")
-    return text[start:text.index("\n## ", start + 1)]
+PAGE = REPO / "docs" / "guide" / "webhooks.md"
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", section(), re.S)
+    return [b.code for b in page_blocks(PAGE) if b.lang == language]
 
 
-def test_the_readme_signature_check_accepts_baton_signatures_and_nothing_else():
+def test_the_docs_signature_check_accepts_baton_signatures_and_nothing_else():
     [code] = blocks("python")
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 (our own README)
+    exec(compile(code, str(PAGE), "exec"), namespace)  # noqa: S102 (our own docs)
     verify = namespace["verify"]
     body = b'{"Event":"succeeded","TaskId":"t1"}'
     assert verify("the-secret", body, signature("the-secret", body))
@@ -37,7 +30,7 @@ def test_the_readme_signature_check_accepts_baton_signatures_and_nothing_else():
     assert not verify("another-secret", body, signature("the-secret", body))
 
 
-def test_the_readme_notify_example_is_valid_flows_yaml():
+def test_the_docs_notify_example_is_valid_flows_yaml():
     [example] = blocks("yaml")
     notify = yaml.safe_load(example)["task_types"]["create_mysql_instance"]["notify"]
     flows = parse_flows(yaml.safe_dump({"version": 1, "task_types": {"t": {
@@ -45,7 +38,7 @@ def test_the_readme_notify_example_is_valid_flows_yaml():
     assert flows.get("t").notify == (NotifyTarget(Url=notify["url"], Events=notify["events"]),)
 
 
-def test_the_readme_alarm_webhook_example_is_what_the_monitor_posts():
+def test_the_docs_alarm_webhook_example_is_what_the_monitor_posts():
     from common.engine.document import Alarm
     from modules.monitor.webhook import alarm_payload
 
@@ -54,7 +47,7 @@ def test_the_readme_alarm_webhook_example_is_what_the_monitor_posts():
     assert alarm_payload(alarm) == example
 
 
-def test_the_readme_event_example_has_the_fields_baton_posts():
+def test_the_docs_event_example_has_the_fields_baton_posts():
     from common.engine.notifications import payload
     from common.engine.transitions import Timing, create_task
     from tests.support.builders import make_step
@@ -64,7 +57,7 @@ def test_the_readme_event_example_has_the_fields_baton_posts():
     assert set(payload(task, "succeeded", "id", None, 1.0)) == set(example)
 
 
-def test_the_readme_payload_has_the_fields_baton_sends():
+def test_the_docs_payload_has_the_fields_baton_sends():
     from common.engine.notifications import payload
     from common.engine.states import TaskStatus
     from tests.support.builders import make_step
