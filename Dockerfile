@@ -41,7 +41,7 @@ COPY --chmod=0755 deploy/entrypoint.sh deploy/rabbitmq-users.sh ./deploy/
 COPY deploy/rabbitmq_permissions.py ./deploy/
 RUN install -d -o baton -g baton /app/var
 
-# Defaults for a container; every BATON_* variable can override them (README, Configuration).
+# Defaults for a container; every BATON_* variable can override them (docs/reference/configuration.md).
 # BATON_OSS_HOST: listen on every interface of the container, not its loopback only.
 ENV BATON_OSS_HOST=0.0.0.0 \
     BATON_OSS_PORT=8080 \

@@ -1,4 +1,4 @@
-"""Fan-out figures (issue 9): one task whose for_each step runs a no-op over N items, next to one
+"""Fan-out figures: one task whose for_each step runs a no-op over N items, next to one
 task running the same N no-op steps as a line. Seconds from submission to the end, one module
 process per module. `python -m bench.fanout` alone, or as part of `make bench`.
 """

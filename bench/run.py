@@ -39,7 +39,7 @@ SIZES = {
     "rest_seconds": float(os.environ.get("BATON_BENCH_REST_SECONDS", "5")),
 }
 
-# Issue 13's targets, printed under the figures so a reader sees how far each one is.
+# The performance targets, printed under the figures so a reader sees how far each one is.
 TARGETS = (
     "module CPU per transition <= 0.5 ms (SQLite, 1 process per module)",
     ">= 1,500 transitions/s and >= 100% of the baseline (1 process per module)",

@@ -5,7 +5,7 @@ A schedule creates a task of one type, with fixed parameters, at every tick of a
 (common/relay/schedule_runner.py); the task of a tick is created with the idempotency key
 `schedule:<id>:<tick>`, so a tick creates one task even if two sweepers race for it.
 
-Two policies, both documented in the README:
+Two policies, both documented in docs/guide/schedules.md:
 - **overlap**: what a tick does while the previous task of the schedule has not ended.
   `skip` (the default) drops the tick; `queue` holds it until the previous task ends, then runs
   it (later ticks due meanwhile are judged by the missed policy); `allow` runs it anyway.

@@ -8,7 +8,7 @@
 #                  unless BATON_STORE_URL / BATON_BROKER_URL say otherwise)
 #   baton ARGS     any baton command: baton check-flows, baton list --status 5, ...
 #
-# Every role is configured by BATON_* variables (README, Configuration). The role's process
+# Every role is configured by BATON_* variables (docs/reference/configuration.md). The role's process
 # replaces this shell (exec), so the SIGTERM of `docker stop` or the kubelet reaches it directly
 # and it stops gracefully: within BATON_SHUTDOWN_GRACE_SECONDS, plus a few seconds.
 set -eu

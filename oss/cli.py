@@ -11,7 +11,7 @@ Every command starts fast: the group names each command's module and imports it 
 command runs (or when --help lists it: the command modules import nothing heavy at their top, each
 command imports what it needs inside its function). tests/unit/test_cli_imports.py holds that.
 
-Exit codes (README, "The CLI"):
+Exit codes (docs/reference/cli.md):
   0  done; for `watch` and `submit --wait`: the task succeeded
   1  the task ended failed: ROLLED_BACK or ROLLBACK_FAILED (`watch`, `submit --wait`)
   2  bad usage or configuration, or parameters that do not fit the task type (nothing changed)

@@ -7,7 +7,7 @@ BATON_API_TOKENS lists who may call the API, as `name:token:role` entries separa
 
 Each role may do what the one before it may, and more:
 - `read`: read everything (tasks, task types, alarms);
-- `submit`: also create tasks (the users of the issue: they submit jobs and watch them);
+- `submit`: also create tasks (the users who submit jobs and watch them);
 - `operator`: also act on tasks (cancel, retry, retry-rollback, compensate) and alarms (ack).
 The name is what the task history records as the actor of an operator action. A token is at
 least 16 characters (use `openssl rand -hex 24`); with no tokens every API call is refused.

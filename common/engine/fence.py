@@ -15,7 +15,7 @@ owner that claimed it), and the command checks it against the store right before
 A store-side check alone leaves a window (the step can go stale right after it), so a command
 whose undo may run concurrently also keeps a record beside its own effect, checked under the
 same lock or transaction as the effect: the mysql module's tombstones, the inventory's closed
-claims. See README "Writing a module".
+claims. See docs/guide/modules.md, "Fencing".
 
 `current_run_refusal` is the one place that decides what "current" means.
 """

@@ -148,7 +148,7 @@ NotifyEvent = Literal[
 
 
 class NotifySpec(_Spec):
-    """A task type's webhook: its status changes POSTed to `url` (README "Notifications")."""
+    """A task type's webhook: its status changes POSTed to `url` (docs/guide/webhooks.md)."""
 
     url: Annotated[str, StringConstraints(max_length=2000)]
     events: list[NotifyEvent] | None = Field(None, min_length=1)  # left out: every event

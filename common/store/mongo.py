@@ -77,7 +77,7 @@ class MongoStore(MongoAdapter):
 
     @_adapter_edge
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
-        # Round 1's documents in flight have no SweepAt until their next write: their one run's
+        # Format 1 documents in flight have no SweepAt until their next write: their one run's
         # deadline finds them.
         query = {"$or": [{"SweepAt": {"$lte": now}}, {"Active.Deadline": {"$lte": now}}],
                  unreadable.MARK_FIELD: {"$exists": False}}

@@ -74,7 +74,7 @@ SPECS: dict[str, list[IndexSpec]] = {
         # 2, derived by Task.to_doc); null once there is none, so finished tasks stay out.
         IndexSpec("sweep_at", [("SweepAt", ASCENDING)], {"partialFilterExpression": SWEEP_DUE}),
         IndexSpec("outbox_due_at", [("OutboxDue", ASCENDING)], {"partialFilterExpression": OUTBOX_DUE}),
-        # Round 1's documents in flight (one `Active` run, no SweepAt yet) until their next write.
+        # Format 1 documents in flight (one `Active` run, no SweepAt yet) until their next write.
         IndexSpec(
             "deadline", [("Active.Deadline", ASCENDING)], {"partialFilterExpression": _UNFINISHED_DEADLINE}
         ),

@@ -155,7 +155,7 @@ def _translated(method: Callable[P, R]) -> Callable[P, R]:
 def _indexed_values(task: Task) -> tuple[Any, ...]:
     """The values of the _INDEXED columns for this document."""
     # `deadline` holds SweepAt: the earliest deadline of any run, or of the task itself (the
-    # column kept its round-1 name so existing files need no migration). Derived by the model.
+    # column kept its format-1 name so existing files need no migration). Derived by the model.
     task._refresh_derived()  # noqa: SLF001
     return int(task.TaskStatus), task.SweepAt, task.OutboxDue
 

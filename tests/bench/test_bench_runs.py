@@ -39,7 +39,7 @@ REDUCED = {
     "BATON_BENCH_CLI_RUNS": "2",
 }
 
-# Issue 13's "what it must show", one pattern per row (a number, then the row's unit).
+# The rows `make bench` must print, one pattern per row (a number, then the row's unit).
 ROWS = (
     r"baseline: .* \d+ hops/s +CPU \d+\.\d\d ms per hop",
     r"baton, 1 process\(es\) per module: step transitions +\d+ /s +\d+% of baseline",

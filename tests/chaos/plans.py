@@ -41,7 +41,7 @@ task_types:
         normal:   {module: monitor, command: noop, retry: 1}
         rollback: {module: monitor, command: noop_rollback, retry: 2}
   chaos_graph:
-    description: a diamond whose one branch fans out over four items (issue 9), on all three modules
+    description: a diamond whose one branch fans out over four items, on all three modules
     parameters:
       plan: {type: string}
       nodes: {type: array, default: [0, 1, 2, 3]}

@@ -77,7 +77,7 @@ def test_broker_killed_with_kill_9_and_started_again(private_rabbit, tmp_path):
         cluster.start_standard()
         began = time.monotonic()
         feeder = Feeder(cluster, count, seconds=scale(10.0, 40.0), seed=22).start()
-        # Parallel flows too (issue 9): a diamond with a fan-out branch, fed alongside.
+        # Parallel flows too: a diamond with a fan-out branch, fed alongside.
         graphs = Feeder(cluster, scale(15, 100), seconds=scale(10.0, 40.0), seed=23, task_type="chaos_graph",
                         plans=GRAPH_PLANS).start()
         time.sleep(gap)

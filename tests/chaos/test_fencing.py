@@ -1,6 +1,6 @@
 """A module replica frozen inside a command that writes to MariaDB, past its lease, while the other
 replica rolls the task back: after SIGCONT, MariaDB and the inventory hold exactly what the
-successful tasks own (issue 14: the zombie writer).
+successful tasks own (the zombie writer).
 
 Each round pins the freeze inside `init_instance`: the test holds `LOCK TABLES <meta>.instances
 WRITE`, so the init that claims the task blocks on its first read of the ownership table. The

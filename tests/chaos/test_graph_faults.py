@@ -1,4 +1,4 @@
-"""Chaos on a parallel flow (issue 9): the chaos_graph diamond, whose one branch fans out over
+"""Chaos on a parallel flow: the chaos_graph diamond, whose one branch fans out over
 four items, under kill -9 of busy modules while every message is delivered twice. Every task
 ends; no unit's outcome is committed twice; no join is dispatched twice; rollbacks run once per
 applied unit, in reverse topological order (tests/chaos/invariants.py, graph rules)."""

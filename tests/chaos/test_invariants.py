@@ -301,7 +301,7 @@ def test_running_task_with_pending_run_is_reported_with_its_step():
     assert only_run(task).State is RunState.PENDING
 
 
-# --- graph tasks (issue 9) -----------------------------------------------------------------------
+# --- graph tasks -------------------------------------------------------------------------------
 
 
 def _graph_rolled_back():

@@ -248,7 +248,7 @@ def test_a_read_only_token_sees_the_refusal_of_an_action(page, live, tasks):
 
 
 def test_a_parallel_task_shows_its_flow_as_a_graph_with_each_step_state(page, live):
-    """Issue 9: the flow drawn as a graph, boxes coloured by step state, for_each items counted,
+    """The flow drawn as a graph, boxes coloured by step state, for_each items counted,
     a sub-flow linked to its child task (which links back)."""
     succeeded = live.wait_final(live.submit("fan_out", nodes=["n0", "n1", "n2"]))
     failed = live.wait_final(live.submit("fan_out", nodes=["n0", "n1", "n2"],

@@ -1,4 +1,4 @@
-"""The property of issue 12: for ANY JSON value a client sends as a parameter, the API either
+"""The property: for ANY JSON value a client sends as a parameter, the API either
 refuses it at the edge with a 4xx, or the task can be read back, listed, swept and processed,
 on every store kind the store contract suite runs (tests/contract/store_fixtures.py).
 

@@ -439,8 +439,8 @@ def test_sqlite_file_from_before_user_id_gets_the_column(tmp_path: Any) -> None:
     store.close()
 
 
-def test_a_round_1_document_in_flight_is_still_swept_and_relayed(store: Any) -> None:
-    """Issue 9: a document written before `Runs` (one `Active` run, no SweepAt/OutboxDue) is
+def test_a_format_1_document_in_flight_is_still_swept_and_relayed(store: Any) -> None:
+    """A format 1 document, written before `Runs` (one `Active` run, no SweepAt/OutboxDue) is
     found by the sweeper's two queries until its next write gives it the new fields."""
     task = new_task(redeliver_after=100)
     doc = task.to_doc()

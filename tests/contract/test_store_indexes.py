@@ -47,7 +47,7 @@ def test_the_sweeper_and_relay_indexes_leave_finished_tasks_out(database: Any) -
     indexes = database["tasks"].index_information()
     assert indexes["sweep_at"]["partialFilterExpression"] == {"SweepAt": {"$type": "number"}}
     assert indexes["outbox_due_at"]["partialFilterExpression"] == {"OutboxDue": {"$type": "number"}}
-    # Round 1's documents in flight (no SweepAt yet) keep theirs until their next write.
+    # Format 1 documents in flight (no SweepAt yet) keep theirs until their next write.
     assert indexes["deadline"]["partialFilterExpression"] == {"Active.Deadline": {"$exists": True}}
     assert indexes["outbox_due"]["partialFilterExpression"] == {"Outbox.DueAt": {"$exists": True}}
 

@@ -341,7 +341,7 @@ def test_the_grafana_dashboard_uses_metrics_the_code_exposes():
                 assert labels <= exposed[metric], f"{expr}: {labels - exposed[metric]}"
             for label in re.findall(r"(\w+)=~?\"", expr):
                 assert label in exposed[metric], f"{expr}: no label {label}"
-    # the issue's list: tasks created and finished, step durations, retries, timeouts, dead
+    # the metrics the dashboard needs: tasks created and finished, step durations, retries, timeouts, dead
     # letters, sweeper re-dispatches, outbox lag
     assert {
         "baton_tasks_created",

@@ -16,7 +16,7 @@ import pytest
 from common.engine.states import TaskStatus
 from common.store.inventory_factory import open_inventory
 from common.store.inventory_port import Capacity, HostState
-from tests.support.cluster import Cluster
+from tests.support.cluster import REPO, Cluster
 from tests.support.doc_examples import blocks
 
 

@@ -1,4 +1,4 @@
-"""Issue 2 end to end: real module processes, the real RabbitMQ, the SQLite store."""
+"""End to end: real module processes, the real RabbitMQ, the SQLite store."""
 
 from __future__ import annotations
 

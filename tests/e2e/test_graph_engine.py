@@ -1,4 +1,4 @@
-"""Issue 9 end to end: graph flows on real module processes, the real RabbitMQ and the SQLite
+"""End to end: graph flows on real module processes, the real RabbitMQ and the SQLite
 store. A diamond and a for_each flow succeed; a failure injected in each step of the diamond in
 turn rolls back exactly the steps that were applied, in a valid reverse topological order; a
 sub-flow's failure rolls its parent back."""

@@ -1,4 +1,4 @@
-"""Issue 4 end to end: the real resource, mysql and monitor modules as processes, the real RabbitMQ,
+"""End to end: the real resource, mysql and monitor modules as processes, the real RabbitMQ,
 the real MariaDB, the shipped flows.yaml.
 
 Every test places its tasks on a host of its own (the others drained), and every database and

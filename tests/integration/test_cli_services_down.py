@@ -1,5 +1,5 @@
 """Every `baton` command, run with the store or the broker down, says so in one line and exits with
-the documented code (README, "The CLI": 5, the store or the broker cannot be reached or opened);
+the documented code (docs/reference/cli.md: 5, the store or the broker cannot be reached or opened);
 never a traceback.
 
 The commands are enumerated from the click group, so a new command is walked too; each gets the
@@ -41,7 +41,7 @@ PROCESSES = {("oss",), ("sweeper",), ("module",), ("up",), ("demo",)}
 # They start without a broker (what they publish waits in the store's outbox): not walked with
 # the broker down, they would serve until stopped.
 NEED_NO_BROKER_TO_START = {("oss",), ("up",)}
-# Documented exit codes (README, "The CLI").
+# Documented exit codes (docs/reference/cli.md).
 EXIT_CODES = {0, 1, 2, 3, 4, EXIT_UNAVAILABLE}
 
 

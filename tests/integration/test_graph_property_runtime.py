@@ -1,4 +1,4 @@
-"""Property (issue 9): over random DAGs of up to 8 steps (plain, `for_each`, sub-flows; some
+"""Property: over random DAGs of up to 8 steps (plain, `for_each`, sub-flows; some
 without rollback), each with random failure points (a step or one item, normal or rollback
 phase), run by the REAL module runtime (claims, command child processes, retries, the outbox
 and its child relay) on the in-process broker and a SQLite store: every task ends; every

@@ -1,4 +1,4 @@
-"""A long task keeps a bounded document and loses no history (issue 11, DESIGN.md 8.2): a
+"""A long task keeps a bounded document and loses no history (DESIGN.md 8.2): a
 `for_each` over 120 items, run by the real module runtime on the in-process broker, ends with at
 most 100 events in its stored document, while the API's view (and the SSE stream's ids) still
 count and show every event, and every item's attempt."""

@@ -64,5 +64,5 @@ def test_a_url_in_a_message_keeps_what_tells_which_it_is():
     assert redacted_url("amqp://u:p@ss/w?rd@rabbit/v?heartbeat=3") == "amqp://***@rabbit/v?***"
     assert redacted_url("https://hooks.example/x?token=t") == "https://hooks.example/x?***"
     assert redacted_url("sqlite:var/baton.db") == "sqlite:var/baton.db"
-    # README "Notifications": how a task shows its type's webhook URL
+    # docs/guide/webhooks.md: how a task shows its type's webhook URL
     assert redacted_url("https://u:t@hooks.example.com/baton?token=x") == "https://***@hooks.example.com/baton?***"

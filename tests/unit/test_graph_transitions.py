@@ -298,7 +298,7 @@ def test_cancel_with_stop_running_stops_claimed_runs_at_once():
 # --- format 1 documents --------------------------------------------------------------------------
 
 
-def test_a_round_1_document_with_active_and_no_after_loads_and_runs_on():
+def test_a_format_1_document_with_active_and_no_after_loads_and_runs_on():
     from common.engine.document import Task
 
     line = new([make_step("a"), make_step("b")])

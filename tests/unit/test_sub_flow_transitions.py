@@ -296,7 +296,7 @@ def test_a_sub_flows_child_notifies_its_parents_webhooks(sim):
 
 
 def test_an_empty_list_starts_no_child_and_a_rollback_passes_over_it(sim):
-    """README: an empty list is nothing to do, for a for_each sub-flow step too."""
+    """docs/guide/graphs.md: an empty list is nothing to do, for a for_each sub-flow step too."""
     simulator = sim(lambda task_type, cursor, item, phase: task_type == "t" and cursor == 2 and phase is N)
     simulator.submit(new(fan_out_sub_flow(), {"name": "n1", "hosts": []}, task_id="pe"))
     run_all(simulator)
@@ -307,7 +307,7 @@ def test_an_empty_list_starts_no_child_and_a_rollback_passes_over_it(sim):
 
 
 def test_a_parents_cancel_with_stop_running_lets_the_childs_claimed_step_finish(sim):
-    """README: the child gets a plain cancel; stop_running stops the parent's own claimed steps."""
+    """docs/guide/operator-actions.md: the child gets a plain cancel; stop_running stops the parent's own claimed steps."""
     from common.engine.operator.actions import cancel
 
     simulator = _parent_with_its_child_running(sim, "ps")

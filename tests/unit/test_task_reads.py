@@ -25,7 +25,7 @@ def _format_1_json(task: Task) -> str:
     return json.dumps(doc)
 
 
-def test_a_round_1_document_in_a_sqlite_row_loads_with_its_run_and_graph():
+def test_a_format_1_document_in_a_sqlite_row_loads_with_its_run_and_graph():
     task = new([make_step("a"), make_step("b")])
     old = Task.from_json(_format_1_json(task))
     assert [r.DispatchId for r in old.Runs] == [task.Runs[0].DispatchId]
@@ -52,7 +52,7 @@ def test_a_shared_step_without_after_is_not_edited_by_the_task_that_uses_it():
 def test_no_model_validator_runs_before_validation():
     """Why this is a test: a `before` model validator makes pydantic turn the whole JSON text
     into Python objects before validating it, which doubles the cost of every task read (each
-    step's claim reads one). Round 1's documents are upgraded by the readers instead."""
+    step's claim reads one). Format 1 documents are upgraded by the readers instead."""
     for model in (Task, Step):
         modes = [d.info.mode for d in model.__pydantic_decorators__.model_validators.values()]
         assert "before" not in modes and "wrap" not in modes, model.__name__
