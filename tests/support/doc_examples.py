@@ -8,6 +8,7 @@ before the fence marks a block deliberately not run; the example test skips it w
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,3 +87,20 @@ def section(path: Path | str, heading: str) -> str:
     rest = text[m.end():]
     stop = next((n.start() for n in end.finditer(rest) if not _inside_block(rest, n.start())), len(rest))
     return text[m.start():m.end() + stop]
+
+
+def shell_lines(code: str) -> list[tuple[list[str], bool]]:
+    """A `sh` block's lines as words, continuations joined, comments dropped; each with whether
+    it runs in the background (a trailing `&`, dropped from the words)."""
+    found, pending = [], ""
+    for line in code.replace("\\\n", " ").splitlines():
+        pending += line + "\n"
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:  # a quoted argument (a JSON body) goes on over the next line
+            continue
+        pending = ""
+        if words:
+            background = words[-1] == "&"
+            found.append(([w for w in words if w != "&"], background))
+    return found

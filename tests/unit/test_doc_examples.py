@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import shlex
 import textwrap
 
 import pytest
@@ -28,7 +27,7 @@ from click.testing import CliRunner
 from common.flows import parse_flows
 from oss.cli import main
 from tests.api.support import auth, open_api
-from tests.support.doc_examples import DOCS, REPO, Block, all_blocks
+from tests.support.doc_examples import DOCS, REPO, Block, all_blocks, shell_lines
 
 BLOCKS = all_blocks()
 CONFIGURATION = DOCS / "reference" / "configuration.md"
@@ -36,18 +35,8 @@ SHELL_WORDS = {"baton", "make", "python", "export", "mkdir", "curl"}
 
 
 def lines_of(code: str) -> list[list[str]]:
-    """A shell block's lines as words, continuations joined, comments and `&` dropped."""
-    found, pending = [], ""
-    for line in code.replace("\\\n", " ").splitlines():
-        pending += line + "\n"
-        try:
-            words = [w for w in shlex.split(pending, comments=True) if w != "&"]
-        except ValueError:  # a quoted argument (a JSON body) goes on over the next line
-            continue
-        pending = ""
-        if words:
-            found.append(words)
-    return found
+    """A shell block's lines as words (background or not)."""
+    return [words for words, _ in shell_lines(code)]
 
 
 def commands() -> list[list[str]]:

@@ -1,0 +1,142 @@
+"""README.md "A worked example", run line by line as a reader would: its exports, `baton oss` and
+the resource, mysql and monitor modules as background processes, then each `baton` and `curl`
+line against them, on RabbitMQ, a SQLite store and the shared MariaDB.
+
+Only what would collide with other runs on this machine is changed: the broker's vhost, the
+store file, the OSS port, the mysql module's meta schema, and the instance names (`app_1` becomes
+the sandbox's prefix + `app_1`). The id the README shows for the first task stands for the one the
+`curl` call created; `$TASK_ID` is the id `baton submit` printed for the task that rolled back.
+`make venv` is not run: this test runs in the environment it made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import wait_until
+from tests.support.doc_examples import README, REPO, blocks, shell_lines
+from tests.support.mariadb import Sandbox, mariadb_sandbox
+
+SHOWN_TASK_ID = "1390638280944a97b14f1a0966d89479"  # the id in the README's own output
+# What the README says each line ends with, where it is not 0: the job that cannot fit rolls back.
+EXPECTED_EXIT = {"create_mysql_instance name=app_2 cpu=16 --wait": 1}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Reader:
+    """Runs the example's lines in order, keeping what a reader's shell would keep."""
+
+    def __init__(self, workdir: Path, rabbitmq_url: str, sandbox: Sandbox) -> None:
+        self.workdir, self.sandbox, self.port = workdir, sandbox, free_port()
+        self.overrides = {"BATON_BROKER_URL": rabbitmq_url, "BATON_STORE_URL": f"sqlite:///{workdir / 'baton.db'}",
+                          "BATON_MYSQL_ADMIN_URL": sandbox.admin_url}
+        self.env = {**os.environ, "BATON_FLOWS_PATH": str(REPO / "flows.yaml"), "BATON_OSS_PORT": str(self.port),
+                    "BATON_MYSQL_META_SCHEMA": sandbox.meta_schema, "PYTHONPATH": str(REPO)}
+        self.background: list[tuple[subprocess.Popen, Path]] = []
+        self.created: str | None = None  # the task the first curl call made
+
+    def word(self, word: str) -> str:
+        word = re.sub(r"\bapp_(\d)\b", lambda m: self.sandbox.name(f"app_{m.group(1)}"), word)
+        word = word.replace("127.0.0.1:8080", f"127.0.0.1:{self.port}").replace("$TASK_ID", self.env.get("TASK_ID", ""))
+        if self.created:
+            word = word.replace(SHOWN_TASK_ID, self.created)
+        return str(REPO / word) if word.startswith(".venv/") else word
+
+    def run(self, words: list[str], background: bool) -> None:
+        shown = " ".join(words)
+        words = [self.word(w) for w in words]
+        if words[0] == "make":
+            assert (REPO / ".venv" / "bin" / "baton").exists()
+        elif words[0] == "export":
+            name, _, value = words[1].partition("=")
+            self.env[name] = self.overrides.get(name, value)
+        elif words[0] == "mkdir":
+            (self.workdir / words[-1]).mkdir(parents=True, exist_ok=True)
+        elif words[0] == "curl":
+            self.curl(words)
+        elif background:
+            self.start(words)
+        else:
+            done = subprocess.run(words, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=180)
+            expected = next((code for tail, code in EXPECTED_EXIT.items() if shown.endswith(tail)), 0)
+            assert done.returncode == expected, (shown, done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+            if words[1] == "submit" and expected:
+                self.env["TASK_ID"] = re.search(r"task ([0-9a-f]{32})", done.stdout).group(1)
+
+    def start(self, words: list[str]) -> None:
+        log = self.workdir / f"{len(self.background)}.log"
+        with log.open("w") as out:
+            proc = subprocess.Popen(words, cwd=self.workdir, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        self.background.append((proc, log))
+        if words[-1] == "oss":
+            wait_until(lambda: self.answers() or proc.poll() is not None, 120, "OSS answers")
+        else:
+            wait_until(lambda: "module started" in log.read_text() or proc.poll() is not None, 120, "module started")
+        assert proc.poll() is None, log.read_text()[-3000:]
+
+    def answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
+    def curl(self, words: list[str]) -> None:
+        headers = dict(w.split(": ", 1) for i, w in enumerate(words) if i and words[i - 1] == "-H")
+        url = next(w for w in words if w.startswith("http"))
+        request = urllib.request.Request(url, data=words[words.index("-d") + 1].encode(), headers=headers,
+                                         method=words[words.index("-X") + 1])
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            body = json.loads(answer.read())
+            assert answer.status in (200, 201), (url, answer.status, body)
+        self.created = self.created or body["task_id"]
+
+    def stop(self) -> None:
+        for proc, _ in self.background:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc, _ in self.background:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def reader(rabbitmq_url: str, tmp_path: Path) -> Iterator[Reader]:
+    with mariadb_sandbox() as sandbox:
+        reader = Reader(tmp_path, rabbitmq_url, sandbox)
+        try:
+            yield reader
+        finally:
+            reader.stop()
+
+
+def test_the_worked_example_runs_as_written(reader: Reader) -> None:
+    lines = [line for code in blocks(README, "A worked example", "sh") for line in shell_lines(code)]
+    assert len(lines) > 15
+    made_app_1 = False
+    for words, background in lines:
+        reader.run(words, background)
+        if words[1:3] == ["watch", SHOWN_TASK_ID]:  # the first task succeeded: its database is there
+            made_app_1 = reader.sandbox.name("app_1") in reader.sandbox.databases()
+    assert made_app_1, "create_mysql_instance made no database app_1"
+    # The two deletes at its end leave nothing of the example on the server.
+    assert reader.sandbox.databases() == set() and reader.sandbox.users() == set()
