@@ -65,155 +65,252 @@ def where_from() -> str:
 class Settings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_", extra="ignore")
 
-    broker_url: str = Field("memory://", description=(
-            '`amqp://user:pass@host:5672/vhost`; `memory://` is the in-process broker (one process '
-            'only)'
-        ))
+    broker_url: str = Field(
+        "memory://",
+        description=(
+            "`amqp://user:pass@host:5672/vhost`; `memory://` is the in-process broker "
+            "(one process only)"
+        ),
+    )
     # Short, so that the broker closes a frozen process's connections (and hands the deliveries
     # it held to another replica) within seconds; see docs/operations/failure-recovery.md.
-    broker_heartbeat_seconds: int = Field(3, ge=1, le=600, description=(
-            "AMQP heartbeat timeout: the broker closes a frozen process's connection after 2 to 3 "
-            'of these, and hands the deliveries it held to another replica'
-        ))
+    broker_heartbeat_seconds: int = Field(
+        3, ge=1, le=600,
+        description=(
+            "AMQP heartbeat timeout: the broker closes a frozen process's connection "
+            "after 2 to 3 of these, and hands the deliveries it held to another "
+            "replica"
+        ),
+    )
     store_url: str = Field(
-        "sqlite:var/baton.db", description=(
-            '`sqlite:relative.db`, `sqlite:///abs/path.db`, `mongodb://...` (a replica set; durable'
-            ' by default, see [MongoDB](../operations/mongodb.md)), or `mongomock://` (in-memory, tests only)'
-        )
+        "sqlite:var/baton.db",
+        description=(
+            "`sqlite:relative.db`, `sqlite:///abs/path.db`, `mongodb://...` (a replica"
+            " set; durable by default, see [MongoDB](../operations/mongodb.md)), or "
+            "`mongomock://` (in-memory, tests only)"
+        ),
     )
     # Named BATON_RESOURCE_INVENTORY_URL for where it is used most; every surface (the resource
     # module, `baton hosts`, /api/v1/hosts, the reconciler) reads it here, so they cannot disagree.
     resource_inventory_url: str | None = Field(
-        None, description=(
-            'where the resource inventory lives: the resource module, `baton hosts`, '
-            '`/api/v1/hosts` and `baton reconcile` all use it'
-        )
+        None,
+        description=(
+            "where the resource inventory lives: the resource module, `baton hosts`, "
+            "`/api/v1/hosts` and `baton reconcile` all use it"
+        ),
     )
-    flows_path: str = Field("flows.yaml", description='the task types')
+    flows_path: str = Field("flows.yaml", description="the task types")
     # How many commands of each kind one module process runs at once (docs/DESIGN.md sec. 13).
-    process_slots: int = Field(0, ge=0, le=256, description=(
-            '`process` commands one module process runs at once, a command process each ([Kinds of '
-            'command](../guide/modules.md#kinds-of-command-process-thread-async)) (default: = `BATON_CONCURRENCY`)'
-        ))
-    concurrency: int = Field(4, ge=1, le=256, description='the older name of `BATON_PROCESS_SLOTS` (default: `2` in `baton up`)')
-    thread_slots: int = Field(16, ge=1, le=1024, description='`thread` commands one module process runs at once')
-    async_slots: int = Field(1000, ge=1, le=100_000, description='`async` commands one module process runs at once')
-    store_threads: int = Field(8, ge=1, le=256, description='threads of a module process for claims, outcome commits and fence reads')
-    stuck_threads_max: int = Field(
-        4, ge=0, description=(
-            "`thread` commands still running past their attempt's end before the module exits "
-            '(status 1) to be restarted'
-        )
+    process_slots: int = Field(
+        0, ge=0, le=256,
+        description=(
+            "`process` commands one module process runs at once, a command process "
+            "each ([Kinds of "
+            "command](../guide/modules.md#kinds-of-command-process-thread-async)) "
+            "(default: = `BATON_CONCURRENCY`)"
+        ),
     )
-    prefetch: int = Field(0, ge=0, description=(
-            "unacknowledged deliveries per consumer (default: = the slots of the kinds the module's"
-            ' commands use)'
-        ))
-    lease_seconds: float = Field(30.0, gt=0, description='how long a claim holds without a heartbeat')
-    heartbeat_seconds: float = Field(0.0, ge=0, description='lease renewal period (default: = lease / 3)')
+    concurrency: int = Field(
+        4, ge=1, le=256,
+        description="the older name of `BATON_PROCESS_SLOTS` (default: `2` in `baton up`)",
+    )
+    thread_slots: int = Field(
+        16, ge=1, le=1024,
+        description="`thread` commands one module process runs at once",
+    )
+    async_slots: int = Field(
+        1000, ge=1, le=100_000,
+        description="`async` commands one module process runs at once",
+    )
+    store_threads: int = Field(
+        8, ge=1, le=256,
+        description="threads of a module process for claims, outcome commits and fence reads",
+    )
+    stuck_threads_max: int = Field(
+        4, ge=0,
+        description=(
+            "`thread` commands still running past their attempt's end before the "
+            "module exits (status 1) to be restarted"
+        ),
+    )
+    prefetch: int = Field(
+        0, ge=0,
+        description=(
+            "unacknowledged deliveries per consumer (default: = the slots of the kinds"
+            " the module's commands use)"
+        ),
+    )
+    lease_seconds: float = Field(
+        30.0, gt=0,
+        description="how long a claim holds without a heartbeat",
+    )
+    heartbeat_seconds: float = Field(
+        0.0, ge=0,
+        description="lease renewal period (default: = lease / 3)",
+    )
     store_timeout_seconds: float = Field(
-        0.0, ge=0, description=(
-            'MongoDB: the longest one store call may take (server selection, connecting, the '
-            'socket, the write concern); must be below the lease (default: = lease / 3)'
-        )
+        0.0, ge=0,
+        description=(
+            "MongoDB: the longest one store call may take (server selection, "
+            "connecting, the socket, the write concern); must be below the lease "
+            "(default: = lease / 3)"
+        ),
     )
     redeliver_after_seconds: float = Field(
-        60.0, gt=0, description='re-publish a dispatch that nobody claimed for this long (then less and less often)'
+        60.0, gt=0,
+        description=(
+            "re-publish a dispatch that nobody claimed for this long (then less and "
+            "less often)"
+        ),
     )
-    sweep_interval_seconds: float = Field(1.0, gt=0, description='sweeper and outbox relay period')
+    sweep_interval_seconds: float = Field(1.0, gt=0, description="sweeper and outbox relay period")
     schedule_misfire_grace_seconds: float = Field(
-        60.0, ge=0, description="a schedule's tick later than this counts as missed ([Schedules](../guide/schedules.md))"
+        60.0, ge=0,
+        description=(
+            "a schedule's tick later than this counts as missed "
+            "([Schedules](../guide/schedules.md))"
+        ),
     )
     relay_grace_seconds: float = Field(
-        5.0, ge=0, description='the relay re-publishes outbox entries older than this'
+        5.0, ge=0,
+        description="the relay re-publishes outbox entries older than this",
     )
     hold_limit_seconds: float = Field(
-        300.0, gt=0, description=(
-            'a delivery waiting this long for a free slot is given back, and consuming pauses until'
-            ' one frees'
-        )
+        300.0, gt=0,
+        description=(
+            "a delivery waiting this long for a free slot is given back, and consuming"
+            " pauses until one frees"
+        ),
     )
-    shutdown_grace_seconds: float = Field(30.0, ge=0, description=(
-            'on SIGTERM, how long running steps may take to finish; after that they are stopped and'
-            ' released to another replica'
-        ))
+    shutdown_grace_seconds: float = Field(
+        30.0, ge=0,
+        description=(
+            "on SIGTERM, how long running steps may take to finish; after that they "
+            "are stopped and released to another replica"
+        ),
+    )
     # The reconciler (oss/reconcile.py) in the sweeper process: off unless an interval is set, and
     # then a dry run (it logs what it would remove) unless BATON_RECONCILE_APPLY is true.
     reconcile_interval_seconds: float = Field(
-        0.0, ge=0, description=(
-            'run the reconciler this often in the sweeper process (`baton sweeper`, or OSS with its'
-            ' sweeper) (default: off)'
-        )
+        0.0, ge=0,
+        description=(
+            "run the reconciler this often in the sweeper process (`baton sweeper`, or"
+            " OSS with its sweeper) (default: off)"
+        ),
     )
-    reconcile_apply: bool = Field(False, description=(
-            'let that periodic reconciler remove what it finds; otherwise it only logs it (a dry '
-            'run)'
-        ))
+    reconcile_apply: bool = Field(
+        False,
+        description=(
+            "let that periodic reconciler remove what it finds; otherwise it only logs"
+            " it (a dry run)"
+        ),
+    )
     resource_claim_retention_days: float = Field(
-        0.0, ge=0, description=(
-            'the sweeper forgets inventory claims closed this many days ago, once an hour; a '
-            "forgotten claim's key could be reserved again (default: keep)"
-        )
+        0.0, ge=0,
+        description=(
+            "the sweeper forgets inventory claims closed this many days ago, once an "
+            "hour; a forgotten claim's key could be reserved again (default: keep)"
+        ),
     )
     task_history_retention_days: float = Field(
-        0.0, ge=0, description=(
-            "the sweeper deletes archived task events (older than a task document's newest) this "
-            'many days old, once an hour (default: keep)'
-        )
+        0.0, ge=0,
+        description=(
+            "the sweeper deletes archived task events (older than a task document's "
+            "newest) this many days old, once an hour (default: keep)"
+        ),
     )
     module_heartbeat_seconds: float = Field(
-        10.0, gt=0, le=3600, description=(
-            'a module renews its announcement this often; three missed and it no longer counts as '
-            'live'
-        )
+        10.0, gt=0, le=3600,
+        description=(
+            "a module renews its announcement this often; three missed and it no "
+            "longer counts as live"
+        ),
     )
     unserved_alarm_seconds: float = Field(
-        120.0, gt=0, description=(
-            'a step waiting this long in a queue no live module serves raises an alarm (one per '
-            'queue)'
-        )
+        120.0, gt=0,
+        description=(
+            "a step waiting this long in a queue no live module serves raises an alarm"
+            " (one per queue)"
+        ),
     )
     # Notifications (common.relay.webhooks, docs/guide/webhooks.md): delivered by the sweeper.
-    webhook_url: SecretStr | None = Field(None, description=(
-            "the global webhook: every task's status changes, kept out of task documents "
-            "([Webhooks](../guide/webhooks.md))"
-        ))
-    webhook_secret: SecretStr | None = Field(None, description=(
-            "the key of `X-Baton-Signature` (all webhooks, the monitor's alarm webhook too); "
-            "unset: POSTs are unsigned"
-        ))
-    webhook_events: str = Field("", description="the global webhook's events, comma-separated (default: all)")
-    webhook_timeout_seconds: float = Field(5.0, gt=0, le=60, description='one POST may take this long in all (connecting, sending, the whole answer)')
+    webhook_url: SecretStr | None = Field(
+        None,
+        description=(
+            "the global webhook: every task's status changes, kept out of task "
+            "documents ([Webhooks](../guide/webhooks.md))"
+        ),
+    )
+    webhook_secret: SecretStr | None = Field(
+        None,
+        description=(
+            "the key of `X-Baton-Signature` (all webhooks, the monitor's alarm webhook"
+            " too); unset: POSTs are unsigned"
+        ),
+    )
+    webhook_events: str = Field(
+        "",
+        description="the global webhook's events, comma-separated (default: all)",
+    )
+    webhook_timeout_seconds: float = Field(
+        5.0, gt=0, le=60,
+        description="one POST may take this long in all (connecting, sending, the whole answer)",
+    )
     webhook_backoff_max_seconds: float = Field(
-        30.0, gt=0, le=3600, description='the longest wait between tries of a receiver that is down'
+        30.0, gt=0, le=3600,
+        description="the longest wait between tries of a receiver that is down",
     )
     webhook_alarm_seconds: float = Field(
-        900.0, gt=0, description='an event undelivered this long raises an alarm'
+        900.0, gt=0,
+        description="an event undelivered this long raises an alarm",
     )
-    metrics_port: int = Field(0, ge=0, le=65535, description=(
-            "serve this process's Prometheus `/metrics` on this port (modules, `baton sweeper`, "
-            '`baton up`); OSS serves `/metrics` on its API port (default: off)'
-        ))
-    fault_injection: bool = Field(False, description='honour `_baton_faults` in Parameters (tests and drills only)')
-    log_format: Literal["console", "json"] = Field("console", description=(
-            '`console` (readable) or `json` (one object per line, the lines of uvicorn, pika and '
-            'the other libraries included, each with its `logger`) (default: `json` in the image)'
-        ))
-    log_level: str = Field("info", description=(
-            '`debug`, `info`, `warning` or `error`; `debug` adds one access line per API request '
-            "and the libraries' connection chatter (default: `warning` in `baton up`; `error` in "
-            "the CLI's client commands: `submit`, `watch`, `hosts`..., which say in one line why "
-            'they failed)'
-        ))
+    metrics_port: int = Field(
+        0, ge=0, le=65535,
+        description=(
+            "serve this process's Prometheus `/metrics` on this port (modules, `baton "
+            "sweeper`, `baton up`); OSS serves `/metrics` on its API port (default: "
+            "off)"
+        ),
+    )
+    fault_injection: bool = Field(
+        False,
+        description="honour `_baton_faults` in Parameters (tests and drills only)",
+    )
+    log_format: Literal["console", "json"] = Field(
+        "console",
+        description=(
+            "`console` (readable) or `json` (one object per line, the lines of "
+            "uvicorn, pika and the other libraries included, each with its `logger`) "
+            "(default: `json` in the image)"
+        ),
+    )
+    log_level: str = Field(
+        "info",
+        description=(
+            "`debug`, `info`, `warning` or `error`; `debug` adds one access line per "
+            "API request and the libraries' connection chatter (default: `warning` in "
+            "`baton up`; `error` in the CLI's client commands: `submit`, `watch`, "
+            "`hosts`..., which say in one line why they failed)"
+        ),
+    )
     # Limits on anything a client hands baton to store (common.input_limits): the same for every
     # task type and store. MongoDB refuses documents nested more than 100 levels.
-    input_max_depth: int = Field(32, ge=1, le=64, description='nesting levels of parameters (and labels, command output); 1 to 64')
-    input_max_items: int = Field(10_000, ge=1, description='object keys and list items in one value, in all')
-    input_max_bytes: int = Field(256 * 1024, ge=1024, le=64 * 1024 * 1024, description=(
-            'JSON size of one value (1 KiB to 64 MiB; a task holds about three copies of its '
-            'parameters, and MongoDB takes 16 MiB a document)'
-        ))
-    input_max_string: int = Field(64 * 1024, ge=1, description='characters in one string')
+    input_max_depth: int = Field(
+        32, ge=1, le=64,
+        description="nesting levels of parameters (and labels, command output); 1 to 64",
+    )
+    input_max_items: int = Field(
+        10_000, ge=1,
+        description="object keys and list items in one value, in all",
+    )
+    input_max_bytes: int = Field(
+        256 * 1024, ge=1024, le=64 * 1024 * 1024,
+        description=(
+            "JSON size of one value (1 KiB to 64 MiB; a task holds about three copies "
+            "of its parameters, and MongoDB takes 16 MiB a document)"
+        ),
+    )
+    input_max_string: int = Field(64 * 1024, ge=1, description="characters in one string")
 
     @field_validator("log_level")
     @classmethod

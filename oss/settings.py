@@ -65,22 +65,31 @@ def parse_tokens(text: str) -> tuple[ApiToken, ...]:
 
 
 class OssSettings(Settings):
-    api_tokens: SecretStr = Field(SecretStr(""), description=(
-            'who may call the API: `name:token:role,...`, role `read`, `submit` or `operator`, '
-            'tokens of 16+ characters (default: none: every API call but health gets 401 (`baton '
-            'up` makes one up))'
-        ))
-    max_body_bytes: int = Field(
-        1_048_576, ge=1_024, le=64 * 1_048_576, description='larger request bodies get 413 (1 KiB to 64 MiB)'
+    api_tokens: SecretStr = Field(
+        SecretStr(""),
+        description=(
+            "who may call the API: `name:token:role,...`, role `read`, `submit` or "
+            "`operator`, tokens of 16+ characters (default: none: every API call but "
+            "health gets 401 (`baton up` makes one up))"
+        ),
     )
-    oss_host: str = Field("127.0.0.1", description='address the API listens on (default: `0.0.0.0` in the image)')
-    oss_port: int = Field(8080, ge=0, le=65_535, description='port the API listens on')
-    oss_sweeper: bool = Field(True, description='run the sweeper and outbox relay inside OSS')
+    max_body_bytes: int = Field(
+        1_048_576, ge=1_024, le=64 * 1_048_576,
+        description="larger request bodies get 413 (1 KiB to 64 MiB)",
+    )
+    oss_host: str = Field(
+        "127.0.0.1",
+        description="address the API listens on (default: `0.0.0.0` in the image)",
+    )
+    oss_port: int = Field(8080, ge=0, le=65_535, description="port the API listens on")
+    oss_sweeper: bool = Field(True, description="run the sweeper and outbox relay inside OSS")
     metrics_public: bool = Field(
-        True, description="serve OSS's `/metrics` without a token (counters only, no task data)"
+        True,
+        description="serve OSS's `/metrics` without a token (counters only, no task data)",
     )
     event_poll_seconds: float = Field(
-        0.2, gt=0, le=10, description='how often an event stream (`/tasks/{id}/events`) looks at its task'
+        0.2, gt=0, le=10,
+        description="how often an event stream (`/tasks/{id}/events`) looks at its task",
     )
 
     @field_validator("api_tokens")

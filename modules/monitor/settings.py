@@ -13,12 +13,16 @@ class MonitorSettings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_MONITOR_", extra="ignore")
 
     # A secret: webhook URLs often carry a token in their path or query.
-    webhook_url: SecretStr | None = Field(None, description=(
-            'POST every new alarm as JSON here (http or https); see [Alarm webhook](../guide/webhooks.md#alarm-webhook)'
-            ' (default: none)'
-        ))
+    webhook_url: SecretStr | None = Field(
+        None,
+        description=(
+            "POST every new alarm as JSON here (http or https); see [Alarm "
+            "webhook](../guide/webhooks.md#alarm-webhook) (default: none)"
+        ),
+    )
     webhook_timeout_seconds: float = Field(
-        5.0, gt=0, le=60, description='one POST may take this long in all (connecting, sending, the whole answer)'
+        5.0, gt=0, le=60,
+        description="one POST may take this long in all (connecting, sending, the whole answer)",
     )
 
 

@@ -27,33 +27,55 @@ class MysqlSettings(ConfigFileSources, BaseSettings):
 
     admin_url: SecretStr = Field(
         SecretStr("mysql://root@127.0.0.1:3306"),
-        description='an account that may create databases and users (`?unix_socket=/path` for a socket)',
+        description=(
+            "an account that may create databases and users (`?unix_socket=/path` for "
+            "a socket)"
+        ),
     )
-    public_host: str | None = Field(None, description="host handed out to clients (default: the admin URL's host)")
-    public_port: int | None = Field(None, ge=1, le=65535, description="port handed out to clients (default: the admin URL's port)")
+    public_host: str | None = Field(
+        None,
+        description="host handed out to clients (default: the admin URL's host)",
+    )
+    public_port: int | None = Field(
+        None, ge=1, le=65535,
+        description="port handed out to clients (default: the admin URL's port)",
+    )
     user_host: str = Field("%", description="host pattern of created users (`'name'@'<this>'`)")
-    meta_schema: str = Field("baton_meta", description="baton's own schema on the server: what it created")
-    password_secret: SecretStr | None = Field(
-        None, description=(
-            'the key generated passwords are derived from (default: a random key kept in the meta '
-            'schema)'
-        )
+    meta_schema: str = Field(
+        "baton_meta",
+        description="baton's own schema on the server: what it created",
     )
-    connect_timeout_seconds: int = Field(10, ge=1, le=300, description='how long connecting to the server may take (1 to 300)')
+    password_secret: SecretStr | None = Field(
+        None,
+        description=(
+            "the key generated passwords are derived from (default: a random key kept "
+            "in the meta schema)"
+        ),
+    )
+    connect_timeout_seconds: int = Field(
+        10, ge=1, le=300,
+        description="how long connecting to the server may take (1 to 300)",
+    )
     # Every change to an instance holds its lock (server.Server.instance_lock). A holder past this
     # is taken for frozen (a replica stopped mid-command): its session is killed, so it can never
     # resume its half-done change after a rollback undid it.
-    lock_wait_seconds: int = Field(10, ge=1, le=600, description=(
-            "a command waits this long for an instance's lock; then the holder is taken for frozen "
-            'and its session is killed (its step retries; every baton session uses the admin '
-            'account, which may always end its own sessions)'
-        ))
+    lock_wait_seconds: int = Field(
+        10, ge=1, le=600,
+        description=(
+            "a command waits this long for an instance's lock; then the holder is "
+            "taken for frozen and its session is killed (its step retries; every baton"
+            " session uses the admin account, which may always end its own sessions)"
+        ),
+    )
     # delete_mysql_instance waits for the instance's clients to disconnect: it checks this often,
     # holding no worker slot in between (a step answering "check again later").
-    disconnect_check_seconds: float = Field(5.0, gt=0, le=3600, description=(
-            "`delete_mysql_instance` checks this often whether the instance's clients have "
-            'disconnected (holding no worker in between)'
-        ))
+    disconnect_check_seconds: float = Field(
+        5.0, gt=0, le=3600,
+        description=(
+            "`delete_mysql_instance` checks this often whether the instance's clients "
+            "have disconnected (holding no worker in between)"
+        ),
+    )
 
     @field_validator("user_host")
     @classmethod

@@ -15,7 +15,10 @@ class ResourceSettings(ConfigFileSources, BaseSettings):
     # A reservation lapses if its task never deducts it (the task died, or was abandoned):
     # longer than check -> init -> deduct ever takes with their retries, short enough that lost
     # capacity comes back the same hour.
-    reservation_ttl_seconds: float = Field(1800.0, gt=0, description='a reservation no task charged lapses after this long')
+    reservation_ttl_seconds: float = Field(
+        1800.0, gt=0,
+        description="a reservation no task charged lapses after this long",
+    )
     # BATON_RESOURCE_INVENTORY_URL is read by common.settings (Settings.inventory_url): the CLI
     # and the API use it too.
 
