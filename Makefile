@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test test-fast chaos bench check-flows clean image up down k8s-flows
+.PHONY: venv run test test-fast chaos bench check-flows docs clean image up down k8s-flows
 
 venv: $(VENV)/.installed
 
@@ -44,6 +44,10 @@ bench: venv
 
 check-flows: venv
 	$(BIN)/baton check-flows flows.yaml
+
+# docs/reference/configuration.md, from the settings classes (a test fails when it is stale).
+docs: $(VENV)/.runtime
+	$(BIN)/python -m tools.settings_doc
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
