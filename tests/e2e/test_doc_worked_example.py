@@ -31,6 +31,9 @@ from tests.support.mariadb import Sandbox, mariadb_sandbox
 SHOWN_TASK_ID = "1390638280944a97b14f1a0966d89479"  # the id in the README's own output
 # What the README says each line ends with, where it is not 0: the job that cannot fit rolls back.
 EXPECTED_EXIT = {"create_mysql_instance name=app_2 cpu=16 --wait": 1}
+# A line of the output the README shows under a command, as the command prints it.
+SHOWN_OUTPUT = {f"watch {SHOWN_TASK_ID}": "status 0 (SUCCESS)",
+                "create_mysql_instance name=app_2 cpu=16 --wait": "task_rolled_back: rolled back: step 1 (check_resource)"}
 
 
 def free_port() -> int:
@@ -76,6 +79,8 @@ class Reader:
             done = subprocess.run(words, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=180)
             expected = next((code for tail, code in EXPECTED_EXIT.items() if shown.endswith(tail)), 0)
             assert done.returncode == expected, (shown, done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+            for tail, text in SHOWN_OUTPUT.items():
+                assert not shown.endswith(tail) or text in done.stdout, (shown, text, done.stdout[-2000:])
             if words[1] == "submit" and expected:
                 self.env["TASK_ID"] = re.search(r"task ([0-9a-f]{32})", done.stdout).group(1)
 
