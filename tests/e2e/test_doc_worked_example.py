@@ -17,7 +17,6 @@ import re
 import signal
 import socket
 import subprocess
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cluster import wait_until
-from tests.support.doc_examples import README, REPO, blocks, shell_lines
+from tests.support.doc_examples import README, REPO, blocks, curl_request, shell_lines
 from tests.support.mariadb import Sandbox, mariadb_sandbox
 
 SHOWN_TASK_ID = "1390638280944a97b14f1a0966d89479"  # the id in the README's own output
@@ -103,10 +102,8 @@ class Reader:
             return False
 
     def curl(self, words: list[str]) -> None:
-        headers = dict(w.split(": ", 1) for i, w in enumerate(words) if i and words[i - 1] == "-H")
-        url = next(w for w in words if w.startswith("http"))
-        request = urllib.request.Request(url, data=words[words.index("-d") + 1].encode(), headers=headers,
-                                         method=words[words.index("-X") + 1])
+        method, url, headers, body = curl_request(words)
+        request = urllib.request.Request(url, data=body.encode(), headers=headers, method=method)
         with urllib.request.urlopen(request, timeout=30) as answer:
             body = json.loads(answer.read())
             assert answer.status in (200, 201), (url, answer.status, body)

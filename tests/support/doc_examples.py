@@ -104,3 +104,10 @@ def shell_lines(code: str) -> list[tuple[list[str], bool]]:
             background = words[-1] == "&"
             found.append(([w for w in words if w != "&"], background))
     return found
+
+
+def curl_request(words: list[str]) -> tuple[str, str, dict[str, str], str]:
+    """A `curl -X METHOD URL -H 'K: V' -d BODY` line's method, URL, headers and body."""
+    headers = dict(w.split(": ", 1) for i, w in enumerate(words) if i and words[i - 1] == "-H")
+    url = next(w for w in words if w.startswith("http"))
+    return words[words.index("-X") + 1], url, headers, words[words.index("-d") + 1]

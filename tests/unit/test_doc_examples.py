@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from common.flows import parse_flows
 from oss.cli import main
 from tests.api.support import auth, open_api
-from tests.support.doc_examples import DOCS, REPO, Block, all_blocks, shell_lines
+from tests.support.doc_examples import DOCS, REPO, Block, all_blocks, curl_request, shell_lines
 
 BLOCKS = all_blocks()
 CONFIGURATION = DOCS / "reference" / "configuration.md"
@@ -123,10 +123,9 @@ def test_every_curl_call_is_accepted_by_the_api(tmp_path) -> None:
     try:
         with TestClient(app) as client:
             for words in calls:
-                method = words[words.index("-X") + 1]
-                url = words[next(i for i, w in enumerate(words) if w.startswith("http"))]
+                method, url, _, text = curl_request(words)
                 path = "/" + url.split("/", 3)[3]
-                body = json.loads(words[words.index("-d") + 1])
+                body = json.loads(text)
                 if "$TASK_ID" in path:
                     assert task_id is not None, "a call on $TASK_ID comes after the one that made a task"
                     path = path.replace("$TASK_ID", task_id)
