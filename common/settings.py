@@ -65,7 +65,14 @@ def where_from() -> str:
 class Settings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_", extra="ignore")
 
-    broker_url: str = Field("memory://", description="amqp://user:pass@host:5672/vhost, or memory://")
+    broker_url: str = Field(
+        "memory://", description="amqp://user:pass@host:5672/vhost (several nodes: comma-separated), or memory://"
+    )
+    # quorum: replicated queues, one per priority band (docs/cluster.md). Ignored by memory://.
+    queue_type: Literal["classic", "quorum"] = Field("classic", description="RabbitMQ queue type: classic or quorum")
+    queue_delivery_limit: int = Field(
+        20, ge=1, le=10_000, description="quorum: deliveries of one message without a settle before it is dead-lettered"
+    )
     # Short, so that the broker closes a frozen process's connections (and hands the deliveries
     # it held to another replica) within seconds; see README "Failure and recovery times".
     broker_heartbeat_seconds: int = Field(3, ge=1, le=600, description="AMQP heartbeat timeout")
@@ -202,6 +209,11 @@ class Settings(ConfigFileSources, BaseSettings):
     def inventory_url(self) -> str:
         """The resource inventory: its own URL if set, else beside the tasks."""
         return self.resource_inventory_url or self.store_url
+
+    @property
+    def broker_options(self) -> dict[str, object]:
+        """What open_broker takes from the settings besides the URL and heartbeat."""
+        return {"queue_type": self.queue_type, "delivery_limit": self.queue_delivery_limit}
 
     @property
     def effective_store_timeout(self) -> float:

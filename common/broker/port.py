@@ -29,6 +29,10 @@ class Delivery(Protocol):
     redelivered: bool
     message_id: str | None  # as given to publish
     priority: int
+    # How often the broker handed this message out before without it being settled (a consumer
+    # gone, a requeue): quorum queues count it and dead-letter past their delivery limit; 0
+    # where the broker does not count.
+    delivery_count: int
 
     def ack(self) -> None: ...
 

@@ -42,7 +42,7 @@ class PublisherLoop:
         self._settings = settings
         self._inbox = inbox
         self.ioloop = IOLoop()
-        self._publishing = PublishingChannel(inbox, on_answered=self._on_answered)
+        self._publishing = PublishingChannel(inbox, on_answered=self._on_answered, topology=settings.topology)
         self._operations = OperationsChannel(inbox, on_answered=self._on_answered)
         self._connection: SelectConnection | None = None
         self._attempt = 0
@@ -121,7 +121,7 @@ class PublisherLoop:
         if connection is not self._connection:
             return
         self._attempt = 0  # connected: the next loss backs off from the start again
-        log.info("broker.connected", role="publisher", url=self._settings.masked_url)
+        log.info("broker.connected", role="publisher", node=self._settings.node_of(connection))
         self._publishing.open(connection, redeclare=True)
         self._operations.open(connection)
 

@@ -19,15 +19,16 @@ from pika.channel import Channel
 from common.broker.rabbitmq.calls import PUBLISH_ID_HEADER, Inbox, Publish
 from common.broker.rabbitmq.confirms import ConfirmTracker
 from common.broker.rabbitmq.errors import guarded
-from common.broker.rabbitmq.topology import declare_pair_async
+from common.broker.rabbitmq.topology import Topology, declare_pair_async
 from common.errors import BrokerError, UnroutableMessage
 
 log = structlog.get_logger(__name__)
 
 
 class PublishingChannel:
-    def __init__(self, inbox: Inbox, on_answered: Callable[[], None]):
+    def __init__(self, inbox: Inbox, on_answered: Callable[[], None], topology: Topology):
         self._inbox = inbox
+        self._topology = topology
         self._on_answered = on_answered  # some publishes were answered (or failed)
         self._connection: pika.SelectConnection | None = None
         self._channel: Channel | None = None
@@ -90,7 +91,7 @@ class PublishingChannel:
             # otherwise find every publish unroutable. On this channel, before confirm mode is
             # on: no publish can overtake them.
             for queue in self._inbox.remembered():
-                declare_pair_async(channel, queue, lambda: None)
+                declare_pair_async(channel, queue, lambda: None, self._topology)
         channel.confirm_delivery(
             functools.partial(self._on_confirm, channel),
             callback=lambda _frame: self._on_ready(channel),
