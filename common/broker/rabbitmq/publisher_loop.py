@@ -171,6 +171,8 @@ class PublisherLoop:
             return now >= call.give_up_at
 
         self._fail(self._inbox.remove(expired), "not sent in time: broker unreachable")
+        if self._connection is None and self._reconnect_timer is None and not self._shutting_down:
+            self._drain()  # a nacked publish put back while no connection was open
         answering: list[Call] = [*self._publishing.unanswered(), *self._operations.unanswered()]
         self._fail(
             [call for call in answering if expired(call)], "no answer from the broker in time"

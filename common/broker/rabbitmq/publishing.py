@@ -9,6 +9,7 @@ or is lost.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 
 import pika
@@ -19,6 +20,7 @@ from pika.channel import Channel
 from common.broker.rabbitmq.calls import PUBLISH_ID_HEADER, Inbox, Publish
 from common.broker.rabbitmq.confirms import ConfirmTracker
 from common.broker.rabbitmq.errors import guarded
+from common.broker.rabbitmq.policy import NACK_RETRY_SECONDS
 from common.broker.rabbitmq.topology import Topology, declare_pair_async
 from common.errors import BrokerError, UnroutableMessage
 
@@ -119,9 +121,26 @@ class PublishingChannel:
                 call.succeed()
             elif outcome == "unroutable":
                 call.fail(UnroutableMessage(f"{call.what}: no queue took the message"))
-            else:
+            elif not self._retry_later(call):
                 call.fail(BrokerError(f"{call.what}: the broker refused the message (nack)"))
         self._on_answered()
+
+    def _retry_later(self, call: Publish) -> bool:
+        """Send a nacked publish again after NACK_RETRY_SECONDS, if its deadline allows. A quorum
+        queue nacks while it elects a new leader (its old one's node died) and while it is full
+        (reject-publish): both pass. A duplicate is harmless (claims fence them)."""
+        connection = self._connection
+        if connection is None or time.monotonic() + NACK_RETRY_SECONDS >= call.give_up_at:
+            return False
+        log.info("broker.publish_nacked_retrying", queue=call.queue)
+
+        def again() -> None:
+            if not call.done:
+                self._inbox.put_back([call])
+                self.drain()
+
+        connection.ioloop.call_later(NACK_RETRY_SECONDS, guarded(again))
+        return True
 
     @guarded
     def _on_return(
