@@ -45,3 +45,14 @@ def open_broker(
     raise ConfigError(
         f"unknown broker URL scheme {scheme!r}: use amqp://, amqps:// or memory://"
     )
+
+
+def move_to_quorum(url: str, queues: list[str], delivery_limit: int = DEFAULT_DELIVERY_LIMIT, *, delete: bool = True):
+    """Move the messages of RabbitMQ's classic `queues` (and twins) into their quorum queues;
+    returns what was moved, deleted and kept (common.broker.rabbitmq.migrate)."""
+    scheme = urlsplit(url.split(",", 1)[0].strip()).scheme.lower()
+    if scheme not in {"amqp", "amqps"}:
+        raise ConfigError("queue types are RabbitMQ's: BATON_BROKER_URL must be amqp:// or amqps://")
+    from common.broker.rabbitmq.migrate import move_classic_to_quorum
+
+    return move_classic_to_quorum(url, queues, delivery_limit, delete=delete)
