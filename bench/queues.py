@@ -22,6 +22,7 @@ def queue_type_rows(workdir: Path, amqp_url: str, tasks: int) -> list[tuple[str,
     rates: dict[str, float] = {}
     cpu: dict[str, dict[str, float]] = {}
     for queue_type in QUEUE_TYPES:
+        (workdir / queue_type).mkdir(parents=True, exist_ok=True)
         cluster = Cluster(workdir / queue_type, amqp_url, FLOWS,
                           extra_env={"BATON_FAULT_INJECTION": "0", "BATON_QUEUE_TYPE": queue_type})
         try:
