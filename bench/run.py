@@ -9,7 +9,8 @@ BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run), BATON_BENCH_RSS_ST
 BATON_BENCH_LATENCY_SAMPLES (100), BATON_BENCH_FAN_OUT_ITEMS (100), BATON_BENCH_REST_SECONDS (5) and
 BATON_BENCH_DOCUMENT_TASKS (600), BATON_BENCH_CLI_RUNS (10: runs of each timed CLI command). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row; the
 kinds of command's sizes are in bench/kinds.py.
-BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
+BATON_BENCH_QUEUE_TASKS (default 1000; 0 skips it): the same tasks on classic and on quorum
+queues (bench/queues.py). BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
 record's transition on steps of 1,000 and 10,000 records (bench/items.py).
 """
 
@@ -30,6 +31,7 @@ from bench.fanout import fan_out_figures
 from bench.kinds import kinds_rows
 from bench.masking import masking_seconds
 from bench.items import item_rows
+from bench.queues import queue_type_rows
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -158,6 +160,9 @@ def main() -> None:
             finally:
                 cluster.stop_all()
             time.sleep(1)
+        queue_tasks = int(os.environ.get("BATON_BENCH_QUEUE_TASKS", "1000"))
+        if queue_tasks > 0:
+            rows.extend(queue_type_rows(work / "queues", url, queue_tasks))
         rows.extend(_mongo_rows(work, url))
         fan = fan_out_figures(work / "fan_out", url, items=SIZES["fan_out_items"])
         rows.append((f"one task, for_each over {fan['items']} no-op items (submission to end)",

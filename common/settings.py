@@ -68,9 +68,16 @@ class Settings(ConfigFileSources, BaseSettings):
     broker_url: str = Field(
         "memory://",
         description=(
-            "`amqp://user:pass@host:5672/vhost`; `memory://` is the in-process broker "
-            "(one process only)"
+            "`amqp://user:pass@host:5672/vhost` (several nodes: comma-separated URLs, see "
+            "[the cluster guide](../operations/cluster.md)); `memory://` is the in-process broker (one process only)"
         ),
+    )
+    # quorum: replicated queues, one per priority band (docs/operations/cluster.md). Ignored by memory://.
+    queue_type: Literal["classic", "quorum"] = Field(
+        "classic", description="RabbitMQ queue type: `classic` or `quorum` (replicated; see [the cluster guide](../operations/cluster.md))"
+    )
+    queue_delivery_limit: int = Field(
+        20, ge=1, le=10_000, description="quorum: deliveries of one message without a settle before it is dead-lettered"
     )
     # Short, so that the broker closes a frozen process's connections (and hands the deliveries
     # it held to another replica) within seconds; see docs/operations/failure-recovery.md.
@@ -367,6 +374,11 @@ class Settings(ConfigFileSources, BaseSettings):
     def inventory_url(self) -> str:
         """The resource inventory: its own URL if set, else beside the tasks."""
         return self.resource_inventory_url or self.store_url
+
+    @property
+    def broker_options(self) -> dict[str, object]:
+        """What open_broker takes from the settings besides the URL and heartbeat."""
+        return {"queue_type": self.queue_type, "delivery_limit": self.queue_delivery_limit}
 
     @property
     def effective_store_timeout(self) -> float:

@@ -75,7 +75,7 @@ def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
     except BatonError as exc:  # ConfigError, FlowError, StoreError: say why, start nothing
         echo_err(f"baton: {exc}")
         return EXIT_UNAVAILABLE if isinstance(exc, StoreError) else 2
-    broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
+    broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds, **settings.broker_options)
     metrics = RuntimeMetrics()  # one registry for every module of the process (labelled by module)
     runtimes = [
         _runtime(name, settings, store, broker, flows, metrics) for name in sorted(flows.modules())

@@ -44,7 +44,7 @@ def build(settings: Settings, indexes: IndexMode = "none") -> Parts:
     demo) or "check" (the sweeper); a CLI command leaves them alone (common.store.mongo_indexes)."""
     flows = load_flows(settings.flows_path)
     store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes=indexes)
-    broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
+    broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds, **settings.broker_options)
     service = TaskService(store, broker, flows, settings)
     return Parts(settings, store, broker, flows, service)
 

@@ -154,6 +154,7 @@ class _InProcessDelivery:
         self.redelivered = message.redelivered
         self.message_id = message.message_id
         self.priority = message.priority
+        self.delivery_count = 0  # one process, one kind of queue: nothing to count
 
     def ack(self) -> None:
         self._subscription._settle(self, "ack")

@@ -1,7 +1,8 @@
 """The broker port. Nothing above the adapters sees pika or its types.
 
 Every queue is durable and has a dead-letter twin (`<queue>.dead`, see common.queues), declared
-together by `declare`. Messages are persistent. `publish` returns only once the broker confirmed
+together by `declare`. How the adapter lays a queue out on its broker (one priority queue, or one
+replicated queue per priority band) is its own business: callers name the port's queues only. Messages are persistent. `publish` returns only once the broker confirmed
 the message (`publish_soon` returns at once and tells a callback), and a message no queue takes
 is an error (mandatory), never a silent drop.
 """
@@ -29,6 +30,10 @@ class Delivery(Protocol):
     redelivered: bool
     message_id: str | None  # as given to publish
     priority: int
+    # How often the broker handed this message out before without it being settled (a consumer
+    # gone, a requeue): quorum queues count it and dead-letter past their delivery limit; 0
+    # where the broker does not count.
+    delivery_count: int
 
     def ack(self) -> None: ...
 

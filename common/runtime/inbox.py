@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from common.broker.port import Delivery
+from common.queues import QUEUE_MAX_PRIORITY
 
 Handle = Callable[[Delivery], None]
 
@@ -35,6 +36,14 @@ class TrackedDelivery:
     def redelivered(self) -> bool:
         return self.inner.redelivered
 
+    @property
+    def priority(self) -> int:
+        return self.inner.priority
+
+    @property
+    def delivery_count(self) -> int:
+        return getattr(self.inner, "delivery_count", 0)
+
     def ack(self) -> None:
         self._settle(self.inner.ack)
 
@@ -51,31 +60,42 @@ class TrackedDelivery:
 
 
 class Inbox:
+    """Highest message priority first, then in arrival order. The broker orders a classic queue's
+    backlog by priority, but not what it has already handed over (up to the prefetch), and a
+    quorum queue's bands arrive side by side: this is where they are put in order."""
+
     def __init__(self) -> None:
-        self._items: deque[tuple[TrackedDelivery, Handle]] = deque()
+        self._items: list[deque[tuple[TrackedDelivery, Handle]]] = [deque() for _ in range(QUEUE_MAX_PRIORITY + 1)]
         self._ready = threading.Lock()
 
     def put(self, delivery: Delivery, handle: Handle) -> None:
+        level = min(max(int(getattr(delivery, "priority", 0) or 0), 0), QUEUE_MAX_PRIORITY)
         with self._ready:
-            self._items.append((TrackedDelivery(delivery), handle))
+            self._items[level].append((TrackedDelivery(delivery), handle))
 
     def take_nowait(self) -> tuple[TrackedDelivery, Handle] | None:
         with self._ready:
-            return self._items.popleft() if self._items else None
+            for items in reversed(self._items):
+                if items:
+                    return items.popleft()
+        return None
 
     def take_waiting_since(self, cutoff: float) -> list[TrackedDelivery]:
         """Remove and return deliveries that arrived before `cutoff` (monotonic seconds)."""
+        old: list[TrackedDelivery] = []
         with self._ready:
-            old = [i for i in self._items if i[0].arrived < cutoff]
-            self._items = deque(i for i in self._items if i[0].arrived >= cutoff)
-        return [delivery for delivery, _ in old]
+            for n, items in enumerate(self._items):
+                old.extend(i[0] for i in items if i[0].arrived < cutoff)
+                self._items[n] = deque(i for i in items if i[0].arrived >= cutoff)
+        return old
 
     def drain(self) -> list[TrackedDelivery]:
         with self._ready:
-            items = [i[0] for i in self._items]
-            self._items.clear()
+            items = [i[0] for level in self._items for i in level]
+            for level in self._items:
+                level.clear()
         return items
 
     def __len__(self) -> int:
         with self._ready:
-            return len(self._items)
+            return sum(len(level) for level in self._items)

@@ -38,7 +38,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
     try:
         # Only checks the indexes: creating them is OSS's (or `baton store init`'s) job.
         store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
-        broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
+        broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds, **settings.broker_options)
         announcements = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
     except BatonError as exc:  # unreachable or refusing: say so plainly and let the supervisor retry
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)

@@ -88,6 +88,7 @@ class ModuleRuntime:
             lease=settings.lease_seconds,
             redeliver_after=settings.redeliver_after_seconds,
             fault_injection=settings.fault_injection,
+            delivery_limit=settings.queue_delivery_limit if settings.queue_type == "quorum" else None,
         )
         self._handler = StepHandler(
             config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics

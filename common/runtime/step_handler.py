@@ -61,6 +61,9 @@ class HandlerConfig:
     lease: float
     redeliver_after: float
     fault_injection: bool = False
+    # Quorum queues: the broker's x-delivery-limit. The last delivery it allows is set aside
+    # here, with an alarm, instead of run once more (it may be what killed its consumers).
+    delivery_limit: int | None = None
 
 
 class StepHandler:
@@ -313,6 +316,10 @@ class StepHandler:
             return self._dead_letter(delivery, f"malformed step message: {problems}", task_id=named_task(delivery.body))
         if message.Module != self._config.module:
             return self._dead_letter(delivery, f"message for module {message.Module!r} on {self._config.module!r}'s queue", message)
+        limit = self._config.delivery_limit
+        count = int(getattr(delivery, "delivery_count", 0) or 0)
+        if limit is not None and count >= limit:
+            return self._dead_letter(delivery, f"poison message: handed out {count + 1} times without being settled", message)
         return message
 
     def _dead_letter(

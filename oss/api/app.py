@@ -75,7 +75,7 @@ def create_app(
         store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
         owned.append(store)
     if broker is None:
-        broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds)
+        broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds, **settings.broker_options)
         owned.append(broker)
     flows = flows or load_flows(settings.flows_path)
     service = TaskService(store, broker, flows, settings, clock)

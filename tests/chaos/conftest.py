@@ -80,3 +80,31 @@ def private_rabbit() -> Iterator[PrivateRabbit]:
         yield rabbit
     finally:
         rabbit.close()
+
+
+@pytest.fixture(scope="session")
+def private_cluster() -> Iterator["PrivateCluster"]:
+    """Three private RabbitMQ nodes clustered (tests.chaos.private_cluster), for the session; the
+    nodes a test killed are started again for the next one (see `cluster_nodes`)."""
+    from tests.chaos.private_cluster import PrivateCluster
+
+    require(rabbitmq_bin_dir() is not None, "rabbitmq-server not installed (private cluster)")
+    cluster = PrivateCluster()
+    try:
+        try:
+            seconds = cluster.start()
+        except PrivateRabbitError as exc:
+            if in_ci():
+                pytest.fail(str(exc))
+            pytest.skip(f"private RabbitMQ cluster would not form: {exc}")
+        print(f"\nCHAOS three-node RabbitMQ cluster formed in {seconds:.1f}s")
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def cluster_nodes(private_cluster):
+    """The private cluster with all three nodes running."""
+    private_cluster.start_stopped()
+    return private_cluster

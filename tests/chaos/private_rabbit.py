@@ -69,13 +69,16 @@ class PrivateRabbitError(RuntimeError):
 
 
 class PrivateRabbit:
-    def __init__(self, bin_dir: Path | None = None):
+    def __init__(self, bin_dir: Path | None = None, *, cookie: str | None = None, prefix: str = "baton-chaos"):
+        """`cookie`: the Erlang cookie, shared by the nodes of one private cluster (else one of
+        its own)."""
         found = bin_dir or rabbitmq_bin_dir()
         if found is None:
             raise PrivateRabbitError("rabbitmq-server is not installed")
         self.bin_dir = found
         self.dir = Path(tempfile.mkdtemp(prefix="baton-chaos-rabbit-"))
-        self.node = f"baton-chaos-{secrets.token_hex(4)}@localhost"
+        self.node = f"{prefix}-{secrets.token_hex(4)}@localhost"
+        self.cookie = cookie or secrets.token_hex(16).upper()
         self.port = free_port()
         self.dist_port = free_port()
         self.pid_file = self.dir / "rabbit.pid"
@@ -228,7 +231,7 @@ class PrivateRabbit:
 
     def _write_files(self) -> None:
         cookie = self.dir / ".erlang.cookie"
-        cookie.write_text(secrets.token_hex(16).upper())
+        cookie.write_text(self.cookie)
         cookie.chmod(0o400)
         (self.dir / "rabbitmq-env.conf").write_text("")
         (self.dir / "enabled_plugins").write_text("[].\n")  # no management, no other plugin

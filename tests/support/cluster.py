@@ -69,10 +69,11 @@ class Cluster:
             **self.extra_env,
         }
         settings = load_settings(
-            broker_url=self.broker_url, store_url=self.store_url, flows_path=str(self.flows_path)
+            broker_url=self.broker_url, store_url=self.store_url, flows_path=str(self.flows_path),
+            queue_type=self.extra_env.get("BATON_QUEUE_TYPE", "classic"),
         )
         self.store = open_store(self.store_url)
-        self.broker = open_broker(self.broker_url)
+        self.broker = open_broker(self.broker_url, **settings.broker_options)
         self.service = TaskService(self.store, self.broker, load_flows(self.flows_path), settings)
         self.service.declare_queues()
 

@@ -35,8 +35,12 @@ says which is which). The rest of the package:
 - calls.py           a call with its future and deadline, and the inbox handing calls over
 - confirms.py        which publishes await the broker's answer, by delivery tag (pure)
 - policy.py          timeouts and the reconnect-delay schedule (pure)
-- connection.py      URL, connection parameters, and the password-free URL for logs
-- topology.py        a queue and its dead-letter twin, declared with the right arguments
+- connection.py      the node URLs (several: each connection tries them in turn), connection
+                     parameters, and the password-free URL for logs
+- topology.py        a queue and its dead-letter twin, declared with the right arguments (classic,
+                     or quorum: one queue per priority band)
+- bands.py           one subscription over the band queues of a quorum-typed queue
+- migrate.py         moving a classic deployment's messages into its quorum queues
 - delivery.py        one received message and the connection it came on
 """
 

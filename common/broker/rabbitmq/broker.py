@@ -1,4 +1,9 @@
-"""RabbitBroker: the Broker port on RabbitMQ, one publisher connection plus one per subscription."""
+"""RabbitBroker: the Broker port on RabbitMQ, one publisher connection plus one per subscription.
+
+With quorum queues (common.queues) one queue of the port is one broker queue per priority band:
+publish picks the band of the message's priority, subscribe consumes every band (bands.py), and
+declare, queue_depth and purge cover them all.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,15 @@ import threading
 
 import pika
 
-from common.broker.port import DeliveryHandler, Settled
-from common.broker.rabbitmq.connection import ConnectionSettings
+from common.broker.port import DeliveryHandler, Settled, Subscription
+from common.broker.rabbitmq.bands import BandedSubscription
+from common.broker.rabbitmq.connection import ConnectionSettings, split_urls
 from common.broker.rabbitmq.consumer import RabbitSubscription
 from common.broker.rabbitmq.policy import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_RECONNECT_MAX_SECONDS
 from common.broker.rabbitmq.publisher import Publisher
+from common.broker.rabbitmq.topology import Topology
 from common.errors import BrokerError
-from common.queues import check_priority
+from common.queues import DEFAULT_DELIVERY_LIMIT, QueueType, check_priority, check_queue_type, physical_queue, physical_queues
 
 
 class RabbitBroker:
@@ -22,12 +29,21 @@ class RabbitBroker:
         *,
         heartbeat: int = DEFAULT_HEARTBEAT_SECONDS,
         reconnect_max_delay: float = DEFAULT_RECONNECT_MAX_SECONDS,
+        queue_type: QueueType = "classic",
+        delivery_limit: int = DEFAULT_DELIVERY_LIMIT,
     ):
-        self._settings = ConnectionSettings(url, heartbeat, reconnect_max_delay)
+        split_urls(url)  # a malformed list fails here, not at the first reconnect
+        topology = Topology(check_queue_type(queue_type), delivery_limit)
+        self._settings = ConnectionSettings(url, heartbeat, reconnect_max_delay, topology)
+        self._type = topology.queue_type
         self._closed = threading.Event()
         self._publisher = Publisher(self._settings, self._closed)
         self._lock = threading.Lock()  # guards self._subscriptions
-        self._subscriptions: list[RabbitSubscription] = []
+        self._subscriptions: list[Subscription] = []
+
+    @property
+    def queue_type(self) -> QueueType:
+        return self._type
 
     def declare(self, queue: str) -> None:
         self._publisher.declare(queue)
@@ -36,32 +52,34 @@ class RabbitBroker:
     def publish(
         self, queue: str, body: bytes, *, priority: int = 0, message_id: str | None = None
     ) -> None:
-        self._publisher.publish(queue, body, _properties(priority, message_id))
+        target = physical_queue(queue, self._type, _checked(priority))
+        self._publisher.publish(target, body, _properties(priority, message_id))
 
     def publish_soon(
         self, queue: str, body: bytes, *, priority: int = 0, message_id: str | None = None, then: Settled
     ) -> None:
-        self._publisher.publish_soon(queue, body, _properties(priority, message_id), then)
+        target = physical_queue(queue, self._type, _checked(priority))
+        self._publisher.publish_soon(target, body, _properties(priority, message_id), then)
 
-    def subscribe(
-        self, queue: str, handler: DeliveryHandler, *, prefetch: int
-    ) -> RabbitSubscription:
+    def subscribe(self, queue: str, handler: DeliveryHandler, *, prefetch: int) -> Subscription:
         if prefetch < 1:
             raise ValueError("prefetch must be at least 1")
         if self._closed.is_set():
             raise BrokerError(f"subscribe {queue}: the broker adapter is closed")
-        subscription = RabbitSubscription(self._settings, queue, handler, prefetch)
-        subscription.start()  # declares the queue, or raises if the broker refused it
+        physical = physical_queues(queue, self._type)
+        parts = [RabbitSubscription(self._settings, one, handler, prefetch, declares=queue) for one in physical]
+        subscription: Subscription = parts[0] if len(parts) == 1 else BandedSubscription(parts)
+        subscription.start()  # type: ignore[attr-defined]  # declares the queues, or raises if refused
         self._publisher.remember(queue)
         with self._lock:
             self._subscriptions.append(subscription)
         return subscription
 
     def queue_depth(self, queue: str) -> int:
-        return self._publisher.queue_depth(queue)
+        return sum(self._publisher.queue_depth(one) for one in physical_queues(queue, self._type))
 
     def purge(self, queue: str) -> int:
-        return self._publisher.purge(queue)
+        return sum(self._publisher.purge(one) for one in physical_queues(queue, self._type))
 
     def ping(self) -> None:
         self._publisher.ping()
@@ -75,8 +93,13 @@ class RabbitBroker:
         self._publisher.close()
 
 
-def _properties(priority: int, message_id: str | None) -> pika.BasicProperties:
+def _checked(priority: int) -> int:
     check_priority(priority)
+    return priority
+
+
+def _properties(priority: int, message_id: str | None) -> pika.BasicProperties:
+    # Kept on quorum queues too (which do not order by it): the consumer's inbox does.
     return pika.BasicProperties(
         content_type="application/json",
         delivery_mode=pika.DeliveryMode.Persistent,

@@ -35,10 +35,17 @@ log = structlog.get_logger(__name__)
 
 class RabbitSubscription:
     def __init__(
-        self, settings: ConnectionSettings, queue: str, handler: DeliveryHandler, prefetch: int
+        self,
+        settings: ConnectionSettings,
+        queue: str,
+        handler: DeliveryHandler,
+        prefetch: int,
+        *,
+        declares: str | None = None,
     ):
         self._settings = settings
-        self._queue = queue
+        self._queue = queue  # the broker queue consumed
+        self._declares = declares or queue  # the port's queue, declared (with its twin) first
         self._handler = handler
         self._prefetch = prefetch
         self._link: Link | None = None
@@ -147,7 +154,7 @@ class RabbitSubscription:
         connection = self._settings.connect(f"consumer {self._queue}")
         try:
             channel = connection.channel()
-            declare_pair(channel, self._queue)
+            declare_pair(channel, self._declares, self._settings.topology)
             channel.basic_qos(prefetch_count=self._prefetch)
         except BaseException:
             close_quietly(connection)
@@ -163,7 +170,7 @@ class RabbitSubscription:
             role="consumer",
             queue=self._queue,
             generation=link.generation,
-            url=self._settings.masked_url,
+            node=self._settings.node_of(connection),
         )
         return link
 

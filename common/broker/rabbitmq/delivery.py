@@ -45,6 +45,9 @@ class RabbitDelivery:
         self.redelivered = bool(method.redelivered)
         self.message_id: str | None = properties.message_id
         self.priority: int = properties.priority or 0
+        # Quorum queues count the deliveries of a message that were not settled (a consumer
+        # gone, a requeue); classic queues do not (0).
+        self.delivery_count = int((properties.headers or {}).get("x-delivery-count", 0) or 0)
         self.persistent = properties.delivery_mode == pika.DeliveryMode.Persistent.value
 
     def ack(self) -> None:

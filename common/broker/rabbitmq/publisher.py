@@ -42,6 +42,7 @@ class Publisher:
         self._closed = closed  # the adapter's: once set, every call raises BrokerError
         self._inbox = Inbox()
         self._loop = PublisherLoop(settings, self._inbox)
+        self._topology = settings.topology
         self._ids = itertools.count(1)  # next() on a count is atomic: no lock needed
         self._thread = threading.Thread(
             target=self._loop.run, name="baton-rabbit-publisher", daemon=True
@@ -77,8 +78,9 @@ class Publisher:
         )
 
     def declare(self, queue: str) -> None:
+        topology = self._topology
         def start(channel: Channel, finish: Finish) -> None:
-            declare_pair_async(channel, queue, lambda: finish(None))
+            declare_pair_async(channel, queue, lambda: finish(None), topology)
 
         self._operate(f"declare {queue}", start)
 

@@ -42,7 +42,7 @@ class PublisherLoop:
         self._settings = settings
         self._inbox = inbox
         self.ioloop = IOLoop()
-        self._publishing = PublishingChannel(inbox, on_answered=self._on_answered)
+        self._publishing = PublishingChannel(inbox, on_answered=self._on_answered, topology=settings.topology)
         self._operations = OperationsChannel(inbox, on_answered=self._on_answered)
         self._connection: SelectConnection | None = None
         self._attempt = 0
@@ -121,7 +121,7 @@ class PublisherLoop:
         if connection is not self._connection:
             return
         self._attempt = 0  # connected: the next loss backs off from the start again
-        log.info("broker.connected", role="publisher", url=self._settings.masked_url)
+        log.info("broker.connected", role="publisher", node=self._settings.node_of(connection))
         self._publishing.open(connection, redeclare=True)
         self._operations.open(connection)
 
@@ -171,6 +171,8 @@ class PublisherLoop:
             return now >= call.give_up_at
 
         self._fail(self._inbox.remove(expired), "not sent in time: broker unreachable")
+        if self._connection is None and self._reconnect_timer is None and not self._shutting_down:
+            self._drain()  # a nacked publish put back while no connection was open
         answering: list[Call] = [*self._publishing.unanswered(), *self._operations.unanswered()]
         self._fail(
             [call for call in answering if expired(call)], "no answer from the broker in time"

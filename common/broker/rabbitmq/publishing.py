@@ -9,6 +9,7 @@ or is lost.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 
 import pika
@@ -19,15 +20,17 @@ from pika.channel import Channel
 from common.broker.rabbitmq.calls import PUBLISH_ID_HEADER, Inbox, Publish
 from common.broker.rabbitmq.confirms import ConfirmTracker
 from common.broker.rabbitmq.errors import guarded
-from common.broker.rabbitmq.topology import declare_pair_async
+from common.broker.rabbitmq.policy import NACK_RETRY_SECONDS
+from common.broker.rabbitmq.topology import Topology, declare_pair_async
 from common.errors import BrokerError, UnroutableMessage
 
 log = structlog.get_logger(__name__)
 
 
 class PublishingChannel:
-    def __init__(self, inbox: Inbox, on_answered: Callable[[], None]):
+    def __init__(self, inbox: Inbox, on_answered: Callable[[], None], topology: Topology):
         self._inbox = inbox
+        self._topology = topology
         self._on_answered = on_answered  # some publishes were answered (or failed)
         self._connection: pika.SelectConnection | None = None
         self._channel: Channel | None = None
@@ -90,7 +93,7 @@ class PublishingChannel:
             # otherwise find every publish unroutable. On this channel, before confirm mode is
             # on: no publish can overtake them.
             for queue in self._inbox.remembered():
-                declare_pair_async(channel, queue, lambda: None)
+                declare_pair_async(channel, queue, lambda: None, self._topology)
         channel.confirm_delivery(
             functools.partial(self._on_confirm, channel),
             callback=lambda _frame: self._on_ready(channel),
@@ -118,9 +121,26 @@ class PublishingChannel:
                 call.succeed()
             elif outcome == "unroutable":
                 call.fail(UnroutableMessage(f"{call.what}: no queue took the message"))
-            else:
+            elif not self._retry_later(call):
                 call.fail(BrokerError(f"{call.what}: the broker refused the message (nack)"))
         self._on_answered()
+
+    def _retry_later(self, call: Publish) -> bool:
+        """Send a nacked publish again after NACK_RETRY_SECONDS, if its deadline allows. A quorum
+        queue nacks while it elects a new leader (its old one's node died) and while it is full
+        (reject-publish): both pass. A duplicate is harmless (claims fence them)."""
+        connection = self._connection
+        if connection is None or time.monotonic() + NACK_RETRY_SECONDS >= call.give_up_at:
+            return False
+        log.info("broker.publish_nacked_retrying", queue=call.queue)
+
+        def again() -> None:
+            if not call.done:
+                self._inbox.put_back([call])
+                self.drain()
+
+        connection.ioloop.call_later(NACK_RETRY_SECONDS, guarded(again))
+        return True
 
     @guarded
     def _on_return(

@@ -1,0 +1,61 @@
+"""The documented move from classic to quorum queues (docs/operations/cluster.md), run on real processes.
+
+Tasks are submitted to a classic deployment whose modules are down, so their step messages
+wait in the classic queues. The modules come back with BATON_QUEUE_TYPE=quorum (they consume
+the quorum queues, empty), then `baton queues move-to-quorum` moves the waiting messages over.
+No sweeper runs: its re-publishing of unclaimed steps would finish the tasks without the move,
+so here only the move can.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from common.engine.states import TaskStatus
+from common.queues import band_queues
+from tests.chaos.plans import CHAOS_FLOWS
+from tests.support.cluster import REPO, Cluster, wait_until
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(300)]
+
+TASKS = 12
+
+
+def test_a_classic_deployment_moves_to_quorum_queues(rabbitmq_url, tmp_path):
+    classic = Cluster(tmp_path, rabbitmq_url, CHAOS_FLOWS)
+    try:
+        ids = [classic.submit("chaos_demo", plan="ok").TaskId for _ in range(TASKS)]
+        # Published without waiting (the outbox): waiting in the classic queue once confirmed.
+        wait_until(lambda: classic.broker.queue_depth("resource") == TASKS, 30, "step messages in the classic queue")
+    finally:
+        classic.stop_all()
+
+    quorum = Cluster(tmp_path, rabbitmq_url, CHAOS_FLOWS, extra_env={"BATON_QUEUE_TYPE": "quorum"})
+    try:
+        for module in ("resource", "mysql", "monitor"):
+            quorum.start_module(module)
+        assert quorum.broker.queue_depth("resource") == 0  # the quorum bands: nothing to run yet
+
+        moved = subprocess.run(
+            [sys.executable, "-m", "oss", "queues", "move-to-quorum"],
+            cwd=REPO, env={**os.environ, **quorum.env}, capture_output=True, text=True, timeout=120,
+        )
+        assert moved.returncode == 0, moved.stdout + moved.stderr
+        assert f"resource: {TASKS} message(s) moved" in moved.stdout
+        assert "resource: deleted" in moved.stdout
+        assert "guest" not in moved.stdout + moved.stderr  # no credentials in what it prints
+
+        for task_id in ids:
+            assert quorum.wait_final(task_id, timeout=120).TaskStatus is TaskStatus.SUCCESS
+        assert all(name.startswith("resource.q.") for name in band_queues("resource"))
+        again = subprocess.run(
+            [sys.executable, "-m", "oss", "queues", "move-to-quorum"],
+            cwd=REPO, env={**os.environ, **quorum.env}, capture_output=True, text=True, timeout=120,
+        )
+        assert again.returncode == 0 and "nothing to move" in again.stdout, again.stdout + again.stderr
+    finally:
+        quorum.stop_all()
