@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.engine.codes import AlarmKind
 from common.engine.check_again import next_check
 from common.engine.gates.task_lock import release_on_finish
 from common.masking import scrubbed_text
@@ -253,7 +254,7 @@ def _raise_alarm(task: Task, now: float, actor: str, ids: IdFactory) -> None:
     step = task.Steps[cursor]
     names = ", ".join(unit_name(task, u) for u in failed)
     alarm = Alarm(
-        AlarmId=ids(), Kind="rollback_failed", Time=now,
+        AlarmId=ids(), Kind=AlarmKind.ROLLBACK_FAILED, Time=now,
         # The failure message may quote a secret parameter; the alarm travels to the monitor's
         # log, the alarm store and a webhook, none of which knows the task's secrets: scrub here.
         Message=scrubbed_text(task.TaskMessage if len(failed) <= 1 else f"{task.TaskMessage} (rollbacks failed: {names})",

@@ -28,6 +28,7 @@ from typing import Protocol
 
 import structlog
 
+from common.engine.codes import AlarmKind
 from common.relay import http_deadline
 from common.logging import exception_summary
 from common.engine.document import Alarm
@@ -36,7 +37,7 @@ log = structlog.get_logger(__name__)
 Post = Callable[[str, bytes, dict[str, str], float], int]  # -> HTTP status; raises OSError
 SIGNATURE_HEADER = "X-Baton-Signature"
 FIRST_RETRY_SECONDS = 0.5
-WEBHOOK_FAILING = "webhook_failing"
+WEBHOOK_FAILING = AlarmKind.WEBHOOK_FAILING
 WORKERS = 4  # receivers served at once; each receiver gets at most one
 LANE_BACKLOG = 10_000  # events held per receiver; past it an offer is declined (the caller keeps it)
 IDLE_CHECK_SECONDS = 1.0  # a worker looks at the clock at least this often

@@ -19,12 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.engine.codes import OutboxKind
+from common.engine.outbox import Flusher, kinds_of
 from common.logging import SECRET_KEY, mask_secrets
 from common.engine.states import TaskStatus
 
-LOCK_ACQUIRE = "lock_acquire"
-LOCK_RELEASE = "lock_release"
-LOCK_KINDS = frozenset({LOCK_ACQUIRE, LOCK_RELEASE})
+LOCK_ACQUIRE = OutboxKind.LOCK_ACQUIRE
+LOCK_RELEASE = OutboxKind.LOCK_RELEASE
+LOCK_KINDS = kinds_of(Flusher.LOCKS)
 
 WAITING, HELD, KEPT, RELEASED = "waiting", "held", "kept", "released"
 # Not asked for yet: the task waits for another task first (`after_task`), and asks for its lock

@@ -13,13 +13,14 @@ once a lock is granted are in lock_transitions.
 
 from __future__ import annotations
 
+from common.engine.codes import WaitKind
 from common.engine.document import OutboxEntry, Task, TaskLock, WaitCondition
 from common.engine.gates.locks import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
 from common.engine.gates.task_waits import start_due
 from common.engine.states import TaskStatus
 from common.engine.units import drop_outbox, record
 
-LOCK_WAIT = "lock"  # WaitingFor.Kind
+LOCK_WAIT = WaitKind.LOCK
 
 
 def request_lock(task: Task, key: str, limit: int, now: float) -> None:
