@@ -18,7 +18,7 @@ from common.engine.document import Alarm, OutboxEntry, Run, StepItem, Task
 from common.queues import ALARM_QUEUE
 from common.engine.routing import Unit, plan, unit_state, units
 from common.engine.gates.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
-from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED, move_run
 from common.engine.kinds import fan_out
 from common.engine.kinds.subflow import child_entry, child_finished_entry, child_task_id
 from common.engine.gates.task_waits import deadline_message, overdue, start_due, task_finished_entries
@@ -74,7 +74,7 @@ def dispatch(task: Task, unit: Unit, phase: Phase, attempt: int, timing: Timing,
         task.TaskCursor = max(task.TaskCursor, unit[0])
     if step.Flow is not None:
         run = add_run(task, unit, phase, attempt, ids, deadline=None, since=due_at)
-        run.State = RunState.WAITING_CHILD
+        move_run(run, RunState.WAITING_CHILD)
         entry = child_entry(task, run, due_at)
         if due_at <= timing.now:  # no module claims it: asking for the child begins the attempt
             begin_attempt(task, run, due_at)

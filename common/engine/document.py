@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from common.engine import format_v1, step_summary
 from common.engine.codes import AlarmKind, OutboxKind, WaitKind
 from common.engine.states import Phase as PhaseCode
-from common.engine.states import ResultCode, RunState, StepState
+from common.engine.states import LockState, ResultCode, RunState, StepState
 from common.engine.states import TaskStatus as TaskStatusCode
 
 
@@ -222,7 +222,7 @@ class TaskLock(_Doc):
 
     Key: str
     Limit: int = 1
-    State: str = "waiting"
+    State: LockState = LockState.WAITING
     Since: float | None = None  # when it was taken
 
 
@@ -232,7 +232,7 @@ class UnitLock(_Doc):
     Cursor: int
     Item: int | None = None
     Key: str
-    State: str = "waiting"  # waiting | held
+    State: LockState = LockState.WAITING  # waiting | held (UNIT_LOCK_TRANSITIONS)
     Since: float | None = None
 
 

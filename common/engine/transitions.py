@@ -25,7 +25,7 @@ from common.engine.gates.task_lock import defer_lock, request_lock
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
 from common.engine.routing import unit_state
 from common.engine.gates.task_waits import overdue, waiting_for_task
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus, move_run, set_waiting
 from common.engine.units import (
     IN_FLIGHT_BAND,
     MAX_MESSAGE_PRIORITY,
@@ -104,7 +104,7 @@ def create_task(
         task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
     task.AfterTask = after_task
     if after_task is not None:  # nothing dispatches until that task succeeds (common.engine.gates.task_waits)
-        task.WaitingFor = waiting_for_task(after_task, timing.now)
+        set_waiting(task, waiting_for_task(after_task, timing.now))
     if lock is not None and after_task is not None:  # asked for once that task succeeded
         defer_lock(task, lock[0], lock[1])
     elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before StartAt
@@ -125,7 +125,8 @@ def claim(task: Task, message: StepMessage, owner: str, timing: Timing) -> Task 
     new = task.clone()
     run = new.run(message.DispatchId)
     assert run is not None
-    run.State, run.Owner, run.Deadline = RunState.RUNNING, owner, timing.now + timing.lease
+    move_run(run, RunState.RUNNING)
+    run.Owner, run.Deadline = owner, timing.now + timing.lease
     # The claim proves the dispatch was delivered: its outbox entry goes in this same write, which
     # spares the publisher a write of its own to mark it sent.
     drop_outbox(new, run.DispatchId)

@@ -21,7 +21,7 @@ from common.engine.item_record import (
 )
 from common.engine.step_summary import APPLIED
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.states import check_step_transition
+from common.engine.states import check_step_transition, move_run
 from common.engine.units import (
     AttemptResult,
     IdFactory,
@@ -72,7 +72,8 @@ def claim_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, tim
     new = _copy(record)
     run = new.Run
     assert run is not None
-    run.State, run.Owner, run.Deadline = RunState.RUNNING, owner, timing.now + timing.lease
+    move_run(run, RunState.RUNNING)
+    run.Owner, run.Deadline = owner, timing.now + timing.lease
     new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
     if run.Phase is Phase.NORMAL:
         new.Attempts, new.TimeStart = run.Attempt, new.TimeStart or timing.now
