@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from common.backoff import exponential
 from common.engine.advance import advance, conclude, dispatch, with_delay
 from common.engine.gates.task_lock import defer_lock, request_lock
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
@@ -251,6 +252,7 @@ def _redispatch(task: Task, run: Run, timing: Timing) -> None:
     # Back off: a message that merely waits in a long queue (a backlog, its module down) must not
     # be copied into that queue every period; each copy lengthens the wait, so ever more runs
     # pass their deadline and the queue grows without bound (a redelivery storm).
-    run.Deadline = timing.now + timing.redeliver_after * min(2**run.Redispatches, MAX_REDISPATCH_BACKOFF)
+    run.Deadline = timing.now + exponential(timing.redeliver_after, run.Redispatches,
+                                            timing.redeliver_after * MAX_REDISPATCH_BACKOFF)
     run.Redispatches += 1
     record(task, timing.now, "redispatched", run, actor="sweeper", message="never claimed")

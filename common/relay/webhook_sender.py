@@ -28,6 +28,7 @@ from typing import Protocol
 
 import structlog
 
+from common.backoff import exponential
 from common.engine.codes import AlarmKind
 from common.relay import http_deadline
 from common.logging import exception_summary
@@ -50,7 +51,7 @@ def signature(secret: str, body: bytes) -> str:
 
 def retry_after(failures: int, cap: float) -> float:
     """Seconds until the next try of a receiver that failed `failures` times in a row."""
-    return min(cap, FIRST_RETRY_SECONDS * 2 ** max(0, failures - 1))
+    return exponential(FIRST_RETRY_SECONDS, max(0, failures - 1), cap)
 
 
 def receiver_name(url: str) -> str:

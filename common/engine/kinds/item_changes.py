@@ -9,6 +9,7 @@ The task document is never written here.
 
 from __future__ import annotations
 
+from common.backoff import exponential
 from common.engine.check_again import check_message, decide_check
 from common.engine.document import HistoryEvent, Run, Task
 from common.engine.gates.task_waits import overdue
@@ -146,7 +147,8 @@ def expire_item(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory,
         new.Outbox.append(publish_entry(task, run, due_at=timing.now))
     else:
         waiting.DueAt = timing.now
-    run.Deadline = timing.now + timing.redeliver_after * min(2**run.Redispatches, redispatch_backoff_max)
+    run.Deadline = timing.now + exponential(timing.redeliver_after, run.Redispatches,
+                                            timing.redeliver_after * redispatch_backoff_max)
     run.Redispatches += 1
     _event(new, timing.now, "redispatched", run, "sweeper", "never claimed")
     return new
