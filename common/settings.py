@@ -107,7 +107,7 @@ class Settings(ConfigFileSources, BaseSettings):
         300.0, gt=0, description="Give back a delivery left waiting this long for a free worker"
     )
     shutdown_grace_seconds: float = Field(30.0, ge=0, description="SIGTERM: time to finish steps")
-    # The reconciler (oss/reconcile.py) in the sweeper process: off unless an interval is set, and
+    # The reconciler (modules/mysql/reconcile.py) in the sweeper process: off unless an interval is set, and
     # then a dry run (it logs what it would remove) unless BATON_RECONCILE_APPLY is true.
     reconcile_interval_seconds: float = Field(
         0.0, ge=0, description="Run the reconciler this often in the sweeper; 0: never"
