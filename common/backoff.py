@@ -1,6 +1,13 @@
-"""Exponential backoff with jitter, as a pure function of the retry number and a random draw."""
+"""Every backoff in baton: exponential, capped, and (for step retries) with jitter, as pure
+functions of the retry number (and a random draw)."""
 
 from common.engine.document import BackoffPolicy
+
+
+def exponential(first: float, steps: int, cap: float, multiplier: float = 2) -> float:
+    """`first` multiplied `steps` times by `multiplier`, at most `cap`: a step's retries, a
+    webhook receiver's, an unclaimed message's redispatch."""
+    return min(cap, first * multiplier**steps)
 
 
 def retry_delay(policy: BackoffPolicy, retry_number: int, unit_random: float) -> float:
@@ -12,6 +19,6 @@ def retry_delay(policy: BackoffPolicy, retry_number: int, unit_random: float) ->
     """
     if retry_number < 1:
         raise ValueError("retry_number starts at 1")
-    base = min(policy.Max, policy.Initial * policy.Multiplier ** (retry_number - 1))
+    base = exponential(policy.Initial, retry_number - 1, policy.Max, policy.Multiplier)
     spread = base * policy.Jitter
     return max(0.0, base - spread + 2 * spread * unit_random)

@@ -196,7 +196,7 @@ class Settings(ConfigFileSources, BaseSettings):
             "are stopped and released to another replica"
         ),
     )
-    # The reconciler (oss/reconcile.py) in the sweeper process: off unless an interval is set, and
+    # The reconciler (modules/mysql/reconcile.py) in the sweeper process: off unless an interval is set, and
     # then a dry run (it logs what it would remove) unless BATON_RECONCILE_APPLY is true.
     reconcile_interval_seconds: float = Field(
         0.0, ge=0,

@@ -30,24 +30,25 @@ def reconcile(apply_: bool, reason: str, actor: str, as_json: bool) -> None:
     rollback-failed task is never touched. Exit 1: a part could not be read or an action failed."""
     from common.errors import InvalidInput
     from common.input_limits import check_input
+    from common.runtime.discovery import module_hooks
     from common.store.factory import open_store
     from common.store.inventory_factory import open_inventory
-    from modules.mysql.settings import load_mysql_settings
-    from oss.reconcile import Reconciler
 
     loaded = settings()
     try:
         check_input(loaded.input_limits, reason=reason, actor=actor)  # both go into the tasks' history
     except InvalidInput as exc:
         fail(EXIT_USAGE, str(exc))
-    try:
-        mysql = load_mysql_settings()
-    except Exception as exc:  # noqa: BLE001  (ConfigError: a bad BATON_MYSQL_* setting)
-        fail(EXIT_USAGE, str(exc))
+    makers = module_hooks("reconciler")  # the mysql module's (modules/mysql/hooks.py)
+    if not makers:
+        fail(EXIT_USAGE, "no module of this checkout offers a reconciler")
     store = open_store(loaded.store_url)
     inventory = open_inventory(loaded.inventory_url)
     try:
-        reconciler = Reconciler(store, inventory, mysql, actor=actor)
+        try:
+            reconciler = makers[0](store, inventory, actor)
+        except Exception as exc:  # noqa: BLE001  (ConfigError: a bad BATON_MYSQL_* setting)
+            fail(EXIT_USAGE, str(exc))
         survey = reconciler.survey()
         outcomes = reconciler.apply(survey.plan.actions, reason) if apply_ else []
     finally:

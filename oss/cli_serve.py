@@ -101,7 +101,7 @@ def sweeper() -> None:
     """Run the sweeper: re-dispatch lapsed steps and relay unsent outbox entries."""
     from common.background import BACKGROUND_MARGIN_SECONDS, join_all
     from oss.processes import run_until_signalled
-    from oss.reconcile_job import start_reconcile_job
+    from common.runtime.discovery import module_hooks
     from oss.wiring import build, build_sweeper
 
     loaded = settings()
@@ -111,11 +111,12 @@ def sweeper() -> None:
     stop = threading.Event()
     thread = threading.Thread(target=sweeper_.run, args=(stop,), name="baton-sweeper")
     thread.start()
-    reconciler = start_reconcile_job(loaded, parts.store, stop)  # BATON_RECONCILE_INTERVAL_SECONDS
+    # The modules' own jobs (the mysql reconciler: BATON_RECONCILE_INTERVAL_SECONDS).
+    jobs = [start(loaded, parts.store, stop) for start in module_hooks("background_job")]
     sweeper_.metrics.serve(loaded.metrics_port)  # BATON_METRICS_PORT, like a module's
     run_until_signalled(stop)
     # Every thread that uses the store ends before it closes (common.background).
-    if join_all([thread, reconciler], loaded.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS):
+    if join_all([thread, *jobs], loaded.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS):
         parts.close()
 
 

@@ -10,28 +10,30 @@ from __future__ import annotations
 
 import dataclasses
 
+from common.engine.codes import AlarmKind
 from common.engine.check_again import next_check
 from common.engine.gates.task_lock import release_on_finish
 from common.masking import scrubbed_text
 from common.engine.document import Alarm, OutboxEntry, Run, StepItem, Task
 from common.queues import ALARM_QUEUE
 from common.engine.routing import Unit, plan, unit_state, units
-from common.engine.gates.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
-from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.gates.step_locks import release_all_units, release_unit
+from common.engine.gates.task_gates import earliest_due, expiry
+from common.engine.gates.unit_gates import taken
+from common.engine.kinds.registry import kind_of
+from common.engine.states import Phase, ResultCode, StepState, TaskStatus, UNCLAIMED
 from common.engine.kinds import fan_out
-from common.engine.kinds.subflow import child_entry, child_finished_entry, child_task_id
-from common.engine.gates.task_waits import deadline_message, overdue, start_due, task_finished_entries
+from common.engine.kinds.subflow import child_finished_entry
+from common.engine.gates.task_waits import overdue, task_finished_entries
 from common.engine.units import (
     MAX_MESSAGE_PRIORITY,
     AttemptResult,
     IdFactory,
     Timing,
     add_run,
-    begin_attempt,
     cancel_message,
     concluded_state,
     drop_outbox,
-    publish_entry,
     record,
     remove_run,
     retries_left,
@@ -45,9 +47,10 @@ from common.engine.units import (
 def advance(task: Task, timing: Timing, actor: str, ids: IdFactory, due_at: float | None = None) -> None:
     """Start whatever the graph makes ready, pass over, or end the task (DESIGN.md sec. 4)."""
     # A delayed start holds however the task comes here (created, resumed, woken by another task).
-    due = max(timing.now if due_at is None else due_at, start_due(task, timing.now))
-    if overdue(task, timing.now):  # DESIGN.md sec. 10: past its deadline, the task rolls back
-        task.TaskMessage = deadline_message(task)
+    due = earliest_due(task, timing.now, timing.now if due_at is None else due_at)
+    expired = expiry(task, timing.now)
+    if expired is not None:  # DESIGN.md sec. 10: past its deadline, the task rolls back
+        task.TaskMessage = expired
         record(task, timing.now, "deadline_passed", actor=actor, message=task.TaskMessage)
         enter_rollback(task, timing, actor)
     while move := plan(task):
@@ -67,22 +70,14 @@ def advance(task: Task, timing: Timing, actor: str, ids: IdFactory, due_at: floa
 def dispatch(task: Task, unit: Unit, phase: Phase, attempt: int, timing: Timing, due_at: float,
              actor: str, ids: IdFactory) -> Run:
     """A new run of `unit`'s `phase`, and what it owes the broker (or the child) in the outbox."""
-    step = task.Steps[unit[0]]
+    kind = kind_of(task.Steps[unit[0]])
     set_unit_state(task, unit, StepState.RUNNING if phase is Phase.NORMAL else StepState.ROLLING_BACK)
     if phase is Phase.NORMAL:
         task.TaskCursor = max(task.TaskCursor, unit[0])
-    if step.Flow is not None:
-        run = add_run(task, unit, phase, attempt, ids, deadline=None, since=due_at)
-        run.State = RunState.WAITING_CHILD
-        entry = child_entry(task, run, due_at)
-        if due_at <= timing.now:  # no module claims it: asking for the child begins the attempt
-            begin_attempt(task, run, due_at)
-    else:
-        run = add_run(task, unit, phase, attempt, ids, deadline=due_at + timing.redeliver_after, since=due_at)
-        entry = publish_entry(task, run, due_at)
-    if phase is Phase.NORMAL and step.Flow is None and must_wait(task, unit):
-        wait_for_lock(task, run, due_at)  # the step's own lock first: the outbox asks for it instead
-    else:
+    run = add_run(task, unit, phase, attempt, ids, deadline=kind.run_deadline(timing, due_at), since=due_at)
+    entry = kind.start(task, run, timing, due_at)
+    # A unit's own gates first (a step lock): the outbox asks for it instead of publishing.
+    if not (phase is Phase.NORMAL and kind.unit_gated and taken(task, run, due_at)):
         task.Outbox.append(entry)
     record(task, timing.now, "dispatched", run, actor=actor)
     return run
@@ -93,8 +88,7 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     unit, step = run.unit, task.Steps[run.Cursor]
     state = unit_state(task, unit)
     normal = run.Phase is Phase.NORMAL
-    if step.Flow is not None:  # a child asked for later (a delayed start) began when it was due
-        begin_attempt(task, run, run.Since or timing.now)
+    kind_of(step).before_conclude(task, run, timing)
     remove_run(task, run)
     if result.check_again is not None:  # "not done yet": no attempt counted, no slot held
         verdict = next_check(task, run, result, timing.now, actor)
@@ -229,20 +223,9 @@ def _absorb_output(task: Task, run: Run, result: AttemptResult) -> None:
 
 
 def _start_rollback(task: Task, unit: Unit, timing: Timing, actor: str, ids: IdFactory) -> None:
-    step, state = task.Steps[unit[0]], unit_state(task, unit)
-    if fan_out.keeps_records(step):  # its items roll back through their records
-        fan_out.start_rollback(task, unit[0], timing.now)
-        return
-    if step.Flow is not None and state.Code is not ResultCode.OK:
-        # The child failed and rolled itself back already: nothing left to undo here. Its
-        # rollback is recorded as done when the child ended.
-        message = f"child task {child_task_id(task, *unit)} rolled itself back"
-        set_unit_state(task, unit, StepState.ROLLING_BACK)
-        store_result(state, Phase.ROLLBACK, AttemptResult(ResultCode.OK, message), state.TimeEnd or timing.now)
-        state.RollbackTimeStart = state.RollbackTimeEnd
-        set_unit_state(task, unit, StepState.ROLLED_BACK)
-        record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit, message=message)
-        return
+    state = unit_state(task, unit)
+    if kind_of(task.Steps[unit[0]]).roll_back(task, unit, timing, actor):
+        return  # its kind's own way (item records, a child that rolled itself back)
     state.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
     dispatch(task, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
 
@@ -253,7 +236,7 @@ def _raise_alarm(task: Task, now: float, actor: str, ids: IdFactory) -> None:
     step = task.Steps[cursor]
     names = ", ".join(unit_name(task, u) for u in failed)
     alarm = Alarm(
-        AlarmId=ids(), Kind="rollback_failed", Time=now,
+        AlarmId=ids(), Kind=AlarmKind.ROLLBACK_FAILED, Time=now,
         # The failure message may quote a secret parameter; the alarm travels to the monitor's
         # log, the alarm store and a webhook, none of which knows the task's secrets: scrub here.
         Message=scrubbed_text(task.TaskMessage if len(failed) <= 1 else f"{task.TaskMessage} (rollbacks failed: {names})",

@@ -17,8 +17,9 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from common.engine import format_v1, step_summary
+from common.engine.codes import AlarmKind, OutboxKind, WaitKind
 from common.engine.states import Phase as PhaseCode
-from common.engine.states import ResultCode, RunState, StepState
+from common.engine.states import LockState, ResultCode, RunState, StepState
 from common.engine.states import TaskStatus as TaskStatusCode
 
 
@@ -182,14 +183,12 @@ class ParentLink(_Doc):
 class OutboxEntry(_Doc):
     """What a committed change owes the broker or another task; removed once done.
 
-    Kinds (DESIGN.md 7.3): "publish" (Body is a message for Queue), "start_child" (Body is the
-    child task document), "child_finished", "undo_child", "cancel_child", "pause_child",
-    "resume_child", "task_finished" (Body says which task), "lock_acquire", "lock_release" (Body
-    names the key), "webhook" (Body is the payload; Queue the target's Url, "" for the global
-    webhook)."""
+    `Kind` (common.engine.codes.OutboxKind) says what `Body` holds: common.engine.outbox has a
+    typed body per kind and the one table that says who flushes it (DESIGN.md 7.3). A webhook's
+    `Queue` is its target's Url ("" for the global webhook)."""
 
     DispatchId: str
-    Kind: str = "publish"
+    Kind: OutboxKind = OutboxKind.PUBLISH
     Queue: str = ""
     Body: dict[str, Any]
     Priority: int = 0
@@ -223,7 +222,7 @@ class TaskLock(_Doc):
 
     Key: str
     Limit: int = 1
-    State: str = "waiting"
+    State: LockState = LockState.WAITING
     Since: float | None = None  # when it was taken
 
 
@@ -233,7 +232,7 @@ class UnitLock(_Doc):
     Cursor: int
     Item: int | None = None
     Key: str
-    State: str = "waiting"  # waiting | held
+    State: LockState = LockState.WAITING  # waiting | held (UNIT_LOCK_TRANSITIONS)
     Since: float | None = None
 
 
@@ -241,7 +240,7 @@ class WaitCondition(_Doc):
     """Why a not-started task starts nothing yet. Kind "lock": `Key`; other kinds name what they
     wait for in the fields of their own (a task: `TaskId`)."""
 
-    Kind: str
+    Kind: WaitKind
     Since: float
     Key: str | None = None
     TaskId: str | None = None
@@ -472,7 +471,7 @@ class Alarm(_Doc):
     """A system alarm for an operator: a rollback that failed, or a message nobody could read."""
 
     AlarmId: str
-    Kind: str  # "rollback_failed" | "dead_letter"
+    Kind: AlarmKind
     Time: float
     Message: str
     TaskId: str | None = None

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.engine.codes import OutboxKind
 from common.logging import mask_secrets, scrub_values
 from common.masking import mask_parameters, secret_values
 from common.engine.document import OutboxEntry, Task, TaskBefore
 from common.engine.states import FINAL_STATUSES, TaskStatus
 
-WEBHOOK = "webhook"
+WEBHOOK = OutboxKind.WEBHOOK
 CREATED = "created"
 CANCELLED = "cancelled"
 # The lock feature's hook: a task that waits for a lock emits this event from the change that

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from common.engine.document import Step, Task, UnitState
+from common.engine.gates.gate import Hold
+from common.engine.gates.task_gates import held
 from common.engine.states import DONE_FORWARD, FINAL_STATUSES, Phase, StepState, TaskStatus
 from common.engine.step_summary import APPLIED, SETTLED_BACKWARD
 
@@ -82,10 +84,10 @@ def _forward(task: Task) -> Plan:
     result = Plan()
     if task.CancelRequested is not None:
         return result  # the running units' outcomes route into rollback (transitions)
-    if task.WaitingFor is not None:
-        return result  # a lock, another task: whoever ends the wait advances the task
-    # Paused (DESIGN.md sec. 10): nothing new starts meanwhile (a task whose every step is done ends).
-    for cursor, step in enumerate([] if task.Paused is not None else task.Steps):
+    hold = held(task)  # a lock, another task, a pause (common.engine.gates.task_gates)
+    if hold is Hold.ALL:
+        return result  # whoever opens the gate advances the task
+    for cursor, step in enumerate([] if hold is Hold.STARTS else task.Steps):
         if step.State is StepState.WAITING and step.Items is None:
             if all(_done(task, b) for b in step.After or ()):
                 if step.ForEach:

@@ -4,7 +4,11 @@ The allowed transitions are data (frozensets) with one checker, so a reader sees
 machine in one screen and a bug that skips a state fails loudly instead of writing nonsense.
 """
 
-from enum import IntEnum, StrEnum
+from dataclasses import dataclass
+from enum import Enum, IntEnum, StrEnum
+from typing import Any
+
+from common.engine.codes import WaitKind
 
 
 class TaskStatus(IntEnum):
@@ -127,6 +131,17 @@ class RunState(StrEnum):
     WAITING_LOCK = "waiting_lock"  # a step with its own lock waiting for it (common/engine/gates/step_locks.py)
 
 
+RUN_TRANSITIONS: frozenset[tuple[RunState, RunState]] = frozenset(
+    {
+        # A run is born PENDING (common.engine.units.add_run) and leaves `Runs` when it concludes.
+        (RunState.PENDING, RunState.RUNNING),  # claimed by a module
+        (RunState.PENDING, RunState.WAITING_CHILD),  # a sub-flow step: its child task runs it
+        (RunState.PENDING, RunState.WAITING_LOCK),  # its step's own lock first (gates.step_locks)
+        (RunState.WAITING_LOCK, RunState.PENDING),  # granted: published now
+    }
+)
+
+
 # Runs whose command never started (nobody claimed them): a cancel or pause may drop them.
 UNCLAIMED = (RunState.PENDING, RunState.WAITING_LOCK)
 
@@ -141,15 +156,111 @@ class ResultCode(IntEnum):
     PROCESS_DIED = 4  # the child process running the command died
 
 
+class LockState(StrEnum):
+    """Where a task stands with its lock (`Task.Lock.State`, common.engine.gates.task_lock), and a
+    unit with its step lock (`Task.UnitLocks[].State`: waiting or held only)."""
+
+    PENDING = "pending"  # not asked for yet: the task waits for another task first
+    WAITING = "waiting"  # in the key's line
+    HELD = "held"
+    KEPT = "kept"  # its rollback failed: held until an operator ends the task
+    RELEASED = "released"
+
+
+# None: the task has no lock (yet) or the unit none in its list.
+LOCK_TRANSITIONS: frozenset[tuple[LockState | None, LockState | None]] = frozenset(
+    {
+        (None, LockState.WAITING),  # asked for when the task is created
+        (None, LockState.PENDING),  # deferred: the task waits for another task first
+        (LockState.PENDING, LockState.WAITING),  # the awaited task succeeded
+        (LockState.WAITING, LockState.HELD),  # granted by the lock table
+        (LockState.PENDING, LockState.RELEASED),  # ended before asking: nothing to give back
+        (LockState.WAITING, LockState.RELEASED),  # ended in line: it leaves
+        (LockState.HELD, LockState.RELEASED),
+        (LockState.HELD, LockState.KEPT),  # its rollback failed
+        (LockState.WAITING, LockState.KEPT),  # its rollback failed while a grant was on its way
+        (LockState.KEPT, LockState.RELEASED),  # an operator ended the task
+        (LockState.RELEASED, LockState.WAITING),  # an operator's retry: in line again
+    }
+)
+
+UNIT_LOCK_TRANSITIONS: frozenset[tuple[LockState | None, LockState | None]] = frozenset(
+    {
+        (None, LockState.WAITING),  # the unit's run waits for its step's lock
+        (LockState.WAITING, LockState.HELD),
+        (LockState.WAITING, None),  # the unit settled or was cancelled in line: it leaves
+        (LockState.HELD, None),  # released
+    }
+)
+
+# What a not-started task waits for (`Task.WaitingFor.Kind`); None: nothing.
+WAIT_TRANSITIONS: frozenset[tuple[WaitKind | None, WaitKind | None]] = frozenset(
+    {
+        (None, WaitKind.TASK),  # created after another task
+        (None, WaitKind.LOCK),  # in its lock's line
+        (WaitKind.TASK, None),  # the awaited task ended, or an operator ran it now
+        (WaitKind.LOCK, None),  # granted, ended in line, or an operator ran it now
+        # The awaited task succeeded and the deferred lock is asked for, in one change.
+        (WaitKind.TASK, WaitKind.LOCK),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One state machine: its name (for the error) and its legal changes."""
+
+    name: str
+    legal: frozenset[tuple[Any, Any]]
+
+
+TASKS = Machine("task status", TASK_TRANSITIONS)
+STEPS = Machine("step state", STEP_TRANSITIONS)
+RUNS = Machine("run state", RUN_TRANSITIONS)
+LOCKS = Machine("lock state", LOCK_TRANSITIONS)
+UNIT_LOCKS = Machine("step lock state", UNIT_LOCK_TRANSITIONS)
+WAITS = Machine("wait", WAIT_TRANSITIONS)
+MACHINES = (TASKS, STEPS, RUNS, LOCKS, UNIT_LOCKS, WAITS)
+
+
 class IllegalTransition(Exception):
     """A transition outside the tables above: a bug in baton, never a user error."""
 
 
+def check_transition(machine: Machine, old: Any, new: Any) -> None:
+    """The one checker: staying is always legal, a change must be in the machine's table."""
+    if old != new and (old, new) not in machine.legal:
+        raise IllegalTransition(f"{machine.name} {_label(old)} -> {_label(new)}")
+
+
+def _label(state: Any) -> str:
+    if state is None:
+        return "none"
+    return state.name if isinstance(state, IntEnum) else str(state.value if isinstance(state, Enum) else state)
+
+
 def check_task_transition(old: TaskStatus, new: TaskStatus) -> None:
-    if old != new and (old, new) not in TASK_TRANSITIONS:
-        raise IllegalTransition(f"task status {old.name} -> {new.name}")
+    check_transition(TASKS, old, new)
 
 
 def check_step_transition(old: StepState, new: StepState) -> None:
-    if old != new and (old, new) not in STEP_TRANSITIONS:
-        raise IllegalTransition(f"step state {old.value} -> {new.value}")
+    check_transition(STEPS, old, new)
+
+
+def move_run(run: Any, new: RunState) -> None:
+    """In place: a run (of the task or of an item record) changes state."""
+    check_transition(RUNS, run.State, new)
+    run.State = new
+
+
+def move_lock(lock: Any, new: LockState, machine: Machine = LOCKS) -> None:
+    """In place: a task's lock (or, with UNIT_LOCKS, a unit's step lock) changes state."""
+    check_transition(machine, None if lock is None else lock.State, new)
+    lock.State = new
+
+
+def set_waiting(task: Any, condition: Any) -> None:
+    """In place: what a not-started task waits for (`Task.WaitingFor`, None for nothing)."""
+    old = None if task.WaitingFor is None else task.WaitingFor.Kind
+    check_transition(WAITS, old, None if condition is None else condition.Kind)
+    task.WaitingFor = condition

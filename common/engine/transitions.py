@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from common.backoff import exponential
 from common.engine.advance import advance, conclude, dispatch, with_delay
 from common.engine.gates.task_lock import defer_lock, request_lock
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
 from common.engine.routing import unit_state
 from common.engine.gates.task_waits import overdue, waiting_for_task
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus, move_run, set_waiting
 from common.engine.units import (
     IN_FLIGHT_BAND,
     MAX_MESSAGE_PRIORITY,
@@ -104,7 +105,7 @@ def create_task(
         task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
     task.AfterTask = after_task
     if after_task is not None:  # nothing dispatches until that task succeeds (common.engine.gates.task_waits)
-        task.WaitingFor = waiting_for_task(after_task, timing.now)
+        set_waiting(task, waiting_for_task(after_task, timing.now))
     if lock is not None and after_task is not None:  # asked for once that task succeeded
         defer_lock(task, lock[0], lock[1])
     elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before StartAt
@@ -125,7 +126,8 @@ def claim(task: Task, message: StepMessage, owner: str, timing: Timing) -> Task 
     new = task.clone()
     run = new.run(message.DispatchId)
     assert run is not None
-    run.State, run.Owner, run.Deadline = RunState.RUNNING, owner, timing.now + timing.lease
+    move_run(run, RunState.RUNNING)
+    run.Owner, run.Deadline = owner, timing.now + timing.lease
     # The claim proves the dispatch was delivered: its outbox entry goes in this same write, which
     # spares the publisher a write of its own to mark it sent.
     drop_outbox(new, run.DispatchId)
@@ -250,6 +252,7 @@ def _redispatch(task: Task, run: Run, timing: Timing) -> None:
     # Back off: a message that merely waits in a long queue (a backlog, its module down) must not
     # be copied into that queue every period; each copy lengthens the wait, so ever more runs
     # pass their deadline and the queue grows without bound (a redelivery storm).
-    run.Deadline = timing.now + timing.redeliver_after * min(2**run.Redispatches, MAX_REDISPATCH_BACKOFF)
+    run.Deadline = timing.now + exponential(timing.redeliver_after, run.Redispatches,
+                                            timing.redeliver_after * MAX_REDISPATCH_BACKOFF)
     run.Redispatches += 1
     record(task, timing.now, "redispatched", run, actor="sweeper", message="never claimed")

@@ -66,15 +66,14 @@ class ItemRelay:
         body = entry.Body
         if task is None or body.get("Generation") != task.Generation:
             return True  # the task is gone, or retried since: the entry is moot
-        cursor = body["Cursor"]
-        if entry.Kind == OPEN_ITEMS:
-            self._open(task, cursor, body["Values"])
-        elif entry.Kind == CANCEL_ITEMS:
-            self._cancel(task, cursor)
-        elif entry.Kind == ROLLBACK_ITEMS:
-            self._start_rollbacks(task, cursor)
-        else:
+        handlers = {  # this relay's rows of the flushers' table (common.engine.outbox.FLUSHERS)
+            OPEN_ITEMS: lambda cursor: self._open(task, cursor, body["Values"]),
+            CANCEL_ITEMS: lambda cursor: self._cancel(task, cursor),
+            ROLLBACK_ITEMS: lambda cursor: self._start_rollbacks(task, cursor),
+        }
+        if entry.Kind not in handlers:
             raise ValueError(f"not an item entry: {entry.Kind}")
+        handlers[entry.Kind](body["Cursor"])
         return True
 
     def _open(self, task: Task, cursor: int, values: list) -> None:

@@ -20,7 +20,9 @@ import structlog
 from common.errors import StoreError
 from common.engine.gates.lock_transitions import lock_granted, lock_waiting
 from common.engine.gates.step_locks import parse_member, unit_lock, unit_lock_granted
-from common.engine.gates.locks import LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockHolder, stale_member
+from common.engine.codes import OutboxKind
+from common.engine.gates.locks import WAITING, LockHolder, stale_member
+from common.engine.outbox import LockAcquireBody, LockReleaseBody, body_of
 from common.engine.document import OutboxEntry, Task
 from common.store.locks_table import LockTable, open_lock_store_for
 from common.store.mutate import mutate
@@ -37,6 +39,7 @@ class LockRelay:
         self._timing = timing
         self._flush = flush  # publishes what a grant put in the granted task's outbox
         self._table = table
+        self._handlers = self.handlers()
 
     @property
     def table(self) -> LockTable:
@@ -44,38 +47,51 @@ class LockRelay:
             self._table = LockTable(open_lock_store_for(self._store), clock=lambda: self._timing().now)
         return self._table
 
+    def handlers(self) -> dict[OutboxKind, Callable[[str, OutboxEntry], list[LockHolder] | None]]:
+        """This relay's rows of the flushers' table (common.engine.outbox.FLUSHERS): each returns
+        whom its change granted, or None when the entry is moot."""
+        return {OutboxKind.LOCK_ACQUIRE: self._acquire, OutboxKind.LOCK_RELEASE: self._release}
+
     def apply(self, task_id: str, entry: OutboxEntry) -> bool:
         """Apply one entry; False when a store failed (the entry stays for the relay)."""
-        body = entry.Body
-        member = body.get("Member", task_id)  # a step lock's member names its unit
+        handler = self._handlers.get(entry.Kind)
+        if handler is None:
+            log.error("unknown lock entry kind; dropped", task_id=task_id, kind=entry.Kind)
+            return True
         try:
-            if entry.Kind == LOCK_ACQUIRE:
-                if not self._waiting(member, body["Key"]):
-                    return True  # granted, ended or gone already: a relay's late repeat
-                granted = self.table.join(body["Key"], member, priority=int(body.get("Priority", 0)),
-                                          seq=float(body.get("Seq", 0.0)), limit=int(body.get("Limit", 1)))
-                log.info("lock asked", task_id=task_id, member=member, key=body["Key"], granted=len(granted))
-                if not granted:  # asked before (a crash after joining): granted then, maybe
-                    lock = self.table.get(body["Key"])
-                    granted = [h for h in (lock.Holders if lock else []) if h.TaskId == member]
-                    if not granted and member == task_id and lock is not None:  # in line: say so
-                        now = self._timing().now
-                        mutate(self._store, task_id, lambda t: lock_waiting(t, body["Key"], len(lock.Holders), now))
-            elif entry.Kind == LOCK_RELEASE:
-                task = self._store.get(task_id)
-                if task is not None and task.Generation > int(body.get("Generation", 0)):
-                    return True  # a late repeat: the retried task's new generation holds or awaits it now
-                granted = self.table.leave(body["Key"], member)
-                log.info("lock released", task_id=task_id, member=member, key=body["Key"], granted=len(granted))
-            else:
-                log.error("unknown lock entry kind; dropped", task_id=task_id, kind=entry.Kind)
-                return True
-            self._grant_all(body["Key"], granted)
+            granted = handler(task_id, entry)
+            if granted is not None:
+                self._grant_all(entry.Body["Key"], granted)
         except StoreError as exc:
             log.warning("lock entry not applied; the outbox relay will retry", task_id=task_id,
                         kind=entry.Kind, error=str(exc))
             return False
         return True
+
+    def _acquire(self, task_id: str, entry: OutboxEntry) -> list[LockHolder] | None:
+        body: LockAcquireBody = body_of(entry.Kind, entry.Body)
+        member = body.Member or task_id  # a step lock's member names its unit
+        if not self._waiting(member, body.Key):
+            return None  # granted, ended or gone already: a relay's late repeat
+        granted = self.table.join(body.Key, member, priority=body.Priority, seq=body.Seq, limit=body.Limit)
+        log.info("lock asked", task_id=task_id, member=member, key=body.Key, granted=len(granted))
+        if not granted:  # asked before (a crash after joining): granted then, maybe
+            lock = self.table.get(body.Key)
+            granted = [h for h in (lock.Holders if lock else []) if h.TaskId == member]
+            if not granted and member == task_id and lock is not None:  # in line: say so
+                now = self._timing().now
+                mutate(self._store, task_id, lambda t: lock_waiting(t, body.Key, len(lock.Holders), now))
+        return granted
+
+    def _release(self, task_id: str, entry: OutboxEntry) -> list[LockHolder] | None:
+        body: LockReleaseBody = body_of(entry.Kind, entry.Body)
+        member = body.Member or task_id
+        task = self._store.get(task_id)
+        if task is not None and task.Generation > body.Generation:
+            return None  # a late repeat: the retried task's new generation holds or awaits it now
+        granted = self.table.leave(body.Key, member)
+        log.info("lock released", task_id=task_id, member=member, key=body.Key, granted=len(granted))
+        return granted
 
     def reclaim(self, limit: int = 1000) -> int:
         """The sweeper's pass over every busy lock; returns how many members it removed."""

@@ -27,16 +27,14 @@ from common.relay.child_relay import ChildRelay
 from common.relay.encoding import encode
 from common.relay.item_outbox import ItemOutbox
 from common.relay.items import ItemRelay
-from common.engine.kinds.fan_out import ITEM_KINDS
 from common.store.items_open import open_item_store_for
 from common.store.items_port import ItemStore
 from common.errors import BrokerError, StoreError, UnreadableTask
 from common.relay.lock_relay import LockRelay
-from common.engine.gates.locks import LOCK_KINDS
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.engine.document import OutboxEntry, Task
-from common.engine.notifications import WEBHOOK
+from common.engine.outbox import Flusher, flusher_of
 from common.relay.outbox_marks import DeferredMarks
 from common.store.mutate import mutate
 from common.store.port import TaskStore
@@ -87,6 +85,7 @@ class OutboxPublisher:
         self.item_store = items if items is not None else open_item_store_for(store)
         self.item_outbox = ItemOutbox(self.item_store, broker, clock, self._timers.at, mark_delay, TIMER_HORIZON)
         self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush)
+        self._relays = {Flusher.CHILDREN: self._children, Flusher.LOCKS: self.locks, Flusher.ITEMS: self.items}
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
         """Publish the entries the change that wrote `task` added (every entry of a task not
@@ -120,13 +119,13 @@ class OutboxPublisher:
         mark_now: bool = False,
     ) -> bool:
         """Publish one entry and (soon) mark it sent. False if it stays for the relay to retry."""
-        if entry.Kind == WEBHOOK:  # never an HTTP call here: the deliverer's thread removes it
+        flusher = flusher_of(entry.Kind)
+        if flusher is Flusher.WEBHOOK:  # never an HTTP call here: the deliverer's thread removes it
             if self._webhooks is not None:
                 self._webhooks.offer(task_id, entry)
             return False
-        if entry.Kind != PUBLISH:
-            relay = self.locks if entry.Kind in LOCK_KINDS else self.items if entry.Kind in ITEM_KINDS else self._children
-            if not relay.apply(task_id, entry):
+        if flusher is not Flusher.BROKER:
+            if not self._relays[flusher].apply(task_id, entry):
                 return False
             self._mark_sent(task_id, entry.DispatchId)
             return True

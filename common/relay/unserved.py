@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 import structlog
 
+from common.engine.codes import AlarmKind
 from common.broker.port import Broker
 from common.engine.document import Alarm, Run, Task
 from common.queues import ALARM_QUEUE, module_queue
@@ -24,7 +25,7 @@ from common.store.modules_port import ModuleRegistry, live_modules
 from common.store.port import TaskStore
 
 log = structlog.get_logger(__name__)
-KIND = "no_live_module"
+KIND = AlarmKind.NO_LIVE_MODULE
 MONITOR = "monitor"
 BATCH = 500
 

@@ -28,6 +28,8 @@ from typing import Protocol
 
 import structlog
 
+from common.backoff import exponential
+from common.engine.codes import AlarmKind
 from common.relay import http_deadline
 from common.logging import exception_summary
 from common.engine.document import Alarm
@@ -36,7 +38,7 @@ log = structlog.get_logger(__name__)
 Post = Callable[[str, bytes, dict[str, str], float], int]  # -> HTTP status; raises OSError
 SIGNATURE_HEADER = "X-Baton-Signature"
 FIRST_RETRY_SECONDS = 0.5
-WEBHOOK_FAILING = "webhook_failing"
+WEBHOOK_FAILING = AlarmKind.WEBHOOK_FAILING
 WORKERS = 4  # receivers served at once; each receiver gets at most one
 LANE_BACKLOG = 10_000  # events held per receiver; past it an offer is declined (the caller keeps it)
 IDLE_CHECK_SECONDS = 1.0  # a worker looks at the clock at least this often
@@ -49,7 +51,7 @@ def signature(secret: str, body: bytes) -> str:
 
 def retry_after(failures: int, cap: float) -> float:
     """Seconds until the next try of a receiver that failed `failures` times in a row."""
-    return min(cap, FIRST_RETRY_SECONDS * 2 ** max(0, failures - 1))
+    return exponential(FIRST_RETRY_SECONDS, max(0, failures - 1), cap)
 
 
 def receiver_name(url: str) -> str:

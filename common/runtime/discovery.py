@@ -1,4 +1,5 @@
-"""Where a module's command registry is found by convention: `modules.<name>.commands:registry`.
+"""Where a module's command registry is found by convention: `modules.<name>.commands:registry`,
+and its hooks: `modules.<name>.hooks:HOOKS`.
 
 `baton up` runs every module flows.yaml names from there, and `baton check-flows` checks the
 file against them, so a user's own module under modules/ needs no flag to be known.
@@ -6,9 +7,11 @@ file against them, so a user's own module under modules/ needs no flag to be kno
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import pkgutil
 from collections.abc import Iterable
+from typing import Any
 
 from common.runtime.registry import load_registry
 
@@ -41,3 +44,19 @@ def conventional_modules() -> list[str]:
         return []
     return sorted(info.name for info in pkgutil.iter_modules(spec.submodule_search_locations)
                   if info.ispkg and has_conventional_registry(info.name))  # fmt: skip
+
+
+def module_hooks(name: str) -> list[Any]:
+    """What the modules offer under `name` in their `modules.<module>.hooks:HOOKS`: how `oss`
+    reaches a module's own domain (the mysql reconciler) without importing the module."""
+    found = []
+    for module in conventional_modules():
+        try:
+            declared = importlib.util.find_spec(f"modules.{module}.hooks") is not None
+        except ModuleNotFoundError:
+            declared = False
+        if declared:
+            hooks = getattr(importlib.import_module(f"modules.{module}.hooks"), "HOOKS", {})
+            if name in hooks:
+                found.append(hooks[name])
+    return found

@@ -16,9 +16,9 @@ The adapters are imported on demand, so a SQLite deployment never imports pymong
 
 from __future__ import annotations
 
+import importlib
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
-
-from typing import Literal
 
 from common.errors import ConfigError
 from common.logging import redacted_url
@@ -35,26 +35,36 @@ IndexMode = Literal["create", "check", "none"]
 def open_store(
     url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
 ) -> TaskStore:
+    return open_adapter(url, "sqlite:SqliteStore", "mongo:MongoStore",  # type: ignore[no-any-return]
+                        timeout_seconds=timeout_seconds, indexes=indexes)
+
+
+def open_adapter(url: str, sqlite_class: str, mongo_class: str, *,
+                 timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create") -> Any:
+    """The one way from a store URL to an adapter: import the class its scheme names
+    ("module:Class", under common.store; on demand, so SQLite never imports pymongo) and open it
+    on the URL's file or database."""
+    scheme = url_scheme(url)
+    module, _, name = (sqlite_class if scheme == "sqlite" else mongo_class).partition(":")
+    adapter = getattr(importlib.import_module(f"common.store.{module}"), name)
+    if scheme == "sqlite":
+        return adapter(sqlite_path(url))
+    if scheme == "mongomock":
+        return adapter.in_memory(database_name(url))
+    return adapter(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
+
+
+def url_scheme(url: str) -> str:
     scheme, sep, _ = url.partition(":")
     scheme = scheme.lower()
     if not sep:
         raise ConfigError(f"store URL {redacted_url(url)!r} has no scheme: use sqlite:, mongodb: or mongomock:")
-    if scheme == "sqlite":
-        from common.store.sqlite import SqliteStore
-
-        return SqliteStore(sqlite_path(url))
-    if scheme in ("mongodb", "mongodb+srv"):
-        from common.store.mongo import MongoStore
-
-        return MongoStore(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
-    if scheme == "mongomock":
-        from common.store.mongo import MongoStore
-
-        return MongoStore.in_memory(database_name(url))
-    raise ConfigError(
-        f"store URL scheme {scheme!r} is not supported: use sqlite:, mongodb:, mongodb+srv: "
-        "or mongomock:"
-    )
+    if scheme not in ("sqlite", "mongodb", "mongodb+srv", "mongomock"):
+        raise ConfigError(
+            f"store URL scheme {scheme!r} is not supported: use sqlite:, mongodb:, mongodb+srv: "
+            "or mongomock:"
+        )
+    return scheme
 
 
 def sqlite_path(url: str) -> str:

@@ -8,36 +8,18 @@ imports pymongo.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from common.errors import ConfigError
-from common.logging import redacted_url
 from common.store.events_port import EventLog
-from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, database_name, sqlite_path
+from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapter
 from common.store.inventory_port import Inventory
 from common.store.locks_port import LockStore
 from common.store.modules_port import ModuleRegistry
 from common.store.schedules_port import ScheduleStore
 
 
-def _scheme(url: str) -> str:
-    scheme, sep, _ = url.partition(":")
-    if not sep or scheme.lower() not in ("sqlite", "mongodb", "mongodb+srv", "mongomock"):
-        raise ConfigError(f"store URL {redacted_url(url)!r}: use sqlite:, mongodb:, mongodb+srv: or mongomock:")
-    return scheme.lower()
-
-
 def _open(url: str, sqlite_class: str, mongo_class: str, timeout_seconds: float, indexes: IndexMode) -> Any:
-    """Import the adapter the URL's scheme names ("module:Class", under common.store) and open it."""
-    scheme = _scheme(url)
-    module, _, name = (sqlite_class if scheme == "sqlite" else mongo_class).partition(":")
-    adapter = getattr(importlib.import_module(f"common.store.{module}"), name)
-    if scheme == "sqlite":
-        return adapter(sqlite_path(url))
-    if scheme == "mongomock":
-        return adapter.in_memory(database_name(url))
-    return adapter(url, database_name(url), timeout_seconds=timeout_seconds, indexes=indexes)
+    return open_adapter(url, sqlite_class, mongo_class, timeout_seconds=timeout_seconds, indexes=indexes)
 
 
 def open_inventory(

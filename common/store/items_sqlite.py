@@ -20,7 +20,8 @@ from common.engine.states import StepState
 from common.errors import StoreRefused
 from common.store.items_paging import ItemPage, item_page
 from common.store.items_port import check_next_version
-from common.store.sqlite_codec import decode, immediate
+from common.store.sqlite_codec import decode
+from common.store.sqlite_local import immediate
 from common.store.sqlite_local import LocalConnections, translated
 
 _SCHEMA = """

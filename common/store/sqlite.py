@@ -22,7 +22,6 @@ import os
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
@@ -31,11 +30,11 @@ import pydantic_core
 from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTask
 from common.engine.document import Task
 from common.engine.states import TaskStatus
-from common.store.sqlite_codec import decode as _decode, encode as _encode, immediate as _immediate
+from common.store.sqlite_codec import decode as _decode, encode as _encode
+from common.store.sqlite_local import BUSY_TIMEOUT_MS, LocalConnections, create_schema
 from common.store import sqlite_alarms, sqlite_history, sqlite_outbox, sqlite_waiting, unreadable
 from common.store.task_filters import PageKey, TaskFilter, sql_where
 
-BUSY_TIMEOUT_MS = 10_000
 PING_TIMEOUT_MS = 2_000
 _PING = """
 INSERT INTO locks (name, owner, expires) VALUES ('baton-ping', 'ping', ?)
@@ -170,17 +169,8 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         except OSError as e:
             raise StoreError(f"sqlite {self.path}: cannot create its folder: {e}") from e
-        self._local = threading.local()
-        self._open: weakref.WeakSet[_Handle] = weakref.WeakSet()
-        self._closed = False
-        conn = self._connect()
-        try:
-            _create_schema(conn)
-        except sqlite3.Error as e:
-            conn.close()
-            raise StoreError(f"sqlite {self.path}: cannot create the schema: {e}") from e
-        self._adopt(conn)
-        _STORES.add(self)
+        self._local = threading.local()  # this thread's last read (_changed_columns)
+        self._conns = LocalConnections(self.path, _create_schema)
 
     # --- tasks ---------------------------------------------------------------------------------
 
@@ -288,10 +278,7 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
 
     def close(self) -> None:
         """Close every thread's connection. Later calls raise StoreError."""
-        self._closed = True
-        for handle in list(self._open):
-            handle.conn.close()
-        self._open = weakref.WeakSet()
+        self._conns.close()
 
     # --- the parts -----------------------------------------------------------------------------
 
@@ -354,76 +341,18 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
         return tuple(old != new for old, new in zip(last[2], values))
 
     def _conn(self) -> sqlite3.Connection:
-        try:
-            return self._local.handle.conn
-        except AttributeError:
-            if self._closed:
-                raise StoreError(f"sqlite {self.path}: store is closed") from None
-            return self._adopt(self._connect())
-
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            # isolation_level=None: every statement commits on its own unless we BEGIN ourselves,
-            # so a compare-and-set is one autocommitted UPDATE. check_same_thread=False only so
-            # close() may close other threads' connections; each is still used by one thread.
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            return conn
-        except sqlite3.Error as e:
-            raise StoreError(f"sqlite {self.path}: cannot open: {e}") from e
-
-    def _adopt(self, conn: sqlite3.Connection) -> sqlite3.Connection:
-        # The handle lives as long as this thread's locals: when the thread ends, the connection is
-        # closed with it, and the weak set stops seeing it.
-        handle = _Handle(conn)
-        self._local.handle = handle
-        self._open.add(handle)
-        return conn
-
-    def _forget_connections_after_fork(self) -> None:
-        # A connection must never be used across fork(). Abandon the parent's (never close them:
-        # that would touch locks and shared memory the parent still relies on) and reconnect lazily.
-        _ABANDONED.extend(handle.conn for handle in self._open)
-        self._local = threading.local()
-        self._open = weakref.WeakSet()
-
-
-class _Handle:
-    """A weak-referenceable holder: sqlite3.Connection itself cannot be weakly referenced."""
-
-    __slots__ = ("conn", "__weakref__")
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
+        return self._conns.get()
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:
-    # WAL is a property of the file: set once, every later connection (any process) gets it.
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise sqlite3.OperationalError(f"journal_mode is {mode}, WAL could not be enabled")
-    # executescript would COMMIT first; run each statement inside one IMMEDIATE transaction so
-    # processes starting together create the schema once, each waiting its turn.
-    with _immediate(conn):
-        for statement in f"{_SCHEMA};{sqlite_history.SCHEMA}".split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        have = {row[1] for row in conn.execute("PRAGMA table_info(tasks)")}
-        for column, definition, fill, index in _ADDED_COLUMNS:
-            if column not in have:
-                conn.execute(f"ALTER TABLE tasks ADD COLUMN {column} {definition}")
-                conn.execute(f"UPDATE tasks SET {column} = {fill}")
-            conn.execute(index)
+    create_schema(conn, f"{_SCHEMA};{sqlite_history.SCHEMA}", _add_columns)
 
 
-_STORES: weakref.WeakSet[SqliteStore] = weakref.WeakSet()
-_ABANDONED: list[sqlite3.Connection] = []
-
-
-def _after_fork_in_child() -> None:
-    for store in list(_STORES):
-        store._forget_connections_after_fork()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+def _add_columns(conn: sqlite3.Connection) -> None:
+    """The indexed columns added since the first files were written."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(tasks)")}
+    for column, definition, fill, index in _ADDED_COLUMNS:
+        if column not in have:
+            conn.execute(f"ALTER TABLE tasks ADD COLUMN {column} {definition}")
+            conn.execute(f"UPDATE tasks SET {column} = {fill}")
+        conn.execute(index)

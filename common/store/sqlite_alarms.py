@@ -7,7 +7,8 @@ from typing import Any
 
 from common.engine.document import Alarm
 from common.store.sqlite_local import translated
-from common.store.sqlite_codec import decode, encode, immediate
+from common.store.sqlite_codec import decode, encode
+from common.store.sqlite_local import immediate
 
 
 def _alarm(row: tuple[str] | None) -> Alarm | None:

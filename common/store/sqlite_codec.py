@@ -1,10 +1,7 @@
-"""How the SQLite stores encode documents and take the write lock for a read that decides a write."""
+"""How the SQLite stores encode documents."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pydantic_core
@@ -19,16 +16,3 @@ def encode(doc: dict[str, Any]) -> str:
 def decode(text: str) -> dict[str, Any]:
     # Half the time of json.loads; the document still goes through Task.from_doc.
     return pydantic_core.from_json(text, allow_inf_nan=True)  # type: ignore[no-any-return]
-
-
-@contextmanager
-def immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """A transaction holding the write lock from its start: for a read that decides a write."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:  # some errors (a full disk, say) have rolled it back already
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from common.engine.document import HistoryEvent
-from common.store.sqlite_codec import decode, encode, immediate
+from common.store.sqlite_codec import decode, encode
+from common.store.sqlite_local import immediate
 from common.store.sqlite_local import translated
 
 SCHEMA = """

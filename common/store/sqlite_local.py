@@ -1,9 +1,11 @@
-"""SQLite connections for the inventory and event log: one per thread and process, on one file.
+"""The one SQLite connection manager: one connection per thread and process, on one file.
 
-They share the task store's file (and its WAL mode) but not its connections, so they keep their
-own: a sqlite3 connection must be used by one thread only and never across fork(). A connection
-opened by another process id is abandoned (never closed: that would touch locks the parent still
-relies on) and a fresh one opened.
+Every SQLite adapter (tasks, items, locks, schedules, modules, events, the inventory) holds one
+of these. A sqlite3 connection must be used by one thread at a time and never across fork(): a
+thread opens its own on first use and reuses it (opening costs far more than a whole
+read-modify-write); it is closed when its thread ends. After fork() the child abandons the
+parent's connections (never closes them: that would touch locks the parent still relies on) and
+opens fresh ones lazily.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
@@ -24,43 +27,76 @@ R = TypeVar("R")
 
 
 class LocalConnections:
-    def __init__(self, path: str, schema: str):
+    def __init__(self, path: str, schema: str | Callable[[sqlite3.Connection], None]):
+        """`schema`: the statements that create the tables, or a function that does."""
         self.path = path
         self._local = threading.local()
-        self._all: list[tuple[int, sqlite3.Connection]] = []
-        self._lock = threading.Lock()
+        self._open: weakref.WeakSet[_Handle] = weakref.WeakSet()
         self._closed = False
+        conn = connect(path)
         try:
-            create_schema(self.get(), schema)
+            schema(conn) if callable(schema) else create_schema(conn, schema)
         except sqlite3.Error as e:
-            self.close()
+            conn.close()
             raise StoreError(f"sqlite {path}: cannot create the schema: {e}") from e
+        self._adopt(conn)
+        _MANAGERS.add(self)
 
     def get(self) -> sqlite3.Connection:
-        held = getattr(self._local, "held", None)
-        if held is not None and held[0] == os.getpid():
-            return held[1]  # type: ignore[no-any-return]
-        if self._closed:
-            raise StoreError(f"sqlite {self.path}: closed")
-        conn = connect(self.path)
-        self._local.held = (os.getpid(), conn)
-        with self._lock:
-            self._all.append((os.getpid(), conn))
-        return conn
+        try:
+            return self._local.handle.conn  # type: ignore[no-any-return]
+        except AttributeError:
+            if self._closed:
+                raise StoreError(f"sqlite {self.path}: store is closed") from None
+            return self._adopt(connect(self.path))
 
     def close(self) -> None:
+        """Close every thread's connection. Later calls raise StoreError."""
         self._closed = True
-        with self._lock:
-            mine = [conn for pid, conn in self._all if pid == os.getpid()]
-            self._all = []
-        for conn in mine:
-            conn.close()
+        for handle in list(self._open):
+            handle.conn.close()
+        self._open = weakref.WeakSet()
+
+    def _adopt(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        # The handle lives as long as this thread's locals: when the thread ends, the connection
+        # is closed with it, and the weak set stops seeing it.
+        handle = _Handle(conn)
+        self._local.handle = handle
+        self._open.add(handle)
+        return conn
+
+    def _forget_after_fork(self) -> None:
+        _ABANDONED.extend(handle.conn for handle in self._open)
+        self._local = threading.local()
+        self._open = weakref.WeakSet()
+
+
+class _Handle:
+    """A weak-referenceable holder: sqlite3.Connection itself cannot be weakly referenced."""
+
+    __slots__ = ("conn", "__weakref__")
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+
+_MANAGERS: weakref.WeakSet[LocalConnections] = weakref.WeakSet()
+_ABANDONED: list[sqlite3.Connection] = []
+
+
+def _after_fork_in_child() -> None:
+    for manager in list(_MANAGERS):
+        manager._forget_after_fork()  # noqa: SLF001
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def connect(path: str) -> sqlite3.Connection:
     try:
-        # Autocommit unless we BEGIN ourselves; check_same_thread=False only so close() can close
-        # other threads' connections.
+        # isolation_level=None: every statement commits on its own unless we BEGIN ourselves, so
+        # a compare-and-set is one autocommitted UPDATE. check_same_thread=False only so close()
+        # may close other threads' connections; each is still used by one thread.
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -69,14 +105,21 @@ def connect(path: str) -> sqlite3.Connection:
         raise StoreError(f"sqlite {path}: cannot open: {e}") from e
 
 
-def create_schema(conn: sqlite3.Connection, schema: str) -> None:
+def create_schema(conn: sqlite3.Connection, schema: str,
+                  migrate: Callable[[sqlite3.Connection], None] | None = None) -> None:
+    """WAL mode, the tables, and `migrate` (columns added since) in the same transaction."""
+    # WAL is a property of the file: set once, every later connection (any process) gets it.
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise sqlite3.OperationalError(f"journal_mode is {mode}, WAL could not be enabled")
-    with immediate(conn):  # processes starting together create it once, each in turn
+    # executescript would COMMIT first; each statement runs inside one IMMEDIATE transaction so
+    # processes starting together create the schema once, each waiting its turn.
+    with immediate(conn):
         for statement in schema.split(";"):
             if statement.strip():
                 conn.execute(statement)
+        if migrate is not None:
+            migrate(conn)
 
 
 @contextmanager
@@ -86,7 +129,7 @@ def immediate(conn: sqlite3.Connection) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if conn.in_transaction:
+        if conn.in_transaction:  # some errors (a full disk, say) have rolled it back already
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")

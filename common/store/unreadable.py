@@ -25,12 +25,13 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from common.engine.codes import AlarmKind
 from common.input_limits import printable
 from common.engine.document import Alarm, Task
 from common.engine.states import TaskStatus
 
 log = structlog.get_logger(__name__)
-KIND = "unreadable_task"
+KIND = AlarmKind.UNREADABLE_TASK
 MARK_FIELD = "Unreadable"  # Mongo: the mark on a document; stripped before parsing
 
 

@@ -37,7 +37,7 @@ from oss.api.routers import actions, alarms, bulk, events, health, hosts, locks,
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
-from oss.reconcile_job import start_reconcile_job
+from common.runtime.discovery import module_hooks
 from oss.wiring import build_sweeper
 
 log = structlog.get_logger(__name__)
@@ -98,7 +98,8 @@ def create_app(
             )  # fmt: skip
             sweeper.start()
             background.append(sweeper)
-            background.append(start_reconcile_job(settings, store, stop))  # BATON_RECONCILE_INTERVAL_SECONDS
+            # The modules' own jobs (the mysql reconciler: BATON_RECONCILE_INTERVAL_SECONDS).
+            background += [start(settings, store, stop) for start in module_hooks("background_job")]
         if not context.tokens:
             log.warning("BATON_API_TOKENS is empty: every API call but health will get 401")
         try:

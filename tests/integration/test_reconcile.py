@@ -106,7 +106,7 @@ def test_an_action_planned_for_a_task_restarted_since_is_left_alone(tmp_path: An
     """An operator restarts the rolled-back task between the survey and the removal: its instance
     may be the new run's, so the reconciler leaves it (it re-reads the task before acting)."""
     from common.store.mutate import mutate
-    from oss.reconcile import Reconciler
+    from modules.mysql.reconcile import Reconciler
 
     store = SqliteStore(tmp_path / "baton.db")
     settings = MysqlSettings(admin_url=sandbox.admin_url, meta_schema=sandbox.meta_schema)  # type: ignore[arg-type]
@@ -135,8 +135,8 @@ def test_an_action_planned_for_a_task_restarted_since_is_left_alone(tmp_path: An
 def test_the_periodic_job_only_logs_in_a_dry_run(tmp_path: Any, sandbox) -> None:
     import structlog
 
-    from oss.reconcile import Reconciler
-    from oss.reconcile_job import run_once
+    from modules.mysql.reconcile import Reconciler
+    from modules.mysql.reconcile_job import run_once
 
     store = SqliteStore(tmp_path / "baton.db")
     settings = MysqlSettings(admin_url=sandbox.admin_url, meta_schema=sandbox.meta_schema)  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
-"""The reconciler's decisions (oss/reconcile_rules.py): records + task states -> actions, pure."""
+"""The reconciler's decisions (modules/mysql/reconcile_rules.py): records + task states -> actions, pure."""
 
 from common.engine.states import TaskStatus
-from oss.reconcile_rules import (
+from modules.mysql.reconcile_rules import (
     InstanceRecord,
     ReservationRecord,
     ServerView,

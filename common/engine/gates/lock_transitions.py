@@ -8,7 +8,7 @@ from common.engine.advance import advance
 from common.engine.document import Task
 from common.engine.gates.locks import HELD, WAITING
 from common.engine.gates.task_lock import LOCK_WAIT, acquire_id
-from common.engine.states import TaskStatus
+from common.engine.states import TaskStatus, move_lock, set_waiting
 from common.engine.units import IdFactory, Refusal, Timing, drop_outbox, new_id, record
 
 
@@ -22,9 +22,10 @@ def lock_granted(task: Task, key: str, timing: Timing, ids: IdFactory = new_id,
         return Refusal(f"lock is {task.Lock.State}, task {task.TaskStatus.name}: nothing to start")
     new = task.clone()
     assert new.Lock is not None
-    new.Lock.State, new.Lock.Since = HELD, timing.now if since is None else since
+    move_lock(new.Lock, HELD)
+    new.Lock.Since = timing.now if since is None else since
     if new.WaitingFor is not None and new.WaitingFor.Kind == LOCK_WAIT:
-        new.WaitingFor = None
+        set_waiting(new, None)
     drop_outbox(new, acquire_id(new))  # applied: a relay must not ask again
     record(new, timing.now, "lock_taken", actor="lock", message=f"holds lock {key}")
     advance(new, timing, "lock", ids)

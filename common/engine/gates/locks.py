@@ -19,17 +19,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.engine.codes import OutboxKind
+from common.engine.outbox import Flusher, kinds_of
 from common.logging import SECRET_KEY, mask_secrets
-from common.engine.states import TaskStatus
+from common.engine.states import LockState, TaskStatus
 
-LOCK_ACQUIRE = "lock_acquire"
-LOCK_RELEASE = "lock_release"
-LOCK_KINDS = frozenset({LOCK_ACQUIRE, LOCK_RELEASE})
+LOCK_ACQUIRE = OutboxKind.LOCK_ACQUIRE
+LOCK_RELEASE = OutboxKind.LOCK_RELEASE
+LOCK_KINDS = kinds_of(Flusher.LOCKS)
 
-WAITING, HELD, KEPT, RELEASED = "waiting", "held", "kept", "released"
+WAITING, HELD, KEPT, RELEASED = LockState.WAITING, LockState.HELD, LockState.KEPT, LockState.RELEASED
 # Not asked for yet: the task waits for another task first (`after_task`), and asks for its lock
 # once that one succeeded, so it never holds a slot while it cannot start.
-PENDING = "pending"
+PENDING = LockState.PENDING
 # A task in one of these is done with its lock: a holder left behind by a crash is reclaimed.
 # ROLLBACK_FAILED is not one: its lock is KEPT until an operator ends the task.
 RELEASING_STATUSES = frozenset({TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK})

@@ -10,6 +10,7 @@ in common.engine.advance change the task in place.
 
 from __future__ import annotations
 
+from common.engine.states import UNIT_LOCKS, check_transition, move_lock, move_run
 from common.engine.gates.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockKeyError, render_key
 from common.engine.document import OutboxEntry, Run, Task, UnitLock
 from common.engine.states import RunState
@@ -51,7 +52,9 @@ def wait_for_lock(task: Task, run: Run, now: float) -> None:
         key = render_key(template.Key, command_parameters(task, run.Cursor, run.Item), secret)  # an item's: with item
     except LockKeyError:
         key = template.Key  # checked by the loader; a parameter left without value keys by the template
-    run.State, run.Deadline = RunState.WAITING_LOCK, None
+    move_run(run, RunState.WAITING_LOCK)
+    run.Deadline = None
+    check_transition(UNIT_LOCKS, None, WAITING)
     task.UnitLocks.append(UnitLock(Cursor=run.Cursor, Item=run.Item, Key=key, State=WAITING))
     member = member_id(task.TaskId, run.unit)
     body = {"Key": key, "Limit": template.Limit, "TaskId": task.TaskId, "Member": member,
@@ -70,8 +73,10 @@ def unit_lock_granted(task: Task, unit: Unit, key: str, timing: Timing, since: f
     lock = unit_lock(new, unit)
     run = next(r for r in new.Runs if r.DispatchId == run.DispatchId)
     assert lock is not None
-    lock.State, lock.Since = HELD, timing.now if since is None else since
-    run.State, run.Since = RunState.PENDING, timing.now
+    move_lock(lock, HELD, UNIT_LOCKS)
+    lock.Since = timing.now if since is None else since
+    move_run(run, RunState.PENDING)
+    run.Since = timing.now
     run.Deadline = timing.now + timing.redeliver_after
     new.Outbox = [e for e in new.Outbox if e.DispatchId != f"{member_id(new.TaskId, unit)}:lock:{run.DispatchId}"]
     new.Outbox.append(publish_entry(new, run, timing.now))
@@ -84,6 +89,7 @@ def release_unit(task: Task, unit: Unit, now: float) -> None:
     lock = unit_lock(task, unit)
     if lock is None:
         return
+    check_transition(UNIT_LOCKS, lock.State, None)
     task.UnitLocks = [u for u in task.UnitLocks if u is not lock]
     member = member_id(task.TaskId, unit)
     body = {"Key": lock.Key, "TaskId": task.TaskId, "Member": member, "Generation": task.Generation}

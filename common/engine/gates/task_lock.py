@@ -13,20 +13,23 @@ once a lock is granted are in lock_transitions.
 
 from __future__ import annotations
 
+from common.engine.states import LOCKS, check_transition, move_lock, set_waiting
+from common.engine.codes import WaitKind
 from common.engine.document import OutboxEntry, Task, TaskLock, WaitCondition
 from common.engine.gates.locks import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
 from common.engine.gates.task_waits import start_due
 from common.engine.states import TaskStatus
 from common.engine.units import drop_outbox, record
 
-LOCK_WAIT = "lock"  # WaitingFor.Kind
+LOCK_WAIT = WaitKind.LOCK
 
 
 def request_lock(task: Task, key: str, limit: int, now: float) -> None:
     """In place: the task waits for `key`; the outbox entry asks the lock table for a slot, at
     once or at the task's delayed start (common.engine.gates.task_waits.start_due)."""
+    check_transition(LOCKS, None if task.Lock is None else task.Lock.State, WAITING)
     task.Lock = TaskLock(Key=key, Limit=limit, State=WAITING)
-    task.WaitingFor = WaitCondition(Kind=LOCK_WAIT, Key=key, Since=now)
+    set_waiting(task, WaitCondition(Kind=LOCK_WAIT, Key=key, Since=now))
     body = {"Key": key, "Limit": limit, "TaskId": task.TaskId, "Priority": task.Priority, "Seq": task.TimeCreate}
     task.Outbox.append(OutboxEntry(DispatchId=acquire_id(task), Kind=LOCK_ACQUIRE, Body=body,
                                    DueAt=start_due(task, now)))
@@ -35,6 +38,7 @@ def request_lock(task: Task, key: str, limit: int, now: float) -> None:
 
 def defer_lock(task: Task, key: str, limit: int) -> None:
     """In place: the task will ask for `key` later (request_deferred_lock); nothing asked now."""
+    check_transition(LOCKS, None if task.Lock is None else task.Lock.State, PENDING)
     task.Lock = TaskLock(Key=key, Limit=limit, State=PENDING)
 
 
@@ -54,16 +58,16 @@ def release_on_finish(task: Task, now: float) -> None:
     if lock is None or lock.State == RELEASED:
         return
     if lock.State == PENDING:  # never asked for: nothing to give back
-        lock.State = RELEASED
+        move_lock(lock, RELEASED)
         return
     if task.WaitingFor is not None and task.WaitingFor.Kind == LOCK_WAIT:
-        task.WaitingFor = None  # cancelled while waiting: it leaves the line
+        set_waiting(task, None)  # cancelled while waiting: it leaves the line
     if task.TaskStatus is TaskStatus.ROLLBACK_FAILED and lock.State in (HELD, KEPT):
-        lock.State = KEPT
+        move_lock(lock, KEPT)
         record(task, now, "lock_kept", actor="lock",
                message=f"lock {lock.Key} stays held until an operator ends the task")
         return
-    lock.State = RELEASED
+    move_lock(lock, RELEASED)
     body = {"Key": lock.Key, "TaskId": task.TaskId, "Generation": task.Generation}
     key = f"{task.TaskId}:unlock:{task.Version}:{len(task.History)}"
     task.Outbox.append(OutboxEntry(DispatchId=key, Kind=LOCK_RELEASE, Body=body, DueAt=now))

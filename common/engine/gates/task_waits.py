@@ -14,11 +14,12 @@
 
 from __future__ import annotations
 
+from common.engine.codes import OutboxKind, WaitKind
 from common.engine.document import OutboxEntry, Task, WaitCondition
 from common.engine.states import FINAL_STATUSES, TaskStatus
 
-TASK_FINISHED = "task_finished"
-WAIT_TASK = "task"
+TASK_FINISHED = OutboxKind.TASK_FINISHED
+WAIT_TASK = WaitKind.TASK
 RECHECK_SECONDS = 300.0  # the sweeper's safety net: the outbox wakes a waiter at once
 
 

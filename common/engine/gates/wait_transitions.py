@@ -12,7 +12,7 @@ from __future__ import annotations
 from common.engine.advance import advance, enter_rollback
 from common.engine.gates.task_lock import request_deferred_lock
 from common.engine.document import Task
-from common.engine.states import FINAL_STATUSES, TaskStatus
+from common.engine.states import FINAL_STATUSES, TaskStatus, set_waiting
 from common.engine.units import IdFactory, Refusal, Timing, new_id, record
 from common.engine.gates.task_waits import RECHECK_SECONDS, awaited_outcome, awaits
 
@@ -22,7 +22,7 @@ def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Ti
     if not awaits(task, awaited_id):
         return Refusal(f"not waiting for task {awaited_id} (woken already)")
     new = task.clone()
-    new.WaitingFor = None
+    set_waiting(new, None)
     failure = awaited_outcome(awaited_id, status)
     record(new, timing.now, "awaited_task_ended", actor="oss", message=f"task {awaited_id} ended {status.name}")
     if failure is not None:

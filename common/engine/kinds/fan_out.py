@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from common.engine.codes import OutboxKind
+from common.engine.outbox import Flusher, kinds_of
 from common.engine.document import OutboxEntry, Step, StepItem, Task
 from common.engine.states import ResultCode, StepState, TaskStatus, check_step_transition
 from common.engine.units import Refusal, Timing, record, unit_name
 
 RECORDS = "records"
-OPEN_ITEMS = "open_items"  # outbox kind: insert the records, dispatch each chain's head
-CANCEL_ITEMS = "cancel_items"  # outbox kind: withdraw the normal runs nobody claimed
-ROLLBACK_ITEMS = "rollback_items"  # outbox kind: start the rollback of each chain's first applied item
-ITEM_KINDS = frozenset({OPEN_ITEMS, CANCEL_ITEMS, ROLLBACK_ITEMS})
+OPEN_ITEMS = OutboxKind.OPEN_ITEMS  # outbox kind: insert the records, dispatch each chain's head
+CANCEL_ITEMS = OutboxKind.CANCEL_ITEMS  # outbox kind: withdraw the normal runs nobody claimed
+ROLLBACK_ITEMS = OutboxKind.ROLLBACK_ITEMS  # outbox kind: start the rollback of each chain's first applied item
+ITEM_KINDS = kinds_of(Flusher.ITEMS)
 
 
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow

@@ -9,6 +9,7 @@ The task document is never written here.
 
 from __future__ import annotations
 
+from common.backoff import exponential
 from common.engine.check_again import check_message, decide_check
 from common.engine.document import HistoryEvent, Run, Task
 from common.engine.gates.task_waits import overdue
@@ -21,7 +22,7 @@ from common.engine.item_record import (
 )
 from common.engine.step_summary import APPLIED
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.states import check_step_transition
+from common.engine.states import check_step_transition, move_run
 from common.engine.units import (
     AttemptResult,
     IdFactory,
@@ -72,7 +73,8 @@ def claim_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, tim
     new = _copy(record)
     run = new.Run
     assert run is not None
-    run.State, run.Owner, run.Deadline = RunState.RUNNING, owner, timing.now + timing.lease
+    move_run(run, RunState.RUNNING)
+    run.Owner, run.Deadline = owner, timing.now + timing.lease
     new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
     if run.Phase is Phase.NORMAL:
         new.Attempts, new.TimeStart = run.Attempt, new.TimeStart or timing.now
@@ -145,7 +147,8 @@ def expire_item(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory,
         new.Outbox.append(publish_entry(task, run, due_at=timing.now))
     else:
         waiting.DueAt = timing.now
-    run.Deadline = timing.now + timing.redeliver_after * min(2**run.Redispatches, redispatch_backoff_max)
+    run.Deadline = timing.now + exponential(timing.redeliver_after, run.Redispatches,
+                                            timing.redeliver_after * redispatch_backoff_max)
     run.Redispatches += 1
     _event(new, timing.now, "redispatched", run, "sweeper", "never claimed")
     return new

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.engine.codes import OutboxKind
 from common.engine.document import OutboxEntry, ParentLink, Run, Step, Task
 from common.flows.parameters import RESERVED_PREFIX
 from common.engine.states import Phase, TaskStatus
 from common.logging import SECRET_KEY
 from common.engine.unit_parameters import command_parameters, unit_secrets
 
-START_CHILD = "start_child"
-CHILD_FINISHED = "child_finished"
-UNDO_CHILD = "undo_child"
-CANCEL_CHILD = "cancel_child"
-PAUSE_CHILD = "pause_child"
-RESUME_CHILD = "resume_child"
-PUBLISH = "publish"
+START_CHILD = OutboxKind.START_CHILD
+CHILD_FINISHED = OutboxKind.CHILD_FINISHED
+UNDO_CHILD = OutboxKind.UNDO_CHILD
+CANCEL_CHILD = OutboxKind.CANCEL_CHILD
+PAUSE_CHILD = OutboxKind.PAUSE_CHILD
+RESUME_CHILD = OutboxKind.RESUME_CHILD
+PUBLISH = OutboxKind.PUBLISH
 
 
 def child_task_id(task: Task, cursor: int, item: int | None) -> str:

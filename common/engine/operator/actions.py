@@ -29,7 +29,7 @@ from common.engine.advance import advance, dispatch, enter_rollback
 from common.engine.gates.task_lock import request_again
 from common.engine.document import OperatorRequest, Task
 from common.engine.routing import Unit, unit_state, units
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED, set_waiting
 from common.engine.kinds.subflow import cancel_child_entry
 from common.engine.units import (
     AttemptResult,
@@ -105,7 +105,7 @@ def new_generation(task: Task, now: float) -> None:
     task.CancelRequested = None
     task.TaskMessage = ""
     task.TimeStart = task.TimeEnd = None
-    task.WaitingFor = None  # the operator runs it now, whatever it waited for
+    set_waiting(task, None)  # the operator runs it now, whatever it waited for
     if task.DeadlineSeconds is not None:  # a new generation gets its time again
         task.Deadline = now + task.DeadlineSeconds
     set_status(task, TaskStatus.NOT_STARTED)

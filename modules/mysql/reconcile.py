@@ -1,4 +1,4 @@
-"""The reconciler's I/O: read what the modules' records and the store say, plan (oss/reconcile_rules,
+"""The reconciler's I/O: read what the modules' records and the store say, plan (modules/mysql/reconcile_rules,
 pure), and, when asked, carry the plan out. `baton reconcile` and the sweeper's periodic job
 (BATON_RECONCILE_INTERVAL_SECONDS) both use it.
 
@@ -31,7 +31,7 @@ from common.engine.units import record
 from modules.mysql import provision
 from modules.mysql.server import LockBusy, OwnedInstance, Server
 from modules.mysql.settings import MysqlSettings
-from oss.reconcile_rules import (
+from modules.mysql.reconcile_rules import (
     Action,
     InstanceRecord,
     Plan,

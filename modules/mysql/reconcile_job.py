@@ -18,7 +18,7 @@ from common.store.inventory_factory import open_inventory
 from common.store.port import TaskStore
 from common.engine.transitions import new_id
 from modules.mysql.settings import load_mysql_settings
-from oss.reconcile import Reconciler
+from modules.mysql.reconcile import Reconciler
 
 log = structlog.get_logger(__name__)
 LOCK_NAME = "reconciler"

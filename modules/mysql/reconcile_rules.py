@@ -1,4 +1,4 @@
-"""What the reconciler should do, decided from records alone: pure, no I/O (oss/reconcile.py reads
+"""What the reconciler should do, decided from records alone: pure, no I/O (modules/mysql/reconcile.py reads
 the records and carries the actions out).
 
 The modules' own records say what belongs to which task: the mysql module's ownership table

@@ -1,0 +1,27 @@
+"""A command step: its run is a message on its module's queue, claimed by a worker."""
+
+from __future__ import annotations
+
+from common.engine.document import OutboxEntry, Run, Step, Task
+from common.engine.routing import Unit
+from common.engine.units import Timing, publish_entry
+
+
+class CommandKind:
+    name = "command"
+    unit_gated = True
+
+    def runs(self, step: Step) -> bool:
+        return True  # what no other kind claims
+
+    def run_deadline(self, timing: Timing, due_at: float) -> float | None:
+        return due_at + timing.redeliver_after  # nobody claimed it by then: published again
+
+    def start(self, task: Task, run: Run, timing: Timing, due_at: float) -> OutboxEntry:
+        return publish_entry(task, run, due_at)
+
+    def before_conclude(self, task: Task, run: Run, timing: Timing) -> None:
+        return None
+
+    def roll_back(self, task: Task, unit: Unit, timing: Timing, actor: str) -> bool:
+        return False

@@ -1,0 +1,26 @@
+"""What the mysql module offers oss (found by common.runtime.discovery.module_hooks): its
+reconciler, for `baton reconcile`, and the periodic reconcile job the sweeper process runs."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from common.settings import Settings
+from common.store.inventory_port import Inventory
+from common.store.port import TaskStore
+from modules.mysql.reconcile import Reconciler
+from modules.mysql.reconcile_job import start_reconcile_job
+from modules.mysql.settings import load_mysql_settings
+
+
+def reconciler(store: TaskStore, inventory: Inventory, actor: str) -> Reconciler:
+    """ConfigError: a bad BATON_MYSQL_* setting."""
+    return Reconciler(store, inventory, load_mysql_settings(), actor=actor)
+
+
+def background_job(settings: Settings, store: TaskStore, stop: threading.Event) -> threading.Thread | None:
+    return start_reconcile_job(settings, store, stop)
+
+
+HOOKS: dict[str, Any] = {"reconciler": reconciler, "background_job": background_job}
