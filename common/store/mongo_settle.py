@@ -97,7 +97,14 @@ def settle_write(write: Callable[[], bool], read_back: Callable[[], tuple[int, l
     """Run a compare-and-set carrying `mark`; if its answer is lost, decide from the document read
     back ((Version, WriteMarks), or None when gone). True: applied; False: lost the race."""
     try:
-        return write()
+        if write():
+            return True
+        # No match: another writer took the version, or ours applied and the driver's own retry
+        # of it (its first answer lost) found it applied. MongoDB remembers a retried write and
+        # answers as the first time; a server that forgot it (restarted) says "no match". The
+        # marks tell the two apart.
+        stored = read_back()
+        return stored is not None and mark in stored[1]
     except PyMongoError as error:
         if not outcome_unknown(error):
             raise
@@ -137,7 +144,15 @@ def settle_insert(insert: Callable[[], None], read_marks: Callable[[], list[str]
     try:
         insert()
         return
-    except DuplicateKeyError:
+    except DuplicateKeyError as refused:
+        # Another document holds a key, or ours applied and the driver's retry of it was refused
+        # by a server that forgot the first (see settle_write): our mark tells.
+        try:
+            stored = read_marks()
+        except PyMongoError:
+            raise refused from None
+        if stored is not None and mark in stored:
+            return
         raise
     except PyMongoError as error:
         if not outcome_unknown(error):
