@@ -50,6 +50,7 @@ def main() -> None:
         api = submissions(work, url, flows_path, seconds=5.0)
         _line("one OSS process: REST submissions", f"{api['submissions_per_second']:.0f} /s")
         _line("one OSS process: CPU per submission", f"{api['oss_cpu_ms_per_submission']:.2f} ms")
+        (work / "mongo").mkdir()
         with secantus_server("baton-sizing") as server:
             mongo = Cluster(work / "mongo", url, FLOWS, {"BATON_FAULT_INJECTION": "0"},
                             mongo_url=server.database_url("sizing"))  # fmt: skip
