@@ -61,7 +61,7 @@ image:
 
 # The stack's secrets, made up once and kept out of git (deploy/.gitignore).
 deploy/.env:
-	@umask 077 && $(PYTHON) -c 'import secrets; t = secrets.token_hex; print(f"RABBITMQ_PASSWORD={t(16)}\nMARIADB_ROOT_PASSWORD={t(16)}\nBATON_API_TOKENS=admin:{t(24)}:operator")' > $@
+	@umask 077 && $(PYTHON) -c 'import secrets; t = secrets.token_hex; print(f"RABBITMQ_PASSWORD={t(16)}\nRABBITMQ_ERLANG_COOKIE={t(24)}\nMARIADB_ROOT_PASSWORD={t(16)}\nBATON_API_TOKENS=admin:{t(24)}:operator")' > $@
 	@echo "wrote $@: the RabbitMQ and MariaDB passwords and an operator API token for this stack"
 
 up: deploy/.env

@@ -30,7 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from common.flows import FlowCatalog, load_flows
-from common.queues import ALARM_QUEUE, dead_letter_queue, module_queue
+from common.queues import ALARM_QUEUE, dead_letter_queue, module_queue, physical_queues
 from common.engine.document import Step
 from common.engine.states import Phase
 
@@ -143,17 +143,24 @@ def _grant_as_one(flows: FlowCatalog, name: str, targets: dict[str, set[str]]) -
         targets[module].update({module_queue(m) for m in modules} | {ALARM_QUEUE})
 
 
+def on_broker(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The broker's queues behind these names, under both queue types (BATON_QUEUE_TYPE): a
+    quorum deployment has a queue per priority band, and during a move from classic queues
+    both sets exist (docs/operations/cluster.md)."""
+    return tuple(sorted({q for name in names for q in (name, *physical_queues(name, "quorum"))}))
+
+
 def grants(flows: FlowCatalog, declare: str = "all") -> list[Grant]:
     modules = sorted(flows.modules())
     queues = sorted({module_queue(m) for m in modules} | {ALARM_QUEUE})
-    every = tuple(sorted(queues + [dead_letter_queue(q) for q in queues]))
+    every = on_broker(queues + [dead_letter_queue(q) for q in queues])
     targets = publish_targets(flows)
     result = [
         Grant(
             OSS_USER,
             every,
             (DEFAULT_EXCHANGE,),
-            tuple(queues),
+            on_broker(queues),
             tuple(queues),
             "OSS and the sweeper: declare every queue, publish the first step of a task "
             "and re-dispatch any step",
@@ -161,13 +168,13 @@ def grants(flows: FlowCatalog, declare: str = "all") -> list[Grant]:
     ]
     for module in modules:
         consumed = (module_queue(module), *EXTRA_READS.get(module, ()))
-        own = tuple(sorted({*consumed, *(dead_letter_queue(q) for q in consumed)}))
+        own = on_broker([*consumed, *(dead_letter_queue(q) for q in consumed)])
         result.append(
             Grant(
                 module,
                 every if declare == "all" else own,
                 (DEFAULT_EXCHANGE,),
-                tuple(sorted(consumed)),
+                on_broker(consumed),
                 tuple(sorted(targets[module])),
                 f"the {module} module",
             )

@@ -12,7 +12,7 @@ from pymongo import DESCENDING
 from pymongo.errors import DuplicateKeyError
 
 from common.store.events_port import Event
-from common.store.mongo_base import MongoAdapter
+from common.store.mongo_base import MongoAdapter, again
 from common.store.mongo_errors import adapter_edge
 
 _edge = adapter_edge("mongodb events")
@@ -27,6 +27,7 @@ class MongoEventLog(MongoAdapter):
         self._events = self._db["events"]
 
     @_edge
+    @again  # keyed by EventId: recorded again, the same event
     def record(self, event: Event) -> bool:
         try:
             self._events.insert_one(event.model_dump(mode="json"))

@@ -23,6 +23,10 @@ concurrent caller; `claims.key: {$ne: key}` in the filter covers the same host. 
 enforce the cross-document part, but this adapter serializes every mongomock call of a process
 (see common.store.mongo), so it holds there too.
 
+Every write call is idempotent as a whole (it reads the claim or host first and writes on a
+condition), so a call whose outcome a failover left unknown simply runs again
+(common.store.mongo_base.again) and finds what the first run did.
+
 A release closes several claims, possibly on several hosts, so it cannot be one atomic write: it
 first records which claims it releases (`inventory_releases`, `_id` = its key, written once), then
 releases each, each conditional on still being DEDUCTED. A crash part-way and a rerun finish the
@@ -59,7 +63,7 @@ from common.store.inventory_port import (
     UnknownClaim,
     UnknownHost,
 )
-from common.store.mongo_base import MongoAdapter
+from common.store.mongo_base import MongoAdapter, again
 from common.store.mongo_client import PING_SECONDS
 from common.store.mongo_errors import adapter_edge
 
@@ -79,13 +83,16 @@ class MongoInventory(MongoAdapter):
 
     def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
         super().__init__(url_or_client, database, **options)
-        self._hosts: Collection[Doc] = self._db[COLLECTION]
-        self._closed: Collection[Doc] = self._db[CLOSED_COLLECTION]
-        self._releases: Collection[Doc] = self._db[RELEASES]
+        # Whether a key is placed, and where there is room, is decided on what is read here: the
+        # primary, majority (MongoAdapter.latest).
+        self._hosts: Collection[Doc] = self.latest(self._db[COLLECTION])
+        self._closed: Collection[Doc] = self.latest(self._db[CLOSED_COLLECTION])
+        self._releases: Collection[Doc] = self.latest(self._db[RELEASES])
 
     # --- hosts ---------------------------------------------------------------------------------
 
     @_edge
+    @again
     def add_host(self, name: str, capacity: Capacity, now: float) -> Host:
         rules.check_host_name(name)
         rules.check_capacity(capacity, "capacity")
@@ -105,6 +112,7 @@ class MongoInventory(MongoAdapter):
         return [host_of(doc, now) for doc in self._hosts.find({}).sort("_id", ASCENDING)]
 
     @_edge
+    @again
     def set_host_state(self, name: str, state: HostState, now: float) -> Host:
         self._hosts.update_one(
             {"_id": name, "state": {"$ne": state.value}}, {"$set": {"state": state.value, "updated_at": now}}
@@ -117,6 +125,7 @@ class MongoInventory(MongoAdapter):
     # --- claims --------------------------------------------------------------------------------
 
     @_edge
+    @again
     def reserve(self, key: str, need: Capacity, holder: str, now: float, expires_at: float) -> Claim:
         rules.check_reservation(key, holder, need)
         existing = self._get_claim(key, now)
@@ -167,6 +176,7 @@ class MongoInventory(MongoAdapter):
         return [c for c in claims if c.live] if live_only else claims
 
     @_edge
+    @again
     def deduct(self, key: str, now: float) -> Claim:
         claim = self._get_claim(key, now)
         if claim is None:
@@ -185,6 +195,7 @@ class MongoInventory(MongoAdapter):
         return claim
 
     @_edge
+    @again
     def restore(self, key: str, now: float) -> Claim | None:
         self._expire_due(now)  # a lapsed reservation stays EXPIRED: it was never given back
         claim = self._get_claim(key, now)
@@ -203,6 +214,7 @@ class MongoInventory(MongoAdapter):
         return claim
 
     @_edge
+    @again
     def release(self, holder: str, key: str, now: float) -> list[Claim]:
         rules.check_key(key)
         keys = self._release_list(holder, key, now)
@@ -213,10 +225,12 @@ class MongoInventory(MongoAdapter):
         return self._released_by(key, now)
 
     @_edge
+    @again
     def expire_due(self, now: float) -> int:
         return self._expire_due(now)
 
     @_edge
+    @again
     def prune_closed(self, closed_before: float) -> int:
         # Moved first, so every claim to forget is in one place and counted once.
         self._move_closed(closed_before)

@@ -22,7 +22,8 @@ from common.engine.item_record import ItemRecord, item_record_id
 from common.engine.states import StepState
 from common.store.items_paging import ItemPage, item_page
 from common.store.items_port import check_next_version
-from common.store.mongo_base import MongoAdapter
+from common.store import mongo_marks as marks
+from common.store.mongo_base import MongoAdapter, again
 from common.store.mongo_errors import adapter_edge
 from common.store.mongo_indexes import ITEMS_OWING, OUTBOX_DUE, SWEEP_DUE
 
@@ -37,6 +38,10 @@ def _doc(record: ItemRecord) -> dict[str, Any]:
     return {"_id": record.record_id, **record.to_doc()}
 
 
+def _record(doc: dict[str, Any]) -> ItemRecord:
+    return ItemRecord.from_doc({k: v for k, v in doc.items() if k != marks.FIELD})
+
+
 def _step(task_id: str, generation: int, cursor: int) -> dict[str, Any]:
     return {"TaskId": task_id, "Generation": generation, "Cursor": cursor}
 
@@ -47,9 +52,10 @@ class MongoItemStore(MongoAdapter):
 
     def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
         super().__init__(url_or_client, database, **options)
-        self._items = self._db[COLLECTION]
+        self._items = self.latest(self._db[COLLECTION])  # the primary, majority: writes decide on it
 
     @_edge
+    @again  # records stored already are skipped: idempotent
     def insert_items(self, records: Sequence[ItemRecord]) -> int:
         if not records:
             return 0
@@ -66,13 +72,12 @@ class MongoItemStore(MongoAdapter):
     @_edge
     def get_item(self, task_id: str, generation: int, cursor: int, item: int) -> ItemRecord | None:
         doc = self._items.find_one({"_id": item_record_id(task_id, generation, cursor, item)})
-        return ItemRecord.from_doc(doc) if doc else None
+        return _record(doc) if doc else None
 
     @_edge
     def compare_and_set_item(self, record: ItemRecord, expected_version: int) -> bool:
         check_next_version(record, expected_version)
-        result = self._items.replace_one({"_id": record.record_id, "Version": expected_version}, _doc(record))
-        return result.matched_count == 1
+        return self.write_versioned(self._items, {"_id": record.record_id}, expected_version, _doc(record))
 
     @_edge
     def any_open(self, task_id: str, generation: int, cursor: int) -> bool:
@@ -108,7 +113,7 @@ class MongoItemStore(MongoAdapter):
             queries = [{**step, "Item": {"$in": chain}}]
         pages = [self._items.find(query).sort(_ITEM_ORDER).limit(page.limit) for query in queries]
         merged = heapq.merge(*pages, key=lambda doc: doc["Item"]) if len(pages) > 1 else pages[0]
-        return [ItemRecord.from_doc(d) for d in itertools.islice(merged, page.limit)]
+        return [_record(d) for d in itertools.islice(merged, page.limit)]
 
     def _chain_items(self, query: dict[str, Any], page: ItemPage) -> list[int]:
         """The first items of the chain the query matches. The index entries are read, not the
@@ -143,13 +148,14 @@ class MongoItemStore(MongoAdapter):
         return self._find(dict(ITEMS_OWING), _STEP_ORDER, limit)
 
     @_edge
+    @again
     def delete_task_items(self, task_id: str) -> int:
         return int(self._items.delete_many({"TaskId": task_id}).deleted_count)
 
     def _find(self, query: dict[str, Any], order: list[tuple[str, int]], limit: int) -> list[ItemRecord]:
         if limit <= 0:
             return []
-        return [ItemRecord.from_doc(d) for d in self._items.find(query).sort(order).limit(limit)]
+        return [_record(d) for d in self._items.find(query).sort(order).limit(limit)]
 
 
 def _page_filters(page: ItemPage) -> list[dict[str, Any]]:

@@ -10,10 +10,11 @@ from pymongo.errors import DuplicateKeyError
 
 from common.engine.gates.locks import KeyLock
 from common.store.locks_port import check_next_version
+from common.store import mongo_marks as marks
 from common.store.mongo_base import MongoAdapter
 from common.store.mongo_errors import adapter_edge
 
-_NO_ID = {"_id": False}
+_NO_ID = {"_id": False, marks.FIELD: False}
 _edge = adapter_edge("mongodb task locks")  # errors translated; alone on mongomock
 
 
@@ -23,7 +24,7 @@ class MongoLockStore(MongoAdapter):
 
     def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
         super().__init__(url_or_client, database, **options)
-        self._locks = self._db["task_locks"]
+        self._locks = self.latest(self._db["task_locks"])  # a lock is taken on what is read here
 
     @_edge
     def get(self, key: str) -> KeyLock | None:
@@ -43,9 +44,8 @@ class MongoLockStore(MongoAdapter):
         doc = lock.model_dump(mode="json")
         if expected_version == 0:
             try:
-                self._locks.insert_one(doc)
+                self.insert_versioned(self._locks, {"Key": lock.Key}, doc)
             except DuplicateKeyError:
                 return False
             return True
-        result = self._locks.replace_one({"Key": lock.Key, "Version": expected_version}, doc)
-        return result.matched_count == 1
+        return self.write_versioned(self._locks, {"Key": lock.Key}, expected_version, doc)

@@ -10,7 +10,7 @@ from typing import Any
 from pymongo import ASCENDING
 
 from common.store.modules_port import ModuleRegistration
-from common.store.mongo_base import MongoAdapter
+from common.store.mongo_base import MongoAdapter, again
 from common.store.mongo_errors import adapter_edge
 
 _edge = adapter_edge("mongodb modules")
@@ -25,11 +25,13 @@ class MongoModuleRegistry(MongoAdapter):
         self._modules = self._db["modules"]
 
     @_edge
+    @again  # an upsert by worker id
     def announce(self, registration: ModuleRegistration) -> None:
         doc = {"_id": registration.WorkerId, **registration.model_dump(mode="json")}
         self._modules.replace_one({"_id": registration.WorkerId}, doc, upsert=True)
 
     @_edge
+    @again
     def withdraw(self, worker_id: str) -> None:
         self._modules.delete_one({"_id": worker_id})
 
@@ -39,5 +41,6 @@ class MongoModuleRegistry(MongoAdapter):
         return [ModuleRegistration.model_validate(doc) for doc in docs]
 
     @_edge
+    @again
     def forget_older_than(self, cutoff: float) -> int:
         return int(self._modules.delete_many({"HeartbeatAt": {"$lt": cutoff}}).deleted_count)

@@ -24,7 +24,8 @@ from common.errors import DuplicateTask, UnreadableTask
 from common.engine.document import Alarm, HistoryEvent, Task
 from common.engine.states import TaskStatus
 from common.store import unreadable
-from common.store.mongo_base import MongoAdapter
+from common.store import mongo_marks as marks
+from common.store.mongo_base import MongoAdapter, again
 from common.store.mongo_client import PING_SECONDS
 from common.store.mongo_errors import adapter_edge
 from common.store.task_filters import PageKey, TaskFilter, mongo_query
@@ -33,7 +34,7 @@ from common.store.task_filters import PageKey, TaskFilter, mongo_query
 def _no_id() -> dict[str, bool]:
     # A fresh projection each call: mongomock edits the one it is given (pops "_id" and puts it
     # back), so a shared dict breaks under threads.
-    return {"_id": False}
+    return {"_id": False, marks.FIELD: False}
 
 
 Docs = Collection[dict[str, Any]]
@@ -47,8 +48,10 @@ class MongoStore(MongoAdapter):
 
     def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
         super().__init__(url_or_client, database, **options)
-        self._tasks: Docs = self._db["tasks"]
-        self._locks: Docs = self._db["locks"]
+        # Claims, compare-and-sets and the sweeper's lock decide on what they read: the primary,
+        # majority (MongoAdapter.latest), for every read of these.
+        self._tasks: Docs = self.latest(self._db["tasks"])
+        self._locks: Docs = self.latest(self._db["locks"])
         self._alarms: Docs = self._db["alarms"]
         self._history: Docs = self._db["task_history"]
 
@@ -56,7 +59,7 @@ class MongoStore(MongoAdapter):
 
     @_adapter_edge
     def insert(self, task: Task) -> None:
-        self._tasks.insert_one(task.to_doc())
+        self.insert_versioned(self._tasks, {"TaskId": task.TaskId}, task.to_doc())
 
     @_adapter_edge
     def get(self, task_id: str) -> Task | None:
@@ -70,10 +73,7 @@ class MongoStore(MongoAdapter):
     def compare_and_set(self, task: Task, expected_version: int) -> bool:
         if task.Version != expected_version + 1:
             raise ValueError(f"task.Version must be {expected_version + 1}, not {task.Version}")
-        result = self._tasks.replace_one(
-            {"TaskId": task.TaskId, "Version": expected_version}, task.to_doc()
-        )
-        return result.matched_count == 1
+        return self.write_versioned(self._tasks, {"TaskId": task.TaskId}, expected_version, task.to_doc())
 
     @_adapter_edge
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
@@ -109,6 +109,7 @@ class MongoStore(MongoAdapter):
         return found & wanted
 
     @_adapter_edge
+    @again  # an insert by number that skips what is stored: idempotent
     def archive_history(self, task_id: str, first_index: int, events: list[HistoryEvent]) -> None:
         if not events:
             return
@@ -117,10 +118,14 @@ class MongoStore(MongoAdapter):
         try:
             self._history.insert_many(docs, ordered=False)
         except BulkWriteError as exc:  # written before (a lost race, a retry): the same events
-            if any(error.get("code") != 11000 for error in exc.details.get("writeErrors", [])):
+            details = exc.details
+            if details.get("writeConcernErrors") or any(
+                error.get("code") != 11000 for error in details.get("writeErrors", [])
+            ):
                 raise
 
     @_adapter_edge
+    @again
     def prune_history(self, before: float) -> int:
         return int(self._history.delete_many({"Event.Time": {"$lt": before}}).deleted_count)
 
@@ -159,6 +164,7 @@ class MongoStore(MongoAdapter):
     # --- locks ---------------------------------------------------------------------------------
 
     @_adapter_edge
+    @again  # by owner: taking a lock we hold again only renews it
     def try_lock(self, name: str, owner: str, now: float, ttl: float) -> bool:
         # Matches only a lock that is ours or has lapsed; when none matches, the upsert tries to
         # insert a second document with the same _id, which the server refuses: held elsewhere.
@@ -173,12 +179,14 @@ class MongoStore(MongoAdapter):
         return True
 
     @_adapter_edge
+    @again
     def release_lock(self, name: str, owner: str) -> None:
         self._locks.delete_one({"_id": name, "owner": owner})
 
     # --- alarms --------------------------------------------------------------------------------
 
     @_adapter_edge
+    @again  # keyed by AlarmId: an alarm raised again is the same alarm
     def add_alarm(self, alarm: Alarm) -> bool:
         try:
             self._alarms.insert_one(alarm.model_dump(mode="json"))
@@ -195,6 +203,7 @@ class MongoStore(MongoAdapter):
         return [Alarm.model_validate(doc) for doc in cursor]
 
     @_adapter_edge
+    @again  # the first acknowledgement stands
     def acknowledge_alarm(
         self, alarm_id: str, by: str, now: float, reason: str | None = None
     ) -> Alarm | None:

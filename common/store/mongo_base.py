@@ -1,5 +1,10 @@
-"""What every MongoDB adapter shares: opening its client, mongomock's one-at-a-time lock, and
-preparing its indexes.
+"""What every MongoDB adapter shares: opening its client, mongomock's one-at-a-time lock,
+preparing its indexes, and writing so that a lost answer can be settled.
+
+Reads that decide a write (a claim, a lock, a compare-and-set and its read-back) go to the
+primary with read concern "majority" (`latest`): the newest write that no failover can roll
+back. Versioned writes carry a write mark (common.store.mongo_marks) and are settled by reading
+back when their answer is lost (common.store.mongo_settle); idempotent calls run again (`again`).
 
 `url_or_client`: a mongodb:// or mongodb+srv:// URL (the adapter then owns and closes the client,
 opened durable and with bounded waits: common.store.mongo_client), or a ready MongoClient (or
@@ -10,21 +15,31 @@ only "check" them (modules), or "none" (command children): common.store.mongo_in
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-from typing import Any, Self
+from collections.abc import Callable
+from typing import Any, Self, TypeVar
 
 import structlog
 from bson.errors import BSONError
+from pymongo import ReadPreference
+from pymongo.collection import Collection
 from pymongo.database import Database
+from pymongo.read_concern import ReadConcern
 from pymongo.errors import PyMongoError
 
 from common.errors import StoreError
+from common.store import mongo_marks as marks
+from common.store.mongo_marks import new_mark
+from common.store.mongo_settle import rerun, settle_insert, settle_write
 from common.store import mongo_indexes
 from common.store.mongo_client import DEFAULT_TIMEOUT_SECONDS, open_client
 from common.store.mongo_errors import describe
 from common.store.mongo_indexes import IndexMode
 
 log = structlog.get_logger(__name__)
+_MAJORITY = ReadConcern("majority")
+R = TypeVar("R")
 
 
 class MongoAdapter:
@@ -40,9 +55,13 @@ class MongoAdapter:
         indexes: IndexMode = "create",
     ):
         self._owns_client = isinstance(url_or_client, str)
+        self._budget = timeout_seconds  # how long settling a lost answer may take (mongo_settle)
         try:
             self._client = open_client(url_or_client, timeout_seconds) if self._owns_client else url_or_client
             self._serial = serializer(self._client)
+            # mongomock runs no update pipelines; each of its calls runs alone (serializer), so
+            # an adapter reads the old write marks and replaces within one call instead.
+            self.in_memory_store = self._serial is _mongomock_calls
             self._db: Database[Any] = self._client[database]
             with self._serial:
                 self.index_report = prepare_indexes(self._db, self.COLLECTIONS, indexes)
@@ -57,10 +76,65 @@ class MongoAdapter:
         shares it, so an all-in-one demo's components see the same data."""
         return cls(shared_mongomock_client(), database)
 
+    def latest(self, collection: Collection[Any]) -> Collection[Any]:
+        """`collection` read from the primary with read concern "majority": what a claim, a lock
+        or a compare-and-set's read-back decides on must be the newest write that can no longer be
+        rolled back, whatever read preference the URL names for the rest."""
+        return collection.with_options(read_preference=ReadPreference.PRIMARY, read_concern=_MAJORITY)
+
+    def write_versioned(self, collection: Collection[Any], key: dict[str, Any], expected_version: int,
+                        doc: dict[str, Any]) -> bool:
+        """The compare-and-set of a versioned document: replaced by `doc` if still at
+        `expected_version`, with a write mark; a lost answer is settled by reading back
+        (common.store.mongo_settle). True: applied; False: another writer took the version."""
+        mark = new_mark(expected_version + 1)
+        current = {**key, "Version": expected_version}
+
+        def write() -> bool:
+            if self.in_memory_store:
+                old = collection.find_one(current, dict(marks.MARKS_ONLY))
+                replacement = marks.with_marks(doc, (old or {}).get(marks.FIELD, []), mark)
+                return collection.replace_one(current, replacement).matched_count == 1
+            return collection.update_one(current, marks.marked_replacement(doc, mark)).matched_count == 1
+
+        def read_back() -> tuple[int, list[str]] | None:
+            stored = self.latest(collection).find_one(key, {"_id": False, "Version": True, marks.FIELD: True})
+            return None if stored is None else (int(stored["Version"]), list(stored.get(marks.FIELD, [])))
+
+        return settle_write(write, read_back, mark, self.WHAT, self._budget)
+
+    def insert_versioned(self, collection: Collection[Any], key: dict[str, Any], doc: dict[str, Any]) -> None:
+        """Insert a versioned document with a write mark; a lost answer is settled by reading back
+        by `key`. Raises DuplicateKeyError when another document holds a unique key."""
+        mark = new_mark(int(doc["Version"]))
+
+        def read_marks() -> list[str] | None:
+            stored = self.latest(collection).find_one(key, {"_id": False, marks.FIELD: True})
+            return None if stored is None else list(stored.get(marks.FIELD, []))
+
+        settle_insert(lambda: collection.insert_one({**doc, marks.FIELD: [mark]}), read_marks, mark, self.WHAT,
+                      self._budget)  # fmt: skip
+
+    def again_if_unknown(self, call: Callable[[], R]) -> R:
+        """Run an idempotent call, again while its outcome is unknown (common.store.mongo_settle)."""
+        return rerun(call, self.WHAT, self._budget)
+
     def close(self) -> None:
         client = getattr(self, "_client", None)
         if self._owns_client and client is not None:
             client.close()
+
+
+def again(method: Callable[..., R]) -> Callable[..., R]:
+    """Decorate an adapter method that is idempotent as a whole (it reads what it needs and
+    writes conditionally, or upserts by key): run again while its outcome is unknown. Inside
+    `adapter_edge`, so the errors it finally raises are translated."""
+
+    @functools.wraps(method)
+    def wrapper(self: MongoAdapter, *args: Any, **kwargs: Any) -> R:
+        return self.again_if_unknown(lambda: method(self, *args, **kwargs))
+
+    return wrapper
 
 
 def prepare_indexes(db: Database[Any], collections: list[str] | None, mode: IndexMode) -> list[str]:

@@ -8,6 +8,11 @@ Every Mongo adapter (tasks, locks, alarms, inventory, events, schedules) opens i
   failover right after the answer does not lose it. Without `journal`, a server acknowledges a
   write still in its memory; a task answered 201 could vanish. The URL opts out explicitly, e.g.
   `mongodb://h/baton?w=1&journal=false` (faster, and loses acknowledged writes on a crash).
+- **Retryable writes and reads on** (`retryWrites=true`, `retryReads=true`, the driver's
+  defaults, set explicitly so a URL cannot drop them by accident; a URL that names either keeps
+  its own). The driver sends a write that met a network error or a step-down once more, to the
+  new primary, which applies it at most once. What is still unknown after that is settled by
+  the adapter (common.store.mongo_settle).
 - **Timeouts.** `timeoutMS` bounds a whole operation (server selection, connecting, the socket
   wait, the write concern wait, the driver's own retry) by the store timeout setting, which must
   stay below the lease: a frozen server then fails a call with StoreError in time for the module
@@ -42,6 +47,9 @@ def client_options(url: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -
     if "journal" not in query and query.get("w") != "0":
         # w=0 asks for no acknowledgement at all, which the driver refuses to combine with journal.
         options["journal"] = True
+    for name in ("retryWrites", "retryReads"):
+        if name.lower() not in query:
+            options[name] = True
     if not query.keys() & set(_TIMEOUTS):
         millis = int(timeout_seconds * 1000)
         options.update(timeoutMS=millis, serverSelectionTimeoutMS=millis, connectTimeoutMS=millis)

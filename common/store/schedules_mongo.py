@@ -13,11 +13,12 @@ from pymongo.errors import DuplicateKeyError
 
 from common.errors import DuplicateSchedule
 from common.scheduling import Schedule
-from common.store.mongo_base import MongoAdapter
+from common.store import mongo_marks as marks
+from common.store.mongo_base import MongoAdapter, again
 from common.store.mongo_errors import adapter_edge
 from common.store.schedules_port import check_next_version
 
-_NO_ID = {"_id": False}
+_NO_ID = {"_id": False, marks.FIELD: False}
 _edge = adapter_edge("mongodb schedules", DuplicateSchedule)  # errors translated; alone on mongomock
 
 
@@ -27,12 +28,12 @@ class MongoScheduleStore(MongoAdapter):
 
     def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
         super().__init__(url_or_client, database, **options)
-        self._schedules = self._db["schedules"]
+        self._schedules = self.latest(self._db["schedules"])  # ticks decide on what is read here
 
     @_edge
     def insert(self, schedule: Schedule) -> None:
         try:
-            self._schedules.insert_one(schedule.model_dump(mode="json"))
+            self.insert_versioned(self._schedules, {"ScheduleId": schedule.ScheduleId}, schedule.model_dump(mode="json"))
         except DuplicateKeyError as e:  # named as the SQLite store names it, never the driver's text
             raise DuplicateSchedule(f"a schedule named {schedule.Name!r} exists already") from e
 
@@ -62,12 +63,11 @@ class MongoScheduleStore(MongoAdapter):
     @_edge
     def compare_and_set(self, schedule: Schedule, expected_version: int) -> bool:
         check_next_version(schedule, expected_version)
-        result = self._schedules.replace_one(
-            {"ScheduleId": schedule.ScheduleId, "Version": expected_version}, schedule.model_dump(mode="json")
-        )
-        return result.matched_count == 1
+        return self.write_versioned(self._schedules, {"ScheduleId": schedule.ScheduleId}, expected_version,
+                                    schedule.model_dump(mode="json"))  # fmt: skip
 
     @_edge
+    @again
     def delete(self, schedule_id: str) -> bool:
         return self._schedules.delete_one({"ScheduleId": schedule_id}).deleted_count == 1
 

@@ -115,16 +115,20 @@ def test_every_collection_writes_with_majority_and_journal_by_default(
 
 
 def test_the_url_may_opt_out_of_durability_and_timeouts() -> None:
+    retry = {"retryWrites": True, "retryReads": True}
     assert client_options("mongodb://h/db") == {
         "w": "majority", "journal": True, "timeoutMS": 10_000, "serverSelectionTimeoutMS": 10_000,
-        "connectTimeoutMS": 10_000,
+        "connectTimeoutMS": 10_000, **retry,
     }  # fmt: skip
     assert client_options("mongodb://h/db?w=1&journal=false", 2.5) == {
-        "timeoutMS": 2500, "serverSelectionTimeoutMS": 2500, "connectTimeoutMS": 2500,
+        "timeoutMS": 2500, "serverSelectionTimeoutMS": 2500, "connectTimeoutMS": 2500, **retry,
     }  # fmt: skip
     assert client_options("mongodb://h/db?W=2")["journal"] is True  # names are case-insensitive
     assert "journal" not in client_options("mongodb://h/db?w=0")  # the driver refuses w=0 + journal
-    assert client_options("mongodb://h/db?socketTimeoutMS=500") == {"w": "majority", "journal": True}
+    assert client_options("mongodb://h/db?socketTimeoutMS=500") == {"w": "majority", "journal": True, **retry}
+    # retryable writes and reads are on unless the URL names them (its own value then stands)
+    assert "retryWrites" not in client_options("mongodb://h/db?retryWrites=false")
+    assert client_options("mongodb://h/db?RetryReads=false")["retryWrites"] is True
 
 
 # --- bounded waits -------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ SETTINGS_CLASSES: tuple[type[BaseSettings], ...] = (
 # Stand-ins for the values Compose interpolates from deploy/.env, in the shapes make writes.
 COMPOSE_SECRETS = {
     "RABBITMQ_PASSWORD": "0123456789abcdef",
+    "RABBITMQ_ERLANG_COOKIE": "0123456789abcdef01234567",
     "MARIADB_ROOT_PASSWORD": "0123456789abcdef",
     "BATON_API_TOKENS": "admin:0123456789abcdef0123456789abcdef:operator",
 }

@@ -65,7 +65,7 @@ def check_role(args: list[str]) -> None:
 
 
 def check_env_names(names) -> None:
-    known = setting_names()
+    known = set(setting_names())
     unknown = sorted(n for n in names if n.startswith("BATON_") and n not in known)
     assert not unknown, f"not settings of baton: {unknown}"
 
@@ -138,7 +138,7 @@ def baton_services(compose: dict) -> dict[str, dict]:
 
 def test_compose_runs_every_part_with_replicas(compose):
     services = compose["services"]
-    assert {"mongo", "rabbitmq", "oss", "sweeper", *flows_modules()} <= set(services)
+    assert {"mongo-1", "mongo-init", "rabbitmq-1", "oss", "sweeper", *flows_modules()} <= set(services)
     assert services["oss"]["deploy"]["replicas"] == 2
     for module in flows_modules():
         assert services[module]["command"] == ["module", module]
@@ -153,9 +153,9 @@ def test_compose_runs_every_part_with_replicas(compose):
 
 
 def test_compose_mongo_is_a_replica_set_and_rabbitmq_has_its_management_ui(compose):
-    mongo, rabbitmq = compose["services"]["mongo"], compose["services"]["rabbitmq"]
+    mongo, rabbitmq = compose["services"]["mongo-1"], compose["services"]["rabbitmq-1"]
     assert mongo["command"][mongo["command"].index("--replSet") + 1] == "rs0"
-    assert "rs.initiate" in " ".join(mongo["healthcheck"]["test"])
+    assert "rs.initiate" in " ".join(compose["services"]["mongo-init"]["command"])
     assert "management" in rabbitmq["image"]
     assert any(str(p).endswith(":15672") for p in rabbitmq["ports"])
     for name, service in baton_services(compose).items():
@@ -163,7 +163,7 @@ def test_compose_mongo_is_a_replica_set_and_rabbitmq_has_its_management_ui(compo
             "replicaSet=rs0" in service["environment"]["BATON_STORE_URL"]
             and "w=majority" in service["environment"]["BATON_STORE_URL"]
         )
-        assert service["depends_on"]["mongo"]["condition"] == "service_healthy", name
+        assert service["depends_on"]["mongo-init"]["condition"] == "service_completed_successfully", name
 
 
 def test_compose_environment_is_real_settings_with_valid_values(compose):

@@ -95,8 +95,9 @@ def test_publish_targets_of_a_graph_cover_joins_parallel_branches_and_rollback_o
 
 def test_each_module_reads_only_its_own_queue(chain):
     grants = {g.user: g for g in perms.grants(chain, declare="own")}
-    assert grants["beta"].read == ("beta",)
-    assert grants["beta"].configure == ("beta", "beta.dead")
+    # Its queue under both queue types: classic, and quorum's one per priority band.
+    assert grants["beta"].read == ("beta", "beta.q.flight", "beta.q.start")
+    assert grants["beta"].configure == ("beta", "beta.dead", "beta.q.dead", "beta.q.flight", "beta.q.start")
     assert grants["beta"].write == ("amq.default",)
     assert set(grants["oss"].configure) >= {
         "alpha",
@@ -105,7 +106,7 @@ def test_each_module_reads_only_its_own_queue(chain):
         ALARM_QUEUE + ".dead",
     }
     everything = {g.user: g for g in perms.grants(chain, declare="all")}
-    assert everything["beta"].read == ("beta",)
+    assert everything["beta"].read == ("beta", "beta.q.flight", "beta.q.start")
     assert everything["beta"].configure == everything["oss"].configure
 
 
