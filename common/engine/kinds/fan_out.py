@@ -25,10 +25,9 @@ ITEM_KINDS = frozenset({OPEN_ITEMS, CANCEL_ITEMS, ROLLBACK_ITEMS})
 
 
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
-# step's items and items under a step lock stay inline (their gates read the task document).
-# Off until the module runtime, the sweeper and the views read item records (DESIGN.md 12,
-# planned): the engine and its relay are complete and tested with it on.
-RECORDS_ENABLED = False
+# step's items and items under a step lock stay inline (their gates read the task document), as
+# do the items of a task stored before records (its steps have no ItemStore).
+RECORDS_ENABLED = True
 
 
 def records_for(step: Step) -> bool:
