@@ -115,6 +115,8 @@ class ItemRelay:
         if task is None or task.Generation != record.Generation:
             return
         for owes in list(record.Owes):
+            if owes == OWES_SUCCESSOR and task.Paused is not None and self._waiting_successor(task, record):
+                continue  # a pause holds the chain: owed until the task resumes (the sweeper asks again)
             if owes == OWES_SUCCESSOR:
                 self._successor(task, record)
             elif owes == OWES_FAILED:
@@ -130,6 +132,13 @@ class ItemRelay:
                 self.check_settled(record.TaskId, record.Cursor)
             done = self._change(record, lambda r, o=owes: applied_owes_done(r, o))
             record = done or record
+
+    def _waiting_successor(self, task: Task, record: ItemRecord) -> bool:
+        following = record.Item + chain_count(task, record.Cursor)
+        if following >= (task.Steps[record.Cursor].ItemCount or 0):
+            return False
+        successor = self._items.get_item(task.TaskId, task.Generation, record.Cursor, following)
+        return successor is not None and successor.State is StepState.WAITING
 
     def _successor(self, task: Task, record: ItemRecord) -> None:
         following = record.Item + chain_count(task, record.Cursor)
