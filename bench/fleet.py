@@ -55,7 +55,9 @@ def fleet_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES, 
     workdir.mkdir(parents=True, exist_ok=True)
     # The submission's list of 10,000 items plus its keys passes the default input limit.
     os.environ["BATON_INPUT_MAX_ITEMS"] = str(2 * max(sizes))
-    env = {"BATON_FAULT_INJECTION": "0"}
+    # The service's default lease, not the test cluster's 3 s: on a loaded machine a commit
+    # queued behind 64 others may take longer than that, and a lapsed lease is a failed attempt.
+    env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30", "BATON_REDELIVER_AFTER_SECONDS": "60"}
     cluster = Cluster(workdir, amqp_url, flows(parallel), extra_env=env)
     try:
         cluster.start_module("asyncbench", registry="bench.kind_commands:asyncbench")
