@@ -38,6 +38,7 @@ from common.engine.units import IdFactory, Refusal, Timing, new_id
 from common.store.items_port import ItemStore
 from common.store.mutate import mutate
 from common.store.port import TaskStore
+from common.store.task_reads import TaskReads
 from common.engine.units import none_if_refused
 from common.store.retry import compare_and_set_loop
 
@@ -52,6 +53,7 @@ class ItemRelay:
                  flush_task: Callable[[Task], None], publish_item: Callable[[ItemRecord], None],
                  ids: IdFactory = new_id):
         self._tasks = tasks
+        self._reads = TaskReads(tasks)  # read-only uses: parsed again only when the task changed
         self._items = items
         self._timing = timing
         self._flush_task = flush_task  # publishes what a task change here put in its outbox
@@ -62,7 +64,7 @@ class ItemRelay:
 
     def apply(self, task_id: str, entry: OutboxEntry) -> bool:
         """Apply one of the task's item entries; True once done (the caller marks it sent)."""
-        task = self._tasks.get(task_id)
+        task = self._reads.get(task_id)
         body = entry.Body
         if task is None or body.get("Generation") != task.Generation:
             return True  # the task is gone, or retried since: the entry is moot
@@ -111,7 +113,7 @@ class ItemRelay:
 
     def apply_owes(self, record: ItemRecord, *, check_settled: bool = True) -> None:
         """Apply, in order, what `record` (as written) owes its step, dropping each once done."""
-        task = self._tasks.get(record.TaskId)
+        task = self._reads.get(record.TaskId)
         if task is None or task.Generation != record.Generation:
             return
         for owes in list(record.Owes):
@@ -169,7 +171,7 @@ class ItemRelay:
     def check_settled(self, task_id: str, cursor: int) -> None:
         """Conclude the step's current direction once no item has work left in it. Each item
         writes its record before it asks, so the last of two items ending together sees both."""
-        task = self._tasks.get(task_id)
+        task = self._reads.get(task_id)
         if task is None or not task.Steps[cursor].ItemsOpen:
             return
         step = task.Steps[cursor]

@@ -21,6 +21,7 @@ from common.errors import StoreError
 from common.relay.outbox import OutboxPublisher
 from common.store.port import TaskStore
 from common.store.retry import compare_and_set_loop
+from common.store.task_reads import TaskReads
 
 log = structlog.get_logger(__name__)
 Change = Callable[[ItemRecord], "ItemRecord | Refusal"]
@@ -38,7 +39,7 @@ def record_key(record: ItemRecord) -> tuple[int, int, int]:
 
 class ItemRuns:
     def __init__(self, tasks: TaskStore, publisher: OutboxPublisher, owner: str):
-        self._tasks = tasks
+        self.reads = TaskReads(tasks)  # the task, parsed again only when it changed: read, never changed
         self._publisher = publisher
         self._items = publisher.item_store
         self._owner = owner
@@ -99,7 +100,7 @@ class ItemRuns:
     def task_now(self, task: Task) -> Task:
         """The task as stored now: an outcome or a release decides on whether the task still
         goes forward (it may have turned back while the command ran), not on the claim's read."""
-        stored = self._tasks.get(task.TaskId)
+        stored = self.reads.get(task.TaskId)
         return stored if stored is not None else task
 
     def _change(self, record: ItemRecord, change: Change) -> ItemRecord | Refusal:

@@ -117,14 +117,13 @@ class StepHandler:
             timing = self._timing()
             record: ItemRecord | Refusal | None = None
             try:
-                # An item's message: its run may live in its record (DESIGN.md sec. 12). The task
-                # read for it is the one the claim writes on otherwise (`known`).
-                read = self._store.get(message.TaskId) if message.Item is not None else None
+                # An item's message: its run may live in its record (DESIGN.md sec. 12), claimed
+                # there on the task as read (shared, parsed again only when it changed).
+                read = self._item_runs.reads.get(message.TaskId) if message.Item is not None else None
                 if read is not None and names_record(read, message):
                     claimed, record = read, self._item_runs.claim(read, message, timing)
                 else:
-                    claimed = mutate(self._store, message.TaskId,
-                                     lambda t: claim(t, message, self._config.owner, timing), known=read)
+                    claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, timing))
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
                 self._dead_letter(delivery, str(exc), message)
                 return False
