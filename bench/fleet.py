@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from common.engine.kinds import fan_out
 from common.engine.kinds.fan_out import keeps_records
 from common.engine.states import FINAL_STATUSES, TaskStatus
 from tests.support.cluster import Cluster
@@ -57,7 +58,9 @@ def fleet_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES, 
     os.environ["BATON_INPUT_MAX_ITEMS"] = str(2 * max(sizes))
     # The service's default lease, not the test cluster's 3 s: on a loaded machine a commit
     # queued behind 64 others may take longer than that, and a lapsed lease is a failed attempt.
-    env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30", "BATON_REDELIVER_AFTER_SECONDS": "60"}
+    env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30", "BATON_REDELIVER_AFTER_SECONDS": "60",
+           "BATON_ITEM_RECORDS": "1"}
+    fan_out.RECORDS_ENABLED = True  # this process (the service) opens the root step
     cluster = Cluster(workdir, amqp_url, flows(parallel), extra_env=env)
     try:
         cluster.start_module("asyncbench", registry="bench.kind_commands:asyncbench")

@@ -8,6 +8,7 @@ import time
 
 from fastapi.testclient import TestClient
 
+from common.engine.kinds import fan_out
 from common.engine.kinds.fan_out import keeps_records
 from common.engine.states import FINAL_STATUSES, TaskStatus
 from common.queues import module_queue
@@ -31,7 +32,8 @@ task_types:
 ITEMS = 60
 
 
-def test_a_step_over_records_is_shown_with_its_outcome_and_no_items(tmp_path):
+def test_a_step_over_records_is_shown_with_its_outcome_and_no_items(tmp_path, monkeypatch):
+    monkeypatch.setattr(fan_out, "RECORDS_ENABLED", True)
     app, store, broker = open_api(tmp_path, flows=FLOWS)
     broker.declare(module_queue("prop"))
     runtime = ModuleRuntime(registry_ref="tests.support.property_commands:registry",

@@ -15,6 +15,7 @@ from collections import Counter
 
 import pytest
 
+from common.engine.kinds import fan_out
 from common.engine.kinds.fan_out import keeps_records
 from common.engine.states import StepState, TaskStatus
 from tests.support.cluster import Cluster, wait_until
@@ -53,10 +54,12 @@ task_types:
 
 
 @pytest.fixture
-def cluster(rabbitmq_url, tmp_path):
+def cluster(rabbitmq_url, tmp_path, monkeypatch):
     effects = tmp_path / "effects"
     effects.mkdir()
-    env = {"BATON_TEST_LEDGER": str(tmp_path / "ledger.jsonl"), "BATON_TEST_EFFECTS": str(effects)}
+    monkeypatch.setattr(fan_out, "RECORDS_ENABLED", True)  # this process: the service's own changes
+    env = {"BATON_TEST_LEDGER": str(tmp_path / "ledger.jsonl"), "BATON_TEST_EFFECTS": str(effects),
+           "BATON_ITEM_RECORDS": "1"}
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, extra_env=env)
     cluster.ledger = tmp_path / "ledger.jsonl"
     cluster.effects = effects
