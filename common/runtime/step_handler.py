@@ -146,7 +146,7 @@ class StepHandler:
             # Secret values (a declared password, say) never reach a log line, even inside an
             # error message a command wrote, whatever thread or task the command runs in.
             with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType), \
-                    hidden_values(secret_values(claimed)):
+                    hidden_values(self._secrets(claimed, record)):
                 return self._start(claimed, message, record)
 
     def _claim_outcome(self, message: StepMessage, timing: Timing) -> tuple[Task | None, ItemRecord | None]:
@@ -195,7 +195,7 @@ class StepHandler:
             parameters=parameters,
             dispatch_id=message.DispatchId,
             owner=self._config.owner,
-            hidden=secret_values(task),
+            hidden=self._secrets(task, record),
         )
         if message.Item is not None:
             request.item_index = message.Item
@@ -246,7 +246,7 @@ class StepHandler:
         delay = 0.0 if result.ok else retry_delay(step.backoff(phase), message.Attempt, self._rng.random())
         # A command's error text may quote a secret parameter: it is stored scrubbed, so no
         # reader of the document (a search, a listing, an export) can ever see or match it.
-        result = dataclasses.replace(result, message=scrubbed_text(result.message, task))
+        result = dataclasses.replace(result, message=scrubbed_text(result.message, task, self._secrets(task, record)))
         if record is not None:
             self._conclude_item(task, message, record, result, delay, elapsed, labels, parameters)
             return
@@ -400,6 +400,11 @@ class StepHandler:
                 threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
             else:
                 os.kill(os.getpid(), signal.SIGKILL)
+
+    def _secrets(self, task: Task, record: ItemRecord | Refusal | None) -> list[str]:
+        """The task's secret values: an item run of a step over records reads a task that stays
+        the same for many items, whose parameters hold the whole list: worked out once."""
+        return self._item_runs.reads.secrets(task) if isinstance(record, ItemRecord) else secret_values(task)
 
     def _timing(self) -> Timing:
         return Timing(self._clock(), self._config.lease, self._config.redeliver_after)

@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 
 from common.engine.document import Task
+from common.masking import secret_values
 from common.store.port import TaskStore
 
 KEPT = 64  # tasks kept parsed: the fan-outs a process serves at once
@@ -27,6 +28,22 @@ class TaskReads:
         self._tasks: OrderedDict[str, Task] = OrderedDict()
         self._lock = threading.Lock()
         self._versioned = callable(getattr(store, "version_of", None))  # a store wrapper may lack it
+        self._secrets: OrderedDict[tuple[str, int], list[str]] = OrderedDict()
+
+    def secrets(self, task: Task) -> list[str]:
+        """secret_values(task), worked out once per version of the task: it walks every
+        parameter, the step's whole list among them, and each item's run asks for it."""
+        key = (task.TaskId, task.Version)
+        with self._lock:
+            known = self._secrets.get(key)
+        if known is not None:
+            return known
+        values = secret_values(task)
+        with self._lock:
+            self._secrets[key] = values
+            while len(self._secrets) > self._kept:
+                self._secrets.popitem(last=False)
+        return values
 
     def get(self, task_id: str) -> Task | None:
         if not self._versioned:
