@@ -45,7 +45,7 @@ from common.store.retry import compare_and_set_loop
 log = structlog.get_logger(__name__)
 INSERT_BATCH = 500  # records per insert when a step opens
 PAGE = 500
-FORWARD_OPEN = frozenset({StepState.WAITING, StepState.RUNNING})
+FORWARD_OPEN = (StepState.WAITING, StepState.RUNNING)  # in this order: see check_settled
 
 
 class ItemRelay:
@@ -175,16 +175,20 @@ class ItemRelay:
         if task is None or not task.Steps[cursor].ItemsOpen:
             return
         step = task.Steps[cursor]
+        # The states are asked in the order an item passes through them (waiting, running; applied,
+        # rolling back): an item that moves on between two look-ups is seen by the later one. In
+        # the other order an item started in between was missed by both, and the step settled
+        # under it (its run dispatched again after the task ended).
         if step.State is StepState.RUNNING:
             going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
             if self._any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
                 return
             failure = self._first(task, cursor, StepState.FAILED)
         else:
-            if self._any(task, cursor, [StepState.ROLLING_BACK]):
-                return
             failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
             if failure is None and self._any(task, cursor, APPLIED):
+                return
+            if self._any(task, cursor, [StepState.ROLLING_BACK]):
                 return
         counts = self._items.count_by_state(task_id, task.Generation, cursor)
         changed = mutate(self._tasks, task_id, lambda t: items_settled(
