@@ -28,10 +28,9 @@ ITEM_KINDS = frozenset({OPEN_ITEMS, CANCEL_ITEMS, ROLLBACK_ITEMS})
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
 # step's items and items under a step lock stay inline (their gates read the task document), as
 # do the items of a task stored before records (its steps have no ItemStore).
-# Off unless BATON_ITEM_RECORDS=1 in every process (OSS, modules, sweeper), until the chaos
-# suite (kill -9 with every message delivered twice, rollbacks failing on purpose) passes with
-# it on: it found a step settling under an item's rollback just started (DESIGN.md 12).
-RECORDS_ENABLED = os.environ.get("BATON_ITEM_RECORDS", "") == "1"
+# BATON_ITEM_RECORDS=0 (in every process: OSS, modules, sweeper) keeps every for_each step's
+# items inline, as before records: a way back should a deployment need one.
+RECORDS_ENABLED = os.environ.get("BATON_ITEM_RECORDS", "1") != "0"
 
 
 def records_for(step: Step) -> bool:
