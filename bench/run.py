@@ -12,6 +12,8 @@ kinds of command's sizes are in bench/kinds.py.
 BATON_BENCH_QUEUE_TASKS (default 1000; 0 skips it): the same tasks on classic and on quorum
 queues (bench/queues.py). BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
 record's transition on steps of 1,000 and 10,000 records (bench/items.py).
+BATON_BENCH_FLEET_SIZES (default "1000,10000"; "0" skips it): one for_each over item records of
+each size, end to end, items per second and the ratio (bench/fleet.py).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from bench.kinds import kinds_rows
 from bench.masking import masking_seconds
 from bench.items import item_rows
 from bench.queues import queue_type_rows
+from bench.fleet import SIZES as FLEET_SIZES, fleet_figures, rows as fleet_rows
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -50,6 +53,7 @@ TARGETS = (
     ">= 1,000 REST submissions/s from one OSS process",
     "module RSS flat over 100,000 steps",
     "Mongo: <= 1 read and 2 writes per transition (the modules' own)",
+    "for_each of 10,000 no-op items >= 200 items/s, and >= 80% of the rate at 1,000",
 )
 
 
@@ -172,6 +176,8 @@ def main() -> None:
         item_transitions = int(os.environ.get("BATON_BENCH_ITEM_TRANSITIONS", "100"))
         if item_transitions > 0:
             rows.extend(item_rows(item_transitions))
+        if all(size > 0 for size in FLEET_SIZES):
+            rows.extend(fleet_rows(fleet_figures(work / "fleet", url)))
         api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))

@@ -49,9 +49,10 @@ def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:
     return Alarm.model_validate(_scrubbed(alarm.model_dump(mode="json"), Scrubber(values)))
 
 
-def scrubbed_text(text: str, task: Task) -> str:
-    """Free text about a task (a failure message, an alarm) with its secret values masked."""
-    return _scrubbed(text, Scrubber(secret_values(task)))  # type: ignore[no-any-return]
+def scrubbed_text(text: str, task: Task, values: list[str] | None = None) -> str:
+    """Free text about a task (a failure message, an alarm) with its secret values masked
+    (`values`: the task's secret_values, when the caller has them already)."""
+    return _scrubbed(text, Scrubber(secret_values(task) if values is None else values))  # type: ignore[no-any-return]
 
 
 def masked_task(task: Task) -> Task:

@@ -51,3 +51,13 @@ def _logging_as_it_was():
     before = structlog.get_config()
     yield
     structlog.configure(**before)
+
+
+@pytest.fixture
+def inline_items(monkeypatch):
+    """for_each steps opened in this test keep their items inline in the task document, as a
+    task stored before item records, a sub-flow step's or a locked step's do: for the tests of
+    that path through the pure engine changes, which no item relay or module drives here."""
+    from common.engine.kinds import fan_out
+
+    monkeypatch.setattr(fan_out, "RECORDS_ENABLED", False)

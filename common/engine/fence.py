@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from common.errors import CommandFailed
 from common.engine.document import Task
+from common.engine.item_record import ItemRecord
+from common.engine.kinds.fan_out import keeps_records
 from common.engine.states import FINAL_STATUSES, Phase, RunState, TaskStatus
 
 
@@ -40,6 +42,7 @@ class FencingToken:
     attempt: int
     dispatch_id: str  # unique per attempt: a retry or a take-over gets a new one
     owner: str  # the worker that claimed it
+    item: int | None = None  # an item of a for_each step: its run may live in the item's record
 
 
 class StaleFence(CommandFailed):
@@ -75,21 +78,58 @@ def current_run_refusal(task: Task | None, token: FencingToken) -> str | None:
     return None
 
 
-def rollback_reached(task: Task | None, cursor: int, item: int | None = None) -> bool:
+def current_item_run_refusal(task: Task, record: ItemRecord | None, token: FencingToken) -> str | None:
+    """current_run_refusal for an item of a step over item records: its run is in its record
+    (DESIGN.md sec. 12), the task says only whether anything may still run. Pure."""
+    if task.TaskStatus in FINAL_STATUSES:
+        return f"the task is {task.TaskStatus.name}"
+    run = record.Run if record is not None else None
+    if run is None or run.DispatchId != token.dispatch_id or run.Phase is not token.phase:
+        if run is not None and run.Phase is token.phase:
+            return f"the item was dispatched again (attempt {run.Attempt} is current)"
+        return "the item has moved on"
+    if run.State is not RunState.RUNNING or run.Owner != token.owner:
+        return f"the item is {run.State.value} under {run.Owner}"
+    return None
+
+
+def rollback_reached(task: Task | None, cursor: int, item: int | None = None,
+                     record: ItemRecord | None = None) -> bool:
     """True once the rollback of step `cursor` (of its item `item`, in a for_each step) has begun
     (or the task ended without success): an effect a late command made now is one that rollback
-    may already have missed, and the command must undo it itself. Pure."""
+    may already have missed, and the command must undo it itself. `record`: the item's record,
+    for a step over item records. Pure."""
     if task is None:
         return True  # gone: nobody else will undo anything
     if task.TaskStatus in FINAL_STATUSES:
         return task.TaskStatus is not TaskStatus.SUCCESS
     step = task.Steps[cursor]
+    if record is not None:
+        return record.RollbackAttempts > 0
     unit = step.Items[item] if item is not None and step.Items and 0 <= item < len(step.Items) else step
     return unit.RollbackAttempts > 0
 
 
-def check_fence(read_task: Callable[[str], Task | None], token: FencingToken) -> None:
-    """Raise StaleFence unless `token` is current in the store `read_task` reads from."""
-    reason = current_run_refusal(read_task(token.task_id), token)
+ReadItem = Callable[[str, int, int, int], "ItemRecord | None"]  # task id, generation, cursor, item
+
+
+def item_record_of(task: Task | None, cursor: int, item: int | None, read_item: ReadItem | None) -> ItemRecord | None:
+    """The record of item `item` of step `cursor` when the step keeps its items in records."""
+    if task is None or item is None or read_item is None or not keeps_records(task.Steps[cursor]):
+        return None
+    return read_item(task.TaskId, task.Generation, cursor, item)
+
+
+def check_fence(read_task: Callable[[str], Task | None], token: FencingToken, read_item: ReadItem | None = None) -> None:
+    """Raise StaleFence unless `token` is current in the store `read_task` reads from (an item
+    of a step over records: in its record, which `read_item` reads)."""
+    task = read_task(token.task_id)
+    if task is not None and token.item is not None and keeps_records(task.Steps[token.cursor]):
+        if read_item is None:
+            raise StaleFence(token, "the item's record cannot be read here")
+        record = read_item(task.TaskId, task.Generation, token.cursor, token.item)
+        reason = current_item_run_refusal(task, record, token)
+    else:
+        reason = current_run_refusal(task, token)
     if reason is not None:
         raise StaleFence(token, reason)

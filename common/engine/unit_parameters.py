@@ -9,12 +9,21 @@ from common.logging import SECRET_KEY
 from common.engine.document import Task
 
 
-def command_parameters(task: Task, cursor: int, item: int | None) -> dict[str, Any]:
+_INLINE = object()  # the item's value is read from the step's inline Items
+
+
+def command_parameters(task: Task, cursor: int, item: int | None, value: Any = _INLINE) -> dict[str, Any]:
     """The task's Parameters; a for_each item's run also gets `item` (its value, fixed when the
-    step started) and `item_index` (DESIGN.md sec. 3)."""
+    step started) and `item_index` (DESIGN.md sec. 3). `value`: the item's value from its record
+    (a step over item records, DESIGN.md sec. 12); by default it is read from the step's Items."""
     parameters = dict(task.Parameters)
+    if item is None:
+        return parameters
+    if value is not _INLINE:
+        parameters["item"], parameters["item_index"] = value, item
+        return parameters
     items = task.Steps[cursor].Items
-    if item is not None and items is not None and 0 <= item < len(items):
+    if items is not None and 0 <= item < len(items):
         parameters["item"] = items[item].Value
         parameters["item_index"] = item
     return parameters

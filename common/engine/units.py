@@ -242,4 +242,7 @@ def reset_step(step: Step) -> None:
     reset_normal(step)
     reset_rollback(step)
     step.Items = None
+    # A step over item records: the new generation opens records of its own (the old ones keep
+    # their generation in their key, so nothing of them is read again).
+    step.ItemStore, step.ItemCount, step.ItemsOpen = None, None, False
     step.ChildTaskId = None

@@ -38,13 +38,14 @@ from common.engine.units import IdFactory, Refusal, Timing, new_id
 from common.store.items_port import ItemStore
 from common.store.mutate import mutate
 from common.store.port import TaskStore
+from common.store.task_reads import TaskReads
 from common.engine.units import none_if_refused
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
 INSERT_BATCH = 500  # records per insert when a step opens
 PAGE = 500
-FORWARD_OPEN = frozenset({StepState.WAITING, StepState.RUNNING})
+FORWARD_OPEN = (StepState.WAITING, StepState.RUNNING)  # in this order: see check_settled
 
 
 class ItemRelay:
@@ -52,6 +53,7 @@ class ItemRelay:
                  flush_task: Callable[[Task], None], publish_item: Callable[[ItemRecord], None],
                  ids: IdFactory = new_id):
         self._tasks = tasks
+        self._reads = TaskReads(tasks)  # read-only uses: parsed again only when the task changed
         self._items = items
         self._timing = timing
         self._flush_task = flush_task  # publishes what a task change here put in its outbox
@@ -62,7 +64,7 @@ class ItemRelay:
 
     def apply(self, task_id: str, entry: OutboxEntry) -> bool:
         """Apply one of the task's item entries; True once done (the caller marks it sent)."""
-        task = self._tasks.get(task_id)
+        task = self._reads.get(task_id)
         body = entry.Body
         if task is None or body.get("Generation") != task.Generation:
             return True  # the task is gone, or retried since: the entry is moot
@@ -110,10 +112,12 @@ class ItemRelay:
 
     def apply_owes(self, record: ItemRecord, *, check_settled: bool = True) -> None:
         """Apply, in order, what `record` (as written) owes its step, dropping each once done."""
-        task = self._tasks.get(record.TaskId)
+        task = self._reads.get(record.TaskId)
         if task is None or task.Generation != record.Generation:
             return
         for owes in list(record.Owes):
+            if owes == OWES_SUCCESSOR and task.Paused is not None and self._waiting_successor(task, record):
+                continue  # a pause holds the chain: owed until the task resumes (the sweeper asks again)
             if owes == OWES_SUCCESSOR:
                 self._successor(task, record)
             elif owes == OWES_FAILED:
@@ -129,6 +133,13 @@ class ItemRelay:
                 self.check_settled(record.TaskId, record.Cursor)
             done = self._change(record, lambda r, o=owes: applied_owes_done(r, o))
             record = done or record
+
+    def _waiting_successor(self, task: Task, record: ItemRecord) -> bool:
+        following = record.Item + chain_count(task, record.Cursor)
+        if following >= (task.Steps[record.Cursor].ItemCount or 0):
+            return False
+        successor = self._items.get_item(task.TaskId, task.Generation, record.Cursor, following)
+        return successor is not None and successor.State is StepState.WAITING
 
     def _successor(self, task: Task, record: ItemRecord) -> None:
         following = record.Item + chain_count(task, record.Cursor)
@@ -159,20 +170,24 @@ class ItemRelay:
     def check_settled(self, task_id: str, cursor: int) -> None:
         """Conclude the step's current direction once no item has work left in it. Each item
         writes its record before it asks, so the last of two items ending together sees both."""
-        task = self._tasks.get(task_id)
+        task = self._reads.get(task_id)
         if task is None or not task.Steps[cursor].ItemsOpen:
             return
         step = task.Steps[cursor]
+        # The states are asked in the order an item passes through them (waiting, running; applied,
+        # rolling back): an item that moves on between two look-ups is seen by the later one. In
+        # the other order an item started in between was missed by both, and the step settled
+        # under it (its run dispatched again after the task ended).
         if step.State is StepState.RUNNING:
             going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
             if self._any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
                 return
             failure = self._first(task, cursor, StepState.FAILED)
         else:
-            if self._any(task, cursor, [StepState.ROLLING_BACK]):
-                return
             failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
             if failure is None and self._any(task, cursor, APPLIED):
+                return
+            if self._any(task, cursor, [StepState.ROLLING_BACK]):
                 return
         counts = self._items.count_by_state(task_id, task.Generation, cursor)
         changed = mutate(self._tasks, task_id, lambda t: items_settled(

@@ -17,7 +17,10 @@ from typing import Any
 
 from common.engine.document import Task
 from common.logging import configure_logging, hidden_values
-from common.runtime.invoke import call_sync, command_context, store_reader
+from common.engine.fence import ReadItem
+from common.runtime.invoke import call_sync, command_context, item_reader, store_reader
+from common.store.items_open import open_item_store_for
+from common.store.items_port import ItemStore
 from common.runtime.registry import CommandRegistry, load_registry
 from common.store.factory import open_store
 from common.store.port import TaskStore
@@ -39,28 +42,35 @@ def child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     registry = load_registry(registry_ref)
     resources = registry.make_resources()
-    read_task = _task_reader(store_url)
+    read_task, read_item = _readers(store_url)
     conn.send({"ready": True})  # imports done: the parent may count this slot as available
     while True:
         try:
             request = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send(execute(registry, request, fault_injection, resources, read_task))
+        conn.send(execute(registry, request, fault_injection, resources, read_task, read_item))
 
 
-def _task_reader(store_url: str | None) -> Callable[[str], Task | None] | None:
-    """The store, opened on first use (a command that never checks its fence never connects)."""
+def _readers(store_url: str | None) -> tuple[Callable[[str], Task | None] | None, ReadItem | None]:
+    """The store and its item records, opened on first use (a command that never checks its
+    fence never connects)."""
     if store_url is None:
-        return None
+        return None, None
     opened: list[TaskStore] = []
+    items: list[ItemStore] = []
 
     def store() -> TaskStore:
         if not opened:
             opened.append(open_store(store_url))
         return opened[0]
 
-    return store_reader(store)
+    def item_store() -> ItemStore:
+        if not items:
+            items.append(open_item_store_for(store()))
+        return items[0]
+
+    return store_reader(store), item_reader(item_store)
 
 
 def execute(
@@ -69,10 +79,11 @@ def execute(
     fault_injection: bool,
     resources: Any = None,
     read_task: Callable[[str], Task | None] | None = None,
+    read_item: ReadItem | None = None,
 ) -> dict[str, Any]:
     """Run one command; always answer with {"ok", "message", "output", "retryable"}, plus
     "check_again" (seconds; "message" is then its progress) when it is not done yet."""
-    context = command_context(registry, request, resources, read_task)
+    context = command_context(registry, request, resources, read_task, read_item)
     with hidden_values(request.get("hidden", ())):  # a command's own log lines hide the secrets too
         return call_sync(registry, context, fault_injection)
 

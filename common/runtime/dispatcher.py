@@ -16,13 +16,14 @@ import structlog
 
 from common.logging import exception_summary
 from common.runtime.inbox import TrackedDelivery
-from common.runtime.invoke import CommandRequest, store_reader
+from common.runtime.invoke import CommandRequest, item_reader, store_reader
 from common.runtime.kinds import AsyncKind, Done, ProcessKind, Reactor, ThreadKind
 from common.runtime.lease import Lease
 from common.runtime.registry import KINDS, CommandRegistry
 from common.runtime.runner import CommandRunner
 from common.runtime.slots import Slots, Start
 from common.settings import Settings
+from common.store.items_port import ItemStore
 from common.store.port import TaskStore
 from common.engine.transitions import AttemptResult
 
@@ -30,7 +31,8 @@ log = structlog.get_logger(__name__)
 
 
 class Dispatcher:
-    def __init__(self, registry: CommandRegistry, registry_ref: str, settings: Settings, store: TaskStore):
+    def __init__(self, registry: CommandRegistry, registry_ref: str, settings: Settings, store: TaskStore,
+                 items: ItemStore | None = None):
         self._registry = registry
         # Only the kinds this module's commands use: a module of async and thread commands
         # starts no forkserver and no children.
@@ -56,8 +58,11 @@ class Dispatcher:
             self._reactor = Reactor(self._store_pool)
             resources = _once(registry.make_resources)
             read_task = store_reader(lambda: store)
-            self._kinds["thread"] = ThreadKind(registry, settings.fault_injection, self._reactor, resources, read_task)
-            self._kinds["async"] = AsyncKind(registry, settings.fault_injection, self._reactor, resources, read_task)
+            read_item = item_reader(lambda: items) if items is not None else None
+            self._kinds["thread"] = ThreadKind(registry, settings.fault_injection, self._reactor, resources, read_task,
+                                               read_item)
+            self._kinds["async"] = AsyncKind(registry, settings.fault_injection, self._reactor, resources, read_task,
+                                             read_item)
 
     def start(self) -> None:
         if self._runner is not None:

@@ -17,6 +17,9 @@ from common.engine.check_again import parse_answer
 from common.errors import CommandFailed, StoreError
 from common.input_limits import InputLimits, json_problems, printable
 from common.engine.document import Task
+from common.engine.fence import ReadItem
+from common.engine.item_record import ItemRecord
+from common.store.items_port import ItemStore
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.registry import CommandContext, CommandRegistry
 from common.engine.states import Phase, ResultCode
@@ -68,6 +71,7 @@ def command_context(
     request: dict[str, Any],
     resources: Any = None,
     read_task: Callable[[str], Task | None] | None = None,
+    read_item: ReadItem | None = None,
 ) -> CommandContext:
     return CommandContext(
         task_id=request["task_id"],
@@ -84,6 +88,7 @@ def command_context(
         dispatch_id=request.get("dispatch_id", ""),
         owner=request.get("owner", ""),
         read_task=read_task,
+        read_item=read_item,
         item=request.get("item"),
         item_index=request.get("item_index"),
     )
@@ -95,6 +100,18 @@ def store_reader(get_store: Callable[[], TaskStore]) -> Callable[[str], Task | N
     def read(task_id: str) -> Task | None:
         try:
             return get_store().get(task_id)
+        except StoreError as exc:
+            raise CommandFailed(f"cannot check the fencing token: {exc}") from None
+
+    return read
+
+
+def item_reader(get_items: Callable[[], ItemStore]) -> ReadItem:
+    """ctx.read_item over the item records beside a store, failing as store_reader does."""
+
+    def read(task_id: str, generation: int, cursor: int, item: int) -> ItemRecord | None:
+        try:
+            return get_items().get_item(task_id, generation, cursor, item)
         except StoreError as exc:
             raise CommandFailed(f"cannot check the fencing token: {exc}") from None
 

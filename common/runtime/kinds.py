@@ -125,18 +125,21 @@ class _InProcessKind:
     fault-injection switch, where outcomes go, the process's resources and the fence's reader."""
 
     def __init__(self, registry: CommandRegistry, fault_injection: bool, reactor: Reactor,
-                 resources: Callable[[], Any], read_task: Callable[[str], Any]):  # fmt: skip
+                 resources: Callable[[], Any], read_task: Callable[[str], Any],
+                 read_item: Callable[..., Any] | None = None):  # fmt: skip
         self._registry = registry
         self._fault_injection = fault_injection
         self._reactor = reactor
         self._resources = resources
         self._read_task = read_task
+        self._read_item = read_item
 
 
 class ThreadKind(_InProcessKind):
     def __init__(self, registry: CommandRegistry, fault_injection: bool, reactor: Reactor,
-                 resources: Callable[[], Any], read_task: Callable[[str], Any]):  # fmt: skip
-        super().__init__(registry, fault_injection, reactor, resources, read_task)
+                 resources: Callable[[], Any], read_task: Callable[[str], Any],
+                 read_item: Callable[..., Any] | None = None):  # fmt: skip
+        super().__init__(registry, fault_injection, reactor, resources, read_task, read_item)
         self._lock = threading.Lock()
         self._running: set[_ThreadRun] = set()
         self._abandoned: dict[_ThreadRun, float] = {}  # -> when (monotonic) its attempt ended without it
@@ -155,7 +158,8 @@ class ThreadKind(_InProcessKind):
 
     def _body(self, run: _ThreadRun, request: CommandRequest) -> None:
         try:
-            context = command_context(self._registry, request.__dict__, self._resources(), self._read_task)
+            context = command_context(self._registry, request.__dict__, self._resources(), self._read_task,
+                                      self._read_item)
             answer = call_sync(self._registry, context, self._fault_injection)
         finally:
             with self._lock:
@@ -199,8 +203,9 @@ class _AsyncRun:
 
 class AsyncKind(_InProcessKind):
     def __init__(self, registry: CommandRegistry, fault_injection: bool, reactor: Reactor,
-                 resources: Callable[[], Any], read_task: Callable[[str], Any]):  # fmt: skip
-        super().__init__(registry, fault_injection, reactor, resources, read_task)
+                 resources: Callable[[], Any], read_task: Callable[[str], Any],
+                 read_item: Callable[..., Any] | None = None):  # fmt: skip
+        super().__init__(registry, fault_injection, reactor, resources, read_task, read_item)
         self._running: set[_AsyncRun] = set()  # touched on the loop thread only
         self._closing = False
 
@@ -225,7 +230,8 @@ class AsyncKind(_InProcessKind):
     async def _run(self, run: _AsyncRun, request: CommandRequest, timeout: float) -> None:
         deadline = asyncio.timeout(timeout)
         try:
-            context = command_context(self._registry, request.__dict__, self._resources(), self._read_task)
+            context = command_context(self._registry, request.__dict__, self._resources(), self._read_task,
+                                      self._read_item)
             async with deadline:
                 answer = await call_async(self._registry, context, self._fault_injection)
         except TimeoutError:  # the deadline's: call_async turns a command's own errors into answers

@@ -19,7 +19,11 @@ import structlog
 from common.errors import StoreError, UnreadableTask
 from common.store.mutate import mutate
 from common.store.port import TaskStore
+from common.engine.item_record import ItemRecord
+from common.engine.kinds.item_changes import renew_item_lease
 from common.engine.transitions import Refusal, Timing, renew_lease
+from common.store.items_port import ItemStore
+from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
 
@@ -29,6 +33,8 @@ class Lease:
     task_id: str
     dispatch_id: str
     expires: float
+    # (generation, cursor, item) when the run lives in an item's record (DESIGN.md sec. 12).
+    record: tuple[int, int, int] | None = None
     lost: threading.Event = field(default_factory=threading.Event)
     _callbacks: list[Callable[[], None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -55,8 +61,10 @@ class Lease:
 
 
 class LeaseKeeper:
-    def __init__(self, store: TaskStore, owner: str, lease: float, interval: float, clock: Callable[[], float]):
+    def __init__(self, store: TaskStore, owner: str, lease: float, interval: float, clock: Callable[[], float],
+                 items: ItemStore | None = None):
         self._store = store
+        self._items = items
         self._owner = owner
         self._lease = lease
         self._interval = interval
@@ -74,16 +82,17 @@ class LeaseKeeper:
         self._thread.join(timeout=5)
 
     @contextmanager
-    def hold(self, task_id: str, dispatch_id: str) -> Iterator[Lease]:
-        lease = self.take(task_id, dispatch_id)
+    def hold(self, task_id: str, dispatch_id: str, record: tuple[int, int, int] | None = None) -> Iterator[Lease]:
+        lease = self.take(task_id, dispatch_id, record)
         try:
             yield lease
         finally:
             self.give_up(lease)
 
-    def take(self, task_id: str, dispatch_id: str) -> Lease:
-        """Start renewing the lease of a claimed run (until give_up)."""
-        lease = Lease(task_id, dispatch_id, self._clock() + self._lease)
+    def take(self, task_id: str, dispatch_id: str, record: tuple[int, int, int] | None = None) -> Lease:
+        """Start renewing the lease of a claimed run (until give_up); `record`: the item record
+        holding the run, (generation, cursor, item)."""
+        lease = Lease(task_id, dispatch_id, self._clock() + self._lease, record)
         with self._lock:
             self._held[dispatch_id] = lease
         return lease
@@ -107,9 +116,7 @@ class LeaseKeeper:
         now = self._clock()
         timing = Timing(now=now, lease=self._lease)
         try:
-            result = mutate(
-                self._store, lease.task_id, lambda t: renew_lease(t, lease.dispatch_id, self._owner, timing)
-            )
+            result = self._renewed(lease, timing)
         except UnreadableTask as exc:  # its document broke under us: no outcome can be written
             log.error("lease given up: the task cannot be read", task_id=lease.task_id, reason=exc.reason)
             lease.lose()
@@ -126,6 +133,26 @@ class LeaseKeeper:
             lease.lose()
         else:
             lease.expires = timing.now + self._lease
+
+    def _renewed(self, lease: Lease, timing: Timing) -> object:
+        if lease.record is None:
+            return mutate(self._store, lease.task_id, lambda t: renew_lease(t, lease.dispatch_id, self._owner, timing))
+        if self._items is None:
+            raise StoreError("no item store to renew an item's lease in")
+        items, (generation, cursor, item) = self._items, lease.record
+        refusals: list[Refusal] = []
+
+        def change(record: ItemRecord) -> ItemRecord | None:
+            outcome = renew_item_lease(record, lease.dispatch_id, self._owner, timing)
+            if isinstance(outcome, Refusal):
+                refusals.append(outcome)
+                return None
+            return outcome
+
+        read = lambda: items.get_item(lease.task_id, generation, cursor, item)  # noqa: E731
+        written = compare_and_set_loop(read(), read=read, change=change, write=items.compare_and_set_item,
+                                       what=f"item {lease.task_id}:{cursor}:{item}")
+        return written if written is not None else (refusals[-1] if refusals else Refusal("the item is gone"))
 
     def _still_held(self, lease: Lease) -> bool:
         with self._lock:

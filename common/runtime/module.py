@@ -75,13 +75,15 @@ class ModuleRuntime:
         self._queues = {module_queue(self.module), ALARM_QUEUE, *queues_to_declare}
         self._extra = dict(extra_consumers or {})
         self._extra_source = extra_consumers  # Consumers: closed once they no longer receive
-        self._dispatcher = Dispatcher(registry, registry_ref, settings, store)
-        self._dispatcher.on_slot_freed = self._resume_if_idle
-        self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock)
         self._publisher = OutboxPublisher(
             store, broker, clock, mark_delay=mark_delay_for(settings.relay_grace_seconds), metrics=self.metrics,
             lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
         )
+        items = self._publisher.item_store  # the runs of steps over item records live there
+        self._dispatcher = Dispatcher(registry, registry_ref, settings, store, items)
+        self._dispatcher.on_slot_freed = self._resume_if_idle
+        self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock,
+                                   items)
         config = HandlerConfig(
             module=self.module,
             owner=self.owner,

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.engine.fence import FencingToken, check_fence, rollback_reached
+from common.engine.fence import FencingToken, ReadItem, check_fence, item_record_of, rollback_reached
 from common.engine.document import Task
 from common.engine.states import Phase
 
@@ -63,17 +63,20 @@ class CommandContext:
     owner: str = ""
     # Reads the task from the store (in the command's own process); None where there is no store.
     read_task: Callable[[str], Task | None] | None = None
+    # Reads an item's record (a step over item records keeps each item's run there).
+    read_item: ReadItem | None = None
 
     @property
     def fencing_token(self) -> FencingToken:
-        return FencingToken(self.task_id, self.cursor, self.phase, self.attempt, self.dispatch_id, self.owner)
+        return FencingToken(self.task_id, self.cursor, self.phase, self.attempt, self.dispatch_id, self.owner,
+                            self.item_index)
 
     def check_fence(self) -> None:
         """Raise StaleFence (a CommandFailed) unless this attempt is still its task's current run,
         RUNNING under this worker. Call it right before a side effect, under the lock the undo takes."""
         if self.read_task is None:
             raise RuntimeError("this command runs without a store: its fence cannot be checked")
-        check_fence(self.read_task, self.fencing_token)
+        check_fence(self.read_task, self.fencing_token, self.read_item)
 
     async def check_fence_async(self) -> None:
         """check_fence for an async command: the read runs off the event loop (on a store thread),
@@ -86,7 +89,9 @@ class CommandContext:
         yourself (the rollback may have run before the effect, and found nothing to undo)."""
         if self.read_task is None:
             raise RuntimeError("this command runs without a store: its fence cannot be checked")
-        return rollback_reached(self.read_task(self.task_id), self.cursor, self.item_index)
+        task = self.read_task(self.task_id)
+        record = item_record_of(task, self.cursor, self.item_index, self.read_item)
+        return rollback_reached(task, self.cursor, self.item_index, record)
     # A for_each step's run: its item and the item's index (None for a plain step). They are
     # also in `parameters` as "item" and "item_index".
     item: Any = None

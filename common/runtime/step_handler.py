@@ -26,6 +26,8 @@ from common.logging import hidden_values
 from common.masking import scrubbed_text, secret_values
 from common.metrics import RuntimeMetrics
 from common.engine.document import Alarm, StepMessage, Task, named_task
+from common.engine.item_record import ItemRecord
+from common.runtime.item_runs import ItemRuns, names_record, record_key
 from common.relay.outbox import OutboxPublisher
 from common.queues import ALARM_QUEUE
 from common.backoff import retry_delay
@@ -88,6 +90,7 @@ class StepHandler:
         self._publisher = publisher
         self._clock = clock
         self._rng = rng or random.Random()
+        self._item_runs = ItemRuns(store, publisher, config.owner)  # steps over item records
 
     def handle(self, delivery: TrackedDelivery) -> None:
         """Parse, then claim and start the command once a slot of its kind is free (parked
@@ -115,32 +118,41 @@ class StepHandler:
             attempt=message.Attempt, module=self._config.module, command=message.Command,
         ):
             timing = self._timing()
+            record: ItemRecord | Refusal | None = None
             try:
-                claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, timing))
+                # An item's message: its run may live in its record (DESIGN.md sec. 12), claimed
+                # there on the task as read (shared, parsed again only when it changed).
+                read = self._item_runs.reads.get(message.TaskId) if message.Item is not None else None
+                if read is not None and names_record(read, message):
+                    claimed, record = read, self._item_runs.claim(read, message, timing)
+                else:
+                    claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, timing))
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
                 self._dead_letter(delivery, str(exc), message)
                 return False
             except StoreError as exc:
-                claimed = self._claim_outcome(message, timing)
+                claimed, record = self._claim_outcome(message, timing)
                 if claimed is None:
                     log.warning("store unreachable; delivery given back", error=str(exc))
                     time.sleep(STORE_RETRY_PAUSE)
                     delivery.requeue()
                     return False
                 log.info("claim written although the store's answer was lost", error=str(exc))
-            if isinstance(claimed, Refusal):
+            refused = claimed if isinstance(claimed, Refusal) else record if isinstance(record, Refusal) else None
+            if refused is not None:
                 delivery.ack()  # a duplicate or stale delivery: the store already knows better
                 self._metrics.deliveries_dropped.labels(self._config.module).inc()
-                log.info("delivery dropped", reason=claimed.reason)
+                log.info("delivery dropped", reason=refused.reason)
                 return False
+            assert isinstance(claimed, Task)
             delivery.ack()  # acked right after the claim: the lease, not the delivery, guards the run
             # Secret values (a declared password, say) never reach a log line, even inside an
             # error message a command wrote, whatever thread or task the command runs in.
             with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType), \
-                    hidden_values(secret_values(claimed)):
-                return self._start(claimed, message)
+                    hidden_values(self._secrets(claimed, record)):
+                return self._start(claimed, message, record)
 
-    def _claim_outcome(self, message: StepMessage, timing: Timing) -> Task | None:
+    def _claim_outcome(self, message: StepMessage, timing: Timing) -> tuple[Task | None, ItemRecord | None]:
         """After a StoreError during the claim: the task if OUR claim was written after all.
 
         A timeout or a dropped connection leaves the write's fate unknown. Giving the delivery back
@@ -148,11 +160,15 @@ class StepHandler:
         step waits for the lease to lapse (a `retry: 0` step then rolls back). Ours means this
         owner, this dispatch, and the lease deadline this very call wrote: a duplicate delivery
         of the same dispatch running in this process has its own deadline (or renewed it since),
-        so it is never taken for ours. None when it was not written, or the store cannot tell."""
+        so it is never taken for ours. None when it was not written, or the store cannot tell.
+        An item of a step over records: the task and the record, when the record says so."""
         try:
             task = self._store.get(message.TaskId)
         except StoreError:
-            return None
+            return None, None
+        if task is not None and names_record(task, message):
+            record = self._item_runs.claimed_after_error(task, message, timing)
+            return (task, record) if record is not None else (None, None)
         active = task.run(message.DispatchId) if task is not None else None
         ours = (
             active is not None
@@ -161,10 +177,12 @@ class StepHandler:
             and active.Owner == self._config.owner
             and active.Deadline == timing.now + timing.lease
         )
-        return task if ours else None
+        return (task, None) if ours else (None, None)
 
-    def _start(self, task: Task, message: StepMessage) -> bool:
-        self._crash_point(task, message, "after_claim")
+    def _start(self, task: Task, message: StepMessage, record: ItemRecord | None = None) -> bool:
+        # The item's value: from its record, or from the step's inline items.
+        parameters = command_parameters(task, message.Cursor, message.Item, *([record.Value] if record else []))
+        self._crash_point(parameters, message, "after_claim")
         step = task.Steps[message.Cursor]
         phase = message.Type
         # The document, not the message, says what to run: a message only points at a unit.
@@ -177,24 +195,24 @@ class StepHandler:
             attempt=message.Attempt,
             idempotency_key=idempotency_key(task.TaskId, message.Cursor, phase, task.Generation, message.Item),
             run_key=run_key(task.TaskId, task.Generation),
-            parameters=command_parameters(task, message.Cursor, message.Item),
+            parameters=parameters,
             dispatch_id=message.DispatchId,
             owner=self._config.owner,
-            hidden=secret_values(task),
+            hidden=self._secrets(task, record),
         )
         if message.Item is not None:
             request.item_index = message.Item
             request.item = request.parameters["item"]
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
-        lease = self._leases.take(task.TaskId, message.DispatchId)
-        self._crash_point(task, message, "during_command", delay=0.2)
+        lease = self._leases.take(task.TaskId, message.DispatchId, record_key(record) if record else None)
+        self._crash_point(parameters, message, "during_command", delay=0.2)
         # Two copies of this context (log fields, secrets to mask): one the command runs in, one
         # its outcome is committed in, later, on another thread.
         finish_in = contextvars.copy_context()
 
         def finish(outcome: AttemptResult | None) -> None:
-            finish_in.run(self._finish, task, message, lease, started, outcome)
+            finish_in.run(self._finish, task, message, lease, started, outcome, record, parameters)
 
         try:
             self._dispatcher.start_command(request, step.timeout(phase), lease, contextvars.copy_context(), finish)
@@ -204,21 +222,21 @@ class StepHandler:
         return True
 
     def _finish(self, task: Task, message: StepMessage, lease: Lease, started: float,
-                outcome: AttemptResult | None) -> None:  # fmt: skip
+                outcome: AttemptResult | None, record: ItemRecord | None, parameters: dict) -> None:  # fmt: skip
         """The command ended (None: shutdown stopped it): commit its outcome, publish what
         follows, free its slot."""
         kind = self._dispatcher.kind_of(message.Command)
         try:
             self._leases.give_up(lease)
             if outcome is None:
-                self._release(task.TaskId, message)
+                self._release(task, message, record)
                 return
-            self._conclude(task, message, lease, started, outcome)
+            self._conclude(task, message, lease, started, outcome, record, parameters)
         finally:
             self._dispatcher.release(kind)
 
     def _conclude(self, task: Task, message: StepMessage, lease: Lease, started: float,
-                  result: AttemptResult) -> None:  # fmt: skip
+                  result: AttemptResult, record: ItemRecord | None, parameters: dict) -> None:  # fmt: skip
         step, phase = task.Steps[message.Cursor], message.Type
         elapsed = round(time.monotonic() - started, 4)
         labels = (self._config.module, step.command(phase), phase.label)
@@ -231,13 +249,16 @@ class StepHandler:
         delay = 0.0 if result.ok else retry_delay(step.backoff(phase), message.Attempt, self._rng.random())
         # A command's error text may quote a secret parameter: it is stored scrubbed, so no
         # reader of the document (a search, a listing, an export) can ever see or match it.
-        result = dataclasses.replace(result, message=scrubbed_text(result.message, task))
+        result = dataclasses.replace(result, message=scrubbed_text(result.message, task, self._secrets(task, record)))
+        if record is not None:
+            self._conclude_item(task, message, record, result, delay, elapsed, labels, parameters)
+            return
         committed = self._commit(task, message, result, delay)
         if committed is None:
             return
-        self._crash_point(task, message, "after_commit")
+        self._crash_point(parameters, message, "after_commit")
         # What comes next goes out first: the next step's module starts while this one logs.
-        self._publisher.flush(committed, lambda: self._crash_point(task, message, "after_publish"))
+        self._publisher.flush(committed, lambda: self._crash_point(parameters, message, "after_publish"))
         with hidden_values(secret_values(committed)):  # the command's output may hold new ones
             if result.check_again is not None:  # the run ended; the unit's next check is in the outbox
                 log.info("step checks again later", seconds=result.check_again, progress=result.message,
@@ -247,7 +268,28 @@ class StepHandler:
                          seconds=elapsed, task_status=committed.TaskStatus.name)
         self._count_outcome(committed, message, labels)
 
-    def _commit(self, claimed: Task, message: StepMessage, result: AttemptResult, delay: float) -> Task | None:
+    def _conclude_item(self, task: Task, message: StepMessage, claimed: ItemRecord, result: AttemptResult,
+                       delay: float, elapsed: float, labels: tuple[str, str, str], parameters: dict) -> None:
+        """The outcome of an item's run on its record, then what it owes (DESIGN.md 12.3)."""
+        committed = self._commit(task, message, result, delay, claimed)
+        if committed is None:
+            return
+        assert isinstance(committed, ItemRecord)
+        self._crash_point(parameters, message, "after_commit")
+        self._item_runs.publish(committed)
+        self._crash_point(parameters, message, "after_publish")
+        if result.check_again is not None:
+            log.info("step checks again later", seconds=result.check_again, progress=result.message,
+                     elapsed=elapsed, item_state=committed.State.value)
+        else:
+            log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
+                     seconds=elapsed, item_state=committed.State.value)
+        run = committed.Run
+        if run is not None and (run.Phase, run.Attempt) == (message.Type, message.Attempt + 1):
+            self._metrics.retries.labels(*labels).inc()
+
+    def _commit(self, claimed: Task, message: StepMessage, result: AttemptResult, delay: float,
+                record: ItemRecord | None = None) -> Task | ItemRecord | None:
         """Record the outcome; keep trying through a store outage until our lease would lapse.
 
         The first try writes on the task as claimed, without reading it again: a short step's
@@ -257,11 +299,16 @@ class StepHandler:
         while True:
             timing = Timing(self._clock(), self._config.lease, self._config.redeliver_after, delay)
             try:
-                outcome = mutate(
-                    self._store, task_id,
-                    lambda t: finish_attempt(t, message.DispatchId, self._config.owner, result, timing),
-                    known=known,
-                )
+                if record is not None:  # decided on the task as it is now: it may have turned back
+                    task_now = self._item_runs.task_now(claimed)
+                    outcome: Task | ItemRecord | Refusal = self._item_runs.commit(record, task_now, message, result,
+                                                                                 timing)
+                else:
+                    outcome = mutate(
+                        self._store, task_id,
+                        lambda t: finish_attempt(t, message.DispatchId, self._config.owner, result, timing),
+                        known=known,
+                    )
                 known = None
             except StoreRefused as exc:
                 if not result.ok and not result.retryable and not result.output:
@@ -292,19 +339,24 @@ class StepHandler:
         if task.TaskStatus in FINAL_STATUSES:
             self._metrics.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
 
-    def _release(self, task_id: str, message: StepMessage) -> None:
+    def _release(self, task: Task, message: StepMessage, record: ItemRecord | None) -> None:
         """Shutdown stopped the command: hand the step straight back instead of failing it."""
         try:
-            released = mutate(
-                self._store, task_id, lambda t: release(t, message.DispatchId, self._config.owner, self._timing())
-            )
+            if record is not None:
+                released: Task | ItemRecord | Refusal = self._item_runs.release(task, message, self._timing())
+            else:
+                released = mutate(self._store, task.TaskId,
+                                  lambda t: release(t, message.DispatchId, self._config.owner, self._timing()))
         except (StoreError, UnreadableTask) as exc:
             log.warning("could not release the step; its lease will lapse", error=str(exc))
             return
         if isinstance(released, Refusal):
             return
         log.info("step released for another replica")
-        self._publisher.flush(released)
+        if isinstance(released, ItemRecord):
+            self._item_runs.publish(released)
+        else:
+            self._publisher.flush(released)
 
     def _parse(self, delivery: Delivery) -> StepMessage | None:
         """A message nobody can act on goes to the dead-letter queue, with an alarm; never a crash."""
@@ -341,12 +393,11 @@ class StepHandler:
             log.error("could not raise the dead-letter alarm", error=str(exc))
         return None
 
-    def _crash_point(self, task: Task, message: StepMessage, point: str, delay: float = 0.0) -> None:
+    def _crash_point(self, parameters: dict, message: StepMessage, point: str, delay: float = 0.0) -> None:
         """Injected crash (tests, drills): SIGKILL this module process at `point` of the protocol."""
         if not self._config.fault_injection:
             return
         try:
-            parameters = command_parameters(task, message.Cursor, message.Item)
             faults = faults_for(parameters, message.Command, message.Type, message.Attempt)
         except BadFaultRule:
             return  # the command itself reports the bad rule as its failure
@@ -356,6 +407,11 @@ class StepHandler:
                 threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
             else:
                 os.kill(os.getpid(), signal.SIGKILL)
+
+    def _secrets(self, task: Task, record: ItemRecord | Refusal | None) -> list[str]:
+        """The task's secret values: an item run of a step over records reads a task that stays
+        the same for many items, whose parameters hold the whole list: worked out once."""
+        return self._item_runs.reads.secrets(task) if isinstance(record, ItemRecord) else secret_values(task)
 
     def _timing(self) -> Timing:
         return Timing(self._clock(), self._config.lease, self._config.redeliver_after)

@@ -66,6 +66,11 @@ class MongoStore(MongoAdapter):
         return self._one(self._tasks.find_one({"TaskId": task_id}, _no_id()))
 
     @_adapter_edge
+    def version_of(self, task_id: str) -> int | None:
+        found = self._tasks.find_one({"TaskId": task_id}, {"_id": 0, "Version": 1})
+        return None if found is None else int(found["Version"])
+
+    @_adapter_edge
     def get_by_idempotency_key(self, key: str) -> Task | None:
         return self._one(self._tasks.find_one({"IdempotencyKey": key}, _no_id()))
 

@@ -24,6 +24,9 @@ class TaskStore(Protocol):
 
     def get(self, task_id: str) -> Task | None: ...
 
+    def version_of(self, task_id: str) -> int | None:
+        """The stored task's Version (None: no such task), without reading its document."""
+
     def get_by_idempotency_key(self, key: str) -> Task | None: ...
 
     def compare_and_set(self, task: Task, expected_version: int) -> bool:

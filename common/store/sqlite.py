@@ -191,6 +191,11 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
         return task
 
     @_translated
+    def version_of(self, task_id: str) -> int | None:
+        row = self._conn().execute("SELECT version FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    @_translated
     def get_by_idempotency_key(self, key: str) -> Task | None:
         return self._one(f"SELECT {_ROW} FROM tasks WHERE idempotency_key = ?", (key,))
 

@@ -160,6 +160,7 @@ def test_pause_holds_a_task_that_waits_for_its_lock_and_after_task_combines_with
     broker.close()
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_skip_of_an_item_in_a_rolled_back_for_each_step_is_409_and_the_whole_step_can_be(api: Api) -> None:
     """docs/guide/operator-actions.md, "Skip": a rolled-back task runs again with its items fixed anew, so an item of the
     old generation cannot be named; the whole step can."""

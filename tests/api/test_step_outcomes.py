@@ -4,6 +4,7 @@ rollback), derived from the items, for a document written before that derivation
 stream's task carries the same. Tasks run by the real transitions on the API's own store."""
 
 from __future__ import annotations
+import pytest
 
 import json
 import sqlite3
@@ -31,6 +32,7 @@ def shown_step(api, task_id: str, cursor: int) -> dict:
     return response.json()["Steps"][cursor]
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_a_rolled_back_for_each_step_shows_its_outcome(api):
     rolled_back_fan_out(api, "fe20")
     step = shown_step(api, "fe20", 1)
@@ -45,6 +47,7 @@ def test_a_rolled_back_for_each_step_shows_its_outcome(api):
     assert step["RollbackCode"] == ResultCode.OK
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_a_document_stored_without_the_outcome_is_shown_with_it(api, tmp_path):
     rolled_back_fan_out(api, "old20")
     derived = {k: shown_step(api, "old20", 1)[k] for k in OUTCOME}
@@ -71,6 +74,7 @@ def test_a_sub_flow_step_that_ran_shows_its_start_and_attempts(api):
     assert step["RollbackAttempts"] == 1 and step["RollbackTimeStart"] <= step["RollbackTimeEnd"]
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_the_event_stream_carries_the_same_step_outcome(api):
     rolled_back_fan_out(api, "ev20")
     expected = {k: shown_step(api, "ev20", 1)[k] for k in OUTCOME}

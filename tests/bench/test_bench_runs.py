@@ -36,6 +36,7 @@ REDUCED = {
     "BATON_BENCH_SECRET_VALUES": "200",
     "BATON_BENCH_ITEM_TRANSITIONS": "5",
     "BATON_BENCH_ITEM_STEPS": "50,200",
+    "BATON_BENCH_FLEET_SIZES": "20,40",
     "BATON_BENCH_CLI_RUNS": "2",
 }
 
@@ -64,6 +65,9 @@ ROWS = (
     r"for_each over 10 no-op items .* [\d.]+ s",
     r"an item record's transition on SQLite .* [\d.]+ -> [\d.]+ ms +steps of 50 -> 200 records",
     r"an item record's transition on SecantusDB .* [\d.]+ -> [\d.]+ ms",
+    r"for_each over item records, 20 async no-op items \(max_parallel \d+\) +\d+ items/s",
+    r"for_each over item records, 40 async no-op items \(max_parallel \d+\) +\d+ items/s",
+    r"rate at 40 items as a share of the rate at 20 +\d+%",
     r"30 async commands in flight in one module process, each awaiting 1 s +[\d.]+ s",
     r"that module's peak RSS, its children included +\d+ MiB +1 process\(es\)",
     r"no-op step transitions, async commands +\d+ /s",

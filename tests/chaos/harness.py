@@ -26,6 +26,7 @@ import pika
 
 from common.engine.document import Task
 from common.engine.states import TaskStatus
+from tests.support.item_view import with_items
 from tests.chaos.evidence import fault_footprint
 from tests.chaos.invariants import ChaosReport, check_invariants
 from tests.chaos.plans import ALL_QUEUES, CHAOS_FLOWS, MODULES, plan_tasks, scale
@@ -182,7 +183,8 @@ class ChaosCluster(Cluster):
         return [n for n in self.module_names() if self.procs[n].popen.pid in pids and self.procs[n].popen.poll() is None]
 
     def tasks(self) -> list[Task]:
-        return self.store.list_tasks(limit=1_000_000)
+        # The items of steps over records back in their steps: what the invariants read.
+        return [with_items(self.store, task) for task in self.store.list_tasks(limit=1_000_000)]
 
     def queue_messages(self) -> dict[str, int]:
         """Ready + unacknowledged messages of every queue, as the broker counts them."""

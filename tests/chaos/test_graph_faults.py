@@ -16,6 +16,7 @@ from tests.chaos.plans import FULL, GRAPH_PLANS, scale
 from tests.chaos.report import record
 from tests.chaos.test_message_faults import Duplicator
 from tests.chaos.test_module_faults import pick_busy_victim
+from tests.support.item_view import with_items
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]
@@ -44,7 +45,7 @@ def test_kill_9_and_duplicated_deliveries_on_a_parallel_flow(make_cluster):
            f"{kills} kill -9, {restarts} restarts, {duplicator.copies} copies", settle, time.monotonic() - began)
     assert_clean(cluster, report)
     assert kills == cycles and len(ids) == cycles * burst
-    tasks = [cluster.store.get(task_id) for task_id in ids]
+    tasks = [with_items(cluster.store, cluster.store.get(task_id)) for task_id in ids]
     assert all(t.Steps[1].Items is not None or t.Steps[1].State.value == "waiting" for t in tasks)
     assert sum(1 for t in tasks if t.TaskStatus.name == "SUCCESS") > 0
     assert sum(1 for t in tasks if t.TaskStatus.name != "SUCCESS") > 0

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from common.engine.document import Alarm, HistoryEvent, StepMessage, Task
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.engine.transitions import (
@@ -318,6 +320,7 @@ def _graph_rolled_back():
     return g_do(task, 0, phase=G_R)
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_a_graph_task_rolled_back_in_reverse_topological_order_passes():
     task = _graph_rolled_back()
     assert task.TaskStatus is TaskStatus.ROLLED_BACK
@@ -325,6 +328,7 @@ def test_a_graph_task_rolled_back_in_reverse_topological_order_passes():
     assert violations == []
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_a_graph_task_whose_root_was_undone_before_its_dependents_fails_the_check():
     task = _graph_rolled_back()
     events = task.History
@@ -336,6 +340,7 @@ def test_a_graph_task_whose_root_was_undone_before_its_dependents_fails_the_chec
     assert any(v.rule == "rollback" and "began before" in v.detail for v in violations)
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_an_item_committed_twice_is_caught():
     task = _graph_rolled_back()
     twice = next(e for e in task.History if e.Event == "step_succeeded" and e.Item == 0)

@@ -4,6 +4,7 @@ most 100 events in its stored document, while the API's view (and the SSE stream
 count and show every event, and every item's attempt."""
 
 from __future__ import annotations
+import pytest
 
 import time
 
@@ -32,6 +33,7 @@ task_types:
 ITEMS = 120
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_a_task_of_many_events_keeps_a_bounded_document_and_shows_all_of_them(tmp_path):
     app, store, broker = open_api(tmp_path, flows=FLOWS)
     broker.declare(module_queue("prop"))

@@ -21,6 +21,7 @@ from common.broker.factory import open_broker
 from common.flows import load_flows
 from common.engine.document import Task
 from common.settings import load_settings
+from tests.support.item_view import with_items
 from common.engine.states import FINAL_STATUSES
 from common.store.factory import open_store
 from oss.service import TaskService
@@ -157,7 +158,8 @@ class Cluster:
             print(self.logs())
             print(self.store.get(task_id).model_dump_json(indent=1))
             raise
-        return self.store.get(task_id)
+        # The items of a step over records back in the step: what every check reads.
+        return with_items(self.store, self.store.get(task_id))
 
 
 def wait_until(condition, timeout: float, what: str, interval: float = 0.05) -> None:

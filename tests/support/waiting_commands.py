@@ -2,10 +2,12 @@
 end-to-end tests of tests/e2e/test_check_again.py: served by a real module process through the
 real runtime (tests/support/run_registry.py).
 
-`poll` counts the checks it already answered from the task's own history (read from the store,
-as a real command reads the state of what it waits for), so it needs no state of its own."""
+`poll` counts the checks it already answered from the task's own history, or its item's record's
+in a step over item records (read from the store, as a real command reads the state of what it
+waits for), so it needs no state of its own."""
 
 from common.engine.check_again import check_again
+from common.engine.fence import item_record_of
 from common.runtime.registry import CommandContext, CommandRegistry
 
 waiter = CommandRegistry("waiter")
@@ -14,7 +16,9 @@ waiter = CommandRegistry("waiter")
 def _checks_so_far(ctx: CommandContext) -> int:
     task = ctx.read_task(ctx.task_id) if ctx.read_task else None
     assert task is not None, "the module runs without a store"
-    return sum(1 for e in task.History if e.Event == "check_again" and e.Cursor == ctx.cursor
+    record = item_record_of(task, ctx.cursor, ctx.item_index, ctx.read_item)
+    history = record.History if record is not None else task.History
+    return sum(1 for e in history if e.Event == "check_again" and e.Cursor == ctx.cursor
                and e.Item == ctx.item_index and e.Phase == ctx.phase)
 
 

@@ -3,6 +3,7 @@ no attempt counted, the next check due later in the outbox, `max_wait` failing t
 timeout, for a plain step and for one item of a for_each step."""
 
 from __future__ import annotations
+import pytest
 
 from common.engine.check_again import check_again, parse_answer
 from common.engine.document import StepMessage
@@ -108,6 +109,7 @@ def fan_out(max_wait: float | None):
     return steps
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_an_item_of_a_for_each_step_checks_again_on_its_own():
     task = do(new(fan_out(max_wait=20), {"hosts": ["h0", "h1"]}), 0, AttemptResult(ResultCode.OK), 100.0)
     task = do(task, 1, waiting(5, "h0 syncing"), 110.0, item=0)

@@ -3,6 +3,7 @@ join racing two completions, and rollback order checked against the graph. Sub-f
 test_sub_flow_transitions.py."""
 
 from __future__ import annotations
+import pytest
 
 from common.engine.document import StepMessage
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
@@ -179,6 +180,7 @@ def fan_out(max_parallel=None, rollback=True):
     return steps
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_for_each_runs_one_unit_per_item_and_gathers_outputs_in_item_order():
     task = do(new(fan_out(), {"hosts": ["h0", "h1", "h2"]}), 0)
     assert runs(task) == [(1, 0, N), (1, 1, N), (1, 2, N)]
@@ -189,6 +191,7 @@ def test_for_each_runs_one_unit_per_item_and_gathers_outputs_in_item_order():
     assert task.Steps[1].State is StepState.SUCCEEDED and runs(task) == [(2, None, N)]
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_max_parallel_keeps_at_most_that_many_items_running():
     task = do(new(fan_out(max_parallel=2), {"hosts": list(range(5))}), 0)
     assert runs(task) == [(1, 0, N), (1, 1, N)]
@@ -209,6 +212,7 @@ def test_a_for_each_parameter_that_is_not_a_list_fails_the_step():
     assert runs(task) == [(0, None, R)]
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_fan_out_failure_in_one_item_drains_the_others_and_rolls_back_each_applied_item():
     task = do(new(fan_out(max_parallel=3), {"hosts": list(range(4))}), 0)
     task, item0 = start(task, 1, 0)
@@ -228,6 +232,7 @@ def test_fan_out_failure_in_one_item_drains_the_others_and_rolls_back_each_appli
     assert rollback_violations(task) == []
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_items_of_a_step_without_rollback_are_passed_over():
     task = do(new(fan_out(rollback=False), {"hosts": [1, 2]}), 0)
     task = do(do(task, 1, item=0), 1, item=1)

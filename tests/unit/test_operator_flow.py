@@ -55,6 +55,7 @@ def test_a_claimed_step_finishes_while_paused_and_its_successors_wait_for_resume
     assert finished.TaskStatus is TaskStatus.SUCCESS
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_pause_holds_for_each_items_and_a_failure_still_rolls_back():
     steps = graph(("a", []), ("b", [0]))
     steps[1].ForEach, steps[1].MaxParallel = "hosts", 1
@@ -120,6 +121,7 @@ def test_skip_a_step_that_keeps_failing_and_the_flow_goes_on():
     assert failed.Steps[1].State is StepState.OPERATOR_SKIPPED and failed.Steps[0].State is StepState.ROLLED_BACK
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_skip_an_item_of_a_for_each_step():
     steps = graph(("a", []), ("b", [0]), ("c", [1]))
     steps[1].ForEach, steps[1].NormalRetry = "hosts", 2

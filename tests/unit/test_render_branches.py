@@ -2,12 +2,14 @@
 summary shows whom each step waits for, items and children; event lines name the item."""
 
 from __future__ import annotations
+import pytest
 
 from oss.render import branches_line, event_line, task_summary
 from tests.unit.test_graph_transitions import diamond, do, fan_out, new, start
 from tests.unit.test_sub_flow_transitions import sim  # noqa: F401  (a fixture)
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_branches_in_flight_are_listed_per_step_with_their_items():
     task = do(new(diamond()), 0)
     task, _ = start(task, 1)
@@ -17,6 +19,7 @@ def test_branches_in_flight_are_listed_per_step_with_their_items():
     assert branches_line(do(do(do(do(new(diamond()), 0), 1), 2), 3)) == ""
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_the_summary_shows_the_graph_and_event_lines_name_items():
     task = do(new(fan_out(), {"hosts": ["x", "y"]}), 0)
     task = do(task, 1, item=1)

@@ -80,6 +80,7 @@ def sim(tmp_path):
     store.close()
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_a_rolled_back_twenty_item_step_shows_its_outcome_in_the_stored_document(sim):
     """Item 5 fails; every item that ran is undone: the step says when it ran, how it failed, and
     its rollback, in the document every reader gets."""
@@ -155,6 +156,7 @@ def test_a_sub_flow_root_of_a_delayed_task_starts_when_its_child_is_due(sim):
     assert (task.Steps[0].Attempts, task.Steps[0].TimeStart, task.Steps[0].Code) == (1, 500.0, ResultCode.OK)
 
 
+@pytest.mark.usefixtures("inline_items")
 def test_baton_get_shows_the_steps_outcome_for_a_document_stored_without_it(sim):
     from common.masking import masked_task
     from common.engine.document import Task

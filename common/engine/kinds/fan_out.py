@@ -11,6 +11,7 @@ Routing treats such a step as one unit: while `ItemsOpen` it counts as running w
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 
 from common.engine.codes import OutboxKind
@@ -27,10 +28,11 @@ ITEM_KINDS = kinds_of(Flusher.ITEMS)
 
 
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
-# step's items and items under a step lock stay inline (their gates read the task document).
-# Off until the module runtime, the sweeper and the views read item records (DESIGN.md 12,
-# planned): the engine and its relay are complete and tested with it on.
-RECORDS_ENABLED = False
+# step's items and items under a step lock stay inline (their gates read the task document), as
+# do the items of a task stored before records (its steps have no ItemStore).
+# BATON_ITEM_RECORDS=0 (in every process: OSS, modules, sweeper) keeps every for_each step's
+# items inline, as before records: a way back should a deployment need one.
+RECORDS_ENABLED = os.environ.get("BATON_ITEM_RECORDS", "1") != "0"
 
 
 def records_for(step: Step) -> bool:
