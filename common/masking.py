@@ -40,7 +40,23 @@ def masked_task_view(task: Task) -> dict[str, Any]:
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
             body["Parameters"] = mask_parameters(body["Parameters"], names | set(body.get("SecretParameters") or []))
-    return _scrubbed(doc, Scrubber(secret_values(task)))  # type: ignore[no-any-return]
+    values = set(secret_values(task))
+    for step in doc["Steps"]:  # an item's output joins the parameters only when its step succeeds
+        for item in step.get("Items") or ():
+            values.update(_secret_values(item["Output"], ()))
+            item["Output"] = mask_secrets(item["Output"])
+    return _scrubbed(doc, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
+
+
+def masked_items(task: Task, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items of a `for_each` step as shown (common.engine.kinds.item_views.item_doc), masked as
+    the task view masks its inline items: the task's secret values scrubbed from every string.
+    An output's secret-looking keys are masked too, with their values scrubbed wherever they
+    are quoted: an item's output joins the task's parameters only when its step succeeds."""
+    outputs = [item.get("Output") or {} for item in items]
+    values = set(secret_values(task)) | {v for output in outputs for v in _secret_values(output, ())}
+    shown = [{**item, "Output": mask_secrets(item["Output"])} if "Output" in item else item for item in items]
+    return _scrubbed(shown, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
 
 
 def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:

@@ -85,7 +85,7 @@ async def task_events(
         while True:
             if current is not None and current.Version > seen_version:
                 full = await run_in_threadpool(with_full_history, context.store, current)
-                shown = task_view(full, context.clock())
+                shown = task_view(full, context.clock(), items=context.items)
                 for event in shown.History[seen_events:]:
                     yield sse("change", event.model_dump_json())
                 seen_version, seen_events = current.Version, len(shown.History)
