@@ -8,6 +8,8 @@ over records with `fan_out.RECORDS_ENABLED` on for this test only."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from common.engine.kinds import fan_out as fan_out_kind
@@ -137,3 +139,27 @@ def test_a_running_records_step_pages_what_is_stored(api, monkeypatch):
     counts = step["ItemCounts"]
     assert step["State"] == "running" and sum(counts.values()) == 20 and counts["waiting"] >= 12
     assert len(every_item(api, "fe", state="waiting")) == counts["waiting"]
+
+
+def test_the_event_stream_carries_a_records_steps_counts_when_they_change(api, monkeypatch):
+    from tests.api.test_events import read_events
+    from tests.support.cluster import wait_until
+
+    simulator = run_fan_out(api, "fe", True, monkeypatch, steps=4)
+    collected: list = []
+    reader = threading.Thread(target=lambda: read_events(api, "fe", into=collected))
+    reader.start()
+    progress = lambda: [e[2] for e in list(collected) if e[0] == "progress"]  # noqa: E731
+    wait_until(lambda: progress(), 30, "the first progress event")
+    first = progress()[0]
+    assert (first["Step"], first["Name"], first["ItemCount"], sum(first["ItemCounts"].values())) == (1, "each", 20, 20)
+    for _ in range(6):  # items claimed and finished: the task document does not change
+        simulator.step(0)
+    wait_until(lambda: len(progress()) >= 2, 30, "a progress event for the changed counts")
+    simulator.run(lambda n: 0)
+    reader.join(timeout=60)
+    assert not reader.is_alive() and collected[-1][0] == "end"
+    sent = [p["ItemCounts"] for p in progress()]
+    assert all(a != b for a, b in zip(sent, sent[1:]))  # only when they change
+    assert sent[-1] == api.get("/api/v1/tasks/fe").json()["Steps"][1]["ItemCounts"]
+    assert "rolled_back" in sent[-1]
