@@ -11,6 +11,8 @@ BATON_BENCH_DOCUMENT_TASKS (600), BATON_BENCH_CLI_RUNS (10: runs of each timed C
 kinds of command's sizes are in bench/kinds.py.
 BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
 record's transition on steps of 1,000 and 10,000 records (bench/items.py).
+BATON_BENCH_VIEW_ITEMS (default 10000) and BATON_BENCH_VIEW_SAMPLES (50): the task view of a
+for_each over that many items in records, next to one of 10 items (bench/task_view.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from bench.fanout import fan_out_figures
 from bench.kinds import kinds_rows
 from bench.masking import masking_seconds
 from bench.items import item_rows
+from bench.task_view import view_rows
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -48,6 +51,7 @@ TARGETS = (
     ">= 1,000 REST submissions/s from one OSS process",
     "module RSS flat over 100,000 steps",
     "Mongo: <= 1 read and 2 writes per transition (the modules' own)",
+    "the task view of a 10,000-item task <= 200 ms",
 )
 
 
@@ -167,6 +171,7 @@ def main() -> None:
         item_transitions = int(os.environ.get("BATON_BENCH_ITEM_TRANSITIONS", "100"))
         if item_transitions > 0:
             rows.extend(item_rows(item_transitions))
+        rows.extend(view_rows(work / "task_view"))
         api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))

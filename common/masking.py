@@ -105,9 +105,18 @@ def _secret_values(parameters: dict[str, Any], names: Collection[str]) -> Iterat
     for key, value in parameters.items():
         if key in names or SECRET_KEY.search(key):
             yield from _leaves(value)
-        elif isinstance(value, (dict, list)):
-            nested = value if isinstance(value, dict) else {str(i): v for i, v in enumerate(value)}
-            yield from _secret_values(nested, ())
+        elif isinstance(value, dict):
+            yield from _secret_values(value, ())
+        elif isinstance(value, list):
+            yield from _secret_values_in_list(value)
+
+
+def _secret_values_in_list(values: list[Any]) -> Iterator[str]:
+    """A list's keys are its indices, never secret-looking: only the dicts in it may name a
+    secret. Its plain values are passed over without a look (a for_each list of 10,000 hosts)."""
+    for value in values:
+        if isinstance(value, dict | list):  # one look per plain value
+            yield from _secret_values(value, ()) if isinstance(value, dict) else _secret_values_in_list(value)
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -135,5 +144,7 @@ def _scrubbed(value: Any, secrets: Scrubber) -> Any:
     if isinstance(value, dict):
         return {key: _scrubbed(item, secrets) for key, item in value.items()}
     if isinstance(value, list | tuple):
+        if not secrets:  # nothing to scrub: a plain string without a URL stays as it is
+            return [item if type(item) is str and "://" not in item else _scrubbed(item, secrets) for item in value]
         return [_scrubbed(item, secrets) for item in value]
     return value
