@@ -242,4 +242,5 @@ def reset_step(step: Step) -> None:
     reset_normal(step)
     reset_rollback(step)
     step.Items = None
+    step.ItemStore, step.ItemCount, step.ItemsOpen = None, None, False  # a new generation opens new records
     step.ChildTaskId = None
