@@ -23,13 +23,15 @@ HOSTS = [f"host-{i:02d}.example" for i in range(20)]
 
 
 def run_fan_out(api, task_id: str, records: bool, monkeypatch, *, secret: bool = False,
-                fail_item: int | None = 5, steps: int | None = None) -> Simulator:
+                fail_item: int | None = 5, steps: int | None = None, retry: int = 0) -> Simulator:
     """A task a -> each(hosts, max_parallel 4) -> join; item `fail_item` fails (the task rolls
     back); `steps`: stop after that many deliveries and outcomes (the task still running)."""
     monkeypatch.setattr(fan_out_kind, "RECORDS_ENABLED", records)
     fails = lambda t, cursor, item, phase: cursor == 1 and item == fail_item and phase is Phase.NORMAL  # noqa: E731
     simulator = Simulator(api.store, fails, SqliteItemStore(api.store.path))
-    task = new(fan_out(max_parallel=4), {"hosts": list(HOSTS), "password": "hunter2-secret"}, task_id=task_id)
+    flow = fan_out(max_parallel=4)
+    flow[1].NormalRetry = retry
+    task = new(flow, {"hosts": list(HOSTS), "password": "hunter2-secret"}, task_id=task_id)
     task.SecretParameters = ["hosts", "password"] if secret else ["password"]
     simulator.submit(task)
     if steps is None:
@@ -163,3 +165,21 @@ def test_the_event_stream_carries_a_records_steps_counts_when_they_change(api, m
     assert all(a != b for a, b in zip(sent, sent[1:]))  # only when they change
     assert sent[-1] == api.get("/api/v1/tasks/fe").json()["Steps"][1]["ItemCounts"]
     assert "rolled_back" in sent[-1]
+
+
+def test_an_item_over_records_that_keeps_failing_is_skipped_through_the_api(api, monkeypatch):
+    simulator = run_fan_out(api, "fe", True, monkeypatch, retry=5, steps=0)
+    for _ in range(2000):
+        found = page(api, "fe", state="running").json()["Items"]
+        if any(i["Item"] == 5 and i["Code"] is not None for i in found):
+            break
+        simulator.step(0)
+    body = {"reason": "host 5 is retired", "step": 1, "item": 5}
+    answer = api.client.post("/api/v1/tasks/fe/skip", json=body, headers=auth())
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["History"][-1]["Event"] == "operator_skipped"
+    assert page(api, "fe", state="operator_skipped").json()["Items"][0]["Item"] == 5
+    again = api.client.post("/api/v1/tasks/fe/skip", json=body, headers=auth())
+    assert again.status_code == 409 and "has not failed an attempt" in again.text
+    beyond = api.client.post("/api/v1/tasks/fe/skip", json={**body, "item": 99}, headers=auth())
+    assert beyond.status_code == 409 and "item 99" in beyond.text
