@@ -3,7 +3,7 @@
 items, and a page of 100 of its items; through a real `baton oss` process over HTTP on a SQLite
 file. Wall ms per request, median and p95 of BATON_BENCH_VIEW_SAMPLES (default 50) requests
 after a warm-up; BATON_BENCH_VIEW_ITEMS (default 10000) sizes the large task. The records are
-written straight into the store (half succeeded, a few running, the rest waiting), as a step
+written straight into the store (the first half succeeded, the rest waiting), as a step
 halfway through its items has them; the view reads their counts by state, never the items.
 Prints figures, asserts nothing: `python -m bench.task_view` alone, or part of `make bench`.
 """

@@ -13,6 +13,7 @@ import { actionBar, actionEndpoint, actionLabel } from "./actions.js";
 import { timeline } from "./timeline.js";
 import { history } from "./history.js";
 import { flowGraph } from "./graph.js";
+import { itemTables } from "./items.js";
 
 const MASK = "***";
 
@@ -23,12 +24,14 @@ export function showTask(root, taskId) {
   const flow = el("section", { class: "card flow" });
   const steps = el("section", { class: "card" });
   const params = el("section", { class: "card" });
+  const items = el("section", { class: "card items-card" });
   const events = el("section", { class: "card" });
+  const itemViews = new Map(); // each fan-out step's filter and page, kept across redraws
   replace(root,
     el("a", { class: "back", href: hashFor("tasks"), text: "← All tasks" }),
     header, outcome, actions, flow,
     el("div", { class: "columns" }, steps, params),
-    events);
+    items, events);
   let version = null;
 
   const draw = (task) => {
@@ -42,6 +45,9 @@ export function showTask(root, taskId) {
         ` (its step ${task.Parent.Cursor}).`) : null);
     replace(steps, el("h2", { text: "Steps" }), timeline(task));
     replace(params, el("h2", { text: "Parameters" }), parameters(task));
+    const tables = itemTables(task, itemViews);
+    items.hidden = tables === null;
+    replace(items, el("h2", { text: "Items" }), tables);
     replace(events, el("h2", { text: `History (${task.History.length} events)` }), history(task));
   };
   let stream = null;
