@@ -1,13 +1,17 @@
 """The console's item table (DESIGN.md 12.5), in a real Chromium: a for_each step over 260 items
 kept in records shows its counts by state and its items a page at a time (Next, First page), a
-count filters the table by state, and the task itself never carries the items; an inline
+count filters the table by state, the counts follow the items as they change (the event stream's
+`progress`), and the task itself never carries the items; an inline
 for_each step shows the same table. A screenshot goes to tests/artifacts/."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bench.task_view import build_task
+from common.engine.states import StepState
 from common.store.items_sqlite import SqliteItemStore
 from tests.console.browser import ARTIFACTS, assert_clean, sign_in
 from tests.console.live import LiveConsole
@@ -61,6 +65,22 @@ def test_a_records_step_shows_its_counts_and_pages_its_items(page, live, tasks):
     expect(rows).to_have_count(5)
     expect(rows.last).to_have_attribute("data-item", str(SIZE - 1))
     expect(table.locator("button.items-next")).to_be_disabled()
+    assert_clean(page)
+
+
+def test_the_counts_follow_the_items_as_they_change(page, live, tasks):
+    sign_in(page, at="/console/#/task/over-records")
+    table = page.locator('.items[data-step="0"]')
+    expect(table.locator('button.item-filter[data-state="waiting"]')).to_have_text(re.compile(r"waiting \d+"))
+    waiting = int(table.locator('button.item-filter[data-state="waiting"]').inner_text().split()[-1])
+    items = SqliteItemStore(live.store.path)
+    try:  # five waiting items succeed, as their module would make them: the task does not change
+        for record in items.page_items("over-records", 0, 0, limit=5, states=[StepState.WAITING]):
+            done = record.model_copy(update={"State": StepState.SUCCEEDED, "Open": False, "Version": record.Version + 1})
+            assert items.compare_and_set_item(done, record.Version)
+    finally:
+        items.close()
+    expect(table.locator('button.item-filter[data-state="waiting"]')).to_have_text(f"waiting {waiting - 5}")
     assert_clean(page)
 
 

@@ -33,10 +33,26 @@ export function showTask(root, taskId) {
     el("div", { class: "columns" }, steps, params),
     items, events);
   let version = null;
+  let shown = null; // the task as drawn: a progress event updates its steps' counts
+  let itemsDue = null;
+  const drawItems = (task) => {
+    const tables = itemTables(task, itemViews);
+    items.hidden = tables === null;
+    replace(items, el("h2", { text: "Items" }), tables);
+  };
+  // Items of a step over records change without a new task version: their counts come as
+  // `progress` events, drawn at most once a second (each draw reads the page shown again).
+  const progress = (event) => {
+    const step = shown?.Steps[event.Step];
+    if (!step) return;
+    step.ItemCounts = event.ItemCounts;
+    itemsDue ??= setTimeout(() => { itemsDue = null; drawItems(shown); }, 1000);
+  };
 
   const draw = (task) => {
     if (task.Version === version) return;
     version = task.Version;
+    shown = task;
     replace(header, ...summary(task));
     replace(actions, el("h2", { text: "Operator actions" }), actionBar(task, perform));
     replace(flow, el("h2", { text: "Flow" }), flowGraph(task),
@@ -45,9 +61,7 @@ export function showTask(root, taskId) {
         ` (its step ${task.Parent.Cursor}).`) : null);
     replace(steps, el("h2", { text: "Steps" }), timeline(task));
     replace(params, el("h2", { text: "Parameters" }), parameters(task));
-    const tables = itemTables(task, itemViews);
-    items.hidden = tables === null;
-    replace(items, el("h2", { text: "Items" }), tables);
+    drawItems(task);
     replace(events, el("h2", { text: `History (${task.History.length} events)` }), history(task));
   };
   let stream = null;
@@ -55,7 +69,7 @@ export function showTask(root, taskId) {
   const follow = () => {
     if (stream !== null || left) return;
     // Ends by itself once the task is final; a 401 or 404 is shown by one plain read.
-    stream = followTask(taskId, draw, () => { stream = null; refresh(); });
+    stream = followTask(taskId, draw, () => { stream = null; refresh(); }, progress);
   };
   const refresh = async () => {
     try {
