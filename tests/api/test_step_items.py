@@ -116,14 +116,21 @@ def test_secret_item_values_and_outputs_are_masked_as_in_the_task_view(api, monk
     ({"limit": "1_0"}, "query.limit"),
     ({"after": -3}, "query.after"),
     ({"after": "x"}, "query.after"),
-    ({"step": "0"}, "path.step"),  # not a for_each step
-    ({"step": "7"}, "path.step"),  # no such step
-    ({"step": "nope"}, "path.step"),
+    ({"state": "running,,failed"}, "query.state"),
 ])
 def test_a_bad_request_is_a_422_naming_its_field(api, monkeypatch, params, field):
     run_fan_out(api, "fe", True, monkeypatch, steps=6)
     answer = page(api, "fe", **params)
     assert answer.status_code == 422, answer.text
+    assert field in [f["path"] for f in answer.json()["error"]["fields"]], answer.text
+
+
+@pytest.mark.parametrize(("step", "status"), [("0", 409), ("a", 409), ("7", 404), ("nope", 404)])
+def test_a_step_without_items_is_409_and_no_such_step_404_naming_it(api, monkeypatch, step, status):
+    run_fan_out(api, "fe", True, monkeypatch, steps=6)
+    answer = page(api, "fe", step=step)
+    assert answer.status_code == status, answer.text
+    field = "path.step"
     assert field in [f["path"] for f in answer.json()["error"]["fields"]], answer.text
 
 

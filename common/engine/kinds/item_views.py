@@ -17,6 +17,9 @@ from common.engine.document import Step, StepItem, Task
 from common.engine.kinds.fan_out import keeps_records
 from common.engine.states import StepState
 
+# A `state` filter as a request may write it: state names, comma-separated (spaces allowed).
+_NAME = "(?:" + "|".join(s.value for s in StepState) + ")"
+STATES_PATTERN = rf"^ *{_NAME} *(?:, *{_NAME} *)*$"
 MAX_PAGE = 500  # items in one page: an answer stays small however large the step
 DEFAULT_PAGE = 100
 # What an item shows: its unit state, value, output and child, never its run, outbox or events.
@@ -26,9 +29,10 @@ ITEM_FIELDS = frozenset(StepItem.model_fields)
 class ItemQueryError(ValueError):
     """A page asked for that cannot be: `field` names the part of the request at fault."""
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str, missing: bool = False):
         super().__init__(message)
         self.field = field
+        self.missing = missing  # the task has no such step (not a malformed request)
 
 
 @dataclass(frozen=True)
@@ -85,11 +89,11 @@ def step_cursor(task: Task, step: str) -> int:
     if step.isascii() and step.isdigit():
         cursor = int(step)
         if cursor >= len(task.Steps):
-            raise ItemQueryError("step", f"step {cursor}: the task has steps 0 to {len(task.Steps) - 1}")
+            raise ItemQueryError("step", f"step {cursor}: the task has steps 0 to {len(task.Steps) - 1}", missing=True)
     elif step in names:
         cursor = names.index(step)
     else:
-        raise ItemQueryError("step", "the task has no step of that name or index")
+        raise ItemQueryError("step", "the task has no step of that name or index", missing=True)
     found = task.Steps[cursor]
     if found.ForEach is None:
         raise ItemQueryError("step", f"step {cursor} ({found.Name}) is not a for_each step: it has no items")

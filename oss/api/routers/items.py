@@ -12,7 +12,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from common.engine.kinds.item_views import DEFAULT_PAGE, MAX_PAGE, ItemQueryError, parse_item_query, step_cursor
+from common.engine.kinds.item_views import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
+    STATES_PATTERN,
+    ItemQueryError,
+    parse_item_query,
+    step_cursor,
+)
 from oss.api.auth import Context, Reader
 from oss.api.errors import ApiError
 from oss.api.query import ASCII_INT
@@ -26,28 +33,31 @@ _FIELDS = {"step": "path.step", "state": "query.state", "after": "query.after", 
 
 @router.get("/tasks/{task_id}/steps/{step}/items", response_model=ItemPage,
             summary="A for_each step's items, paged by item index",
-            responses=error_responses(401, 404, 422, 503))  # fmt: skip
+            responses=error_responses(401, 404, 409, 422, 503))  # fmt: skip
 def step_items(
     task_id: str,
     context: Context,
     token: Reader,
     step: Annotated[str, Path(max_length=128, description="The step's index (Steps[i]) or its name")],
-    state: Annotated[str | None, Query(max_length=512, pattern=r"^[a-z_, ]*$", description=STATES)] = None,
+    state: Annotated[str | None, Query(max_length=512, pattern=STATES_PATTERN, description=STATES)] = None,
     after: Annotated[int | None, Query(ge=0, le=10**9, description="NextAfter of the page before: items past it"),
                      ASCII_INT] = None,  # fmt: skip
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE), ASCII_INT] = DEFAULT_PAGE,
 ) -> ItemPage:
     """Items in index order with their value, state, attempts, times, message and output
-    (secrets masked). `NextAfter` asks for the next page. 422 naming the field for a step that
-    is not a for_each step or that the task has not, or a state that is not one; 404 for no
-    such task. A for_each step not started yet has no items."""
+    (secrets masked). `NextAfter` asks for the next page. 404 for no such task or no such step,
+    409 for a step that is not a for_each step (both name `path.step`), 422 naming the query
+    parameter at fault. A for_each step not started yet has no items."""
     task = context.store.get(task_id)
     if task is None:
         raise ApiError(404, "no such task")  # the id asked for is not echoed
     try:
         query = parse_item_query(state, after, limit)
-        cursor = step_cursor(task, step)
-    except ItemQueryError as exc:
+    except ItemQueryError as exc:  # the query's own form (the schema lets little through)
         raise ApiError(422, "the request is not valid", fields=[(_FIELDS[exc.field], str(exc))]) from None
+    try:
+        cursor = step_cursor(task, step)
+    except ItemQueryError as exc:  # what the task has, not the request's form: 404 or 409
+        raise ApiError(404 if exc.missing else 409, str(exc), fields=[(_FIELDS[exc.field], str(exc))]) from None
     assert context.items is not None  # create_app always opens it
     return ItemPage.model_validate(item_page(task, cursor, query, context.items))
