@@ -14,6 +14,8 @@ queues (bench/queues.py). BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it)
 record's transition on steps of 1,000 and 10,000 records (bench/items.py).
 BATON_BENCH_FLEET_SIZES (default "1000,10000"; "0" skips it): one for_each over item records of
 each size, end to end, items per second and the ratio (bench/fleet.py).
+BATON_BENCH_VIEW_ITEMS (default 10000) and BATON_BENCH_VIEW_SAMPLES (50): the task view of a
+for_each over that many items in records, next to one of 10 items (bench/task_view.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bench.masking import masking_seconds
 from bench.items import item_rows
 from bench.queues import queue_type_rows
 from bench.fleet import SIZES as FLEET_SIZES, fleet_figures, rows as fleet_rows
+from bench.task_view import view_rows
 from common.logging import configure_logging
 from tests.support.services import rabbitmq_vhost
 
@@ -54,6 +57,7 @@ TARGETS = (
     "module RSS flat over 100,000 steps",
     "Mongo: <= 1 read and 2 writes per transition (the modules' own)",
     "for_each of 10,000 no-op items >= 200 items/s, and >= 80% of the rate at 1,000",
+    "the task view of a 10,000-item task <= 200 ms",
 )
 
 
@@ -178,6 +182,7 @@ def main() -> None:
             rows.extend(item_rows(item_transitions))
         if all(size > 0 for size in FLEET_SIZES):
             rows.extend(fleet_rows(fleet_figures(work / "fleet", url)))
+        rows.extend(view_rows(work / "task_view"))
         api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))

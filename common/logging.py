@@ -38,8 +38,8 @@ def mask_secrets(value: Any) -> Any:
             k: MASK if isinstance(k, str) and SECRET_KEY.search(k) else mask_secrets(v)
             for k, v in value.items()
         }
-    if isinstance(value, list | tuple):
-        return [mask_secrets(v) for v in value]
+    if isinstance(value, list | tuple):  # a plain string without a URL stays as it is, without a call
+        return [v if type(v) is str and "://" not in v else mask_secrets(v) for v in value]
     if isinstance(value, str):
         return mask_url_passwords(value)
     return value

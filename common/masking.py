@@ -40,7 +40,23 @@ def masked_task_view(task: Task) -> dict[str, Any]:
         body = entry["Body"]
         if isinstance(body.get("Parameters"), dict):
             body["Parameters"] = mask_parameters(body["Parameters"], names | set(body.get("SecretParameters") or []))
-    return _scrubbed(doc, Scrubber(secret_values(task)))  # type: ignore[no-any-return]
+    values = set(secret_values(task))
+    for step in doc["Steps"]:  # an item's output joins the parameters only when its step succeeds
+        for item in step.get("Items") or ():
+            values.update(_secret_values(item["Output"], ()))
+            item["Output"] = mask_secrets(item["Output"])
+    return _scrubbed(doc, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
+
+
+def masked_items(task: Task, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items of a `for_each` step as shown (common.engine.kinds.item_views.item_doc), masked as
+    the task view masks its inline items: the task's secret values scrubbed from every string.
+    An output's secret-looking keys are masked too, with their values scrubbed wherever they
+    are quoted: an item's output joins the task's parameters only when its step succeeds."""
+    outputs = [item.get("Output") or {} for item in items]
+    values = set(secret_values(task)) | {v for output in outputs for v in _secret_values(output, ())}
+    shown = [{**item, "Output": mask_secrets(item["Output"])} if "Output" in item else item for item in items]
+    return _scrubbed(shown, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
 
 
 def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:
@@ -90,9 +106,18 @@ def _secret_values(parameters: dict[str, Any], names: Collection[str]) -> Iterat
     for key, value in parameters.items():
         if key in names or SECRET_KEY.search(key):
             yield from _leaves(value)
-        elif isinstance(value, (dict, list)):
-            nested = value if isinstance(value, dict) else {str(i): v for i, v in enumerate(value)}
-            yield from _secret_values(nested, ())
+        elif isinstance(value, dict):
+            yield from _secret_values(value, ())
+        elif isinstance(value, list):
+            yield from _secret_values_in_list(value)
+
+
+def _secret_values_in_list(values: list[Any]) -> Iterator[str]:
+    """A list's keys are its indices, never secret-looking: only the dicts in it may name a
+    secret. Its plain values are passed over without a look (a for_each list of 10,000 hosts)."""
+    for value in values:
+        if isinstance(value, dict | list):  # one look per plain value
+            yield from _secret_values(value, ()) if isinstance(value, dict) else _secret_values_in_list(value)
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -120,5 +145,7 @@ def _scrubbed(value: Any, secrets: Scrubber) -> Any:
     if isinstance(value, dict):
         return {key: _scrubbed(item, secrets) for key, item in value.items()}
     if isinstance(value, list | tuple):
+        if not secrets:  # nothing to scrub: a plain string without a URL stays as it is
+            return [item if type(item) is str and "://" not in item else _scrubbed(item, secrets) for item in value]
         return [_scrubbed(item, secrets) for item in value]
     return value

@@ -18,6 +18,9 @@ from common.logging import hidden_values
 from common.masking import scrubbed_text, secret_values
 from common.engine.document import Task
 from common.engine.operator.actions import cancel, compensate, retry, retry_rollback
+from common.engine.kinds.fan_out import keeps_records
+from common.engine.kinds.item_actions import noted_item_skip, skip_item
+from common.engine.operator.actions import check_reason
 from common.engine.operator.flow import pause, resume, skip
 from common.relay.outbox import OutboxPublisher
 from common.store.mutate import mutate
@@ -61,8 +64,12 @@ class OperatorActions:
             if action != "cancel":
                 raise ValueError("stop_running applies to cancel only")
             change = functools.partial(cancel, stop_running=True)
-        if self._store.get(task_id) is None:  # tasks are never deleted: no race to fear here
+        found = self._store.get(task_id)
+        if found is None:  # tasks are never deleted: no race to fear here
             raise UnknownTask("no such task")  # the id asked for is not echoed
+        if unit is not None and unit[1] is not None and 0 <= unit[0] < len(found.Steps) \
+                and keeps_records(found.Steps[unit[0]]):
+            return self._skip_item(found, unit[0], unit[1], actor, reason)
         # A reason may quote a secret parameter: it is stored scrubbed, like a command's error.
         result = mutate(
             self._store,
@@ -77,3 +84,24 @@ class OperatorActions:
                      task_status=result.TaskStatus.name)
         self._publisher.flush(result)
         return result
+
+    def _skip_item(self, task: Task, cursor: int, item: int, actor: str, reason: str) -> Task:
+        """Skip one item of a step over records: a compare-and-set on its record, settled as an
+        item's outcome (its chain goes on, the step may conclude); then the task's history says
+        who skipped it and why."""
+        check_reason(reason)
+        count = task.Steps[cursor].ItemCount or 0
+        if not 0 <= item < count:
+            raise ValueError(f"item {item}: step {cursor} has {count} items")
+        said = scrubbed_text(reason, task)
+        record = self._publisher.item_store.get_item(task.TaskId, task.Generation, cursor, item)
+        if record is None:
+            raise ActionRefused(f"item {item} of step {cursor} has not started: only an item that keeps failing can be skipped")
+        timing = Timing(self._clock(), redeliver_after=self._redeliver_after)
+        skipped = self._publisher.items.change_item(record, lambda r: skip_item(r, task, actor, said, timing))
+        if isinstance(skipped, Refusal):
+            raise ActionRefused(skipped.reason)
+        result = mutate(self._store, task.TaskId, lambda t: noted_item_skip(t, cursor, item, actor, said, self._clock()))
+        with hidden_values(secret_values(task)):
+            log.info("operator action", action=SKIP, task_id=task.TaskId, actor=actor, reason=reason, step=cursor, item=item)
+        return result if isinstance(result, Task) else task

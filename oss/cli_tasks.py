@@ -96,15 +96,72 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
 @click.command()
 @click.argument("task_id")
 @click.option("--json", "as_json", is_flag=True)
-def get(task_id: str, as_json: bool) -> None:
-    """Show one task (secrets masked)."""
+@click.option("--items", "items_step", metavar="STEP",
+              help="Show a page of this for_each step's items (its index or name) instead of the task.")
+@click.option("--state", help="With --items: only items in this state (several: comma-separated).")
+@click.option("--after", type=AsciiIntRange(0, 10**9), help="With --items: items past this index (printed by the page before).")
+@click.option("--limit", type=AsciiIntRange(1, 500), default=100, show_default=True, help="With --items: items per page.")
+def get(task_id: str, as_json: bool, items_step: str | None, state: str | None, after: int | None, limit: int) -> None:
+    """Show one task (secrets masked); a for_each step's items by state. With --items, a page of
+    that step's items in index order."""
     from common.engine.history import with_full_history
     from common.masking import masked_task
     from oss.render import task_summary
 
+    if items_step is None and (state is not None or after is not None):
+        fail(EXIT_USAGE, "--state and --after page a step's items: give --items STEP too")
     with opened_store() as store:
-        task = with_full_history(store, _task(store, task_id))
-        click.echo(json.dumps(task_json(task), indent=2) if as_json else task_summary(masked_task(task)))
+        task = _task(store, task_id)
+        if items_step is not None:
+            _items(store, task, items_step, state, after, limit, as_json)
+            return
+        task = with_full_history(store, task)
+        counts = _item_counts(store, task)
+        if as_json:
+            shown = task_json(task)
+            for cursor, by_state in counts.items():
+                shown["Steps"][cursor]["ItemCounts"] = by_state
+            click.echo(json.dumps(shown, indent=2))
+        else:
+            click.echo(task_summary(masked_task(task), counts))
+
+
+def _item_counts(store: TaskStore, task: Task) -> dict[int, dict[str, int]]:
+    """Each started for_each step's items by state; the item store is opened only for a step
+    that keeps its items in records."""
+    from common.engine.kinds.fan_out import keeps_records
+    from oss.item_views import item_counts
+
+    if not any(keeps_records(step) for step in task.Steps):
+        return item_counts(task, None)
+    from common.store.items_open import open_item_store_for
+
+    items = open_item_store_for(store)
+    try:
+        return item_counts(task, items)
+    finally:
+        items.close()
+
+
+def _items(store: TaskStore, task: Task, step: str, state: str | None, after: int | None, limit: int,
+           as_json: bool) -> None:  # fmt: skip
+    from common.engine.kinds.item_views import ItemQueryError, parse_item_query, step_cursor
+    from common.store.items_open import open_item_store_for
+    from oss.item_views import item_page
+    from oss.render import items_lines
+
+    try:
+        query = parse_item_query(state, after, limit)
+        cursor = step_cursor(task, step)
+    except ItemQueryError as exc:
+        option = {"step": "--items", "state": "--state", "after": "--after", "limit": "--limit"}[exc.field]
+        fail(EXIT_USAGE, f"{option}: {exc}")
+    items = open_item_store_for(store)
+    try:
+        page = item_page(task, cursor, query, items)
+    finally:
+        items.close()
+    click.echo(json.dumps(page, indent=2, ensure_ascii=False) if as_json else items_lines(page))
 
 
 @click.command(name="list")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from common.logging import mask_secrets
 from common.engine.document import HistoryEvent, Step, Task
@@ -14,7 +15,8 @@ def when(epoch: float | None) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
-def task_summary(task: Task) -> str:
+def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = None) -> str:
+    """`item_counts`: each started for_each step's items by state (oss.item_views.item_counts)."""
     lines = [
         f"task {task.TaskId}  type {task.TaskType}  status {task.TaskStatus.value} "
         f"({task.TaskStatus.name})  cursor {task.TaskCursor}",
@@ -31,7 +33,8 @@ def task_summary(task: Task) -> str:
         duration = f"{step.TimeEnd - step.TimeStart:.3f}s" if step.TimeEnd and step.TimeStart else "-"
         lines.append(
             f"  [{index}] {step.Name:<20} {step.State.value:<16} attempts {step.Attempts}"
-            f"  {duration}{_graph_note(task, index)}{'  ' + step.Message if step.Message else ''}"
+            f"  {duration}{_graph_note(task, index, (item_counts or {}).get(index))}"
+            f"{'  ' + step.Message if step.Message else ''}"
         )
         lines += _progress_lines(step)
     lines.append(f"  parameters: {mask_secrets(task.Parameters)}")
@@ -66,13 +69,16 @@ def branches_line(task: Task) -> str:
     return "  in flight: " + ", ".join(parts)
 
 
-def _graph_note(task: Task, index: int) -> str:
+def _graph_note(task: Task, index: int, counts: dict[str, int] | None = None) -> str:
     """What a line-shaped summary would not show: whom the step waits for, its items, its child."""
     step = task.Steps[index]
     notes = []
     if step.After is not None and step.After != ([index - 1] if index else []):
         notes.append("after " + (", ".join(task.Steps[i].Name for i in step.After) or "nothing"))
-    if step.Items is not None:
+    if counts is not None:  # every state with items: "items 20: 12 succeeded, 4 running, 4 waiting"
+        total = step.ItemCount if step.Items is None else len(step.Items)
+        notes.append(f"items {total}: " + (", ".join(f"{n} {state}" for state, n in counts.items()) or "none yet"))
+    elif step.Items is not None:
         done = sum(1 for item in step.Items if item.State.value == "succeeded")
         notes.append(f"items {done}/{len(step.Items)} succeeded")
     if step.ChildTaskId:
@@ -92,3 +98,19 @@ def _progress_lines(step: Step) -> list[str]:
         f"{': ' + unit.Progress if unit.Progress else ''}"
         for item, unit in units if unit.WaitingSince is not None
     ]
+
+
+def items_lines(page: dict) -> str:
+    """A page of a step's items (oss.item_views.item_page), one line each, and how to go on."""
+    head = (f"task {page['TaskId']}  step {page['Step']} {page['Name']}: {page['ItemCount']} items, "
+            f"{len(page['Items'])} shown")
+    lines = [head]
+    for item in page["Items"]:
+        value = json.dumps(item["Value"], ensure_ascii=False)
+        value = value if len(value) <= 40 else value[:37] + "..."
+        rollback = f"  rollback {item['RollbackMessage']}" if item.get("RollbackMessage") else ""
+        lines.append(f"  [{item['Item']}] {item['State']:<16} attempts {item['Attempts']}  {value}"
+                     f"{'  ' + item['Message'] if item['Message'] else ''}{rollback}")
+    if page["NextAfter"] is not None:
+        lines.append(f"(more: --after {page['NextAfter']})")
+    return "\n".join(lines)

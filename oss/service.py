@@ -21,6 +21,7 @@ from common.engine.notifications import add_notifications
 from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.settings import Settings
+from common.store.items_port import ItemStore
 from common.store.port import TaskStore
 from common.engine.transitions import Timing, create_task
 from oss.actions import OperatorActions
@@ -60,6 +61,11 @@ class TaskService:
         self.actions = OperatorActions(
             store, self._publisher, clock, settings.redeliver_after_seconds, settings.input_limits
         )
+
+    @property
+    def items(self) -> ItemStore:
+        """The item records beside the task store (the outbox publisher's)."""
+        return self._publisher.item_store
 
     def declare_queues(self) -> None:
         """Every module queue the flows name, and the alarm queue: publishes need somewhere to go."""

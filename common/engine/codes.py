@@ -24,6 +24,8 @@ class OutboxKind(StrEnum):
     OPEN_ITEMS = "open_items"  # insert a step's item records, dispatch each chain's head
     CANCEL_ITEMS = "cancel_items"  # withdraw the normal item runs nobody claimed
     ROLLBACK_ITEMS = "rollback_items"  # start the rollback of each chain's first applied item
+    RESUME_ITEMS = "resume_items"  # a resumed task starts each idle chain's next item
+    REOPEN_ROLLBACKS = "reopen_item_rollbacks"  # an operator retried or compensated failed item rollbacks
 
 
 class WaitKind(StrEnum):

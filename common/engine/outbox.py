@@ -106,6 +106,10 @@ class ItemsBody(_Body):
     Cursor: int
     Generation: int
     Values: list[Any] | None = None  # open_items only: the values, fixed when the step opened
+    # reopen_item_rollbacks only: the operator's action (retry-rollback or compensate), who, why
+    Action: str | None = None
+    Actor: str | None = None
+    Reason: str | None = None
 
 
 # kind -> (its body's model, who flushes it)
@@ -124,6 +128,8 @@ FLUSHERS: dict[OutboxKind, tuple[type[BaseModel], Flusher]] = {
     OutboxKind.OPEN_ITEMS: (ItemsBody, Flusher.ITEMS),
     OutboxKind.CANCEL_ITEMS: (ItemsBody, Flusher.ITEMS),
     OutboxKind.ROLLBACK_ITEMS: (ItemsBody, Flusher.ITEMS),
+    OutboxKind.RESUME_ITEMS: (ItemsBody, Flusher.ITEMS),
+    OutboxKind.REOPEN_ROLLBACKS: (ItemsBody, Flusher.ITEMS),
 }
 
 

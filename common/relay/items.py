@@ -22,7 +22,8 @@ from common.engine.item_record import (
     OWES_SUCCESSOR,
     ItemRecord,
 )
-from common.engine.kinds.fan_out import CANCEL_ITEMS, OPEN_ITEMS, ROLLBACK_ITEMS
+from common.engine.kinds.fan_out import CANCEL_ITEMS, OPEN_ITEMS, REOPEN_ROLLBACKS, RESUME_ITEMS, ROLLBACK_ITEMS
+from common.engine.kinds.item_actions import compensate_item, republish_pending, retry_item_rollback
 from common.engine.kinds.fan_out_transitions import item_failed, items_settled
 from common.engine.kinds.item_changes import (
     APPLIED,
@@ -33,7 +34,7 @@ from common.engine.kinds.item_changes import (
     start_item_rollback,
     start_successor,
 )
-from common.engine.states import Phase, RunState, StepState, TaskStatus
+from common.engine.states import DONE_FORWARD, Phase, RunState, StepState, TaskStatus
 from common.engine.units import IdFactory, Refusal, Timing, new_id
 from common.store.items_port import ItemStore
 from common.store.mutate import mutate
@@ -72,6 +73,8 @@ class ItemRelay:
             OPEN_ITEMS: lambda cursor: self._open(task, cursor, body["Values"]),
             CANCEL_ITEMS: lambda cursor: self._cancel(task, cursor),
             ROLLBACK_ITEMS: lambda cursor: self._start_rollbacks(task, cursor),
+            RESUME_ITEMS: lambda cursor: self._resume(task, cursor),
+            REOPEN_ROLLBACKS: lambda cursor: self._reopen_rollbacks(task, cursor, body),
         }
         if entry.Kind not in handlers:
             raise ValueError(f"not an item entry: {entry.Kind}")
@@ -107,6 +110,77 @@ class ItemRelay:
             if len(seen) == chains:
                 break
         self.check_settled(task.TaskId, cursor)  # nothing was applied: done at once
+
+    def _resume(self, task: Task, cursor: int) -> None:
+        """After a pause: a dispatch nobody claimed goes out again now, and each chain with no
+        item in flight starts its next waiting item once the one before it is done."""
+        if task.Paused is not None:
+            return  # paused again since: the next resume's entry does it
+        chains, busy = chain_count(task, cursor), set()
+        for record in self._pages(task, cursor, [StepState.RUNNING]):
+            busy.add(record.Item % chains)
+            republished = self._change(record, lambda r: republish_pending(r, task, self._timing()))
+            if republished is not None:
+                self._publish_item(republished)
+        for residue in range(min(chains, task.Steps[cursor].ItemCount or 0)):
+            if residue in busy:
+                continue
+            found = self._items.page_items(task.TaskId, task.Generation, cursor, limit=1, states=[StepState.WAITING],
+                                           modulus=chains, residue=residue)  # fmt: skip
+            if not found:
+                continue
+            before = found[0].Item - chains
+            previous = self._items.get_item(task.TaskId, task.Generation, cursor, before) if before >= 0 else None
+            if before < 0 or (previous is not None and previous.State in DONE_FORWARD):
+                started = self._change(found[0], lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
+                if started is not None:
+                    self._publish_item(started)
+
+    def _reopen_rollbacks(self, task: Task, cursor: int, body: dict) -> None:
+        """An operator retried (or compensated) the step's failed item rollbacks: each is
+        dispatched again (or compensated, its chain going on), and the chains the failure held
+        back start their next applied item; the step settles as usual."""
+        actor, reason, chains = body["Actor"], body["Reason"], chain_count(task, cursor)
+        seen, compensated = set(), []
+        for record in list(self._pages(task, cursor, [StepState.ROLLBACK_FAILED])):
+            seen.add(record.Item % chains)
+            if body["Action"] == "retry":
+                retried = self._change(record, lambda r: retry_item_rollback(r, task, actor, reason, self._timing(),
+                                                                             self._ids))  # fmt: skip
+                if retried is not None:
+                    self._publish_item(retried)
+            else:
+                done = self._change(record, lambda r: compensate_item(r, actor, reason, self._timing()))
+                compensated += [done] if done is not None else []
+        for record in compensated:  # once none is failed any more: a chain goes on only then
+            self.apply_owes(record, check_settled=False)
+        for record in self._pages(task, cursor, APPLIED):
+            if record.Item % chains not in seen:
+                seen.add(record.Item % chains)
+                self._roll_back(task, record)
+            if len(seen) == chains:
+                break
+        self.check_settled(task.TaskId, cursor)
+
+    # --- an outside change of one record --------------------------------------------------------
+
+    def change_item(self, record: ItemRecord, change: Callable[[ItemRecord], ItemRecord | Refusal]) -> ItemRecord | Refusal:
+        """Write `change` of the record (an operator's), re-reading on a lost race, then publish
+        its dispatch and settle what it owes, as for an item's outcome. The Refusal when the
+        record as read refuses it."""
+        for _ in range(20):
+            current = self._items.get_item(record.TaskId, record.Generation, record.Cursor, record.Item)
+            if current is None:
+                return Refusal("the item has no record")
+            new = change(current)
+            if isinstance(new, Refusal):
+                return new
+            new.Version = current.Version + 1
+            if self._items.compare_and_set_item(new, current.Version):
+                self._publish_item(new)
+                self.apply_owes(new)
+                return new
+        return Refusal("the item kept changing: try again")
 
     # --- what a record owes ------------------------------------------------------------------
 

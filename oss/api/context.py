@@ -9,6 +9,7 @@ from fastapi import Request
 
 from common.broker.port import Broker
 from common.flows import FlowCatalog
+from common.store.items_port import ItemStore
 from common.store.port import TaskStore
 from oss.api.metrics import ApiMetrics
 from oss.service import TaskService
@@ -25,6 +26,7 @@ class ApiContext:
     metrics: ApiMetrics
     tokens: tuple[ApiToken, ...]
     clock: Callable[[], float]
+    items: ItemStore | None = None  # the records of for_each steps kept over records (DESIGN.md 12)
 
 
 async def get_context(request: Request) -> ApiContext:  # pure: see oss/api/auth.py

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
 from common.input_limits import NO_CONTROL_PATTERN
-from common.engine.document import Alarm, BackoffPolicy, OperatorRequest, Task, TaskLock, WaitCondition
+from common.engine.document import Alarm, BackoffPolicy, OperatorRequest, Step, Task, TaskLock, WaitCondition
 from common.reserved import RESERVED_KEY_SCHEMA, RESERVED_LABEL_SCHEMA
 from common.engine.states import TaskStatus
 from oss.api.attempts import AttemptView
@@ -134,8 +134,19 @@ class SkipAction(_Request):
 SCHEDULED_FOR = "Delayed start not reached yet: when step 0 is due (epoch s); else null"
 
 
+class StepDetail(Step):
+    """A step as shown: a for_each step that started adds its items' counts by state."""
+
+    ItemCounts: dict[str, int] | None = Field(
+        None, description="A for_each step that started: how many of its items are in each state "
+        "(states with none left out); its items are paged at /tasks/{id}/steps/{step}/items")
+
+
 class TaskDetail(Task):
-    """The task document as shown (secrets masked), plus what the API derives from it."""
+    """The task document as shown (secrets masked), plus what the API derives from it. A
+    for_each step over item records shows `ItemCount` and `ItemCounts`, never its items."""
+
+    Steps: list[StepDetail]  # type: ignore[assignment]
 
     ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
     Attempts: list[AttemptView] = Field(
@@ -146,6 +157,25 @@ class TaskDetail(Task):
     Waiting: str | None = Field(
         None, description='Why its step is not taken, e.g. "no live module serves queue dnz"; null: nothing to say'
     )
+
+
+class ItemView(BaseModel):
+    """One item of a for_each step, secrets masked: its index, value, state and output."""
+
+    model_config = ConfigDict(extra="allow")
+    Item: int
+    State: str
+    Value: Any = None
+    Output: dict[str, Any] = Field(default_factory=dict)
+
+
+class ItemPage(BaseModel):
+    TaskId: str
+    Step: int = Field(description="The step's index (Steps[i])")
+    Name: str
+    ItemCount: int = Field(description="How many items the step has, in every state")
+    Items: list[ItemView] = Field(description="In item order")
+    NextAfter: int | None = Field(description="Ask with after=this for the next page; null: this is the last")
 
 
 class TaskCreated(BaseModel):

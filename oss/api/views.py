@@ -11,13 +11,19 @@ from common.engine.gates.locks import LOCK_ACQUIRE
 from common.engine.document import Alarm, Step, Task
 from common.engine.states import Phase, RunState, TaskStatus
 from common.relay.unserved import waiting_notice
+from common.store.items_port import ItemStore
 from oss.api.attempts import attempts
+from oss.item_views import item_counts
 from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
 
 
-def task_view(task: Task, now: float, live_modules: Collection[str] | None = None) -> TaskDetail:
-    """`live_modules` given: a step waiting on a module none of them is says so (`Waiting`)."""
+def task_view(task: Task, now: float, live_modules: Collection[str] | None = None,
+              items: ItemStore | None = None) -> TaskDetail:
+    """`live_modules` given: a step waiting on a module none of them is says so (`Waiting`).
+    `items` given: a step over item records shows its counts by state (inline steps always do)."""
     shown = TaskDetail.model_validate(masked_task_view(task))
+    for cursor, counts in item_counts(task, items).items():
+        shown.Steps[cursor].ItemCounts = counts
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
     shown.TaskStatusName = task.TaskStatus.name

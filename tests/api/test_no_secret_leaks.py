@@ -85,7 +85,7 @@ def _fill(api: Api) -> dict[str, list[str]]:
     locks = [lock["key"] for lock in api.get("/api/v1/locks").json()["items"]]
     assert len(locks) >= 2  # the walk must see lock keys built from secrets, or it proves nothing
     return {"task_id": [*tasks, waiting, failed, parent, child], "schedule": schedules, "name": ["vault", "loose", "create_db"],
-            "key": locks, "alarm_id": ["a-1"]}  # fmt: skip
+            "key": locks, "alarm_id": ["a-1"], "step": ["0", "rotate"]}  # fmt: skip
 
 
 def _get_routes(api: Api) -> list[str]:
@@ -98,7 +98,9 @@ def _answers(api: Api, ids: dict[str, list[str]]) -> Iterator[tuple[str, str]]:
         assert all(n in ids for n in names), f"{route}: the walk knows no values for {names}: add them to _fill"
         paths = [route]
         for name in names:
-            paths = [p.replace(f"{{{name}}}", value) for p in paths for value in ids[name]]
+            # A step's items: the vault task's for_each step over its secret keys (the only one).
+            values = ids["task_id"][:1] if name == "task_id" and "{step}" in route else ids[name]
+            paths = [p.replace(f"{{{name}}}", value) for p in paths for value in values]
         for path in paths:
             params = {"timeout": 0.5} if path.endswith("/events") else {}
             response = api.get(path, token=READER, **params)

@@ -38,6 +38,8 @@ REDUCED = {
     "BATON_BENCH_ITEM_STEPS": "50,200",
     "BATON_BENCH_FLEET_SIZES": "20,40",
     "BATON_BENCH_CLI_RUNS": "2",
+    "BATON_BENCH_VIEW_ITEMS": "300",
+    "BATON_BENCH_VIEW_SAMPLES": "3",
 }
 
 # The rows `make bench` must print, one pattern per row (a number, then the row's unit).
@@ -72,6 +74,8 @@ ROWS = (
     r"that module's peak RSS, its children included +\d+ MiB +1 process\(es\)",
     r"no-op step transitions, async commands +\d+ /s",
     r"no-op step transitions, process commands \(the same flow\) +\d+ /s +async: \d+% of this",
+    r"task view \(GET /tasks/ID\) of a for_each over 300 items in records +p50 [\d.]+ ms +p95 [\d.]+ ms; 10 items: p50 [\d.]+ ms",
+    r"a page of 100 of its items .* p50 [\d.]+ ms",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
     r"showing a task with 200 secret values .* \d+ ms +the same task with a plain key: \d+ ms",
     r"CLI start to exit: baton --help +\d+ ms .* CPU \d+ ms",

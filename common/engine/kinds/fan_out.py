@@ -24,6 +24,8 @@ RECORDS = "records"
 OPEN_ITEMS = OutboxKind.OPEN_ITEMS  # outbox kind: insert the records, dispatch each chain's head
 CANCEL_ITEMS = OutboxKind.CANCEL_ITEMS  # outbox kind: withdraw the normal runs nobody claimed
 ROLLBACK_ITEMS = OutboxKind.ROLLBACK_ITEMS  # outbox kind: start the rollback of each chain's first applied item
+RESUME_ITEMS = OutboxKind.RESUME_ITEMS  # outbox kind: a resumed task starts each idle chain's next item
+REOPEN_ROLLBACKS = OutboxKind.REOPEN_ROLLBACKS  # outbox kind: an operator retried or compensated failed rollbacks
 ITEM_KINDS = kinds_of(Flusher.ITEMS)
 
 
@@ -78,6 +80,30 @@ def start_rollback(task: Task, cursor: int, now: float) -> None:
     body = {"Cursor": cursor, "Generation": task.Generation}
     task.Outbox.append(OutboxEntry(DispatchId=entry_id(task, cursor, ROLLBACK_ITEMS), Kind=ROLLBACK_ITEMS,
                                    Body=body, DueAt=now))
+
+
+def resume_records(task: Task, now: float, ids: Callable[[], str]) -> None:
+    """In place, from an operator's resume: a pause held each step's next items back (a chain's
+    successor was not started, a dispatch not claimed); the entry's flusher starts them."""
+    for cursor, step in enumerate(task.Steps):
+        if keeps_records(step) and step.ItemsOpen and step.State is StepState.RUNNING:
+            body = {"Cursor": cursor, "Generation": task.Generation}
+            entry = f"{entry_id(task, cursor, RESUME_ITEMS)}:{ids()}"  # a step may be resumed many times
+            task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body=body, DueAt=now))
+
+
+def reopen_rollback(task: Task, cursor: int, action: str, actor: str, reason: str, now: float,
+                    ids: Callable[[], str]) -> None:
+    """In place, from an operator's retry-rollback or compensate of a step over records whose
+    items' rollback failed: the step rolls back again; the entry's flusher retries (or marks
+    compensated) each failed item's rollback and goes on with the items still applied."""
+    step = task.Steps[cursor]
+    check_step_transition(step.State, StepState.ROLLING_BACK)
+    step.State, step.ItemsOpen = StepState.ROLLING_BACK, True
+    step.RollbackCode, step.RollbackMessage, step.RollbackTimeEnd = None, "", None
+    body = {"Cursor": cursor, "Generation": task.Generation, "Action": action, "Actor": actor, "Reason": reason}
+    entry = f"{entry_id(task, cursor, REOPEN_ROLLBACKS)}:{ids()}"
+    task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=REOPEN_ROLLBACKS, Body=body, DueAt=now))
 
 
 def settle(task: Task, cursor: int, counts: Mapping[StepState, int], timing: Timing, actor: str,

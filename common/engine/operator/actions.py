@@ -30,6 +30,7 @@ from common.engine.gates.task_lock import request_again
 from common.engine.document import OperatorRequest, Task
 from common.engine.routing import Unit, unit_state, units
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED, set_waiting
+from common.engine.kinds import fan_out
 from common.engine.kinds.subflow import cancel_child_entry
 from common.engine.units import (
     AttemptResult,
@@ -122,6 +123,9 @@ def retry_rollback(
     _reopen(new)
     record(new, timing.now, "rollback_retried", actor=actor, message=reason)
     for unit in failed:
+        if fan_out.keeps_records(new.Steps[unit[0]]):  # its items' records hold the failures
+            fan_out.reopen_rollback(new, unit[0], "retry", actor, reason, timing.now, ids)
+            continue
         reset_rollback(unit_state(new, unit))
         dispatch(new, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
@@ -137,6 +141,10 @@ def compensate(
     new = task.clone()
     _reopen(new)
     for unit in failed:
+        if fan_out.keeps_records(new.Steps[unit[0]]):  # its failed items are compensated, the rest roll back
+            fan_out.reopen_rollback(new, unit[0], "compensate", actor, reason, timing.now, ids)
+            record(new, timing.now, "compensated", actor=actor, message=reason, unit=unit, phase=Phase.ROLLBACK)
+            continue
         set_unit_state(new, unit, StepState.COMPENSATED)
         unit_state(new, unit).RollbackMessage = f"compensated by hand by {actor}: {reason}"
         record(new, timing.now, "compensated", actor=actor, message=reason, unit=unit, phase=Phase.ROLLBACK)

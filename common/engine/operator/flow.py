@@ -29,6 +29,7 @@ from common.engine.operator.actions import check_reason, new_generation
 from common.engine.routing import Unit, unit_state
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.engine.gates.step_locks import release_unit
+from common.engine.kinds import fan_out
 from common.engine.kinds.subflow import PAUSE_CHILD, RESUME_CHILD, hold_child_entry
 from common.engine.units import (
     IdFactory,
@@ -77,6 +78,7 @@ def resume(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     new.Paused = None
     record(new, timing.now, "resumed", actor=actor, message=reason)
     _tell_children(new, RESUME_CHILD, actor, reason, timing.now)
+    fan_out.resume_records(new, timing.now, ids)  # the items a pause held back (their relay starts them)
     advance(new, timing, actor, ids)
     return new
 
@@ -145,9 +147,12 @@ def _mark(task: Task, unit: Unit, actor: str, reason: str, now: float) -> None:
 def _unit(task: Task, cursor: int, item: int | None) -> Unit:
     if not 0 <= cursor < len(task.Steps):
         raise ValueError(f"step {cursor}: the task has steps 0 to {len(task.Steps) - 1}")
-    items = task.Steps[cursor].Items
-    if item is not None and (items is None or not 0 <= item < len(items)):
-        raise ValueError(f"item {item}: step {cursor} has {len(items or [])} items")
-    if item is None and items and task.TaskStatus is not TaskStatus.ROLLED_BACK:
-        raise ValueError(f"step {cursor} runs {len(items)} items: name the item to skip")
+    step = task.Steps[cursor]
+    count = step.ItemCount or 0 if fan_out.keeps_records(step) else len(step.Items or [])
+    if item is not None and not 0 <= item < count:
+        raise ValueError(f"item {item}: step {cursor} has {count} items")
+    if item is None and count and task.TaskStatus is not TaskStatus.ROLLED_BACK:
+        raise ValueError(f"step {cursor} runs {count} items: name the item to skip")
+    if item is not None and fan_out.keeps_records(step):  # a change of its record: kinds.item_actions.skip_item
+        raise ValueError(f"item {item} of step {cursor} is kept in a record of its own: skip it through its record")
     return cursor, item

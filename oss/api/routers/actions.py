@@ -55,7 +55,7 @@ def _route(action: str) -> Callable[..., TaskDetail]:
 
     def act(task_id: str, body: Body, context: Context, token: Operator) -> TaskDetail:  # type: ignore[valid-type]
         task = context.service.actions.apply(action, task_id, token.name, body.reason, stop_running=body.stop_running)
-        return task_view(with_full_history(context.store, task), context.clock())
+        return task_view(with_full_history(context.store, task), context.clock(), items=context.items)
 
     act.__annotations__["body"] = Body  # the module's annotations are strings: resolve this one here
     act.__name__ = action.replace("-", "_") + "_task"
@@ -86,4 +86,4 @@ def skip_task(task_id: str, body: SkipAction, context: Context, token: Operator)
     except ValueError as exc:  # the task has no such unit: its document, not the body's form (409)
         raise ApiError(409, f"skip refused: {exc}", fields=[("item" if "item" in str(exc) else "step",
                                                             str(exc))]) from None  # fmt: skip
-    return task_view(with_full_history(context.store, task), context.clock())
+    return task_view(with_full_history(context.store, task), context.clock(), items=context.items)

@@ -3,7 +3,11 @@
 Every event of the task's history is sent once, in order, as an event `change` (claimed,
 step_succeeded, rollback_failed, cancelled ...: who, when, which step), followed by an event
 `task` with the whole task as the API shows it (secrets masked). Changes that come faster than
-the server looks are all sent (from the history), with one `task` after them. The stream ends with
+the server looks are all sent (from the history), with one `task` after them. A `for_each` step
+kept over item records changes its items without changing the task: while its items run, an
+event `progress` carries its counts by state whenever they changed since the last one sent
+(`{Step, Name, ItemCount, ItemCounts}`; one grouped count per such step and look; DESIGN.md
+12.5); the task's own events and the step-level ones still come as `change`. The stream ends with
 `end` once the task is final and its outbox empty, or with `timeout` after `timeout` seconds.
 Event ids are "<version>.<history length>": a client that reconnects with `Last-Event-ID` gets
 only what came after. The server looks at the task every BATON_EVENT_POLL_SECONDS: the client
@@ -25,7 +29,10 @@ from starlette.concurrency import run_in_threadpool
 from common.errors import UnreadableTask
 from common.engine.history import with_full_history
 from common.engine.document import Task
+from common.engine.kinds.fan_out import keeps_records
+from common.engine.kinds.item_views import counts_view
 from common.engine.notifications import settled
+from common.store.items_port import ItemStore
 from oss.api.auth import Context, Reader
 from oss.api.errors import ApiError
 from oss.api.query import ASCII_NUMBER
@@ -51,6 +58,24 @@ def sse(event: str, data: str, event_id: str | None = None) -> str:
     return f"{head}event: {event}\ndata: {data}\n\n"
 
 
+def progress_events(task: Task, items: ItemStore, counted: dict[int, tuple[int, dict[str, int]]]) -> list[dict]:
+    """The counts of each step over records that changed since `counted` (updated in place).
+    A step is counted while its items run, and once more after each change of the task (its
+    last items settled, its rollback started): a settled step is not read again."""
+    found = []
+    for cursor, step in enumerate(task.Steps):
+        if not keeps_records(step):
+            continue
+        version, sent = counted.get(cursor, (-1, None))
+        if not step.ItemsOpen and version == task.Version:
+            continue
+        counts = counts_view(items.count_by_state(task.TaskId, task.Generation, cursor))
+        counted[cursor] = (task.Version, counts)
+        if counts != sent:
+            found.append({"Step": cursor, "Name": step.Name, "ItemCount": step.ItemCount, "ItemCounts": counts})
+    return found
+
+
 def _ended(task: Task) -> bool:
     return settled(task)
 
@@ -59,7 +84,8 @@ def _ended(task: Task) -> bool:
     "/tasks/{task_id}/events",
     summary="A task's changes as Server-Sent Events, until it ends",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "events `task`, then `end` or `timeout`"},
+    responses={200: {"content": {"text/event-stream": {}},
+                     "description": "events `change`, `task` and `progress`, then `end` or `timeout`"},
                **error_responses(401, 404, 422, 503)},  # fmt: skip
 )
 async def task_events(
@@ -79,13 +105,19 @@ async def task_events(
     seen_version, seen_events = _resume_point(last_event_id)
     poll = context.settings.event_poll_seconds
 
+    counted: dict[int, tuple[int, dict[str, int]]] = {}  # cursor -> (task version, counts sent)
+
     async def stream(current: Task | None) -> AsyncIterator[str]:
         nonlocal seen_version, seen_events
         started, quiet_since = time.monotonic(), time.monotonic()
         while True:
+            if current is not None and context.items is not None:
+                for progress in await run_in_threadpool(progress_events, current, context.items, counted):
+                    quiet_since = time.monotonic()
+                    yield sse("progress", json.dumps(progress))
             if current is not None and current.Version > seen_version:
                 full = await run_in_threadpool(with_full_history, context.store, current)
-                shown = task_view(full, context.clock())
+                shown = task_view(full, context.clock(), items=context.items)
                 for event in shown.History[seen_events:]:
                     yield sse("change", event.model_dump_json())
                 seen_version, seen_events = current.Version, len(shown.History)

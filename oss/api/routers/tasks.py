@@ -145,7 +145,8 @@ def get_task(task_id: str, context: Context, token: Reader, registry: Modules) -
         raise ApiError(404, "no such task")  # the id asked for is not echoed
     now = context.clock()
     task = with_full_history(context.store, task)
-    return task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl))
+    return task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl),
+                     items=context.items)
 
 
 def _status(text: str) -> TaskStatus:

@@ -11,7 +11,8 @@ import { token } from "./api.js";
 
 const RETRY_MS = [500, 1000, 2000, 5000]; // reconnects back off; one answer resets them
 
-export function followTask(taskId, onTask, onProblem) {
+// `onProgress`: a step over item records changed its counts by state (an event `progress`).
+export function followTask(taskId, onTask, onProblem, onProgress = () => {}) {
   let stopped = false;
   let controller = null;
   let lastId = null;
@@ -37,6 +38,7 @@ export function followTask(taskId, onTask, onProblem) {
         buffer = buffer.slice(cut + 2);
         if (message.id) lastId = message.id;
         if (message.event === "task") onTask(JSON.parse(message.data));
+        if (message.event === "progress") onProgress(JSON.parse(message.data));
         if (message.event === "end") return { ended: true };
       }
     }

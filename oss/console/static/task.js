@@ -13,6 +13,7 @@ import { actionBar, actionEndpoint, actionLabel } from "./actions.js";
 import { timeline } from "./timeline.js";
 import { history } from "./history.js";
 import { flowGraph } from "./graph.js";
+import { itemTables } from "./items.js";
 
 const MASK = "***";
 
@@ -23,17 +24,35 @@ export function showTask(root, taskId) {
   const flow = el("section", { class: "card flow" });
   const steps = el("section", { class: "card" });
   const params = el("section", { class: "card" });
+  const items = el("section", { class: "card items-card" });
   const events = el("section", { class: "card" });
+  const itemViews = new Map(); // each fan-out step's filter and page, kept across redraws
   replace(root,
     el("a", { class: "back", href: hashFor("tasks"), text: "← All tasks" }),
     header, outcome, actions, flow,
     el("div", { class: "columns" }, steps, params),
-    events);
+    items, events);
   let version = null;
+  let shown = null; // the task as drawn: a progress event updates its steps' counts
+  let itemsDue = null;
+  const drawItems = (task) => {
+    const tables = itemTables(task, itemViews);
+    items.hidden = tables === null;
+    replace(items, el("h2", { text: "Items" }), tables);
+  };
+  // Items of a step over records change without a new task version: their counts come as
+  // `progress` events, drawn at most once a second (each draw reads the page shown again).
+  const progress = (event) => {
+    const step = shown?.Steps[event.Step];
+    if (!step) return;
+    step.ItemCounts = event.ItemCounts;
+    itemsDue ??= setTimeout(() => { itemsDue = null; drawItems(shown); }, 1000);
+  };
 
   const draw = (task) => {
     if (task.Version === version) return;
     version = task.Version;
+    shown = task;
     replace(header, ...summary(task));
     replace(actions, el("h2", { text: "Operator actions" }), actionBar(task, perform));
     replace(flow, el("h2", { text: "Flow" }), flowGraph(task),
@@ -42,6 +61,7 @@ export function showTask(root, taskId) {
         ` (its step ${task.Parent.Cursor}).`) : null);
     replace(steps, el("h2", { text: "Steps" }), timeline(task));
     replace(params, el("h2", { text: "Parameters" }), parameters(task));
+    drawItems(task);
     replace(events, el("h2", { text: `History (${task.History.length} events)` }), history(task));
   };
   let stream = null;
@@ -49,7 +69,7 @@ export function showTask(root, taskId) {
   const follow = () => {
     if (stream !== null || left) return;
     // Ends by itself once the task is final; a 401 or 404 is shown by one plain read.
-    stream = followTask(taskId, draw, () => { stream = null; refresh(); });
+    stream = followTask(taskId, draw, () => { stream = null; refresh(); }, progress);
   };
   const refresh = async () => {
     try {

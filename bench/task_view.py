@@ -1,0 +1,128 @@
+"""What the task view costs for a large fan-out: `GET /api/v1/tasks/{id}` of a task whose
+`for_each` step keeps 10,000 items in records of their own, next to the same task with 10
+items, and a page of 100 of its items; through a real `baton oss` process over HTTP on a SQLite
+file. Wall ms per request, median and p95 of BATON_BENCH_VIEW_SAMPLES (default 50) requests
+after a warm-up; BATON_BENCH_VIEW_ITEMS (default 10000) sizes the large task. The records are
+written straight into the store (the first half succeeded, the rest waiting), as a step
+halfway through its items has them; the view reads their counts by state, never the items.
+Prints figures, asserts nothing: `python -m bench.task_view` alone, or part of `make bench`.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from common.engine.kinds import fan_out
+from common.engine.kinds.item_changes import new_records
+from common.engine.states import ResultCode, StepState
+from common.engine.transitions import Timing, create_task
+from common.store.items_sqlite import SqliteItemStore
+from common.store.sqlite import SqliteStore
+from tests.support.builders import counter_ids, make_step
+from tests.support.cluster import REPO, wait_until
+from tests.support.ports import free_port
+
+TOKEN = "bench-view-token-0123456789"
+BATCH = 500
+
+
+def build_task(store: SqliteStore, items: SqliteItemStore, task_id: str, size: int) -> None:
+    """A task whose first step fans out over `size` items kept in records, halfway through."""
+    step = make_step("each", rollback=True)
+    step.ForEach, step.MaxParallel = "hosts", 20
+    enabled, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
+    try:
+        task = create_task(task_type="bench_view", steps=[step], parameters={"hosts": [f"host-{i}" for i in range(size)]},
+                           timing=Timing(time.time()), task_id=task_id, ids=counter_ids(task_id))  # fmt: skip
+    finally:
+        fan_out.RECORDS_ENABLED = enabled
+    assert fan_out.keeps_records(task.Steps[0])
+    task.Outbox = [e for e in task.Outbox if e.Kind != fan_out.OPEN_ITEMS]  # opened below, by hand
+    store.insert(task)
+    records = new_records(task, 0, task.Parameters["hosts"], Timing(time.time()), counter_ids(f"{task_id}-i"), "bench")
+    for record in records[: size // 2]:  # the first half done, as the step's chains left them
+        record.State, record.Code, record.Run, record.Outbox, record.Open = StepState.SUCCEEDED, ResultCode.OK, None, [], False
+        record.Output = {"host": record.Value}
+    for start in range(0, size, BATCH):
+        items.insert_items(records[start:start + BATCH])
+
+
+def _timed(client: httpx.Client, path: str, samples: int) -> dict[str, float]:
+    for _ in range(5):  # warm-up: the first requests pay for imports and caches
+        assert client.get(path).status_code == 200
+    spent = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        response = client.get(path)
+        spent.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.text
+    spent.sort()
+    return {"p50": statistics.median(spent), "p95": spent[min(len(spent) - 1, int(len(spent) * 0.95))]}
+
+
+def view_figures(workdir: Path, size: int, samples: int) -> dict[str, dict[str, float]]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "view.db"
+    store, items = SqliteStore(path), SqliteItemStore(path)
+    try:
+        build_task(store, items, "large", size)
+        build_task(store, items, "small", 10)
+    finally:
+        items.close()
+        store.close()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_STORE_URL": f"sqlite:///{path}",
+           "BATON_FLOWS_PATH": str(REPO / "flows.yaml"), "BATON_API_TOKENS": f"bench:{TOKEN}:read",
+           "BATON_OSS_PORT": str(port), "BATON_OSS_SWEEPER": "false", "BATON_LOG_LEVEL": "warning",
+           "BATON_BROKER_URL": f"amqp://guest:guest@127.0.0.1:{free_port()}/"}  # nothing listens: reads need no broker
+    log = (workdir / "oss.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "oss", "oss"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _ready(base), 60, "OSS ready")
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            large = client.get("/api/v1/tasks/large").json()["Steps"][0]
+            assert sum(large["ItemCounts"].values()) == size and large["Items"] is None, large
+            return {
+                "large": _timed(client, "/api/v1/tasks/large", samples),
+                "small": _timed(client, "/api/v1/tasks/small", samples),
+                "page": _timed(client, f"/api/v1/tasks/large/steps/0/items?after={size // 2}&limit=100", samples),
+            }
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def _ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def view_rows(workdir: Path) -> list[tuple[str, str, str]]:
+    size = int(os.environ.get("BATON_BENCH_VIEW_ITEMS", "10000"))
+    samples = int(os.environ.get("BATON_BENCH_VIEW_SAMPLES", "50"))
+    figures = view_figures(workdir, size, samples)
+    large, small, page = figures["large"], figures["small"], figures["page"]
+    return [
+        (f"task view (GET /tasks/ID) of a for_each over {size:,} items in records",
+         f"p50 {large['p50']:.1f} ms", f"p95 {large['p95']:.1f} ms; 10 items: p50 {small['p50']:.1f} ms"),
+        (f"a page of 100 of its items (GET /tasks/ID/steps/0/items)", f"p50 {page['p50']:.1f} ms",
+         f"p95 {page['p95']:.1f} ms"),
+    ]
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, value, note in view_rows(Path(tmp)):
+            print(f"  {name:<70}  {value:>16}  {note}")
