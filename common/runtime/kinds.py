@@ -156,7 +156,7 @@ class ThreadKind(_InProcessKind):
     def _body(self, run: _ThreadRun, request: CommandRequest) -> None:
         try:
             context = command_context(self._registry, request.__dict__, self._resources(), self._read_task)
-            answer = call_sync(self._registry, context, self._fault_injection)
+            answer = call_sync(self._registry, context, self._fault_injection, in_module=True)
         finally:
             with self._lock:
                 self._running.discard(run)

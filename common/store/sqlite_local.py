@@ -27,7 +27,9 @@ class LocalConnections:
     def __init__(self, path: str, schema: str):
         self.path = path
         self._local = threading.local()
-        self._all: list[tuple[int, sqlite3.Connection]] = []
+        # (process id, thread, connection): a thread command runs on a thread of its own, so the
+        # connections of threads that ended are closed as new ones open, never piled up.
+        self._all: list[tuple[int, threading.Thread, sqlite3.Connection]] = []
         self._lock = threading.Lock()
         self._closed = False
         try:
@@ -44,14 +46,24 @@ class LocalConnections:
             raise StoreError(f"sqlite {self.path}: closed")
         conn = connect(self.path)
         self._local.held = (os.getpid(), conn)
+        pid = os.getpid()
         with self._lock:
-            self._all.append((os.getpid(), conn))
+            ended = [c for p, t, c in self._all if p == pid and not t.is_alive()]
+            self._all = [(p, t, c) for p, t, c in self._all if p != pid or t.is_alive()]
+            self._all.append((pid, threading.current_thread(), conn))
+        for old in ended:  # its thread is gone: nobody uses it any more
+            old.close()
         return conn
+
+    def open_count(self) -> int:
+        """Connections this process holds open (for tests)."""
+        with self._lock:
+            return sum(1 for p, _, _ in self._all if p == os.getpid())
 
     def close(self) -> None:
         self._closed = True
         with self._lock:
-            mine = [conn for pid, conn in self._all if pid == os.getpid()]
+            mine = [conn for pid, _, conn in self._all if pid == os.getpid()]
             self._all = []
         for conn in mine:
             conn.close()
