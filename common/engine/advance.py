@@ -18,6 +18,7 @@ from common.queues import ALARM_QUEUE
 from common.engine.routing import Unit, plan, unit_state, units
 from common.engine.gates.step_locks import must_wait, release_all_units, release_unit, wait_for_lock
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.item_limits import over_limit
 from common.engine.kinds import fan_out
 from common.engine.kinds.subflow import child_entry, child_finished_entry, child_task_id
 from common.engine.gates.task_waits import deadline_message, overdue, start_due, task_finished_entries
@@ -188,10 +189,11 @@ def _open_for_each(task: Task, cursor: int, timing: Timing, actor: str) -> None:
     _started(task, timing.now)
     step.TimeStart = timing.now
     set_unit_state(task, (cursor, None), StepState.RUNNING)
-    if not isinstance(values, list):
+    too_long = over_limit(step, values)
+    if not isinstance(values, list) or too_long:
         step.Items = []
         step.Code, step.TimeEnd = ResultCode.FAILED, timing.now
-        step.Message = f"for_each parameter {step.ForEach!r} is not a list"
+        step.Message = f"for_each parameter {step.ForEach!r} {too_long or 'is not a list'}"
         set_unit_state(task, (cursor, None), StepState.FAILED)
         task.TaskMessage = f"{unit_name(task, (cursor, None))} failed: {step.Message}"
         record(task, timing.now, "step_failed", actor=actor, message=step.Message, unit=(cursor, None))
