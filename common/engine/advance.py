@@ -22,6 +22,7 @@ from common.engine.gates.task_gates import earliest_due, expiry
 from common.engine.gates.unit_gates import taken
 from common.engine.kinds.registry import kind_of
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus, UNCLAIMED
+from common.engine.item_limits import over_limit
 from common.engine.kinds import fan_out
 from common.engine.kinds.subflow import child_finished_entry
 from common.engine.gates.task_waits import overdue, task_finished_entries
@@ -182,10 +183,11 @@ def _open_for_each(task: Task, cursor: int, timing: Timing, actor: str) -> None:
     _started(task, timing.now)
     step.TimeStart = timing.now
     set_unit_state(task, (cursor, None), StepState.RUNNING)
-    if not isinstance(values, list):
+    too_long = over_limit(step, values)
+    if not isinstance(values, list) or too_long:
         step.Items = []
         step.Code, step.TimeEnd = ResultCode.FAILED, timing.now
-        step.Message = f"for_each parameter {step.ForEach!r} is not a list"
+        step.Message = f"for_each parameter {step.ForEach!r} {too_long or 'is not a list'}"
         set_unit_state(task, (cursor, None), StepState.FAILED)
         task.TaskMessage = f"{unit_name(task, (cursor, None))} failed: {step.Message}"
         record(task, timing.now, "step_failed", actor=actor, message=step.Message, unit=(cursor, None))

@@ -111,6 +111,7 @@ class Step(UnitState):
     After: list[int] | None = None
     ForEach: str | None = None  # the list parameter this step fans out over
     MaxParallel: int | None = None  # items running at once (None: all)
+    MaxItems: int | None = None  # the longest list it fans out over (None: the input limits only)
     MaxWait: float | None = None  # seconds a phase may keep answering "check again" (None: no bound)
     Items: list[StepItem] | None = None  # fixed when a for_each step starts (kept inline)
     # A for_each step whose items live in records of their own (DESIGN.md sec. 12): how many,

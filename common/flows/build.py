@@ -50,7 +50,7 @@ def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: Defaul
           definition: Callable[[str], FlowDefinition]) -> Step:
     after = [index_of[n] for n in step.after] if step.after is not None else ([index - 1] if index else [])
     fields: dict[str, Any] = {"Name": step.name, "After": after, "ForEach": step.for_each,
-                              "MaxParallel": step.max_parallel, "MaxWait": step.max_wait,
+                              "MaxParallel": step.max_parallel, "MaxItems": step.max_items, "MaxWait": step.max_wait,
                               "Lock": _lock(step.lock)}
     if step.normal is not None:
         fields.update(_phase("Normal", step.normal, defaults))

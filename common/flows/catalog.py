@@ -10,6 +10,7 @@ from typing import Any
 from common.errors import UnknownTaskType
 from common.flows.parameters import FieldError, ParameterCheck, ParameterSchema, validate_parameters
 from common.engine.gates.locks import template_fields
+from common.engine.item_limits import too_many_items
 from common.engine.document import LockTemplate, NotifyTarget, Step
 
 
@@ -32,10 +33,11 @@ class FlowDefinition:
         them (the published schema marks them required too)."""
         check = validate_parameters(self.parameter_schema, parameters)
         missing = [name for name in self.lock_parameters if name not in check.parameters]
-        if not missing:
-            return check
         errors = [FieldError(f"parameters.{name}", "required parameter is missing (the task type's lock key names it)")
                   for name in missing if not any(e.path == f"parameters.{name}" for e in check.errors)]  # fmt: skip
+        errors += [FieldError(path, message) for path, message in too_many_items(self.steps, check.parameters)]
+        if not errors:
+            return check
         return ParameterCheck(check.parameters, (*check.errors, *errors))
 
     @property

@@ -74,9 +74,10 @@ def _after(step: dict[str, Any], path: Path, names: list[Any], index: int, lines
 
 def _for_each(step: dict[str, Any], path: Path, declared: dict[str, Any] | None, lines: Lines) -> list[Problem]:
     problems = []
-    if "max_parallel" in step and "for_each" not in step:
-        where = path + ("max_parallel",)
-        problems.append(at(lines.key(where), where, "max_parallel limits a for_each step: add for_each"))
+    for limit in ("max_parallel", "max_items"):
+        if limit in step and "for_each" not in step:
+            where = path + (limit,)
+            problems.append(at(lines.key(where), where, f"{limit} limits a for_each step: add for_each"))
     name = step.get("for_each")
     if not isinstance(name, str):
         return problems

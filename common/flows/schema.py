@@ -93,6 +93,9 @@ class StepSpec(_Spec):
     after: list[Identifier] | None = None
     for_each: Identifier | None = None  # a parameter declared `type: array`
     max_parallel: Annotated[int, Field(ge=1)] | None = None  # items running at once
+    # The longest list this step fans out over: a longer one is refused at submission (422) or,
+    # grown by a step's output, fails this step when it opens (docs/limits.md).
+    max_items: Annotated[int, Field(ge=1)] | None = None
     flow: Identifier | None = None  # a sub-flow: runs a child task of this type
     inputs: dict[Identifier, Identifier] | None = None  # child parameter: parent parameter
     # Seconds a phase may keep answering "check again later" in total; past it the unit fails

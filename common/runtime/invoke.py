@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 import traceback
 from collections.abc import Callable
@@ -118,11 +119,13 @@ def item_reader(get_items: Callable[[], ItemStore]) -> ReadItem:
     return read
 
 
-def call_sync(registry: CommandRegistry, context: CommandContext, fault_injection: bool) -> Answer:
-    """Run a def command (in a child process or a thread) to its answer; never raises."""
+def call_sync(registry: CommandRegistry, context: CommandContext, fault_injection: bool,
+              in_module: bool = False) -> Answer:  # fmt: skip
+    """Run a def command (in a child process, or a thread of the module: `in_module`) to its
+    answer; never raises."""
     try:
         if fault_injection:
-            _injected_fault(context, hang=_hang_blocking)
+            _injected_fault(context, hang=_hang_blocking, in_module=in_module)
         return answer_of(registry.get(context.command)(context))
     except Exception as exc:  # a command's bug fails its attempt, never the module
         return failure_of(exc)
@@ -132,7 +135,7 @@ async def call_async(registry: CommandRegistry, context: CommandContext, fault_i
     """Await an async command to its answer. Cancellation (its timeout, a lost lease, shutdown)
     is not caught: the caller decides what a cancelled attempt means."""
     try:
-        if fault_injection and _injected_fault(context, hang=None):
+        if fault_injection and _injected_fault(context, hang=None, in_module=True):
             await asyncio.sleep(float("inf"))  # an injected hang: until cancelled
         return answer_of(await registry.get(context.command)(context))
     except Exception as exc:
@@ -171,9 +174,13 @@ def _hang_blocking() -> None:
         time.sleep(3600)
 
 
-def _injected_fault(context: CommandContext, hang: Callable[[], None] | None) -> bool:
-    """Apply the task's injected faults: raise for a failure; for a hang, block in `hang`, or
-    (None) answer True so an async caller awaits forever instead of blocking its loop."""
+def _injected_fault(context: CommandContext, hang: Callable[[], None] | None, in_module: bool) -> bool:
+    """Apply the task's injected faults: raise for a failure; for a hang, block in `hang` (a
+    thread's hang blocks it for good, as a hung call would: its timeout ends the attempt and the
+    thread stays stuck), or (None) answer True so an async caller awaits forever instead of
+    blocking its loop. A crash `during_command` of a command running in the module process (a
+    thread or async one) kills the module from inside the command: the command is surely in
+    flight, however short (a process command's crash is the module's timer, step_handler.py)."""
     try:
         faults = faults_for(context.parameters, context.command, context.phase, context.attempt)
     except BadFaultRule as exc:
@@ -183,6 +190,8 @@ def _injected_fault(context: CommandContext, hang: Callable[[], None] | None) ->
             if hang is None:
                 return True
             hang()
+        if fault.action == "crash" and fault.at == "during_command" and in_module:
+            os.kill(os.getpid(), signal.SIGKILL)
         if fault.action == "fail":
             raise CommandFailed(f"injected failure in {context.command}", retryable=fault.retryable)
     return False

@@ -160,7 +160,7 @@ class ThreadKind(_InProcessKind):
         try:
             context = command_context(self._registry, request.__dict__, self._resources(), self._read_task,
                                       self._read_item)
-            answer = call_sync(self._registry, context, self._fault_injection)
+            answer = call_sync(self._registry, context, self._fault_injection, in_module=True)
         finally:
             with self._lock:
                 self._running.discard(run)

@@ -206,7 +206,10 @@ class StepHandler:
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
         lease = self._leases.take(task.TaskId, message.DispatchId, record_key(record) if record else None)
-        self._crash_point(parameters, message, "during_command", delay=0.2)
+        if self._dispatcher.kind_of(message.Command) == "process":
+            # A process command's child cannot kill its module: the module's timer does. A
+            # thread or async command kills the module from inside itself (common/runtime/invoke.py).
+            self._crash_point(parameters, message, "during_command", delay=0.2)
         # Two copies of this context (log fields, secrets to mask): one the command runs in, one
         # its outcome is committed in, later, on another thread.
         finish_in = contextvars.copy_context()

@@ -50,6 +50,10 @@ class LocalConnections:
                 raise StoreError(f"sqlite {self.path}: store is closed") from None
             return self._adopt(connect(self.path))
 
+    def open_count(self) -> int:
+        """Connections open now: one per live thread that used the store (for tests)."""
+        return len(self._open)
+
     def close(self) -> None:
         """Close every thread's connection. Later calls raise StoreError."""
         self._closed = True

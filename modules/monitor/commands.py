@@ -22,13 +22,17 @@ log = structlog.get_logger(__name__)
 
 @registry.setup
 def open_events() -> EventLog:
-    """Once per command process: the event log its commands share."""
+    """Once per process (the module's, for its thread commands): the event log they share."""
     settings = load_settings()
     # A command child never creates indexes (OSS does, once): see common.store.mongo_indexes.
     return open_event_log(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
 
 
-@registry.command()
+# One insert into the event log: blocking I/O through the store's own client, bounded by the
+# store timeout (MongoDB) or the busy timeout (SQLite), with nothing to hang in C. A thread of the
+# module process runs it with the shared event log instead of a child process forked per event.
+# Not async: the event log's clients are blocking ones.
+@registry.command(kind="thread")
 def report_event(ctx: CommandContext) -> dict:
     events: EventLog = ctx.resources
     event = event_for(ctx, time.time())

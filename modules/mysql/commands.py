@@ -3,6 +3,15 @@ its connection limit. The work is in provision.py; these map a task's Parameters
 
 Each command opens its own admin connection (commands are rare and a connection costs a few
 milliseconds; a long-lived one would need keep-alive and reconnect logic for nothing).
+
+Kinds (docs/DESIGN.md sec. 13). Every command that changes an instance holds the instance's
+MariaDB lock across its DDL and stays a `process`: PyMySQL waits for a statement's answer with no
+bound of its own (a DDL can wait on a metadata lock for as long as a transaction holds it), and
+only killing the process stops such a wait at once, closing the session and freeing the lock for
+the rollback. The one read, `await_disconnect` (polled every few seconds while clients leave),
+runs on a `thread`: no lock, no side effect, and its statements are bounded by
+BATON_MYSQL_READ_TIMEOUT_SECONDS, so it cannot hang past its attempt. No command is `async`: the
+lock file has no asyncio MariaDB driver, and the lock-holding commands must stay killable anyway.
 """
 
 from __future__ import annotations
@@ -46,10 +55,10 @@ def load_parts() -> MysqlParts:
 
 
 @contextlib.contextmanager
-def _server(ctx: CommandContext) -> Iterator[Server]:
+def _server(ctx: CommandContext, read_timeout: int | None = None) -> Iterator[Server]:
     parts: MysqlParts = ctx.resources
     try:
-        server = Server.connect(parts.settings)
+        server = Server.connect(parts.settings, read_timeout)
     except pymysql.err.OperationalError as exc:
         address = parts.settings.server()
         raise CommandFailed(f"cannot reach MySQL at {address.host}:{address.port}: {exc.args[-1]}") from None
@@ -92,11 +101,13 @@ def clean_instance(ctx: CommandContext) -> dict:
         return provision.clean_instance(server, name=name, task_id=ctx.task_id, run_key=ctx.run_key)
 
 
-@registry.command()
+# A read on a thread: no process forked for each check. Its statements time out (a thread cannot
+# be killed), so a server that stops answering fails the attempt, which retries.
+@registry.command(kind="thread")
 def await_disconnect(ctx: CommandContext) -> dict:
     """Before a drop: wait (checking again later, no slot held) until the instance's clients left."""
     name, force = _name(ctx), ctx.parameters.get("force") is True
-    with _server(ctx) as server:
+    with _server(ctx, read_timeout=ctx.resources.settings.read_timeout_seconds) as server:
         return provision.await_disconnect(server, name=name, force=force,
                                           check_every=ctx.resources.settings.disconnect_check_seconds)
 

@@ -68,7 +68,9 @@ class Server:
         self._lock_wait = lock_wait
 
     @classmethod
-    def connect(cls, settings: MysqlSettings) -> Server:
+    def connect(cls, settings: MysqlSettings, read_timeout: int | None = None) -> Server:
+        """`read_timeout`: seconds a statement may wait for its answer (None: no bound, for the
+        commands of a process, which a timeout kills)."""
         address = settings.server()
         conn = pymysql.connect(
             host=address.host,
@@ -79,6 +81,8 @@ class Server:
             autocommit=True,
             charset="utf8mb4",
             connect_timeout=settings.connect_timeout_seconds,
+            read_timeout=read_timeout,
+            write_timeout=read_timeout,
         )
         return cls(conn, settings.meta_schema, settings.lock_wait_seconds)
 

@@ -56,6 +56,12 @@ class MysqlSettings(ConfigFileSources, BaseSettings):
         10, ge=1, le=300,
         description="how long connecting to the server may take (1 to 300)",
     )
+    # The commands that run on a thread of the module (reads) wait this long for a statement's
+    # answer: a thread cannot be killed, so its waits must end by themselves.
+    read_timeout_seconds: int = Field(
+        30, ge=1, le=600,
+        description="a statement of a command that runs on a module thread (a read) waits this long for its answer",
+    )
     # Every change to an instance holds its lock (server.Server.instance_lock). A holder past this
     # is taken for frozen (a replica stopped mid-command): its session is killed, so it can never
     # resume its half-done change after a rollback undid it.

@@ -229,6 +229,7 @@ class StepView(BaseModel):
     after: list[str] = Field(description="The steps this one waits for (the graph's edges)")
     for_each: str | None = Field(None, description="The array parameter this step runs once per item of")
     max_parallel: int | None = Field(None, description="Items running at once (null: all)")
+    max_items: int | None = Field(None, description="The longest list it fans out over (null: the input limits only)")
     flow: str | None = Field(None, description="A sub-flow step: the child task's type")
     inputs: dict[str, str] = Field(default_factory=dict, description="Child parameter -> parent parameter")
 

@@ -115,6 +115,7 @@ def _step_view(step: Step, names: list[str]) -> StepView:
         after=[names[i] for i in step.After or ()],
         for_each=step.ForEach,
         max_parallel=step.MaxParallel,
+        max_items=step.MaxItems,
         flow=step.Flow,
         inputs=dict(step.FlowInputs),
     )

@@ -53,3 +53,14 @@ def test_process_slots_default_to_the_older_concurrency_setting(monkeypatch):
     monkeypatch.setenv("BATON_PROCESS_SLOTS", "5")
     loaded = load_settings()
     assert (loaded.slots("process"), loaded.slots("thread"), loaded.slots("async")) == (5, 16, 1000)
+
+
+def test_the_built_in_modules_run_each_command_on_the_kind_that_fits_it():
+    """mysql: what changes an instance holds its lock across DDL and stays a killable process;
+    the one read is a thread. monitor: one event-log insert, a thread (docs/DESIGN.md sec. 13)."""
+    from modules.monitor.commands import registry as monitor
+    from modules.mysql.commands import registry as mysql
+
+    assert {name for name, kind in mysql.kinds().items() if kind != "process"} == {"await_disconnect"}
+    assert mysql.kind("await_disconnect") == "thread"
+    assert monitor.kinds() == {"noop": "process", "noop_rollback": "process", "report_event": "thread"}

@@ -178,7 +178,7 @@ CASES = {
         [
             (
                 "flows.yaml:7: task_types.t.steps[0].undo: unknown key;"
-                " allowed keys here: name, normal, rollback, after, for_each, max_parallel, flow, inputs, max_wait, lock"
+                " allowed keys here: name, normal, rollback, after, for_each, max_parallel, max_items, flow, inputs, max_wait, lock"
             )
         ],
     ),

@@ -128,6 +128,18 @@ REFUSALS = {
         DIAMOND.replace("        for_each: hosts\n", ""),
         ["flows.yaml:15: task_types.t.steps[2].max_parallel: max_parallel limits a for_each step: add for_each"],
     ),
+    "max_items without for_each": (
+        DIAMOND.replace("        for_each: hosts\n        max_parallel: 2\n", "        max_items: 5\n"),
+        ["flows.yaml:15: task_types.t.steps[2].max_items: max_items limits a for_each step: add for_each"],
+    ),
+    "max_items below 1": (
+        DIAMOND.replace("max_parallel: 2", "max_parallel: 2\n        max_items: 0"),
+        ["flows.yaml:17: task_types.t.steps[2].max_items: must be >= 1 (got 0)"],
+    ),
+    "max_items not a number": (
+        DIAMOND.replace("max_parallel: 2", "max_parallel: 2\n        max_items: lots"),
+        ["flows.yaml:17: task_types.t.steps[2].max_items: must be an integer (got \"lots\")"],
+    ),
     "max_parallel below 1": (
         DIAMOND.replace("max_parallel: 2", "max_parallel: 0"),
         ["flows.yaml:16: task_types.t.steps[2].max_parallel: must be >= 1 (got 0)"],
