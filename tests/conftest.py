@@ -1,8 +1,19 @@
 import pytest
 
 from common.store.mongo_client import open_client
+from tests.support.naming import run_id
 from tests.support.secantus import secantus_server
-from tests.support.services import rabbitmq_vhost
+from tests.support.services import delete_pending_vhosts, rabbitmq_vhost
+
+
+def pytest_configure(config):
+    # The run's id, made before pytest-xdist starts its workers: they inherit it through the
+    # environment, so every name any worker makes on a shared server says which run it is from.
+    run_id()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    delete_pending_vhosts()  # the vhosts left for the end: one rabbitmqctl call for all
 
 
 def pytest_report_header(config):
