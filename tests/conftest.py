@@ -5,7 +5,7 @@ import pytest
 from common.store.mongo_client import open_client
 from tests.support.naming import run_id
 from tests.support.secantus import secantus_server
-from tests.support.services import delete_pending_vhosts, rabbitmq_vhost
+from tests.support.vhosts import delete_made_vhosts, rabbitmq_vhost
 
 
 def pytest_configure(config):
@@ -32,7 +32,7 @@ if importlib.util.find_spec("xdist") is not None:  # the hook exists only with p
 
 
 def pytest_sessionfinish(session, exitstatus):
-    delete_pending_vhosts()  # the vhosts left for the end: one rabbitmqctl call for all
+    delete_made_vhosts()  # without the management API: one rabbitmqctl call for all of them
 
 
 def pytest_report_header(config):
