@@ -31,7 +31,7 @@ from bench.kinds import kinds_rows
 from bench.masking import masking_seconds
 from bench.items import item_rows
 from common.logging import configure_logging
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
 
 SIZES = {
     "latency_samples": int(os.environ.get("BATON_BENCH_LATENCY_SAMPLES", "100")),

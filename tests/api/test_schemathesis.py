@@ -113,7 +113,7 @@ def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _answers(f"{url}/healthz"), timeout=60, what="the fuzzed OSS to listen")
+        wait_until(lambda: _answers(f"{url}/healthz"), timeout=180, what="the fuzzed OSS to listen")  # a busy machine
         yield url
     finally:
         server.terminate()
