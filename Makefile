@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv run test test-fast chaos bench check-flows docs clean image up down k8s-flows
+.PHONY: venv run test soak test-fast chaos bench check-flows docs clean image up down k8s-flows
 
 venv: $(VENV)/.installed
 
@@ -28,8 +28,24 @@ $(VENV)/.installed: $(VENV)/.runtime requirements.lock
 run: $(VENV)/.runtime
 	$(BIN)/baton up
 
+# -- test tiers (docs/testing.md) ---------------------------------------------------------------
+# make test: every test but the soak tier, on TEST_WORKERS pytest-xdist workers, one test file per
+#   worker at a time (a file's module fixtures, its cluster and vhost, are started once). The
+#   workers mostly wait on processes, brokers and databases, so there are more of them than
+#   cores. Each worker has its own vhosts, databases, SecantusDB server, ports and temp dirs.
+# make soak: the soak tier (marker `soak`): `make run` on a clean checkout, a reduced `make bench`,
+#   SecantusDB killed and frozen under a running cluster, the Schemathesis CLI, the SIGTERM loop
+#   at full length. CI runs both tiers.
+# make chaos: the fault-injection scenarios in full (make test runs them reduced).
+TEST_WORKERS ?= 4
+PYTEST := $(BIN)/python -m pytest
+
 test: venv
-	$(BIN)/python -m pytest
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile
+
+soak: venv
+	$(PYTEST) -n 2 --dist loadfile -m soak
+	BATON_TEST_SIGTERM_RUNS=10 $(PYTEST) tests/e2e/test_sigterm_loop.py -p no:cacheprovider
 
 test-fast: venv
 	$(BIN)/python -m pytest tests/unit tests/contract

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from common.engine.states import FINAL_STATUSES, TaskStatus
 from tests.support.cluster import Cluster
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
 
 
 def flows(items: int) -> str:

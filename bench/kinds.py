@@ -127,7 +127,7 @@ def kinds_rows(workdir: Path, amqp_url: str) -> list[tuple[str, str, str]]:
 
 def main() -> None:
     from common.logging import configure_logging
-    from tests.support.services import rabbitmq_vhost
+    from tests.support.vhosts import rabbitmq_vhost
 
     configure_logging(level="warning")
     with rabbitmq_vhost("baton-bench-kinds") as url, tempfile.TemporaryDirectory() as tmp:

@@ -39,7 +39,7 @@ from bench.queues import queue_type_rows
 from bench.fleet import SIZES as FLEET_SIZES, fleet_figures, rows as fleet_rows
 from bench.task_view import view_rows
 from common.logging import configure_logging
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
 
 SIZES = {
     "latency_samples": int(os.environ.get("BATON_BENCH_LATENCY_SAMPLES", "100")),

@@ -1,8 +1,38 @@
+import importlib.util
+
 import pytest
 
 from common.store.mongo_client import open_client
+from tests.support.naming import run_id
 from tests.support.secantus import secantus_server
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import delete_made_vhosts, rabbitmq_vhost
+
+
+def pytest_configure(config):
+    # The run's id, made before pytest-xdist starts its workers: they inherit it through the
+    # environment, so every name any worker makes on a shared server says which run it is from.
+    run_id()
+
+
+# Files whose tests share one costly session fixture run on one xdist worker, one after another:
+# the browser tests share a served console and a headless Chromium (one per worker otherwise).
+# Every other file is its own unit of work (`--dist loadfile`).
+SHARED_WORKER_GROUPS = ("tests/console/test_browser",)
+
+if importlib.util.find_spec("xdist") is not None:  # the hook exists only with pytest-xdist
+
+    def pytest_xdist_make_scheduler(config, log):
+        from xdist.scheduler import LoadFileScheduling
+
+        class GroupedFiles(LoadFileScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return next((g for g in SHARED_WORKER_GROUPS if nodeid.startswith(g)), super()._split_scope(nodeid))
+
+        return GroupedFiles(config, log) if config.getoption("dist") == "loadfile" else None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    delete_made_vhosts()  # without the management API: one rabbitmqctl call for all of them
 
 
 def pytest_report_header(config):

@@ -113,7 +113,7 @@ def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _answers(f"{url}/healthz"), timeout=60, what="the fuzzed OSS to listen")
+        wait_until(lambda: _answers(f"{url}/healthz"), timeout=180, what="the fuzzed OSS to listen")  # a busy machine
         yield url
     finally:
         server.terminate()
@@ -126,6 +126,7 @@ def served_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 CLI_ROLES = [*ROLES, "none"] if os.environ.get("BATON_CHAOS", "").lower() == "full" else ["operator", "none"]
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("role", CLI_ROLES)
 def test_the_schemathesis_cli_with_every_phase_and_check_finds_nothing(served_api: str, role: str, tmp_path: Path) -> None:
     command = [

@@ -19,7 +19,7 @@ from tests.support.cluster import REPO
 
 # The run's own bound is the subprocess's (600 s, for a loaded machine): the suite's default
 # per-test timeout (300 s) must not cut it short first.
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(660)]
+pytestmark = [pytest.mark.soak, pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(660)]
 
 REDUCED = {
     "BATON_BENCH_TASKS": "30",

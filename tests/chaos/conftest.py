@@ -15,7 +15,8 @@ from tests.chaos import report
 from tests.chaos.harness import ChaosCluster, delete_queues, rabbitmqctl_shared
 from tests.chaos.plans import ALL_QUEUES, FULL
 from tests.chaos.private_rabbit import PrivateRabbit, PrivateRabbitError, rabbitmq_bin_dir
-from tests.support.services import in_ci, rabbitmq_vhost, require
+from tests.support.services import in_ci, require
+from tests.support.vhosts import rabbitmq_vhost
 from tests.support.test_store import cluster_mongo_url
 
 

@@ -16,7 +16,6 @@ import importlib.metadata
 import json
 import os
 import sqlite3
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from common.store.port import TaskStore
 from common.store.sqlite import SqliteStore
 from common.engine.transitions import Refusal
 from tests.support import secantus
+from tests.support.naming import unique_name
 
 MONGO_URL_ENV = "BATON_TEST_MONGO_URL"
 MONGO_IMAGE = "mongo:7.0"
@@ -166,7 +166,7 @@ def server_client_fixture(kind: str) -> str:
 
 
 def fresh_database_name() -> str:
-    return f"baton_contract_{uuid.uuid4().hex[:12]}"
+    return unique_name("baton_contract", sep="_")
 
 
 @pytest.fixture(params=store_kinds())

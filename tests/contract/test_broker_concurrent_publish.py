@@ -30,7 +30,7 @@ from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
     unique_queue,
     vhost_of,
 )
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from tests.deploy.support import REPO
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
 
 USERS = ("oss", "resource", "mysql", "monitor")
 

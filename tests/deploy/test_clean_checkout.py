@@ -22,7 +22,7 @@ from tests.deploy.support import REPO, TOKEN_LINE, URL_LINE, http
 from tests.support.ports import free_port
 from tests.support.cluster import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.timeout(600)]
 ALARMING = re.compile(r"error|warn|invalid|traceback|deprecat|fail|!!|\*\*\*\*", re.IGNORECASE)
 # This machine's pip configuration names local index directories that may not exist: pip says
 # so for every package, whatever the project does.

@@ -76,7 +76,7 @@ def test_sigterm_during_a_step_stops_in_time_and_the_task_still_ends(rabbitmq_ur
     assert released[1] == owner
     # claimed again at once by the other replica: not after the 60 s lease
     again = next(e for e in events if e[0] == "claimed" and e[2] >= released[2])
-    assert again[1] != owner and again[2] - released[2] < 3, events
+    assert again[1] != owner and again[2] - released[2] < 20, events  # the lease is 60 s: not lapsed
     log = cluster.procs[name].log_text()
     assert (
         "grace period over; stopping running commands" in log

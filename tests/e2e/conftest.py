@@ -42,10 +42,11 @@ def cluster(rabbitmq_url, tmp_path_factory, request):
         tmp_path_factory.mktemp("cluster"), rabbitmq_url, ENGINE_FLOWS, mongo_url=cluster_mongo_url(request)
     )
     try:
-        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-        cluster.start_module("monitor")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+            cluster.start_module("monitor")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

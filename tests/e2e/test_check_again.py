@@ -68,9 +68,10 @@ def cluster(rabbitmq_url, tmp_path_factory, request):
     """One `waiter` module process with a single worker slot, and a sweeper."""
     cluster = Cluster(tmp_path_factory.mktemp("check_again"), rabbitmq_url, FLOWS, mongo_url=cluster_mongo_url(request))
     try:
-        cluster.start_module("waiter", registry="tests.support.waiting_commands:waiter",
-                             BATON_CONCURRENCY="1", BATON_PREFETCH="1")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("waiter", registry="tests.support.waiting_commands:waiter",
+                                 BATON_CONCURRENCY="1", BATON_PREFETCH="1")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

@@ -88,8 +88,9 @@ def cluster(rabbitmq_url, tmp_path_factory):
     hundreds of leases in flight are renewed every 3.3 s on a shared, loaded machine."""
     cluster = Cluster(tmp_path_factory.mktemp("kinds"), rabbitmq_url, FLOWS, extra_env={"BATON_LEASE_SECONDS": "10"})
     try:
-        cluster.start_module("kinds", registry="tests.support.kind_commands:kinds")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("kinds", registry="tests.support.kind_commands:kinds")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

@@ -32,10 +32,11 @@ def cluster(rabbitmq_url: str, tmp_path_factory) -> Iterator[Cluster]:
     (package / "commands.py").write_text(commands)
     cluster = Cluster(work, rabbitmq_url, "version: 1\n" + flows)
     try:
-        cluster.start_module("resource")
-        cluster.start_module("storage", registry="docs_storage.commands:registry",
-                             PYTHONPATH=f"{REPO}{os.pathsep}{work / 'user'}")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource")
+            cluster.start_module("storage", registry="docs_storage.commands:registry",
+                                 PYTHONPATH=f"{REPO}{os.pathsep}{work / 'user'}")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

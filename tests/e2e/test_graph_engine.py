@@ -95,10 +95,11 @@ def graph_cluster(rabbitmq_url, tmp_path_factory, request):
     """On SQLite, or on MongoDB (SecantusDB) with BATON_TEST_STORE=mongo (tests.support.test_store)."""
     cluster = Cluster(tmp_path_factory.mktemp("graph"), rabbitmq_url, GRAPH_FLOWS, mongo_url=cluster_mongo_url(request))
     try:
-        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-        cluster.start_module("monitor")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+            cluster.start_module("monitor")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

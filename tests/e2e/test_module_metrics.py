@@ -29,9 +29,10 @@ def test_module_metrics_move_after_tasks(rabbitmq_url, tmp_path):
     cluster = Cluster(tmp_path, rabbitmq_url, ENGINE_FLOWS)
     port = free_port()
     try:
-        cluster.start_module("resource", registry="tests.support.standin_commands:resource", BATON_METRICS_PORT=str(port))
-        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-        cluster.start_module("monitor")
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource", BATON_METRICS_PORT=str(port))
+            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+            cluster.start_module("monitor")
         before = scrape(port)
         ok = cluster.submit("create_mysql_instance")
         failing = cluster.submit("create_mysql_instance", _baton_faults=[{"command": "deduct_resource", "action": "fail"}])

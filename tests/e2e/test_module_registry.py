@@ -40,8 +40,9 @@ def deployment(rabbitmq_url, tmp_path_factory):
     port = free_port()
     log_path = cluster.workdir / "oss.log"
     try:
-        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-        cluster.start_module("monitor")
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+            cluster.start_module("monitor")
         with log_path.open("w") as log:
             oss = subprocess.Popen([sys.executable, "-m", "oss", "oss", "--port", str(port)], cwd=REPO,
                                    env=cluster.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip

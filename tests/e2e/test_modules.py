@@ -76,11 +76,12 @@ def cluster(rabbitmq_url: str, sandbox: Sandbox, hook: HookServer, tmp_path_fact
     env = {**sandbox.env(), "BATON_MONITOR_WEBHOOK_URL": hook.url}
     cluster = Cluster(tmp_path_factory.mktemp("modules"), rabbitmq_url, (REPO / "flows.yaml").read_text(), extra_env=env)
     try:
-        cluster.start_module("resource")
-        cluster.start_module("resource", name="resource-2")  # two processes reserve at once
-        cluster.start_module("mysql")
-        cluster.start_module("monitor")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource")
+            cluster.start_module("resource", name="resource-2")  # two processes reserve at once
+            cluster.start_module("mysql")
+            cluster.start_module("monitor")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

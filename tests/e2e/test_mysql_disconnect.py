@@ -39,10 +39,11 @@ def cluster(rabbitmq_url: str, sandbox: Sandbox, tmp_path_factory: Any) -> Itera
     env = {**sandbox.env(), "BATON_MYSQL_DISCONNECT_CHECK_SECONDS": "0.3"}
     cluster = Cluster(tmp_path_factory.mktemp("disconnect"), rabbitmq_url, flows, extra_env=env)
     try:
-        cluster.start_module("resource")
-        cluster.start_module("mysql", BATON_CONCURRENCY="1", BATON_PREFETCH="1")
-        cluster.start_module("monitor")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource")
+            cluster.start_module("mysql", BATON_CONCURRENCY="1", BATON_PREFETCH="1")
+            cluster.start_module("monitor")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

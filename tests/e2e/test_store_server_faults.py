@@ -34,7 +34,7 @@ from tests.chaos.plans import FULL, scale
 from tests.support.cluster import Cluster, commits, wait_until
 from tests.support.secantus import SecantusServer, fresh_database_name, secantus_server
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(1800 if FULL else 420)]
+pytestmark = [pytest.mark.soak, pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(1800 if FULL else 420)]
 
 FLOWS = """
 version: 1

@@ -64,9 +64,10 @@ task_types:
 def cluster(rabbitmq_url, tmp_path_factory, request):
     cluster = Cluster(tmp_path_factory.mktemp("waits"), rabbitmq_url, FLOWS, mongo_url=cluster_mongo_url(request))
     try:
-        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

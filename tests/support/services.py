@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
-import subprocess
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -48,23 +44,3 @@ def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout):
         return True
     return False
-
-
-def _rabbitmqctl(*args: str) -> None:
-    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=60)
-
-
-@contextlib.contextmanager
-def rabbitmq_vhost(prefix: str = "baton-test") -> Iterator[str]:
-    """A fresh vhost on the shared RabbitMQ, deleted afterwards; yields its AMQP URL."""
-    configured = any(os.environ.get(name) for name in ("BATON_TEST_RABBITMQ_HOST", "BATON_TEST_RABBITMQ_PORT"))
-    require_usable(configured, port_open(RABBITMQ_HOST, RABBITMQ_PORT), f"no RabbitMQ at {RABBITMQ_HOST}:{RABBITMQ_PORT}")
-    require(shutil.which("rabbitmqctl") is not None, "rabbitmqctl not on PATH (vhosts per test)")
-    vhost = f"{prefix}-{uuid.uuid4().hex[:10]}"
-    _rabbitmqctl("add_vhost", vhost)
-    try:
-        _rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
-        yield f"amqp://guest:guest@{RABBITMQ_HOST}:{RABBITMQ_PORT}/{vhost}"
-    finally:
-        with contextlib.suppress(Exception):
-            _rabbitmqctl("delete_vhost", vhost)
