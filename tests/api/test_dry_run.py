@@ -5,18 +5,24 @@ live, when it would start) and change nothing: no task, no message, no lock aske
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from common.queues import module_queue
+from common.store.modules_port import ModuleRegistration
+from common.store.modules_sqlite import SqliteModuleRegistry
 from oss.cli import main
 from tests.api.support import FLOWS, SECRET, SUBMITTER, Api, auth, open_api
 from tests.api.test_modules import announce
 
+REPO = Path(__file__).resolve().parents[2]
 PLAN_FLOWS = FLOWS + """
   rotate:
     lock: {key: "cluster:{cluster}"}
@@ -148,3 +154,23 @@ def test_baton_submit_plan_prints_the_plan_and_creates_nothing(api, tmp_path):
     bad = CliRunner().invoke(main, ["submit", "rotate", "--plan"], env=env)
     assert bad.exit_code == 2 and "parameters.cluster" in bad.output
     assert [t["TaskId"] for t in api.get("/api/v1/tasks").json()["items"]] == [holder]
+
+
+def test_the_docs_example_is_what_baton_prints(tmp_path):
+    """docs/dry-run.md's first example, run against the repository's flows.yaml with its three
+    modules live: the text block after it is exactly what `baton submit --plan` prints."""
+    doc = (REPO / "docs" / "dry-run.md").read_text()
+    command = re.search(r"```sh\n(baton submit [^\n]+)\n```", doc).group(1)
+    printed = re.search(r"```text\n(.*?)```", doc, re.S).group(1)
+    db = tmp_path / "docs.db"
+    registry = SqliteModuleRegistry(db)
+    now = time.time()
+    for module, commands in {"monitor": ["report_event"], "mysql": ["init_instance", "clean_instance"],
+                             "resource": ["check_resource", "deduct_resource", "restore_resource"]}.items():
+        registry.announce(ModuleRegistration(WorkerId=f"{module}@h:1", Module=module, Commands=commands, Version="1",
+                                             Host="h", Pid=1, StartedAt=now, HeartbeatAt=now))  # fmt: skip
+    registry.close()
+    env = {"BATON_STORE_URL": f"sqlite:///{db}", "BATON_FLOWS_PATH": str(REPO / "flows.yaml"), "BATON_BROKER_URL": "memory://"}
+    result = CliRunner().invoke(main, shlex.split(command)[1:], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == printed
