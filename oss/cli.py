@@ -41,6 +41,7 @@ COMMAND_MODULES = {
     "store": "oss.cli_store",
     "modules": "oss.cli_modules",
     "locks": "oss.cli_locks",
+    "flows": "oss.cli_flows",
 }
 
 

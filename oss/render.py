@@ -21,6 +21,9 @@ def task_summary(task: Task) -> str:
     ]
     if task.TaskMessage:
         lines.append(f"  message: {task.TaskMessage}")
+    if task.FlowHash is not None:
+        label = f"{task.FlowVersion} ({task.FlowHash})" if task.FlowVersion else task.FlowHash
+        lines.append(f"  flow version: {label}")
     if task.WaitingFor is not None:
         what = task.WaitingFor.Key if task.WaitingFor.Kind == "lock" else task.WaitingFor.TaskId
         lines.append(f"  waiting for {task.WaitingFor.Kind} {what} since {when(task.WaitingFor.Since)}")

@@ -166,6 +166,8 @@ class TaskService:
             labels=dict(labels or {}),
             deadline_seconds=flow.deadline,
             after_task=awaited.TaskId if awaited is not None else None,
+            flow_version=flow.version,
+            flow_hash=flow.content_hash,
         )
         task.Notify = notify_targets(flow.notify, self._settings)
         add_notifications(None, task)  # "created", in the insert itself

@@ -214,6 +214,8 @@ class TaskTypeView(BaseModel):
     parameters: dict[str, dict[str, Any]] | None = Field(
         description="The parameter schema (secrets' defaults masked); null: any parameters"
     )
+    version: str | None = Field(None, description="Its flows.yaml `version:`, if it names one")
+    content_hash: str = Field("", description="The hash of what a task of this type runs; every task records it (FlowHash)")
 
 
 class TaskTypeList(BaseModel):
