@@ -5,6 +5,8 @@ and `baton flows versions` say what changed."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -106,3 +108,19 @@ def test_tasks_and_their_children_record_the_revision_and_the_cli_shows_it(tmp_p
     changed = runner.invoke(main, ["flows", "diff", str(newer)], env=env)
     assert changed.exit_code == 0 and "~ step reserve: NormalTimeout" in changed.stdout
     assert runner.invoke(main, ["flows", "diff", str(flows), str(flows)], env=env).stdout == "no task type changed\n"
+
+
+def test_the_docs_diff_example_is_what_baton_prints(tmp_path):
+    """docs/flow-versions.md's diff: the repository's flows.yaml with init_instance's timeout
+    raised from 120 to 300 s. The hashes follow flows.yaml, so they are compared as shapes."""
+    repo = Path(__file__).resolve().parents[2]
+    doc = (repo / "docs" / "flow-versions.md").read_text()
+    shown = re.search(r"```text\n(.*?)```", doc, re.S).group(1)
+    text = (repo / "flows.yaml").read_text()
+    step = text.index("command: init_instance")
+    newer = tmp_path / "new-flows.yaml"
+    newer.write_text(text[:step] + text[step:].replace("timeout: 120", "timeout: 300", 1))
+    result = CliRunner().invoke(main, ["flows", "diff", str(repo / "flows.yaml"), str(newer)])
+    assert result.exit_code == 0, result.output
+    hashed = re.compile(r"sha256:[0-9a-f]{16}")
+    assert hashed.sub("sha256:H", result.stdout) == hashed.sub("sha256:H", shown)
