@@ -42,6 +42,7 @@ COMMAND_MODULES = {
     "modules": "oss.cli_modules",
     "locks": "oss.cli_locks",
     "queues": "oss.cli_queues",
+    "flows": "oss.cli_flows",
 }
 
 

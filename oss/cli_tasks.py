@@ -55,8 +55,10 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--after", "after_task", help="Start once this task (id or idempotency key) succeeded; never if it fails.")
 @click.option("--wait", is_flag=True, help="Follow the task until it ends; exit 1 if it failed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the task document as JSON.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Create nothing: print what the task would do (graph, locks and holders, modules, start).")
 def submit(task_type, params, params_file, idempotency_key, priority, start_at, user_id, labels, after_task,
-           wait, as_json) -> None:  # fmt: skip
+           wait, as_json, plan_only) -> None:  # fmt: skip
     """Create a task of TASK_TYPE with PARAMS given as key=value."""
     from common.errors import IdempotencyConflict, InvalidParameters, UnknownTaskType
 
@@ -67,14 +69,15 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
     if not isinstance(parameters, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--params-file")
     parameters.update(parse_assignments(params))
+    request = {"idempotency_key": idempotency_key, "priority": priority, "start_at": parse_time(start_at, "--start-at"),
+               "user_id": user_id, "labels": parse_labels(labels), "after_task": after_task}  # fmt: skip
     with opened_parts() as parts:
-        parts.service.declare_queues()
         try:
-            submission = parts.service.submit(
-                task_type, parameters, idempotency_key=idempotency_key, priority=priority,
-                start_at=parse_time(start_at, "--start-at"), user_id=user_id,
-                labels=parse_labels(labels), after_task=after_task,
-            )  # fmt: skip
+            if plan_only:
+                _print_plan(parts, task_type, parameters, request, as_json)
+                return
+            parts.service.declare_queues()
+            submission = parts.service.submit(task_type, parameters, **request)
         except (UnknownTaskType, IdempotencyConflict) as exc:
             fail(EXIT_USAGE, str(exc))
         except InvalidParameters as exc:
@@ -91,6 +94,28 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
             echo_json(task_json(task))
         if wait:
             sys.exit(exit_code_of(task))
+
+
+def _print_plan(parts: Any, task_type: str, parameters: dict[str, Any], request: dict[str, Any], as_json: bool) -> None:
+    from common.store.inventory_factory import open_lock_store, open_module_registry
+    from common.store.locks_table import LockTable
+    from oss.dry_run import dry_run
+    from oss.plan_text import plan_lines
+
+    settings = parts.settings
+    timeout = settings.effective_store_timeout
+    locks = LockTable(open_lock_store(settings.store_url, timeout_seconds=timeout, indexes="none"))
+    registry = open_module_registry(settings.store_url, timeout_seconds=timeout, indexes="none")
+    try:
+        plan = dry_run(parts.service, locks, registry, now=time.time(), module_ttl=settings.module_ttl,
+                       task_type=task_type, parameters=parameters, **request)  # fmt: skip
+    finally:
+        locks.close()
+        registry.close()
+    if as_json:
+        echo_json(plan.model_dump(mode="json"))
+    else:
+        click.echo("\n".join(plan_lines(plan)))
 
 
 @click.command()

@@ -23,6 +23,9 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
     ]
     if task.TaskMessage:
         lines.append(f"  message: {task.TaskMessage}")
+    if task.FlowHash is not None:
+        label = f"{task.FlowVersion} ({task.FlowHash})" if task.FlowVersion else task.FlowHash
+        lines.append(f"  flow version: {label}")
     if task.WaitingFor is not None:
         what = task.WaitingFor.Key if task.WaitingFor.Kind == "lock" else task.WaitingFor.TaskId
         lines.append(f"  waiting for {task.WaitingFor.Kind} {what} since {when(task.WaitingFor.Since)}")

@@ -39,6 +39,16 @@ class Submission:
     created: bool  # False: the idempotency key named a task that already existed
 
 
+@dataclass(frozen=True)
+class Draft:
+    """A submission checked and built but not written (TaskService.draft)."""
+
+    task: Task  # the new task as it would be inserted; the existing one on a repeat
+    request: tuple[Any, ...]  # what an idempotency repeat is compared on
+    existing: Task | None  # the task an earlier request with the same idempotency key created
+    awaited: Task | None  # the task `after_task` named
+
+
 class TaskService:
     def __init__(
         self,
@@ -93,6 +103,42 @@ class TaskService:
         `by_baton`: the submission is baton's own (a schedule's tick), which may use the names
         baton reserves (common.reserved); every client's is refused them.
         """
+        draft = self.draft(task_type, parameters, idempotency_key=idempotency_key, priority=priority,
+                           start_at=start_at, user_id=user_id, labels=labels, after_task=after_task,
+                           by_baton=by_baton)  # fmt: skip
+        if draft.existing is not None:
+            return Submission(draft.existing, created=False)
+        task = draft.task
+        try:
+            self._store.insert(task)
+        except DuplicateTask:
+            # Lost a race with a concurrent submission of the same key: answer with the winner.
+            existing = self._store.get_by_idempotency_key(idempotency_key) if idempotency_key else None
+            if existing is None:
+                raise
+            return _repeat(existing, *draft.request, task.AfterTask)
+        self._publisher.flush(task)  # before the log line: the first step starts sooner
+        log.info("task created", task_id=task.TaskId, task_type=task_type)
+        if draft.awaited is not None:
+            task = self._waits.listen(task, draft.awaited.TaskId)
+        return Submission(task, created=True)
+
+    def draft(
+        self,
+        task_type: str,
+        parameters: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        priority: int = 0,
+        start_at: float | None = None,
+        user_id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        after_task: str | None = None,
+        by_baton: bool = False,
+    ) -> Draft:
+        """Everything a submission checks and builds, and nothing it writes: the task as it would
+        be inserted (its first dispatches in its outbox), or the task an earlier request with the
+        same idempotency key created. Raises what `submit` raises for a request it refuses."""
         # Baton's own limits first: nothing past this line (the schema check, its messages, the
         # store) ever sees a value too deep, too big, not valid Unicode or with a control character.
         check_input(self._settings.input_limits, IDENTIFIERS, task_type=task_type, parameters=dict(parameters),
@@ -108,7 +154,8 @@ class TaskService:
         if idempotency_key is not None:
             existing = self._store.get_by_idempotency_key(idempotency_key)
             if existing is not None:
-                return _repeat(existing, *request, self._named(after_task, existing))
+                repeat = _repeat(existing, *request, self._named(after_task, existing))
+                return Draft(existing, request, existing=repeat.task, awaited=None)
         awaited = self._waits.awaited(after_task) if after_task is not None else None
         lock = _lock_of(flow, check.parameters)
         task = create_task(
@@ -125,22 +172,12 @@ class TaskService:
             labels=dict(labels or {}),
             deadline_seconds=flow.deadline,
             after_task=awaited.TaskId if awaited is not None else None,
+            flow_version=flow.version,
+            flow_hash=flow.content_hash,
         )
         task.Notify = notify_targets(flow.notify, self._settings)
         add_notifications(None, task)  # "created", in the insert itself
-        try:
-            self._store.insert(task)
-        except DuplicateTask:
-            # Lost a race with a concurrent submission of the same key: answer with the winner.
-            existing = self._store.get_by_idempotency_key(idempotency_key) if idempotency_key else None
-            if existing is None:
-                raise
-            return _repeat(existing, *request, awaited.TaskId if awaited is not None else None)
-        self._publisher.flush(task)  # before the log line: the first step starts sooner
-        log.info("task created", task_id=task.TaskId, task_type=task_type)
-        if awaited is not None:
-            task = self._waits.listen(task, awaited.TaskId)
-        return Submission(task, created=True)
+        return Draft(task, request, existing=None, awaited=awaited)
 
     def _named(self, after_task: str | None, existing: Task) -> str | None:
         """The id of the task a repeat's after_task names (itself when it names none)."""

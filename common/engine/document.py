@@ -82,6 +82,8 @@ class ChildTemplate(_Doc):
     Defaults: dict[str, Any] = Field(default_factory=dict)
     SecretParameters: list[str] = Field(default_factory=list)
     Lock: LockTemplate | None = None  # the child type's own lock, keyed by the child's parameters
+    FlowVersion: str | None = None  # the child type's flows.yaml `version:`
+    FlowHash: str | None = None  # the child type's content hash (common/flows/versions.py)
 
 
 class LockTemplate(_Doc):
@@ -270,6 +272,10 @@ class Task(_Doc):
     Parameters: dict[str, Any] = Field(default_factory=dict)
     Steps: list[Step]
     # Added by baton:
+    # The revision of its task type it runs: flows.yaml's optional `version:`, and the content
+    # hash of what it runs (common/flows/versions.py). None in documents written before.
+    FlowVersion: str | None = None
+    FlowHash: str | None = None
     IdempotencyKey: str | None = None
     Priority: int = 0
     UserId: str | None = None

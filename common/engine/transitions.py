@@ -76,6 +76,8 @@ def create_task(
     deadline_seconds: float | None = None,
     after_task: str | None = None,
     lock: tuple[str, int] | None = None,
+    flow_version: str | None = None,
+    flow_hash: str | None = None,
 ) -> Task:
     """A new task whose ready roots' dispatches sit in the outbox, ready for one insert."""
     if not steps:
@@ -97,6 +99,8 @@ def create_task(
         Labels=dict(labels or {}),
         SecretParameters=sorted(secret_parameters or []),
         Parent=parent,
+        FlowVersion=flow_version,
+        FlowHash=flow_hash,
     )
     record(task, timing.now, "created", actor="oss")
     due = max(timing.now, start_at) if start_at is not None else timing.now

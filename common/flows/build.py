@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.flows.catalog import FlowCatalog, FlowDefinition
+from common.flows.versions import content_hash
 from common.flows.parameters import NO_DEFAULT, ParameterField, ParameterSchema
 from common.flows.schema import (
     BUILTIN_RETRY,
@@ -31,15 +32,18 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
         if name not in built:
             task_type = spec.task_types[name]
             index_of = {step.name: i for i, step in enumerate(task_type.steps)}
+            steps = [_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)]
             built[name] = FlowDefinition(
                 name=name,
                 description=task_type.description,
-                steps=[_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)],
+                steps=steps,
                 parameter_schema=_parameter_schema(task_type.parameters),
                 deadline=task_type.deadline,
                 notify=() if task_type.notify is None else (
                     NotifyTarget(Url=task_type.notify.url, Events=list(task_type.notify.events or [])),),
                 lock=_lock(task_type.lock),
+                version=task_type.version,
+                content_hash=content_hash(steps, task_type),
             )
         return built[name]
 
@@ -65,6 +69,8 @@ def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: Defaul
             Defaults={f.name: f.default for f in schema.fields if f.has_default} if schema else {},
             SecretParameters=child.secret_parameters,
             Lock=child.lock,
+            FlowVersion=child.version,
+            FlowHash=child.content_hash,
         ))
     return Step(**fields)
 

@@ -26,6 +26,9 @@ class FlowDefinition:
     deadline: float | None = None  # seconds the task has to finish (flows.yaml `deadline`)
     notify: tuple[NotifyTarget, ...] = ()  # flows.yaml `notify`: its webhook of status changes
     lock: LockTemplate | None = None  # `lock:` of the task type (common/engine/gates/locks.py)
+    version: str | None = None  # flows.yaml `version:` of the task type, if it names one
+    # "sha256:<16 hex>" of what a task of this type runs (common/flows/versions.py)
+    content_hash: str = ""
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
         """The job's parameters checked against this type's schema, defaults filled in. The

@@ -167,6 +167,9 @@ class NotifySpec(_Spec):
 
 class TaskTypeSpec(_Spec):
     description: str = ""
+    # A name for this revision of the type ("2", "2026-11-rotate-fix"), recorded in each task
+    # beside the content hash baton computes; optional.
+    version: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = None
     lock: LockSpec | None = None  # a per-key lock taken before the first step
     # Left out: the task type takes any parameters. Given (even empty): only the declared ones,
     # plus the reserved `_baton_*` keys.

@@ -76,6 +76,10 @@ class CreateTask(_Request):
         default_factory=dict, max_length=MAX_LABELS, description="Not `schedule`: baton labels a schedule's tasks with it",
         json_schema_extra={**NO_OTHER_KEYS, **RESERVED_LABEL_SCHEMA},
     )  # fmt: skip
+    dry_run: bool = Field(
+        False, description="Create nothing: answer 200 with the plan of what the task would do (its graph, "
+        "locks and their holders, the modules that would serve it, when it would start)",
+    )  # fmt: skip
 
 
 # A character that is not whitespace to str.strip(), spelled out so that the published pattern
@@ -241,6 +245,8 @@ class TaskTypeView(BaseModel):
     parameters: dict[str, dict[str, Any]] | None = Field(
         description="The parameter schema (secrets' defaults masked); null: any parameters"
     )
+    version: str | None = Field(None, description="Its flows.yaml `version:`, if it names one")
+    content_hash: str = Field("", description="The hash of what a task of this type runs; every task records it (FlowHash)")
 
 
 class TaskTypeList(BaseModel):

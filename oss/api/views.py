@@ -84,6 +84,8 @@ def task_type_view(flow: FlowDefinition) -> TaskTypeView:
         description=flow.description,
         steps=[_step_view(step, [s.Name for s in flow.steps]) for step in flow.steps],
         parameters=_parameters(flow),
+        version=flow.version,
+        content_hash=flow.content_hash,
     )
 
 

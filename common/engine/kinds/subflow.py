@@ -67,6 +67,7 @@ def child_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
         )
         if template.Lock is not None:  # the child type's own lock (common/engine/gates/locks.py)
             body["Lock"] = template.Lock.model_dump(mode="json")
+        body.update(FlowVersion=template.FlowVersion, FlowHash=template.FlowHash)
     kind = START_CHILD if run.Phase is Phase.NORMAL else UNDO_CHILD
     return OutboxEntry(DispatchId=run.DispatchId, Kind=kind, Body=body, DueAt=due_at)
 

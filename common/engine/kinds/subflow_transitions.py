@@ -46,6 +46,8 @@ def start_child(body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -
         parent=ParentLink.model_validate(body["Parent"]),
         ids=ids,
         lock=child_lock(body),
+        flow_version=body.get("FlowVersion"),
+        flow_hash=body.get("FlowHash"),
     )
     child.Notify = [NotifyTarget.model_validate(t) for t in body.get("Notify") or []]
     return child

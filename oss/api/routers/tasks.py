@@ -21,7 +21,10 @@ from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
+from oss.api.routers.locks import Locks
 from oss.api.routers.modules import Modules
+from oss.dry_run import dry_run
+from oss.plans import Plan
 from oss.api.views import task_summary, task_view
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
@@ -34,30 +37,36 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
     "/tasks",
     status_code=201,
     response_model=TaskCreated,
-    summary="Create a task",
+    summary="Create a task (or plan it: dry_run)",
     responses={
         200: {
-            "model": TaskCreated,
-            "description": "The task an earlier request with this idempotency key created",
+            "model": TaskCreated | Plan,
+            "description": "The task an earlier request with this idempotency key created; "
+            "with `dry_run`, the plan of what the task would do",
         },
         **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
-def create_task(body: CreateTask, context: Context, token: Submitter) -> Response:
+def create_task(body: CreateTask, context: Context, token: Submitter, locks: Locks, registry: Modules) -> Response:
     """Validate the parameters against the task type's schema, then write the whole task and
     dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
     the existing task when the idempotency key was used before for the same request, even by a
-    concurrent one; 409 naming the fields that differ when it was used for another request."""
-    submission = context.service.submit(
-        body.task_type,
-        body.parameters,
-        idempotency_key=body.idempotency_key,
-        priority=body.priority,
-        start_at=body.start_at,  # type: ignore[arg-type]  (the validator made it epoch seconds)
-        user_id=body.user_id,
-        labels=body.labels,
-        after_task=body.after_task,
-    )
+    concurrent one; 409 naming the fields that differ when it was used for another request.
+    With `dry_run`: the same checks and answers to a refused request, then 200 with the plan,
+    and nothing created, published or asked for."""
+    request = {
+        "idempotency_key": body.idempotency_key,
+        "priority": body.priority,
+        "start_at": body.start_at,  # (the validator made it epoch seconds)
+        "user_id": body.user_id,
+        "labels": body.labels,
+        "after_task": body.after_task,
+    }
+    if body.dry_run:
+        plan = dry_run(context.service, locks, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
+                       task_type=body.task_type, parameters=body.parameters, **request)  # fmt: skip
+        return Response(plan.model_dump_json(), status_code=200, media_type="application/json")
+    submission = context.service.submit(body.task_type, body.parameters, **request)
     task = submission.task
     location = f"/api/v1/tasks/{task.TaskId}"
     if submission.created:

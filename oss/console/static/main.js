@@ -7,8 +7,9 @@ import { parseHash } from "./route.js";
 import { showTasks } from "./list.js";
 import { showTask } from "./task.js";
 import { showAlarms } from "./alarms.js";
+import { showPlan } from "./plan.js";
 
-const VIEWS = { tasks: showTasks, task: showTask, alarms: showAlarms }; // each (root, arg, params)
+const VIEWS = { tasks: showTasks, task: showTask, alarms: showAlarms, plan: showPlan }; // each (root, arg, params)
 const main = document.getElementById("view");
 let current = null;
 

@@ -129,6 +129,8 @@ function summary(task) {
       // A retry runs the flow again as a new generation; the history keeps every run's events.
       task.Generation ? fact("Run", `${task.Generation + 1} (retried ${task.Generation}×)`) : [],
       task.IdempotencyKey ? fact("Idempotency key", task.IdempotencyKey) : [],
+      // The revision of its task type it runs (`baton flows diff` tells revisions apart).
+      task.FlowHash ? fact("Flow version", task.FlowVersion ? `${task.FlowVersion} (${task.FlowHash})` : task.FlowHash) : [],
       cancel ? fact("Cancel", `requested by ${cancel.Actor}: ${cancel.Reason} (`, when(cancel.Time), ")") : [],
       // DESIGN.md sec. 10: a pause, a wait for another task, a deadline.
       task.Paused ? el("div", { class: "paused" }, el("dt", { text: "Paused" }), el("dd", {},

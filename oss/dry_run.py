@@ -1,0 +1,32 @@
+"""A dry run (`POST /tasks` with `dry_run`, `baton submit --plan`): the submission's checks, then the
+plan of the task it would create (oss/plans.py), read from the lock table and the module registry.
+Nothing is written, published or asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from common.store.locks_table import LockTable
+from common.store.modules_port import ModuleRegistry
+from oss.plans import Plan, lock_keys, plan_of
+from oss.service import TaskService
+
+
+def dry_run(
+    service: TaskService,
+    locks: LockTable,
+    registry: ModuleRegistry,
+    *,
+    now: float,
+    module_ttl: float,
+    task_type: str,
+    parameters: Mapping[str, Any],
+    **submission: Any,
+) -> Plan:
+    """The plan of what `service.submit(task_type, parameters, **submission)` would do now;
+    raises what it would raise for a request it refuses."""
+    draft = service.draft(task_type, parameters, **submission)
+    states = {key: locks.get(key) for key, _, _ in lock_keys(draft.task)}
+    return plan_of(draft.task, existing=draft.existing is not None, awaited=draft.awaited, locks=states,
+                   registrations=list(registry.registrations()), now=now, module_ttl=module_ttl)  # fmt: skip
