@@ -39,6 +39,9 @@ STORED_BODIES: dict[str, dict] = {
     "open_items": {"Cursor": 2, "Generation": 0, "Values": ["a", "b"]},
     "cancel_items": {"Cursor": 2, "Generation": 0},
     "rollback_items": {"Cursor": 2, "Generation": 0},
+    "resume_items": {"Cursor": 2, "Generation": 0},
+    "reopen_item_rollbacks": {"Cursor": 2, "Generation": 0, "Action": "retry-rollback", "Actor": "olga",
+                              "Reason": "the host is back"},
 }
 
 
