@@ -52,8 +52,13 @@ def follow_stream(
 
 def _task(data: str) -> Task:
     """The task as the API shows it: the document's fields plus views (Attempts, ...) it adds."""
+    from common.engine.document import Step
+
     shown = json.loads(data)
-    return Task.model_validate({key: value for key, value in shown.items() if key in Task.model_fields})
+    document = {key: value for key, value in shown.items() if key in Task.model_fields}
+    # A step's view adds fields of its own too (a fan-out's ItemCounts): the document has none.
+    document["Steps"] = [{k: v for k, v in step.items() if k in Step.model_fields} for step in document.get("Steps", [])]
+    return Task.model_validate(document)
 
 
 def _events(base_url: str, token: str, task_id: str, last_id: str) -> Iterator[tuple[str, str, str]]:

@@ -41,6 +41,8 @@ PROCESSES = {("oss",), ("sweeper",), ("module",), ("up",), ("demo",)}
 # They start without a broker (what they publish waits in the store's outbox): not walked with
 # the broker down, they would serve until stopped.
 NEED_NO_BROKER_TO_START = {("oss",), ("up",)}
+# They read flows files only, never the store or the broker (tests/unit/test_flow_versions.py).
+NEED_NEITHER = {("flows", "diff"), ("flows", "versions")}
 # Documented exit codes (docs/reference/cli.md).
 EXIT_CODES = {0, 1, 2, 3, 4, EXIT_UNAVAILABLE}
 
@@ -131,7 +133,7 @@ def dead_mongo(tmp_path: Path) -> str:
 
 @pytest.mark.parametrize("store", [dead_sqlite, dead_mongo], ids=["sqlite-unopenable", "mongo-closed-port"])
 def test_every_command_with_the_store_down_says_so_in_one_line(tmp_path: Path, store) -> None:  # type: ignore[no-untyped-def]
-    runs = walk(environment(tmp_path, store(tmp_path)), tmp_path)
+    runs = walk(environment(tmp_path, store(tmp_path)), tmp_path, skip=NEED_NEITHER)
     assert len(runs) > 30  # the walk found the commands (every leaf of every group)
     for _, run in runs:
         assert run.code == EXIT_UNAVAILABLE, str(run)
@@ -144,7 +146,7 @@ def test_every_command_with_the_broker_down_says_so_in_one_line(tmp_path: Path) 
     # check-flows without --live: with the store up, --live lists every module not running.
     arguments = {path: argv for path, argv in ARGUMENTS.items() if path != ("check-flows",)}
     # Most of them wait out the broker's 30 s of reconnecting, using next to no CPU: more at once.
-    runs = walk(environment(tmp_path, f"sqlite:///{tmp_path}/baton.db"), tmp_path, skip=NEED_NO_BROKER_TO_START,
+    runs = walk(environment(tmp_path, f"sqlite:///{tmp_path}/baton.db"), tmp_path, skip=NEED_NO_BROKER_TO_START | NEED_NEITHER,
                 arguments=arguments, workers=12)  # fmt: skip
     unavailable = set()
     for path, run in runs:

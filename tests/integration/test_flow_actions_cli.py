@@ -73,7 +73,7 @@ def test_bulk_pause_and_resume(tmp_path: Any) -> None:
     assert resumed.exit_code == 0 and "applied to 2" in resumed.output
 
 
-def test_skip_of_an_item_in_a_rolled_back_task_exits_2(cli) -> None:  # noqa: F811
+def test_skip_of_an_item_in_a_rolled_back_task_exits_2(cli, inline_items) -> None:  # noqa: F811  (an inline step: the simulator keeps no records here)
     from common.engine.states import Phase
     from tests.support.dag_sim import Simulator
     from tests.unit.test_graph_transitions import fan_out, new
