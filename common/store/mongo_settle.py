@@ -109,7 +109,8 @@ def settle_write(write: Callable[[], bool], read_back: Callable[[], tuple[int, l
         if not outcome_unknown(error):
             raise
         last = error
-    log.warning("mongodb write outcome unknown, reading back", what=what, error=describe(last))
+    # info, not warning: settling is routine after a failover; a write it cannot settle raises.
+    log.info("mongodb write outcome unknown, reading back", what=what, error=describe(last))
     deadline = time.monotonic() + budget
     for attempt in _rounds(deadline):
         try:
@@ -158,7 +159,7 @@ def settle_insert(insert: Callable[[], None], read_marks: Callable[[], list[str]
         if not outcome_unknown(error):
             raise
         last: PyMongoError = error
-    log.warning("mongodb insert outcome unknown, reading back", what=what, error=describe(last))
+    log.info("mongodb insert outcome unknown, reading back", what=what, error=describe(last))
     duplicate: DuplicateKeyError | None = None
     deadline = time.monotonic() + budget
     for attempt in _rounds(deadline):

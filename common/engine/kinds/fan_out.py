@@ -32,9 +32,10 @@ ITEM_KINDS = kinds_of(Flusher.ITEMS)
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
 # step's items and items under a step lock stay inline (their gates read the task document), as
 # do the items of a task stored before records (its steps have no ItemStore).
-# BATON_ITEM_RECORDS=0 (in every process: OSS, modules, sweeper) keeps every for_each step's
-# items inline, as before records: a way back should a deployment need one.
-RECORDS_ENABLED = os.environ.get("BATON_ITEM_RECORDS", "1") != "0"
+# Opt-in while a known race stands (docs/fan-out.md, "Status"): BATON_ITEM_RECORDS=1, set in every
+# process (OSS, modules, sweeper), opens such steps over records; unset, every for_each step keeps
+# its items inline. A step opened over records finishes over records either way.
+RECORDS_ENABLED = os.environ.get("BATON_ITEM_RECORDS", "0") == "1"
 
 
 def records_for(step: Step) -> bool:
