@@ -32,6 +32,7 @@ from pymongo.errors import (
     ExecutionTimeout,
     OperationFailure,
     PyMongoError,
+    ServerSelectionTimeoutError,
     WriteConcernError,
     WTimeoutError,
 )
@@ -66,6 +67,10 @@ def outcome_unknown(error: BaseException) -> bool:
     """Did this error leave the write's outcome unknown (as opposed to a refusal, which did not
     apply it)?"""
     if not isinstance(error, PyMongoError):
+        return False
+    if isinstance(error, ServerSelectionTimeoutError):
+        # No server was selected, so nothing was sent (a retryable write whose retry finds no
+        # server raises its first attempt's error instead, which is judged below).
         return False
     if error.has_error_label("RetryableWriteError") or error.has_error_label("UnknownTransactionCommitResult"):
         return True
