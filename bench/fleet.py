@@ -18,7 +18,7 @@ from common.engine.kinds import fan_out
 from common.engine.kinds.fan_out import keeps_records
 from common.engine.states import FINAL_STATUSES, TaskStatus
 from tests.support.cluster import Cluster
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
 
 SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_FLEET_SIZES", "1000,10000").split(","))
 PARALLEL = int(os.environ.get("BATON_BENCH_FLEET_PARALLEL", "64"))

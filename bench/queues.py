@@ -63,7 +63,7 @@ if __name__ == "__main__":  # the two rows alone: python -m bench.queues
     import tempfile
 
     from common.logging import configure_logging
-    from tests.support.services import rabbitmq_vhost
+    from tests.support.vhosts import rabbitmq_vhost
 
     configure_logging(level="warning")
     with rabbitmq_vhost("baton-bench-queues") as url, tempfile.TemporaryDirectory() as tmp:

@@ -20,7 +20,7 @@ from common.logging import configure_logging
 from common.store.mongo_client import open_client
 from tests.support.cluster import Cluster
 from tests.support.secantus import secantus_server
-from tests.support.services import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
 
 
 def _line(name: str, value: str) -> None:
