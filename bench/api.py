@@ -37,7 +37,7 @@ def submissions(
     server = subprocess.Popen([sys.executable, "-m", "oss", "oss"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _ready(base), 30, "OSS ready")
+        wait_until(lambda: oss_ready(base), 30, "OSS ready")
         body = {"task_type": "bench", "parameters": {}}
         headers = {"Authorization": f"Bearer {TOKEN}"}
         post_load(port, "/api/v1/tasks", body, headers, clients=clients, seconds=min(1.0, seconds))  # warm-up
@@ -59,7 +59,8 @@ def submissions(
         log.close()
 
 
-def _ready(base: str) -> bool:
+def oss_ready(base: str) -> bool:
+    """A served OSS answers its health check."""
     try:
         return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
     except httpx.HTTPError:

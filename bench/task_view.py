@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.api import oss_ready
 from common.engine.kinds import fan_out
 from common.engine.kinds.item_changes import new_records
 from common.engine.states import ResultCode, StepState
@@ -87,7 +88,7 @@ def view_figures(workdir: Path, size: int, samples: int) -> dict[str, dict[str, 
     server = subprocess.Popen([sys.executable, "-m", "oss", "oss"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _ready(base), 60, "OSS ready")
+        wait_until(lambda: oss_ready(base), 60, "OSS ready")
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
             large = client.get("/api/v1/tasks/large").json()["Steps"][0]
             assert sum(large["ItemCounts"].values()) == size and large["Items"] is None, large
@@ -101,12 +102,6 @@ def view_figures(workdir: Path, size: int, samples: int) -> dict[str, dict[str, 
         server.wait(timeout=30)
         log.close()
 
-
-def _ready(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def view_rows(workdir: Path) -> list[tuple[str, str, str]]:
