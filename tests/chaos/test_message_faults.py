@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import sqlite3
 import subprocess
 import threading
@@ -29,6 +31,7 @@ from tests.chaos.evidence import assert_clean, drain, log_events, redispatch_exc
 from tests.chaos.harness import Feeder
 from tests.chaos.plans import FULL, MODULES, scale
 from tests.chaos.report import record
+from tests.chaos.test_fencing import freeze_outside_a_store_write
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]
@@ -149,6 +152,17 @@ def test_every_message_delivered_twice(make_cluster):
     assert dropped >= duplicator.step_copies - report.duplicate_executions
 
 
+def freeze_until_backlog(cluster, module: str, within: float):
+    """SIGSTOP the module until its queue holds a message (at most `within` seconds); returns
+    the function that thaws it."""
+    pid = cluster.pid(module)
+    freeze_outside_a_store_write(cluster, pid)
+    deadline = time.monotonic() + within
+    while not cluster.broker.queue_depth(module) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return lambda: os.kill(pid, signal.SIGCONT)
+
+
 def test_module_queue_purged_mid_run_then_module_down_past_redeliver_after(make_cluster):
     """Purge the mysql queue while tasks flow; the sweeper re-publishes every dispatch nobody
     claimed within BATON_REDELIVER_AFTER_SECONDS (1 s here). mysql runs one step at a time
@@ -164,9 +178,13 @@ def test_module_queue_purged_mid_run_then_module_down_past_redeliver_after(make_
     began = time.monotonic()
     feeder = Feeder(cluster, count, seconds=scale(1.0, 3.0), seed=51).start()
     drained: list[dict] = []
-    purges = 0
-    last = time.monotonic()
-    stop_at = last + scale(4.0, 10.0)
+    stop_at = time.monotonic() + scale(4.0, 10.0)
+    # However fast mysql runs on this machine, the first purge finds a backlog: mysql is frozen
+    # (SIGSTOP, for less than a lease) until one builds and is purged.
+    thaw = freeze_until_backlog(cluster, "mysql", within=scale(1.5, 1.5))
+    drained += drain(cluster.broker_url, "mysql")
+    thaw()
+    purges, last = 1, time.monotonic()
     while len(drained) < want and time.monotonic() < stop_at:
         if cluster.broker.queue_depth("mysql"):
             removed = drain(cluster.broker_url, "mysql")  # a purge that says what it removed
