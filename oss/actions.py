@@ -70,6 +70,11 @@ class OperatorActions:
         if unit is not None and unit[1] is not None and 0 <= unit[0] < len(found.Steps) \
                 and keeps_records(found.Steps[unit[0]]):
             return self._skip_item(found, unit[0], unit[1], actor, reason)
+        return self.apply_change(action, task_id, actor, reason, change)
+
+    def apply_change(self, action: str, task_id: str, actor: str, reason: str, change: Callable[..., Task | Refusal]) -> Task:
+        """One pure operator change (task, actor, reason, timing) written with one
+        compare-and-set, logged, and its outbox published. ActionRefused: it does not fit."""
         # A reason may quote a secret parameter: it is stored scrubbed, like a command's error.
         result = mutate(
             self._store,

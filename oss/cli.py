@@ -37,6 +37,7 @@ COMMAND_MODULES = {
     "hosts": "oss.cli_hosts",
     "schedules": "oss.cli_schedules",
     "bulk": "oss.cli_bulk",
+    "migrate": "oss.cli_migrate",
     "reconcile": "oss.cli_reconcile",
     "store": "oss.cli_store",
     "modules": "oss.cli_modules",

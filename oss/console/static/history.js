@@ -4,7 +4,7 @@ import { el, when } from "./dom.js";
 import { PHASES } from "./labels.js";
 
 const OPERATOR_EVENTS = new Set(["cancel_requested", "cancelled", "retried", "rollback_retried", "compensated",
-  "paused", "resumed", "withdrawn", "operator_skipped"]);
+  "paused", "resumed", "withdrawn", "operator_skipped", "migrated"]);
 
 export function history(task) {
   const head = el("thead", {}, el("tr", {},

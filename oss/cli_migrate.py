@@ -1,0 +1,73 @@
+"""`baton migrate --type T --to V`: move the tasks of a type in flight to the revision
+flows.yaml holds now (docs/flow-versions.md).
+
+A dry run unless --apply: it lists what would move and what cannot without doubt, writing
+nothing. Exit 0 done (or dry run); 2 bad usage; 4 --apply and some tasks were refused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import click
+
+from oss.action_names import MAX_BULK_TASKS
+from oss.cli_common import EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, echo_json, fail, opened_parts
+from oss.cli_ops import _default_actor
+
+if TYPE_CHECKING:
+    from oss.migrations import MigrationResult
+
+
+@click.command(name="migrate", help="Move the tasks of a type in flight to the revision flows.yaml holds now "
+                                    "(a dry run unless --apply).")  # fmt: skip
+@click.option("--type", "task_type", required=True, help="The task type.")
+@click.option("--to", "to", required=True, help="The revision: its flows.yaml `version:` or its content hash.")
+@click.option("--reason", required=True, help="Why: recorded in every moved task's history.")
+@click.option("--limit", type=AsciiIntRange(1, MAX_BULK_TASKS), default=1000, show_default=True)
+@click.option("--as", "actor", default=_default_actor, show_default="cli:<login name>")
+@click.option("--apply", "apply_", is_flag=True, help="Do it (without: say what would move).")
+@click.option("--json", "as_json", is_flag=True)
+def migrate(task_type: str, to: str, reason: str, limit: int, actor: str, apply_: bool, as_json: bool) -> None:
+    import time
+
+    from oss.migrations import Migrations
+
+    if not reason.strip():
+        raise click.BadParameter("must say why", param_hint="--reason")
+    with opened_parts() as parts:
+        if apply_:
+            parts.service.declare_queues()  # a moved task may dispatch a step at once
+        migrations = Migrations(parts.store, parts.flows, parts.service.actions, time.time,
+                                parts.settings.redeliver_after_seconds)  # fmt: skip
+        try:
+            result = migrations.run(task_type, to, actor=actor, reason=reason.strip(), dry_run=not apply_, limit=limit)
+        except ValueError as exc:
+            fail(EXIT_USAGE, str(exc))
+    _report(result, as_json)
+    if apply_ and result.refused:
+        raise SystemExit(EXIT_REFUSED)
+
+
+def _report(result: MigrationResult, as_json: bool) -> None:
+    if as_json:
+        echo_json({"task_type": result.task_type, "to_hash": result.to_hash, "to_version": result.to_version,
+                   "dry_run": result.dry_run, "matched": result.matched, "moved": result.moved,
+                   "current": result.current, "truncated": result.truncated,
+                   "refused": [{"task_id": t, "reason": r} for t, r in result.refused]})  # fmt: skip
+        return
+    target = f"version {result.to_version} ({result.to_hash})" if result.to_version else result.to_hash
+    verb = "would move" if result.dry_run else "moved"
+    more = " (more in flight: raise --limit)" if result.truncated else ""
+    click.echo(f"{result.task_type} -> {target}: {result.matched} tasks in flight{more}; {verb} "
+               f"{len(result.moved)}, {len(result.current)} on it already, {len(result.refused)} refused")  # fmt: skip
+    for task_id, why in result.refused[:20]:
+        click.echo(f"  refused {task_id}: {why}")
+    for why, count in Counter(r for _, r in result.refused[20:]).most_common(5):
+        click.echo(f"  {count} more refused: {why}")
+    if result.dry_run and result.moved:
+        click.echo("dry run: nothing changed; run again with --apply to do it")
+
+
+COMMANDS = [migrate]

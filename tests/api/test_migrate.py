@@ -1,0 +1,102 @@
+"""POST /api/v1/task-types/{name}/migrate and `baton migrate`: tasks in flight move to the
+revision the service runs, a dry run first; a moved task runs the new steps and rolls back
+exactly the steps that ran."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from common.flows import load_flows
+from oss.cli import main
+from tests.api.support import FAIL, FLOWS, OK, READER, Api, auth, open_api
+
+# The corrected flow: `create` gets a longer timeout, and a third step registers the database.
+NEW_FLOWS = FLOWS.replace(
+    "        normal:   {module: mysql, command: noop}\n        rollback: {module: mysql, command: noop_rollback}\n",
+    "        normal:   {module: mysql, command: noop, timeout: 30}\n        rollback: {module: mysql, command: noop_rollback}\n"
+    "      - name: register\n        normal:   {module: monitor, command: noop}\n"
+    "        rollback: {module: monitor, command: noop_rollback}\n",
+)
+
+
+def corrected(tmp_path, api: Api):
+    """The same store served by an API that loaded the corrected flows.yaml (a restarted OSS)."""
+    app, store, broker = open_api(tmp_path, NEW_FLOWS)
+    return Api(TestClient(app), store, broker), load_flows(tmp_path / "flows.yaml").get("create_db").content_hash
+
+
+def migrate(api: Api, to: str, token: str | None = None, **body: object):
+    body = {"to": to, "reason": "create needs 30 s", **body}
+    return api.client.post("/api/v1/task-types/create_db/migrate", json=body, headers=auth(token) if token else auth())
+
+
+def test_a_dry_run_lists_what_moves_then_apply_moves_it_and_rollback_stays_exact(api: Api, tmp_path) -> None:
+    fresh = api.create()["task_id"]  # reserve dispatched, create not started: movable
+    started = api.create()["task_id"]
+    api.step(started)
+    api.step(started, finish=False)  # create claimed: it runs the old definition
+    ended = api.rolled_back()  # not in flight
+    new, target = corrected(tmp_path, api)
+    with new.client:
+        dry = migrate(new, target)
+        assert dry.status_code == 200, dry.text
+        outcome = dry.json()
+        assert outcome["dry_run"] is True and outcome["matched"] == 2 and outcome["moved"] == [fresh]
+        assert outcome["refused"] == [{"task_id": started, "reason": "step create has started and its definition "
+                                                                   "changed (NormalTimeout)"}]  # fmt: skip
+        assert len(new.get(f"/api/v1/tasks/{fresh}").json()["Steps"]) == 2  # nothing written
+        applied = migrate(new, target, dry_run=False).json()
+        assert applied["moved"] == [fresh] and ended not in applied["moved"] + applied["current"]
+        task = new.get(f"/api/v1/tasks/{fresh}").json()
+        assert [s["Name"] for s in task["Steps"]] == ["reserve", "create", "register"] and task["FlowHash"] == target
+        assert any(e["Event"] == "migrated" and e["Actor"] == "olga" and "create needs 30 s" in e["Message"]
+                   for e in task["History"])  # fmt: skip
+        again = migrate(new, target).json()
+        assert again["current"] == [fresh] and again["moved"] == []
+        # The moved task runs the new step; when it fails, every step that ran is rolled back.
+        new.step(fresh)
+        new.step(fresh)
+        new.step(fresh, FAIL)
+        for _ in range(3):
+            new.step(fresh, OK)
+        done = new.get(f"/api/v1/tasks/{fresh}").json()
+        assert done["TaskStatus"] == 4
+        assert [s["State"] for s in done["Steps"]] == ["rolled_back", "rolled_back", "rolled_back"]
+
+
+def test_refusals_name_the_problem(api: Api, tmp_path) -> None:
+    new, target = corrected(tmp_path, api)
+    with new.client:
+        wrong = migrate(new, "sha256:0000000000000000")
+        assert wrong.status_code == 422 and "names no revision this service holds" in wrong.text
+        assert target in wrong.text
+        assert migrate(new, target, token=READER).status_code == 403
+        assert migrate(new, target, reason=" ").status_code == 422
+        assert migrate(new, target, surprise=1).status_code == 422
+        missing = new.client.post("/api/v1/task-types/nope/migrate", json={"to": target, "reason": "r"}, headers=auth())
+        assert missing.status_code == 404
+
+
+def test_the_cli_dry_runs_then_applies(api: Api, tmp_path) -> None:
+    fresh = api.create()["task_id"]
+    new, target = corrected(tmp_path, api)
+    env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'api.db'}", "BATON_FLOWS_PATH": str(tmp_path / "flows.yaml"),
+           "BATON_BROKER_URL": f"memory://cli-{uuid.uuid4().hex}"}  # fmt: skip
+
+    def run(*args: str):
+        return CliRunner().invoke(main, ["migrate", "--type", "create_db", "--reason", "timeout", *args], env=env)
+
+    dry = run("--to", target)
+    assert dry.exit_code == 0, dry.output
+    assert "would move 1" in dry.output and "--apply" in dry.output
+    assert len(new.store.get(fresh).Steps) == 2
+    applied = run("--to", target, "--apply", "--json")
+    assert applied.exit_code == 0, applied.output
+    assert json.loads(applied.stdout)["moved"] == [fresh]
+    assert len(new.store.get(fresh).Steps) == 3
+    wrong = run("--to", "v9")
+    assert wrong.exit_code == 2 and "names no revision this service holds" in wrong.output
