@@ -52,11 +52,6 @@ def failover_seconds(cluster: ChaosCluster, dead_port: int, killed_at: float) ->
     return found
 
 
-# Known defect, open: on this machine a publish after the leader's kill -9 was sometimes nacked
-# until its 30 s deadline (3 of 6 runs of one checkout, 0 of 3 of another, same code): the queue
-# did not take writes again within the deadline. Run by `make chaos` until that is understood; the
-# scenario below, which kills the leader under real traffic, runs in every `make test`.
-@pytest.mark.skipif(not FULL, reason="flaky: a publish nacked past its deadline after the leader's kill (make chaos runs it)")
 def test_adapter_fails_over_when_the_leader_dies(cluster_nodes):
     """Contract: a quorum queue's publisher and consumer carry on through the death of the node
     leading the queue; every message published is delivered (at least once)."""

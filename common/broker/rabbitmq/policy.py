@@ -8,6 +8,10 @@ from common.engine.document import BackoffPolicy
 PUBLISH_DEADLINE_SECONDS = 30.0  # how long publish keeps reconnecting before BrokerError
 PING_DEADLINE_SECONDS = 2.0  # ping (a readiness probe) tries one connection, and waits this long for the answer
 NACK_RETRY_SECONDS = 0.2  # a nacked publish is sent again after this long, until its deadline
+# Nacks with no ack between them for this long: the publishing channel is replaced by a new one.
+# RabbitMQ 3.10 keeps nacking, for good, every publish to a quorum queue on a channel whose first
+# publish to it met the queue electing a new leader; a new channel is served by the new leader.
+NACK_REOPEN_SECONDS = 1.0
 DEADLINE_CHECK_SECONDS = 0.5  # how often the publisher fails the calls past their deadline
 ANSWER_SLACK_SECONDS = 5.0  # a caller waits this much past its deadline before blaming a bug
 CLOSE_GRACE_SECONDS = 5.0  # close() waits this long for the confirms of publishes in flight

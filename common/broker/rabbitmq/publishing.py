@@ -8,6 +8,7 @@ or is lost.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from pika.channel import Channel
 from common.broker.rabbitmq.calls import PUBLISH_ID_HEADER, Inbox, Publish
 from common.broker.rabbitmq.confirms import ConfirmTracker
 from common.broker.rabbitmq.errors import guarded
-from common.broker.rabbitmq.policy import NACK_RETRY_SECONDS
+from common.broker.rabbitmq.policy import NACK_REOPEN_SECONDS, NACK_RETRY_SECONDS
 from common.broker.rabbitmq.topology import Topology, declare_pair_async
 from common.errors import BrokerError, UnroutableMessage
 
@@ -37,6 +38,7 @@ class PublishingChannel:
         self._ready = False  # the channel is in confirm mode
         self._next_tag = 1
         self._unconfirmed: ConfirmTracker[Publish] = ConfirmTracker()
+        self._nacked_since: float | None = None  # nacks only, since then (None: the last answer was an ack)
 
     @property
     def idle(self) -> bool:
@@ -55,6 +57,7 @@ class PublishingChannel:
         """The connection is lost: forget it; return the publishes left without an answer."""
         self._connection = self._channel = None
         self._ready = False
+        self._nacked_since = None
         return self._unconfirmed.abandon()
 
     def drain(self) -> None:
@@ -123,7 +126,25 @@ class PublishingChannel:
                 call.fail(UnroutableMessage(f"{call.what}: no queue took the message"))
             elif not self._retry_later(call):
                 call.fail(BrokerError(f"{call.what}: the broker refused the message (nack)"))
+        if isinstance(method, pika.spec.Basic.Ack):
+            self._nacked_since = None
+        elif self._nacked_since is None:
+            self._nacked_since = time.monotonic()
+        elif time.monotonic() - self._nacked_since >= NACK_REOPEN_SECONDS:
+            self._replace(channel)
         self._on_answered()
+
+    def _replace(self, channel: Channel) -> None:
+        """Close a channel that keeps being nacked and open a new one on the same connection
+        (policy.NACK_REOPEN_SECONDS says why); its publishes still unanswered go again on it
+        (at least once: a duplicate is harmless, claims fence them)."""
+        log.warning("broker.publishing_channel_replaced", reason="nacked for longer than the reopen limit")
+        self._channel, self._ready, self._nacked_since = None, False, None
+        self._inbox.put_back(call for call in self._unconfirmed.abandon() if not call.done)
+        with contextlib.suppress(pika.exceptions.AMQPError):
+            channel.close()  # its close callback finds it is no longer ours
+        if self._connection is not None and self._connection.is_open:
+            self.open(self._connection, redeclare=False)
 
     def _retry_later(self, call: Publish) -> bool:
         """Send a nacked publish again after NACK_RETRY_SECONDS, if its deadline allows. A quorum
