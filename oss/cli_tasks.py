@@ -12,6 +12,7 @@ import click
 from oss.cli_common import (
     AsciiIntRange, AsciiFloatRange,
     EXIT_NO_TASK,
+    EXIT_REFUSED,
     EXIT_USAGE,
     echo_json,
     exit_code_of,
