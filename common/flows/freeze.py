@@ -12,13 +12,15 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
 # "64h", "1h30m", "90s", "2d": whole numbers of days, hours, minutes and seconds, largest first.
 DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-DURATION_PROBLEM = 'must be seconds (a number > 0) or a duration like "64h", "1h30m", "90s", "2d"'
+MAX_DURATION_SECONDS = 366 * 86400.0  # a year at most, as a schedule's interval
+DURATION_PROBLEM = 'must be seconds (a number > 0) or a duration like "64h", "1h30m", "90s", "2d", at most 366 days'
 # Overlapping windows chain into one freeze: past this many chained ticks (a window as long as
 # its cron's period or longer never closes) the freeze is taken to end after the last one counted.
 MAX_CHAINED_TICKS = 1000
@@ -49,7 +51,8 @@ class OpenFreeze:
 
 
 def parse_duration(value: object) -> float | None:
-    """Seconds, from a number or a text like "64h"; None when it is neither (or not > 0)."""
+    """Seconds, from a number or a text like "64h"; None when it is neither, not > 0, or more
+    than a year (a window's end is shown as a date, and walked by cron ticks)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -58,7 +61,7 @@ def parse_duration(value: object) -> float | None:
         seconds = float(sum(int(part or 0) * unit for part, unit in zip(found.groups(), _UNIT_SECONDS)))
     else:
         return None
-    return seconds if 0 < seconds < float("inf") else None
+    return seconds if 0 < seconds <= MAX_DURATION_SECONDS else None
 
 
 def open_freeze(window: FreezeWindow, now: float) -> OpenFreeze | None:
@@ -69,14 +72,21 @@ def open_freeze(window: FreezeWindow, now: float) -> OpenFreeze | None:
     latest = next((t for t in _ticks(window, datetime.fromtimestamp(now + 1, zone), reverse=True) if t <= now), None)
     if latest is None or latest + window.duration <= now:
         return None
-    until = latest + window.duration
-    following = _ticks(window, datetime.fromtimestamp(latest, zone), reverse=False)
+    return OpenFreeze(window, _freeze_end(window, latest))
+
+
+@lru_cache(maxsize=256)
+def _freeze_end(window: FreezeWindow, opened: float) -> float:
+    """When the freeze opened at `opened` ends, overlapping windows chained. Cached: the same
+    for every submission until the next tick, and a long chain walks up to 1000 ticks."""
+    until = opened + window.duration
+    following = _ticks(window, datetime.fromtimestamp(opened, ZoneInfo(window.timezone)), reverse=False)
     for _ in range(MAX_CHAINED_TICKS):
         tick = next(following, None)
         if tick is None or tick >= until:
             break
         until = max(until, tick + window.duration)
-    return OpenFreeze(window, until)
+    return until
 
 
 def _ticks(window: FreezeWindow, start: datetime, *, reverse: bool):

@@ -64,7 +64,8 @@ def test_a_refusing_window_wins_else_the_waiting_one_that_ends_last():
 
 @pytest.mark.parametrize(("text", "seconds"), [("64h", 230400.0), ("1h30m", 5400.0), ("90s", 90.0), ("2d", 172800.0),
                                                (45, 45.0), (0.5, 0.5), ("", None), ("h", None), ("0s", None),
-                                               (0, None), (-3, None), (True, None), ("30m1h", None)])  # fmt: skip
+                                               (0, None), (-3, None), (True, None), ("30m1h", None),
+                                               ("367d", None), ("366d", 366 * 86400.0), (float("nan"), None)])  # fmt: skip
 def test_a_duration_is_seconds_or_units_largest_first(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -104,7 +105,7 @@ def test_flows_yaml_names_each_fault_of_a_freeze_block_by_line_and_path():
         "flows.yaml:14: freeze[1].cron: is not a five-field cron expression (minute hour day month weekday; "
         "numbers, *, ranges, steps, lists)",
         'flows.yaml:15: freeze[1].duration: must be seconds (a number > 0) or a duration like "64h", "1h30m", '
-        '"90s", "2d" (got "64x")',
+        '"90s", "2d", at most 366 days (got "64x")',
         'flows.yaml:16: freeze[1].timezone: is not a known time zone (IANA name, e.g. Europe/Paris; got "Mars/Base")',
         'flows.yaml:17: freeze[1].task_types[1]: names unknown task type "typo" (task types: deploy)',
         "flows.yaml:18: freeze[1].policy: must be one of 'wait' or 'refuse' (got \"later\")",
