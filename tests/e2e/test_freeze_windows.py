@@ -9,11 +9,13 @@ and a separate sweeper.
   running a step.
 - A window that ends in seconds: the sweeper (its own process) lets the task go at the window's
   end, and it runs to success; its history says it waited and when the window ended.
+- A broken freeze block stops OSS at start, naming the file, the line and the path.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -187,3 +189,20 @@ def test_a_task_waits_for_a_window_ending_in_seconds_then_the_sweeper_lets_it_ru
     released = next(e for e in done.History if e.Event == "freeze_ended")
     assert released.Time >= ends and released.Actor == "oss"
     assert done.TimeStart is not None and done.TimeStart >= ends
+
+
+def test_oss_does_not_start_on_a_broken_freeze_block_and_names_file_line_and_path(tmp_path, rabbitmq_url):
+    flows = tmp_path / "flows.yaml"
+    flows.write_text(TYPES + """
+freeze:
+  - {name: weekend, cron: "0 18 * * 5", duration: 64 hours, task_types: [held, helt], policy: wait}
+""")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_BROKER_URL": rabbitmq_url, "BATON_FLOWS_PATH": str(flows),
+           "BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}"}  # fmt: skip
+    started = subprocess.run([sys.executable, "-m", "oss", "oss", "--port", str(free_port())], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert started.returncode != 0
+    out = started.stdout + started.stderr
+    line = len(TYPES.splitlines()) + 3
+    assert f"{flows}:{line}: freeze[0].duration: must be seconds" in out, out[-3000:]
+    assert f"{flows}:{line}: freeze[0].task_types[1]: names unknown task type \"helt\"" in out, out[-3000:]
