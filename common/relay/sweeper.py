@@ -175,8 +175,9 @@ class Sweeper:
         self._publisher.flush(changed)
 
     def _recheck_wait(self, task: Task, now: float) -> None:
-        """The safety net under the outbox wake-up of a task waiting for another (a crash before
-        the awaited task listed it): the awaited task ended, or look again later."""
+        """A task created in a freeze window whose end has come is let go; and the safety net under
+        the outbox wake-up of a task waiting for another (a crash before the awaited task listed
+        it): the awaited task ended, or look again later."""
         wait = task.WaitingFor
         if thawed(task, now):
             self._thaw(task, now)
