@@ -26,6 +26,16 @@ class UnknownTaskType(BatonError):
     """A job named a task type that flows.yaml does not define: reject the request."""
 
 
+class Frozen(BatonError):
+    """A freeze window of policy refuse is open for the task type (HTTP 409, CLI exit code 4):
+    nothing was created; submit again after `until` (epoch)."""
+
+    def __init__(self, task_type: str, window: str, until: float, until_text: str):
+        self.task_type, self.window, self.until = task_type, window, until
+        super().__init__(f"task type {task_type} is frozen: freeze window {window} refuses new tasks "
+                         f"until {until_text}")
+
+
 class InvalidParameters(BatonError):
     """A job's parameters do not fit its task type's schema: reject it; nothing was written.
 

@@ -12,6 +12,7 @@ import click
 from oss.cli_common import (
     AsciiIntRange, AsciiFloatRange,
     EXIT_NO_TASK,
+    EXIT_REFUSED,
     EXIT_USAGE,
     echo_json,
     exit_code_of,
@@ -60,7 +61,7 @@ def parse_assignments(pairs: tuple[str, ...]) -> dict[str, Any]:
 def submit(task_type, params, params_file, idempotency_key, priority, start_at, user_id, labels, after_task,
            wait, as_json, plan_only) -> None:  # fmt: skip
     """Create a task of TASK_TYPE with PARAMS given as key=value."""
-    from common.errors import IdempotencyConflict, InvalidParameters, UnknownTaskType
+    from common.errors import Frozen, IdempotencyConflict, InvalidParameters, UnknownTaskType
 
     try:
         parameters = json.load(params_file) if params_file else {}
@@ -80,6 +81,8 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
             submission = parts.service.submit(task_type, parameters, **request)
         except (UnknownTaskType, IdempotencyConflict) as exc:
             fail(EXIT_USAGE, str(exc))
+        except Frozen as exc:
+            fail(EXIT_REFUSED, f"{exc}; nothing was created")
         except InvalidParameters as exc:
             for path, message in exc.errors:
                 click.echo(f"{path}: {message}", err=True)

@@ -11,7 +11,7 @@ def plan_lines(plan: Plan) -> list[str]:
     lines = [f"plan of a {plan.task_type} task (nothing was created)"]
     if plan.existing_task_id is not None:
         lines.append(f"  the idempotency key names task {plan.existing_task_id}: submitting would answer it, not create one")
-    start = {"now": "now", "at": f"at {when(plan.start.at)}", "after_task": "after another task",
+    start = {"now": "now", "freeze": "once its freeze window ends", "at": f"at {when(plan.start.at)}", "after_task": "after another task",
              "lock": "once its lock is free", "never": "never"}[plan.start.when]  # fmt: skip
     lines.append(f"  starts: {start}" + "".join(f"\n    - {reason}" for reason in plan.start.reasons))
     lines.append("  steps:")

@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from common.engine.codes import WaitKind
 from common.engine.document import ChildTemplate, Step, Task
+from common.engine.gates.freeze import utc_text
 from common.engine.gates.locks import KeyLock, LockKeyError, render_key
 from common.engine.gates.step_locks import parse_member
 from common.engine.states import TaskStatus
@@ -77,7 +79,7 @@ class PlanModule(BaseModel):
 
 
 class PlanStart(BaseModel):
-    when: Literal["now", "at", "after_task", "lock", "never"]
+    when: Literal["now", "freeze", "at", "after_task", "lock", "never"]
     at: float | None = Field(None, description="The delayed start (epoch seconds), when one was asked")
     reasons: list[str] = Field(description="Everything that holds the start, in the order it applies")
 
@@ -212,11 +214,15 @@ def _lock(key: str, limit: int, scope: str, lock: KeyLock | None) -> PlanLock:
 def _start(task: Task, awaited: Task | None, locks: list[PlanLock], now: float) -> PlanStart:
     reasons: list[str] = []
     when: str = "now"
+    wait = task.WaitingFor
+    if wait is not None and wait.Kind is WaitKind.FREEZE and wait.Until is not None:  # it comes first
+        when = "freeze"
+        reasons.append(f"once freeze window {wait.Key} ends at {utc_text(wait.Until)}")
     if awaited is not None and awaited.TaskStatus is not TaskStatus.SUCCESS:
         if awaited.TaskStatus in (TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED):
             return PlanStart(when="never", at=task.StartAt,
                              reasons=[f"task {awaited.TaskId} it would wait for ended {awaited.TaskStatus.name.lower()}"])  # fmt: skip
-        when = "after_task"
+        when = "after_task" if when == "now" else when
         reasons.append(f"after task {awaited.TaskId} succeeds (now {awaited.TaskStatus.name.lower()})")
     if task.StartAt is not None and task.StartAt > now:
         when = "at" if when == "now" else when

@@ -7,6 +7,7 @@ import json
 
 from common.logging import mask_secrets
 from common.engine.document import HistoryEvent, Step, Task
+from common.engine.gates.freeze import utc_text
 
 
 def when(epoch: float | None) -> str:
@@ -27,8 +28,10 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
         label = f"{task.FlowVersion} ({task.FlowHash})" if task.FlowVersion else task.FlowHash
         lines.append(f"  flow version: {label}")
     if task.WaitingFor is not None:
-        what = task.WaitingFor.Key if task.WaitingFor.Kind == "lock" else task.WaitingFor.TaskId
-        lines.append(f"  waiting for {task.WaitingFor.Kind} {what} since {when(task.WaitingFor.Since)}")
+        wait = task.WaitingFor
+        what = wait.TaskId if wait.Kind == "task" else wait.Key
+        until = f" until {utc_text(wait.Until)}" if wait.Until is not None else ""
+        lines.append(f"  waiting for {wait.Kind} {what}{until} since {when(wait.Since)}")
     if task.Lock is not None and task.Lock.State != "waiting":
         note = "  (held until an operator ends the task)" if task.Lock.State == "kept" else ""
         lines.append(f"  lock {task.Lock.Key} (limit {task.Lock.Limit}): {task.Lock.State}{note}")

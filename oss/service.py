@@ -10,9 +10,11 @@ from typing import Any
 import structlog
 
 from common.broker.port import Broker
-from common.errors import DuplicateTask, IdempotencyConflict, InvalidInput, InvalidParameters
+from common.errors import DuplicateTask, Frozen, IdempotencyConflict, InvalidInput, InvalidParameters
 from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
+from common.flows.freeze import FreezePolicy, freeze_for
+from common.engine.gates.freeze import utc_text
 from common.engine.gates.locks import LockKeyError, render_key, template_fields
 from common.input_limits import check_input
 from common.reserved import reserved_problems
@@ -158,13 +160,15 @@ class TaskService:
                 return Draft(existing, request, existing=repeat.task, awaited=None)
         awaited = self._waits.awaited(after_task) if after_task is not None else None
         lock = _lock_of(flow, check.parameters)
+        now = self._clock()
         task = create_task(
+            freeze=_freeze(self._flows, task_type, now),
             lock=lock,
             task_type=task_type,
             steps=flow.steps,
             parameters=check.parameters,
             secret_parameters=flow.secret_parameters,
-            timing=Timing(self._clock(), redeliver_after=self._settings.redeliver_after_seconds),
+            timing=Timing(now, redeliver_after=self._settings.redeliver_after_seconds),
             start_at=start_at,
             idempotency_key=idempotency_key,
             priority=priority,
@@ -211,6 +215,17 @@ def _lock_of(flow: FlowDefinition, parameters: dict[str, Any]) -> tuple[str, int
     except LockKeyError as exc:
         names = [n for n in template_fields(flow.lock.Key) if n not in parameters]
         raise InvalidParameters([(f"parameters.{names[0]}", f"required by the task type's lock key: {exc}")]) from exc
+
+
+def _freeze(flows: FlowCatalog, task_type: str, now: float) -> tuple[str, float] | None:
+    """The freeze window a new task waits for (window name, its end), or None; raises Frozen
+    when an open window refuses the type (common/flows/freeze.py)."""
+    found = freeze_for(flows.freezes, task_type, now)
+    if found is None:
+        return None
+    if found.window.policy is FreezePolicy.REFUSE:
+        raise Frozen(task_type, found.window.name, found.until, utc_text(found.until))
+    return found.window.name, found.until
 
 
 def _repeat(existing: Task, *request: Any) -> Submission:

@@ -33,6 +33,7 @@ class WaitKind(StrEnum):
 
     LOCK = "lock"  # a slot of its lock (common.engine.gates.task_lock)
     TASK = "task"  # another task's end (common.engine.gates.task_waits)
+    FREEZE = "freeze"  # a freeze window's end (common.engine.gates.freeze)
 
 
 class AlarmKind(StrEnum):

@@ -248,8 +248,10 @@ class WaitCondition(_Doc):
     Key: str | None = None
     TaskId: str | None = None
     # Kind "task": when the sweeper looks at the awaited task again, a safety net under the
-    # outbox wake-up (common/engine/gates/task_waits.py).
+    # outbox wake-up (common/engine/gates/task_waits.py). Kind "freeze": the window's end, when
+    # the sweeper lets the task go (common/engine/gates/freeze.py).
     RecheckAt: float | None = None
+    Until: float | None = None  # Kind "freeze": when the window (named by `Key`) ends
 
 
 class OperatorRequest(_Doc):

@@ -202,6 +202,10 @@ WAIT_TRANSITIONS: frozenset[tuple[WaitKind | None, WaitKind | None]] = frozenset
         (WaitKind.LOCK, None),  # granted, ended in line, or an operator ran it now
         # The awaited task succeeded and the deferred lock is asked for, in one change.
         (WaitKind.TASK, WaitKind.LOCK),
+        (None, WaitKind.FREEZE),  # created in a freeze window whose policy is wait
+        (WaitKind.FREEZE, None),  # the window ended, or an operator ran it now
+        (WaitKind.FREEZE, WaitKind.LOCK),  # the window ended: the deferred lock is asked for
+        (WaitKind.FREEZE, WaitKind.TASK),  # the window ended: now the task it was created after
     }
 )
 

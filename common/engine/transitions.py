@@ -22,6 +22,7 @@ from typing import Any
 
 from common.backoff import exponential
 from common.engine.advance import advance, conclude, dispatch, with_delay
+from common.engine.gates.freeze import freeze_message, waiting_for_freeze
 from common.engine.gates.task_lock import defer_lock, request_lock
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
 from common.engine.routing import unit_state
@@ -78,8 +79,12 @@ def create_task(
     lock: tuple[str, int] | None = None,
     flow_version: str | None = None,
     flow_hash: str | None = None,
+    freeze: tuple[str, float] | None = None,
 ) -> Task:
-    """A new task whose ready roots' dispatches sit in the outbox, ready for one insert."""
+    """A new task whose ready roots' dispatches sit in the outbox, ready for one insert.
+
+    `freeze` (window name, its end): created in a freeze window whose policy is wait; the task
+    waits for its end first (common.engine.gates.freeze), then for `after_task`, then its lock."""
     if not steps:
         raise ValueError("a task needs at least one step")
     copies = [Step.model_validate(s.model_dump()) for s in steps]  # 3x faster than model_copy(deep=True)
@@ -104,13 +109,18 @@ def create_task(
     )
     record(task, timing.now, "created", actor="oss")
     due = max(timing.now, start_at) if start_at is not None else timing.now
+    if freeze is not None:
+        due = max(due, freeze[1])
     task.StartAt = start_at
     if deadline_seconds is not None:  # its clock runs from when it may start (DESIGN.md sec. 10)
         task.DeadlineSeconds, task.Deadline = deadline_seconds, due + deadline_seconds
     task.AfterTask = after_task
-    if after_task is not None:  # nothing dispatches until that task succeeds (common.engine.gates.task_waits)
+    if freeze is not None:  # nothing dispatches before the window ends (common.engine.gates.freeze)
+        set_waiting(task, waiting_for_freeze(freeze[0], freeze[1], timing.now))
+        record(task, timing.now, "waiting_for_freeze", actor="oss", message=freeze_message(*freeze))
+    elif after_task is not None:  # nothing dispatches until that task succeeds (common.engine.gates.task_waits)
         set_waiting(task, waiting_for_task(after_task, timing.now))
-    if lock is not None and after_task is not None:  # asked for once that task succeeded
+    if lock is not None and (after_task is not None or freeze is not None):  # asked for once free to start
         defer_lock(task, lock[0], lock[1])
     elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before StartAt
         request_lock(task, lock[0], lock[1], timing.now)

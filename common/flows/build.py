@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.flows.catalog import FlowCatalog, FlowDefinition
+from common.flows.freeze import FreezePolicy, FreezeWindow, parse_duration
 from common.flows.versions import content_hash
 from common.flows.parameters import NO_DEFAULT, ParameterField, ParameterSchema
 from common.flows.schema import (
@@ -14,6 +15,7 @@ from common.flows.schema import (
     BackoffSpec,
     DefaultsSpec,
     FlowsFile,
+    FreezeSpec,
     LockSpec,
     ParameterSpec,
     PhaseSpec,
@@ -47,7 +49,13 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
             )
         return built[name]
 
-    return FlowCatalog(definition(name) for name in spec.task_types)
+    return FlowCatalog((definition(name) for name in spec.task_types), _freezes(spec.freeze or []))
+
+
+def _freezes(windows: list[FreezeSpec]) -> list[FreezeWindow]:
+    return [FreezeWindow(name=w.name, cron=w.cron, duration=parse_duration(w.duration) or 0.0,
+                         task_types=tuple(w.task_types), policy=FreezePolicy(w.policy), timezone=w.timezone)
+            for w in windows]  # fmt: skip
 
 
 def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: DefaultsSpec,

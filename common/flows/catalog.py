@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from common.errors import UnknownTaskType
+from common.flows.freeze import FreezeWindow
 from common.flows.parameters import FieldError, ParameterCheck, ParameterSchema, validate_parameters
 from common.engine.gates.locks import template_fields
 from common.engine.item_limits import too_many_items
@@ -54,8 +55,9 @@ class FlowDefinition:
 
 
 class FlowCatalog:
-    def __init__(self, definitions: Iterable[FlowDefinition]) -> None:
+    def __init__(self, definitions: Iterable[FlowDefinition], freezes: Iterable[FreezeWindow] = ()) -> None:
         self._task_types = {definition.name: definition for definition in definitions}
+        self.freezes: tuple[FreezeWindow, ...] = tuple(freezes)  # flows.yaml `freeze:` (common/flows/freeze.py)
 
     @property
     def task_types(self) -> Mapping[str, FlowDefinition]:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any, TypeGuard
 
+from common.flows.freeze_checks import freeze_checks
 from common.flows.graph_checks import graph_checks
 from common.flows.lock_checks import lock_checks
 from common.flows.messages import describe
@@ -54,6 +55,7 @@ def cross_checks(
                 problems += _backoff_order(backoff, path + ("backoff",), inherited, lines)
                 if known is not None:
                     problems += _known_command(body, path, known, all_modules, lines)
+    problems += freeze_checks(data, lines)
     return problems + parameter_checks(data, lines) + graph_checks(data, lines) + lock_checks(data, lines)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -20,6 +21,8 @@ from pydantic import (
     field_validator,
 )
 
+from common.cron import CRON_PROBLEM, is_cron
+from common.flows.freeze import DURATION_PROBLEM, parse_duration
 from common.flows.messages import describe
 from common.logging import redacted_url
 
@@ -180,10 +183,47 @@ class TaskTypeSpec(_Spec):
     notify: NotifySpec | None = None
 
 
+class FreezeSpec(_Spec):
+    """A freeze window (common/flows/freeze.py): from each cron tick, for `duration`, new tasks of
+    `task_types` wait for its end or are refused. That each type exists: freeze_checks.py."""
+
+    name: Identifier
+    cron: str
+    duration: float | str  # seconds, or "64h", "1h30m", ...
+    timezone: str = "UTC"
+    task_types: list[Identifier] = Field(min_length=1)
+    policy: Literal["wait", "refuse"]
+    description: str = ""
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if not is_cron(value):
+            raise ValueError(CRON_PROBLEM)
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: float | str) -> float | str:
+        if parse_duration(value) is None:
+            raise ValueError(f"{DURATION_PROBLEM} (got {describe(value)})")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name with NUL in it
+            raise ValueError(f"is not a known time zone (IANA name, e.g. Europe/Paris; got {describe(value)})") from None
+        return value
+
+
 class FlowsFile(_Spec):
     version: int
     defaults: DefaultsSpec | None = None
     task_types: dict[Identifier, TaskTypeSpec] = Field(min_length=1)
+    freeze: list[FreezeSpec] | None = None  # windows in which new tasks wait or are refused
 
     @field_validator("version")
     @classmethod

@@ -37,7 +37,8 @@ from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.engine.gates.task_waits import WAIT_TASK, overdue
 from common.engine.transitions import Refusal, Timing, expire, new_id
-from common.engine.gates.wait_transitions import awaited_finished, recheck_later
+from common.engine.gates.freeze import thawed
+from common.engine.gates.wait_transitions import awaited_finished, freeze_ended, recheck_later
 from common.relay.item_sweep import ItemSweep, note_expired
 from common.relay.webhooks import WebhookDeliverer
 
@@ -174,9 +175,13 @@ class Sweeper:
         self._publisher.flush(changed)
 
     def _recheck_wait(self, task: Task, now: float) -> None:
-        """The safety net under the outbox wake-up of a task waiting for another (a crash before
-        the awaited task listed it): the awaited task ended, or look again later."""
+        """A task created in a freeze window whose end has come is let go; and the safety net under
+        the outbox wake-up of a task waiting for another (a crash before the awaited task listed
+        it): the awaited task ended, or look again later."""
         wait = task.WaitingFor
+        if thawed(task, now):
+            self._thaw(task, now)
+            return
         if wait is None or wait.Kind != WAIT_TASK or wait.TaskId is None or (wait.RecheckAt or 0) > now:
             return
         awaited = self._store.get(wait.TaskId)
@@ -188,6 +193,14 @@ class Sweeper:
                          lambda t: awaited_finished(t, awaited.TaskId, awaited.TaskStatus, timing))  # fmt: skip
         if not isinstance(changed, Refusal):
             log.info("woke a task waiting for another", task_id=task.TaskId, awaited=awaited.TaskId)
+            self._publisher.flush(changed)
+
+    def _thaw(self, task: Task, now: float) -> None:
+        """The freeze window the task was created in has ended: let it go."""
+        timing = Timing(now, self._config.lease, self._config.redeliver_after)
+        changed = mutate(self._store, task.TaskId, lambda t: freeze_ended(t, timing))
+        if not isinstance(changed, Refusal):
+            log.info("freeze window ended; the task may start", task_id=task.TaskId)
             self._publisher.flush(changed)
 
     def _relay(self, task: Task, report: SweepReport) -> None:

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from common.errors import (
     ActionRefused,
     BrokerError,
+    Frozen,
     IdempotencyConflict,
     InvalidInput,
     InvalidParameters,
@@ -106,6 +107,7 @@ def install_error_handlers(app: FastAPI, before_validation: Callable[[Request], 
     handle(UnknownAwaitedTask, lambda e: ApiError(404, "the task to wait for does not exist", code="not_found",
                                                   fields=e.errors))  # fmt: skip
     handle(ActionRefused, lambda e: ApiError(409, str(e)))
+    handle(Frozen, lambda e: ApiError(409, str(e), code="frozen", fields=[("task_type", f"frozen by window {e.window}")]))
     handle(InvalidInput, lambda e: ApiError(
         422, "the request breaks the input limits", code="invalid_input", fields=e.errors))  # fmt: skip
     handle(IdempotencyConflict, lambda e: ApiError(

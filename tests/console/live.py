@@ -119,6 +119,15 @@ task_types:
       - name: charge
         normal:   {module: resource, command: deduct_resource}
         rollback: {module: resource, command: restore_resource}
+  frozen_db:
+    description: Held by a freeze window that is always open (test_browser_freeze.py).
+    steps:
+      - name: create
+        normal:   {module: mysql, command: init_instance}
+        rollback: {module: mysql, command: clean_instance}
+freeze:
+  # Hourly windows two hours long chain into one that never closes.
+  - {name: maintenance, cron: "0 * * * *", duration: 2h, task_types: [frozen_db], policy: wait}
 """
 OPERATOR = "console-operator-token-0123"
 READER = "console-reader-token-01234"

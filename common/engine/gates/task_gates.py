@@ -5,12 +5,13 @@ from __future__ import annotations
 from common.engine.document import Task
 from common.engine.gates.after_task import AfterTaskGate
 from common.engine.gates.deadline import DeadlineGate
+from common.engine.gates.freeze import FreezeGate
 from common.engine.gates.gate import Gate, Hold
 from common.engine.gates.lock import LockGate
 from common.engine.gates.pause import PauseGate
 from common.engine.gates.start_at import StartAtGate
 
-GATES: tuple[Gate, ...] = (LockGate(), AfterTaskGate(), PauseGate(), StartAtGate(), DeadlineGate())
+GATES: tuple[Gate, ...] = (LockGate(), AfterTaskGate(), FreezeGate(), PauseGate(), StartAtGate(), DeadlineGate())
 
 
 def held(task: Task) -> Hold:

@@ -1,10 +1,12 @@
-"""The changes of a task waiting for another (DESIGN.md sec. 10), pure like common.engine.transitions.
+"""The changes of a task waiting for another or for a freeze window's end (DESIGN.md sec. 10),
+pure like common.engine.transitions.
 
 - `awaited_finished`: the awaited task ended (its `task_finished` outbox entry, or the sweeper
   found it final). Success: the wait ends and the ready roots dispatch. Anything else: the
   waiter never starts; it ends rolled back, its message naming the awaited task and how it ended.
 - `recheck_later`: the sweeper found the awaited task still going: look again later.
 - `listen_for`: the awaited task lists a new waiter (`AwaitedBy`), refused once it has ended.
+- `freeze_ended`: the freeze window the task was created in has ended (the sweeper).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from common.engine.gates.task_lock import request_deferred_lock
 from common.engine.document import Task
 from common.engine.states import FINAL_STATUSES, TaskStatus, set_waiting
 from common.engine.units import IdFactory, Refusal, Timing, new_id, record
-from common.engine.gates.task_waits import RECHECK_SECONDS, awaited_outcome, awaits
+from common.engine.gates.freeze import thawed
+from common.engine.gates.task_waits import RECHECK_SECONDS, awaited_outcome, awaits, waiting_for_task
 
 
 def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Timing,
@@ -50,4 +53,25 @@ def listen_for(awaited: Task, waiter_id: str) -> Task | Refusal:
         return Refusal("listed already")
     new = awaited.clone()
     new.AwaitedBy.append(waiter_id)
+    return new
+
+
+def freeze_ended(task: Task, timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
+    """The task's freeze window ended (the sweeper, at `WaitingFor.RecheckAt`): it waits next for
+    the task it was created after (looked at by the sweeper's recheck at once: that task may
+    have ended meanwhile, and its wake-up found this task frozen), else asks for its deferred
+    lock, else its ready roots dispatch."""
+    if not thawed(task, timing.now):
+        return Refusal("not waiting for a freeze window that has ended")
+    new = task.clone()
+    assert new.WaitingFor is not None
+    record(new, timing.now, "freeze_ended", actor="oss", message=f"freeze window {new.WaitingFor.Key} ended")
+    if new.AfterTask is not None:
+        wait = waiting_for_task(new.AfterTask, timing.now)
+        wait.RecheckAt = timing.now
+        set_waiting(new, wait)
+        return new
+    set_waiting(new, None)
+    request_deferred_lock(new, timing.now)
+    advance(new, timing, "oss", ids)
     return new

@@ -52,7 +52,9 @@ def create_task(body: CreateTask, context: Context, token: Submitter, locks: Loc
     dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
     the existing task when the idempotency key was used before for the same request, even by a
     concurrent one; 409 naming the fields that differ when it was used for another request.
-    With `dry_run`: the same checks and answers to a refused request, then 200 with the plan,
+    In a freeze window of the type (flows.yaml `freeze:`): policy wait, the task is created and
+    waits for the window's end (`WaitingFor` kind freeze); policy refuse, 409 `frozen` naming the
+    window and its end, and nothing is created. With `dry_run`: the same checks and answers to a refused request, then 200 with the plan,
     and nothing created, published or asked for."""
     request = {
         "idempotency_key": body.idempotency_key,
