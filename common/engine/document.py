@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
 
 from common.engine import format_v1, step_summary
 from common.engine.codes import AlarmKind, OutboxKind, WaitKind
@@ -28,8 +28,8 @@ from common.engine.states import TaskStatus as TaskStatusCode
 
 
 class _Doc(BaseModel):
-    # Documents we wrote ourselves: reject unknown fields so a typo never goes unnoticed.
-    # inf/nan survive a JSON round trip (as Infinity/NaN) like they do through json.dumps.
+    # Documents we wrote ourselves: reject unknown fields so a typo never goes unnoticed; inf/nan
+    # survive a JSON round trip (as Infinity/NaN) like they do through json.dumps.
     model_config = ConfigDict(extra="forbid", validate_assignment=False, ser_json_inf_nan="constants")
 
 
@@ -43,9 +43,8 @@ class BackoffPolicy(_Doc):
 
 
 class UnitState(_Doc):
-    """The state of one unit (DESIGN.md 2.1): a plain step, or one item of a `for_each` step.
-
-    The field names are the step's own, so code handling a unit needs not know which it is."""
+    """The state of one unit (DESIGN.md 2.1): a plain step, or one item of a `for_each` step. The
+    field names are the step's own, so code handling a unit needs not know which it is."""
 
     State: StepState = StepState.WAITING
     Code: ResultCode | None = None  # normal phase: how its last attempt ended
@@ -87,11 +86,18 @@ class ChildTemplate(_Doc):
 
 
 class LockTemplate(_Doc):
-    """A task type's lock as flows.yaml declares it: a key template over the parameters
-    ("cluster:{cluster}") and how many tasks may hold one key at once (DESIGN.md sec. 10)."""
+    """A lock as flows.yaml declares it: a key template over the parameters ("cluster:{cluster}"),
+    how many tasks may hold one key at once, its mode and whom it shares with (None: exclusive)."""
 
     Key: str
     Limit: int = 1
+    Mode: str | None = None
+    Shares: list[str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_mode_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An exclusive lock is stored and hashed as before modes: the flow versions stay put.
+        return {k: v for k, v in handler(self).items() if v is not None or k not in ("Mode", "Shares")}
 
 
 class Step(UnitState):
@@ -218,13 +224,14 @@ class HistoryEvent(_Doc):
 
 
 class TaskLock(_Doc):
-    """The lock a task takes before its first step (common/engine/gates/locks.py): its rendered key, the
-    limit, and where the task stands: pending (it waits for another task first and asks for the
-    lock after that one succeeded), waiting, held, kept (its rollback failed: held until an
-    operator ends the task) or released."""
+    """The lock a task takes before its first step (common/engine/gates/locks.py): its rendered key, limit,
+    mode, and where it stands: pending (asked for once an awaited task succeeded), waiting, held,
+    kept (its rollback failed: held until an operator ends the task) or released."""
 
     Key: str
     Limit: int = 1
+    Mode: str = "exclusive"  # and the modes it shares the key with (common.engine.gates.lock_modes)
+    Shares: list[str] = Field(default_factory=lambda: ["exclusive"])
     State: LockState = LockState.WAITING
     Since: float | None = None  # when it was taken
 
@@ -235,6 +242,7 @@ class UnitLock(_Doc):
     Cursor: int
     Item: int | None = None
     Key: str
+    Mode: str = "exclusive"  # shown; the step's LockTemplate says whom it shares with
     State: LockState = LockState.WAITING  # waiting | held (UNIT_LOCK_TRANSITIONS)
     Since: float | None = None
 
