@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from common.engine.gates.lock_modes import EXCLUSIVE
+from common.engine.gates.task_lock import asked, described
 from common.logging import mask_secrets
 from common.engine.document import HistoryEvent, Step, Task
 
@@ -28,10 +30,12 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
         lines.append(f"  flow version: {label}")
     if task.WaitingFor is not None:
         what = task.WaitingFor.Key if task.WaitingFor.Kind == "lock" else task.WaitingFor.TaskId
+        if task.WaitingFor.Kind == "lock" and task.Lock is not None and task.Lock.Mode != EXCLUSIVE:
+            what += f" (mode {task.Lock.Mode})"
         lines.append(f"  waiting for {task.WaitingFor.Kind} {what} since {when(task.WaitingFor.Since)}")
     if task.Lock is not None and task.Lock.State != "waiting":
         note = "  (held until an operator ends the task)" if task.Lock.State == "kept" else ""
-        lines.append(f"  lock {task.Lock.Key} (limit {task.Lock.Limit}): {task.Lock.State}{note}")
+        lines.append(f"  lock {task.Lock.Key} ({described(asked(task.Lock))}): {task.Lock.State}{note}")
     for index, step in enumerate(task.Steps):
         duration = f"{step.TimeEnd - step.TimeStart:.3f}s" if step.TimeEnd and step.TimeStart else "-"
         lines.append(
