@@ -1,5 +1,6 @@
 """Locks in the web console: a task waiting for its lock says so (status label and facts), and
-a holder whose rollback failed says it keeps the lock until an operator ends it."""
+a holder whose rollback failed says it keeps the lock until an operator ends it; a lock taken in
+a mode names it, and a task in a mode that shares the key runs beside the holder."""
 
 from __future__ import annotations
 
@@ -36,4 +37,30 @@ def test_a_waiting_task_says_what_it_waits_for_and_the_holder_that_keeps_it(page
     page.goto(f"/console/#/task/{tasks['holder']}")
     expect(page.locator(".task-head dl.facts")).to_contain_text(
         "db:locked_one (limit 1): kept, held until an operator ends the task")
+    assert_clean(page)
+
+
+@pytest.fixture(scope="module")
+def moded(live: LiveConsole):
+    holder = live.submit("resize_db", name="moded_one", _baton_faults=FAIL_CHARGE + FAIL_CLEAN)
+    live.wait_final(holder)  # rollback failed: it keeps the key in mode resize
+    backup = live.submit("backup_db", name="moded_one")
+    waiter = live.submit("resize_db", name="moded_one")
+    yield {"holder": holder, "backup": live.wait_final(backup).TaskId, "waiter": waiter}
+    assert live.act(waiter, "cancel", "test over").status_code == 200
+    assert live.act(holder, "compensate", "test over").status_code == 200
+    live.wait_final(waiter)
+    live.wait_final(holder)
+
+
+def test_each_task_shows_the_mode_of_its_lock_and_a_shared_mode_runs_beside_the_holder(page, live, moded):
+    sign_in(page, at=f"/console/#/task/{moded['holder']}")
+    expect(page.locator(".task-head dl.facts")).to_contain_text(
+        "inst:moded_one (mode resize, limit 5): kept, held until an operator ends the task")
+    page.goto(f"/console/#/task/{moded['backup']}")  # it ran and ended while the resize kept the key
+    expect(page.locator(".task-head")).to_contain_text("Succeeded")
+    expect(page.locator(".task-head dl.facts")).to_contain_text("inst:moded_one (mode backup, limit 5): released")
+    page.goto(f"/console/#/task/{moded['waiter']}")
+    expect(page.locator(".task-head")).to_contain_text("Waiting for lock")
+    expect(page.locator(".task-head dl.facts")).to_contain_text("lock inst:moded_one (mode resize) since")
     assert_clean(page)
