@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from common.relay.outbox import OutboxPublisher
 from oss.cli import main
-from tests.api.support import READER, Api, open_api
+from tests.api.support import READER, Api, auth, open_api
 from tests.support.doc_examples import blocks
 
 PAGE = "docs/guide/locks-and-waits.md"
@@ -62,11 +62,17 @@ def test_compatible_modes_run_together_incompatible_ones_wait_and_the_delete_wai
     shown = api.get(f"/api/v1/tasks/{resize}", token=READER).json()["Lock"]
     assert (shown["Key"], shown["Mode"], shown["Shares"], shown["Limit"]) == ("instance:db1", "resize", ["backup"], 10)
 
+    for task_type, free in (("backup_instance", True), ("resize_instance", False)):  # the dry-run plan agrees
+        planned = api.client.post("/api/v1/tasks", json={"task_type": task_type, "parameters": {"instance": "db1"},
+                                                         "dry_run": True}, headers=auth()).json()
+        assert [(lock["mode"], lock["free"]) for lock in planned["locks"]] == [(task_type.split("_")[0], free)]
+
     created = cli.invoke(main, ["submit", "resize_instance", "instance=db1"], env=env)  # two resizes may not
     assert created.exit_code == 0, created.output
     second_resize = created.stdout.split()[1]
     delete = submit(api, "delete_instance")
     late_backup = submit(api, "backup_instance")  # would share with both holders, but waits its turn
+    assert api.get(f"/api/v1/tasks/{delete}").json()["Lock"]["Shares"] == []  # shares with nothing
     assert not any(running(api, t) for t in (second_resize, delete, late_backup))
     waiting = api.get(f"/api/v1/tasks/{second_resize}", token=READER).json()
     assert waiting["WaitingFor"]["Key"] == "instance:db1" and waiting["Lock"]["Mode"] == "resize"

@@ -4,6 +4,8 @@ a mode names it, and a task in a mode that shares the key runs beside the holder
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.console.browser import assert_clean, sign_in
@@ -46,11 +48,14 @@ def moded(live: LiveConsole):
     live.wait_final(holder)  # rollback failed: it keeps the key in mode resize
     backup = live.submit("backup_db", name="moded_one")
     waiter = live.submit("resize_db", name="moded_one")
-    yield {"holder": holder, "backup": live.wait_final(backup).TaskId, "waiter": waiter}
+    alone = live.submit("resize_db", name="moded_two", _baton_faults=FAIL_CHARGE + FAIL_CLEAN)
+    live.wait_final(alone)  # keeps its key, nobody in line
+    yield {"holder": holder, "backup": live.wait_final(backup).TaskId, "waiter": waiter, "alone": alone}
     assert live.act(waiter, "cancel", "test over").status_code == 200
-    assert live.act(holder, "compensate", "test over").status_code == 200
-    live.wait_final(waiter)
-    live.wait_final(holder)
+    for kept in (holder, alone):
+        assert live.act(kept, "compensate", "test over").status_code == 200
+    for task_id in (waiter, holder, alone):
+        live.wait_final(task_id)
 
 
 def test_each_task_shows_the_mode_of_its_lock_and_a_shared_mode_runs_beside_the_holder(page, live, moded):
@@ -63,4 +68,19 @@ def test_each_task_shows_the_mode_of_its_lock_and_a_shared_mode_runs_beside_the_
     page.goto(f"/console/#/task/{moded['waiter']}")
     expect(page.locator(".task-head")).to_contain_text("Waiting for lock")
     expect(page.locator(".task-head dl.facts")).to_contain_text("lock inst:moded_one (mode resize) since")
+    assert_clean(page)
+
+
+def test_the_plan_names_the_mode_it_would_ask_in(page, live, moded):
+    sign_in(page, at="/console/#/plan")
+    page.select_option("#plan-type", "backup_db")
+    page.fill("#plan-parameters", json.dumps({"name": "moded_one"}))
+    page.click("#plan-go")
+    # A backup shares the key with the resize that keeps it, but the resize in line goes first.
+    expect(page.locator("#plan-locks tbody tr")).to_contain_text("backup")
+    expect(page.locator("#plan-locks tbody tr")).to_contain_text(f"held by {moded['holder']}; 1 waiting")
+    page.fill("#plan-parameters", json.dumps({"name": "moded_two"}))
+    page.click("#plan-go")
+    expect(page.locator("#plan-locks tbody tr")).to_contain_text(f"free to share with {moded['alone']}")
+    expect(page.locator("#plan-start h2")).not_to_have_text("Starts: Once its lock is free")
     assert_clean(page)

@@ -170,3 +170,43 @@ def test_a_broken_table_or_mode_is_refused_with_file_line_and_path(edit: tuple[s
 def test_an_asymmetric_pair_is_reported_once() -> None:
     found = problems(FLOWS.replace("resize: {backup: true, resize: false}", "resize: {backup: false, resize: false}"))
     assert len([p for p in found if "reads the same both ways" in p]) == 1
+
+
+def test_the_mode_travels_from_the_template_to_the_task_the_step_and_the_child() -> None:
+    from common.engine.document import ChildTemplate, LockTemplate
+    from common.engine.gates.lock_transitions import lock_granted
+    from common.engine.kinds.subflow_transitions import start_child
+    from common.engine.operator.actions import cancel, retry
+    from common.engine.transitions import Timing, create_task
+    from tests.support.builders import counter_ids, make_step
+
+    ids = counter_ids("m")
+    step = make_step("s")
+    step.Lock = LockTemplate(Key="host:{h}", Limit=3, Mode="backup", Shares=["backup", "resize"])
+    task = create_task(task_type="t", steps=[step], parameters={"h": "a"}, timing=Timing(1.0), ids=ids)
+    (entry,) = task.Outbox
+    assert (entry.Body["Mode"], entry.Body["Shares"], task.UnitLocks[0].Mode) == ("backup", ["backup", "resize"], "backup")
+    assert "waiting for lock host:a (mode backup, limit 3)" in [e.Message for e in task.History]
+
+    plain = create_task(task_type="t", steps=[make_step("s")], parameters={}, timing=Timing(1.0), ids=ids, lock=("k", 2))
+    assert "Mode" not in plain.Outbox[0].Body and plain.Lock.Mode == "exclusive"  # the entry of before modes
+
+    moded = create_task(task_type="t", steps=[make_step("s")], parameters={}, timing=Timing(1.0), ids=ids,
+                        lock=("k", 2, "resize", ("backup",)))
+    assert (moded.Lock.Mode, moded.Lock.Shares) == ("resize", ["backup"])
+    ended = cancel(moded, "olga", "no", Timing(2.0))
+    again = retry(ended, "olga", "again", Timing(3.0), ids)
+    acquire = [e for e in again.Outbox if e.Kind == "lock_acquire"][-1]
+    assert (again.Lock.Mode, acquire.Body["Mode"], acquire.Body["Shares"]) == ("resize", "resize", ["backup"])
+
+    sub = make_step("sub")
+    sub.NormalModule = sub.NormalCommand = sub.RollbackModule = sub.RollbackCommand = None
+    sub.Flow, sub.FlowInputs = "child", {"name": "db"}
+    sub.FlowTemplate = ChildTemplate(TaskType="child", Steps=[make_step("c")],
+                                     Lock=LockTemplate(Key="db:{name}", Limit=2, Mode="delete", Shares=[]))
+    parent = create_task(task_type="p", steps=[sub], parameters={"db": "x"}, timing=Timing(1.0), ids=ids,
+                         task_id="P", lock=("p", 1))
+    parent = lock_granted(parent, "p", Timing(2.0), ids)
+    (start,) = [e for e in parent.Outbox if e.Kind == "start_child"]
+    child = start_child(start.Body, Timing(3.0), ids)
+    assert (child.Lock.Key, child.Lock.Mode, child.Lock.Shares) == ("db:x", "delete", [])

@@ -39,7 +39,9 @@ class LockAsk(NamedTuple):
 
 def ask_for(template: LockTemplate, key: str) -> LockAsk:
     """What a lock declared by `template` asks for under its rendered `key`."""
-    return LockAsk(key, template.Limit, template.Mode or EXCLUSIVE, tuple(template.Shares or EXCLUSIVE_SHARES))
+    if template.Mode is None or template.Mode == EXCLUSIVE:
+        return LockAsk(key, template.Limit)
+    return LockAsk(key, template.Limit, template.Mode, tuple(template.Shares or ()))  # [] shares with nothing
 
 
 def request_lock(task: Task, ask: LockAsk, now: float) -> None:
