@@ -130,6 +130,14 @@ task_types:
     steps:
       - name: dump
         normal:   {module: mysql, command: init_instance}
+  watch_db:
+    description: Watches a database until cancelled, holding its step's lock (test_browser_locks.py).
+    parameters:
+      name: {type: string, required: true}
+    steps:
+      - name: caught_up
+        lock: {key: "watch:{name}", mode: resize}
+        normal:   {module: mysql, command: await_caught_up}
   resize_db:
     description: Resizes a database, one resize at a time (test_browser_locks.py).
     lock: {key: "inst:{name}", mode: resize, limit: 5}

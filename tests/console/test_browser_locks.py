@@ -5,6 +5,7 @@ a mode names it, and a task in a mode that shares the key runs beside the holder
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -84,3 +85,22 @@ def test_the_plan_names_the_mode_it_would_ask_in(page, live, moded):
     expect(page.locator("#plan-locks tbody tr")).to_contain_text(f"free to share with {moded['alone']}")
     expect(page.locator("#plan-start h2")).not_to_have_text("Starts: Once its lock is free")
     assert_clean(page)
+
+
+def test_a_step_waiting_for_its_lock_names_the_mode(page, live):
+    holder = live.submit("watch_db", name="watched")  # checks again until cancelled: keeps the step's key
+    deadline = time.monotonic() + 30
+    while not any(e.Event == "check_again" for e in live.store.get(holder).History):
+        assert time.monotonic() < deadline, live.store.get(holder)
+        time.sleep(0.05)
+    waiter = live.submit("watch_db", name="watched")  # two resizes may not share it
+    try:
+        assert [u.Mode for u in live.store.get(waiter).UnitLocks] == ["resize"]
+        sign_in(page, at=f"/console/#/task/{waiter}")
+        expect(page.locator(".active-run")).to_contain_text("waiting for the step's lock (mode resize)")
+        assert_clean(page)
+    finally:
+        for task_id in (waiter, holder):
+            assert live.act(task_id, "cancel", "test over").status_code == 200
+        for task_id in (waiter, holder):
+            live.wait_final(task_id)
