@@ -105,3 +105,29 @@ def test_compatible_modes_run_together_incompatible_ones_wait_and_the_delete_wai
     assert running(api, late_backup)
     end(api, late_backup)
     assert api.get("/api/v1/locks", token=READER).json()["items"] == []
+
+
+def test_a_lock_naming_no_mode_is_exclusive_beside_declared_modes(tmp_path):
+    flows = FLOWS + """
+  migrate_instance:
+    lock: {key: "instance:{instance}", limit: 10}
+    parameters: {instance: {type: string, required: true}}
+    steps:
+      - name: migrate
+        normal: {module: mysql, command: noop}
+"""
+    app, store, broker = open_api(tmp_path, flows=flows)
+    with TestClient(app) as client:
+        api = Api(client, store, broker)
+        backup = submit(api, "backup_instance")
+        migrate = submit(api, "migrate_instance")
+        later_backup = submit(api, "backup_instance")
+        assert running(api, backup) and not running(api, migrate) and not running(api, later_backup)
+        lock = api.get(f"/api/v1/tasks/{migrate}").json()["Lock"]
+        assert (lock["Mode"], lock["Shares"]) == ("exclusive", ["exclusive"])
+        end(api, backup)
+        assert running(api, migrate) and not running(api, later_backup)
+        end(api, migrate)
+        assert running(api, later_backup)
+    store.close()
+    broker.close()
