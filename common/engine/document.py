@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from common.engine import format_v1, step_summary
 from common.engine.codes import AlarmKind, OutboxKind, WaitKind
+from common.engine.lock_docs import LockTemplate, TaskLock, UnitLock  # noqa: F401  (part of the document)
 from common.engine.states import Phase as PhaseCode
 from common.engine.states import LockState, ResultCode, RunState, StepState
 from common.engine.states import TaskStatus as TaskStatusCode
@@ -83,21 +84,6 @@ class ChildTemplate(_Doc):
     Lock: LockTemplate | None = None  # the child type's own lock, keyed by the child's parameters
     FlowVersion: str | None = None  # the child type's flows.yaml `version:`
     FlowHash: str | None = None  # the child type's content hash (common/flows/versions.py)
-
-
-class LockTemplate(_Doc):
-    """A lock as flows.yaml declares it: a key template over the parameters ("cluster:{cluster}"),
-    how many tasks may hold one key at once, its mode and whom it shares with (None: exclusive)."""
-
-    Key: str
-    Limit: int = 1
-    Mode: str | None = None
-    Shares: list[str] | None = None
-
-    @model_serializer(mode="wrap")
-    def _no_mode_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # An exclusive lock is stored and hashed as before modes: the flow versions stay put.
-        return {k: v for k, v in handler(self).items() if v is not None or k not in ("Mode", "Shares")}
 
 
 class Step(UnitState):
@@ -221,30 +207,6 @@ class HistoryEvent(_Doc):
     Attempt: int | None = None
     Actor: str | None = None  # worker id, "oss", "sweeper" or an operator's name
     Message: str = ""
-
-
-class TaskLock(_Doc):
-    """The lock a task takes before its first step (common/engine/gates/locks.py): its rendered key, limit,
-    mode, and where it stands: pending (asked for once an awaited task succeeded), waiting, held,
-    kept (its rollback failed: held until an operator ends the task) or released."""
-
-    Key: str
-    Limit: int = 1
-    Mode: str = "exclusive"  # and the modes it shares the key with (common.engine.gates.lock_modes)
-    Shares: list[str] = Field(default_factory=lambda: ["exclusive"])
-    State: LockState = LockState.WAITING
-    Since: float | None = None  # when it was taken
-
-
-class UnitLock(_Doc):
-    """A step lock one unit waits for or holds (common/engine/gates/step_locks.py)."""
-
-    Cursor: int
-    Item: int | None = None
-    Key: str
-    Mode: str = "exclusive"  # shown; the step's LockTemplate says whom it shares with
-    State: LockState = LockState.WAITING  # waiting | held (UNIT_LOCK_TRANSITIONS)
-    Since: float | None = None
 
 
 class WaitCondition(_Doc):

@@ -77,6 +77,14 @@ def test_without_modes_the_lock_is_the_counting_lock_of_before() -> None:
     assert leave(lock, "a", NOW)[1] == ["c"]
     old = KeyLock.model_validate({"Key": "k", "Holders": [{"TaskId": "a", "Since": 1.0}], "Version": 3})
     assert holders(old) == [("a", EXCLUSIVE)]  # a document written before modes
+    # ... and one written now without modes is that document again, field for field.
+    assert lock.model_dump(mode="json")["Holders"][0].keys() == {"TaskId", "Since"}
+    assert lock.model_dump(mode="json")["Waiters"][0].keys() == {"TaskId", "Priority", "Seq", "Since"}
+    from common.engine.document import TaskLock, UnitLock
+
+    assert TaskLock(Key="k").model_dump(mode="json").keys() == {"Key", "Limit", "State", "Since"}
+    assert UnitLock(Cursor=0, Key="k").model_dump(mode="json").keys() == {"Cursor", "Item", "Key", "State", "Since"}
+    assert TaskLock(Key="k", Mode="r", Shares=[]).model_dump(mode="json")["Shares"] == []
 
 
 FLOWS = """\

@@ -10,7 +10,7 @@ flows.yaml and stay pure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 EXCLUSIVE = "exclusive"
 EXCLUSIVE_SHARES: tuple[str, ...] = (EXCLUSIVE,)
@@ -28,6 +28,14 @@ def shares_of(mode: str | None, table: Mapping[str, Mapping[str, bool]] | None) 
         return list(EXCLUSIVE_SHARES)
     row = (table or {}).get(mode, {})
     return sorted(other for other, shared in row.items() if shared)
+
+
+def exclusive_left_out(shown: dict[str, Any]) -> dict[str, Any]:
+    """A lock or member in the exclusive mode, serialized without `Mode` and `Shares`: what was
+    written before modes existed (its row is always `[exclusive]`, so nothing is lost)."""
+    if shown.get("Mode") in (None, EXCLUSIVE):
+        return {k: v for k, v in shown.items() if k not in ("Mode", "Shares")}
+    return shown
 
 
 def compatible(a: Member, b: Member) -> bool:

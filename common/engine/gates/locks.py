@@ -17,10 +17,10 @@ import string
 from collections.abc import Collection
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from common.engine.codes import OutboxKind
-from common.engine.gates.lock_modes import EXCLUSIVE, EXCLUSIVE_SHARES, fits
+from common.engine.gates.lock_modes import EXCLUSIVE, EXCLUSIVE_SHARES, exclusive_left_out, fits
 from common.engine.outbox import Flusher, kinds_of
 from common.logging import SECRET_KEY, mask_secrets
 from common.engine.states import LockState, TaskStatus
@@ -44,10 +44,14 @@ class _Doc(BaseModel):
 
 class _Member(_Doc):
     TaskId: str
-    # Its mode and the modes it shares the key with (common.engine.gates.lock_modes); a document
-    # written before modes reads as the exclusive lock it was.
+    # Its mode and the modes it shares the key with (common.engine.gates.lock_modes); an exclusive
+    # member is written, and a document written before modes reads, as the lock of before.
     Mode: str = EXCLUSIVE
     Shares: list[str] = Field(default_factory=lambda: list(EXCLUSIVE_SHARES))
+
+    @model_serializer(mode="wrap")
+    def _as_before_modes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return exclusive_left_out(handler(self))
 
 
 class LockHolder(_Member):
