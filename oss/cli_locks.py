@@ -14,7 +14,7 @@ from oss.cli_common import echo_json, settings
 @click.option("--key", default=None, help="Only this key.")
 @click.option("--json", "as_json", is_flag=True, help="One object per key.")
 def locks(key: str | None, as_json: bool) -> None:
-    """Busy lock keys: limit, holders (since when) and waiters (in the order they will be granted)."""
+    """Busy lock keys: limit, holders (mode, since when) and waiters (in the order they will be granted)."""
     from common.store.inventory_factory import open_lock_store
     from common.store.locks_table import LockTable
     from oss.lock_views import lock_view
@@ -36,9 +36,9 @@ def locks(key: str | None, as_json: bool) -> None:
     for view in views:
         click.echo(f"{view.key}  {len(view.holders)}/{view.limit} held, {len(view.waiters)} waiting")
         for holder in view.holders:
-            click.echo(f"  holder  {holder.task_id}  for {now - holder.since:.1f}s")
+            click.echo(f"  holder  {holder.task_id}  {holder.mode}, for {now - holder.since:.1f}s")
         for waiter in view.waiters:
-            click.echo(f"  waiting {waiter.task_id}  priority {waiter.priority}, for {now - waiter.since:.1f}s")
+            click.echo(f"  waiting {waiter.task_id}  {waiter.mode}, priority {waiter.priority}, for {now - waiter.since:.1f}s")
 
 
 COMMANDS = [locks]

@@ -27,6 +27,6 @@ def dry_run(
     """The plan of what `service.submit(task_type, parameters, **submission)` would do now;
     raises what it would raise for a request it refuses."""
     draft = service.draft(task_type, parameters, **submission)
-    states = {key: locks.get(key) for key, _, _ in lock_keys(draft.task)}
+    states = {ask.key: locks.get(ask.key) for ask, _ in lock_keys(draft.task)}
     return plan_of(draft.task, existing=draft.existing is not None, awaited=draft.awaited, locks=states,
                    registrations=list(registry.registrations()), now=now, module_ttl=module_ttl)  # fmt: skip

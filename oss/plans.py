@@ -17,7 +17,9 @@ from pydantic import BaseModel, Field
 from common.engine.codes import WaitKind
 from common.engine.document import ChildTemplate, Step, Task
 from common.engine.gates.freeze import utc_text
-from common.engine.gates.locks import KeyLock, LockKeyError, render_key
+from common.engine.gates.lock_modes import EXCLUSIVE, fits
+from common.engine.gates.locks import KeyLock, LockHolder, LockKeyError, render_key
+from common.engine.gates.task_lock import LockAsk, ask_for, asked
 from common.engine.gates.step_locks import parse_member
 from common.engine.states import TaskStatus
 from common.engine.unit_parameters import unit_secrets
@@ -33,9 +35,11 @@ class PlanLock(BaseModel):
     key: str
     limit: int
     scope: str = Field(description='"task" for the task type\'s lock, or the name of the step whose units take it')
+    mode: str = Field(EXCLUSIVE, description="The mode it would ask in: exclusive, or one of flows.yaml's lock_modes")
     holders: list[str] = Field(description="Tasks holding the key now")
     waiting: int = Field(description="Tasks already in line for the key")
-    free: bool = Field(description="A new asker would get the key at once")
+    free: bool = Field(description="A new asker would get the key at once: a free slot, in a mode every holder "
+                                   "shares the key with, and nobody in line")
 
 
 class PlanCommand(BaseModel):
@@ -112,7 +116,7 @@ def plan_of(
     names (None: nobody holds or waits for it)."""
     live = [r for r in registrations if is_live(r, now, module_ttl)]
     steps = [_step(task, i, s, task.Steps, live) for i, s in enumerate(task.Steps)]
-    plan_locks = [_lock(key, limit, scope, locks.get(key)) for key, limit, scope in lock_keys(task)]
+    plan_locks = [_lock(ask, scope, locks.get(ask.key)) for ask, scope in lock_keys(task)]
     modules = _modules(task.Steps, registrations, live)
     start = _start(task, awaited, plan_locks, now)
     warnings = [f"module {m.module} has no live worker: its steps would wait in {m.queue}" for m in modules if not m.live]
@@ -127,12 +131,12 @@ def plan_of(
     )  # fmt: skip
 
 
-def lock_keys(task: Task) -> list[tuple[str, int, str]]:
-    """(key, limit, scope) of every lock the task would ask for that the submission can name:
+def lock_keys(task: Task) -> list[tuple[LockAsk, str]]:
+    """(what it asks, scope) of every lock the task would ask for that the submission can name:
     the task type's, and each step lock whose key its parameters (and items) render."""
-    keys: list[tuple[str, int, str]] = []
+    keys: list[tuple[LockAsk, str]] = []
     if task.Lock is not None:
-        keys.append((task.Lock.Key, task.Lock.Limit, "task"))
+        keys.append((asked(task.Lock), "task"))
     for step in task.Steps:
         if step.Lock is None:
             continue
@@ -145,8 +149,8 @@ def lock_keys(task: Task) -> list[tuple[str, int, str]]:
                 key = render_key(step.Lock.Key, parameters, secret)
             except LockKeyError:
                 continue  # keyed by an output of an earlier step: known only when it runs
-            if (key, step.Lock.Limit, step.Name) not in keys:
-                keys.append((key, step.Lock.Limit, step.Name))
+            if (ask_for(step.Lock, key), step.Name) not in keys:
+                keys.append((ask_for(step.Lock, key), step.Name))
     return keys
 
 
@@ -203,12 +207,13 @@ def _modules(steps: list[Step], registrations: list[ModuleRegistration], live: l
     return shown
 
 
-def _lock(key: str, limit: int, scope: str, lock: KeyLock | None) -> PlanLock:
+def _lock(ask: LockAsk, scope: str, lock: KeyLock | None) -> PlanLock:
     # A step lock's holder is a unit ("<task>#<cursor>[.<item>]"): the plan names its task.
     holders = sorted({parse_member(h.TaskId)[0] for h in lock.Holders}) if lock is not None else []
     waiting = len(lock.Waiters) if lock is not None else 0
-    return PlanLock(key=key, limit=limit, scope=scope, holders=holders, waiting=waiting,
-                    free=len(holders) < limit and waiting == 0)  # fmt: skip
+    asker = LockHolder(TaskId="plan", Since=0.0, Mode=ask.mode, Shares=list(ask.shares))
+    return PlanLock(key=ask.key, limit=ask.limit, mode=ask.mode, scope=scope, holders=holders, waiting=waiting,
+                    free=waiting == 0 and fits(lock.Holders if lock is not None else [], ask.limit, asker))  # fmt: skip
 
 
 def _start(task: Task, awaited: Task | None, locks: list[PlanLock], now: float) -> PlanStart:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from common.engine.gates.lock_modes import EXCLUSIVE
+from common.engine.gates.task_lock import asked, described
 from common.logging import mask_secrets
 from common.engine.document import HistoryEvent, Step, Task
 from common.engine.gates.freeze import utc_text
@@ -30,11 +32,13 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
     if task.WaitingFor is not None:
         wait = task.WaitingFor
         what = wait.TaskId if wait.Kind == "task" else wait.Key
+        if wait.Kind == "lock" and task.Lock is not None and task.Lock.Mode != EXCLUSIVE:
+            what += f" (mode {task.Lock.Mode})"
         until = f" until {utc_text(wait.Until)}" if wait.Until is not None else ""
         lines.append(f"  waiting for {wait.Kind} {what}{until} since {when(wait.Since)}")
     if task.Lock is not None and task.Lock.State != "waiting":
         note = "  (held until an operator ends the task)" if task.Lock.State == "kept" else ""
-        lines.append(f"  lock {task.Lock.Key} (limit {task.Lock.Limit}): {task.Lock.State}{note}")
+        lines.append(f"  lock {task.Lock.Key} ({described(asked(task.Lock))}): {task.Lock.State}{note}")
     for index, step in enumerate(task.Steps):
         duration = f"{step.TimeEnd - step.TimeStart:.3f}s" if step.TimeEnd and step.TimeStart else "-"
         lines.append(

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from common.engine import format_v1, step_summary
 from common.engine.codes import AlarmKind, OutboxKind, WaitKind
+from common.engine.lock_docs import LockTemplate, TaskLock, UnitLock  # noqa: F401  (part of the document)
 from common.engine.states import Phase as PhaseCode
 from common.engine.states import LockState, ResultCode, RunState, StepState
 from common.engine.states import TaskStatus as TaskStatusCode
@@ -28,8 +29,8 @@ from common.engine.states import TaskStatus as TaskStatusCode
 
 
 class _Doc(BaseModel):
-    # Documents we wrote ourselves: reject unknown fields so a typo never goes unnoticed.
-    # inf/nan survive a JSON round trip (as Infinity/NaN) like they do through json.dumps.
+    # Documents we wrote ourselves: reject unknown fields so a typo never goes unnoticed; inf/nan
+    # survive a JSON round trip (as Infinity/NaN) like they do through json.dumps.
     model_config = ConfigDict(extra="forbid", validate_assignment=False, ser_json_inf_nan="constants")
 
 
@@ -43,9 +44,8 @@ class BackoffPolicy(_Doc):
 
 
 class UnitState(_Doc):
-    """The state of one unit (DESIGN.md 2.1): a plain step, or one item of a `for_each` step.
-
-    The field names are the step's own, so code handling a unit needs not know which it is."""
+    """The state of one unit (DESIGN.md 2.1): a plain step, or one item of a `for_each` step. The
+    field names are the step's own, so code handling a unit needs not know which it is."""
 
     State: StepState = StepState.WAITING
     Code: ResultCode | None = None  # normal phase: how its last attempt ended
@@ -84,14 +84,6 @@ class ChildTemplate(_Doc):
     Lock: LockTemplate | None = None  # the child type's own lock, keyed by the child's parameters
     FlowVersion: str | None = None  # the child type's flows.yaml `version:`
     FlowHash: str | None = None  # the child type's content hash (common/flows/versions.py)
-
-
-class LockTemplate(_Doc):
-    """A task type's lock as flows.yaml declares it: a key template over the parameters
-    ("cluster:{cluster}") and how many tasks may hold one key at once (DESIGN.md sec. 10)."""
-
-    Key: str
-    Limit: int = 1
 
 
 class Step(UnitState):
@@ -215,28 +207,6 @@ class HistoryEvent(_Doc):
     Attempt: int | None = None
     Actor: str | None = None  # worker id, "oss", "sweeper" or an operator's name
     Message: str = ""
-
-
-class TaskLock(_Doc):
-    """The lock a task takes before its first step (common/engine/gates/locks.py): its rendered key, the
-    limit, and where the task stands: pending (it waits for another task first and asks for the
-    lock after that one succeeded), waiting, held, kept (its rollback failed: held until an
-    operator ends the task) or released."""
-
-    Key: str
-    Limit: int = 1
-    State: LockState = LockState.WAITING
-    Since: float | None = None  # when it was taken
-
-
-class UnitLock(_Doc):
-    """A step lock one unit waits for or holds (common/engine/gates/step_locks.py)."""
-
-    Cursor: int
-    Item: int | None = None
-    Key: str
-    State: LockState = LockState.WAITING  # waiting | held (UNIT_LOCK_TRANSITIONS)
-    Since: float | None = None
 
 
 class WaitCondition(_Doc):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from common.engine.codes import OutboxKind
 
@@ -93,6 +93,8 @@ class LockAcquireBody(_Body):
     Member: str | None = None  # a step lock's member names its unit
     Priority: int = 0
     Seq: float = 0.0
+    Mode: str = "exclusive"  # common.engine.gates.lock_modes
+    Shares: list[str] = Field(default_factory=lambda: ["exclusive"])
 
 
 class LockReleaseBody(_Body):

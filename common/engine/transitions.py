@@ -23,7 +23,7 @@ from typing import Any
 from common.backoff import exponential
 from common.engine.advance import advance, conclude, dispatch, with_delay
 from common.engine.gates.freeze import freeze_message, waiting_for_freeze
-from common.engine.gates.task_lock import defer_lock, request_lock
+from common.engine.gates.task_lock import LockAsk, defer_lock, request_lock
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
 from common.engine.routing import unit_state
 from common.engine.gates.task_waits import overdue, waiting_for_task
@@ -76,7 +76,7 @@ def create_task(
     ids: IdFactory = new_id,
     deadline_seconds: float | None = None,
     after_task: str | None = None,
-    lock: tuple[str, int] | None = None,
+    lock: tuple[Any, ...] | None = None,
     flow_version: str | None = None,
     flow_hash: str | None = None,
     freeze: tuple[str, float] | None = None,
@@ -120,10 +120,11 @@ def create_task(
         record(task, timing.now, "waiting_for_freeze", actor="oss", message=freeze_message(*freeze))
     elif after_task is not None:  # nothing dispatches until that task succeeds (common.engine.gates.task_waits)
         set_waiting(task, waiting_for_task(after_task, timing.now))
-    if lock is not None and (after_task is not None or freeze is not None):  # asked for once free to start
-        defer_lock(task, lock[0], lock[1])
-    elif lock is not None:  # (key, limit): nothing starts before the lock is taken, nor asked before StartAt
-        request_lock(task, lock[0], lock[1], timing.now)
+    ask = None if lock is None else LockAsk(*lock)  # (key, limit[, mode, shares])
+    if ask is not None and (after_task is not None or freeze is not None):  # asked for once free to start
+        defer_lock(task, ask)
+    elif ask is not None:  # nothing starts before the lock is taken, nor asked before StartAt
+        request_lock(task, ask, timing.now)
     advance(task, timing, "oss", ids)  # no sooner than StartAt (common.engine.gates.task_waits.start_due)
     return task
 

@@ -21,20 +21,26 @@ from common.flows.schema import (
     PhaseSpec,
     StepSpec,
 )
+from common.engine.gates.lock_modes import EXCLUSIVE, shares_of
 from common.engine.document import BackoffPolicy, ChildTemplate, LockTemplate, NotifyTarget, Step
+
+
+LockModes = dict[str, dict[str, bool]]
 
 
 def build_catalog(spec: FlowsFile) -> FlowCatalog:
     """Sub-flow steps carry their child type's steps (its template), built first: the checks
     refused sub-flows that include themselves, so the recursion ends."""
     defaults = spec.defaults or DefaultsSpec()
+    table: LockModes = spec.lock_modes or {}
     built: dict[str, FlowDefinition] = {}
 
     def definition(name: str) -> FlowDefinition:
         if name not in built:
             task_type = spec.task_types[name]
             index_of = {step.name: i for i, step in enumerate(task_type.steps)}
-            steps = [_step(step, i, index_of, defaults, definition) for i, step in enumerate(task_type.steps)]
+            steps = [_step(step, i, index_of, defaults, definition, table) for i, step in enumerate(task_type.steps)]
+            lock = _lock(task_type.lock, table)
             built[name] = FlowDefinition(
                 name=name,
                 description=task_type.description,
@@ -43,9 +49,9 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
                 deadline=task_type.deadline,
                 notify=() if task_type.notify is None else (
                     NotifyTarget(Url=task_type.notify.url, Events=list(task_type.notify.events or [])),),
-                lock=_lock(task_type.lock),
+                lock=lock,
                 version=task_type.version,
-                content_hash=content_hash(steps, task_type),
+                content_hash=content_hash(steps, task_type, lock),
             )
         return built[name]
 
@@ -59,11 +65,11 @@ def _freezes(windows: list[FreezeSpec]) -> list[FreezeWindow]:
 
 
 def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: DefaultsSpec,
-          definition: Callable[[str], FlowDefinition]) -> Step:
+          definition: Callable[[str], FlowDefinition], table: LockModes) -> Step:
     after = [index_of[n] for n in step.after] if step.after is not None else ([index - 1] if index else [])
     fields: dict[str, Any] = {"Name": step.name, "After": after, "ForEach": step.for_each,
                               "MaxParallel": step.max_parallel, "MaxItems": step.max_items, "MaxWait": step.max_wait,
-                              "Lock": _lock(step.lock)}
+                              "Lock": _lock(step.lock, table)}
     if step.normal is not None:
         fields.update(_phase("Normal", step.normal, defaults))
     if step.rollback is not None:  # otherwise the Rollback* fields stay None: no rollback
@@ -83,8 +89,13 @@ def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: Defaul
     return Step(**fields)
 
 
-def _lock(spec: LockSpec | None) -> LockTemplate | None:
-    return None if spec is None else LockTemplate(Key=spec.key, Limit=spec.limit)
+def _lock(spec: LockSpec | None, table: LockModes) -> LockTemplate | None:
+    """Exclusive (no mode) leaves Mode and Shares out, as before modes."""
+    if spec is None:
+        return None
+    if spec.mode is None or spec.mode == EXCLUSIVE:
+        return LockTemplate(Key=spec.key, Limit=spec.limit)
+    return LockTemplate(Key=spec.key, Limit=spec.limit, Mode=spec.mode, Shares=shares_of(spec.mode, table))
 
 
 def _phase(prefix: str, phase: PhaseSpec, defaults: DefaultsSpec) -> dict[str, Any]:

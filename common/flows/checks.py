@@ -15,6 +15,7 @@ from typing import Any, TypeGuard
 from common.flows.freeze_checks import freeze_checks
 from common.flows.graph_checks import graph_checks
 from common.flows.lock_checks import lock_checks
+from common.flows.lock_mode_checks import lock_mode_checks
 from common.flows.messages import describe
 from common.flows.parameter_checks import parameter_checks
 from common.flows.problems import Path, Problem, at, format_path
@@ -56,7 +57,8 @@ def cross_checks(
                 if known is not None:
                     problems += _known_command(body, path, known, all_modules, lines)
     problems += freeze_checks(data, lines)
-    return problems + parameter_checks(data, lines) + graph_checks(data, lines) + lock_checks(data, lines)
+    return problems + parameter_checks(data, lines) + graph_checks(data, lines) + lock_checks(data, lines) \
+        + lock_mode_checks(data, lines)
 
 
 def _duplicate_step_names(steps: list[Any], base: Path, lines: Lines) -> list[Problem]:

@@ -83,6 +83,8 @@ class LockSpec(_Spec):
 
     key: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     limit: Annotated[int, Field(ge=1)] = 1
+    # Left out: exclusive. Otherwise a mode of the file's `lock_modes` table (lock_mode_checks.py).
+    mode: Identifier | None = None
 
 
 class StepSpec(_Spec):
@@ -222,6 +224,9 @@ class FreezeSpec(_Spec):
 class FlowsFile(_Spec):
     version: int
     defaults: DefaultsSpec | None = None
+    # Which lock modes share a key: a full square table of booleans, symmetric
+    # (lock_mode_checks.py); `exclusive`, the mode of a lock naming none, is built in.
+    lock_modes: dict[Identifier, dict[Identifier, bool]] | None = None
     task_types: dict[Identifier, TaskTypeSpec] = Field(min_length=1)
     freeze: list[FreezeSpec] | None = None  # windows in which new tasks wait or are refused
 

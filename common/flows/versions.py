@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from common.engine.document import Step
+    from common.engine.document import LockTemplate, Step
     from common.flows.catalog import FlowCatalog
     from common.flows.schema import TaskTypeSpec
 
@@ -35,11 +35,13 @@ def step_definition(step: Step) -> dict[str, Any]:
     return shown
 
 
-def content_hash(steps: list[Step], spec: TaskTypeSpec) -> str:
+def content_hash(steps: list[Step], spec: TaskTypeSpec, lock: LockTemplate | None) -> str:
+    """`lock`: the type's built lock, whose dump carries a mode's row of `lock_modes` (an
+    exclusive lock's is the key and limit alone, as before modes)."""
     body = {
         "steps": [step_definition(s) for s in steps],
         "parameters": None if spec.parameters is None else {k: v.model_dump(mode="json") for k, v in spec.parameters.items()},
-        "lock": None if spec.lock is None else spec.lock.model_dump(mode="json"),
+        "lock": None if lock is None else {k.lower(): v for k, v in lock.model_dump(mode="json").items()},
         "deadline": spec.deadline,
         "notify": None if spec.notify is None else spec.notify.model_dump(mode="json"),
     }

@@ -73,8 +73,9 @@ class LockRelay:
         member = body.Member or task_id  # a step lock's member names its unit
         if not self._waiting(member, body.Key):
             return None  # granted, ended or gone already: a relay's late repeat
-        granted = self.table.join(body.Key, member, priority=body.Priority, seq=body.Seq, limit=body.Limit)
-        log.info("lock asked", task_id=task_id, member=member, key=body.Key, granted=len(granted))
+        granted = self.table.join(body.Key, member, priority=body.Priority, seq=body.Seq, limit=body.Limit,
+                                  mode=body.Mode, shares=body.Shares)
+        log.info("lock asked", task_id=task_id, member=member, key=body.Key, mode=body.Mode, granted=len(granted))
         if not granted:  # asked before (a crash after joining): granted then, maybe
             lock = self.table.get(body.Key)
             granted = [h for h in (lock.Holders if lock else []) if h.TaskId == member]

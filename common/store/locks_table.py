@@ -8,9 +8,10 @@ MongoDB database), so whoever flushes an outbox can apply lock entries with what
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
+from common.engine.gates.lock_modes import EXCLUSIVE, EXCLUSIVE_SHARES
 from common.engine.gates.locks import KeyLock, LockHolder, join, leave
 from common.store.beside import open_beside
 from common.store.locks_port import LockStore
@@ -28,9 +29,10 @@ class LockTable:
         self._clock = clock
 
     def join(self, key: str, task_id: str, *, priority: int, seq: float, limit: int,
-             now: float | None = None) -> list[LockHolder]:
-        """The task waits in line for `key` (once); returns the holders this change granted."""
-        return self._change(key, lambda lock, at: join(lock, task_id, priority, seq, limit, at), now)
+             now: float | None = None, mode: str = EXCLUSIVE,
+             shares: Collection[str] = EXCLUSIVE_SHARES) -> list[LockHolder]:
+        """The task waits in line for `key` in `mode` (once); returns the holders this change granted."""
+        return self._change(key, lambda lock, at: join(lock, task_id, priority, seq, limit, at, mode, shares), now)
 
     def leave(self, key: str, task_id: str, *, now: float | None = None) -> list[LockHolder]:
         """The task gives `key` back or leaves its line; returns the holders this change granted."""

@@ -30,6 +30,9 @@ from tests.support.served import served as _served
 FLOWS = """
 version: 1
 defaults: {timeout: 10, retry: 0, backoff: {initial: 0.05, max: 0.1, multiplier: 1, jitter: 0}}
+lock_modes:
+  backup: {backup: true, resize: true}
+  resize: {backup: true, resize: false}
 task_types:
   provision_db:
     description: Announce, reserve capacity, create a database, charge the capacity.
@@ -110,6 +113,34 @@ task_types:
   locked_db:
     description: One task per database name at a time (test_browser_locks.py).
     lock: {key: "db:{name}"}
+    parameters:
+      name: {type: string, required: true}
+    steps:
+      - name: create
+        normal:   {module: mysql, command: init_instance}
+        rollback: {module: mysql, command: clean_instance}
+      - name: charge
+        normal:   {module: resource, command: deduct_resource}
+        rollback: {module: resource, command: restore_resource}
+  backup_db:
+    description: Backs up a database; backups and a resize share it (test_browser_locks.py).
+    lock: {key: "inst:{name}", mode: backup, limit: 5}
+    parameters:
+      name: {type: string, required: true}
+    steps:
+      - name: dump
+        normal:   {module: mysql, command: init_instance}
+  watch_db:
+    description: Watches a database until cancelled, holding its step's lock (test_browser_locks.py).
+    parameters:
+      name: {type: string, required: true}
+    steps:
+      - name: caught_up
+        lock: {key: "watch:{name}", mode: resize}
+        normal:   {module: mysql, command: await_caught_up}
+  resize_db:
+    description: Resizes a database, one resize at a time (test_browser_locks.py).
+    lock: {key: "inst:{name}", mode: resize, limit: 5}
     parameters:
       name: {type: string, required: true}
     steps:

@@ -2,7 +2,9 @@
 against every backend: SQLite, mongomock and SecantusDB (same ids as the inventory's suite).
 
 Taking, waiting, releasing and reclaiming are idempotent, and a race for the last slot, between
-threads or between processes each with its own handle, has exactly one winner."""
+threads or between processes each with its own handle, has exactly one winner. Lock modes: each
+member's mode and row are stored, compatible modes share a key, and a race between modes that
+exclude each other has one winner too."""
 
 from __future__ import annotations
 
@@ -120,3 +122,57 @@ def test_processes_racing_for_the_last_slot_have_one_winner(backend: Backend) ->
     lock = setup.get("k")
     assert wins.value == 1 and len(lock.Holders) == 3 and len(lock.Waiters) == workers - 1
     setup.close()
+
+
+SHARES = {"backup": ["backup", "resize"], "resize": ["backup"], "delete": []}
+
+
+def join_in(table: LockTable, task_id: str, mode: str, seq: float) -> list[str]:
+    return ids(table.join("i", task_id, priority=0, seq=seq, limit=10, now=NOW + seq, mode=mode, shares=SHARES[mode]))
+
+
+def test_modes_share_a_key_as_their_rows_say_and_the_store_keeps_each_members_mode(lock_store: Any) -> None:
+    table = LockTable(lock_store)
+    assert join_in(table, "b1", "backup", 1) + join_in(table, "r1", "resize", 2) + join_in(table, "b2", "backup", 3) \
+        == ["b1", "r1", "b2"]
+    assert join_in(table, "r2", "resize", 4) == [] and join_in(table, "d", "delete", 5) == []
+    assert join_in(table, "b3", "backup", 6) == []  # would fit, but the resize ahead of it waits
+    stored = lock_store.get("i")  # read back through the adapter: modes and rows survive the round trip
+    assert [(h.TaskId, h.Mode, h.Shares) for h in stored.Holders] == [
+        ("b1", "backup", ["backup", "resize"]), ("r1", "resize", ["backup"]), ("b2", "backup", ["backup", "resize"])]
+    assert [(w.TaskId, w.Mode) for w in stored.Waiters] == [("r2", "resize"), ("d", "delete"), ("b3", "backup")]
+    assert ids(table.leave("i", "r1", now=NOW + 10)) == ["r2"]  # the delete behind it still waits for all
+    assert ids(table.leave("i", "b1", now=NOW + 11)) == [] and ids(table.leave("i", "b2", now=NOW + 12)) == []
+    assert ids(table.leave("i", "r2", now=NOW + 13)) == ["d"]
+    assert ids(table.leave("i", "d", now=NOW + 14)) == ["b3"]
+    assert [(h.TaskId, h.Mode) for h in table.get("i").Holders] == [("b3", "backup")]
+
+
+def test_a_lock_document_written_before_modes_reads_as_exclusive(lock_store: Any) -> None:
+    assert lock_store.compare_and_set(KeyLock.model_validate(
+        {"Key": "old", "Limit": 1, "Holders": [{"TaskId": "a", "Since": NOW}], "Version": 1}), 0)
+    table = LockTable(lock_store)
+    assert [(h.TaskId, h.Mode, h.Shares) for h in table.get("old").Holders] == [("a", "exclusive", ["exclusive"])]
+    assert ids(table.join("old", "b", priority=0, seq=1, limit=1, now=NOW, mode="backup", shares=["backup"])) == []
+    assert ids(table.leave("old", "a", now=NOW + 1)) == ["b"]
+
+
+def test_threads_racing_in_modes_that_exclude_each_other_have_one_winner(backend: Backend) -> None:
+    handles = [LockTable(backend.open_lock_store()) for _ in range(6)]
+    handles[0].join("i", "reader", priority=0, seq=0, limit=10, now=NOW, mode="backup", shares=SHARES["backup"])
+    start = threading.Barrier(len(handles))
+    won: list[str] = []
+
+    def race(index: int) -> None:
+        start.wait(timeout=30)
+        won.extend(join_in(handles[index], f"r{index}", "resize", index + 1))
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(handles))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    lock = handles[0].get("i")
+    assert len(won) == 1 and [(h.TaskId, h.Mode) for h in lock.Holders] == [("reader", "backup"), (won[0], "resize")]
+    for handle in handles:
+        handle.close()

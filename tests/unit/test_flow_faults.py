@@ -187,7 +187,7 @@ CASES = {
         [
             (
                 'flows.yaml:7: tasks: unknown key; did you mean "task_types"?'
-                " allowed keys here: version, defaults, task_types, freeze"
+                " allowed keys here: version, defaults, lock_modes, task_types, freeze"
             )
         ],
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from common.engine.gates.task_lock import LockAsk
 from common.engine.operator.migrate import Revision, doubts_about, migrate
 from common.engine.states import StepState, TaskStatus
 from common.engine.transitions import Refusal, Timing, create_task
@@ -88,8 +89,8 @@ def test_a_task_not_going_forward_or_on_the_revision_already_refuses():
 def test_a_changed_lock_refuses():
     task = task_of()
     new = revision(OLD.replace("timeout: 10", "timeout: 11"))
-    locked = Revision(new.steps, new.content_hash, None, {"name": "a"}, ("host:a", 1))
-    assert doubts_about(task, locked) == ["its lock would change (none -> host:a (limit 1))"]
+    locked = Revision(new.steps, new.content_hash, None, {"name": "a"}, LockAsk("host:a", 1))
+    assert doubts_about(task, locked) == ["its lock would change (none -> host:a (mode exclusive, limit 1))"]
 
 
 def test_a_new_parameter_default_fills_in_and_outputs_stay():
@@ -101,3 +102,15 @@ def test_a_new_parameter_default_fills_in_and_outputs_stay():
                   revision=Revision(f.steps, f.content_hash, None, {"name": "a", "size": 3}, None))
     assert new.Parameters == {"name": "a", "made_by_reserve": "x", "size": 3}
     assert new.Steps[1].State is StepState.WAITING
+
+
+def test_a_task_holding_a_lock_moves_when_the_lock_stays_the_same():
+    f = flow(OLD)
+    task = create_task(task_type="make", steps=f.steps, parameters={"name": "a"}, timing=Timing(time.time()),
+                       flow_hash=f.content_hash, lock=("host:a", 1))  # fmt: skip
+    new = revision(OLD.replace("timeout: 10", "timeout: 11"))
+    same = Revision(new.steps, new.content_hash, None, {"name": "a"}, LockAsk("host:a", 1))
+    assert doubts_about(task, same) == []
+    shared = Revision(new.steps, new.content_hash, None, {"name": "a"}, LockAsk("host:a", 1, "backup", ("backup",)))
+    assert doubts_about(task, shared) == [
+        "its lock would change (host:a (mode exclusive, limit 1) -> host:a (mode backup, limit 1))"]

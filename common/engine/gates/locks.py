@@ -17,9 +17,10 @@ import string
 from collections.abc import Collection
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from common.engine.codes import OutboxKind
+from common.engine.gates.lock_modes import EXCLUSIVE, EXCLUSIVE_SHARES, exclusive_left_out, fits
 from common.engine.outbox import Flusher, kinds_of
 from common.logging import SECRET_KEY, mask_secrets
 from common.engine.states import LockState, TaskStatus
@@ -41,13 +42,23 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class LockHolder(_Doc):
+class _Member(_Doc):
     TaskId: str
+    # Its mode and the modes it shares the key with (common.engine.gates.lock_modes); an exclusive
+    # member is written, and a document written before modes reads, as the lock of before.
+    Mode: str = EXCLUSIVE
+    Shares: list[str] = Field(default_factory=lambda: list(EXCLUSIVE_SHARES))
+
+    @model_serializer(mode="wrap")
+    def _as_before_modes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return exclusive_left_out(handler(self))
+
+
+class LockHolder(_Member):
     Since: float
 
 
-class LockWaiter(_Doc):
-    TaskId: str
+class LockWaiter(_Member):
     Priority: int = 0
     Seq: float  # the task's submission time: FIFO within a priority
     Since: float
@@ -109,15 +120,17 @@ def _part(name: str, value: Any, secret: Collection[str]) -> str:
 # --- decisions on the lock document ----------------------------------------------------------------
 
 
-def join(lock: KeyLock, task_id: str, priority: int, seq: float, limit: int, now: float) -> tuple[KeyLock, list[str]]:
-    """The task asks for the lock: it waits in line (once), then whoever fits is granted.
+def join(lock: KeyLock, task_id: str, priority: int, seq: float, limit: int, now: float,
+         mode: str = EXCLUSIVE, shares: Collection[str] = EXCLUSIVE_SHARES) -> tuple[KeyLock, list[str]]:
+    """The task asks for the lock in `mode`: it waits in line (once), then whoever fits is granted.
 
     Idempotent: a holder or a waiter asking again changes nothing. The newest declared limit
     wins (an edited flows.yaml takes effect as tasks ask)."""
     new = lock.model_copy(deep=True)
     new.Limit = max(1, limit)
     if not new.holds(task_id) and not new.waits(task_id):
-        new.Waiters.append(LockWaiter(TaskId=task_id, Priority=priority, Seq=seq, Since=now))
+        new.Waiters.append(LockWaiter(TaskId=task_id, Priority=priority, Seq=seq, Since=now,
+                                      Mode=mode, Shares=sorted(shares)))
     return promote(new, now)
 
 
@@ -130,15 +143,22 @@ def leave(lock: KeyLock, task_id: str, now: float) -> tuple[KeyLock, list[str]]:
 
 
 def promote(lock: KeyLock, now: float) -> tuple[KeyLock, list[str]]:
-    """Fill free slots from the waiters, best priority first, then in submission order."""
-    line = sorted(lock.Waiters, key=lambda w: (-w.Priority, w.Seq))
+    """Grant from the head of the line (best priority first, then in submission order) while
+    the head fits. A waiter that does not fit stops the pass: nobody behind it overtakes, so a
+    stream of shared-mode tasks cannot starve one waiting for an exclusive mode."""
     granted: list[str] = []
-    while line and len(lock.Holders) < lock.Limit:
-        chosen = line.pop(0)
-        lock.Holders.append(LockHolder(TaskId=chosen.TaskId, Since=now))
+    for chosen in line_of(lock):
+        if not fits(lock.Holders, lock.Limit, chosen):
+            break
+        lock.Holders.append(LockHolder(TaskId=chosen.TaskId, Since=now, Mode=chosen.Mode, Shares=chosen.Shares))
         granted.append(chosen.TaskId)
     lock.Waiters = [w for w in lock.Waiters if w.TaskId not in granted]
     return lock, granted
+
+
+def line_of(lock: KeyLock) -> list[LockWaiter]:
+    """The waiters in the order they will be granted."""
+    return sorted(lock.Waiters, key=lambda w: (-w.Priority, w.Seq))
 
 
 def stale_member(task: Any, key: str) -> bool:

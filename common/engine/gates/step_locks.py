@@ -11,6 +11,7 @@ in common.engine.advance change the task in place.
 from __future__ import annotations
 
 from common.engine.states import UNIT_LOCKS, check_transition, move_lock, move_run
+from common.engine.gates.task_lock import ask_for, described, mode_fields
 from common.engine.gates.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockKeyError, render_key
 from common.engine.document import OutboxEntry, Run, Task, UnitLock
 from common.engine.states import RunState
@@ -52,15 +53,16 @@ def wait_for_lock(task: Task, run: Run, now: float) -> None:
         key = render_key(template.Key, command_parameters(task, run.Cursor, run.Item), secret)  # an item's: with item
     except LockKeyError:
         key = template.Key  # checked by the loader; a parameter left without value keys by the template
+    ask = ask_for(template, key)
     move_run(run, RunState.WAITING_LOCK)
     run.Deadline = None
     check_transition(UNIT_LOCKS, None, WAITING)
-    task.UnitLocks.append(UnitLock(Cursor=run.Cursor, Item=run.Item, Key=key, State=WAITING))
+    task.UnitLocks.append(UnitLock(Cursor=run.Cursor, Item=run.Item, Key=key, Mode=ask.mode, State=WAITING))
     member = member_id(task.TaskId, run.unit)
-    body = {"Key": key, "Limit": template.Limit, "TaskId": task.TaskId, "Member": member,
-            "Priority": task.Priority, "Seq": task.TimeCreate}
+    body = {"Key": key, "Limit": ask.limit, "TaskId": task.TaskId, "Member": member,
+            "Priority": task.Priority, "Seq": task.TimeCreate, **mode_fields(ask)}
     task.Outbox.append(OutboxEntry(DispatchId=f"{member}:lock:{run.DispatchId}", Kind=LOCK_ACQUIRE, Body=body, DueAt=now))
-    record(task, now, "lock_waiting", run, actor="lock", message=f"waiting for lock {key} (limit {template.Limit})")
+    record(task, now, "lock_waiting", run, actor="lock", message=f"waiting for lock {key} ({described(ask)})")
 
 
 def unit_lock_granted(task: Task, unit: Unit, key: str, timing: Timing, since: float | None = None) -> Task | Refusal:

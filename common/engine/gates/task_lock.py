@@ -13,39 +13,80 @@ once a lock is granted are in lock_transitions.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from common.engine.states import LOCKS, check_transition, move_lock, set_waiting
 from common.engine.codes import WaitKind
-from common.engine.document import OutboxEntry, Task, TaskLock, WaitCondition
+from common.engine.document import LockTemplate, OutboxEntry, Task, TaskLock, WaitCondition
+from common.engine.gates.lock_modes import EXCLUSIVE, EXCLUSIVE_SHARES
 from common.engine.gates.locks import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
 from common.engine.gates.task_waits import start_due
-from common.engine.states import TaskStatus
+from common.engine.states import LockState, TaskStatus
 from common.engine.units import drop_outbox, record
 
 LOCK_WAIT = WaitKind.LOCK
 
 
-def request_lock(task: Task, key: str, limit: int, now: float) -> None:
-    """In place: the task waits for `key`; the outbox entry asks the lock table for a slot, at
+class LockAsk(NamedTuple):
+    """What a task asks of the lock table: its rendered key, the limit, its mode and the modes
+    it shares the key with (common.engine.gates.lock_modes). `LockAsk(*("k", 1))` is exclusive."""
+
+    key: str
+    limit: int = 1
+    mode: str = EXCLUSIVE
+    shares: tuple[str, ...] = EXCLUSIVE_SHARES
+
+
+def ask_for(template: LockTemplate, key: str) -> LockAsk:
+    """What a lock declared by `template` asks for under its rendered `key`."""
+    if template.Mode is None or template.Mode == EXCLUSIVE:
+        return LockAsk(key, template.Limit)
+    return LockAsk(key, template.Limit, template.Mode, tuple(template.Shares or ()))  # [] shares with nothing
+
+
+def request_lock(task: Task, ask: LockAsk, now: float) -> None:
+    """In place: the task waits for the key; the outbox entry asks the lock table for a slot, at
     once or at the task's delayed start (common.engine.gates.task_waits.start_due)."""
     check_transition(LOCKS, None if task.Lock is None else task.Lock.State, WAITING)
-    task.Lock = TaskLock(Key=key, Limit=limit, State=WAITING)
-    set_waiting(task, WaitCondition(Kind=LOCK_WAIT, Key=key, Since=now))
-    body = {"Key": key, "Limit": limit, "TaskId": task.TaskId, "Priority": task.Priority, "Seq": task.TimeCreate}
+    task.Lock = _task_lock(ask, WAITING)
+    set_waiting(task, WaitCondition(Kind=LOCK_WAIT, Key=ask.key, Since=now))
+    body = {"Key": ask.key, "Limit": ask.limit, "TaskId": task.TaskId, "Priority": task.Priority,
+            "Seq": task.TimeCreate, **mode_fields(ask)}
     task.Outbox.append(OutboxEntry(DispatchId=acquire_id(task), Kind=LOCK_ACQUIRE, Body=body,
                                    DueAt=start_due(task, now)))
-    record(task, now, "lock_waiting", actor="oss", message=f"waiting for lock {key} (limit {limit})")
+    record(task, now, "lock_waiting", actor="oss", message=f"waiting for lock {ask.key} ({described(ask)})")
 
 
-def defer_lock(task: Task, key: str, limit: int) -> None:
-    """In place: the task will ask for `key` later (request_deferred_lock); nothing asked now."""
+def mode_fields(ask: LockAsk) -> dict[str, Any]:
+    """An acquire body's mode: left out when exclusive, so the entry is the one of before modes
+    (a process that predates them reads it)."""
+    return {} if ask.mode == EXCLUSIVE else {"Mode": ask.mode, "Shares": list(ask.shares)}
+
+
+def described(ask: LockAsk) -> str:
+    """"limit 5", or "mode backup, limit 5" when it names a mode: for history and logs."""
+    return f"limit {ask.limit}" if ask.mode == EXCLUSIVE else f"mode {ask.mode}, limit {ask.limit}"
+
+
+def defer_lock(task: Task, ask: LockAsk) -> None:
+    """In place: the task will ask for the key later (request_deferred_lock); nothing asked now."""
     check_transition(LOCKS, None if task.Lock is None else task.Lock.State, PENDING)
-    task.Lock = TaskLock(Key=key, Limit=limit, State=PENDING)
+    task.Lock = _task_lock(ask, PENDING)
+
+
+def _task_lock(ask: LockAsk, state: LockState) -> TaskLock:
+    return TaskLock(Key=ask.key, Limit=ask.limit, Mode=ask.mode, Shares=sorted(ask.shares), State=state)
+
+
+def asked(lock: TaskLock) -> LockAsk:
+    """What a task's lock asks for, to ask again."""
+    return LockAsk(lock.Key, lock.Limit, lock.Mode, tuple(lock.Shares))
 
 
 def request_deferred_lock(task: Task, now: float) -> None:
     """In place: a deferred lock is asked for (the awaited task succeeded)."""
     if task.Lock is not None and task.Lock.State == PENDING:
-        request_lock(task, task.Lock.Key, task.Lock.Limit, now)
+        request_lock(task, asked(task.Lock), now)
 
 
 def acquire_id(task: Task) -> str:
@@ -78,4 +119,4 @@ def release_on_finish(task: Task, now: float) -> None:
 def request_again(task: Task, now: float) -> None:
     """In place, from an operator's retry of a rolled-back task: queue for the lock again."""
     if task.Lock is not None:
-        request_lock(task, task.Lock.Key, task.Lock.Limit, now)
+        request_lock(task, asked(task.Lock), now)

@@ -12,7 +12,8 @@ from typing import Any
 
 from common.engine.advance import advance, conclude, enter_rollback
 from common.engine.gates.locks import LockKeyError, render_key
-from common.engine.document import NotifyTarget, ParentLink, Step, Task
+from common.engine.gates.task_lock import LockAsk, ask_for
+from common.engine.document import LockTemplate, NotifyTarget, ParentLink, Step, Task
 from common.engine.routing import unit_state
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.engine.kinds.subflow import child_outcome, child_task_id
@@ -53,7 +54,7 @@ def start_child(body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -
     return child
 
 
-def child_lock(body: dict[str, Any]) -> tuple[str, int] | None:
+def child_lock(body: dict[str, Any]) -> LockAsk | None:
     """The child type's lock, keyed by the child's parameters. The loader checked that the key
     names declared parameters; one left without a value keys the lock by the bare template."""
     template = body.get("Lock")
@@ -63,7 +64,7 @@ def child_lock(body: dict[str, Any]) -> tuple[str, int] | None:
         key = render_key(template["Key"], body["Parameters"], body.get("SecretParameters") or ())
     except LockKeyError:
         key = template["Key"]
-    return key, int(template.get("Limit", 1))
+    return ask_for(LockTemplate.model_validate(template), key)
 
 
 def child_finished(parent: Task, body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:

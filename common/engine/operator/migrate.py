@@ -13,6 +13,7 @@ from typing import Any
 
 from common.engine.advance import advance
 from common.engine.document import Step, Task
+from common.engine.gates.task_lock import LockAsk, asked
 from common.engine.operator.actions import check_reason
 from common.engine.states import StepState, TaskStatus
 from common.engine.units import IdFactory, Refusal, Timing, new_id, record
@@ -23,13 +24,13 @@ from common.flows.versions import step_definition
 class Revision:
     """The revision a task moves to, as the running flows.yaml builds it for this task: its
     step templates, its labels, the task's submitted parameters checked against its schema
-    (defaults filled in) and the task lock it would render for them (key, limit)."""
+    (defaults filled in) and the task lock it would ask for them."""
 
     steps: list[Step]
     content_hash: str
     version: str | None
     parameters: dict[str, Any]
-    lock: tuple[str, int] | None
+    lock: LockAsk | None
 
 
 def migrate(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id, *,
@@ -106,10 +107,10 @@ def _changed_fields(step: Step, template: Step) -> list[str]:
     return sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
 
 
-def _lock_of(task: Task) -> tuple[str, int] | None:
-    return (task.Lock.Key, task.Lock.Limit) if task.Lock is not None else None
+def _lock_of(task: Task) -> LockAsk | None:
+    return asked(task.Lock) if task.Lock is not None else None
 
 
-def _show_lock(lock: tuple[str, int] | None) -> str:
-    return "none" if lock is None else f"{lock[0]} (limit {lock[1]})"
+def _show_lock(lock: LockAsk | None) -> str:
+    return "none" if lock is None else f"{lock.key} (mode {lock.mode}, limit {lock.limit})"
 

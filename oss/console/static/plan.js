@@ -93,11 +93,18 @@ function stepsTable(steps, depth = 0) {
 
 function locksTable(locks) {
   return el("table", { class: "plan", id: "plan-locks" },
-    el("thead", {}, el("tr", {}, ["Key", "Taken by", "Limit", "Now"].map((h) => el("th", { text: h })))),
+    el("thead", {}, el("tr", {}, ["Key", "Taken by", "Mode", "Limit", "Now"].map((h) => el("th", { text: h })))),
     el("tbody", {}, locks.map((lock) => el("tr", {},
       el("td", { text: lock.key }), el("td", { text: lock.scope === "task" ? "the task" : `step ${lock.scope}` }),
-      el("td", { text: lock.limit }),
-      el("td", { text: lock.free ? "free" : `held by ${lock.holders.join(", ") || "nobody"}; ${lock.waiting} waiting` })))));
+      el("td", { text: lock.mode }), el("td", { text: lock.limit }),
+      el("td", { text: lockNow(lock) })))));
+}
+
+// Free, shared with its holders (their modes let this one in), or held and who waits.
+function lockNow(lock) {
+  const held = lock.holders.join(", ");
+  if (lock.free) return held ? `free to share with ${held}` : "free";
+  return `held by ${held || "nobody"}; ${lock.waiting} waiting`;
 }
 
 function modulesTable(modules) {

@@ -117,12 +117,12 @@ function summary(task) {
       fact("Priority", String(task.Priority)),
       fact("Labels", labels(task.Labels)),
       task.ScheduledFor ? fact("Scheduled", "starts at ", when(task.ScheduledFor)) : [],
-      task.WaitingFor && task.WaitingFor.Kind !== "freeze" ? fact("Waiting for",
-        `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""} since `, when(task.WaitingFor.Since)) : [],
+      task.WaitingFor && task.WaitingFor.Kind !== "freeze" ? fact("Waiting for", `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""}` +
+        `${task.WaitingFor.Kind === "lock" ? lockMode(task.Lock, " (", ")") : ""} since `, when(task.WaitingFor.Since)) : [],
       // A freeze window the task was created in: it starts once the window ends (the sweeper lets it go).
       task.WaitingFor?.Kind === "freeze" ? el("div", { class: "frozen" }, el("dt", { text: "Waiting for" }), el("dd", {},
         "freeze window ", el("strong", { text: task.WaitingFor.Key }), " to end at ", when(task.WaitingFor.Until))) : [],
-      task.Lock ? fact("Lock", `${task.Lock.Key} (limit ${task.Lock.Limit}): ${task.Lock.State}` +
+      task.Lock ? fact("Lock", `${task.Lock.Key} (${lockMode(task.Lock, "", ", ")}limit ${task.Lock.Limit}): ${task.Lock.State}` +
         (task.Lock.State === "kept" ? ", held until an operator ends the task" : "")) : [],
       fact("Created", when(task.TimeCreate)),
       fact("Started", when(task.TimeStart)),
@@ -156,4 +156,9 @@ function parameters(task) {
         ? [el("span", { class: "secret", text: asText(value) }), el("span", { class: "tag", text: "secret" })]
         : el("pre", { class: "value", text: asText(value) })));
   })));
+}
+
+// A lock's mode, named when it is not the default (exclusive): "mode resize".
+function lockMode(lock, before, after) {
+  return lock && lock.Mode && lock.Mode !== "exclusive" ? `${before}mode ${lock.Mode}${after}` : "";
 }

@@ -45,6 +45,7 @@ function stepItem(task, step, index) {
     message: step.Message,
     start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry, items, ended,
     checking: (run) => waitingUnits(step).some(([, item]) => item === (run.Item ?? null)),
+    lockMode: step.Lock && step.Lock.Mode,
   }, inPhase(0), attempts.filter((a) => a.Phase === 0), scheduled && task.ScheduledFor),
   step.RollbackModule === null && !step.Flow
     ? el("div", { class: "phase phase-rollback none" },
@@ -91,7 +92,7 @@ function phaseRow(phase, run, inFlight, attempts, startsAt) {
         text: `attempts ${run.attempts}/${run.retry + 1}` }),
     run.outcome ? el("span", { class: `code ${run.outcome.css}`, text: run.outcome.label }) : null,
     startsAt ? el("span", { class: "active-run scheduled" }, "scheduled: starts at ", when(startsAt))
-      : active ? activeRun(active, inFlight.length, run.checking) : null,
+      : active ? activeRun(active, inFlight.length, run.checking, run.lockMode) : null,
     ...attemptsAndMessage(attempts, run.message, run.ended));
 }
 
@@ -118,13 +119,13 @@ function attemptList(attempts, ended) {
   a.Message ? el("pre", { class: "phase-message", text: a.Message }) : null)));
 }
 
-function activeRun(active, count, checking) {
+function activeRun(active, count, checking, lockMode) {
   const item = active.Item === null || active.Item === undefined ? "" : `item ${active.Item}: `;
   const more = count > 1 ? ` (+${count - 1} more items in flight)` : "";
   const text = active.State === "waiting_child"
     ? "waiting for its child task"
     : active.State === "waiting_lock"
-      ? `${item}waiting for the step's lock${more}`
+      ? `${item}waiting for the step's lock${lockMode ? ` (mode ${lockMode})` : ""}${more}`
       : active.State === "running"
       ? `${item}running attempt ${active.Attempt} on ${active.Owner ?? "?"}${more}`
       : checking && checking(active)
