@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from common.store import mongo_indexes
-from common.store.inventory_mongo import MongoInventory
+from modules.resource.inventory.mongo import MongoInventory
 from common.store.mongo import MongoStore
 from common.store.sqlite import SqliteStore
 from oss.cli import main as cli
