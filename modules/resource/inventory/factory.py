@@ -13,5 +13,7 @@ _PACKAGE = "modules.resource.inventory"
 def open_inventory(
     url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
 ) -> Inventory:
-    return open_adapter(url, f"{_PACKAGE}.sqlite:SqliteInventory", f"{_PACKAGE}.mongo:MongoInventory",  # type: ignore[no-any-return]
-                        timeout_seconds=timeout_seconds, indexes=indexes)
+    return open_adapter(  # type: ignore[no-any-return]
+        url, f"{_PACKAGE}.sqlite:SqliteInventory", f"{_PACKAGE}.mongo:MongoInventory",
+        timeout_seconds=timeout_seconds, indexes=indexes,
+    )
