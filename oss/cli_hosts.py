@@ -33,14 +33,14 @@ def _line(host: Host) -> str:
 
 
 def _run(action, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    from oss.hosts_service import inventory
+    from oss.hosts_service import resource_inventory
 
     service = _service()
     try:
         result = action(service)
-    except inventory.UnknownHost as exc:
+    except resource_inventory.UnknownHost as exc:
         fail(EXIT_NO_TASK, str(exc))
-    except inventory.InventoryError as exc:  # refused input or a conflict: nothing was changed
+    except resource_inventory.InventoryError as exc:  # refused input or a conflict: nothing was changed
         fail(EXIT_USAGE, str(exc))
     finally:
         service.close()

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from modules.resource.inventory import Claim, Host, Inventory
 
 # The resource module's inventory (modules/resource/hooks.py): its opener, its types, its errors.
-inventory = module_hook("inventory")
+resource_inventory = module_hook("inventory")
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,11 @@ class HostsService:
     def open(cls, settings: Settings, indexes: IndexMode = "create") -> HostsService:
         """On the inventory the resource module uses: BATON_RESOURCE_INVENTORY_URL, else beside
         the task store (Settings.inventory_url); every call bounded like the store's."""
-        return cls(inventory.open_inventory(settings.inventory_url, timeout_seconds=settings.effective_store_timeout,
+        return cls(resource_inventory.open_inventory(settings.inventory_url, timeout_seconds=settings.effective_store_timeout,
                                   indexes=indexes))  # fmt: skip
 
     def add(self, name: str, cpu: int, memory_mb: int, storage_gb: int) -> Host:
-        return self._inventory.add_host(name, inventory.Capacity(cpu, memory_mb, storage_gb), self._clock())
+        return self._inventory.add_host(name, resource_inventory.Capacity(cpu, memory_mb, storage_gb), self._clock())
 
     def list(self) -> list[Host]:
         return self._inventory.list_hosts(self._clock())
@@ -53,15 +53,15 @@ class HostsService:
     def get(self, name: str) -> Host:
         host = self._inventory.get_host(name, self._clock())
         if host is None:
-            raise inventory.UnknownHost("no such host")  # the name asked for is not echoed
+            raise resource_inventory.UnknownHost("no such host")  # the name asked for is not echoed
         return host
 
     def drain(self, name: str) -> Host:
         """No new reservations on it; what it holds stays until released."""
-        return self._inventory.set_host_state(name, inventory.HostState.DRAINING, self._clock())
+        return self._inventory.set_host_state(name, resource_inventory.HostState.DRAINING, self._clock())
 
     def activate(self, name: str) -> Host:
-        return self._inventory.set_host_state(name, inventory.HostState.ACTIVE, self._clock())
+        return self._inventory.set_host_state(name, resource_inventory.HostState.ACTIVE, self._clock())
 
     def claims(self, *, host: str | None = None, holder: str | None = None, live_only: bool = True) -> list[Claim]:
         return self._inventory.list_claims(self._clock(), host=host, holder=holder, live_only=live_only)
