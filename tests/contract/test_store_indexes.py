@@ -88,6 +88,17 @@ def test_a_changed_index_definition_warns_and_migrate_replaces_it(database: Any)
     assert mongo_indexes.migrate(database) == []  # again: nothing to do
 
 
+def test_the_resource_modules_indexes_are_created_checked_and_migrated_with_the_stores(database: Any) -> None:
+    # Offered by the resource module's `mongo_indexes` hook: common names none of them itself.
+    database["inventory_hosts"].create_index([("claims.released_by", 1)], name="claim_released_by")
+    MongoStore(database.client, database.name)  # OSS: creates every index of the database
+    assert {"claim_key", "claim_expiry"} <= set(database["inventory_hosts"].index_information())
+    assert "holder" in database["inventory_closed_claims"].index_information()
+    assert mongo_indexes.check(database) == ["inventory_hosts.claim_released_by: no longer used"]
+    assert mongo_indexes.migrate(database) == ["inventory_hosts.claim_released_by: dropped (no longer used)"]
+    assert mongo_indexes.check(database) == []
+
+
 def test_baton_store_init_and_migrate(database: Any, secantus_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BATON_STORE_URL", secantus_url + database.name)
     database["tasks"].create_index([("Outbox.DueAt", 1)], name="outbox_due")
