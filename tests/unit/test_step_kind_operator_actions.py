@@ -1,4 +1,4 @@
-"""Cancel, pause and resume ask the kind of each step what they mean for it
+"""Cancel, pause, resume and skip ask the kind of each step what they mean for it
 (common.engine.kinds.kind.StepKind): a kind added to the registry is asked, with no change to
 common.engine.operator, and a command step keeps the engine's own handling."""
 
@@ -10,11 +10,11 @@ from common.engine.document import OperatorRequest, Run, Task
 from common.engine.kinds import registry
 from common.engine.kinds.command import CommandKind
 from common.engine.operator.actions import cancel
-from common.engine.operator.flow import pause, resume
+from common.engine.operator.flow import pause, resume, skip
 from common.engine.states import Phase, RunState, StepState
 from common.engine.transitions import Refusal, Timing, claim
-from tests.support.builders import counter_ids
-from tests.unit.test_graph_transitions import graph, message, new
+from tests.support.builders import counter_ids, make_step
+from tests.unit.test_graph_transitions import FAIL, do, graph, message, new
 
 IDS = counter_ids("k")
 
@@ -40,6 +40,10 @@ class Watched(CommandKind):
 
     def resume(self, task: Task, cursor: int, request: OperatorRequest, ids) -> None:  # type: ignore[no-untyped-def]
         self.asked.append(("resume", cursor, request.Actor, request.Reason))
+
+    def skip_refused(self, task: Task, run: Run) -> str | None:
+        self.asked.append(("skip", run.Cursor))
+        return "a watched step is never skipped"
 
 
 @pytest.fixture
@@ -71,3 +75,12 @@ def test_a_cancel_that_stops_running_runs_leaves_a_kinds_own_run_to_it(watched: 
     # The command step is stopped the engine's way; the watched one is the kind's to end.
     assert [(r.Cursor, r.Phase, r.State) for r in cancelled.Runs] == [(0, Phase.NORMAL, RunState.RUNNING)]
     assert cancelled.Steps[1].State is StepState.FAILED and cancelled.Steps[0].State is StepState.RUNNING
+
+
+def test_skip_asks_the_kind_of_the_failing_step_whether_it_may(watched: Watched) -> None:
+    steps = [make_step("a", retry=3), make_step("wb", retry=3), make_step("c")]
+    task = do(do(new(steps), 0, FAIL), 0)  # a failed once, then succeeded: wb dispatched
+    task = do(task, 1, FAIL)  # wb failed its first attempt: its retry is pending
+    refused = skip(task, "olga", "x", Timing(300.0), ids=IDS, cursor=1)
+    assert isinstance(refused, Refusal) and refused.reason == "a watched step is never skipped"
+    assert watched.asked == [("skip", 1)]

@@ -36,3 +36,6 @@ class CommandKind:
 
     def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
         return None  # routing dispatches what became ready
+
+    def skip_refused(self, task: Task, run: Run) -> str | None:
+        return None  # its run is removed: a claimed command loses its lease and is stopped

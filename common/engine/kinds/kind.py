@@ -1,8 +1,8 @@
 """What a kind of step is to the engine: the `StepKind` protocol (DESIGN.md sec. 14).
 
 `common.engine.advance` starts a unit's run, concludes it and starts its rollback through the
-kind of its step (common.engine.kinds.registry.kind_of), and the operator's cancel, pause and
-resume (common.engine.operator) ask it what they mean for its steps, never by testing the step's
+kind of its step (common.engine.kinds.registry.kind_of), and the operator's cancel, pause, resume
+and skip (common.engine.operator) ask it what they mean for its steps, never by testing the step's
 fields, so a new kind of step is one module with a class of this shape, and one line in the
 registry.
 """
@@ -48,3 +48,6 @@ class StepKind(Protocol):
 
     def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
         """In place: what an operator's resume does to step `cursor` beyond clearing `Paused`."""
+
+    def skip_refused(self, task: Task, run: Run) -> str | None:
+        """Why an operator may not skip the unit of this kind's failing `run`, or None: they may."""

@@ -15,7 +15,7 @@ from common.engine.kinds.subflow import (
 )
 from common.engine.routing import Unit, unit_state
 from common.engine.states import Phase, ResultCode, RunState, StepState, move_run
-from common.engine.units import AttemptResult, Timing, begin_attempt, record, set_unit_state, store_result
+from common.engine.units import AttemptResult, Timing, begin_attempt, record, set_unit_state, store_result, unit_name
 
 
 class SubFlowKind:
@@ -65,6 +65,11 @@ class SubFlowKind:
     def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
         # The child relay resumes only a child the parent's pause paused, not one an operator paused.
         _tell_children(task, cursor, RESUME_CHILD, request)
+
+    def skip_refused(self, task: Task, run: Run) -> str | None:
+        if run.State is RunState.WAITING_CHILD:  # the child's own steps are what fail
+            return f"{unit_name(task, run.unit)} runs a child task: act on the child task instead"
+        return None
 
 
 def _tell_children(task: Task, cursor: int, kind: str, request: OperatorRequest) -> None:

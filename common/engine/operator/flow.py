@@ -27,7 +27,7 @@ from common.engine.advance import advance
 from common.engine.document import OperatorRequest, Task
 from common.engine.operator.actions import check_reason, new_generation
 from common.engine.routing import Unit, unit_state
-from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.states import Phase, ResultCode, StepState, TaskStatus, UNCLAIMED
 from common.engine.gates.step_locks import release_unit
 from common.engine.kinds import fan_out
 from common.engine.kinds.registry import kind_of
@@ -100,8 +100,8 @@ def skip(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = n
     if state.State is not StepState.RUNNING or run is None or state.Code in (None, ResultCode.OK):
         return Refusal(f"{unit_name(task, unit)} is {state.State.value} and has not failed an attempt: "
                        "only a step that keeps failing can be skipped")  # fmt: skip
-    if run.State is RunState.WAITING_CHILD:
-        return Refusal(f"{unit_name(task, unit)} runs a child task: act on the child task instead")
+    if (refused := kind_of(task.Steps[cursor]).skip_refused(task, run)) is not None:
+        return Refusal(refused)
     new = task.clone()
     remove_run(new, run)
     drop_outbox(new, run.DispatchId)
