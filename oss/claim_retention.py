@@ -2,15 +2,19 @@
 
 A closed claim (released, restored, expired) is kept so that its key never reserves again and the
 API and CLI can show it. On MongoDB it lives in a collection of its own, not in its host's
-document (common.store.inventory_mongo), so keeping it costs disk, not the host. This job deletes
+document (modules.resource.inventory.mongo), so keeping it costs disk, not the host. This job deletes
 those closed longer ago than the retention, at most once every PRUNE_EVERY_SECONDS, under the
 sweeper's lock; a retention of 0 keeps them forever (`baton hosts sweep --prune-days` by hand).
 """
 
 from __future__ import annotations
 
-from common.store.inventory_port import Inventory
+from typing import TYPE_CHECKING
+
 from oss.retention import PRUNE_EVERY_SECONDS, Retention
+
+if TYPE_CHECKING:
+    from modules.resource.inventory import Inventory
 
 
 class ClaimRetention(Retention):

@@ -14,7 +14,7 @@ import click
 from oss.cli_common import AsciiFloatRange, AsciiIntRange, EXIT_NO_TASK, EXIT_USAGE, fail, settings
 
 if TYPE_CHECKING:
-    from common.store.inventory_port import Host
+    from modules.resource.inventory import Host
     from oss.hosts_service import HostsService
 
 
@@ -33,14 +33,14 @@ def _line(host: Host) -> str:
 
 
 def _run(action, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    from common.store.inventory_port import InventoryError, UnknownHost
+    from oss.hosts_service import resource_inventory
 
     service = _service()
     try:
         result = action(service)
-    except UnknownHost as exc:
+    except resource_inventory.UnknownHost as exc:
         fail(EXIT_NO_TASK, str(exc))
-    except InventoryError as exc:  # refused input or a conflict: nothing was changed
+    except resource_inventory.InventoryError as exc:  # refused input or a conflict: nothing was changed
         fail(EXIT_USAGE, str(exc))
     finally:
         service.close()

@@ -15,7 +15,7 @@ from oss.cli_common import echo_json, settings
 @click.option("--json", "as_json", is_flag=True, help="One object per key.")
 def locks(key: str | None, as_json: bool) -> None:
     """Busy lock keys: limit, holders (mode, since when) and waiters (in the order they will be granted)."""
-    from common.store.inventory_factory import open_lock_store
+    from common.store.side_stores import open_lock_store
     from common.store.locks_table import LockTable
     from oss.lock_views import lock_view
 

@@ -22,7 +22,7 @@ def live_commands(loaded: Settings) -> dict[str, frozenset[str]]:
 
 
 def _registrations(loaded: Settings) -> list[ModuleRegistration]:
-    from common.store.inventory_factory import open_module_registry
+    from common.store.side_stores import open_module_registry
 
     registry = open_module_registry(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
     try:

@@ -30,9 +30,8 @@ def reconcile(apply_: bool, reason: str, actor: str, as_json: bool) -> None:
     rollback-failed task is never touched. Exit 1: a part could not be read or an action failed."""
     from common.errors import InvalidInput
     from common.input_limits import check_input
-    from common.runtime.discovery import module_hooks
+    from common.module_hooks import module_hook, module_hooks
     from common.store.factory import open_store
-    from common.store.inventory_factory import open_inventory
 
     loaded = settings()
     try:
@@ -43,7 +42,7 @@ def reconcile(apply_: bool, reason: str, actor: str, as_json: bool) -> None:
     if not makers:
         fail(EXIT_USAGE, "no module of this checkout offers a reconciler")
     store = open_store(loaded.store_url)
-    inventory = open_inventory(loaded.inventory_url)
+    inventory = module_hook("inventory").open_inventory(loaded.inventory_url)  # the resource module's
     try:
         try:
             reconciler = makers[0](store, inventory, actor)

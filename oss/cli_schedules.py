@@ -26,7 +26,7 @@ def _run(action: Callable[[ScheduleService], Any], as_json: bool) -> None:
     from common.errors import ActionRefused, DuplicateSchedule, InvalidParameters, UnknownTaskType
     from common.flows import load_flows
     from common.scheduling import Schedule, ScheduleError
-    from common.store.inventory_factory import open_schedule_store
+    from common.store.side_stores import open_schedule_store
     from oss.schedules_service import ScheduleService, UnknownSchedule
 
     loaded = settings()

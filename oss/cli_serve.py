@@ -51,7 +51,8 @@ def check_flows(path: Path | None, registries: tuple[str, ...], live: bool) -> N
     modules that announced themselves and still renew their heartbeat: one not running is
     reported."""
     from common.flows import load_flows
-    from common.runtime.discovery import conventional_commands, conventional_modules
+    from common.module_hooks import conventional_modules
+    from common.runtime.discovery import conventional_commands
     from oss.cli_modules import live_commands
 
     loaded = settings(client=True)
@@ -101,7 +102,7 @@ def sweeper() -> None:
     """Run the sweeper: re-dispatch lapsed steps and relay unsent outbox entries."""
     from common.background import BACKGROUND_MARGIN_SECONDS, join_all
     from oss.processes import run_until_signalled
-    from common.runtime.discovery import module_hooks
+    from common.module_hooks import module_hooks
     from oss.wiring import build, build_sweeper
 
     loaded = settings()

@@ -73,14 +73,15 @@ def _prepare(indexes: str) -> list[str]:
     """Open every part of the store with `indexes`; the problems left (MongoDB), [] for SQLite.
     A store that cannot be reached raises StoreError: `baton` says so (exit 5)."""
     from common.store.factory import open_store
-    from common.store.inventory_factory import open_event_log, open_inventory
+    from common.module_hooks import module_hook
+    from common.store.side_stores import open_event_log
     from common.store.items_open import open_item_store_for
 
     loaded = settings(client=True)
     url, timeout = loaded.store_url, loaded.effective_store_timeout
     parts = [
         open_store(url, timeout_seconds=timeout, indexes=indexes),  # type: ignore[arg-type]
-        open_inventory(url, timeout_seconds=timeout, indexes="none"),
+        module_hook("inventory").open_inventory(url, timeout_seconds=timeout, indexes="none"),  # the resource module's
         open_event_log(url, timeout_seconds=timeout, indexes="none"),
     ]
     parts.append(open_item_store_for(parts[0]))  # SQLite: its table made now, not at a step's first item

@@ -100,7 +100,7 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
 
 
 def _print_plan(parts: Any, task_type: str, parameters: dict[str, Any], request: dict[str, Any], as_json: bool) -> None:
-    from common.store.inventory_factory import open_lock_store, open_module_registry
+    from common.store.side_stores import open_lock_store, open_module_registry
     from common.store.locks_table import LockTable
     from oss.dry_run import dry_run
     from oss.plan_text import plan_lines

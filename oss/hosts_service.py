@@ -10,11 +10,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from common.module_hooks import module_hook
 from common.settings import Settings
 from common.store.factory import IndexMode
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity, Claim, Host, HostState, Inventory, UnknownHost
+
+if TYPE_CHECKING:
+    from modules.resource.inventory import Claim, Host, Inventory
+
+# The resource module's inventory (modules/resource/hooks.py): its opener, its types, its errors.
+resource_inventory = module_hook("inventory")
 
 
 @dataclass(frozen=True)
@@ -35,11 +41,11 @@ class HostsService:
     def open(cls, settings: Settings, indexes: IndexMode = "create") -> HostsService:
         """On the inventory the resource module uses: BATON_RESOURCE_INVENTORY_URL, else beside
         the task store (Settings.inventory_url); every call bounded like the store's."""
-        return cls(open_inventory(settings.inventory_url, timeout_seconds=settings.effective_store_timeout,
+        return cls(resource_inventory.open_inventory(settings.inventory_url, timeout_seconds=settings.effective_store_timeout,
                                   indexes=indexes))  # fmt: skip
 
     def add(self, name: str, cpu: int, memory_mb: int, storage_gb: int) -> Host:
-        return self._inventory.add_host(name, Capacity(cpu, memory_mb, storage_gb), self._clock())
+        return self._inventory.add_host(name, resource_inventory.Capacity(cpu, memory_mb, storage_gb), self._clock())
 
     def list(self) -> list[Host]:
         return self._inventory.list_hosts(self._clock())
@@ -47,15 +53,15 @@ class HostsService:
     def get(self, name: str) -> Host:
         host = self._inventory.get_host(name, self._clock())
         if host is None:
-            raise UnknownHost("no such host")  # the name asked for is not echoed
+            raise resource_inventory.UnknownHost("no such host")  # the name asked for is not echoed
         return host
 
     def drain(self, name: str) -> Host:
         """No new reservations on it; what it holds stays until released."""
-        return self._inventory.set_host_state(name, HostState.DRAINING, self._clock())
+        return self._inventory.set_host_state(name, resource_inventory.HostState.DRAINING, self._clock())
 
     def activate(self, name: str) -> Host:
-        return self._inventory.set_host_state(name, HostState.ACTIVE, self._clock())
+        return self._inventory.set_host_state(name, resource_inventory.HostState.ACTIVE, self._clock())
 
     def claims(self, *, host: str | None = None, holder: str | None = None, live_only: bool = True) -> list[Claim]:
         return self._inventory.list_claims(self._clock(), host=host, holder=holder, live_only=live_only)

@@ -13,7 +13,7 @@ from common.reserved import reserved_problems
 from common.masking import masked_with_parameters
 from common.scheduling import Missed, Overlap, Schedule, ScheduleError, check_timing, next_tick_after
 from common.store.retry import compare_and_set_loop
-from common.store.inventory_factory import open_schedule_store
+from common.store.side_stores import open_schedule_store
 from common.store.schedules_port import ScheduleStore
 from common.engine.transitions import new_id
 

@@ -37,6 +37,22 @@ IDENTIFIERS = ("task_type", "idempotency_key", "user_id", "labels", "after_task"
 
 
 @dataclass(frozen=True)
+class SubmitOptions:
+    """What a submission may say besides its task type and parameters: the keywords
+    TaskService.submit and TaskService.draft take (an unknown one is a TypeError)."""
+
+    idempotency_key: str | None = None
+    priority: int = 0
+    start_at: float | None = None
+    user_id: str | None = None
+    labels: Mapping[str, str] | None = None
+    after_task: str | None = None
+    # Baton's own submission (a schedule's tick): it may use the names baton reserves
+    # (common.reserved); every client's is refused them.
+    by_baton: bool = False
+
+
+@dataclass(frozen=True)
 class Submission:
     task: Task
     created: bool  # False: the idempotency key named a task that already existed
@@ -85,30 +101,15 @@ class TaskService:
         for queue in sorted({module_queue(m) for m in self._flows.modules()} | {ALARM_QUEUE}):
             self._broker.declare(queue)
 
-    def submit(
-        self,
-        task_type: str,
-        parameters: Mapping[str, Any],
-        *,
-        idempotency_key: str | None = None,
-        priority: int = 0,
-        start_at: float | None = None,
-        user_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        after_task: str | None = None,
-        by_baton: bool = False,
-    ) -> Submission:
+    def submit(self, task_type: str, parameters: Mapping[str, Any], **options: Any) -> Submission:
         """Write the whole task (step 0's dispatch in its outbox) in one insert, then publish it.
+        `options`: SubmitOptions' fields.
 
         Parameters are checked against the task type's schema first (InvalidParameters; nothing
         is written) and its defaults filled in. A publish that fails here is not an error for
         the caller: the task is stored and the outbox relay publishes step 0 within seconds.
-        `by_baton`: the submission is baton's own (a schedule's tick), which may use the names
-        baton reserves (common.reserved); every client's is refused them.
         """
-        draft = self.draft(task_type, parameters, idempotency_key=idempotency_key, priority=priority,
-                           start_at=start_at, user_id=user_id, labels=labels, after_task=after_task,
-                           by_baton=by_baton)  # fmt: skip
+        draft = self.draft(task_type, parameters, **options)
         if draft.existing is not None:
             return Submission(draft.existing, created=False)
         task = draft.task
@@ -116,7 +117,8 @@ class TaskService:
             self._store.insert(task)
         except DuplicateTask:
             # Lost a race with a concurrent submission of the same key: answer with the winner.
-            existing = self._store.get_by_idempotency_key(idempotency_key) if idempotency_key else None
+            key = task.IdempotencyKey
+            existing = self._store.get_by_idempotency_key(key) if key else None
             if existing is None:
                 raise
             return _repeat(existing, *draft.request, task.AfterTask)
@@ -126,40 +128,31 @@ class TaskService:
             task = self._waits.listen(task, draft.awaited.TaskId)
         return Submission(task, created=True)
 
-    def draft(
-        self,
-        task_type: str,
-        parameters: Mapping[str, Any],
-        *,
-        idempotency_key: str | None = None,
-        priority: int = 0,
-        start_at: float | None = None,
-        user_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        after_task: str | None = None,
-        by_baton: bool = False,
-    ) -> Draft:
+    def draft(self, task_type: str, parameters: Mapping[str, Any], **options: Any) -> Draft:
         """Everything a submission checks and builds, and nothing it writes: the task as it would
         be inserted (its first dispatches in its outbox), or the task an earlier request with the
-        same idempotency key created. Raises what `submit` raises for a request it refuses."""
+        same idempotency key created. Raises what `submit` raises for a request it refuses.
+        `options`: SubmitOptions' fields."""
+        given = SubmitOptions(**options)
         # Baton's own limits first: nothing past this line (the schema check, its messages, the
         # store) ever sees a value too deep, too big, not valid Unicode or with a control character.
         check_input(self._settings.input_limits, IDENTIFIERS, task_type=task_type, parameters=dict(parameters),
-                    idempotency_key=idempotency_key, user_id=user_id, labels=dict(labels or {}),
-                    after_task=after_task)  # fmt: skip
-        if not by_baton and (taken := reserved_problems(idempotency_key, labels)):
+                    idempotency_key=given.idempotency_key, user_id=given.user_id, labels=dict(given.labels or {}),
+                    after_task=given.after_task)  # fmt: skip
+        if not given.by_baton and (taken := reserved_problems(given.idempotency_key, given.labels)):
             raise InvalidInput(taken)
         flow = self._flows.get(task_type)
         check = flow.validate(parameters)
         if not check.ok:
             raise InvalidParameters([(e.path, e.message) for e in check.errors])
-        request = (task_type, check.parameters, priority, user_id, dict(labels or {}), start_at)
-        if idempotency_key is not None:
-            existing = self._store.get_by_idempotency_key(idempotency_key)
+        labels = dict(given.labels or {})
+        request = (task_type, check.parameters, given.priority, given.user_id, labels, given.start_at)
+        if given.idempotency_key is not None:
+            existing = self._store.get_by_idempotency_key(given.idempotency_key)
             if existing is not None:
-                repeat = _repeat(existing, *request, self._named(after_task, existing))
+                repeat = _repeat(existing, *request, self._named(given.after_task, existing))
                 return Draft(existing, request, existing=repeat.task, awaited=None)
-        awaited = self._waits.awaited(after_task) if after_task is not None else None
+        awaited = self._waits.awaited(given.after_task) if given.after_task is not None else None
         lock = _lock_of(flow, check.parameters)
         now = self._clock()
         task = create_task(
@@ -170,11 +163,11 @@ class TaskService:
             parameters=check.parameters,
             secret_parameters=flow.secret_parameters,
             timing=Timing(now, redeliver_after=self._settings.redeliver_after_seconds),
-            start_at=start_at,
-            idempotency_key=idempotency_key,
-            priority=priority,
-            user_id=user_id,
-            labels=dict(labels or {}),
+            start_at=given.start_at,
+            idempotency_key=given.idempotency_key,
+            priority=given.priority,
+            user_id=given.user_id,
+            labels=labels,
             deadline_seconds=flow.deadline,
             after_task=awaited.TaskId if awaited is not None else None,
             flow_version=flow.version,

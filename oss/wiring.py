@@ -10,12 +10,13 @@ from pydantic import SecretStr
 from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
+from common.module_hooks import module_hook
 from common.relay.lock_reclaim import LockReclaim
 from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.settings import Settings
 from common.relay.schedule_runner import ScheduleRunner
 from common.store.factory import IndexMode, open_store
-from common.store.inventory_factory import open_inventory, open_module_registry, open_schedule_store
+from common.store.side_stores import open_module_registry, open_schedule_store
 from common.store.port import TaskStore
 from common.relay.sweeper import Job, SweepConfig, Sweeper
 from common.relay.unserved import UnservedWatch
@@ -70,7 +71,7 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
     ))
     jobs: list[Job] = [schedules, unserved, locks]
     if settings.resource_claim_retention_days > 0:
-        inventory = open_inventory(
+        inventory = module_hook("inventory").open_inventory(  # the resource module's
             settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
         )
         jobs.append(ClaimRetention(inventory, settings.resource_claim_retention_days * 86400))

@@ -18,7 +18,7 @@ from common.runtime.registry import load_registry
 from common.stop_signals import stop_on_signals
 from common.settings import Settings, load_settings
 from common.store.factory import open_store
-from common.store.inventory_factory import open_module_registry
+from common.store.side_stores import open_module_registry
 from common.store.port import TaskStore
 
 log = structlog.get_logger(__name__)

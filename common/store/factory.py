@@ -42,11 +42,12 @@ def open_store(
 def open_adapter(url: str, sqlite_class: str, mongo_class: str, *,
                  timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create") -> Any:
     """The one way from a store URL to an adapter: import the class its scheme names
-    ("module:Class", under common.store; on demand, so SQLite never imports pymongo) and open it
-    on the URL's file or database."""
+    ("module:Class", under common.store unless dotted: a module's own adapter, e.g. the resource
+    inventory's; on demand, so SQLite never imports pymongo) and open it on the URL's file or
+    database."""
     scheme = url_scheme(url)
     module, _, name = (sqlite_class if scheme == "sqlite" else mongo_class).partition(":")
-    adapter = getattr(importlib.import_module(f"common.store.{module}"), name)
+    adapter = getattr(importlib.import_module(module if "." in module else f"common.store.{module}"), name)
     if scheme == "sqlite":
         return adapter(sqlite_path(url))
     if scheme == "mongomock":

@@ -1,4 +1,5 @@
-"""Every MongoDB index baton uses, in one place, and the three things done with them.
+"""Every MongoDB index baton uses, in one place (a module adds its own collections' through its
+`mongo_indexes` hook), and the three things done with them.
 
 - `ensure` (OSS at start, `baton store init`): create the missing ones. An index of the same name
   but another definition is NOT replaced (rebuilding an index on a large collection is a job for
@@ -23,6 +24,7 @@ from pymongo.database import Database
 from pymongo.errors import ConnectionFailure
 
 from common.errors import StoreError
+from common.module_hooks import module_hooks
 
 IndexMode = Literal["create", "check", "none"]
 
@@ -120,47 +122,45 @@ SPECS: dict[str, list[IndexSpec]] = {
         IndexSpec("task_time", [("TaskId", ASCENDING), ("Time", DESCENDING)]),
         IndexSpec("time", [("Time", DESCENDING)]),
     ],
-    "inventory_hosts": [
-        # One key names one claim across all hosts (a unique multikey index spans documents).
-        # Only documents holding a claim are indexed: hosts without any would collide on "missing".
-        IndexSpec(
-            "claim_key",
-            [("claims.key", ASCENDING)],
-            {"unique": True, "partialFilterExpression": {"claims.key": {"$exists": True}}},
-        ),
-        IndexSpec("claim_expiry", [("claims.state", ASCENDING), ("claims.expires_at", ASCENDING)]),
-        IndexSpec("claim_closed", [("claims.state", ASCENDING), ("claims.updated_at", ASCENDING)]),
-        IndexSpec("claim_holder", [("claims.holder", ASCENDING)]),
-    ],
-    # Closed claims, moved out of their host's document (see inventory_mongo).
-    "inventory_closed_claims": [
-        IndexSpec("holder", [("holder", ASCENDING)]),
-        IndexSpec("released_by", [("released_by", ASCENDING)]),
-        IndexSpec("updated_at", [("updated_at", ASCENDING)]),
-    ],
-    # Releases in progress or done, one per release key (see inventory_mongo.release).
-    "inventory_releases": [],
 }
 # Names baton created once and no longer uses: `migrate` drops them.
 OBSOLETE: dict[str, list[str]] = {
     "tasks": ["time", "status_time", "type_time", "user_time"],
-    "inventory_hosts": ["claim_released_by"],
 }
 
 
+@dataclass(frozen=True)
+class ModuleIndexes:
+    """A module's own collections' indexes (what its `mongo_indexes` hook returns, common.module_hooks): the
+    resource inventory's. `baton store init` and `migrate` treat them as baton's own."""
+
+    specs: dict[str, list[IndexSpec]]
+    obsolete: dict[str, list[str]] = field(default_factory=dict)
+
+
+def catalog() -> ModuleIndexes:
+    """Every index baton uses: SPECS and OBSOLETE with each module's added."""
+    merged = ModuleIndexes(dict(SPECS), dict(OBSOLETE))
+    for offered in (indexes() for indexes in module_hooks("mongo_indexes")):
+        merged.specs.update(offered.specs)
+        merged.obsolete.update(offered.obsolete)
+    return merged
+
+
 def check(db: Database[Any], collections: list[str] | None = None) -> list[str]:
-    """What differs from SPECS, one sentence each; changes nothing."""
+    """What differs from the catalog, one sentence each; changes nothing."""
     problems = []
-    for name in collections or list(SPECS):
+    known = catalog()
+    for name in collections or list(known.specs):
         existing = db[name].index_information()
-        for spec in SPECS[name]:
+        for spec in known.specs[name]:
             info = existing.get(spec.name)
             if info is None:
                 problems.append(f"{name}.{spec.name}: missing")
             elif not spec.matches(info):
                 problems.append(f"{name}.{spec.name}: differs (found {_shown(info)}, want {_shown_spec(spec)})")
-        for old in OBSOLETE.get(name, []):
-            if old in existing and old not in {s.name for s in SPECS[name]}:
+        for old in known.obsolete.get(name, []):
+            if old in existing and old not in {s.name for s in known.specs[name]}:
                 problems.append(f"{name}.{old}: no longer used")
     return problems
 
@@ -168,21 +168,23 @@ def check(db: Database[Any], collections: list[str] | None = None) -> list[str]:
 def ensure(db: Database[Any], collections: list[str] | None = None) -> list[str]:
     """Create the missing indexes; report (not replace) the ones that differ. Returns the report
     of what is still not in order afterwards."""
-    for name in collections or list(SPECS):
+    specs = catalog().specs
+    for name in collections or list(specs):
         existing = db[name].index_information()
-        for spec in SPECS[name]:
+        for spec in specs[name]:
             if spec.name not in existing:
                 db[name].create_index(spec.keys, name=spec.name, **spec.options)
     return check(db, collections)
 
 
 def migrate(db: Database[Any], collections: list[str] | None = None) -> list[str]:
-    """Bring the indexes to SPECS: replace changed ones, drop obsolete ones, create missing ones.
-    Returns what was done, one sentence each."""
+    """Bring the indexes to the catalog: replace changed ones, drop obsolete ones, create missing
+    ones. Returns what was done, one sentence each."""
     done = []
-    for name in collections or list(SPECS):
+    known = catalog()
+    for name in collections or list(known.specs):
         existing = db[name].index_information()
-        for spec in SPECS[name]:
+        for spec in known.specs[name]:
             info = existing.get(spec.name)
             if info is not None and not spec.matches(info):
                 db[name].drop_index(spec.name)
@@ -191,8 +193,8 @@ def migrate(db: Database[Any], collections: list[str] | None = None) -> list[str
             if info is None:
                 db[name].create_index(spec.keys, name=spec.name, **spec.options)
                 done.append(f"{name}.{spec.name}: created")
-        for old in OBSOLETE.get(name, []):
-            if old in existing and old not in {s.name for s in SPECS[name]}:
+        for old in known.obsolete.get(name, []):
+            if old in existing and old not in {s.name for s in known.specs[name]}:
                 db[name].drop_index(old)
                 done.append(f"{name}.{old}: dropped (no longer used)")
     return done

@@ -12,7 +12,7 @@ from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
 from common.settings import load_settings
 from common.store.events_port import EventLog
-from common.store.inventory_factory import open_event_log
+from common.store.side_stores import open_event_log
 from modules.monitor.events import event_for
 
 registry = CommandRegistry("monitor")

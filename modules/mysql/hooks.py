@@ -1,17 +1,19 @@
-"""What the mysql module offers oss (found by common.runtime.discovery.module_hooks): its
+"""What the mysql module offers oss (found by common.module_hooks.module_hooks): its
 reconciler, for `baton reconcile`, and the periodic reconcile job the sweeper process runs."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.settings import Settings
-from common.store.inventory_port import Inventory
 from common.store.port import TaskStore
 from modules.mysql.reconcile import Reconciler
 from modules.mysql.reconcile_job import start_reconcile_job
 from modules.mysql.settings import load_mysql_settings
+
+if TYPE_CHECKING:  # the resource module's, reached through its hook (common.module_hooks)
+    from modules.resource.inventory import Inventory
 
 
 def reconciler(store: TaskStore, inventory: Inventory, actor: str) -> Reconciler:

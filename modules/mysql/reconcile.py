@@ -16,6 +16,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pymysql
 import structlog
@@ -23,7 +24,6 @@ import structlog
 from common.errors import BatonError
 from common.engine.document import Task
 from common.engine.states import TaskStatus
-from common.store.inventory_port import Inventory
 from common.store.port import TaskStore
 from common.store.mutate import mutate
 from common.store.task_filters import page_key
@@ -42,6 +42,9 @@ from modules.mysql.reconcile_rules import (
     run_of_owner_key,
     task_of_claim,
 )
+
+if TYPE_CHECKING:  # the resource module's, reached through its hook (common.module_hooks)
+    from modules.resource.inventory import Inventory
 
 log = structlog.get_logger(__name__)
 PAGE = 500

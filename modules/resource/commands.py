@@ -24,8 +24,8 @@ from common.errors import CommandFailed
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
 from common.settings import load_settings
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import (
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import (
     ClaimClosed,
     ClaimState,
     Inventory,

@@ -12,7 +12,7 @@ from typing import Any
 
 from common.errors import CommandFailed
 from common.instance_names import BadInstanceName, check_instance_name
-from common.store.inventory_port import Capacity, Claim
+from modules.resource.inventory.port import Capacity, Claim
 
 # The same defaults as the parameters of create_mysql_instance in flows.yaml: a task submitted
 # before parameter checking fills them in gets the same amounts.

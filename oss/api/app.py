@@ -23,7 +23,7 @@ from common.broker.port import Broker
 from common.errors import BatonError, BrokerError
 from common.flows import FlowCatalog, load_flows
 from common.store.factory import open_store
-from common.store.inventory_factory import open_module_registry
+from common.store.side_stores import open_module_registry
 from common.store.modules_port import live_modules
 from common.store.port import TaskStore
 from oss.api.auth import authenticate_first
@@ -37,7 +37,7 @@ from oss.api.routers import actions, alarms, bulk, events, health, hosts, items,
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
-from common.runtime.discovery import module_hooks
+from common.module_hooks import module_hooks
 from oss.wiring import build_sweeper
 
 log = structlog.get_logger(__name__)

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from common.engine.codes import WaitKind
 from common.relay.schedule_runner import ScheduleRunner
-from common.store.inventory_factory import open_schedule_store
+from common.store.side_stores import open_schedule_store
 from tests.api.support import FLOWS, Api, auth, open_api
 
 ALWAYS_OPEN = """

@@ -41,7 +41,7 @@ def test_hosts_live_in_the_inventory_the_resource_module_uses(tmp_path):
     """BATON_RESOURCE_INVENTORY_URL, when set, is where the API reads and adds hosts."""
     from fastapi.testclient import TestClient
 
-    from common.store.inventory_factory import open_inventory
+    from modules.resource.inventory.factory import open_inventory
     from tests.api.support import open_api
 
     elsewhere = f"sqlite:///{tmp_path / 'inventory.db'}"

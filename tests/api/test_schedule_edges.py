@@ -8,7 +8,7 @@ import pytest
 from common.cron import cron_pattern
 from common.relay.schedule_runner import ScheduleRunner
 from common.scheduling import ScheduleError, check_timing, tick_key
-from common.store.inventory_factory import open_schedule_store
+from common.store.side_stores import open_schedule_store
 from tests.api.support import SUBMITTER, Api, auth
 
 BODY = {"name": "pulse", "task_type": "create_db", "parameters": {"name": "db1"}, "interval_seconds": 60}

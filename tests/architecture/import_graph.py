@@ -19,7 +19,10 @@ def _rabbitmq_adapter(module: str) -> bool:
 
 
 def _mongo_adapter(module: str) -> bool:
-    return module.startswith("common.store.") and "mongo" in module.rsplit(".", 1)[-1]
+    """A MongoDB adapter of the store, or of a module's own store (the resource inventory's)."""
+    parts = module.split(".")
+    own_store = parts[0] == "modules" and len(parts) > 3  # modules.<name>.<its store>.<adapter>
+    return (module.startswith("common.store.") or own_store) and "mongo" in parts[-1]
 
 
 DRIVERS = {"pika": _rabbitmq_adapter, "pymongo": _mongo_adapter, "bson": _mongo_adapter}

@@ -50,7 +50,9 @@ def test_a_planted_breach_of_each_rule_is_named(tmp_path):
         "modules/mysql/__init__.py": "",
         "modules/mysql/commands.py": "from modules.resource import inventory\nfrom oss import cli\n",
         "modules/resource/__init__.py": "",
-        "modules/resource/inventory.py": "",
+        "modules/resource/inventory/__init__.py": "",
+        "modules/resource/inventory/mongo.py": "import pymongo\n",  # a module's own store adapter
+        "modules/resource/commands.py": "import pymongo\n",
         "oss/cli.py": "import modules.mysql.commands\n",
         "oss/api.py": "",
     })
@@ -60,6 +62,8 @@ def test_a_planted_breach_of_each_rule_is_named(tmp_path):
     assert ("modules.mysql.commands", "a module never imports another module") in rules
     assert ("modules.mysql.commands", "a module never imports oss") in rules
     assert ("oss.cli", "oss reaches a module through its hook, not an import") in rules
+    assert ("modules.resource.commands", "only the adapters import pymongo") in rules
+    assert not any(importer == "modules.resource.inventory.mongo" for importer, _ in rules)
 
 
 def test_a_planted_cycle_is_named_even_through_a_function_local_import(tmp_path):

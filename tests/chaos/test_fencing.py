@@ -29,8 +29,8 @@ import pytest
 
 from common.settings import load_settings
 from common.engine.states import Phase, TaskStatus
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity
 from tests.chaos.evidence import assert_clean
 from tests.chaos.plans import FULL, scale
 from tests.chaos.test_process_faults import store_write_locked

@@ -15,8 +15,8 @@ import pytest
 
 from common.store.events_mongo import MongoEventLog
 from common.store.events_sqlite import SqliteEventLog
-from common.store.inventory_mongo import MongoInventory
-from common.store.inventory_sqlite import SqliteInventory
+from modules.resource.inventory.mongo import MongoInventory
+from modules.resource.inventory.sqlite import SqliteInventory
 from common.store.items_mongo import MongoItemStore
 from common.store.items_sqlite import SqliteItemStore
 from common.store.locks_mongo import MongoLockStore

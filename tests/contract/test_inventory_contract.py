@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from common.store.inventory_port import (
+from modules.resource.inventory.port import (
     Capacity,
     ClaimClosed,
     ClaimState,
@@ -377,8 +377,8 @@ def test_deduct_racing_expiry_ends_one_way_only(backend: Backend) -> None:
 def _reserve_in_process(kind: str, path: str | None, url: str | None, database: str | None,
                         worker: int, keys: int, start: Any, placed: Any) -> None:
     """Entry point of a spawned process: reserve `keys` distinct keys with its own handle."""
-    from common.store.inventory_mongo import MongoInventory
-    from common.store.inventory_sqlite import SqliteInventory
+    from modules.resource.inventory.mongo import MongoInventory
+    from modules.resource.inventory.sqlite import SqliteInventory
 
     inv: Any = SqliteInventory(path) if kind == "sqlite" else MongoInventory(url, database)
     try:
@@ -429,7 +429,8 @@ def test_concurrent_reservations_from_processes_never_overbook(backend: Backend)
 def test_open_inventory_and_event_log_share_the_task_stores_url(tmp_path: Any) -> None:
     from common.errors import ConfigError
     from common.store.factory import open_store
-    from common.store.inventory_factory import open_event_log, open_inventory
+    from common.store.side_stores import open_event_log
+    from modules.resource.inventory.factory import open_inventory
 
     url = f"sqlite:///{tmp_path / 'baton.db'}"
     store, inv, events = open_store(url), open_inventory(url), open_event_log(url)

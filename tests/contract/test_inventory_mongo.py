@@ -10,8 +10,8 @@ import pytest
 from pymongo.errors import AutoReconnect
 
 from common.errors import StoreError
-from common.store.inventory_mongo import ARCHIVE_AFTER_SECONDS, COLLECTION, MongoInventory
-from common.store.inventory_port import Capacity, ClaimState
+from modules.resource.inventory.mongo import ARCHIVE_AFTER_SECONDS, COLLECTION, MongoInventory
+from modules.resource.inventory.port import Capacity, ClaimState
 from tests.support.secantus import fresh_database_name
 
 NOW = 1_700_000_000.0

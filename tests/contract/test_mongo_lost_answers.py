@@ -22,8 +22,8 @@ from common.engine.states import Phase, StepState
 from common.engine.transitions import Refusal, Timing, claim, create_task, mark_sent
 from common.errors import DuplicateSchedule, DuplicateTask
 from common.scheduling import Schedule
-from common.store.inventory_mongo import MongoInventory
-from common.store.inventory_port import Capacity, ClaimState
+from modules.resource.inventory.mongo import MongoInventory
+from modules.resource.inventory.port import Capacity, ClaimState
 from common.store.items_mongo import MongoItemStore
 from common.store.locks_mongo import MongoLockStore
 from common.store.mongo import MongoStore

@@ -20,8 +20,8 @@ from common.errors import StoreError, StoreRefused
 from common.engine.document import Alarm
 from common.store.events_mongo import MongoEventLog
 from common.store.events_port import Event
-from common.store.inventory_mongo import MongoInventory
-from common.store.inventory_port import Capacity
+from modules.resource.inventory.mongo import MongoInventory
+from modules.resource.inventory.port import Capacity
 from common.store.mongo import MongoStore
 from common.store.mongo_client import client_options
 from common.store.schedules_mongo import MongoScheduleStore

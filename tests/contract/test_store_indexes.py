@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from common.store import mongo_indexes
-from common.store.inventory_mongo import MongoInventory
+from modules.resource.inventory.mongo import MongoInventory
 from common.store.mongo import MongoStore
 from common.store.sqlite import SqliteStore
 from oss.cli import main as cli
@@ -86,6 +86,17 @@ def test_a_changed_index_definition_warns_and_migrate_replaces_it(database: Any)
     assert "tasks.deadline: dropped (changed definition)" in done and "tasks.time: dropped (no longer used)" in done
     assert mongo_indexes.check(database) == []
     assert mongo_indexes.migrate(database) == []  # again: nothing to do
+
+
+def test_the_resource_modules_indexes_are_created_checked_and_migrated_with_the_stores(database: Any) -> None:
+    # Offered by the resource module's `mongo_indexes` hook: common names none of them itself.
+    database["inventory_hosts"].create_index([("claims.released_by", 1)], name="claim_released_by")
+    MongoStore(database.client, database.name)  # OSS: creates every index of the database
+    assert {"claim_key", "claim_expiry"} <= set(database["inventory_hosts"].index_information())
+    assert "holder" in database["inventory_closed_claims"].index_information()
+    assert mongo_indexes.check(database) == ["inventory_hosts.claim_released_by: no longer used"]
+    assert mongo_indexes.migrate(database) == ["inventory_hosts.claim_released_by: dropped (no longer used)"]
+    assert mongo_indexes.check(database) == []
 
 
 def test_baton_store_init_and_migrate(database: Any, secantus_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

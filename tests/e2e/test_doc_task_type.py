@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from common.engine.states import TaskStatus
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity, HostState
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity, HostState
 from tests.support.cluster import REPO, Cluster
 from tests.support.doc_examples import blocks
 

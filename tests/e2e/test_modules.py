@@ -21,8 +21,9 @@ import pytest
 
 from common.errors import BatonError
 from common.engine.states import TaskStatus
-from common.store.inventory_factory import open_event_log, open_inventory
-from common.store.inventory_port import Capacity, ClaimState, HostState
+from common.store.side_stores import open_event_log
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity, ClaimState, HostState
 from common.engine.transitions import Timing, create_task
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox

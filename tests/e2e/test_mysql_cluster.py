@@ -16,8 +16,8 @@ import pymysql
 import pytest
 
 from common.engine.states import StepState, TaskStatus
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity, ClaimState, HostState
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity, ClaimState, HostState
 from tests.support.cluster import REPO, Cluster
 from tests.support.graph_checks import rollback_violations
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox

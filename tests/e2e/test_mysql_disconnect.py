@@ -15,8 +15,8 @@ import pymysql
 import pytest
 
 from common.engine.states import ResultCode, StepState, TaskStatus
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity
 from tests.e2e.test_modules import login, only_host, run
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.mariadb import Sandbox, mariadb_sandbox

@@ -28,8 +28,8 @@ import pytest
 
 from common.errors import BatonError
 from common.engine.states import FINAL_STATUSES, TaskStatus
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity, ClaimState
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity, ClaimState
 from tests.chaos.plans import FULL, scale
 from tests.support.cluster import Cluster, commits, wait_until
 from tests.support.secantus import SecantusServer, fresh_database_name, secantus_server

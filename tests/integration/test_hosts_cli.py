@@ -40,7 +40,7 @@ def test_refusals_exit_with_their_codes_and_say_why(tmp_path: Any) -> None:
 def test_hosts_use_the_inventory_the_resource_module_uses(tmp_path: Any) -> None:
     """BATON_RESOURCE_INVENTORY_URL names the inventory of every surface, not only the module's."""
     from common.settings import load_settings
-    from common.store.inventory_factory import open_inventory
+    from modules.resource.inventory.factory import open_inventory
 
     elsewhere = f"sqlite:///{tmp_path / 'inventory.db'}"
     env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_RESOURCE_INVENTORY_URL": elsewhere}

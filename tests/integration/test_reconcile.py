@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from common.engine.states import ResultCode, TaskStatus
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity, ClaimState
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity, ClaimState
 from common.store.sqlite import SqliteStore
 from common.engine.transitions import AttemptResult, Timing, create_task
 from modules.mysql import provision

@@ -8,8 +8,8 @@ from typing import Any
 
 from common.runtime.child import execute
 from common.engine.states import Phase
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
 from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt

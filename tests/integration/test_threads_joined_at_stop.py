@@ -19,7 +19,7 @@ from common.queues import ALARM_QUEUE
 from common.flows import load_flows
 from common.runtime.module import ModuleRuntime
 from common.store.factory import open_store
-from common.store.inventory_factory import open_module_registry
+from common.store.side_stores import open_module_registry
 from modules.monitor.alarms import alarm_consumer
 from oss.api import create_app
 from oss.settings import load_oss_settings

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from common.settings import load_settings
-from common.store.inventory_port import Capacity
-from common.store.inventory_sqlite import SqliteInventory
+from modules.resource.inventory.port import Capacity
+from modules.resource.inventory.sqlite import SqliteInventory
 from oss.claim_retention import ClaimRetention
 from oss.wiring import build, build_sweeper
 

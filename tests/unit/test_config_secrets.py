@@ -11,7 +11,7 @@ from common.flows.loader import parse_flows
 from common.logging import redacted_url
 from common.settings import load_settings
 from common.store.factory import open_store
-from common.store.inventory_factory import open_schedule_store
+from common.store.side_stores import open_schedule_store
 from oss.cli import main
 from oss.settings import load_oss_settings
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from common.errors import CommandFailed
-from common.store.inventory_port import Capacity, ClaimState, Host, HostState
-from common.store.inventory_rules import choose_host, effective_state, no_room_message
+from modules.resource.inventory.port import Capacity, ClaimState, Host, HostState
+from modules.resource.inventory.rules import choose_host, effective_state, no_room_message
 from modules.resource.requests import DEFAULT_NEED, claim_key, holder_from, need_from
 
 

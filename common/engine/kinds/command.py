@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from common.engine.document import OutboxEntry, Run, Step, Task
+from collections.abc import Callable
+
+from common.engine.document import OperatorRequest, OutboxEntry, Run, Step, Task
 from common.engine.routing import Unit
 from common.engine.units import Timing, publish_entry
 
@@ -25,3 +27,15 @@ class CommandKind:
 
     def roll_back(self, task: Task, unit: Unit, timing: Timing, actor: str) -> bool:
         return False
+
+    def cancel_run(self, task: Task, run: Run, request: OperatorRequest) -> bool:
+        return False  # its module's command finishes (or is stopped): its outcome routes into rollback
+
+    def pause(self, task: Task, cursor: int, request: OperatorRequest) -> None:
+        return None  # a claimed command finishes; what nobody claimed yet the pause withdraws
+
+    def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
+        return None  # routing dispatches what became ready
+
+    def skip_refused(self, task: Task, run: Run) -> str | None:
+        return None  # its run is removed: a claimed command loses its lease and is stopped

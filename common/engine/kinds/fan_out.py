@@ -83,14 +83,14 @@ def start_rollback(task: Task, cursor: int, now: float) -> None:
                                    Body=body, DueAt=now))
 
 
-def resume_records(task: Task, now: float, ids: Callable[[], str]) -> None:
-    """In place, from an operator's resume: a pause held each step's next items back (a chain's
+def resume_records(task: Task, cursor: int, now: float, ids: Callable[[], str]) -> None:
+    """In place, from an operator's resume: a pause held the step's next items back (a chain's
     successor was not started, a dispatch not claimed); the entry's flusher starts them."""
-    for cursor, step in enumerate(task.Steps):
-        if keeps_records(step) and step.ItemsOpen and step.State is StepState.RUNNING:
-            body = {"Cursor": cursor, "Generation": task.Generation}
-            entry = f"{entry_id(task, cursor, RESUME_ITEMS)}:{ids()}"  # a step may be resumed many times
-            task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body=body, DueAt=now))
+    step = task.Steps[cursor]
+    if step.ItemsOpen and step.State is StepState.RUNNING:
+        body = {"Cursor": cursor, "Generation": task.Generation}
+        entry = f"{entry_id(task, cursor, RESUME_ITEMS)}:{ids()}"  # a step may be resumed many times
+        task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body=body, DueAt=now))
 
 
 def reopen_rollback(task: Task, cursor: int, action: str, actor: str, reason: str, now: float,

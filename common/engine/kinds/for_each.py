@@ -3,7 +3,9 @@ run and roll back through their records (common.engine.kinds.fan_out), each as a
 
 from __future__ import annotations
 
-from common.engine.document import Step, Task
+from collections.abc import Callable
+
+from common.engine.document import OperatorRequest, Step, Task
 from common.engine.kinds import fan_out
 from common.engine.kinds.command import CommandKind
 from common.engine.routing import Unit
@@ -19,3 +21,6 @@ class ForEachRecordsKind(CommandKind):
     def roll_back(self, task: Task, unit: Unit, timing: Timing, actor: str) -> bool:
         fan_out.start_rollback(task, unit[0], timing.now)  # each chain's first applied item, via the outbox
         return True
+
+    def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
+        fan_out.resume_records(task, cursor, request.Time, ids)  # the items a pause held back (their relay starts them)

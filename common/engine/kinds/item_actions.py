@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from common.engine.document import HistoryEvent, Task
 from common.engine.item_record import OWES_ROLLBACK_SUCCESSOR, OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
-from common.engine.kinds.item_changes import ITEM_HISTORY_LIMIT, _copy, _dispatch, _owes, _set_state
+from common.engine.kinds.item_changes import ITEM_HISTORY_LIMIT, copy_record, dispatch_item, set_item_state, with_owed
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.engine.units import IdFactory, Refusal, Timing, publish_entry, reset_rollback
 from common.engine.units import record as task_event
@@ -27,12 +27,12 @@ def skip_item(record: ItemRecord, task: Task, actor: str, reason: str, timing: T
     if not failing or run is None or run.Phase is not Phase.NORMAL:
         return Refusal(f"{name} is {record.State.value} and has not failed an attempt: "
                        "only an item that keeps failing can be skipped")  # fmt: skip
-    new = _copy(record)
+    new = copy_record(record)
     new.Run = None
     new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
-    _set_state(new, StepState.OPERATOR_SKIPPED)
+    set_item_state(new, StepState.OPERATOR_SKIPPED)
     new.Message, new.TimeEnd, new.WaitingSince = f"skipped by {actor}: {reason}", timing.now, None
-    new.Owes = _owes(_owes(new.Owes, OWES_SUCCESSOR), OWES_SETTLED)
+    new.Owes = with_owed(with_owed(new.Owes, OWES_SUCCESSOR), OWES_SETTLED)
     new.Open = False
     _note(new, timing.now, "operator_skipped", Phase.NORMAL, run.Attempt, actor, reason)
     return new
@@ -45,10 +45,10 @@ def retry_item_rollback(record: ItemRecord, task: Task, actor: str, reason: str,
         return Refusal("its rollback has not failed")
     if task.TaskStatus is not TaskStatus.ROLLING_BACK:
         return Refusal(f"task is {task.TaskStatus.name}, not rolling back")
-    new = _copy(record)
+    new = copy_record(record)
     reset_rollback(new)
     _note(new, timing.now, "rollback_retried", Phase.ROLLBACK, 0, actor, reason)
-    _dispatch(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
+    dispatch_item(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
 
 
@@ -57,10 +57,10 @@ def compensate_item(record: ItemRecord, actor: str, reason: str, timing: Timing)
     applied item rolls back next."""
     if record.State is not StepState.ROLLBACK_FAILED or record.Run is not None:
         return Refusal("its rollback has not failed")
-    new = _copy(record)
-    _set_state(new, StepState.COMPENSATED)
+    new = copy_record(record)
+    set_item_state(new, StepState.COMPENSATED)
     new.RollbackMessage = f"compensated by hand by {actor}: {reason}"
-    new.Owes = _owes(_owes(new.Owes, OWES_ROLLBACK_SUCCESSOR), OWES_SETTLED)
+    new.Owes = with_owed(with_owed(new.Owes, OWES_ROLLBACK_SUCCESSOR), OWES_SETTLED)
     new.Open = False
     _note(new, timing.now, "compensated", Phase.ROLLBACK, 0, actor, reason)
     return new
@@ -73,7 +73,7 @@ def republish_pending(record: ItemRecord, task: Task, timing: Timing) -> ItemRec
     run = record.Run
     if run is None or run.Phase is not Phase.NORMAL or run.State is not RunState.PENDING:
         return Refusal("nothing unclaimed")
-    new = _copy(record)
+    new = copy_record(record)
     run = new.Run
     assert run is not None
     if any(e.DispatchId == run.DispatchId for e in new.Outbox):

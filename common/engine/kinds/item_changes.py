@@ -46,7 +46,7 @@ def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFa
     for index, value in enumerate(values):
         record = ItemRecord(TaskId=task.TaskId, Generation=task.Generation, Cursor=cursor, Item=index, Value=value)
         if index < chains:
-            _dispatch(task, record, Phase.NORMAL, 1, timing, timing.now, actor, ids)
+            dispatch_item(task, record, Phase.NORMAL, 1, timing, timing.now, actor, ids)
         records.append(record)
     return records
 
@@ -70,7 +70,7 @@ def claim_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, tim
         return Refusal("the task is no longer going forward")
     if run.Phase is Phase.NORMAL and task.Paused is not None:
         return Refusal("the task is paused")
-    new = _copy(record)
+    new = copy_record(record)
     run = new.Run
     assert run is not None
     move_run(run, RunState.RUNNING)
@@ -88,7 +88,7 @@ def renew_item_lease(record: ItemRecord, dispatch_id: str, owner: str, timing: T
     refusal = _check_owner(record, dispatch_id, owner)
     if refusal:
         return refusal
-    new = _copy(record)
+    new = copy_record(record)
     assert new.Run is not None
     new.Run.Deadline = timing.now + timing.lease
     return new
@@ -101,7 +101,7 @@ def finish_item_attempt(record: ItemRecord, task: Task, dispatch_id: str, owner:
     refusal = _check_owner(record, dispatch_id, owner)
     if refusal:
         return refusal
-    new = _copy(record)
+    new = copy_record(record)
     assert new.Run is not None
     _conclude(new, new.Run, task, result, timing, owner, ids)
     return new
@@ -114,7 +114,7 @@ def release_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, t
     refusal = _check_owner(record, dispatch_id, owner)
     if refusal:
         return refusal
-    new = _copy(record)
+    new = copy_record(record)
     run = new.Run
     assert run is not None
     _event(new, timing.now, "released", run, owner, "module shutting down")
@@ -122,7 +122,7 @@ def release_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, t
         _conclude(new, run, task, AttemptResult(ResultCode.FAILED, "stopped by a module shutdown"), timing, owner, ids)
         return new
     new.Run = None
-    _dispatch(task, new, run.Phase, run.Attempt, timing, timing.now, owner, ids)
+    dispatch_item(task, new, run.Phase, run.Attempt, timing, timing.now, owner, ids)
     return new
 
 
@@ -133,7 +133,7 @@ def expire_item(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory,
     run = record.Run
     if run is None or run.Deadline is None or run.Deadline > timing.now:
         return Refusal("nothing past its deadline")
-    new = _copy(record)
+    new = copy_record(record)
     run = new.Run
     assert run is not None
     if run.State is RunState.RUNNING:
@@ -160,8 +160,8 @@ def start_successor(record: ItemRecord, task: Task, timing: Timing, ids: IdFacto
         return Refusal("started already")
     if not _forward(task) or task.Paused is not None:
         return Refusal("the task starts no new item now")
-    new = _copy(record)
-    _dispatch(task, new, Phase.NORMAL, 1, timing, timing.now, actor, ids)
+    new = copy_record(record)
+    dispatch_item(task, new, Phase.NORMAL, 1, timing, timing.now, actor, ids)
     return new
 
 
@@ -171,15 +171,15 @@ def cancel_item(record: ItemRecord, task: Task, timing: Timing) -> ItemRecord | 
     run = record.Run
     if run is None or run.Phase is not Phase.NORMAL or run.State is not RunState.PENDING:
         return Refusal("nothing unclaimed to cancel")
-    new = _copy(record)
+    new = copy_record(record)
     new.Run = None
     new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
     if run.Attempt == 1 and new.WaitingSince is None:
-        _set_state(new, StepState.CANCELLED)
+        set_item_state(new, StepState.CANCELLED)
     else:
-        _set_state(new, StepState.FAILED)
+        set_item_state(new, StepState.FAILED)
         new.TimeEnd = timing.now
-    new.Owes = _owes(new.Owes, OWES_SETTLED)
+    new.Owes = with_owed(new.Owes, OWES_SETTLED)
     _event(new, timing.now, "cancelled", run, "oss", "another unit failed" if task.CancelRequested is None
            else f"cancelled by {task.CancelRequested.Actor}")
     return new
@@ -189,9 +189,9 @@ def start_item_rollback(record: ItemRecord, task: Task, timing: Timing, ids: IdF
     """Dispatch the rollback of an applied item (its step's rollback is under way)."""
     if record.State not in APPLIED or record.Run is not None:
         return Refusal("not an applied item waiting for its rollback")
-    new = _copy(record)
+    new = copy_record(record)
     new.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
-    _dispatch(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
+    dispatch_item(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
 
 
@@ -199,7 +199,7 @@ def applied_owes_done(record: ItemRecord, owes: str) -> ItemRecord | Refusal:
     """The relay applied `owes`: drop it from the record."""
     if owes not in record.Owes:
         return Refusal("applied already")
-    new = _copy(record)
+    new = copy_record(record)
     new.Owes = [o for o in new.Owes if o != owes]
     return new
 
@@ -221,17 +221,17 @@ def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timi
         verdict = decide_check(task, step, new, run, result, timing.now)
         if isinstance(verdict, float):
             _event(new, timing.now, "check_again", run, actor, check_message(verdict, timing.now, result))
-            _dispatch(task, new, run.Phase, run.Attempt, timing, verdict, actor, ids)
+            dispatch_item(task, new, run.Phase, run.Attempt, timing, verdict, actor, ids)
             return
         result = verdict
     store_result(new, run.Phase, result, timing.now)
     stopping = normal and (not _forward(task) or overdue(task, timing.now))
     if retries_left(step, run, result, stopping):
         _event(new, timing.now, "attempt_failed", run, actor, result.message)
-        _dispatch(task, new, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
+        dispatch_item(task, new, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
         return
     state, event = concluded_state(result, run.Phase)
-    _set_state(new, state)
+    set_item_state(new, state)
     new.WaitingSince = None
     _event(new, timing.now, event, run, actor, result.message)
     if result.ok and normal:
@@ -240,13 +240,14 @@ def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timi
         owes = OWES_SUCCESSOR if result.ok else OWES_FAILED
     else:
         owes = OWES_ROLLBACK_SUCCESSOR if result.ok else None
-    new.Owes = _owes(_owes(new.Owes, owes), OWES_SETTLED)
+    new.Owes = with_owed(with_owed(new.Owes, owes), OWES_SETTLED)
     new.Open = False
 
 
-def _dispatch(task: Task, record: ItemRecord, phase: Phase, attempt: int, timing: Timing, due_at: float,
-              actor: str, ids: IdFactory) -> None:
-    _set_state(record, StepState.RUNNING if phase is Phase.NORMAL else StepState.ROLLING_BACK)
+def dispatch_item(task: Task, record: ItemRecord, phase: Phase, attempt: int, timing: Timing, due_at: float,
+                  actor: str, ids: IdFactory) -> None:
+    """In place: a new run of the item in `phase`, its message in the record's own outbox."""
+    set_item_state(record, StepState.RUNNING if phase is Phase.NORMAL else StepState.ROLLING_BACK)
     run = Run(Cursor=record.Cursor, Item=record.Item, Phase=phase, Attempt=attempt, DispatchId=ids(),
               Deadline=due_at + timing.redeliver_after, Since=due_at)
     record.Run = run
@@ -264,12 +265,14 @@ def _check_owner(record: ItemRecord, dispatch_id: str, owner: str) -> Refusal | 
     return None
 
 
-def _set_state(record: ItemRecord, state: StepState) -> None:
+def set_item_state(record: ItemRecord, state: StepState) -> None:
+    """The one way an item record changes state: through the step's table of legal changes."""
     check_step_transition(record.State, state)
     record.State = state
 
 
-def _owes(owes: list[str], what: str | None) -> list[str]:
+def with_owed(owes: list[str], what: str | None) -> list[str]:
+    """The record's `Owes` with `what` added once (None: nothing owed)."""
     return owes if what is None or what in owes else [*owes, what]
 
 
@@ -279,5 +282,6 @@ def _event(record: ItemRecord, now: float, event: str, run: Run, actor: str, mes
     del record.History[:-ITEM_HISTORY_LIMIT]
 
 
-def _copy(record: ItemRecord) -> ItemRecord:
+def copy_record(record: ItemRecord) -> ItemRecord:
+    """A deep copy to change: a change returns a new record, as the engine returns a new task."""
     return ItemRecord.model_validate(record.model_dump())

@@ -1,15 +1,18 @@
 """What a kind of step is to the engine: the `StepKind` protocol (DESIGN.md sec. 14).
 
 `common.engine.advance` starts a unit's run, concludes it and starts its rollback through the
-kind of its step (common.engine.kinds.registry.kind_of), never by testing the step's fields, so a
-new kind of step is one module with a class of this shape, and one line in the registry.
+kind of its step (common.engine.kinds.registry.kind_of), and the operator's cancel, pause, resume
+and skip (common.engine.operator) ask it what they mean for its steps, never by testing the step's
+fields, so a new kind of step is one module with a class of this shape, and one line in the
+registry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
-from common.engine.document import OutboxEntry, Run, Step, Task
+from common.engine.document import OperatorRequest, OutboxEntry, Run, Step, Task
 from common.engine.routing import Unit
 from common.engine.units import Timing
 
@@ -33,3 +36,18 @@ class StepKind(Protocol):
 
     def roll_back(self, task: Task, unit: Unit, timing: Timing, actor: str) -> bool:
         """In place: start the unit's rollback the kind's own way; False: dispatch a rollback run."""
+
+    def cancel_run(self, task: Task, run: Run, request: OperatorRequest) -> bool:
+        """In place: an operator's cancel of the task, for this kind's claimed `run`, the kind's
+        own way; False: the engine's (the run finishes, or a cancel that stops running runs
+        removes it)."""
+
+    def pause(self, task: Task, cursor: int, request: OperatorRequest) -> None:
+        """In place: what an operator's pause of the task does to step `cursor` beyond the
+        task's own `Paused` (which holds every new unit back)."""
+
+    def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
+        """In place: what an operator's resume does to step `cursor` beyond clearing `Paused`."""
+
+    def skip_refused(self, task: Task, run: Run) -> str | None:
+        """Why an operator may not skip the unit of this kind's failing `run`, or None: they may."""

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from common.engine.document import OutboxEntry, Run, Step, Task
-from common.engine.kinds.subflow import child_entry, child_task_id
+from collections.abc import Callable
+
+from common.engine.document import OperatorRequest, OutboxEntry, Run, Step, Task
+from common.engine.kinds.subflow import (
+    PAUSE_CHILD,
+    RESUME_CHILD,
+    cancel_child_entry,
+    child_entry,
+    child_task_id,
+    hold_child_entry,
+)
 from common.engine.routing import Unit, unit_state
 from common.engine.states import Phase, ResultCode, RunState, StepState, move_run
-from common.engine.units import AttemptResult, Timing, begin_attempt, record, set_unit_state, store_result
+from common.engine.units import AttemptResult, Timing, begin_attempt, record, set_unit_state, store_result, unit_name
 
 
 class SubFlowKind:
@@ -42,3 +51,30 @@ class SubFlowKind:
         set_unit_state(task, unit, StepState.ROLLED_BACK)
         record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit, message=message)
         return True
+
+    def cancel_run(self, task: Task, run: Run, request: OperatorRequest) -> bool:
+        if run.State is not RunState.WAITING_CHILD:
+            return False
+        task.Outbox.append(cancel_child_entry(task, run, request.Actor, request.Reason, request.Time))
+        return True  # the child rolls back, and its end concludes this run
+
+    def pause(self, task: Task, cursor: int, request: OperatorRequest) -> None:
+        # "No new step starts" holds for the whole operation: the child is paused too.
+        _tell_children(task, cursor, PAUSE_CHILD, request)
+
+    def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
+        # The child relay resumes only a child the parent's pause paused, not one an operator paused.
+        _tell_children(task, cursor, RESUME_CHILD, request)
+
+    def skip_refused(self, task: Task, run: Run) -> str | None:
+        if run.State is RunState.WAITING_CHILD:  # the child's own steps are what fail
+            return f"{unit_name(task, run.unit)} runs a child task: act on the child task instead"
+        return None
+
+
+def _tell_children(task: Task, cursor: int, kind: str, request: OperatorRequest) -> None:
+    """In place: a pause or resume entry for each child a run of step `cursor` waits for (the
+    child relay applies it to the child, common.relay.child_relay)."""
+    for run in task.Runs:
+        if run.Cursor == cursor and run.State is RunState.WAITING_CHILD and run.Phase is Phase.NORMAL:
+            task.Outbox.append(hold_child_entry(task, run, kind, request.Actor, request.Reason, request.Time))

@@ -29,9 +29,9 @@ from common.engine.advance import advance, dispatch, enter_rollback
 from common.engine.gates.task_lock import request_again
 from common.engine.document import OperatorRequest, Task
 from common.engine.routing import Unit, unit_state, units
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED, set_waiting
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode, StepState, TaskStatus, UNCLAIMED, set_waiting
 from common.engine.kinds import fan_out
-from common.engine.kinds.subflow import cancel_child_entry
+from common.engine.kinds.registry import kind_of
 from common.engine.units import (
     AttemptResult,
     IdFactory,
@@ -66,9 +66,9 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     busy = [r for r in new.Runs if r.State not in UNCLAIMED]
     record(new, timing.now, "cancel_requested", busy[0] if len(busy) == 1 else None, actor=actor, message=reason)
     for run in busy:
-        if run.State is RunState.WAITING_CHILD:
-            new.Outbox.append(cancel_child_entry(new, run, actor, reason, timing.now))
-        elif stop_running:
+        if kind_of(new.Steps[run.Cursor]).cancel_run(new, run, request):
+            continue  # the kind's own way (a sub-flow's child is cancelled)
+        if stop_running:
             remove_run(new, run)
             store_result(unit_state(new, run.unit), run.Phase, AttemptResult(ResultCode.FAILED, "stopped by a cancel"), timing.now)
             set_unit_state(new, run.unit, StepState.FAILED)

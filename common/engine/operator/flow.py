@@ -27,10 +27,10 @@ from common.engine.advance import advance
 from common.engine.document import OperatorRequest, Task
 from common.engine.operator.actions import check_reason, new_generation
 from common.engine.routing import Unit, unit_state
-from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.states import Phase, ResultCode, StepState, TaskStatus, UNCLAIMED
 from common.engine.gates.step_locks import release_unit
 from common.engine.kinds import fan_out
-from common.engine.kinds.subflow import PAUSE_CHILD, RESUME_CHILD, hold_child_entry
+from common.engine.kinds.registry import kind_of
 from common.engine.units import (
     IdFactory,
     Refusal,
@@ -53,7 +53,7 @@ def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     if task.CancelRequested is not None:
         return Refusal(f"cancel requested by {task.CancelRequested.Actor}: nothing more starts anyway")
     new = task.clone()
-    new.Paused = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
+    new.Paused = request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     record(new, timing.now, "paused", actor=actor, message=reason)
     # Only a unit never claimed goes back to waiting: one that ran (a retry's backoff, a check
     # again later) keeps its pending run. A unit in line for its step lock leaves the line (a
@@ -66,7 +66,8 @@ def pause(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
         release_unit(new, run.unit, timing.now)
         set_unit_state(new, run.unit, StepState.WAITING)
         record(new, timing.now, "withdrawn", run, actor=actor, message="paused before anyone claimed it")
-    _tell_children(new, PAUSE_CHILD, actor, reason, timing.now)
+    for cursor, step in enumerate(new.Steps):  # each kind's own part (a sub-flow's child is paused too)
+        kind_of(step).pause(new, cursor, request)
     return new
 
 
@@ -77,18 +78,11 @@ def resume(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     new = task.clone()
     new.Paused = None
     record(new, timing.now, "resumed", actor=actor, message=reason)
-    _tell_children(new, RESUME_CHILD, actor, reason, timing.now)
-    fan_out.resume_records(new, timing.now, ids)  # the items a pause held back (their relay starts them)
+    request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
+    for cursor, step in enumerate(new.Steps):  # each kind's own part (a child or held items go on)
+        kind_of(step).resume(new, cursor, request, ids)
     advance(new, timing, actor, ids)
     return new
-
-
-def _tell_children(task: Task, kind: str, actor: str, reason: str, now: float) -> None:
-    """In place: a pause or resume entry for each child a sub-flow run waits for (the child
-    relay applies it to the child, common.relay.child_relay)."""
-    for run in task.Runs:
-        if run.State is RunState.WAITING_CHILD and run.Phase is Phase.NORMAL:
-            task.Outbox.append(hold_child_entry(task, run, kind, actor, reason, now))
 
 
 def skip(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id, *,
@@ -106,8 +100,8 @@ def skip(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = n
     if state.State is not StepState.RUNNING or run is None or state.Code in (None, ResultCode.OK):
         return Refusal(f"{unit_name(task, unit)} is {state.State.value} and has not failed an attempt: "
                        "only a step that keeps failing can be skipped")  # fmt: skip
-    if run.State is RunState.WAITING_CHILD:
-        return Refusal(f"{unit_name(task, unit)} runs a child task: act on the child task instead")
+    if (refused := kind_of(task.Steps[cursor]).skip_refused(task, run)) is not None:
+        return Refusal(refused)
     new = task.clone()
     remove_run(new, run)
     drop_outbox(new, run.DispatchId)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from common.store.inventory_port import Host, HostConflict, InventoryError, UnknownHost
-from common.store.inventory_rules import HOST_NAME
 from oss.api.auth import Context, Operator, Reader
 from oss.api.errors import ApiError
 from oss.api.schemas import JsonInt, error_responses
-from oss.hosts_service import HostsService
+from oss.hosts_service import HostsService, resource_inventory
+
+if TYPE_CHECKING:
+    from modules.resource.inventory import Host
 
 router = APIRouter(prefix="/api/v1", tags=["hosts"])
 
@@ -37,8 +38,8 @@ class HostList(BaseModel):
 
 
 # The inventory's own rule, published: a name the schema allows is a name the inventory takes.
-HostName = Annotated[str, Field(min_length=1, max_length=63, pattern=HOST_NAME.pattern)]
-HostInPath = Annotated[str, Path(min_length=1, max_length=63, pattern=HOST_NAME.pattern)]
+HostName = Annotated[str, Field(min_length=1, max_length=63, pattern=resource_inventory.HOST_NAME.pattern)]
+HostInPath = Annotated[str, Path(min_length=1, max_length=63, pattern=resource_inventory.HOST_NAME.pattern)]
 
 
 class HostCreate(BaseModel):
@@ -89,11 +90,11 @@ def _answer(action) -> Host:  # type: ignore[no-untyped-def]
     """The inventory's own errors, as the API's answers."""
     try:
         return action()  # type: ignore[no-any-return]
-    except UnknownHost as exc:
+    except resource_inventory.UnknownHost as exc:
         raise ApiError(404, str(exc)) from None
-    except HostConflict as exc:
+    except resource_inventory.HostConflict as exc:
         raise ApiError(409, str(exc)) from None
-    except InventoryError as exc:  # invalid input the schema did not catch
+    except resource_inventory.InventoryError as exc:  # invalid input the schema did not catch
         raise ApiError(422, str(exc)) from None
 
 

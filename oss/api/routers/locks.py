@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from common.input_limits import NO_CONTROL_PATTERN
-from common.store.inventory_factory import open_lock_store
+from common.store.side_stores import open_lock_store
 from common.store.locks_table import LockTable
 from oss.api.auth import Context, Reader
 from oss.api.query import ASCII_INT

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
 from common.queues import module_queue
-from common.store.inventory_factory import open_module_registry
+from common.store.side_stores import open_module_registry
 from common.store.modules_port import ModuleRegistration, ModuleRegistry, is_live
 from oss.api.auth import Context, Reader
 from oss.api.schemas import error_responses

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from common.store.inventory_port import (
+from modules.resource.inventory.port import (
     Capacity,
     Claim,
     ClaimState,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.store import inventory_rules as rules
-from common.store.inventory_port import Capacity, Claim, ClaimState, Host, HostState
+from modules.resource.inventory import rules
+from modules.resource.inventory.port import Capacity, Claim, ClaimState, Host, HostState
 
 Doc = dict[str, Any]
 FIELDS = ("cpu", "memory_mb", "storage_gb")

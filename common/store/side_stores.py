@@ -1,5 +1,5 @@
-"""Open the inventory, the event log, the schedules, the lock documents and the module registry named by a store
-URL (as open_store).
+"""Open the event log, the schedules, the lock documents and the module registry named by a store
+URL (as open_store). A module's own store (the resource inventory) has its opener in its module.
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
 BATON_STORE_URL configures them all. Adapters are imported on demand: a SQLite deployment never
@@ -12,7 +12,6 @@ from typing import Any
 
 from common.store.events_port import EventLog
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapter
-from common.store.inventory_port import Inventory
 from common.store.locks_port import LockStore
 from common.store.modules_port import ModuleRegistry
 from common.store.schedules_port import ScheduleStore
@@ -20,12 +19,6 @@ from common.store.schedules_port import ScheduleStore
 
 def _open(url: str, sqlite_class: str, mongo_class: str, timeout_seconds: float, indexes: IndexMode) -> Any:
     return open_adapter(url, sqlite_class, mongo_class, timeout_seconds=timeout_seconds, indexes=indexes)
-
-
-def open_inventory(
-    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
-) -> Inventory:
-    return _open(url, "inventory_sqlite:SqliteInventory", "inventory_mongo:MongoInventory", timeout_seconds, indexes)  # type: ignore[no-any-return]
 
 
 def open_event_log(

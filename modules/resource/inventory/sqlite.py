@@ -12,8 +12,8 @@ import os
 import sqlite3
 from typing import Any
 
-from common.store import inventory_rules as rules
-from common.store.inventory_port import (
+from modules.resource.inventory import rules
+from modules.resource.inventory.port import (
     Capacity,
     Claim,
     ClaimClosed,

@@ -46,12 +46,12 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.collection import Collection
 from pymongo.errors import DuplicateKeyError
 
-from common.store import inventory_rules as rules
-from common.store.inventory_mongo_docs import CLOSED, Doc, amount, archived, by_age, closed_claim, inc
-from common.store.inventory_mongo_docs import claim as claim_of
-from common.store.inventory_mongo_docs import host as host_of
-from common.store.inventory_mongo_docs import new_claim, new_host, room_for
-from common.store.inventory_port import (
+from modules.resource.inventory import rules
+from modules.resource.inventory.mongo_docs import CLOSED, Doc, amount, archived, by_age, closed_claim, inc
+from modules.resource.inventory.mongo_docs import claim as claim_of
+from modules.resource.inventory.mongo_docs import host as host_of
+from modules.resource.inventory.mongo_docs import new_claim, new_host, room_for
+from modules.resource.inventory.port import (
     Capacity,
     Claim,
     ClaimClosed,
