@@ -41,6 +41,7 @@ def migrate(task_type: str, to: str, reason: str, limit: int, actor: str, apply_
             parts.service.declare_queues()  # a moved task may dispatch a step at once
         migrations = Migrations(parts.store, parts.flows, parts.service.actions, time.time,
                                 parts.settings.redeliver_after_seconds)  # fmt: skip
+        parts.store.ping()  # a store that is down says so before the flows are looked at
         try:
             result = migrations.run(task_type, to, actor=actor, reason=reason.strip(), dry_run=not apply_, limit=limit)
         except ValueError as exc:
