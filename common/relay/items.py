@@ -41,12 +41,20 @@ from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.store.task_reads import TaskReads
 from common.engine.units import none_if_refused
+from common.errors import StoreError
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
 INSERT_BATCH = 500  # records per insert when a step opens
 PAGE = 500
 FORWARD_OPEN = (StepState.WAITING, StepState.RUNNING)  # in this order: see check_settled
+SETTLE_TRIES = 50  # each try is a few indexed look-ups; only a task changing all the time loses this often
+MOVED = "the task moved since the step's items were looked up"
+
+
+def _rolling_back(task: Task, cursor: int) -> bool:
+    step = task.Steps[cursor]
+    return step.State is StepState.ROLLING_BACK and step.ItemsOpen
 
 
 class ItemRelay:
@@ -100,15 +108,12 @@ class ItemRelay:
         self.check_settled(task.TaskId, cursor)
 
     def _start_rollbacks(self, task: Task, cursor: int) -> None:
-        """The first applied item of each chain starts its rollback; the rest follow their chain."""
-        chains, seen = chain_count(task, cursor), set()
-        for record in self._pages(task, cursor, APPLIED):
-            if record.Item % chains in seen:
-                continue
-            seen.add(record.Item % chains)
-            self._roll_back(task, record)
-            if len(seen) == chains:
-                break
+        """The first applied item of each chain starts its rollback; the rest follow their chain.
+        Applied again (the sweeper's relay repeating the entry), it starts only what is still owed."""
+        if not _rolling_back(task, cursor):
+            return  # the step's rollback concluded since: a late repeat of the entry
+        if not self._any(task, cursor, [StepState.ROLLBACK_FAILED]):  # a failed rollback: none starts (4.3)
+            self._start_idle_chains(task, cursor)
         self.check_settled(task.TaskId, cursor)  # nothing was applied: done at once
 
     def _resume(self, task: Task, cursor: int) -> None:
@@ -140,6 +145,8 @@ class ItemRelay:
         """An operator retried (or compensated) the step's failed item rollbacks: each is
         dispatched again (or compensated, its chain going on), and the chains the failure held
         back start their next applied item; the step settles as usual."""
+        if not _rolling_back(task, cursor):
+            return  # the step's rollback concluded since: a late repeat of the entry
         actor, reason, chains = body["Actor"], body["Reason"], chain_count(task, cursor)
         seen, compensated = set(), []
         for record in list(self._pages(task, cursor, [StepState.ROLLBACK_FAILED])):
@@ -154,12 +161,7 @@ class ItemRelay:
                 compensated += [done] if done is not None else []
         for record in compensated:  # once none is failed any more: a chain goes on only then
             self.apply_owes(record, check_settled=False)
-        for record in self._pages(task, cursor, APPLIED):
-            if record.Item % chains not in seen:
-                seen.add(record.Item % chains)
-                self._roll_back(task, record)
-            if len(seen) == chains:
-                break
+        self._start_idle_chains(task, cursor, held=seen)
         self.check_settled(task.TaskId, cursor)
 
     # --- an outside change of one record --------------------------------------------------------
@@ -234,6 +236,26 @@ class ItemRelay:
         if following:
             self._roll_back(task, following[0])
 
+    def _start_idle_chains(self, task: Task, cursor: int, held: Collection[int] = ()) -> None:
+        """Start the rollback of each chain's first applied item, but in a chain that has an
+        earlier item rolling back (a repeat of the entry that began the rollback): that one's end
+        starts the next. The applied items are read before the ones rolling back, so an item
+        ending its rollback in between has its successor either still applied (the first
+        applied, which its own notice starts too: the same compare-and-set, done once) or
+        rolling back already (seen by the later read). `held`: chains left alone."""
+        chains, first = chain_count(task, cursor), {}
+        for record in self._pages(task, cursor, APPLIED):
+            first.setdefault(record.Item % chains, record)
+            if len(first) == chains:
+                break
+        for record in self._pages(task, cursor, [StepState.ROLLING_BACK]):
+            residue = record.Item % chains
+            if residue in first and record.Item < first[residue].Item:
+                del first[residue]
+        for residue, record in sorted(first.items()):
+            if residue not in held:
+                self._roll_back(task, record)
+
     def _roll_back(self, task: Task, record: ItemRecord) -> None:
         started = self._change(record, lambda r: start_item_rollback(r, task, self._timing(), self._ids, "relay"))
         if started is not None:
@@ -243,10 +265,38 @@ class ItemRelay:
 
     def check_settled(self, task_id: str, cursor: int) -> None:
         """Conclude the step's current direction once no item has work left in it. Each item
-        writes its record before it asks, so the last of two items ending together sees both."""
-        task = self._reads.get(task_id)
-        if task is None or not task.Steps[cursor].ItemsOpen:
-            return
+        writes its record before it asks, so the last of two items ending together sees both.
+
+        The conclusion is written only on the very version of the task the look-ups were decided
+        on, and decided again when the task moved: two asks overlap, and the later one may have
+        concluded the forward part and started the step's rollback in between; the earlier one's
+        "no item running" must not then conclude that rollback while its items still roll back."""
+        for _ in range(SETTLE_TRIES):
+            task = self._reads.get(task_id)
+            if task is None or not task.Steps[cursor].ItemsOpen:
+                return
+            settled = self._settled(task, cursor)
+            if settled is None:
+                return
+            counts = self._items.count_by_state(task_id, task.Generation, cursor)
+
+            def conclude(current: Task, seen: Task = task, failure=settled[0]) -> Task | Refusal:
+                if current.Version != seen.Version:
+                    return Refusal(MOVED)
+                return items_settled(current, cursor, counts, self._timing(), "relay",
+                                     lambda: self._items.outputs(task_id, seen.Generation, cursor), failure, self._ids)
+
+            changed = mutate(self._tasks, task_id, conclude)
+            if not isinstance(changed, Refusal):
+                self._flush_task(changed)
+                return
+            if changed.reason != MOVED:
+                return
+        raise StoreError(f"task {task_id}: step {cursor} kept changing while its items settled")
+
+    def _settled(self, task: Task, cursor: int) -> tuple[tuple[int, str] | None] | None:
+        """None while an item has work left in the step's direction; else the first failure of
+        that direction (wrapped: None is a failure's absence)."""
         step = task.Steps[cursor]
         # The states are asked in the order an item passes through them (waiting, running; applied,
         # rolling back): an item that moves on between two look-ups is seen by the later one. In
@@ -255,20 +305,14 @@ class ItemRelay:
         if step.State is StepState.RUNNING:
             going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
             if self._any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
-                return
-            failure = self._first(task, cursor, StepState.FAILED)
-        else:
-            failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
-            if failure is None and self._any(task, cursor, APPLIED):
-                return
-            if self._any(task, cursor, [StepState.ROLLING_BACK]):
-                return
-        counts = self._items.count_by_state(task_id, task.Generation, cursor)
-        changed = mutate(self._tasks, task_id, lambda t: items_settled(
-            t, cursor, counts, self._timing(), "relay",
-            lambda: self._items.outputs(task_id, task.Generation, cursor), failure, self._ids))
-        if not isinstance(changed, Refusal):
-            self._flush_task(changed)
+                return None
+            return (self._first(task, cursor, StepState.FAILED),)
+        failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
+        if failure is None and self._any(task, cursor, APPLIED):
+            return None
+        if self._any(task, cursor, [StepState.ROLLING_BACK]):
+            return None
+        return (failure,)
 
     # --- the parts ---------------------------------------------------------------------------
 
