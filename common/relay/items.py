@@ -33,6 +33,7 @@ from common.engine.kinds.item_changes import (
     new_records,
     start_item_rollback,
     start_successor,
+    withdraw_item_rollback,
 )
 from common.engine.states import DONE_FORWARD, Phase, RunState, StepState, TaskStatus
 from common.engine.units import IdFactory, Refusal, Timing, new_id
@@ -257,9 +258,23 @@ class ItemRelay:
                 self._roll_back(task, record)
 
     def _roll_back(self, task: Task, record: ItemRecord) -> None:
+        """Start an applied item's rollback, unless a rollback failed for good meanwhile. The
+        failure's writer wrote its record before it looked for items rolling back; this writes
+        its start before it looks for a failure: one of the two sees the other. Seen here, the
+        start (not published yet) is taken back and the step asked whether it is done, since the
+        failure's own ask may have seen this item rolling back and waited for it."""
         started = self._change(record, lambda r: start_item_rollback(r, task, self._timing(), self._ids, "relay"))
-        if started is not None:
-            self._publish_item(started)
+        if started is None:
+            return
+        assert started.Run is not None
+        if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
+            dispatch_id = started.Run.DispatchId
+            if self._change(started, lambda r: withdraw_item_rollback(r, dispatch_id)) is not None:
+                log.info("item rollback taken back: another item's rollback failed", task_id=task.TaskId,
+                         step=record.Cursor, item=record.Item, phase="rollback", attempt=1)
+            self.check_settled(task.TaskId, record.Cursor)
+            return
+        self._publish_item(started)
 
     # --- the step's end ----------------------------------------------------------------------
 

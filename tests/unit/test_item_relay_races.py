@@ -7,6 +7,8 @@ forced at the one point where it happens, so each runs the same way every time.
 - A rollback entry applied again (the sweeper's relay repeating it after the committing process
   was slow or died, a duplicated delivery): each chain keeps one item rolling back at a time.
 - An operator's retry-rollback entry applied again: likewise.
+- A chain's next rollback starts just as another item's rollback fails for good and the step
+  concludes `rollback_failed`: no rollback may be left dispatched under the concluded step.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from common.engine.document import Task
 from common.engine.item_record import ItemRecord
 from common.engine.kinds import fan_out
-from common.engine.kinds.fan_out import ITEM_KINDS, keeps_records, start_rollback
+from common.engine.kinds.fan_out import ITEM_KINDS, inline_view, keeps_records, start_rollback
 from common.engine.kinds.fan_out_transitions import item_failed
 from common.engine.kinds.item_changes import claim_item, finish_item_attempt
 from common.engine.operator.actions import retry_rollback
@@ -29,20 +31,30 @@ from common.relay.items import ItemRelay
 from common.store.items_sqlite import SqliteItemStore
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore
+from tests.chaos.invariants import check_task
 from tests.support.builders import make_step
 
 
 class Interleaved(SqliteItemStore):
-    """The real SQLite item store; `between` runs once, when the step's counts are asked for:
-    after the relay's look-ups decided the step is done, before it writes that to the task."""
+    """The real SQLite item store; `between[name]` runs once, when the store's method `name` is
+    next called: the other side's moves, forced into the one window where they race."""
 
-    between = None
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.between = {}
 
-    def count_by_state(self, *args, **kwargs):
-        hook, self.between = self.between, None
+    def _once(self, name: str) -> None:
+        hook = self.between.pop(name, None)
         if hook is not None:
             hook()
+
+    def count_by_state(self, *args, **kwargs):  # after the look-ups found the step done, before its write
+        self._once("count_by_state")
         return super().count_by_state(*args, **kwargs)
+
+    def page_items(self, *args, **kwargs):  # a chain's next applied item, after the failure check
+        self._once("page_items")
+        return super().page_items(*args, **kwargs)
 
 
 @pytest.fixture
@@ -115,7 +127,7 @@ def test_a_stale_end_of_the_forward_part_is_not_written_over_the_steps_rollback(
     first, second = _relay(tasks, items), _relay(tasks, items)
     # The first ask found no item running forward; before it writes, the second ask concludes the
     # forward part, and the step's rollback starts both applied items' rollbacks.
-    items.between = lambda: second.check_settled(task.TaskId, 0)
+    items.between["count_by_state"] = lambda: second.check_settled(task.TaskId, 0)
     first.check_settled(task.TaskId, 0)
 
     assert _states(items, task.TaskId, 2) == [StepState.ROLLING_BACK, StepState.ROLLING_BACK]
@@ -187,3 +199,25 @@ def test_an_operators_retry_rollback_entry_applied_again_keeps_one_item_of_each_
     relay.apply(task.TaskId, reopen)  # a repeat: items 2 and 5 wait for their chain's turn
     assert _states(items, task.TaskId, 6) == expected
     assert items.get_item(task.TaskId, 0, 0, 0).Run.Phase is Phase.ROLLBACK
+
+
+def test_a_chains_next_rollback_started_as_another_fails_for_good_is_withdrawn(stores):
+    tasks, items = stores
+    task, relay = _all_applied_and_rolling_back(tasks, items, count=4, parallel=2)
+    (entry,) = [e for e in task.Outbox if e.Kind == fan_out.ROLLBACK_ITEMS]
+    relay.apply(task.TaskId, entry)  # items 0 and 1 roll back
+    rolled_back = _run(tasks, items, task.TaskId, 0, OK)
+    # Item 0's end found no failed rollback; before it starts item 2, item 1's rollback fails
+    # for good and the step concludes (nothing else rolling back).
+    items.between["page_items"] = lambda: relay.apply_owes(_run(tasks, items, task.TaskId, 1, FAILED))
+    relay.apply_owes(rolled_back)
+
+    stored = tasks.get(task.TaskId)
+    assert stored.Steps[0].State is StepState.ROLLBACK_FAILED and stored.TaskStatus is TaskStatus.ROLLBACK_FAILED
+    held = items.get_item(task.TaskId, 0, 0, 2)
+    assert held.State is StepState.SUCCEEDED and held.Run is None and held.Outbox == []  # applied, as inline
+    assert _states(items, task.TaskId, 4) == [StepState.ROLLED_BACK, StepState.ROLLBACK_FAILED,
+                                              StepState.SUCCEEDED, StepState.SUCCEEDED]
+    # Nothing of the taken-back start is left in the history: no event after the task's final one.
+    violations, _ = check_task(inline_view(stored, {0: items.page_items(task.TaskId, 0, 0, limit=10)}))
+    assert [v for v in violations if v.rule == "forward"] == []

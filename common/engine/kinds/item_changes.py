@@ -195,6 +195,26 @@ def start_item_rollback(record: ItemRecord, task: Task, timing: Timing, ids: IdF
     return new
 
 
+def withdraw_item_rollback(record: ItemRecord, dispatch_id: str) -> ItemRecord | Refusal:
+    """Take back a rollback dispatch nobody has seen yet (it was never published): another item's
+    rollback failed for good as this one started, and no new rollback starts after that (DESIGN.md
+    4.3, 12.3). The item is applied again, as it was; an operator's retry-rollback starts it."""
+    run = record.Run
+    if run is None or run.DispatchId != dispatch_id or run.Phase is not Phase.ROLLBACK or run.State is not RunState.PENDING:
+        return Refusal("the rollback was claimed or has moved on")
+    new = _copy(record)
+    new.Run = None
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
+    # Not a step transition: the start is undone before anyone could see it, so the record is as
+    # it was, its "dispatched" event dropped too (the task may have ended meanwhile: no event of
+    # its units may follow its final one).
+    new.State = StepState.SUCCEEDED if new.Code is ResultCode.OK else StepState.FAILED
+    new.Open = False
+    new.History = [e for e in new.History if not (e.Event == "dispatched" and e.Phase is Phase.ROLLBACK
+                                                   and e.Attempt == run.Attempt and e.Time == run.Since)]
+    return new
+
+
 def applied_owes_done(record: ItemRecord, owes: str) -> ItemRecord | Refusal:
     """The relay applied `owes`: drop it from the record."""
     if owes not in record.Owes:
