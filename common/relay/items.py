@@ -31,9 +31,10 @@ from common.engine.kinds.item_changes import (
     cancel_item,
     chain_count,
     new_records,
+    opens_forward,
     start_item_rollback,
     start_successor,
-    withdraw_item_rollback,
+    withdraw_unpublished,
 )
 from common.engine.states import DONE_FORWARD, Phase, RunState, StepState, TaskStatus
 from common.engine.units import IdFactory, Refusal, Timing, new_id
@@ -94,6 +95,19 @@ class ItemRelay:
         records = new_records(task, cursor, values, self._timing(), self._ids, "relay")
         for start in range(0, len(records), INSERT_BATCH):
             self._items.insert_items(records[start:start + INSERT_BATCH])
+        # The task read before the insert may have gone backward since, its entry withdrawing
+        # unclaimed runs finding none of these records: read it again after writing them. Gone
+        # backward, the heads this wrote (not published yet) wait again, and the step settles.
+        now = self._reads.get(task.TaskId)
+        if now is None or now.Generation != task.Generation:
+            return  # retried since: these records are never read again
+        if not opens_forward(now, cursor):
+            for built in records[:chain_count(task, cursor)]:
+                if built.Run is not None:
+                    dispatch_id = built.Run.DispatchId  # another writer's stored dispatch is not ours to take back
+                    self._change(built, lambda r, d=dispatch_id: withdraw_unpublished(r, d))
+            self._cancel(now, cursor)
+            return
         # Publish what is stored, not what was built: a repeat finds the first writer's dispatches.
         for record in self._items.page_items(task.TaskId, task.Generation, cursor, limit=chain_count(task, cursor),
                                              states=[StepState.RUNNING]):
@@ -269,7 +283,7 @@ class ItemRelay:
         assert started.Run is not None
         if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
             dispatch_id = started.Run.DispatchId
-            if self._change(started, lambda r: withdraw_item_rollback(r, dispatch_id)) is not None:
+            if self._change(started, lambda r: withdraw_unpublished(r, dispatch_id)) is not None:
                 log.info("item rollback taken back: another item's rollback failed", task_id=task.TaskId,
                          step=record.Cursor, item=record.Item, phase="rollback", attempt=1)
             self.check_settled(task.TaskId, record.Cursor)

@@ -9,6 +9,8 @@ forced at the one point where it happens, so each runs the same way every time.
 - An operator's retry-rollback entry applied again: likewise.
 - A chain's next rollback starts just as another item's rollback fails for good and the step
   concludes `rollback_failed`: no rollback may be left dispatched under the concluded step.
+- The step's records are inserted late (their writer died; the sweeper's relay repeats the entry)
+  after the task went backward and the step ended without them: no item of it may be dispatched.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from common.engine.kinds import fan_out
 from common.engine.kinds.fan_out import ITEM_KINDS, inline_view, keeps_records, start_rollback
 from common.engine.kinds.fan_out_transitions import item_failed
 from common.engine.kinds.item_changes import claim_item, finish_item_attempt
-from common.engine.operator.actions import retry_rollback
+from common.engine.operator.actions import cancel, retry_rollback
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from common.engine.transitions import AttemptResult, Timing, create_task
 from common.engine.units import new_id
@@ -52,6 +54,10 @@ class Interleaved(SqliteItemStore):
         self._once("count_by_state")
         return super().count_by_state(*args, **kwargs)
 
+    def insert_items(self, *args, **kwargs):  # a step's records, after the opening read its task
+        self._once("insert_items")
+        return super().insert_items(*args, **kwargs)
+
     def page_items(self, *args, **kwargs):  # a chain's next applied item, after the failure check
         self._once("page_items")
         return super().page_items(*args, **kwargs)
@@ -70,14 +76,16 @@ def _timing() -> Timing:
     return Timing(time.time(), lease=30)
 
 
-def _relay(tasks, items) -> ItemRelay:
+def _relay(tasks, items, sent: set[str] | None = None) -> ItemRelay:
     """A relay that applies the item entries a task change of its own adds, as the committing
-    process's flusher does."""
+    process's flusher does, each once (`sent`: the entries already marked sent)."""
     relay: ItemRelay
+    sent = set() if sent is None else sent
 
     def flush(task: Task) -> None:
         for entry in task.Outbox:
-            if entry.Kind in ITEM_KINDS:
+            if entry.Kind in ITEM_KINDS and entry.DispatchId not in sent:
+                sent.add(entry.DispatchId)
                 relay.apply(task.TaskId, entry)
 
     relay = ItemRelay(tasks, items, _timing, flush, lambda record: None)
@@ -221,3 +229,48 @@ def test_a_chains_next_rollback_started_as_another_fails_for_good_is_withdrawn(s
     # Nothing of the taken-back start is left in the history: no event after the task's final one.
     violations, _ = check_task(inline_view(stored, {0: items.page_items(task.TaskId, 0, 0, limit=10)}))
     assert [v for v in violations if v.rule == "forward"] == []
+
+
+def test_records_inserted_after_the_task_went_backward_dispatch_nothing(stores):
+    tasks, items = stores
+    step = make_step("each")
+    step.ForEach, step.MaxParallel, step.After = "hosts", 2, []
+    task = create_task(task_type="t", steps=[step], parameters={"hosts": ["h0", "h1", "h2"]}, timing=_timing())
+    tasks.insert(task)
+    (opening,) = task.Outbox  # its writer died before applying it
+    relay = _relay(tasks, items, sent={opening.DispatchId})
+    # The operator cancels; the cancel's entry finds no record and the step ends at once.
+    cancelled = mutate(tasks, task.TaskId, lambda t: cancel(t, "op", "not today", _timing()))
+    for entry in cancelled.Outbox:
+        if entry.Kind == fan_out.CANCEL_ITEMS:
+            relay.apply(task.TaskId, entry)
+    assert tasks.get(task.TaskId).TaskStatus is TaskStatus.ROLLED_BACK
+
+    relay.apply(task.TaskId, opening)  # the sweeper's relay repeats the opening entry
+    records = items.page_items(task.TaskId, 0, 0, limit=10)
+    assert all(r.Run is None and r.Outbox == [] and r.State is StepState.WAITING for r in records)
+
+
+def test_records_inserted_as_the_task_goes_backward_have_their_dispatches_taken_back(stores):
+    tasks, items = stores
+    step = make_step("each")
+    step.ForEach, step.MaxParallel, step.After = "hosts", 2, []
+    task = create_task(task_type="t", steps=[step], parameters={"hosts": ["h0", "h1", "h2"]}, timing=_timing())
+    tasks.insert(task)
+    (opening,) = task.Outbox
+    relay = _relay(tasks, items, sent={opening.DispatchId})
+    # The opening read the task going forward; before its records are written the operator
+    # cancels, and the cancel's entry finds no record to withdraw.
+    def cancel_now():
+        cancelled = mutate(tasks, task.TaskId, lambda t: cancel(t, "op", "not today", _timing()))
+        for entry in cancelled.Outbox:
+            if entry.Kind == fan_out.CANCEL_ITEMS:
+                relay.apply(task.TaskId, entry)
+
+    items.between["insert_items"] = cancel_now
+    relay.apply(task.TaskId, opening)
+    records = items.page_items(task.TaskId, 0, 0, limit=10)
+    assert tasks.get(task.TaskId).TaskStatus is TaskStatus.ROLLED_BACK
+    # Never published: taken back without a trace, so nothing follows the task's final event.
+    assert all(r.State is StepState.WAITING and r.Run is None and r.Outbox == [] and r.History == []
+               for r in records)
