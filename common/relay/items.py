@@ -103,9 +103,8 @@ class ItemRelay:
             return  # retried since: these records are never read again
         if not opens_forward(now, cursor):
             for built in records[:chain_count(task, cursor)]:
-                if built.Run is not None:
-                    dispatch_id = built.Run.DispatchId  # another writer's stored dispatch is not ours to take back
-                    self._change(built, lambda r, d=dispatch_id: withdraw_unpublished(r, d))
+                if built.Run is not None:  # by its dispatch id: another writer's stored one is not ours
+                    self._change(built, lambda r, d=built.Run.DispatchId: withdraw_unpublished(r, d))
             self._cancel(now, cursor)
             return
         # Publish what is stored, not what was built: a repeat finds the first writer's dispatches.
@@ -152,9 +151,7 @@ class ItemRelay:
             before = found[0].Item - chains
             previous = self._items.get_item(task.TaskId, task.Generation, cursor, before) if before >= 0 else None
             if before < 0 or (previous is not None and previous.State in DONE_FORWARD):
-                started = self._change(found[0], lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
-                if started is not None:
-                    self._publish_item(started)
+                self._start_next(task, found[0])
 
     def _reopen_rollbacks(self, task: Task, cursor: int, body: dict) -> None:
         """An operator retried (or compensated) the step's failed item rollbacks: each is
@@ -238,9 +235,31 @@ class ItemRelay:
             return
         successor = self._items.get_item(task.TaskId, task.Generation, record.Cursor, following)
         if successor is not None:
-            started = self._change(successor, lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
-            if started is not None:
-                self._publish_item(started)
+            self._start_next(task, successor)
+
+    def _start_next(self, task: Task, record: ItemRecord) -> None:
+        """Start a chain's waiting item, decided on `task` as read before. The task may have gone
+        backward since, and the step ended without this item (its ask saw nothing running): so
+        read the task again after writing the start, as the turn back wrote the task before it
+        looked for running items; gone backward, the start (not published) is taken back."""
+        started = self._change(record, lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
+        if started is None:
+            return
+        now = self._reads.get(task.TaskId)
+        if now is not None and now.Generation == task.Generation and not opens_forward(now, record.Cursor):
+            self._take_back(started, "the task went backward")
+            return
+        self._publish_item(started)
+
+    def _take_back(self, started: ItemRecord, why: str) -> None:
+        """Take back a start not published yet, then ask whether the step is done: the ask that
+        raced it may have seen this item busy and waited for it."""
+        assert started.Run is not None
+        run = started.Run
+        if self._change(started, lambda r: withdraw_unpublished(r, run.DispatchId)) is not None:
+            log.info("item start taken back", reason=why, task_id=started.TaskId, step=started.Cursor,
+                     item=started.Item, phase=run.Phase.label, attempt=run.Attempt)
+        self.check_settled(started.TaskId, started.Cursor)
 
     def _rollback_successor(self, task: Task, record: ItemRecord) -> None:
         if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
@@ -280,13 +299,8 @@ class ItemRelay:
         started = self._change(record, lambda r: start_item_rollback(r, task, self._timing(), self._ids, "relay"))
         if started is None:
             return
-        assert started.Run is not None
         if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
-            dispatch_id = started.Run.DispatchId
-            if self._change(started, lambda r: withdraw_unpublished(r, dispatch_id)) is not None:
-                log.info("item rollback taken back: another item's rollback failed", task_id=task.TaskId,
-                         step=record.Cursor, item=record.Item, phase="rollback", attempt=1)
-            self.check_settled(task.TaskId, record.Cursor)
+            self._take_back(started, "another item's rollback failed")
             return
         self._publish_item(started)
 

@@ -9,6 +9,8 @@ forced at the one point where it happens, so each runs the same way every time.
 - An operator's retry-rollback entry applied again: likewise.
 - A chain's next rollback starts just as another item's rollback fails for good and the step
   concludes `rollback_failed`: no rollback may be left dispatched under the concluded step.
+- A chain's next item starts on a task read just before it went backward (the step ended
+  without it): the start is taken back, nothing of it left after the task's end.
 - The step's records are inserted late (their writer died; the sweeper's relay repeats the entry)
   after the task went backward and the step ended without them: no item of it may be dispatched.
 """
@@ -53,6 +55,10 @@ class Interleaved(SqliteItemStore):
     def count_by_state(self, *args, **kwargs):  # after the look-ups found the step done, before its write
         self._once("count_by_state")
         return super().count_by_state(*args, **kwargs)
+
+    def get_item(self, *args, **kwargs):  # a chain's next item, read after its task was
+        self._once("get_item")
+        return super().get_item(*args, **kwargs)
 
     def insert_items(self, *args, **kwargs):  # a step's records, after the opening read its task
         self._once("insert_items")
@@ -274,3 +280,24 @@ def test_records_inserted_as_the_task_goes_backward_have_their_dispatches_taken_
     # Never published: taken back without a trace, so nothing follows the task's final event.
     assert all(r.State is StepState.WAITING and r.Run is None and r.Outbox == [] and r.History == []
                for r in records)
+
+
+def test_a_successor_started_on_a_task_read_before_it_went_backward_is_taken_back(stores):
+    tasks, items = stores
+    task = _opened(tasks, items, count=3, parallel=1)
+    relay = _relay(tasks, items)
+    done = _run(tasks, items, task.TaskId, 0, OK)
+
+    def cancel_now():  # the operator cancels after item 0's notice read its task
+        cancelled = mutate(tasks, task.TaskId, lambda t: cancel(t, "op", "not today", _timing()))
+        for entry in cancelled.Outbox:
+            if entry.Kind == fan_out.CANCEL_ITEMS:
+                relay.apply(task.TaskId, entry)
+
+    items.between["get_item"] = cancel_now
+    relay.apply_owes(done)
+    following = items.get_item(task.TaskId, 0, 0, 1)
+    assert following.State is StepState.WAITING and following.Run is None and following.History == []
+    stored = tasks.get(task.TaskId)
+    assert stored.TaskStatus is TaskStatus.ROLLING_BACK and stored.Steps[0].State is StepState.ROLLING_BACK
+    assert items.get_item(task.TaskId, 0, 0, 0).State is StepState.ROLLING_BACK  # its rollback began
