@@ -318,6 +318,15 @@ class Settings(ConfigFileSources, BaseSettings):
         ),
     )
     input_max_string: int = Field(64 * 1024, ge=1, description="characters in one string")
+    # Read where each process wires its engine (common.engine.kinds.fan_out.wire_records).
+    item_records: bool = Field(
+        True,
+        description=(
+            "`true`: a `for_each` step of commands keeps each item in a record of its own, so an item "
+            "costs the same at 10,000 items as at 10 (see [large fan-outs](../fan-out.md)); `false` keeps "
+            "every step's items inline in the task document. Set it the same in every process"
+        ),
+    )
 
     @field_validator("log_level")
     @classmethod

@@ -19,6 +19,7 @@ def oss(host: str | None, port: int | None) -> None:
     """Run OSS: the REST API (with its OpenAPI at /api/v1/docs) and the sweeper."""
     import uvicorn
 
+    from common.engine.kinds.fan_out import wire_records
     from common.logging import configure_logging
     from oss.api import create_app
     from oss.settings import load_oss_settings
@@ -26,6 +27,7 @@ def oss(host: str | None, port: int | None) -> None:
     try:
         loaded = load_oss_settings()
         configure_logging(loaded.log_format, loaded.log_level)
+        wire_records(loaded)
         app = create_app(loaded)
     except ConfigError as exc:
         fail(EXIT_USAGE, str(exc))

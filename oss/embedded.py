@@ -27,6 +27,7 @@ from common.broker.port import Broker
 from common.errors import EXIT_UNAVAILABLE, BatonError, ConfigError, InvalidParameters, StoreError
 from common.flows import FlowCatalog, load_flows
 from common.engine.history import since
+from common.engine.kinds.fan_out import wire_records
 from common.engine.notifications import settled
 from common.stop_signals import stop_on_signals
 from common.logging import configure_logging, mask_secrets
@@ -67,6 +68,7 @@ def run_embedded(options: Options, echo: Echo, echo_err: Echo) -> int:
     try:
         settings, token = embedded_settings(echo)
         configure_logging(settings.log_format, settings.log_level)
+        wire_records(settings)
         flows = load_flows(settings.flows_path, _known_commands(settings))
         _prepare_store(settings.store_url)
         store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)

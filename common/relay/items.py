@@ -31,8 +31,10 @@ from common.engine.kinds.item_changes import (
     cancel_item,
     chain_count,
     new_records,
+    opens_forward,
     start_item_rollback,
     start_successor,
+    withdraw_unpublished,
 )
 from common.engine.states import DONE_FORWARD, Phase, RunState, StepState, TaskStatus
 from common.engine.units import IdFactory, Refusal, Timing, new_id
@@ -41,12 +43,20 @@ from common.store.mutate import mutate
 from common.store.port import TaskStore
 from common.store.task_reads import TaskReads
 from common.engine.units import none_if_refused
+from common.errors import StoreError
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
 INSERT_BATCH = 500  # records per insert when a step opens
 PAGE = 500
 FORWARD_OPEN = (StepState.WAITING, StepState.RUNNING)  # in this order: see check_settled
+SETTLE_TRIES = 50  # each try is a few indexed look-ups; only a task changing all the time loses this often
+MOVED = "the task moved since the step's items were looked up"
+
+
+def _rolling_back(task: Task, cursor: int) -> bool:
+    step = task.Steps[cursor]
+    return step.State is StepState.ROLLING_BACK and step.ItemsOpen
 
 
 class ItemRelay:
@@ -85,6 +95,18 @@ class ItemRelay:
         records = new_records(task, cursor, values, self._timing(), self._ids, "relay")
         for start in range(0, len(records), INSERT_BATCH):
             self._items.insert_items(records[start:start + INSERT_BATCH])
+        # The task read before the insert may have gone backward since, its entry withdrawing
+        # unclaimed runs finding none of these records: read it again after writing them. Gone
+        # backward, the heads this wrote (not published yet) wait again, and the step settles.
+        now = self._reads.get(task.TaskId)
+        if now is None or now.Generation != task.Generation:
+            return  # retried since: these records are never read again
+        if not opens_forward(now, cursor):
+            for built in records[:chain_count(task, cursor)]:
+                if built.Run is not None:  # by its dispatch id: another writer's stored one is not ours
+                    self._change(built, lambda r, d=built.Run.DispatchId: withdraw_unpublished(r, d))
+            self._cancel(now, cursor)
+            return
         # Publish what is stored, not what was built: a repeat finds the first writer's dispatches.
         for record in self._items.page_items(task.TaskId, task.Generation, cursor, limit=chain_count(task, cursor),
                                              states=[StepState.RUNNING]):
@@ -100,15 +122,12 @@ class ItemRelay:
         self.check_settled(task.TaskId, cursor)
 
     def _start_rollbacks(self, task: Task, cursor: int) -> None:
-        """The first applied item of each chain starts its rollback; the rest follow their chain."""
-        chains, seen = chain_count(task, cursor), set()
-        for record in self._pages(task, cursor, APPLIED):
-            if record.Item % chains in seen:
-                continue
-            seen.add(record.Item % chains)
-            self._roll_back(task, record)
-            if len(seen) == chains:
-                break
+        """The first applied item of each chain starts its rollback; the rest follow their chain.
+        Applied again (the sweeper's relay repeating the entry), it starts only what is still owed."""
+        if not _rolling_back(task, cursor):
+            return  # the step's rollback concluded since: a late repeat of the entry
+        if not self._any(task, cursor, [StepState.ROLLBACK_FAILED]):  # a failed rollback: none starts (4.3)
+            self._start_idle_chains(task, cursor)
         self.check_settled(task.TaskId, cursor)  # nothing was applied: done at once
 
     def _resume(self, task: Task, cursor: int) -> None:
@@ -132,14 +151,14 @@ class ItemRelay:
             before = found[0].Item - chains
             previous = self._items.get_item(task.TaskId, task.Generation, cursor, before) if before >= 0 else None
             if before < 0 or (previous is not None and previous.State in DONE_FORWARD):
-                started = self._change(found[0], lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
-                if started is not None:
-                    self._publish_item(started)
+                self._start_next(task, found[0])
 
     def _reopen_rollbacks(self, task: Task, cursor: int, body: dict) -> None:
         """An operator retried (or compensated) the step's failed item rollbacks: each is
         dispatched again (or compensated, its chain going on), and the chains the failure held
         back start their next applied item; the step settles as usual."""
+        if not _rolling_back(task, cursor):
+            return  # the step's rollback concluded since: a late repeat of the entry
         actor, reason, chains = body["Actor"], body["Reason"], chain_count(task, cursor)
         seen, compensated = set(), []
         for record in list(self._pages(task, cursor, [StepState.ROLLBACK_FAILED])):
@@ -154,12 +173,7 @@ class ItemRelay:
                 compensated += [done] if done is not None else []
         for record in compensated:  # once none is failed any more: a chain goes on only then
             self.apply_owes(record, check_settled=False)
-        for record in self._pages(task, cursor, APPLIED):
-            if record.Item % chains not in seen:
-                seen.add(record.Item % chains)
-                self._roll_back(task, record)
-            if len(seen) == chains:
-                break
+        self._start_idle_chains(task, cursor, held=seen)
         self.check_settled(task.TaskId, cursor)
 
     # --- an outside change of one record --------------------------------------------------------
@@ -221,9 +235,31 @@ class ItemRelay:
             return
         successor = self._items.get_item(task.TaskId, task.Generation, record.Cursor, following)
         if successor is not None:
-            started = self._change(successor, lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
-            if started is not None:
-                self._publish_item(started)
+            self._start_next(task, successor)
+
+    def _start_next(self, task: Task, record: ItemRecord) -> None:
+        """Start a chain's waiting item, decided on `task` as read before. The task may have gone
+        backward since, and the step ended without this item (its ask saw nothing running): so
+        read the task again after writing the start, as the turn back wrote the task before it
+        looked for running items; gone backward, the start (not published) is taken back."""
+        started = self._change(record, lambda r: start_successor(r, task, self._timing(), self._ids, "relay"))
+        if started is None:
+            return
+        now = self._reads.get(task.TaskId)
+        if now is not None and now.Generation == task.Generation and not opens_forward(now, record.Cursor):
+            self._take_back(started, "the task went backward")
+            return
+        self._publish_item(started)
+
+    def _take_back(self, started: ItemRecord, why: str) -> None:
+        """Take back a start not published yet, then ask whether the step is done: the ask that
+        raced it may have seen this item busy and waited for it."""
+        assert started.Run is not None
+        run = started.Run
+        if self._change(started, lambda r: withdraw_unpublished(r, run.DispatchId)) is not None:
+            log.info("item start taken back", reason=why, task_id=started.TaskId, step=started.Cursor,
+                     item=started.Item, phase=run.Phase.label, attempt=run.Attempt)
+        self.check_settled(started.TaskId, started.Cursor)
 
     def _rollback_successor(self, task: Task, record: ItemRecord) -> None:
         if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
@@ -234,19 +270,76 @@ class ItemRelay:
         if following:
             self._roll_back(task, following[0])
 
+    def _start_idle_chains(self, task: Task, cursor: int, held: Collection[int] = ()) -> None:
+        """Start the rollback of each chain's first applied item, but in a chain that has an
+        earlier item rolling back (a repeat of the entry that began the rollback): that one's end
+        starts the next. The applied items are read before the ones rolling back, so an item
+        ending its rollback in between has its successor either still applied (the first
+        applied, which its own notice starts too: the same compare-and-set, done once) or
+        rolling back already (seen by the later read). `held`: chains left alone."""
+        chains, first = chain_count(task, cursor), {}
+        for record in self._pages(task, cursor, APPLIED):
+            first.setdefault(record.Item % chains, record)
+            if len(first) == chains:
+                break
+        for record in self._pages(task, cursor, [StepState.ROLLING_BACK]):
+            residue = record.Item % chains
+            if residue in first and record.Item < first[residue].Item:
+                del first[residue]
+        for residue, record in sorted(first.items()):
+            if residue not in held:
+                self._roll_back(task, record)
+
     def _roll_back(self, task: Task, record: ItemRecord) -> None:
+        """Start an applied item's rollback, unless a rollback failed for good meanwhile. The
+        failure's writer wrote its record before it looked for items rolling back; this writes
+        its start before it looks for a failure: one of the two sees the other. Seen here, the
+        start (not published yet) is taken back and the step asked whether it is done, since the
+        failure's own ask may have seen this item rolling back and waited for it."""
         started = self._change(record, lambda r: start_item_rollback(r, task, self._timing(), self._ids, "relay"))
-        if started is not None:
-            self._publish_item(started)
+        if started is None:
+            return
+        if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
+            self._take_back(started, "another item's rollback failed")
+            return
+        self._publish_item(started)
 
     # --- the step's end ----------------------------------------------------------------------
 
     def check_settled(self, task_id: str, cursor: int) -> None:
         """Conclude the step's current direction once no item has work left in it. Each item
-        writes its record before it asks, so the last of two items ending together sees both."""
-        task = self._reads.get(task_id)
-        if task is None or not task.Steps[cursor].ItemsOpen:
-            return
+        writes its record before it asks, so the last of two items ending together sees both.
+
+        The conclusion is written only on the very version of the task the look-ups were decided
+        on, and decided again when the task moved: two asks overlap, and the later one may have
+        concluded the forward part and started the step's rollback in between; the earlier one's
+        "no item running" must not then conclude that rollback while its items still roll back."""
+        for _ in range(SETTLE_TRIES):
+            task = self._reads.get(task_id)
+            if task is None or not task.Steps[cursor].ItemsOpen:
+                return
+            settled = self._settled(task, cursor)
+            if settled is None:
+                return
+            counts = self._items.count_by_state(task_id, task.Generation, cursor)
+
+            def conclude(current: Task, seen: Task = task, failure=settled[0]) -> Task | Refusal:
+                if current.Version != seen.Version:
+                    return Refusal(MOVED)
+                return items_settled(current, cursor, counts, self._timing(), "relay",
+                                     lambda: self._items.outputs(task_id, seen.Generation, cursor), failure, self._ids)
+
+            changed = mutate(self._tasks, task_id, conclude)
+            if not isinstance(changed, Refusal):
+                self._flush_task(changed)
+                return
+            if changed.reason != MOVED:
+                return
+        raise StoreError(f"task {task_id}: step {cursor} kept changing while its items settled")
+
+    def _settled(self, task: Task, cursor: int) -> tuple[tuple[int, str] | None] | None:
+        """None while an item has work left in the step's direction; else the first failure of
+        that direction (wrapped: None is a failure's absence)."""
         step = task.Steps[cursor]
         # The states are asked in the order an item passes through them (waiting, running; applied,
         # rolling back): an item that moves on between two look-ups is seen by the later one. In
@@ -255,20 +348,14 @@ class ItemRelay:
         if step.State is StepState.RUNNING:
             going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
             if self._any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
-                return
-            failure = self._first(task, cursor, StepState.FAILED)
-        else:
-            failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
-            if failure is None and self._any(task, cursor, APPLIED):
-                return
-            if self._any(task, cursor, [StepState.ROLLING_BACK]):
-                return
-        counts = self._items.count_by_state(task_id, task.Generation, cursor)
-        changed = mutate(self._tasks, task_id, lambda t: items_settled(
-            t, cursor, counts, self._timing(), "relay",
-            lambda: self._items.outputs(task_id, task.Generation, cursor), failure, self._ids))
-        if not isinstance(changed, Refusal):
-            self._flush_task(changed)
+                return None
+            return (self._first(task, cursor, StepState.FAILED),)
+        failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
+        if failure is None and self._any(task, cursor, APPLIED):
+            return None
+        if self._any(task, cursor, [StepState.ROLLING_BACK]):
+            return None
+        return (failure,)
 
     # --- the parts ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from common.queues import module_queue
 from common.runtime.module import BodyHandler, ModuleRuntime
 from common.runtime.registry import load_registry
 from common.stop_signals import stop_on_signals
+from common.engine.kinds.fan_out import wire_records
 from common.settings import Settings, load_settings
 from common.store.factory import open_store
 from common.store.side_stores import open_module_registry
@@ -29,6 +30,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
     try:
         settings = load_settings()
         configure_logging(settings.log_format, settings.log_level)
+        wire_records(settings)
         registry = load_registry(registry_ref)
         # The module refuses to start if flows.yaml asks it for a command it does not have.
         flows = load_flows(settings.flows_path, {registry.module: registry.names()}, all_modules=False)

@@ -27,6 +27,7 @@ from common.engine.states import FINAL_STATUSES, StepState, TaskStatus
 from common.store.sqlite import SqliteStore
 from oss.service import TaskService
 from tests.support.graph_checks import join_violations, rollback_violations
+from tests.support.item_view import with_items
 
 EXAMPLES = 60 if os.environ.get("BATON_CHAOS") == "full" else 15
 CHILD = """
@@ -113,6 +114,7 @@ def test_the_running_engine_rolls_back_random_graphs_in_reverse_topological_orde
         service.close()
     STATUSES.append(family[0].TaskStatus.name)
     for done in family:
+        done = with_items(store, done)  # a for_each step over records: its items and their events
         assert done.Runs == [], (done.TaskId, text, parameters)
         assert rollback_violations(done) == [], (done.TaskId, text, parameters)
         assert join_violations(done) == [], (done.TaskId, text, parameters)

@@ -110,8 +110,10 @@ WRITTEN = {"State", "WaitingFor", "Lock", "UnitLocks", "TaskStatus"}
 CHECKERS = {"check_transition", "check_step_transition", "check_task_transition", "move_run", "move_lock",
             "set_waiting", "set_status", "set_unit_state"}
 # Writes that are no change of state: a step's summary of its items (derived, in set_unit_state
-# after its check), and a view of a task's item records that is never written back.
-DERIVED = {("common/engine/units.py", "set_unit_state"), ("common/engine/kinds/fan_out.py", "inline_view")}
+# after its check), a view of a task's item records that is never written back, and the take-back
+# of an item's start nobody saw (its record as it was before the start, its event dropped too).
+DERIVED = {("common/engine/units.py", "set_unit_state"), ("common/engine/kinds/fan_out.py", "inline_view"),
+           ("common/engine/kinds/item_changes.py", "withdraw_unpublished")}
 
 
 def unchecked_writes(sources: dict[str, str]) -> list[str]:

@@ -11,8 +11,8 @@ Routing treats such a step as one unit: while `ItemsOpen` it counts as running w
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from common.engine.codes import OutboxKind
 from common.engine.outbox import Flusher, kinds_of
@@ -32,10 +32,19 @@ ITEM_KINDS = kinds_of(Flusher.ITEMS)
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
 # step's items and items under a step lock stay inline (their gates read the task document), as
 # do the items of a task stored before records (its steps have no ItemStore).
-# Opt-in while a known race stands (docs/fan-out.md, "Status"): BATON_ITEM_RECORDS=1, set in every
-# process (OSS, modules, sweeper), opens such steps over records; unset, every for_each step keeps
-# its items inline. A step opened over records finishes over records either way.
-RECORDS_ENABLED = os.environ.get("BATON_ITEM_RECORDS", "0") == "1"
+# On by default; the setting `item_records` (BATON_ITEM_RECORDS=false, the same in every process:
+# OSS, modules, sweeper) keeps every for_each step's items inline, as before records, should a
+# deployment need a way back. A step opened over records finishes over records either way.
+RECORDS_ENABLED = True
+
+
+def wire_records(settings: Any) -> None:
+    """Take the process's `item_records` setting, where its entry point wires the engine. Only a
+    value given (environment, config file) changes the default: a process that embeds the
+    engine with its own choice (a test's) keeps it."""
+    global RECORDS_ENABLED
+    if "item_records" in settings.model_fields_set:
+        RECORDS_ENABLED = bool(settings.item_records)
 
 
 def records_for(step: Step) -> bool:

@@ -40,8 +40,9 @@ ITEM_HISTORY_LIMIT = 30  # an item's own events: claims, attempts, outcomes (a r
 def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFactory,
                 actor: str) -> list[ItemRecord]:
     """The records of a step opening over `values`: the head of each chain dispatched, the rest
-    waiting for the item before them in their chain (DESIGN.md 12.3)."""
-    chains = chain_count(task, cursor)
+    waiting for the item before them in their chain (DESIGN.md 12.3). Once the task no longer
+    goes forward (their writer was late), none is dispatched: every item waits, never run."""
+    chains = chain_count(task, cursor) if opens_forward(task, cursor) else 0
     records = []
     for index, value in enumerate(values):
         record = ItemRecord(TaskId=task.TaskId, Generation=task.Generation, Cursor=cursor, Item=index, Value=value)
@@ -49,6 +50,12 @@ def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFa
             dispatch_item(task, record, Phase.NORMAL, 1, timing, timing.now, actor, ids)
         records.append(record)
     return records
+
+
+def opens_forward(task: Task, cursor: int) -> bool:
+    """Whether the step's records, written now, start their chains."""
+    step = task.Steps[cursor]
+    return step.State is StepState.RUNNING and bool(step.ItemsOpen) and _forward(task)
 
 
 def chain_count(task: Task, cursor: int) -> int:
@@ -192,6 +199,28 @@ def start_item_rollback(record: ItemRecord, task: Task, timing: Timing, ids: IdF
     new = copy_record(record)
     new.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
     dispatch_item(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
+    return new
+
+
+def withdraw_unpublished(record: ItemRecord, dispatch_id: str) -> ItemRecord | Refusal:
+    """Take back a dispatch nobody has seen yet (its writer had not published it) because the
+    task moved meanwhile: a step's head written as the task went backward waits again, never
+    run; an item's rollback started as another item's rollback failed for good is applied again
+    (no new rollback starts after that, DESIGN.md 4.3; an operator's retry-rollback starts it).
+    Not a step transition: the record is as it was, its "dispatched" event dropped too (the task
+    may have ended meanwhile, and no event of its units may follow its final one)."""
+    run = record.Run
+    if run is None or run.DispatchId != dispatch_id or run.State is not RunState.PENDING:
+        return Refusal("the dispatch was claimed or has moved on")
+    new = _copy(record)
+    new.Run = None
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
+    if run.Phase is Phase.NORMAL:
+        new.State, new.Open = StepState.WAITING, True
+    else:
+        new.State, new.Open = (StepState.SUCCEEDED if new.Code is ResultCode.OK else StepState.FAILED), False
+    new.History = [e for e in new.History if not (e.Event == "dispatched" and e.Phase is run.Phase
+                                                   and e.Attempt == run.Attempt and e.Time == run.Since)]
     return new
 
 
