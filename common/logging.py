@@ -311,26 +311,32 @@ class _FirstRecordHandler(logging.Handler):
 
 
 class _AfterImport:
-    """A meta path finder that runs `then` right after the module `name` is first imported, then
-    takes itself off the path. The module is found and loaded by the usual finders."""
+    """A meta path finder that runs `then` right after the module `name` is first loaded, then
+    takes itself off the path. The module is found and loaded by the usual finders; a mere look
+    for it (importlib.util.find_spec, loading nothing) leaves the finder in place."""
 
     def __init__(self, name: str, then: Any):
         self._name, self._then = name, then
+        self._finding = False
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != self._name:
+        if fullname != self._name or self._finding:
             return None
         import importlib.util
 
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        self._finding = True  # the usual finders' turn: this one answers None meanwhile
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._finding = False
         if spec is None or spec.loader is None:
             return spec
         load = spec.loader.exec_module
 
         def load_then(module: Any) -> None:
             load(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             self._then()
 
         spec.loader.exec_module = load_then  # type: ignore[method-assign]  (this spec's loader only)

@@ -57,3 +57,14 @@ def test_a_standard_library_record_loads_the_set_up_and_is_written_once() -> Non
 def test_nothing_logged_nothing_loaded() -> None:
     done = _run("import logging\nlogging.getLogger('x').warning('below error')\nprint('structlog' in sys.modules)")
     assert done.stdout.strip() == "False" and done.stderr == ""
+
+
+def test_a_look_for_structlog_that_loads_nothing_leaves_the_set_up_waiting() -> None:
+    done = _run(
+        "import importlib.util\n"
+        "assert importlib.util.find_spec('structlog') is not None\n"
+        "import structlog\n"
+        "structlog.get_logger('x').error('after a look')\n"
+    )
+    assert done.stdout == ""
+    assert [line["event"] for line in _lines(done.stderr)] == ["after a look"]
