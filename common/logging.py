@@ -178,14 +178,14 @@ _CHATTY = ("pika", "httpx", "httpcore")
 
 
 def _route_standard_library(before_render: list[Any], renderer: Any, level: str, libraries: str | None) -> None:
-    import structlog
-
     """Lines of the standard library's loggers (uvicorn, pika, pymongo) come out as structlog's
     do: one JSON object a line in production, with level, timestamp, the logger's name and the
     step's context, masked the same way; not a second, plain-text format in the same stream.
 
     One handler of ours on the root logger, replaced on reconfiguration; handlers others added
     (pytest's log capture) stay."""
+    import structlog
+
     handler = logging.StreamHandler(_CurrentStderr())  # type: ignore[arg-type]
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
