@@ -34,7 +34,10 @@ RUN python -m venv "$VIRTUAL_ENV" \
 COPY common ./common
 COPY oss ./oss
 COPY modules ./modules
-RUN pip install --no-deps -e .
+# Compiled here, once: PYTHONDONTWRITEBYTECODE and a read-only /app would otherwise have every
+# `baton` command compile each module it imports from source, at every start.
+RUN pip install --no-deps -e . \
+    && python -m compileall -q common oss modules
 
 COPY flows.yaml ./
 COPY --chmod=0755 deploy/entrypoint.sh deploy/rabbitmq-users.sh ./deploy/

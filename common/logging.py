@@ -2,6 +2,10 @@
 
 Step context (task id, task type, step, phase, attempt, module) is bound with
 `structlog.contextvars.bound_contextvars` by the runtime, so every line of a step carries it.
+
+structlog is imported by the set-up, not by this module: the masking helpers here are used by
+code that never logs (`baton get` shows a task), and structlog's import (asyncio with it) is a
+large share of such a command's run.
 """
 
 from __future__ import annotations
@@ -16,8 +20,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
-
-import structlog
 
 from common.scrubbing import MASK, Scrubber
 
@@ -182,19 +184,34 @@ def _route_standard_library(before_render: list[Any], renderer: Any, level: str,
 
     One handler of ours on the root logger, replaced on reconfiguration; handlers others added
     (pytest's log capture) stay."""
+    import structlog
+
     handler = logging.StreamHandler(_CurrentStderr())  # type: ignore[arg-type]
-    handler.set_name(_HANDLER_NAME)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[structlog.stdlib.add_logger_name, *before_render],
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
+    _set_root_handler(handler)
+    _set_standard_library_levels(level, libraries)
+
+
+def _set_root_handler(handler: logging.Handler) -> None:
+    """Ours replaced in its place (a record being handled goes through the list once, not twice)."""
+    handler.set_name(_HANDLER_NAME)
     root = logging.getLogger()
-    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+    ours = [i for i, h in enumerate(root.handlers) if h.get_name() == _HANDLER_NAME]
+    if not ours:
+        root.addHandler(handler)
+        return
+    root.handlers[ours[0]] = handler
+    for old in [root.handlers[i] for i in ours[1:]]:
         root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(logging.getLevelName(level.upper()))
+
+
+def _set_standard_library_levels(level: str, libraries: str | None) -> None:
+    logging.getLogger().setLevel(logging.getLevelName(level.upper()))
     chatty = libraries or ("debug" if level.lower() == "debug" else "warning")
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.getLevelName(chatty.upper()))
@@ -233,6 +250,8 @@ class _CurrentStderr:
 def configure_logging(log_format: str = "console", level: str = "info", libraries: str | None = None) -> None:
     """`libraries`: the level of the connection libraries' own lines (pika, httpx), when not
     the default (theirs only when debugging, else warnings)."""
+    import structlog
+
     renderer: Any
     if log_format == "json":
         renderer = structlog.processors.JSONRenderer()
@@ -260,3 +279,65 @@ def configure_logging(log_format: str = "console", level: str = "info", librarie
         # formats) must follow the new one. It costs a few microseconds a line.
         cache_logger_on_first_use=False,
     )
+
+
+def configure_logging_when_used(log_format: str = "console", level: str = "info", libraries: str | None = None) -> None:
+    """configure_logging, for a short command that seldom logs (a client command, errors only):
+    the same set-up, done when the process first needs it: as soon as any module imports
+    structlog (before that module can write a line), or when a standard library logger first
+    writes a record that passes the levels. A `baton get` that logs nothing never imports
+    structlog, which would otherwise be a large share of its run."""
+    if "structlog" in sys.modules:
+        configure_logging(log_format, level, libraries)
+        return
+    configure = lambda: configure_logging(log_format, level, libraries)  # noqa: E731
+    logging.setLogRecordFactory(_masked_record)
+    _set_standard_library_levels(level, libraries)
+    _set_root_handler(_FirstRecordHandler())
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _AfterImport)]  # an earlier call's
+    sys.meta_path.insert(0, _AfterImport("structlog", configure))  # type: ignore[arg-type]
+
+
+class _FirstRecordHandler(logging.Handler):
+    """Stands in for the root handler until structlog is loaded: the first record loads it (which
+    runs the set-up: the real handler replaces this one) and goes to the real handler."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        import structlog  # noqa: F401  (its import runs the deferred set-up)
+
+        for handler in logging.getLogger().handlers:
+            if handler.get_name() == _HANDLER_NAME and handler is not self:
+                handler.handle(record)
+
+
+class _AfterImport:
+    """A meta path finder that runs `then` right after the module `name` is first loaded, then
+    takes itself off the path. The module is found and loaded by the usual finders; a mere look
+    for it (importlib.util.find_spec, loading nothing) leaves the finder in place."""
+
+    def __init__(self, name: str, then: Any):
+        self._name, self._then = name, then
+        self._finding = False
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self._name or self._finding:
+            return None
+        import importlib.util
+
+        self._finding = True  # the usual finders' turn: this one answers None meanwhile
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._finding = False
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def load_then(module: Any) -> None:
+            load(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            self._then()
+
+        spec.loader.exec_module = load_then  # type: ignore[method-assign]  (this spec's loader only)
+        return spec

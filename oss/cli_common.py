@@ -42,18 +42,20 @@ def settings(client: bool = False) -> Settings:
     answer for a person or a script: its own info lines would only interleave with it, and a
     store or broker that does not answer is its one line of failure, not a retry log: it logs
     errors only, and the connection libraries nothing, unless BATON_LOG_LEVEL asks for more."""
-    from common.engine.kinds.fan_out import wire_records
-    from common.logging import configure_logging
+    from common.logging import configure_logging, configure_logging_when_used
     from common.settings import load_settings
 
     try:
         loaded = load_settings()
     except ConfigError as exc:
         fail(EXIT_USAGE, str(exc))
-    wire_records(loaded)  # a client command may route a task too (retry, skip): same for_each steps as OSS
+    if "item_records" in loaded.model_fields_set:  # given: a command may route a task too (retry, skip)
+        from common.engine.kinds.fan_out import wire_records  # not imported otherwise: `get` stays light
+
+        wire_records(loaded)
     quiet = client and "log_level" not in loaded.model_fields_set
-    if quiet:
-        configure_logging(loaded.log_format, "error", libraries="critical")
+    if quiet:  # set up when first needed: most client commands never write a line
+        configure_logging_when_used(loaded.log_format, "error", libraries="critical")
     else:
         configure_logging(loaded.log_format, loaded.log_level)
     return loaded

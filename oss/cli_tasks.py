@@ -157,7 +157,7 @@ def get(task_id: str, as_json: bool, items_step: str | None, state: str | None, 
 def _item_counts(store: TaskStore, task: Task) -> dict[int, dict[str, int]]:
     """Each started for_each step's items by state; the item store is opened only for a step
     that keeps its items in records."""
-    from common.engine.kinds.fan_out import keeps_records
+    from common.engine.kinds.item_views import keeps_records
     from oss.item_views import item_counts
 
     if not any(keeps_records(step) for step in task.Steps):

@@ -5,10 +5,9 @@ indexed count for the counts; one indexed page for the items); an inline step fr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.engine.document import Task
-from common.engine.kinds.fan_out import keeps_records
 from common.engine.kinds.item_views import (
     ItemQuery,
     counts_view,
@@ -16,10 +15,13 @@ from common.engine.kinds.item_views import (
     inline_page,
     is_fan_out,
     item_doc,
+    keeps_records,
     paged,
 )
 from common.masking import masked_items
-from common.store.items_port import ItemStore
+
+if TYPE_CHECKING:
+    from common.store.items_port import ItemStore
 
 
 def item_counts(task: Task, items: ItemStore | None) -> dict[int, dict[str, int]]:

@@ -132,18 +132,23 @@ class Sweeper:
                 except Exception as exc:  # a bug must not end the sweeper thread: log it, go on
                     log.error("sweep failed unexpectedly", error=type(exc).__name__, where=exception_summary(exc))
                 stop.wait(self._config.interval)
-        finally:  # its relay timers and webhook deliveries end with it: the caller then closes the store
-            self._publisher.stop()
-            for job in self._jobs:
-                try:
-                    job.close()
-                except Exception as exc:  # one job's failure to close must not keep the lock held
-                    log.error("a sweeper job failed to close", job=type(job).__name__, error=type(exc).__name__,
-                              where=exception_summary(exc))  # fmt: skip
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Its relay timers and webhook deliveries end, its jobs close, its lock goes: the caller
+        then closes the store. `run` ends with it; whoever calls `sweep_once` alone calls it."""
+        self._publisher.stop()
+        for job in self._jobs:
             try:
-                self._store.release_lock(LOCK_NAME, self.owner)
-            except BatonError as exc:  # the store is down: the lock's ttl frees it
-                log.warning("could not release the sweeper lock", error=str(exc))
+                job.close()
+            except Exception as exc:  # one job's failure to close must not keep the lock held
+                log.error("a sweeper job failed to close", job=type(job).__name__, error=type(exc).__name__,
+                          where=exception_summary(exc))  # fmt: skip
+        try:
+            self._store.release_lock(LOCK_NAME, self.owner)
+        except BatonError as exc:  # the store is down: the lock's ttl frees it
+            log.warning("could not release the sweeper lock", error=str(exc))
 
     def _one(self, work: Callable[[Task, SweepReport], None], task: Task, report: SweepReport) -> None:
         """One task's healing; its failure is logged and the batch goes on (one task must never

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import structlog
 from pydantic import ValidationError
 
 from common.engine.codes import AlarmKind
@@ -30,7 +29,6 @@ from common.input_limits import printable
 from common.engine.document import Alarm, Task
 from common.engine.states import TaskStatus
 
-log = structlog.get_logger(__name__)
 KIND = AlarmKind.UNREADABLE_TASK
 MARK_FIELD = "Unreadable"  # Mongo: the mark on a document; stripped before parsing
 
@@ -80,6 +78,9 @@ def is_placeholder(task: Task) -> bool:
 
 def report(add_alarm: Any, task_id: str, why: str, now: float) -> None:
     """Store the task's alarm; log once, when this is the first time anyone stored it."""
+    import structlog  # here, not at the top: every store reader imports this module, few ever log
+
+    log = structlog.get_logger(__name__)
     try:
         first = add_alarm(alarm(task_id, why, now))
     except Exception as exc:  # the store is failing too: the log line is all we can do

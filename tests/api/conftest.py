@@ -4,6 +4,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.support import Api, open_api
+from tests.support.threads import no_baton_thread_outlives_the_module  # noqa: F401  (why: that module)
 
 
 @pytest.fixture

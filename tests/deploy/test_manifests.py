@@ -81,6 +81,7 @@ def test_dockerfile_builds_one_non_root_image_for_every_role():
     assert user.split(":")[0] not in ("0", "root")
     runs = " ".join(args for keyword, args in steps if keyword == "RUN")
     assert "-c requirements.lock" in runs  # exact pins
+    assert "compileall -q common oss modules" in runs  # the code's bytecode, which /app cannot take at run time
     workdir = PurePosixPath([args for keyword, args in steps if keyword == "WORKDIR"][-1])
     copied: dict[PurePosixPath, Path] = {}
     for keyword, args in steps:

@@ -106,6 +106,7 @@ def test_the_sweeper_relays_lock_entries_a_crash_left_and_reclaims_a_dead_holder
         lock = publisher.locks.table.get("k")
         assert [h.TaskId for h in lock.Holders] == [] and lock.Waiters == []  # t2 has no task either
     finally:
+        sweeper.close()  # its publisher's timers end before the store closes
         publisher.stop()
         store.close()
 

@@ -38,6 +38,7 @@ def parts(tmp_path):
     service = TaskService(store, broker, flows, settings)
     broker.declare(module_queue("mysql"))
     yield store, broker, service, settings
+    service.close()  # its deferred mark-sent checks end before the store closes
     broker.close()
     store.close()
 

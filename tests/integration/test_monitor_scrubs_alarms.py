@@ -25,7 +25,8 @@ def test_an_alarm_quoting_a_secret_is_stored_logged_and_sent_without_it(tmp_path
     task = create_task(task_type="t", steps=[make_step("a")], parameters={"admin_password": SECRET},
                        timing=Timing(1.0), secret_parameters=["admin_password"])  # fmt: skip
     store.insert(task)
-    receive = alarm_consumer(load_settings(), store)[ALARM_QUEUE]
+    consumers = alarm_consumer(load_settings(), store)
+    receive = consumers[ALARM_QUEUE]
     alarm = Alarm(AlarmId="a-1", Kind="rollback_failed", Time=2.0, TaskId=task.TaskId,
                   Message=f"clean_instance failed: DROP USER refused for {SECRET} (mysql://root:pw@db)")  # fmt: skip
     try:
@@ -37,5 +38,6 @@ def test_an_alarm_quoting_a_secret_is_stored_logged_and_sent_without_it(tmp_path
         assert hook.bodies[0]["alarm"]["Message"] == stored.Message
         assert [e["message"] for e in logs if e["event"] == "ALARM"] == [stored.Message]
     finally:
+        consumers.close()  # its webhook thread ends before the store closes
         hook.close()
         store.close()

@@ -79,7 +79,7 @@ def test_reconcile_finds_a_planted_leak_removes_it_only_when_asked_and_spares_th
 
     dry = CliRunner().invoke(reconcile, ["--json"], env=env)
     assert dry.exit_code == 0, dry.output
-    listed = json.loads(dry.output)
+    listed = json.loads(dry.stdout)  # the answer alone: a log line would be on stderr (`output` holds both)
     assert [(a["kind"], a["target"]) for a in listed["actions"]] == [
         ("remove_instance", leak), ("restore_reservation", claim_key(rolled_back)),
     ]

@@ -53,4 +53,5 @@ def test_the_relay_creates_a_child_left_unflushed_once_and_the_child_ends_the_pa
     parent = store.get("par")
     assert parent.TaskStatus is TaskStatus.SUCCESS and parent.Steps[0].State is StepState.SUCCEEDED
     assert parent.Parameters["sub"] == {"v": 1} and store.get("par.0").Outbox == []
+    sweeper.close()  # its publisher's timers end before the store closes
     store.close()

@@ -43,4 +43,5 @@ def test_the_sweeper_wakes_a_waiter_the_awaited_task_never_listed(tmp_path):
     woken = store.get("waiter")
     assert woken.WaitingFor is None and woken.Steps[0].State == "running"
     assert broker.queue_depth(module_queue("mod")) >= 1  # its first step was published
+    sweeper.close()  # its publisher's timers end before the store closes
     store.close()

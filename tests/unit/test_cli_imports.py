@@ -5,12 +5,14 @@ so the test does not depend on how fast the machine is."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from oss.cli import COMMAND_MODULES, main
+from tests.support.cluster import REPO
 
 # Top-level packages and baton modules a command imports inside its function, never at start.
 HEAVY = (
@@ -21,15 +23,26 @@ HEAVY = (
 )  # fmt: skip
 
 
-def _modules_after(code: str) -> set[str]:
+# What `baton get ID` never needs, on any store: the server, the broker, the flows, the engine's
+# transitions, the log set-up's library (a client command logs errors only: set up when first used).
+# (asyncio is not among them: pydantic_settings imports it, and the settings are read with it.)
+NOT_FOR_GET = (
+    "fastapi", "starlette", "uvicorn", "httpx", "pika", "bson", "pymongo", "yaml", "rich", "prometheus_client",
+    "structlog", "oss.api", "oss.wiring", "oss.service", "common.flows.loader", "common.flows.catalog",
+    "common.broker", "common.relay", "common.engine.transitions", "common.engine.kinds.fan_out", "common.runtime",
+)  # fmt: skip
+
+
+def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
     """The modules a fresh interpreter holds after running `code`."""
     probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
+                          env=env)  # fmt: skip
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
-def _heavy_in(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+def _heavy_in(modules: set[str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy))
 
 
 def test_importing_the_cli_imports_nothing_heavy() -> None:
@@ -55,6 +68,25 @@ def test_a_group_s_help_imports_nothing_heavy(group: str) -> None:
         f"    main([{group!r}, '--help'])"
     )
     assert _heavy_in(_modules_after(code)) == []
+
+
+@pytest.mark.parametrize("options", [[], ["--json"]])
+def test_get_on_a_sqlite_store_imports_no_server_broker_engine_or_log_library(tmp_path, options: list[str]) -> None:
+    env = {**os.environ, "BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_BROKER_URL": "memory://",
+           "BATON_FLOWS_PATH": str(REPO / "flows.yaml")}  # fmt: skip
+    env.pop("BATON_LOG_LEVEL", None)  # the client's own quiet logging
+    created = subprocess.run([sys.executable, "-m", "oss", "submit", "demo"], env=env, cwd=REPO, capture_output=True,
+                             text=True, timeout=120, check=True)  # fmt: skip
+    task_id = created.stdout.split()[1]
+    code = (
+        "import contextlib, io\nfrom oss.cli import main\nout = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        f"    main(['get', {task_id!r}, *{options!r}])\n"
+        f"assert {task_id!r} in out.getvalue(), out.getvalue()"
+    )
+    modules = _modules_after(code, env)
+    assert "common.engine.document" in modules  # the probe ran the command: it read the task
+    assert _heavy_in(modules, NOT_FOR_GET) == []
 
 
 def test_the_probe_sees_a_heavy_import() -> None:

@@ -17,10 +17,10 @@ from typing import Any
 from common.engine.codes import OutboxKind
 from common.engine.outbox import Flusher, kinds_of
 from common.engine.document import OutboxEntry, Step, StepItem, Task
+from common.engine.kinds.item_views import RECORDS, keeps_records
 from common.engine.states import ResultCode, StepState, TaskStatus, check_step_transition
 from common.engine.units import Refusal, Timing, record, unit_name
 
-RECORDS = "records"
 OPEN_ITEMS = OutboxKind.OPEN_ITEMS  # outbox kind: insert the records, dispatch each chain's head
 CANCEL_ITEMS = OutboxKind.CANCEL_ITEMS  # outbox kind: withdraw the normal runs nobody claimed
 ROLLBACK_ITEMS = OutboxKind.ROLLBACK_ITEMS  # outbox kind: start the rollback of each chain's first applied item
@@ -50,10 +50,6 @@ def wire_records(settings: Any) -> None:
 def records_for(step: Step) -> bool:
     """Whether a for_each step opening now keeps its items in records."""
     return RECORDS_ENABLED and step.Flow is None and step.Lock is None
-
-
-def keeps_records(step: Step) -> bool:
-    return step.ItemStore == RECORDS
 
 
 def entry_id(task: Task, cursor: int, kind: str) -> str:

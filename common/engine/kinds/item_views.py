@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.engine.document import Step, StepItem, Task
-from common.engine.kinds.fan_out import keeps_records
 from common.engine.states import StepState
+
+# A step's ItemStore when its items live in records of their own (common.engine.kinds.fan_out):
+# here, with the views that branch on it, so a reader (`baton get`) does not load the engine.
+RECORDS = "records"
 
 # A `state` filter as a request may write it: state names, comma-separated (spaces allowed).
 _NAME = "(?:" + "|".join(s.value for s in StepState) + ")"
@@ -24,6 +27,10 @@ MAX_PAGE = 500  # items in one page: an answer stays small however large the ste
 DEFAULT_PAGE = 100
 # What an item shows: its unit state, value, output and child, never its run, outbox or events.
 ITEM_FIELDS = frozenset(StepItem.model_fields)
+
+
+def keeps_records(step: Step) -> bool:
+    return step.ItemStore == RECORDS
 
 
 class ItemQueryError(ValueError):

@@ -1,0 +1,34 @@
+"""Every baton thread a test module starts has ended once the module's fixtures are torn down.
+
+A thread left running (a TaskService whose publisher was never stopped, a Sweeper never closed)
+goes on using a store its test has closed, and writes its failures into whatever the tests after
+it capture: a later CLI test in the same worker then finds a "store is closed" warning in its
+output. baton names its threads "baton-..." (common, oss, modules): those are what is counted.
+A tier's conftest.py imports the fixture to turn the check on for its modules.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+PREFIX = "baton-"
+GRACE_SECONDS = 10.0  # a stop that was asked for ends well within this (the stop sequences' own joins)
+
+
+def baton_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith(PREFIX) and t.is_alive()}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_baton_thread_outlives_the_module() -> Iterator[None]:
+    before = baton_threads()
+    yield
+    deadline = time.monotonic() + GRACE_SECONDS
+    for thread in baton_threads() - before:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = sorted(t.name for t in baton_threads() - before)
+    assert not left, f"threads still running after the module's teardown: {left} (stop what the test started)"
