@@ -273,6 +273,7 @@ class StepHandler:
         result = dataclasses.replace(result, message=scrubbed_text(result.message, task, self._secrets(task, record)))
         if result.verified is not None:
             log.info("verified", verdict=result.verified[0], reason=result.verified[1])
+        self._crash_point(parameters, message, "before_commit")
         if record is not None:
             self._conclude_item(task, message, record, result, delay, elapsed, labels, parameters)
             return
