@@ -34,6 +34,7 @@ from modules.mysql.server import Server
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.api.support import READER, TOKENS, auth
+from tests.chaos.test_fencing import descendants
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
 
@@ -154,21 +155,6 @@ def test_init_instance_killed_mid_command_is_verified_not_done_and_runs_once_mor
     assert done.Steps[0].Attempts == 2 and done.Steps[0].Code is ResultCode.OK
     others = {sandbox.name("vdone")}  # the other test's, when it ran first
     assert sandbox.databases() - others == {name} and sandbox.owned() - others == {name}
-
-
-def descendants(pid: int) -> set[int]:
-    """The processes below `pid`, from /proc."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                stat = open(f"/proc/{entry}/stat").read()  # noqa: SIM115
-                parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def ledger_rows(path) -> list[tuple[str, int]]:
