@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 
 from common.engine.document import UnitState
+from common.engine.kinds.item_changes import finish_item_attempt
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-from common.engine.transitions import AttemptResult
+from common.engine.transitions import AttemptResult, Timing
 from common.runtime.invoke import call_sync, command_context, result_of
 from common.runtime.registry import CommandRegistry, Verdict
 from common.runtime.verify import ROLLBACK, RETRY, VerifyPlan, plan_for, settle, verify_mode
+from tests.support.builders import counter_ids
 from tests.unit.test_check_again import do, line, new, run_of
+from tests.unit.test_item_changes import NOW, _claimed, _records, _task
 
 N, R = Phase.NORMAL, Phase.ROLLBACK
 
@@ -157,3 +160,15 @@ def test_an_outcome_left_unknown_fails_the_step_and_its_rollback_verifies_with_i
     assert task.Steps[1].Verifies == 1 and run_of(task, 1, phase=R).Attempt == 1
     task = do(task, 1, unknown_verdict(), 130.0, phase=R)
     assert task.Steps[1].RollbackVerifies == 1 and task.Steps[1].Verifies == 1
+
+
+def test_an_item_record_counts_and_records_its_verdicts_too():
+    task = _task(retry=1)
+    claimed = _claimed(_records(task)[0], task)
+    lost = finish_item_attempt(claimed, task, claimed.Run.DispatchId, "w",
+                               AttemptResult(ResultCode.PROCESS_DIED, "died"), Timing(NOW + 2), counter_ids("d"))
+    assert lost.Run.Attempt == 2 and verify_mode(lost, N, lost.Run.Attempt) == RETRY
+    again = finish_item_attempt(_claimed(lost, task), task, lost.Run.DispatchId, "w", unknown_verdict(),
+                                Timing(NOW + 3), counter_ids("e"))
+    assert again.Verifies == 1 and again.Run.Attempt == 2 and again.State is StepState.RUNNING
+    assert [e.Message for e in again.History if e.Event == "verified"] == ["unknown: server down"]
