@@ -34,9 +34,9 @@ from modules.mysql.server import Server
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.api.support import READER, TOKENS, auth
-from tests.chaos.test_fencing import descendants
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
+from tests.support.process_tree import descendants
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 FLOWS = """
@@ -220,3 +220,7 @@ def test_an_outcome_that_stays_unknown_ends_rollback_failed_with_one_alarm_shown
     assert cli.returncode == 0, cli.stderr
     history = json.loads(cli.stdout)["History"]
     assert [e["Message"] for e in history if e["Event"] == "verified"] == [unknown] * 6
+    watched = subprocess.run([sys.executable, "-m", "oss", "watch", task.TaskId], env=cluster.env, cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+    assert f"verified step 0 make (rollback, attempt 1): {unknown}" in watched.stdout, watched.stdout + watched.stderr
+    assert watched.stdout.count(f"verified step 0 make (normal, attempt 2): {unknown}") == 3
