@@ -231,8 +231,10 @@ class StepHandler:
     def _verify_plan(self, task: Task, message: StepMessage, record: ItemRecord | None) -> VerifyPlan | None:
         """Whether this attempt verifies an unknown outcome first (DESIGN.md 13.1): the verify of
         the unit's normal command, with the normal phase's idempotency key."""
-        unit = record if record is not None else unit_state(task, (message.Cursor, message.Item))
         step, phase = task.Steps[message.Cursor], message.Type
+        if not self._dispatcher.verifies(step.command(Phase.NORMAL)):
+            return None  # none declared here: the command runs as it always did
+        unit = record if record is not None else unit_state(task, (message.Cursor, message.Item))
         count = unit.Verifies if phase is Phase.NORMAL else unit.RollbackVerifies
         key = idempotency_key(task.TaskId, message.Cursor, Phase.NORMAL, task.Generation, message.Item)
         again = retry_delay(step.backoff(phase), count + 1, self._rng.random())
@@ -270,7 +272,9 @@ class StepHandler:
         delay = 0.0 if result.ok else retry_delay(step.backoff(phase), message.Attempt, self._rng.random())
         # A command's error text may quote a secret parameter: it is stored scrubbed, so no
         # reader of the document (a search, a listing, an export) can ever see or match it.
-        result = dataclasses.replace(result, message=scrubbed_text(result.message, task, self._secrets(task, record)))
+        hidden = self._secrets(task, record)
+        verified = result.verified and (result.verified[0], scrubbed_text(result.verified[1], task, hidden))
+        result = dataclasses.replace(result, message=scrubbed_text(result.message, task, hidden), verified=verified or None)
         if result.verified is not None:
             log.info("verified", verdict=result.verified[0], reason=result.verified[1])
         self._crash_point(parameters, message, "before_commit")

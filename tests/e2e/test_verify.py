@@ -39,6 +39,7 @@ from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
 from tests.support.process_tree import descendants
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+SECRET = "hunter2-verify-secret"
 FLOWS = """
 version: 1
 defaults:
@@ -70,6 +71,8 @@ task_types:
         normal:   {module: billing, command: charge}
         rollback: {module: billing, command: refund}
   unsure_one:
+    parameters:
+      token: {type: string, secret: true}
     steps:
       - name: make
         normal:   {module: unsure, command: make, timeout: 1, retry: 2}
@@ -189,14 +192,16 @@ def test_the_docs_refund_is_not_paid_for_a_charge_that_never_happened(cluster, t
 
 def test_an_outcome_that_stays_unknown_ends_rollback_failed_with_one_alarm_shown_by_api_and_cli(cluster):
     faults = [{"command": "make", "action": "hang", "times": 1}]  # attempt 1 runs into its timeout
-    task = cluster.submit("unsure_one", _baton_faults=faults)
+    task = cluster.submit("unsure_one", token=SECRET, _baton_faults=faults)
     done = cluster.wait_final(task.TaskId, timeout=90)
+    # The verify's reason quoted the secret: masked in the document and the module's log.
+    assert SECRET not in done.model_dump_json(exclude={"Parameters", "SubmittedParameters"}) and SECRET not in cluster.procs["unsure"].log_text()
 
     assert done.TaskStatus is TaskStatus.ROLLBACK_FAILED, done.TaskMessage
     step = done.Steps[0]
     assert (step.Code, step.RollbackCode) == (ResultCode.OUTCOME_UNKNOWN, ResultCode.OUTCOME_UNKNOWN)
     assert (step.Verifies, step.RollbackVerifies, step.Attempts, step.RollbackAttempts) == (3, 3, 2, 1)
-    unknown = "unknown: the far side does not answer"
+    unknown = "unknown: the far side does not answer to ***"
     assert verdicts(done) == [unknown] * 3 and verdicts(done, Phase.ROLLBACK) == [unknown] * 3
     assert "outcome still unknown after 3 verifies" in done.TaskMessage
 

@@ -26,7 +26,9 @@ def make(ctx: CommandContext) -> dict:
 
 @unsure.verify("make")
 def made(parameters: dict, ctx: CommandContext) -> Verdict:
-    return Verdict.unknown("the far side does not answer")
+    # The reason quotes a secret parameter when there is one: baton must mask it everywhere.
+    token = parameters.get("token")
+    return Verdict.unknown("the far side does not answer" + (f" to {token}" if token else ""))
 
 
 @unsure.command()
