@@ -140,6 +140,13 @@ class Settings(ConfigFileSources, BaseSettings):
             "module exits (status 1) to be restarted"
         ),
     )
+    verify_limit: int = Field(
+        3, ge=1, le=100,
+        description=(
+            "verifies of an unknown outcome (a timeout, a lost worker, a dead process) that may"
+            " answer unknown before the attempt ends `OUTCOME_UNKNOWN`, for an operator"
+        ),
+    )
     prefetch: int = Field(
         0, ge=0,
         description=(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from common.engine.codes import AlarmKind
-from common.engine.check_again import next_check
+from common.engine.check_again import next_check, note_verdict
 from common.engine.gates.task_lock import release_on_finish
 from common.masking import scrubbed_text
 from common.engine.document import Alarm, OutboxEntry, Run, StepItem, Task
@@ -91,6 +91,9 @@ def conclude(task: Task, run: Run, result: AttemptResult, timing: Timing, actor:
     normal = run.Phase is Phase.NORMAL
     kind_of(step).before_conclude(task, run, timing)
     remove_run(task, run)
+    verified = note_verdict(state, run.Phase, result)
+    if verified is not None:
+        record(task, timing.now, "verified", run, actor=actor, message=verified)
     if result.check_again is not None:  # "not done yet": no attempt counted, no slot held
         verdict = next_check(task, run, result, timing.now, actor)
         if isinstance(verdict, float):

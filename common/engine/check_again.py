@@ -84,5 +84,19 @@ def decide_check(task: Task, step: Step, state: UnitState, run: Run, result: Att
     return due
 
 
+def note_verdict(state: UnitState, phase: Phase, result: AttemptResult) -> str | None:
+    """A verify ran before this attempt (DESIGN.md 13.1): count an unknown on its phase, and
+    answer the `verified` history event's message (None: no verify ran)."""
+    if result.verified is None:
+        return None
+    verdict, reason = result.verified
+    if verdict == "unknown":
+        if phase is Phase.NORMAL:
+            state.Verifies += 1
+        else:
+            state.RollbackVerifies += 1
+    return f"{verdict}: {reason}" if reason else verdict
+
+
 def check_message(due: float, now: float, result: AttemptResult) -> str:
     return f"in {due - now:g}s" + (f": {result.message}" if result.message else "")

@@ -62,6 +62,9 @@ class UnitState(_Doc):
     # the current phase first answered "not done yet" (None while it is not waiting).
     Progress: str = ""
     WaitingSince: float | None = None
+    # Verifies of an unknown outcome that answered "unknown" in each phase (DESIGN.md 13.1).
+    Verifies: int = 0
+    RollbackVerifies: int = 0
 
 
 class StepItem(UnitState):

@@ -154,6 +154,8 @@ class ResultCode(IntEnum):
     TIMED_OUT = 2  # the command ran past its timeout and was killed
     WORKER_LOST = 3  # the worker's lease lapsed (it died or froze) before it reported
     PROCESS_DIED = 4  # the child process running the command died
+    # It may or may not have acted, and its verify could not tell within the limit (DESIGN.md 13.1).
+    OUTCOME_UNKNOWN = 5
 
 
 class LockState(StrEnum):

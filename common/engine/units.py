@@ -59,6 +59,9 @@ class AttemptResult:
     retryable: bool = True
     # "Not done yet, check again in this many seconds" (message: its progress); not an attempt.
     check_again: float | None = None
+    # A verify ran before this attempt (docs/DESIGN.md 13.1): its verdict and reason, for the
+    # history and the unit's count of unknowns.
+    verified: tuple[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -226,11 +229,11 @@ def record(
 
 def reset_normal(unit: UnitState) -> None:
     unit.Code, unit.Message, unit.TimeStart, unit.TimeEnd, unit.Attempts = None, "", None, None, 0
-    unit.Progress, unit.WaitingSince = "", None
+    unit.Progress, unit.WaitingSince, unit.Verifies = "", None, 0
 
 
 def reset_rollback(unit: UnitState) -> None:
-    unit.RollbackCode, unit.RollbackMessage = None, ""
+    unit.RollbackCode, unit.RollbackMessage, unit.RollbackVerifies = None, "", 0
     unit.RollbackTimeStart, unit.RollbackTimeEnd, unit.RollbackAttempts = None, None, 0
     unit.WaitingSince = None
 

@@ -85,7 +85,7 @@ def execute(
     "check_again" (seconds; "message" is then its progress) when it is not done yet."""
     context = command_context(registry, request, resources, read_task, read_item)
     with hidden_values(request.get("hidden", ())):  # a command's own log lines hide the secrets too
-        return call_sync(registry, context, fault_injection)
+        return call_sync(registry, context, fault_injection, verify=request.get("verify"))
 
 
 def _die_with_parent() -> None:

@@ -70,6 +70,10 @@ class Dispatcher:
         if self._reactor is not None:
             self._reactor.start()
 
+    def verifies(self, command: str) -> bool:
+        """Whether the registry declares a verify for `command` (docs/DESIGN.md 13.1)."""
+        return self._registry.verifier(command) is not None
+
     def kind_of(self, command: str) -> str:
         kind = self._registry.kind(command)
         # An unknown command goes to a kind this module runs, whose call reports it as a failure.

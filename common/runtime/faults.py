@@ -26,7 +26,9 @@ from common.engine.states import Phase
 
 FAULTS_KEY = CLIENT_RESERVED[0]
 ACTIONS = frozenset({"fail", "hang", "crash"})
-CRASH_POINTS = frozenset({"after_claim", "during_command", "after_commit", "after_publish"})
+# before_commit: the command ended (its effect made) and the module dies before recording it:
+# the outcome the next attempt must verify (docs/DESIGN.md sec. 13.1).
+CRASH_POINTS = frozenset({"after_claim", "during_command", "before_commit", "after_commit", "after_publish"})
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,14 @@ from common.engine.item_record import ItemRecord
 from common.store.items_port import ItemStore
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.registry import CommandContext, CommandRegistry
+from common.runtime.verify import VerifyPlan, marked, run_first_async, run_first_sync, settle
 from common.engine.states import Phase, ResultCode
 from common.store.port import TaskStore
 from common.engine.transitions import AttemptResult
 
-Answer = dict[str, Any]  # {"ok", "message", "output", "retryable"} plus "check_again" when not done
+# {"ok", "message", "output", "retryable"} plus "check_again" when not done, "verified" and
+# "verify_reason" after a verify, "code" when a failure is not FAILED (an outcome left unknown).
+Answer = dict[str, Any]
 MAX_MESSAGE = 2000  # characters of a command's failure message kept in the task document
 
 
@@ -48,6 +51,7 @@ class CommandRequest:
     hidden: list[str] = field(default_factory=list)
     item: Any = None  # a for_each step's item (also in parameters as `item`)
     item_index: int | None = None
+    verify: VerifyPlan | None = None  # verify an unknown outcome first (common/runtime/verify.py)
 
 
 def bounded_message(message: str) -> str:
@@ -58,12 +62,14 @@ def bounded_message(message: str) -> str:
 
 
 def result_of(answer: Answer) -> AttemptResult:
+    verified = answer.get("verified")
     return AttemptResult(
-        ResultCode.OK if answer["ok"] else ResultCode.FAILED,
+        ResultCode.OK if answer["ok"] else ResultCode(answer.get("code", ResultCode.FAILED)),
         bounded_message(answer["message"]),
         answer["output"],
         answer["retryable"],
         answer.get("check_again"),
+        (verified, bounded_message(answer.get("verify_reason", ""))) if verified else None,
     )
 
 
@@ -120,26 +126,41 @@ def item_reader(get_items: Callable[[], ItemStore]) -> ReadItem:
 
 
 def call_sync(registry: CommandRegistry, context: CommandContext, fault_injection: bool,
-              in_module: bool = False) -> Answer:  # fmt: skip
+              in_module: bool = False, verify: VerifyPlan | None = None) -> Answer:  # fmt: skip
     """Run a def command (in a child process, or a thread of the module: `in_module`) to its
-    answer; never raises."""
+    answer, its verify first when `verify` asks (its verdict may answer instead); never raises."""
+    verdict = None
     try:
         if fault_injection:
             _injected_fault(context, hang=_hang_blocking, in_module=in_module)
-        return answer_of(registry.get(context.command)(context))
+        fn = registry.verifier(verify.command) if verify is not None else None
+        if verify is not None and fn is not None:
+            verdict = run_first_sync(fn, context, verify)
+            settled = settle(verify, verdict)
+            if settled is not None:
+                return settled
+        return marked(answer_of(registry.get(context.command)(context)), verdict)
     except Exception as exc:  # a command's bug fails its attempt, never the module
-        return failure_of(exc)
+        return marked(failure_of(exc), verdict)
 
 
-async def call_async(registry: CommandRegistry, context: CommandContext, fault_injection: bool) -> Answer:
-    """Await an async command to its answer. Cancellation (its timeout, a lost lease, shutdown)
-    is not caught: the caller decides what a cancelled attempt means."""
+async def call_async(registry: CommandRegistry, context: CommandContext, fault_injection: bool,
+                     verify: VerifyPlan | None = None) -> Answer:  # fmt: skip
+    """Await an async command to its answer (its verify first, as call_sync). Cancellation (its
+    timeout, a lost lease, shutdown) is not caught: the caller decides what it means."""
+    verdict = None
     try:
         if fault_injection and _injected_fault(context, hang=None, in_module=True):
             await asyncio.sleep(float("inf"))  # an injected hang: until cancelled
-        return answer_of(await registry.get(context.command)(context))
+        fn = registry.verifier(verify.command) if verify is not None else None
+        if verify is not None and fn is not None:
+            verdict = await run_first_async(fn, context, verify)
+            settled = settle(verify, verdict)
+            if settled is not None:
+                return settled
+        return marked(answer_of(await registry.get(context.command)(context)), verdict)
     except Exception as exc:
-        return failure_of(exc)
+        return marked(failure_of(exc), verdict)
 
 
 def answer_of(output: Any) -> Answer:

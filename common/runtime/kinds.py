@@ -160,7 +160,7 @@ class ThreadKind(_InProcessKind):
         try:
             context = command_context(self._registry, request.__dict__, self._resources(), self._read_task,
                                       self._read_item)
-            answer = call_sync(self._registry, context, self._fault_injection, in_module=True)
+            answer = call_sync(self._registry, context, self._fault_injection, in_module=True, verify=request.verify)
         finally:
             with self._lock:
                 self._running.discard(run)
@@ -233,7 +233,7 @@ class AsyncKind(_InProcessKind):
             context = command_context(self._registry, request.__dict__, self._resources(), self._read_task,
                                       self._read_item)
             async with deadline:
-                answer = await call_async(self._registry, context, self._fault_injection)
+                answer = await call_async(self._registry, context, self._fault_injection, request.verify)
         except TimeoutError:  # the deadline's: call_async turns a command's own errors into answers
             run.once(timed_out(timeout))
             return

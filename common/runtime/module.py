@@ -90,6 +90,7 @@ class ModuleRuntime:
             lease=settings.lease_seconds,
             redeliver_after=settings.redeliver_after_seconds,
             fault_injection=settings.fault_injection,
+            verify_limit=settings.verify_limit,
             delivery_limit=settings.queue_delivery_limit if settings.queue_type == "quorum" else None,
         )
         self._handler = StepHandler(

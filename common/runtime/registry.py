@@ -41,6 +41,9 @@ from typing import Any
 from common.engine.fence import FencingToken, ReadItem, check_fence, item_record_of, rollback_reached
 from common.engine.document import Task
 from common.engine.states import Phase
+from common.runtime.verify import Verdict, VerifyFn
+
+__all__ = ["CommandContext", "CommandRegistry", "Verdict"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class CommandRegistry:
         self._commands: dict[str, CommandFn] = {}
         self._kinds: dict[str, str] = {}
         self._setup: Callable[[], Any] | None = None
+        self._verifies: dict[str, VerifyFn] = {}
 
     def command(self, name: str | None = None, *, kind: str | None = None) -> Callable[[CommandFn], CommandFn]:
         """Register a command. `kind`: "process" (the default for a def) or "thread"; an
@@ -123,6 +127,23 @@ class CommandRegistry:
             return fn
 
         return register
+
+    def verify(self, name: str) -> Callable[[VerifyFn], VerifyFn]:
+        """Register the verify companion of command `name`: a function (parameters, ctx)
+        answering a Verdict (common/runtime/verify.py), run before a retry or a rollback of an
+        attempt whose outcome is unknown. It only looks: it must change nothing."""
+
+        def register(fn: VerifyFn) -> VerifyFn:
+            if name in self._verifies:
+                raise ValueError(f"{self.module}: verify of {name!r} registered twice")
+            self._verifies[name] = fn
+            return fn
+
+        return register
+
+    def verifier(self, name: str) -> VerifyFn | None:
+        """The verify of command `name`, None when it declares none."""
+        return self._verifies.get(name)
 
     def setup(self, fn: Callable[[], Any]) -> Callable[[], Any]:
         """Register the function that builds this module's shared resources (once per process)."""

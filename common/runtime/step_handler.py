@@ -37,7 +37,9 @@ from common.runtime.inbox import TrackedDelivery
 from common.runtime.invoke import CommandRequest
 from common.runtime.lease import Lease, LeaseKeeper
 from common.store.mutate import mutate
-from common.engine.states import FINAL_STATUSES, ResultCode, RunState
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState
+from common.engine.routing import unit_state
+from common.runtime.verify import VerifyPlan, plan_for
 from common.store.port import TaskStore
 from common.engine.unit_parameters import command_parameters
 from common.engine.transitions import (
@@ -66,6 +68,7 @@ class HandlerConfig:
     # Quorum queues: the broker's x-delivery-limit. The last delivery it allows is set aside
     # here, with an alarm, instead of run once more (it may be what killed its consumers).
     delivery_limit: int | None = None
+    verify_limit: int = 3  # unknown verdicts before an attempt ends OUTCOME_UNKNOWN (DESIGN.md 13.1)
 
 
 class StepHandler:
@@ -203,6 +206,7 @@ class StepHandler:
         if message.Item is not None:
             request.item_index = message.Item
             request.item = request.parameters["item"]
+        request.verify = self._verify_plan(task, message, record)
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
         lease = self._leases.take(task.TaskId, message.DispatchId, record_key(record) if record else None)
@@ -223,6 +227,22 @@ class StepHandler:
             self._leases.give_up(lease)  # never started: the lease lapses, the sweeper re-runs it
             raise
         return True
+
+    def _verify_plan(self, task: Task, message: StepMessage, record: ItemRecord | None) -> VerifyPlan | None:
+        """Whether this attempt verifies an unknown outcome first (DESIGN.md 13.1): the verify of
+        the unit's normal command, with the normal phase's idempotency key."""
+        step, phase = task.Steps[message.Cursor], message.Type
+        if not self._dispatcher.verifies(step.command(Phase.NORMAL)):
+            return None  # none declared here: the command runs as it always did
+        unit = record if record is not None else unit_state(task, (message.Cursor, message.Item))
+        count = unit.Verifies if phase is Phase.NORMAL else unit.RollbackVerifies
+        key = idempotency_key(task.TaskId, message.Cursor, Phase.NORMAL, task.Generation, message.Item)
+        again = retry_delay(step.backoff(phase), count + 1, self._rng.random())
+        plan = plan_for(unit, phase, message.Attempt, step.command(Phase.NORMAL), key, self._config.verify_limit, again)
+        if plan is not None:
+            log.info("outcome unknown: verifying first", before=plan.mode, last_code=unit.Code.name if unit.Code else None,
+                     verifies=plan.count, limit=plan.limit)
+        return plan
 
     def _finish(self, task: Task, message: StepMessage, lease: Lease, started: float,
                 outcome: AttemptResult | None, record: ItemRecord | None, parameters: dict) -> None:  # fmt: skip
@@ -252,7 +272,12 @@ class StepHandler:
         delay = 0.0 if result.ok else retry_delay(step.backoff(phase), message.Attempt, self._rng.random())
         # A command's error text may quote a secret parameter: it is stored scrubbed, so no
         # reader of the document (a search, a listing, an export) can ever see or match it.
-        result = dataclasses.replace(result, message=scrubbed_text(result.message, task, self._secrets(task, record)))
+        hidden = self._secrets(task, record)
+        verified = result.verified and (result.verified[0], scrubbed_text(result.verified[1], task, hidden))
+        result = dataclasses.replace(result, message=scrubbed_text(result.message, task, hidden), verified=verified or None)
+        if result.verified is not None:
+            log.info("verified", verdict=result.verified[0], reason=result.verified[1])
+        self._crash_point(parameters, message, "before_commit")
         if record is not None:
             self._conclude_item(task, message, record, result, delay, elapsed, labels, parameters)
             return

@@ -26,12 +26,13 @@ import pymysql
 
 from common.errors import CommandFailed
 from common.runtime.demo_commands import add_demo_commands
-from common.runtime.registry import CommandContext, CommandRegistry
+from common.runtime.registry import CommandContext, CommandRegistry, Verdict
 from modules.mysql import provision
 from modules.mysql.naming import access_from, connection_limit, given_password, instance_name
 from modules.mysql.provision import Placement
 from modules.mysql.server import LockBusy, Server
 from modules.mysql.settings import MysqlSettings, load_mysql_settings
+from modules.mysql.verify import verify_instance
 
 registry = CommandRegistry("mysql")
 add_demo_commands(registry)
@@ -89,6 +90,21 @@ def init_instance(ctx: CommandContext) -> dict:
             server, ctx.resources.placement, name=name, access=access, password=password,
             task_id=ctx.task_id, key=ctx.idempotency_key, run_key=ctx.run_key, fence=ctx.check_fence,
         )
+
+
+@registry.verify("init_instance")
+def init_instance_done(parameters: dict, ctx: CommandContext) -> Verdict:
+    """Did an attempt whose outcome is unknown create the instance? (modules/mysql/verify.py)"""
+    try:
+        name = instance_name(parameters.get("name"), ctx.resources.settings.meta_schema)
+    except CommandFailed as exc:
+        return Verdict.not_done(f"init refuses this name: {exc}")
+    try:
+        with _server(ctx) as server:
+            return verify_instance(server, ctx.resources.placement, name=name, key=ctx.idempotency_key,
+                                   password=given_password(parameters), before=ctx.phase)
+    except CommandFailed as exc:  # the server is out of reach: nobody can tell yet
+        return Verdict.unknown(str(exc))
 
 
 @registry.command()

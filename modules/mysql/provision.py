@@ -111,12 +111,17 @@ def _create(
     if row.state != "ready":
         server.set_state(name, "ready", time.time())
     log.info("instance created", instance=name, access=row.access)
+    return instance_output(place, row, password)
+
+
+def instance_output(place: Placement, row: OwnedInstance, password: str) -> dict[str, Any]:
+    """What init_instance answers (and its verify, finding it done): how clients reach it."""
     return {
         "instance": {
             "host": place.client_host,
             "port": place.client_port,
-            "database": name,
-            "user": name,
+            "database": row.name,
+            "user": row.name,
             "password": password,  # masked in logs and API answers (common.logging.mask_secrets)
             "access": row.access,
         }

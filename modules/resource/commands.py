@@ -22,7 +22,7 @@ import structlog
 
 from common.errors import CommandFailed
 from common.runtime.demo_commands import add_demo_commands
-from common.runtime.registry import CommandContext, CommandRegistry
+from common.runtime.registry import CommandContext, CommandRegistry, Verdict
 from common.settings import load_settings
 from modules.resource.inventory.factory import open_inventory
 from modules.resource.inventory.port import (
@@ -83,6 +83,25 @@ def check_resource(ctx: CommandContext) -> dict:
         raise CommandFailed("the task is being rolled back; reservation given back", retryable=False)
     log.info("capacity reserved", host=claim.host, holder=holder, **need.as_dict())
     return {"reservation": summary(claim)}
+
+
+# Verifies (docs/DESIGN.md sec. 13.1): after an attempt whose outcome is unknown, the claim under
+# this task's key tells what it did. A store out of reach raises: the verdict is then unknown.
+@registry.verify("check_resource")
+def check_resource_done(parameters: dict, ctx: CommandContext) -> Verdict:
+    claim = _parts(ctx).inventory.get_claim(claim_key(ctx.run_key), time.time())
+    if claim is None or claim.state not in (ClaimState.RESERVED, ClaimState.DEDUCTED):
+        return Verdict.not_done("no live reservation under this task's key")
+    return Verdict.done({"reservation": summary(claim)}, f"reserved on {claim.host}")
+
+
+@registry.verify("deduct_resource")
+def deduct_resource_done(parameters: dict, ctx: CommandContext) -> Verdict:
+    claim = _parts(ctx).inventory.get_claim(claim_key(ctx.run_key), time.time())
+    if claim is None or claim.state is not ClaimState.DEDUCTED:
+        state = "none" if claim is None else claim.state.value
+        return Verdict.not_done(f"this task's claim is not deducted (its state: {state})")
+    return Verdict.done({"reservation": summary(claim)}, f"deducted on {claim.host}")
 
 
 @registry.command()

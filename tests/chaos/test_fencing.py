@@ -23,7 +23,6 @@ import contextlib
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
@@ -37,6 +36,7 @@ from tests.chaos.test_process_faults import store_write_locked
 from tests.chaos.report import record
 from tests.support.builders import only_run
 from tests.support.cluster import wait_until
+from tests.support.process_tree import descendants
 from tests.support.mariadb import connect, mariadb_sandbox
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
@@ -50,22 +50,6 @@ THAWED = {
     "outcome refused": "outcome refused",
 }
 TAKEOVER: dict[str, list[float]] = {"claimed step": [], "held deliveries": []}  # seconds, all rounds
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (its command children, and theirs), from /proc."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        children = [p for p, parent in parents.items() if parent in frontier]
-        found += children
-        frontier = children
-    return found
 
 
 def signal_all(pids: list[int], sig: int) -> None:

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]
 
 # The order of the step protocol: claim -> (ack) -> command -> commit -> publish -> mark sent.
-PROTOCOL_ORDER = ["after_claim", "during_command", "after_commit", "after_publish"]
+PROTOCOL_ORDER = ["after_claim", "during_command", "before_commit", "after_commit", "after_publish"]
 
 
 def crash_rules(point: str, phase: str = "normal") -> list[dict]:
@@ -100,9 +100,10 @@ def test_a_crash_at_each_point_of_the_step_protocol(make_cluster):
             # to publish, so `after_publish` fires on two modules only.
             assert crashes >= (2 if point == "after_publish" else 3), f"{point}: {crashes} crashes"
             swept = sweeper_totals(cluster) - swept_before
-            if point in ("after_claim", "during_command"):
-                # The claimed first attempt died with its module, every time: the sweeper found
-                # the lease lapsed and the second attempt did the work.
+            if point in ("after_claim", "during_command", "before_commit"):
+                # The claimed first attempt died with its module, every time (before_commit: its
+                # command done, its outcome not recorded): the sweeper found the lease lapsed and
+                # the second attempt did the work.
                 for task_id in crash_ids:
                     task = cluster.store.get(task_id)
                     crashing_phases = {r["phase"] for r in task.Parameters["_baton_faults"] if r["action"] == "crash"}

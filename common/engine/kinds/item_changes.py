@@ -10,7 +10,7 @@ The task document is never written here.
 from __future__ import annotations
 
 from common.backoff import exponential
-from common.engine.check_again import check_message, decide_check
+from common.engine.check_again import check_message, decide_check, note_verdict
 from common.engine.document import HistoryEvent, Run, Task
 from common.engine.gates.task_waits import overdue
 from common.engine.item_record import (
@@ -246,6 +246,9 @@ def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timi
     normal = run.Phase is Phase.NORMAL
     new.Run = None
     new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    verified = note_verdict(new, run.Phase, result)
+    if verified is not None:
+        _event(new, timing.now, "verified", run, actor, verified)
     if result.check_again is not None:  # "not done yet": no attempt counted, no slot held
         verdict = decide_check(task, step, new, run, result, timing.now)
         if isinstance(verdict, float):

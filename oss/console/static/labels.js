@@ -55,7 +55,7 @@ export function stepState(state) {
 }
 
 // ResultCode: how a phase's last attempt ended.
-export const RESULT_CODES = ["ok", "failed", "timed out", "worker lost", "process died"];
+export const RESULT_CODES = ["ok", "failed", "timed out", "worker lost", "process died", "outcome unknown"];
 
 export function resultCode(code) {
   if (code === null || code === undefined) return null;
