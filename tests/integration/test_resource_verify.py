@@ -10,8 +10,8 @@ from typing import Any
 from common.engine.states import Phase
 from common.runtime.child import execute
 from common.runtime.verify import VerifyPlan
-from common.store.inventory_factory import open_inventory
-from common.store.inventory_port import Capacity, ClaimState
+from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.port import Capacity, ClaimState
 from modules.resource.commands import ResourceParts, registry
 from modules.resource.requests import claim_key, holder_from, need_from
 

@@ -212,7 +212,7 @@ def withdraw_unpublished(record: ItemRecord, dispatch_id: str) -> ItemRecord | R
     run = record.Run
     if run is None or run.DispatchId != dispatch_id or run.State is not RunState.PENDING:
         return Refusal("the dispatch was claimed or has moved on")
-    new = _copy(record)
+    new = copy_record(record)
     new.Run = None
     new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
     if run.Phase is Phase.NORMAL:
