@@ -13,17 +13,16 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from common.engine.document import UnitState
+
 if TYPE_CHECKING:
     from common.engine.document import LockTemplate, Step
     from common.flows.catalog import FlowCatalog
     from common.flows.schema import TaskTypeSpec
 
 # Step fields that are state, not definition: the same in every template, left out of the hash.
-STATE_FIELDS = frozenset({
-    "State", "Code", "Message", "TimeStart", "TimeEnd", "Attempts", "RollbackCode", "RollbackMessage",
-    "RollbackTimeStart", "RollbackTimeEnd", "RollbackAttempts", "Progress", "WaitingSince", "Items",
-    "ItemStore", "ItemCount", "ItemsOpen", "ChildTaskId",
-})  # fmt: skip
+# A unit's whole state (UnitState: a field added there is state too) and what a step adds to it.
+STATE_FIELDS = frozenset(UnitState.model_fields) | {"Items", "ItemStore", "ItemCount", "ItemsOpen", "ChildTaskId"}
 
 
 def step_definition(step: Step) -> dict[str, Any]:

@@ -114,3 +114,9 @@ def test_a_task_holding_a_lock_moves_when_the_lock_stays_the_same():
     shared = Revision(new.steps, new.content_hash, None, {"name": "a"}, LockAsk("host:a", 1, "backup", ("backup",)))
     assert doubts_about(task, shared) == [
         "its lock would change (host:a (mode exclusive, limit 1) -> host:a (mode backup, limit 1))"]
+
+
+def test_what_a_started_step_went_through_is_state_not_definition():
+    task = task_of()
+    task.Steps[0].Verifies, task.Steps[0].Progress = 2, "73% caught up"
+    assert doubts_about(task, revision(OLD.replace("timeout: 10", "timeout: 11"))) == []
