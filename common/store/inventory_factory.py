@@ -1,4 +1,4 @@
-"""Open the inventory, the event log, the schedules, the lock documents and the module registry named by a store
+"""Open the inventory, the event log, the schedules, the lock documents, the module registry and the module drains named by a store
 URL (as open_store).
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.store.drains_port import ModuleDrains
 from common.store.events_port import EventLog
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapter
 from common.store.inventory_port import Inventory
@@ -55,4 +56,12 @@ def open_module_registry(
 ) -> ModuleRegistry:
     return _open(  # type: ignore[no-any-return]
         url, "modules_sqlite:SqliteModuleRegistry", "modules_mongo:MongoModuleRegistry", timeout_seconds, indexes
+    )
+
+
+def open_module_drains(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> ModuleDrains:
+    return _open(  # type: ignore[no-any-return]
+        url, "drains_sqlite:SqliteModuleDrains", "drains_mongo:MongoModuleDrains", timeout_seconds, indexes
     )
