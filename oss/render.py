@@ -8,6 +8,7 @@ import json
 from common.logging import mask_secrets
 from common.engine.document import HistoryEvent, Step, Task
 from common.engine.gates.freeze import utc_text
+from common.engine.gates.drain import drain_wait
 
 
 def when(epoch: float | None) -> str:
@@ -27,8 +28,7 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
     if task.FlowHash is not None:
         label = f"{task.FlowVersion} ({task.FlowHash})" if task.FlowVersion else task.FlowHash
         lines.append(f"  flow version: {label}")
-    if task.WaitingFor is not None:
-        wait = task.WaitingFor
+    if (wait := drain_wait(task)) is not None:  # a held run's drain, when the task has no wait of its own
         what = wait.TaskId if wait.Kind == "task" else wait.Key
         until = f" until {utc_text(wait.Until)}" if wait.Until is not None else ""
         lines.append(f"  waiting for {wait.Kind} {what}{until} since {when(wait.Since)}")

@@ -22,11 +22,13 @@ from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.runtime.announce import Announcer, baton_version
 from common.runtime.inbox import Handle, Inbox, TrackedDelivery
+from common.runtime.drain_watch import DrainWatch
 from common.runtime.dispatcher import Dispatcher
 from common.runtime.lease import LeaseKeeper
 from common.runtime.registry import load_registry
 from common.runtime.step_handler import HandlerConfig, StepHandler
 from common.settings import Settings
+from common.store.drains_port import ModuleDrains
 from common.store.modules_port import ModuleRegistry
 from common.store.port import TaskStore
 from common.engine.transitions import new_id
@@ -60,6 +62,7 @@ class ModuleRuntime:
         clock: Callable[[], float] = time.time,
         metrics: RuntimeMetrics | None = None,
         announce_to: ModuleRegistry | None = None,
+        drains: ModuleDrains | None = None,
     ):
         self.metrics = metrics or RuntimeMetrics()
         registry = load_registry(registry_ref)
@@ -93,7 +96,8 @@ class ModuleRuntime:
             delivery_limit=settings.queue_delivery_limit if settings.queue_type == "quorum" else None,
         )
         self._handler = StepHandler(
-            config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics
+            config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics,
+            drains=None if drains is None else DrainWatch(drains, self.module),
         )
         self._inbox = Inbox()
         self._subscriptions: list[Subscription] = []
