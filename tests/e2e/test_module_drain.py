@@ -22,7 +22,7 @@ import pytest
 
 from common.engine.states import TaskStatus
 from tests.deploy.support import TOKENS, http
-from tests.e2e.test_freeze_windows import _answers, baton
+from tests.e2e.test_freeze_windows import _answers, baton, stream_events
 from tests.support.cluster import REPO, Cluster, commits, wait_until
 from tests.support.ports import free_port
 from tests.support.test_store import cluster_mongo_url
@@ -118,6 +118,9 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
         assert (event["Actor"], event["Cursor"]) == ("tester", 1)
         assert event["Message"] == "module mysql drained by tester: deploy mysql 1.4"
         assert not [e for e in shown["History"] if e["Event"] == "claimed" and e["Cursor"] == 1]
+    streamed = stream_events(base, waiting[0])  # the event stream says the same
+    assert "waiting_for_drain" in [data["Event"] for kind, data in streamed if kind == "change"]
+    assert [data["WaitingFor"]["Kind"] for kind, data in streamed if kind == "task"][-1] == "drain"
     shown = baton(cluster, "get", waiting[0])
     assert shown.returncode == 0, shown.stderr
     assert "waiting for drain mysql since" in shown.stdout
