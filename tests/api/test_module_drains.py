@@ -67,3 +67,14 @@ def test_a_run_held_by_a_drained_module_shows_as_the_task_s_wait(api):
     (summary,) = api.get("/api/v1/tasks", token=READER).json()["items"]
     assert summary["WaitingFor"]["Kind"] == "drain"
     assert api.store.get(task_id).WaitingFor is None  # derived for the view, never stored
+
+
+def test_a_dry_run_says_which_module_is_drained(api):
+    assert post(api, "mysql", "drain", {"reason": "deploy 1.4"}).status_code == 200
+    body = {"task_type": "create_db", "parameters": {"name": "db1"}, "dry_run": True}
+    plan = api.client.post("/api/v1/tasks", json=body, headers=auth()).json()
+    assert {m["module"]: m["drained"] for m in plan["modules"]} == {"mysql": True, "resource": False}
+    assert "module mysql is drained: its steps would wait until it is undrained" in plan["warnings"]
+    assert post(api, "mysql", "undrain", {"reason": "done"}).status_code == 200
+    plan = api.client.post("/api/v1/tasks", json=body, headers=auth()).json()
+    assert not any(m["drained"] for m in plan["modules"]) and not any("drained" in w for w in plan["warnings"])

@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.states import TaskStatus
 from tests.deploy.support import TOKENS, http
 from tests.e2e.test_freeze_windows import _answers, baton, stream_events
@@ -127,8 +128,10 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
     listed = baton(cluster, "modules")
     assert "mysql        drained by tester" in listed.stdout and "deploy mysql 1.4" in listed.stdout
 
-    undrained = baton(cluster, "modules", "undrain", "mysql", "--reason", "1.4 is out", "--as", "ops:olga")
+    undrained = baton(cluster, "modules", "undrain", "mysql", "--reason", "1.4 is out", "--as", "ops:olga",
+                      "--json")
     assert undrained.returncode == 0, undrained.stderr
+    undrained_at = json.loads(undrained.stdout)["Since"]
     for task_id in waiting:
         done = cluster.wait_final(task_id, timeout=60)
         assert done.TaskStatus is TaskStatus.SUCCESS, done.TaskMessage
@@ -136,6 +139,9 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
         (released,) = [e for e in done.History if e.Event == "drain_released"]
         assert (released.Actor, released.Cursor) == ("ops:olga", 1)
         assert released.Message == "module mysql undrained by ops:olga: 1.4 is out"
+        # Let go by the sweeper's next re-publication: at most the re-check period after the
+        # undrain, plus a module's once-a-second read, a sweep and a busy machine's slack.
+        assert released.Time - undrained_at <= DRAIN_RECHECK_SECONDS + 5, released.Time - undrained_at
         assert task(base, task_id)["WaitingFor"] is None
     logged = [e for e in cluster.log_events("mysql") if e.get("event") == "step held: module drained"]
     assert {e["drained_by"] for e in logged} == {"tester"} and {e["task_id"] for e in logged} == set(waiting)
