@@ -87,6 +87,8 @@ class ModuleRuntime:
         self._dispatcher.on_slot_freed = self._resume_if_idle
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock,
                                    items)
+        # Its drain record, read before each claim (None: never drained, as in tests that drive one in-process).
+        self._drain_watch = None if drains is None else DrainWatch(drains, self.module)
         config = HandlerConfig(
             module=self.module,
             owner=self.owner,
@@ -97,7 +99,7 @@ class ModuleRuntime:
         )
         self._handler = StepHandler(
             config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics,
-            drains=None if drains is None else DrainWatch(drains, self.module),
+            drains=self._drain_watch,
         )
         self._inbox = Inbox()
         self._subscriptions: list[Subscription] = []
@@ -153,6 +155,8 @@ class ModuleRuntime:
         self._leases.stop()
         self._dispatcher.close()
         self._publisher.stop()
+        if self._drain_watch is not None:
+            self._drain_watch.close()
         log.info("module stopped", module=self.module, clean=finished)
         return finished
 
