@@ -6,6 +6,7 @@ resource and mysql modules (stand-in commands) and a separate sweeper.
   resource step, then their mysql step waits (`WaitingFor` kind drain, in the REST view and
   `baton get`), with who drained and why in the history; undrained with the CLI, every task
   succeeds, each mysql step run once, the history naming who undrained and why.
+- Each item of a `for_each` step (inline items) is held on its own and runs once after the undrain.
 - A message already in the mysql queue when the drain begins (its module was stopped) is held
   at the claim like one published after it, and runs only after the undrain.
 """
@@ -45,6 +46,13 @@ task_types:
         normal:   {module: mysql, command: hold}
       - name: finish
         normal:   {module: resource, command: step_c}
+  fleet:
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: per_node
+        for_each: nodes
+        normal:   {module: mysql, command: step_item}
 """
 
 
@@ -166,3 +174,29 @@ def test_a_message_queued_before_the_drain_is_held_at_the_claim(deployment):
     assert done.TaskStatus is TaskStatus.SUCCESS and commits(done)[(1, 0)] == 1
     (released,) = [e for e in done.History if e.Event == "drain_released"]
     assert released.Actor == "tester" and released.Message.endswith("1.5 is out")
+
+
+def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployment):
+    cluster, base = deployment
+    status, _ = http("POST", f"{base}/api/v1/modules/mysql/drain", {"reason": "deploy 1.6"})
+    assert status == 200
+    time.sleep(1.2)  # a module reads its drain record at most once a second
+    status, created = http("POST", f"{base}/api/v1/tasks", {"task_type": "fleet", "parameters": {"nodes": ["a", "b", "c"]}})
+    assert status == 201, created
+    task_id = created["task_id"]
+
+    def all_held() -> bool:
+        runs = task(base, task_id)["Runs"]
+        return len(runs) == 3 and all(r["HeldBy"] == "mysql" for r in runs)
+
+    wait_until(all_held, 60, "every item held by the drain")
+    shown = task(base, task_id)
+    assert shown["WaitingFor"]["Kind"] == "drain"
+    assert sorted(e["Item"] for e in events(shown, "waiting_for_drain")) == [0, 1, 2]
+    status, _ = http("POST", f"{base}/api/v1/modules/mysql/undrain", {"reason": "1.6 is out"})
+    assert status == 200
+    done = cluster.wait_final(task_id, timeout=60)
+    assert done.TaskStatus is TaskStatus.SUCCESS
+    ran = sorted(e.Item for e in done.History if e.Event == "step_succeeded" and e.Item is not None)
+    assert ran == [0, 1, 2]  # each item once
+    assert sorted(e.Item for e in done.History if e.Event == "drain_released") == [0, 1, 2]
