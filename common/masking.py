@@ -20,6 +20,7 @@ from typing import Any
 
 from common.logging import MASK, SECRET_KEY, mask_secrets, mask_url_passwords, redacted_url
 from common.engine.document import Alarm, Task
+from common.engine.gates.drain import drain_wait
 from common.scrubbing import Scrubber
 
 MIN_SCRUBBED = 4
@@ -45,6 +46,8 @@ def masked_task_view(task: Task) -> dict[str, Any]:
         for item in step.get("Items") or ():
             values.update(_secret_values(item["Output"], ()))
             item["Output"] = mask_secrets(item["Output"])
+    if doc.get("WaitingFor") is None and (held := drain_wait(task)) is not None:  # derived, never stored
+        doc["WaitingFor"] = held.model_dump(mode="json")
     return _scrubbed(doc, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
 
 

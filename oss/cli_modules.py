@@ -1,5 +1,6 @@
 """`baton modules`: the modules that announced themselves in the store, live first (as
-GET /api/v1/modules). `live_commands` is what `baton check-flows --live` checks a file against."""
+GET /api/v1/modules), and `baton modules drain|undrain NAME` (as POST /api/v1/modules/NAME/drain).
+`live_commands` is what `baton check-flows --live` checks a file against."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from oss.cli_common import echo_json, settings
+from oss.cli_common import EXIT_NO_TASK, EXIT_REFUSED, echo_json, settings
+from oss.cli_ops import _default_actor
 
 if TYPE_CHECKING:
     from common.settings import Settings
+    from common.store.drains_port import ModuleDrain
     from common.store.modules_port import ModuleRegistration
 
 
@@ -31,21 +34,29 @@ def _registrations(loaded: Settings) -> list[ModuleRegistration]:
         registry.close()
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--stale", is_flag=True, help="Also modules whose every worker stopped renewing.")
 @click.option("--json", "as_json", is_flag=True, help="One object per worker.")
-def modules(stale: bool, as_json: bool) -> None:
-    """Modules announced in the store: live or not, commands, workers and last heartbeats."""
+@click.pass_context
+def modules(ctx: click.Context, stale: bool, as_json: bool) -> None:
+    """Modules announced in the store: live or not, commands, workers and last heartbeats; a
+    drained module says who drained it and why. `drain` and `undrain` park and let go its steps."""
     from common.store.modules_port import is_live, live_modules
 
+    if ctx.invoked_subcommand is not None:
+        return
     loaded = settings(client=True)
+    drains = {d.Module: d for d in _drains(loaded) if d.Drained}
     registrations = _registrations(loaded)
     now, ttl = time.time(), loaded.module_ttl
     live = live_modules(registrations, now, ttl)
     shown = [r for r in registrations if stale or r.Module in live]
     if as_json:
-        echo_json([{**r.model_dump(), "Live": is_live(r, now, ttl)} for r in shown])
+        echo_json([{**r.model_dump(), "Live": is_live(r, now, ttl),
+                    "Drain": drains[r.Module].model_dump() if r.Module in drains else None} for r in shown])
         return
+    for drain in drains.values():
+        click.echo(_drain_line(drain))
     if not shown:
         click.echo("no live module has announced itself" + ("" if stale else " (--stale shows stopped ones)"))
         return
@@ -66,5 +77,64 @@ def _command(r: ModuleRegistration, command: str) -> str:
     kind = r.Kinds.get(command)
     return f"{command} ({kind})" if kind else command
 
+
+def _drains(loaded: Settings) -> list[ModuleDrain]:
+    from common.store.side_stores import open_module_drains
+
+    drains = open_module_drains(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
+    try:
+        return drains.drains()
+    finally:
+        drains.close()
+
+
+def _drain_line(drain: ModuleDrain) -> str:
+    from common.engine.gates.freeze import utc_text
+
+    state = "drained" if drain.Drained else "undrained"
+    return f"{drain.Module:<12} {state} by {drain.Actor} at {utc_text(drain.Since)}: {drain.Reason}"
+
+
+def _drain_command(drained: bool) -> click.Command:
+    name = "drain" if drained else "undrain"
+    what = ("Drain a module for a deploy: its new steps wait (WaitingFor drain), its running commands finish."
+            if drained else "Undrain a module: the steps it held go (within a few seconds).")
+
+    @click.command(name=name, help=what + " Exit 3: no such module in flows.yaml; 4: the record kept changing.")
+    @click.argument("module")
+    @click.option("--reason", required=True, help="Why: stored with the drain record and logged.")
+    @click.option("--as", "actor", default=_default_actor, show_default="cli:<login name>",
+                  help="Who acts, as the record and the log keep it.")  # fmt: skip
+    @click.option("--json", "as_json", is_flag=True)
+    def run(module: str, reason: str, actor: str, as_json: bool) -> None:
+        from common.flows import load_flows
+        from common.store.side_stores import open_module_drains
+        from oss.module_drains import DrainRace, UnknownModule, set_drain
+
+        if not reason.strip():
+            raise click.BadParameter("must say why", param_hint="--reason")
+        loaded = settings(client=True)
+        known = load_flows(loaded.flows_path).modules()
+        drains = open_module_drains(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
+        try:
+            stored = set_drain(drains, known, module, drained, actor, reason.strip(), time.time())
+        except UnknownModule as exc:
+            click.echo(f"baton: {module!r}: {exc}", err=True)
+            raise SystemExit(EXIT_NO_TASK) from exc
+        except DrainRace as exc:
+            click.echo(f"baton: {exc}", err=True)
+            raise SystemExit(EXIT_REFUSED) from exc
+        finally:
+            drains.close()
+        if as_json:
+            echo_json(stored.model_dump())
+        else:
+            click.echo(_drain_line(stored))
+
+    return run
+
+
+modules.add_command(_drain_command(True))
+modules.add_command(_drain_command(False))
 
 COMMANDS = [modules]

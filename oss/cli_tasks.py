@@ -100,7 +100,7 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
 
 
 def _print_plan(parts: Any, task_type: str, parameters: dict[str, Any], request: dict[str, Any], as_json: bool) -> None:
-    from common.store.side_stores import open_lock_store, open_module_registry
+    from common.store.side_stores import open_lock_store, open_module_drains, open_module_registry
     from common.store.locks_table import LockTable
     from oss.dry_run import dry_run
     from oss.plan_text import plan_lines
@@ -109,12 +109,14 @@ def _print_plan(parts: Any, task_type: str, parameters: dict[str, Any], request:
     timeout = settings.effective_store_timeout
     locks = LockTable(open_lock_store(settings.store_url, timeout_seconds=timeout, indexes="none"))
     registry = open_module_registry(settings.store_url, timeout_seconds=timeout, indexes="none")
+    drains = open_module_drains(settings.store_url, timeout_seconds=timeout, indexes="none")
     try:
         plan = dry_run(parts.service, locks, registry, now=time.time(), module_ttl=settings.module_ttl,
-                       task_type=task_type, parameters=parameters, **request)  # fmt: skip
+                       task_type=task_type, parameters=parameters, drains=drains, **request)  # fmt: skip
     finally:
         locks.close()
         registry.close()
+        drains.close()
     if as_json:
         echo_json(plan.model_dump(mode="json"))
     else:

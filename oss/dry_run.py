@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from common.store.drains_port import ModuleDrains
 from common.store.locks_table import LockTable
 from common.store.modules_port import ModuleRegistry
 from oss.plans import Plan, lock_keys, plan_of
@@ -22,11 +23,14 @@ def dry_run(
     module_ttl: float,
     task_type: str,
     parameters: Mapping[str, Any],
+    drains: ModuleDrains | None = None,
     **submission: Any,
 ) -> Plan:
     """The plan of what `service.submit(task_type, parameters, **submission)` would do now;
     raises what it would raise for a request it refuses."""
     draft = service.draft(task_type, parameters, **submission)
     states = {ask.key: locks.get(ask.key) for ask, _ in lock_keys(draft.task)}
+    drained = {d.Module for d in drains.drains() if d.Drained} if drains is not None else set()
     return plan_of(draft.task, existing=draft.existing is not None, awaited=draft.awaited, locks=states,
-                   registrations=list(registry.registrations()), now=now, module_ttl=module_ttl)  # fmt: skip
+                   registrations=list(registry.registrations()), now=now, module_ttl=module_ttl,
+                   drained=drained)  # fmt: skip

@@ -36,7 +36,7 @@ from common.metrics import RuntimeMetrics
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.runtime.discovery import registry_ref
-from common.store.side_stores import open_module_registry
+from common.store.side_stores import open_module_drains, open_module_registry
 from common.runtime.registry import load_registry
 from common.store.factory import open_store, sqlite_path
 from common.store.port import TaskStore
@@ -258,6 +258,7 @@ def _runtime(
         extra_consumers=extra,
         metrics=metrics,
         announce_to=open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout),
+        drains=open_module_drains(settings.store_url, timeout_seconds=settings.effective_store_timeout),
     )
 
 

@@ -23,7 +23,7 @@ def plan_lines(plan: Plan) -> list[str]:
             lines.append(f"    {lock.key} (limit {lock.limit}, {lock.scope}): {state}")
     lines.append("  modules:")
     for module in plan.modules:
-        state = "live" if module.live else "NOT LIVE"
+        state = ("live" if module.live else "NOT LIVE") + (", DRAINED" if module.drained else "")
         missing = f"; does not serve {', '.join(module.missing)}" if module.live and module.missing else ""
         lines.append(f"    {module.module:<16} {state}  needs {', '.join(module.needed)}{missing}")
     lines += [f"  warning: {warning}" for warning in plan.warnings]

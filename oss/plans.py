@@ -9,7 +9,7 @@ step and whether they are live, and when it would start.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -80,6 +80,7 @@ class PlanModule(BaseModel):
     live: bool = Field(description="At least one worker renewed its heartbeat in time")
     needed: list[str] = Field(description="The commands this task would send it")
     missing: list[str] = Field(description="Needed commands no live worker serves")
+    drained: bool = Field(False, description="Drained for a deploy: its steps would wait until it is undrained")
 
 
 class PlanStart(BaseModel):
@@ -111,16 +112,19 @@ def plan_of(
     registrations: list[ModuleRegistration],
     now: float,
     module_ttl: float,
+    drained: Collection[str] = frozenset(),
 ) -> Plan:
     """The plan of `task` (not stored). `locks`: the current state of every key `lock_keys(task)`
-    names (None: nobody holds or waits for it)."""
+    names (None: nobody holds or waits for it). `drained`: the modules drained now."""
     live = [r for r in registrations if is_live(r, now, module_ttl)]
     steps = [_step(task, i, s, task.Steps, live) for i, s in enumerate(task.Steps)]
     plan_locks = [_lock(ask, scope, locks.get(ask.key)) for ask, scope in lock_keys(task)]
-    modules = _modules(task.Steps, registrations, live)
+    modules = [m.model_copy(update={"drained": m.module in drained}) for m in _modules(task.Steps, registrations, live)]
     start = _start(task, awaited, plan_locks, now)
     warnings = [f"module {m.module} has no live worker: its steps would wait in {m.queue}" for m in modules if not m.live]
     warnings += [f"module {m.module} serves no {c!r} now" for m in modules if m.live for c in m.missing]
+    warnings += [f"module {m.module} is drained: its steps would wait until it is undrained" for m in modules
+                 if m.drained]  # fmt: skip
     warnings += [f"step lock {lock.key} is busy: {', '.join(lock.holders)} holds it" for lock in plan_locks
                  if lock.scope != "task" and not lock.free]  # fmt: skip
     return Plan(

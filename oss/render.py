@@ -10,6 +10,7 @@ from common.engine.gates.task_lock import asked, described
 from common.logging import mask_secrets
 from common.engine.document import HistoryEvent, Step, Task
 from common.engine.gates.freeze import utc_text
+from common.engine.gates.drain import drain_wait
 
 
 def when(epoch: float | None) -> str:
@@ -29,8 +30,7 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
     if task.FlowHash is not None:
         label = f"{task.FlowVersion} ({task.FlowHash})" if task.FlowVersion else task.FlowHash
         lines.append(f"  flow version: {label}")
-    if task.WaitingFor is not None:
-        wait = task.WaitingFor
+    if (wait := drain_wait(task)) is not None:  # a held run's drain, when the task has no wait of its own
         what = wait.TaskId if wait.Kind == "task" else wait.Key
         if wait.Kind == "lock" and task.Lock is not None and task.Lock.Mode != EXCLUSIVE:
             what += f" (mode {task.Lock.Mode})"

@@ -16,7 +16,7 @@ from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.settings import Settings
 from common.relay.schedule_runner import ScheduleRunner
 from common.store.factory import IndexMode, open_store
-from common.store.side_stores import open_module_registry, open_schedule_store
+from common.store.side_stores import open_module_drains, open_module_registry, open_schedule_store
 from common.store.port import TaskStore
 from common.relay.sweeper import Job, SweepConfig, Sweeper
 from common.relay.unserved import UnservedWatch
@@ -64,7 +64,8 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
     )
     schedules = ScheduleRunner(schedule_store, store, service.submit, settings.schedule_misfire_grace_seconds)
     modules = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
-    unserved = UnservedWatch(store, modules, broker, settings.unserved_alarm_seconds, settings.module_ttl)
+    drains = open_module_drains(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
+    unserved = UnservedWatch(store, modules, broker, settings.unserved_alarm_seconds, settings.module_ttl, drains)
     locks = LockReclaim(OutboxPublisher(
         store, broker, time.time, mark_delay_for(settings.relay_grace_seconds),
         lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,

@@ -29,11 +29,14 @@ class OutboxKind(StrEnum):
 
 
 class WaitKind(StrEnum):
-    """What a not-started task waits for (`Task.WaitingFor.Kind`)."""
+    """What a task waits for (`Task.WaitingFor.Kind`): a not-started one, or a held run's drain."""
 
     LOCK = "lock"  # a slot of its lock (common.engine.gates.task_lock)
     TASK = "task"  # another task's end (common.engine.gates.task_waits)
     FREEZE = "freeze"  # a freeze window's end (common.engine.gates.freeze)
+    # A module's undrain (common.engine.gates.drain): shown for a task whose run a drained
+    # module holds, derived from the runs and never stored in the document.
+    DRAIN = "drain"
 
 
 class AlarmKind(StrEnum):

@@ -164,6 +164,10 @@ class Run(_Doc):
     # When this run became due (its dispatch, or the end of its backoff or delayed start): how
     # long a step has waited for a module to claim it. None in documents written before it.
     Since: float | None = None
+    # PENDING, parked at the claim by a drained module (common/engine/gates/drain.py): which one,
+    # and since when; cleared by the first claim after its undrain.
+    HeldBy: str | None = None
+    HeldSince: float | None = None
 
     @property
     def unit(self) -> tuple[int, int | None]:

@@ -22,6 +22,7 @@ from typing import Any
 
 from common.backoff import exponential
 from common.engine.advance import advance, conclude, dispatch, with_delay
+from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.gates.freeze import freeze_message, waiting_for_freeze
 from common.engine.gates.task_lock import LockAsk, defer_lock, request_lock
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
@@ -264,6 +265,9 @@ def _redispatch(task: Task, run: Run, timing: Timing) -> None:
         task.Outbox.append(publish_entry(task, run, due_at=timing.now))
     else:  # due again now: the sweeper's flush sends it (a flush sends only what a change moved)
         waiting.DueAt = timing.now
+    if run.HeldBy is not None:  # held by a drain: looked at again soon, no backoff, no event
+        run.Deadline = timing.now + DRAIN_RECHECK_SECONDS
+        return
     # Back off: a message that merely waits in a long queue (a backlog, its module down) must not
     # be copied into that queue every period; each copy lengthens the wait, so ever more runs
     # pass their deadline and the queue grows without bound (a redelivery storm).

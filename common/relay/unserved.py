@@ -8,6 +8,7 @@ One alarm per episode: its id names the queue and the oldest waiting dispatch, s
 while that step still waits produces the same alarm (stored once), and while an alarm of the
 queue is open no other is raised. The alarm goes to the monitor like any other (stored, logged,
 sent to the webhook); when the monitor itself is not live, the sweeper stores it directly.
+A drained module's queue raises none: its processes are down on purpose, for a deploy.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from common.broker.port import Broker
 from common.engine.document import Alarm, Run, Task
 from common.queues import ALARM_QUEUE, module_queue
 from common.engine.states import RunState
+from common.store.drains_port import ModuleDrains
 from common.store.modules_port import ModuleRegistry, live_modules
 from common.store.port import TaskStore
 
@@ -87,9 +89,10 @@ class UnservedWatch:
     """A sweeper job (common.relay.sweeper.Job): called with "now" every round."""
 
     def __init__(self, store: TaskStore, registry: ModuleRegistry, broker: Broker, threshold: float,
-                 module_ttl: float):  # fmt: skip
+                 module_ttl: float, drains: ModuleDrains | None = None):  # fmt: skip
         self._store, self._registry, self._broker = store, registry, broker
         self._threshold, self._ttl = threshold, module_ttl
+        self._drains = drains
 
     def __call__(self, now: float) -> list[Alarm]:
         """Raise the alarms due now; returns them (already open ones excepted)."""
@@ -97,7 +100,8 @@ class UnservedWatch:
         if not waiting:
             return []
         live = live_modules(self._registry.registrations(), now, self._ttl)
-        groups = unserved(waiting, live, now - self._threshold)
+        drained = {d.Module for d in self._drains.drains() if d.Drained} if self._drains is not None else set()
+        groups = {m: e for m, e in unserved(waiting, live, now - self._threshold).items() if m not in drained}
         if not groups:
             return []
         open_alarms = self._store.list_alarms(acknowledged=False, limit=BATCH)
@@ -114,3 +118,5 @@ class UnservedWatch:
 
     def close(self) -> None:
         self._registry.close()
+        if self._drains is not None:
+            self._drains.close()

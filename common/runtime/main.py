@@ -19,7 +19,7 @@ from common.stop_signals import stop_on_signals
 from common.engine.kinds.fan_out import wire_records
 from common.settings import Settings, load_settings
 from common.store.factory import open_store
-from common.store.side_stores import open_module_registry
+from common.store.side_stores import open_module_drains, open_module_registry
 from common.store.port import TaskStore
 
 log = structlog.get_logger(__name__)
@@ -42,6 +42,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
         broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds, **settings.broker_options)
         announcements = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
+        drains = open_module_drains(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="check")
     except BatonError as exc:  # unreachable or refusing: say so plainly and let the supervisor retry
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
         sys.exit(EXIT_UNAVAILABLE)
@@ -54,6 +55,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         queues_to_declare={module_queue(m) for m in flows.modules()},
         extra_consumers=extra_consumers(settings, store) if extra_consumers else None,
         announce_to=announcements,
+        drains=drains,
     )
     stop = threading.Event()
     stop_on_signals(stop)

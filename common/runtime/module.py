@@ -22,11 +22,13 @@ from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.queues import ALARM_QUEUE, module_queue
 from common.runtime.announce import Announcer, baton_version
 from common.runtime.inbox import Handle, Inbox, TrackedDelivery
+from common.runtime.drain_watch import DrainWatch
 from common.runtime.dispatcher import Dispatcher
 from common.runtime.lease import LeaseKeeper
 from common.runtime.registry import load_registry
 from common.runtime.step_handler import HandlerConfig, StepHandler
 from common.settings import Settings
+from common.store.drains_port import ModuleDrains
 from common.store.modules_port import ModuleRegistry
 from common.store.port import TaskStore
 from common.engine.transitions import new_id
@@ -60,6 +62,7 @@ class ModuleRuntime:
         clock: Callable[[], float] = time.time,
         metrics: RuntimeMetrics | None = None,
         announce_to: ModuleRegistry | None = None,
+        drains: ModuleDrains | None = None,
     ):
         self.metrics = metrics or RuntimeMetrics()
         registry = load_registry(registry_ref)
@@ -84,6 +87,8 @@ class ModuleRuntime:
         self._dispatcher.on_slot_freed = self._resume_if_idle
         self._leases = LeaseKeeper(store, self.owner, settings.lease_seconds, settings.effective_heartbeat, clock,
                                    items)
+        # Its drain record, read before each claim (None: never drained, as in tests that drive one in-process).
+        self._drain_watch = None if drains is None else DrainWatch(drains, self.module)
         config = HandlerConfig(
             module=self.module,
             owner=self.owner,
@@ -94,7 +99,8 @@ class ModuleRuntime:
             delivery_limit=settings.queue_delivery_limit if settings.queue_type == "quorum" else None,
         )
         self._handler = StepHandler(
-            config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics
+            config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics,
+            drains=self._drain_watch,
         )
         self._inbox = Inbox()
         self._subscriptions: list[Subscription] = []
@@ -150,6 +156,8 @@ class ModuleRuntime:
         self._leases.stop()
         self._dispatcher.close()
         self._publisher.stop()
+        if self._drain_watch is not None:
+            self._drain_watch.close()
         log.info("module stopped", module=self.module, clean=finished)
         return finished
 

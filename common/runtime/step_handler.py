@@ -33,6 +33,8 @@ from common.queues import ALARM_QUEUE
 from common.backoff import retry_delay
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.dispatcher import Dispatcher
+from common.runtime.drain_watch import DrainWatch
+from common.engine.gates.drain import drain_hold, release_hold
 from common.runtime.inbox import TrackedDelivery
 from common.runtime.invoke import CommandRequest
 from common.runtime.lease import Lease, LeaseKeeper
@@ -83,8 +85,10 @@ class StepHandler:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         metrics: RuntimeMetrics | None = None,
+        drains: DrainWatch | None = None,
     ):
         self._metrics = metrics or RuntimeMetrics()
+        self._drains = drains  # None: this module is never drained (tests that drive one in-process)
         self._config = config
         self._store = store
         self._broker = broker
@@ -121,6 +125,8 @@ class StepHandler:
             attempt=message.Attempt, module=self._config.module, command=message.Command,
         ):
             timing = self._timing()
+            if self._held_by_drain(delivery, message, timing):
+                return False
             record: ItemRecord | Refusal | None = None
             try:
                 # An item's message: its run may live in its record (DESIGN.md sec. 12), claimed
@@ -129,7 +135,7 @@ class StepHandler:
                 if read is not None and names_record(read, message):
                     claimed, record = read, self._item_runs.claim(read, message, timing)
                 else:
-                    claimed = mutate(self._store, message.TaskId, lambda t: claim(t, message, self._config.owner, timing))
+                    claimed = mutate(self._store, message.TaskId, lambda t: self._claim(t, message, timing))
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
                 self._dead_letter(delivery, str(exc), message)
                 return False
@@ -154,6 +160,43 @@ class StepHandler:
             with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType), \
                     hidden_values(self._secrets(claimed, record)):
                 return self._start(claimed, message, record)
+
+    def _held_by_drain(self, delivery: Delivery, message: StepMessage, timing: Timing) -> bool:
+        """The module is drained (DESIGN.md sec. 10): the run is held, not claimed, and the
+        delivery acked; the sweeper publishes it again until a claim after the undrain. True when
+        the delivery was dealt with here. An item record's run is not marked: the delivery is
+        acked unclaimed and the item sweep re-publishes it (with its usual backoff)."""
+        drain = self._drains.drained() if self._drains is not None else None
+        if drain is None:
+            return False
+        module = self._config.module
+        try:
+            held = mutate(self._store, message.TaskId,
+                          lambda t: drain_hold(t, message, module, drain.Actor, drain.Reason, timing))
+        except UnreadableTask as exc:
+            self._dead_letter(delivery, str(exc), message)
+            return True
+        except StoreError as exc:
+            log.warning("store unreachable; held delivery given back", error=str(exc))
+            time.sleep(STORE_RETRY_PAUSE)
+            delivery.requeue()
+            return True
+        delivery.ack()
+        if isinstance(held, Refusal):
+            log.info("delivery dropped while drained", reason=held.reason)
+        else:
+            log.info("step held: module drained", drained_by=drain.Actor, reason=drain.Reason)
+        return True
+
+    def _claim(self, task: Task, message: StepMessage, timing: Timing) -> Task | Refusal:
+        """The claim; a run a drain held records who undrained the module as it goes."""
+        claimed = claim(task, message, self._config.owner, timing)
+        run = task.run(message.DispatchId)
+        if isinstance(claimed, Task) and run is not None and run.HeldBy is not None:
+            undrain = self._drains.current() if self._drains is not None else None
+            release_hold(claimed, message.DispatchId, undrain.Actor if undrain else None,
+                         undrain.Reason if undrain else None, timing.now)
+        return claimed
 
     def _claim_outcome(self, message: StepMessage, timing: Timing) -> tuple[Task | None, ItemRecord | None]:
         """After a StoreError during the claim: the task if OUR claim was written after all.

@@ -109,6 +109,9 @@ SPECS: dict[str, list[IndexSpec]] = {
         # owing a notice at any time are sorted in memory.
         IndexSpec("owing", [("Owes", ASCENDING)], {"partialFilterExpression": ITEMS_OWING}),
     ],
+    "module_drains": [
+        IndexSpec("module", [("Module", ASCENDING)], {"unique": True}),
+    ],
     "task_locks": [
         IndexSpec("key", [("Key", ASCENDING)], {"unique": True}),
     ],

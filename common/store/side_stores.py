@@ -1,5 +1,6 @@
-"""Open the event log, the schedules, the lock documents and the module registry named by a store
-URL (as open_store). A module's own store (the resource inventory) has its opener in its module.
+"""Open the event log, the schedules, the lock documents, the module registry and the module
+drains named by a store URL (as open_store). A module's own store (the resource inventory) has
+its opener in its module.
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
 BATON_STORE_URL configures them all. Adapters are imported on demand: a SQLite deployment never
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.store.drains_port import ModuleDrains
 from common.store.events_port import EventLog
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapter
 from common.store.locks_port import LockStore
@@ -48,4 +50,12 @@ def open_module_registry(
 ) -> ModuleRegistry:
     return _open(  # type: ignore[no-any-return]
         url, "modules_sqlite:SqliteModuleRegistry", "modules_mongo:MongoModuleRegistry", timeout_seconds, indexes
+    )
+
+
+def open_module_drains(
+    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
+) -> ModuleDrains:
+    return _open(  # type: ignore[no-any-return]
+        url, "drains_sqlite:SqliteModuleDrains", "drains_mongo:MongoModuleDrains", timeout_seconds, indexes
     )

@@ -33,7 +33,10 @@ from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
 from oss.api.openapi_doc import install_openapi
 from oss.api.query import known_query_only
-from oss.api.routers import actions, alarms, bulk, events, health, hosts, items, locks, migrations, modules, schedules, task_types, tasks
+from oss.api.routers import (
+    actions, alarms, bulk, events, health, hosts, items, locks, migrations, module_drains, modules, schedules,
+    task_types, tasks,
+)
 from oss.console import mount_console
 from oss.service import TaskService
 from oss.settings import OssSettings
@@ -109,7 +112,7 @@ def create_app(
             # Every thread that uses the store ends before it closes (common.background).
             joined = join_all(background, settings.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS)
             service.close()
-            for opened in ("hosts", "schedules", "module_registry", "locks"):  # opened on first use by their routers
+            for opened in ("hosts", "schedules", "module_registry", "module_drains", "locks"):  # opened on first use by their routers
                 if getattr(app.state, opened, None) is not None:
                     getattr(app.state, opened).close()
                     setattr(app.state, opened, None)  # a later request opens it again, never closed
@@ -128,7 +131,8 @@ def create_app(
     )
     app.state.baton = context
     install_error_handlers(app, before_validation=authenticate_first)
-    for module in (tasks, items, events, actions, bulk, migrations, task_types, alarms, hosts, schedules, modules, locks, health):
+    for module in (tasks, items, events, actions, bulk, migrations, task_types, alarms, hosts, schedules, modules,
+                   module_drains, locks, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
     install_openapi(app, flows, settings.input_limits.max_string)  # the task types' parameter schemas, and what every route answers

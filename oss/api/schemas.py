@@ -205,7 +205,7 @@ class TaskSummary(BaseModel):
     Labels: dict[str, str]
     CancelRequested: OperatorRequest | None
     ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
-    WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key), for another task (Kind task, TaskId) or for a freeze window to end (Kind freeze, Key the window, Until its end)")
+    WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key), for another task (Kind task, TaskId) or for a freeze window to end (Kind freeze, Key the window, Until its end); running: a step held by a drained module (Kind drain, Key the module)")
     Lock: TaskLock | None = Field(None, description="Its task type's lock: key, limit, pending|waiting|held|kept|released")
 
 

@@ -7,10 +7,11 @@ import time
 
 from common.engine.document import Alarm
 from common.queues import ALARM_QUEUE
+from common.store.drains_sqlite import SqliteModuleDrains
 from common.store.modules_port import ModuleRegistration
 from common.store.modules_sqlite import SqliteModuleRegistry
 from common.relay.unserved import UnservedWatch
-from tests.api.support import READER
+from tests.api.support import READER, auth
 
 
 def announce(api, module: str, worker: str, age: float = 0.0, commands=("noop", "noop_rollback")) -> None:
@@ -41,7 +42,8 @@ def test_a_task_waiting_on_a_queue_nobody_serves_says_so(api):
 
 
 def watch(api, threshold: float = 0.0) -> UnservedWatch:
-    return UnservedWatch(api.store, SqliteModuleRegistry(api.store.path), api.broker, threshold, 30.0)
+    return UnservedWatch(api.store, SqliteModuleRegistry(api.store.path), api.broker, threshold, 30.0,
+                         SqliteModuleDrains(api.store.path))
 
 
 def test_one_alarm_per_unserved_queue_stored_when_no_monitor_is_live(api):
@@ -56,6 +58,17 @@ def test_one_alarm_per_unserved_queue_stored_when_no_monitor_is_live(api):
     announce(api, "resource", "resource@h:1")
     api.store.acknowledge_alarm(alarm.AlarmId, by="olga", now=time.time())
     assert watch(api)(time.time()) == []  # served now
+
+
+def test_a_drained_module_s_queue_raises_no_alarm_until_it_is_undrained(api):
+    api.create()  # step 0 waits in queue "resource", which no live module serves
+    assert api.client.post("/api/v1/modules/resource/drain", json={"reason": "deploy 2.0"},
+                           headers=auth()).status_code == 200
+    assert watch(api)(time.time()) == []  # down on purpose
+    assert api.client.post("/api/v1/modules/resource/undrain", json={"reason": "deployed"},
+                           headers=auth()).status_code == 200
+    (alarm,) = watch(api)(time.time())
+    assert alarm.Module == "resource"
 
 
 def test_the_alarm_goes_through_the_monitor_when_it_is_live(api):

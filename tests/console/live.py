@@ -17,6 +17,7 @@ import httpx
 
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
+from common.store.drains_sqlite import SqliteModuleDrains
 from common.engine.document import Task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
@@ -228,7 +229,8 @@ def live_console(workdir: Path) -> Iterator[LiveConsole]:
         for module, registry in REGISTRIES.items():
             extra = alarm_consumer(settings, store) if module == "mysql" else None
             runtime = ModuleRuntime(registry_ref=registry, settings=settings, store=store, broker=broker,
-                                    queues_to_declare=queues, extra_consumers=extra)  # fmt: skip
+                                    queues_to_declare=queues, extra_consumers=extra,
+                                    drains=SqliteModuleDrains(db))  # fmt: skip
             runtime.start()
             stack.callback(runtime.stop, grace=2)
         url = stack.enter_context(

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from common.store.drains_mongo import MongoModuleDrains
+from common.store.drains_sqlite import SqliteModuleDrains
 from common.store.events_mongo import MongoEventLog
 from common.store.events_sqlite import SqliteEventLog
 from modules.resource.inventory.mongo import MongoInventory
@@ -62,6 +64,11 @@ class Backend:
         if self.kind == "sqlite":
             return SqliteModuleRegistry(self.sqlite_path)  # type: ignore[arg-type]
         return MongoModuleRegistry(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    def open_module_drains(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteModuleDrains(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoModuleDrains(self.mongo_client, self.database)  # type: ignore[arg-type]
 
     def open_item_store(self) -> Any:
         if self.kind == "sqlite":
@@ -131,5 +138,12 @@ def module_registry(backend: Backend) -> Iterator[Any]:
 @pytest.fixture
 def item_store(backend: Backend) -> Iterator[Any]:
     opened = backend.open_item_store()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def module_drains(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_module_drains()
     yield opened
     opened.close()

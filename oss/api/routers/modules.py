@@ -12,6 +12,7 @@ from common.queues import module_queue
 from common.store.side_stores import open_module_registry
 from common.store.modules_port import ModuleRegistration, ModuleRegistry, is_live
 from oss.api.auth import Context, Reader
+from oss.api.routers.module_drains import DrainView, Drains, drain_view
 from oss.api.schemas import error_responses
 
 router = APIRouter(prefix="/api/v1", tags=["modules"])
@@ -34,6 +35,7 @@ class ModuleView(BaseModel):
     commands: list[str] = Field(description="What its live workers serve (all workers when none is live)")
     kinds: dict[str, str] = Field(default_factory=dict, description="Each command's kind: process, thread or async")
     workers: list[WorkerView]
+    drain: DrainView | None = Field(None, description="Its drain record: drained or not, by whom and why (none: never drained)")
 
 
 class ModuleList(BaseModel):
@@ -55,6 +57,7 @@ Modules = Annotated[ModuleRegistry, Depends(module_registry)]
             responses=error_responses(401, 503))  # fmt: skip
 def list_modules(
     registry: Modules,
+    drains: Drains,
     context: Context,
     token: Reader,
     stale: Annotated[bool, Query(description="Also modules whose every worker stopped renewing")] = False,
@@ -63,12 +66,16 @@ def list_modules(
     by_module: dict[str, list[ModuleRegistration]] = {}
     for registration in registry.registrations():
         by_module.setdefault(registration.Module, []).append(registration)
-    views = [_view(name, workers, now, ttl) for name, workers in by_module.items()]
-    shown = [v for v in views if v.live or stale]
+    records = {d.Module: drain_view(d) for d in drains.drains()}
+    for drained in records.values():  # a drained module shows, its workers stopped for a deploy or not
+        by_module.setdefault(drained.module, [])
+    views = [_view(name, workers, now, ttl, records.get(name)) for name, workers in by_module.items()]
+    shown = [v for v in views if v.live or stale or (v.drain is not None and v.drain.drained)]
     return ModuleList(items=sorted(shown, key=lambda v: (not v.live, v.module)))
 
 
-def _view(module: str, registrations: list[ModuleRegistration], now: float, ttl: float) -> ModuleView:
+def _view(module: str, registrations: list[ModuleRegistration], now: float, ttl: float,
+          drain: DrainView | None) -> ModuleView:
     live = [r for r in registrations if is_live(r, now, ttl)]
     commands = sorted({c for r in (live or registrations) for c in r.Commands})
     kinds = {c: k for r in (live or registrations) for c, k in sorted(r.Kinds.items())}
@@ -78,4 +85,4 @@ def _view(module: str, registrations: list[ModuleRegistration], now: float, ttl:
         for r in registrations
     ]  # fmt: skip
     return ModuleView(module=module, queue=module_queue(module), live=bool(live), commands=commands, kinds=kinds,
-                      workers=workers)
+                      workers=workers, drain=drain)

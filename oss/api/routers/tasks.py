@@ -22,6 +22,7 @@ from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
 from oss.api.routers.locks import Locks
+from oss.api.routers.module_drains import Drains
 from oss.api.routers.modules import Modules
 from oss.dry_run import dry_run
 from oss.plans import Plan
@@ -47,7 +48,8 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
         **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
-def create_task(body: CreateTask, context: Context, token: Submitter, locks: Locks, registry: Modules) -> Response:
+def create_task(body: CreateTask, context: Context, token: Submitter, locks: Locks, registry: Modules,
+                drains: Drains) -> Response:
     """Validate the parameters against the task type's schema, then write the whole task and
     dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
     the existing task when the idempotency key was used before for the same request, even by a
@@ -66,7 +68,7 @@ def create_task(body: CreateTask, context: Context, token: Submitter, locks: Loc
     }
     if body.dry_run:
         plan = dry_run(context.service, locks, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
-                       task_type=body.task_type, parameters=body.parameters, **request)  # fmt: skip
+                       task_type=body.task_type, parameters=body.parameters, drains=drains, **request)  # fmt: skip
         return Response(plan.model_dump_json(), status_code=200, media_type="application/json")
     submission = context.service.submit(body.task_type, body.parameters, **request)
     task = submission.task

@@ -24,6 +24,8 @@ export function taskStatus(task) {
   if (code === 1 && task.ScheduledFor) return { ...status, label: "Scheduled", css: "st-scheduled" };
   // Not started because it waits for something (a lock): say what, not just "not started".
   if (code === 1 && task.WaitingFor) return { ...status, label: `Waiting for ${task.WaitingFor.Kind}` };
+  // Running, with a step a drained module holds (a deploy): say so.
+  if (code === 2 && task.WaitingFor?.Kind === "drain") return { ...status, label: "Running · waiting for drain" };
   return status;
 }
 

@@ -111,6 +111,7 @@ function modulesTable(modules) {
   return el("table", { class: "plan", id: "plan-modules" },
     el("thead", {}, el("tr", {}, ["Module", "Live", "Needs", "Missing"].map((h) => el("th", { text: h })))),
     el("tbody", {}, modules.map((module) => el("tr", {},
-      el("td", { text: module.module }), el("td", { text: module.live ? "live" : "not live" }),
+      el("td", { text: module.module }),
+      el("td", { text: (module.live ? "live" : "not live") + (module.drained ? " · drained" : "") }),
       el("td", { text: module.needed.join(", ") }), el("td", { text: module.missing.join(", ") })))));
 }

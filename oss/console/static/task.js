@@ -117,11 +117,16 @@ function summary(task) {
       fact("Priority", String(task.Priority)),
       fact("Labels", labels(task.Labels)),
       task.ScheduledFor ? fact("Scheduled", "starts at ", when(task.ScheduledFor)) : [],
-      task.WaitingFor && task.WaitingFor.Kind !== "freeze" ? fact("Waiting for", `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""}` +
+      task.WaitingFor && !["freeze", "drain"].includes(task.WaitingFor.Kind) ? fact("Waiting for",
+        `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""}` +
         `${task.WaitingFor.Kind === "lock" ? lockMode(task.Lock, " (", ")") : ""} since `, when(task.WaitingFor.Since)) : [],
       // A freeze window the task was created in: it starts once the window ends (the sweeper lets it go).
       task.WaitingFor?.Kind === "freeze" ? el("div", { class: "frozen" }, el("dt", { text: "Waiting for" }), el("dd", {},
         "freeze window ", el("strong", { text: task.WaitingFor.Key }), " to end at ", when(task.WaitingFor.Until))) : [],
+      // A step held by a drained module (a deploy): it goes once an operator undrains the module.
+      task.WaitingFor?.Kind === "drain" ? el("div", { class: "drained" }, el("dt", { text: "Waiting for" }), el("dd", {},
+        "module ", el("strong", { text: task.WaitingFor.Key }), " to be undrained (drained since ",
+        when(task.WaitingFor.Since), ")")) : [],
       task.Lock ? fact("Lock", `${task.Lock.Key} (${lockMode(task.Lock, "", ", ")}limit ${task.Lock.Limit}): ${task.Lock.State}` +
         (task.Lock.State === "kept" ? ", held until an operator ends the task" : "")) : [],
       fact("Created", when(task.TimeCreate)),

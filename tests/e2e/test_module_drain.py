@@ -1,0 +1,202 @@
+"""Module drain end to end, with real processes on the real RabbitMQ (SQLite store, or MongoDB
+on SecantusDB with BATON_TEST_STORE=mongo): OSS serving REST, `baton` CLI invocations, the
+resource and mysql modules (stand-in commands) and a separate sweeper.
+
+- Drained over REST while a mysql command runs: that command finishes; new tasks run their
+  resource step, then their mysql step waits (`WaitingFor` kind drain, in the REST view and
+  `baton get`), with who drained and why in the history; undrained with the CLI, every task
+  succeeds, each mysql step run once, the history naming who undrained and why.
+- Each item of a `for_each` step (inline items) is held on its own and runs once after the undrain.
+- A message already in the mysql queue when the drain begins (its module was stopped) is held
+  at the claim like one published after it, and runs only after the undrain.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
+from common.engine.states import TaskStatus
+from tests.deploy.support import TOKENS, http
+from tests.e2e.test_freeze_windows import _answers, baton, stream_events
+from tests.support.cluster import REPO, Cluster, commits, wait_until
+from tests.support.ports import free_port
+from tests.support.test_store import cluster_mongo_url
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+
+FLOWS = """
+version: 1
+defaults: {timeout: 20, retry: 0}
+task_types:
+  provision:
+    parameters:
+      hold: {type: number, default: 0.1}
+    steps:
+      - name: reserve
+        normal:   {module: resource, command: step_a}
+        rollback: {module: resource, command: undo_a}
+      - name: create
+        normal:   {module: mysql, command: hold}
+      - name: finish
+        normal:   {module: resource, command: step_c}
+  fleet:
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: per_node
+        for_each: nodes
+        normal:   {module: mysql, command: step_item}
+"""
+
+
+@pytest.fixture(scope="module")
+def deployment(rabbitmq_url, tmp_path_factory, request):
+    cluster = Cluster(tmp_path_factory.mktemp("drain"), rabbitmq_url, FLOWS,
+                      extra_env={"BATON_API_TOKENS": TOKENS, "BATON_OSS_SWEEPER": "false"},
+                      mongo_url=cluster_mongo_url(request))  # fmt: skip
+    port = free_port()
+    log_path = cluster.workdir / "oss.log"
+    try:
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+            cluster.start_sweeper()
+        with log_path.open("w") as log:
+            oss = subprocess.Popen([sys.executable, "-m", "oss", "oss", "--port", str(port)], cwd=REPO,
+                                   env=cluster.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _answers(f"{base}/readyz") or oss.poll() is not None, 60, "OSS ready")
+        assert oss.poll() is None, log_path.read_text()[-3000:]
+        yield cluster, base
+    finally:
+        if "oss" in locals() and oss.poll() is None:
+            oss.send_signal(signal.SIGTERM)
+            oss.wait(timeout=30)
+        cluster.stop_all()
+
+
+def submit(base: str, **parameters) -> str:
+    status, created = http("POST", f"{base}/api/v1/tasks", {"task_type": "provision", "parameters": parameters})
+    assert status == 201, created
+    return created["task_id"]
+
+
+def task(base: str, task_id: str) -> dict:
+    return http("GET", f"{base}/api/v1/tasks/{task_id}")[1]
+
+
+def held(base: str, task_id: str) -> bool:
+    shown = task(base, task_id)
+    return shown["WaitingFor"] is not None and shown["WaitingFor"]["Kind"] == "drain"
+
+
+def events(shown: dict, name: str) -> list[dict]:
+    return [e for e in shown["History"] if e["Event"] == name]
+
+
+def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets_them_go(deployment):
+    cluster, base = deployment
+    running = submit(base, hold=4.0)
+    wait_until(lambda: [e for e in events(task(base, running), "claimed") if e["Cursor"] == 1], 60,
+               "the long mysql step running")
+    status, drained = http("POST", f"{base}/api/v1/modules/mysql/drain", {"reason": "deploy mysql 1.4"})
+    assert (status, drained["drained"], drained["actor"]) == (200, True, "tester"), drained
+    time.sleep(1.2)  # a module reads its drain record at most once a second
+    waiting = [submit(base) for _ in range(3)]
+    by_cli = baton(cluster, "submit", "provision", "--json")
+    assert by_cli.returncode == 0, by_cli.stderr
+    waiting.append(json.loads(by_cli.stdout)["TaskId"])
+    for task_id in waiting:
+        wait_until(lambda t=task_id: held(base, t), 60, f"task {task_id} held by the drain")
+
+    # The running command finished, and its task with it, drain or not.
+    assert cluster.wait_final(running, timeout=60).TaskStatus is TaskStatus.SUCCESS
+    for task_id in waiting:
+        shown = task(base, task_id)
+        assert shown["TaskStatus"] == int(TaskStatus.RUNNING)
+        assert [s["State"] for s in shown["Steps"]] == ["succeeded", "running", "waiting"], shown["Steps"]
+        assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Key"]) == ("drain", "mysql")
+        (event,) = events(shown, "waiting_for_drain")
+        assert (event["Actor"], event["Cursor"]) == ("tester", 1)
+        assert event["Message"] == "module mysql drained by tester: deploy mysql 1.4"
+        assert not [e for e in shown["History"] if e["Event"] == "claimed" and e["Cursor"] == 1]
+    streamed = stream_events(base, waiting[0])  # the event stream says the same
+    assert "waiting_for_drain" in [data["Event"] for kind, data in streamed if kind == "change"]
+    assert [data["WaitingFor"]["Kind"] for kind, data in streamed if kind == "task"][-1] == "drain"
+    shown = baton(cluster, "get", waiting[0])
+    assert shown.returncode == 0, shown.stderr
+    assert "waiting for drain mysql since" in shown.stdout
+    listed = baton(cluster, "modules")
+    assert "mysql        drained by tester" in listed.stdout and "deploy mysql 1.4" in listed.stdout
+
+    undrained = baton(cluster, "modules", "undrain", "mysql", "--reason", "1.4 is out", "--as", "ops:olga",
+                      "--json")
+    assert undrained.returncode == 0, undrained.stderr
+    undrained_at = json.loads(undrained.stdout)["Since"]
+    for task_id in waiting:
+        done = cluster.wait_final(task_id, timeout=60)
+        assert done.TaskStatus is TaskStatus.SUCCESS, done.TaskMessage
+        assert commits(done) == {(0, 0): 1, (1, 0): 1, (2, 0): 1}  # each step ran once
+        (released,) = [e for e in done.History if e.Event == "drain_released"]
+        assert (released.Actor, released.Cursor) == ("ops:olga", 1)
+        assert released.Message == "module mysql undrained by ops:olga: 1.4 is out"
+        # Let go by the sweeper's next re-publication: at most the re-check period after the
+        # undrain, plus a module's once-a-second read, a sweep and a busy machine's slack.
+        assert released.Time - undrained_at <= DRAIN_RECHECK_SECONDS + 5, released.Time - undrained_at
+        assert task(base, task_id)["WaitingFor"] is None
+    logged = [e for e in cluster.log_events("mysql") if e.get("event") == "step held: module drained"]
+    assert {e["drained_by"] for e in logged} == {"tester"} and {e["task_id"] for e in logged} == set(waiting)
+
+
+def test_a_message_queued_before_the_drain_is_held_at_the_claim(deployment):
+    cluster, base = deployment
+    cluster.kill("mysql", signal.SIGTERM)  # nobody consumes the mysql queue now
+    task_id = submit(base)
+    wait_until(lambda: task(base, task_id)["Steps"][0]["State"] == "succeeded", 60, "the resource step")
+    time.sleep(0.5)  # its mysql step's message is in the queue, unclaimed
+    drained = baton(cluster, "modules", "drain", "mysql", "--reason", "deploy 1.5", "--as", "ops:olga")
+    assert drained.returncode == 0, drained.stderr
+    cluster.restart("mysql")
+    wait_until(lambda: held(base, task_id), 60, "the queued message held at the claim")
+    time.sleep(1.0)
+    shown = task(base, task_id)
+    assert shown["Steps"][1]["State"] == "running" and not [e for e in events(shown, "claimed") if e["Cursor"] == 1]
+    status, _ = http("POST", f"{base}/api/v1/modules/mysql/undrain", {"reason": "1.5 is out"})
+    assert status == 200
+    done = cluster.wait_final(task_id, timeout=60)
+    assert done.TaskStatus is TaskStatus.SUCCESS and commits(done)[(1, 0)] == 1
+    (released,) = [e for e in done.History if e.Event == "drain_released"]
+    assert released.Actor == "tester" and released.Message.endswith("1.5 is out")
+
+
+def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployment):
+    cluster, base = deployment
+    status, _ = http("POST", f"{base}/api/v1/modules/mysql/drain", {"reason": "deploy 1.6"})
+    assert status == 200
+    time.sleep(1.2)  # a module reads its drain record at most once a second
+    status, created = http("POST", f"{base}/api/v1/tasks", {"task_type": "fleet", "parameters": {"nodes": ["a", "b", "c"]}})
+    assert status == 201, created
+    task_id = created["task_id"]
+
+    def all_held() -> bool:
+        runs = task(base, task_id)["Runs"]
+        return len(runs) == 3 and all(r["HeldBy"] == "mysql" for r in runs)
+
+    wait_until(all_held, 60, "every item held by the drain")
+    shown = task(base, task_id)
+    assert shown["WaitingFor"]["Kind"] == "drain"
+    assert sorted(e["Item"] for e in events(shown, "waiting_for_drain")) == [0, 1, 2]
+    status, _ = http("POST", f"{base}/api/v1/modules/mysql/undrain", {"reason": "1.6 is out"})
+    assert status == 200
+    done = cluster.wait_final(task_id, timeout=60)
+    assert done.TaskStatus is TaskStatus.SUCCESS
+    ran = sorted(e.Item for e in done.History if e.Event == "step_succeeded" and e.Item is not None)
+    assert ran == [0, 1, 2]  # each item once
+    assert sorted(e.Item for e in done.History if e.Event == "drain_released") == [0, 1, 2]
