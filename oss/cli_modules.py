@@ -117,6 +117,7 @@ def _drain_command(drained: bool) -> click.Command:
         known = load_flows(loaded.flows_path).modules()
         drains = open_module_drains(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
         try:
+            drains.drains()  # a store that is down says so first (exit 5), as every command does
             stored = set_drain(drains, known, module, drained, actor, reason.strip(), time.time())
         except UnknownModule as exc:
             click.echo(f"baton: {module!r}: {exc}", err=True)

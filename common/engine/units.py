@@ -213,6 +213,11 @@ def record(
     phase: Phase | None = None,
 ) -> None:
     cursor, item = (run.Cursor, run.Item) if run else unit or (None, None)
+    # The history is in the order changes committed. A change computed on an earlier clock
+    # reading (it lost a compare-and-set race and was applied again) never goes back in time:
+    # readers that merge events by time (item records' events) keep the commit order.
+    if task.History and now < task.History[-1].Time:
+        now = task.History[-1].Time
     task.History.append(
         HistoryEvent(
             Time=now,

@@ -80,3 +80,15 @@ def test_a_change_that_loses_its_race_leaves_the_readers_history_intact(tmp_path
         assert len(events) == full.history_count == task.history_count + 1
     finally:
         store.close()
+
+
+def test_an_event_never_goes_back_in_time_behind_one_already_committed():
+    """A change computed on an earlier clock reading, applied again after losing its race, is
+    recorded after the events that won: times follow the commit order (a reader merging item
+    records' events by time sees the task's final event last)."""
+
+    task = Task(TaskId="t", TaskType="x", TimeCreate=100.0, Steps=[make_step("a")])
+    record(task, 105.0, "items_settled", actor="relay")
+    record(task, 104.9, "task_rollback_failed", actor="monitor")
+    assert [e.Time for e in task.History] == [105.0, 105.0]
+    assert [e.Event for e in task.History] == ["items_settled", "task_rollback_failed"]
