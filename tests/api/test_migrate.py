@@ -72,7 +72,8 @@ def test_refusals_name_the_problem(api: Api, tmp_path) -> None:
     new, target = corrected(tmp_path, api)
     with new.client:
         wrong = migrate(new, "sha256:0000000000000000")
-        assert wrong.status_code == 422 and "names no revision this service holds" in wrong.text
+        assert wrong.status_code == 409 and "names no revision this service holds" in wrong.text
+        assert wrong.json()["error"]["code"] == "unknown_revision"
         assert target in wrong.text
         assert migrate(new, target, token=READER).status_code == 403
         assert migrate(new, target, reason=" ").status_code == 422

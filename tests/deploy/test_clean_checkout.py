@@ -83,9 +83,10 @@ def test_make_run_on_a_fresh_checkout_serves_the_demo_task(tmp_path):
         )
     try:
         wait_until(
-            lambda: URL_LINE.search(log.read_text()) or make.poll() is not None,
+            # The announcement is written line by line: wait for its token line too.
+            lambda: (URL_LINE.search(log.read_text()) and TOKEN_LINE.search(log.read_text())) or make.poll() is not None,
             480,
-            "make run: the URL",
+            "make run: the URL and the token",
         )
         output = log.read_text()
         assert URL_LINE.search(output), f"make run exited {make.returncode}:\n{output[-5000:]}"

@@ -45,11 +45,12 @@ class MigrationOutcome(BaseModel):
 
 @router.post("/task-types/{name}/migrate", response_model=MigrationOutcome,
              summary="Move the tasks of a type in flight to the revision the service runs",
-             responses=error_responses(401, 403, 404, 413, 422, 503))  # fmt: skip
+             responses=error_responses(401, 403, 404, 409, 413, 422, 503))  # fmt: skip
 def migrate_task_type(name: str, body: Migration, context: Context, token: Operator) -> MigrationOutcome:
     """Dry run first (the default): it evaluates the move on each task without writing. Then
     the same body with `"dry_run": false` moves each task that fits, recorded in its history
-    with the operator and reason. A task moves only when every step it has started is unchanged
+    with the operator and reason. 409 `unknown_revision`: `to` names no revision this service
+    runs (it names its `version` label or content hash). A task moves only when every step it has started is unchanged
     and in its place in the new revision; the others are listed with what is in doubt."""
     if name not in context.flows:
         raise ApiError(404, "no such task type")  # the name asked for is not echoed
@@ -58,8 +59,8 @@ def migrate_task_type(name: str, body: Migration, context: Context, token: Opera
     try:
         result = migrations.run(name, body.to, actor=token.name, reason=body.reason, dry_run=body.dry_run,
                                 limit=body.limit)  # fmt: skip
-    except ValueError as exc:
-        raise ApiError(422, "the request is not valid", fields=[("body.to", str(exc))]) from None
+    except ValueError as exc:  # a revision this service does not run: the request is fine, the state is not
+        raise ApiError(409, str(exc), code="unknown_revision") from None
     return MigrationOutcome(
         task_type=result.task_type, to_hash=result.to_hash, to_version=result.to_version, dry_run=result.dry_run,
         matched=result.matched, moved=result.moved, current=result.current, truncated=result.truncated,
