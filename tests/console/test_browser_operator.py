@@ -101,9 +101,17 @@ def test_times_have_one_24_hour_format_with_their_zone(page, live, tasks):
     task = live.store.get(tasks["flaky"])
     assert task is not None
     sign_in(page)
-    for at in (f"/console/#/task/{tasks['flaky']}", "/console/#/tasks", "/console/#/alarms?all=1"):
+    # Each page is told by what only it draws: going from one hash route to the next keeps the
+    # previous page on screen until the new one is drawn, so "a time is visible" alone could be
+    # the previous page's.
+    pages = (
+        (f"/console/#/task/{tasks['flaky']}", "table.history"),
+        ("/console/#/tasks", "table.tasks"),
+        ("/console/#/alarms?all=1", "table.alarms"),
+    )
+    for at, drawn in pages:
         page.goto(at)
-        expect(page.locator("main time").first).to_be_visible()
+        expect(page.locator(f"{drawn} time").first).to_be_visible()
         shown = page.locator("main time").all_inner_texts()
         assert shown and all(TIME_SHOWN.match(text) for text in shown), [
             t for t in shown if not TIME_SHOWN.match(t)
