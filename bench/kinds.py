@@ -58,7 +58,8 @@ def kinds_figures(workdir: Path, amqp_url: str, in_flight: int, seconds: float, 
         for kind in ("async", "process"):
             _transitions(cluster, kind, min(50, tasks))  # warm-up: imports, caches, children
         for kind in ("async", "process"):
-            figures[f"{kind}_transitions_per_second"] = _transitions(cluster, kind, tasks)
+            rate, cpu = _transitions(cluster, kind, tasks)
+            figures[f"{kind}_transitions_per_second"], figures[f"{kind}_cpu_per_transition"] = rate, cpu
             figures[f"{kind}_rss_bytes"] = _tree_rss(cluster.procs[f"{kind}bench"].popen.pid)[0]
         return figures
     finally:
@@ -88,15 +89,25 @@ def _in_flight(cluster: Cluster, count: int, seconds: float) -> dict:
             "idle_rss_bytes": idle_rss}
 
 
-def _transitions(cluster: Cluster, kind: str, tasks: int) -> float:
-    """Queue `tasks` tasks with the module stopped, start it, time it until the last ended."""
+def _transitions(cluster: Cluster, kind: str, tasks: int) -> tuple[float, float]:
+    """Queue `tasks` tasks with the module stopped, start it, time it until the last ended: the
+    transitions per second, and the CPU seconds per transition of the module and its children.
+    On two cores the module shares the CPU with RabbitMQ and the other processes, so the rate
+    moves with whatever else runs; the CPU per transition is the module's own cost."""
     module = f"{kind}bench"
     cluster.kill(module, signal.SIGTERM)
     ids = [cluster.submit(f"{kind}_noop").TaskId for _ in range(tasks)]
     cluster.restart(module)  # returns once it consumes
-    started = time.perf_counter()
+    pid = cluster.procs[module].popen.pid
+    cpu_before, started = _tree_cpu(pid), time.perf_counter()
     wait_all(cluster, ids, timeout=600)
-    return tasks * STEPS / (time.perf_counter() - started)
+    seconds, cpu = time.perf_counter() - started, _tree_cpu(pid) - cpu_before
+    return tasks * STEPS / seconds, cpu / (tasks * STEPS)
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds (user and system) of a process and its living descendants."""
+    return sum(u.cpu_seconds for p in tree(pid) if (u := usage(p)) is not None)
 
 
 def _tree_rss(pid: int) -> tuple[int, int]:
@@ -122,6 +133,10 @@ def kinds_rows(workdir: Path, amqp_url: str) -> list[tuple[str, str, str]]:
          f"{tasks} three-step tasks; module RSS {f['async_rss_bytes'] / mib:.0f} MiB"),
         ("no-op step transitions, process commands (the same flow)", f"{process_rate:.0f} /s",
          f"async: {async_rate / process_rate:.0%} of this; module and children RSS {f['process_rss_bytes'] / mib:.0f} MiB"),
+        ("  module CPU per transition, async commands", f"{f['async_cpu_per_transition'] * 1000:.2f} ms", ""),
+        ("  module CPU per transition, process commands (children included)",
+         f"{f['process_cpu_per_transition'] * 1000:.2f} ms",
+         f"async: {f['async_cpu_per_transition'] / f['process_cpu_per_transition']:.0%} of this"),
     ]
 
 
