@@ -18,6 +18,7 @@ from tests.chaos.private_rabbit import PrivateRabbit, PrivateRabbitError, rabbit
 from tests.support.services import in_ci, require
 from tests.support.vhosts import rabbitmq_vhost
 from tests.support.test_store import cluster_mongo_url
+from tests.support.threads import no_baton_thread_outlives_the_module  # noqa: F401  (tests/support/threads.py says why)
 
 
 def pytest_configure(config: pytest.Config) -> None:

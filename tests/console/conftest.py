@@ -12,6 +12,7 @@ from tests.api.conftest import api  # noqa: F401
 from tests.console.browser import TIMEOUT_MS, TIME_ZONE, launch
 from tests.console.live import LiveConsole, live_console
 from tests.support.services import require
+from tests.support.threads import no_baton_thread_outlives_the_session  # noqa: F401  (tests/support/threads.py says why)
 
 try:
     from playwright.sync_api import Page, expect, sync_playwright

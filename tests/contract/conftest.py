@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, report_header
+from tests.support.threads import no_baton_thread_outlives_the_module  # noqa: F401  (tests/support/threads.py says why)
 
 __all__ = ["real_mongo_client", "real_mongo_url"]
 

@@ -74,6 +74,7 @@ def service(subject: StoreUnderTest, tmp_path: Any) -> Iterator[tuple[TestClient
             yield client, subject.store, sweeper
     finally:
         runtime.stop(grace=2)
+        sweeper.close()
         broker.close()
 
 

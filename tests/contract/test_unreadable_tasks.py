@@ -85,7 +85,10 @@ def test_the_sweeper_heals_the_others_and_stops_seeing_an_unreadable_task(subjec
 
     sweeper = Sweeper(store, broker, SweepConfig(lease=30, redeliver_after=5, relay_grace=0, interval=1),
                       clock=lambda: now)  # fmt: skip
-    report = sweeper.sweep_once()
+    try:
+        report = sweeper.sweep_once()
+    finally:
+        sweeper.close()  # its relay's mark-sent timers end before the store does
     assert report.swept and report.redispatched == 1
     assert store.get(healthy.TaskId).History[-1].Message == "never claimed"
 

@@ -2,6 +2,7 @@ import pytest
 
 from tests.support.cluster import Cluster
 from tests.support.test_store import cluster_mongo_url
+from tests.support.threads import no_baton_thread_outlives_the_module  # noqa: F401  (tests/support/threads.py says why)
 
 ENGINE_FLOWS = """
 version: 1
