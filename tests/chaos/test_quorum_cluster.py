@@ -145,6 +145,7 @@ def test_leader_killed_with_kill_9_under_mixed_tasks(cluster_nodes, tmp_path):
             downs = []  # (fault, the port of the node that went down, when): fail-over is timed from it
             downs.append((f"kill -9 of the leader {short(leader)}", port_of(cluster_nodes, leader), time.time()))
             cluster_nodes.node(leader).kill9()
+            faults_over = time.monotonic()
             if FULL:
                 time.sleep(gap)
                 cluster_nodes.start_stopped()
@@ -156,9 +157,10 @@ def test_leader_killed_with_kill_9_under_mixed_tasks(cluster_nodes, tmp_path):
                 stopped.stop()
                 time.sleep(60)
                 stopped.start()
+                faults_over = time.monotonic()
             for feeder in feeders:
                 feeder.join()
-            back = max(feeder.finished_at for feeder in feeders)
+            back = max(faults_over, *(feeder.finished_at for feeder in feeders))
             settle = cluster.settle(timeout=scale(180, 600), since=back)
             report = cluster.check()
             failovers = {fault: failover_seconds(cluster, port, at) for fault, port, at in downs}
