@@ -312,11 +312,12 @@ class Feeder:
     """Submits planned tasks at a steady rate in the background, so faults hit a busy system."""
 
     def __init__(self, cluster: ChaosCluster, count: int, seconds: float, seed: int, task_type: str = "chaos_demo",
-                 plans: dict | None = None):
+                 plans: dict | None = None, params: Callable[[int], dict] | None = None):
         self.cluster = cluster
         self.plans = plan_tasks(count, seed, plans)
         self.interval = seconds / max(1, count)
         self.task_type = task_type
+        self.params = params or (lambda _index: {})  # the n-th task's own parameters (a name, a key)
         self.ids: list[str] = []
         self.finished_at = 0.0  # monotonic time of the last submission
         self.error: BaseException | None = None
@@ -335,8 +336,8 @@ class Feeder:
     def _run(self) -> None:
         try:
             next_at = time.monotonic()
-            for plan, faults, expected in self.plans:
-                task = self.cluster.submit(self.task_type, plan=plan, _baton_faults=faults)
+            for index, (plan, faults, expected) in enumerate(self.plans):
+                task = self.cluster.submit(self.task_type, plan=plan, _baton_faults=faults, **self.params(index))
                 self.cluster.planned[task.TaskId] = expected
                 self.ids.append(task.TaskId)
                 self.finished_at = time.monotonic()

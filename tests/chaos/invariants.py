@@ -19,8 +19,11 @@ rollback     SUCCESS: every step succeeded once, in order, and nothing was rolle
              ending with the one rollback_failed.
 forward      no state went backwards: replaying History, every step's state changes only along
              common.engine.states.STEP_TRANSITIONS and the task's along TASK_TRANSITIONS; the replay
-             ends in the document's state; nothing but `alarm_raised` follows the task_* event;
-             every claim follows the dispatch of that (step, phase, attempt).
+             ends in the document's state; nothing but `alarm_raised` and the lock's release
+             (`lock_released`, `lock_kept`) follows the task_* event, but a sub-flow child's
+             `undo_requested` (its parent rolls back: it rolls back all it did); every claim follows
+             the dispatch of that (step, phase, attempt). A sub-flow unit's rollback outcome has no
+             dispatch of its own when its child rolled itself back: it passes through rolling back.
 alarm        (when alarms are given) one rollback_failed alarm per ROLLBACK_FAILED task, none
              for any other task.
 queues       every queue empty, except dead-letter queues, which hold exactly what the scenario
@@ -65,6 +68,7 @@ OUTCOMES: dict[str, tuple[Phase, StepState]] = {
 }
 FINAL_EVENTS = {f"task_{status.name.lower()}": status for status in FINAL_STATUSES}
 CONCLUSIONS = frozenset({"attempt_failed", *OUTCOMES})
+AFTER_FINAL = frozenset({"alarm_raised", "lock_released", "lock_kept"})  # recorded by the final change
 SWEEPER = "sweeper"
 
 PhaseKey = tuple[int, int]  # (unit, phase): unit is the cursor, or cursor + item for an item
@@ -231,6 +235,8 @@ def _check_once(task: Task, violation) -> TaskFigures:
                 verdicts_per_phase[_key(event)] += 1
         elif name in FINAL_EVENTS:
             finals += 1
+        elif name == "undo_requested":  # a child's success undone: one more final event is due
+            finals -= 1
 
     for (cursor, phase), count in outcomes.items():
         if count > 1:
@@ -297,6 +303,8 @@ def _check_rollbacks(task: Task, violation) -> None:
     wanted = [("step_succeeded", c) for c in range(reached)] + [("step_failed", reached)]
     if stopped and normal in (wanted[:-1], [*wanted[:-1], ("step_succeeded", reached)]):
         wanted = normal
+    if any(e.Event == "undo_requested" for e in task.History):  # a child its parent undid: it had succeeded
+        wanted = [("step_succeeded", c) for c in range(len(task.Steps))]
     if normal != wanted:
         violation("rollback", f"{status.name} at step {reached} but normal outcomes were {normal}")
     expected = expected_rollbacks(task)
@@ -335,7 +343,10 @@ def _check_forward(task: Task, violation) -> None:
 
     for index, event in enumerate(history):
         name = event.Event
-        if final_seen and name != "alarm_raised":
+        if name == "undo_requested" and final_seen and status is TaskStatus.SUCCESS:
+            final_seen = False  # a sub-flow child its parent undoes: it rolls back all it did
+            move_task(TaskStatus.ROLLING_BACK, name)
+        if final_seen and name not in AFTER_FINAL:
             violation("forward", f"event {index} '{name}' after the task's final event")
         cursor = event.Cursor
         if cursor is not None and not 0 <= cursor < len(task.Steps):
@@ -366,6 +377,12 @@ def _check_forward(task: Task, violation) -> None:
             phase, target = OUTCOMES[name]
             if event.Phase is not phase:
                 violation("forward", f"event {index} '{name}' recorded for the {event.Phase} phase")
+            unit = _unit(event)
+            if phase is Phase.ROLLBACK and cursor is not None and task.Steps[cursor].Flow \
+                    and states.get(unit) in (StepState.SUCCEEDED, StepState.FAILED):
+                states[unit] = StepState.ROLLING_BACK  # its child rolled itself back: nothing dispatched
+                if status is TaskStatus.RUNNING:
+                    move_task(TaskStatus.ROLLING_BACK, f"{name} of a sub-flow unit")
         elif name in FINAL_EVENTS:
             move_task(FINAL_EVENTS[name], name)
             final_seen = True

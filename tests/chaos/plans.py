@@ -76,6 +76,37 @@ task_types:
       - name: slow
         normal:   {module: resource, command: noop, timeout: 3, retry: 2}
         rollback: {module: resource, command: noop_rollback, retry: 2}
+  chaos_sub:
+    description: a step, the chaos_demo flow as a child task, a step
+    parameters:
+      plan: {type: string}
+    steps:
+      - name: before
+        normal:   {module: monitor, command: noop, retry: 3}
+        rollback: {module: monitor, command: noop_rollback, retry: 3}
+      - name: child
+        flow: chaos_demo
+      # A command of its own, so that one rule fails this step alone (its child is then undone):
+      # giving back a reservation this task never made changes nothing.
+      - name: after
+        normal:   {module: resource, command: restore_resource, retry: 3}
+        rollback: {module: resource, command: noop_rollback, retry: 3}
+  chaos_locked:
+    description: the chaos_demo steps under a lock on their pool, two tasks of a pool at a time
+    lock: {key: "pool:{pool}", limit: 2}
+    parameters:
+      plan: {type: string}
+      pool: {type: string, required: true}
+    steps:
+      - name: demo_a
+        normal:   {module: resource, command: noop, retry: 3}
+        rollback: {module: resource, command: noop_rollback, retry: 1}
+      - name: demo_b
+        normal:   {module: mysql, command: noop, retry: 2}
+        rollback: {module: mysql, command: noop_rollback, retry: 1}
+      - name: demo_c
+        normal:   {module: monitor, command: noop, retry: 1}
+        rollback: {module: monitor, command: noop_rollback, retry: 2}
   chaos_mysql:
     description: the real create flow (inventory and MariaDB), without the announcement
     steps:
@@ -123,6 +154,34 @@ GRAPH_PLANS: dict[str, tuple[float, list[dict], TaskStatus]] = {
     "fail_item": (0.2, [{"command": "noop", "action": "fail", "item": 2}], TaskStatus.ROLLED_BACK),
     "rb_fail": (0.1, [{"command": "noop", "action": "fail", "item": 2}, fail(phase="rollback")],
                 TaskStatus.ROLLBACK_FAILED),
+}
+
+
+# chaos_sub: the rules reach the child (it inherits `_baton_faults`). The parent's own steps
+# retry 3, so two failed attempts only fail the child's demo_c: the child rolls back, the
+# parent's unit failed already clean, the parent rolls back `before`; with the rollback rule the
+# child's demo_b undo fails, and the parent ends rollback failed too. `after` failing undoes the
+# child that succeeded (it rolls back every step), then `before`.
+SUB_PLANS: dict[str, tuple[float, list[dict], TaskStatus]] = {
+    "ok": (0.4, [], TaskStatus.SUCCESS),
+    "retry": (0.15, [fail(1)], TaskStatus.SUCCESS),
+    "fail_child": (0.15, [fail(2)], TaskStatus.ROLLED_BACK),
+    "undo_child": (0.2, [{"command": "restore_resource", "action": "fail", "retryable": False}], TaskStatus.ROLLED_BACK),
+    "rb_fail": (0.1, [fail(2), fail(2, "rollback")], TaskStatus.ROLLBACK_FAILED),
+}
+
+# chaos_locked: the line plans but the one ending rollback failed, which keeps its lock until an
+# operator acts (by design): two of them on a pool of limit 2 would hold the rest forever.
+LOCKED_PLANS = {name: plan for name, plan in PLANS.items() if plan[2] is not TaskStatus.ROLLBACK_FAILED}
+
+# chaos_mysql, the real create flow: deduct_resource or init_instance refuses for good (not
+# retryable), so the task undoes what it made in MariaDB and gives the reservation back.
+DEDUCT_FAILS = [{"command": "deduct_resource", "action": "fail", "retryable": False}]
+INIT_FAILS = [{"command": "init_instance", "action": "fail", "retryable": False}]
+MYSQL_PLANS: dict[str, tuple[float, list[dict], TaskStatus]] = {
+    "ok": (0.6, [], TaskStatus.SUCCESS),
+    "deduct_fails": (0.25, DEDUCT_FAILS, TaskStatus.ROLLED_BACK),
+    "init_fails": (0.15, INIT_FAILS, TaskStatus.ROLLED_BACK),
 }
 
 

@@ -81,8 +81,12 @@ class PrivateCluster:
             first.ctl("set_permissions", "-p", name, "guest", ".*", ".*", ".*")
             yield name, self.vhost_url(name)
         finally:
-            with contextlib.suppress(Exception):
-                self.any_running().ctl("delete_vhost", name)
+            # With a node down, deleting a vhost of quorum queues waits for that node until
+            # rabbitmqctl gives up (a minute): the vhost then stays, and goes with the cluster's
+            # data directories when the cluster is closed.
+            if all(node.running() for node in self.nodes):
+                with contextlib.suppress(Exception):
+                    self.any_running().ctl("delete_vhost", name)
 
     def queues(self, vhost: str) -> list[dict]:
         """name, type, leader and messages of every queue of `vhost`, as a running node says."""

@@ -67,3 +67,18 @@ def timeline(task: Task) -> str:
 def slowest(tasks: list[Task], count: int = 3) -> str:
     tasks = sorted(tasks, key=lambda t: (t.TimeEnd or time.time()) - t.TimeCreate, reverse=True)
     return "\n".join(timeline(t) for t in tasks[:count])
+
+
+def failover_table(failovers: dict[str, dict[str, str]]) -> str:
+    """One row per process connection, one column per fault: how long after the fault that
+    connection was open on a live node again ("-": it was not on the node that went down)."""
+    faults = list(failovers)
+    rows = sorted({connection for found in failovers.values() for connection in found})
+    headers = ["process connection", *faults]
+    cells = [[row, *(failovers[fault].get(row, "-") for fault in faults)] for row in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
+
+    def line(values: list[str]) -> str:
+        return " | ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+
+    return "\n".join([line(headers), "-+-".join("-" * w for w in widths), *map(line, cells)])

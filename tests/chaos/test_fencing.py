@@ -28,10 +28,9 @@ import pytest
 
 from common.settings import load_settings
 from common.engine.states import Phase, TaskStatus
-from modules.resource.inventory.factory import open_inventory
-from modules.resource.inventory.port import Capacity
 from tests.chaos.evidence import assert_clean
-from tests.chaos.plans import FULL, scale
+from tests.chaos.owned import add_host, assert_only_successes_own_anything
+from tests.chaos.plans import DEDUCT_FAILS, FULL, scale
 from tests.chaos.test_process_faults import store_write_locked
 from tests.chaos.report import record
 from tests.support.builders import only_run
@@ -42,7 +41,6 @@ from tests.support.mariadb import connect, mariadb_sandbox
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]
 
-DEDUCT_FAILS = [{"command": "deduct_resource", "action": "fail", "retryable": False}]
 # What the mysql replicas log about the frozen attempt, and a short name for the report.
 THAWED = {
     "ending the holder's session": "frozen session killed",
@@ -96,8 +94,7 @@ def test_a_frozen_replica_never_recreates_what_the_rollback_removed(make_cluster
             # so what hands it over within seconds is the broker's heartbeat.
             BATON_REDELIVER_AFTER_SECONDS="60",
         )
-        inventory = open_inventory(cluster.store_url)
-        inventory.add_host("db-1", Capacity(cpu=64, memory_mb=1 << 20, storage_gb=10_000), time.time())
+        inventory = add_host(cluster.store_url)
         cluster.start_standard(replicas={"mysql": 2})
         lease = float(cluster.env["BATON_LEASE_SECONDS"])
         began = time.monotonic()
@@ -174,15 +171,3 @@ def test_a_frozen_replica_never_recreates_what_the_rollback_removed(make_cluster
         record("frozen mid-init: take-over", cluster.check(ids=ids),
                "; ".join(f"{k}: max {max(v):.1f}s over {len(v)} freezes" for k, v in TAKEOVER.items()),
                0.0, time.monotonic() - began)  # fmt: skip
-
-
-def assert_only_successes_own_anything(cluster, sandbox, inventory) -> None:
-    """MariaDB (databases, users, ownership rows) and the inventory (live claims) hold exactly
-    what the successful tasks own: nothing of a rolled-back task, nothing missing."""
-    tasks = [t for t in cluster.tasks() if t.TaskType == "chaos_mysql"]
-    owners = {t.Parameters["name"] for t in tasks if t.TaskStatus is TaskStatus.SUCCESS}
-    assert sandbox.databases() == owners, "leaked or missing databases"
-    assert {user for user, _host in sandbox.users()} == owners, "leaked or missing users"
-    assert sandbox.owned() == owners, "leaked or missing ownership rows"
-    live = {c.holder for c in inventory.list_claims(time.time(), live_only=True)}
-    assert live == owners, "leaked or missing reservations"

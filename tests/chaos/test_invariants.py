@@ -374,3 +374,65 @@ def test_pause_resume_skip_and_a_deadline_keep_the_invariants():
     broken = timed.model_copy(deep=True)
     broken.History = [e for e in broken.History if e.Event != "deadline_passed"]
     assert "rollback" in rules(broken)  # without the deadline, a success then a rollback is wrong
+
+
+# --- sub-flows and locks: what the engine writes, then one promise broken ------------------------
+
+
+def sub_flow_run(tmp_path, fails, task_id: str) -> tuple[Task, Task]:
+    """A parent (a, a sub-flow of x and y, z) run to the end on the real child relay; returns the
+    parent and its child."""
+    from common.store.sqlite import SqliteStore
+    from tests.support.dag_sim import Simulator
+    from tests.unit.test_graph_transitions import new as new_graph_task
+    from tests.unit.test_sub_flow_transitions import sub_flow_step
+
+    store = SqliteStore(tmp_path / f"{task_id}.db")
+    try:
+        steps = [make_step("a"), sub_flow_step("sub", [make_step("x"), make_step("y")]), make_step("z")]
+        simulator = Simulator(store, fails)
+        simulator.submit(new_graph_task(steps, {"name": "n"}, task_id=task_id))
+        simulator.run(lambda n: 0)
+        return store.get(task_id), store.get(f"{task_id}.1")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("case, fails, statuses", [
+    ("child rolled back", lambda t, c, i, p: t == "child" and c == 1 and p is Phase.NORMAL,
+     (TaskStatus.ROLLED_BACK, TaskStatus.ROLLED_BACK)),
+    ("child rollback failed", lambda t, c, i, p: t == "child" and (c, p) in ((1, Phase.NORMAL), (0, Phase.ROLLBACK)),
+     (TaskStatus.ROLLBACK_FAILED, TaskStatus.ROLLBACK_FAILED)),
+    ("child undone", lambda t, c, i, p: t == "t" and c == 2 and p is Phase.NORMAL,
+     (TaskStatus.ROLLED_BACK, TaskStatus.ROLLED_BACK)),
+])
+def test_sub_flow_parents_and_children_pass(tmp_path, case, fails, statuses):
+    parent, child = sub_flow_run(tmp_path, fails, f"p-{case.replace(' ', '-')}")
+    assert (parent.TaskStatus, child.TaskStatus) == statuses
+    assert check_task(parent)[0] == [] and check_task(child)[0] == []
+
+
+def test_an_undone_child_that_had_not_succeeded_or_ends_twice_is_caught(tmp_path):
+    _parent, child = sub_flow_run(tmp_path, lambda t, c, i, p: t == "t" and c == 2 and p is Phase.NORMAL, "pu")
+    ended_twice = child.model_copy(deep=True)
+    ended_twice.History = [e for e in ended_twice.History if e.Event != "undo_requested"]
+    assert "once" in {v.rule for v in check_task(ended_twice)[0]}
+    never_succeeded = child.model_copy(deep=True)
+    never_succeeded.History = [e for e in never_succeeded.History if not (e.Event == "step_succeeded" and e.Cursor == 1)]
+    assert any(v.rule == "rollback" and "normal outcomes were" in v.detail for v in check_task(never_succeeded)[0])
+
+
+def test_a_sub_flow_rollback_outcome_still_needs_the_rollback_phase(tmp_path):
+    parent, _child = sub_flow_run(tmp_path, lambda t, c, i, p: t == "child" and c == 1 and p is Phase.NORMAL, "pp")
+    event = next(e for e in parent.History if e.Event == "rollback_succeeded" and e.Cursor == 1)
+    event.Phase = Phase.NORMAL
+    assert any("recorded for the" in v.detail for v in check_task(parent)[0])
+
+
+def test_the_lock_release_may_follow_the_final_event_but_nothing_else():
+    task = drive(new_task(), succeed)
+    final = task.History[-1]
+    task.History.append(final.model_copy(update={"Event": "lock_released", "Message": "released lock k"}))
+    assert check_task(task)[0] == []
+    task.History.append(final.model_copy(update={"Event": "claimed"}))
+    assert any("after the task's final event" in v.detail for v in check_task(task)[0])

@@ -2,26 +2,40 @@
 nodes, and the node leading the queues killed with kill -9 under mixed tasks.
 
 Every process is given the three nodes (BATON_BROKER_URL, comma-separated) and
-BATON_QUEUE_TYPE=quorum. The reduced run (normal test run) kills the leader once; the full run
-(`make chaos`) also restarts all three nodes one after another and stops one for a minute.
-Fail-over times are printed per process: from the kill to its first connection to another node,
-for the processes that had one on the dead node (the others never lost theirs).
+BATON_QUEUE_TYPE=quorum. The mix: lines (`chaos_demo`), a graph with a for_each branch
+(`chaos_graph`), a sub-flow (`chaos_sub`: a chaos_demo child task), tasks under a keyed lock of
+limit 2 (`chaos_locked`), and the real create flow (`chaos_mysql`) on MariaDB and the resource
+inventory. Checked afterwards: the invariants of every task (children included), the locks
+(tests.chaos.lock_checks, and the lock table holds only what a failed rollback keeps), and
+MariaDB and the inventory hold exactly what the successful create tasks own (tests.chaos.owned).
+
+The reduced run (normal test run) kills the leader once; the full run (`make chaos`) also
+restarts all three nodes one after another and stops one for a minute. Fail-over times are
+printed per fault and process: from the fault to the connection's first opening on a live node,
+for the connections that were on the node that went down (the others never lost theirs).
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from datetime import datetime
 
 import pytest
 
 from common.broker.rabbitmq import RabbitBroker
+from common.engine.states import TaskStatus
+from common.store.locks_table import LockTable
+from common.store.side_stores import open_lock_store
 from tests.chaos.evidence import assert_clean, log_events
 from tests.chaos.harness import ChaosCluster, Feeder
-from tests.chaos.plans import FULL, GRAPH_PLANS, scale
+from tests.chaos.lock_checks import lock_violations
+from tests.chaos.owned import add_host, assert_only_successes_own_anything
+from tests.chaos.plans import FULL, GRAPH_PLANS, LOCKED_PLANS, MYSQL_PLANS, SUB_PLANS, scale
 from tests.chaos.private_rabbit import list_queue_messages
-from tests.chaos.report import record
+from tests.chaos.report import failover_table, record
 from tests.contract.broker_fixtures import Collector, eventually
+from tests.support.mariadb import mariadb_sandbox
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(2400 if FULL else 900)]
 
@@ -31,9 +45,10 @@ def port_of(cluster_nodes, node_name: str) -> int:
 
 
 def failover_seconds(cluster: ChaosCluster, dead_port: int, killed_at: float) -> dict[str, str]:
-    """Per process, for each of its connections that was on the dead node: seconds from the kill
-    to its first connection after it. A consumer reconnects at once; the publisher connection
-    only when it has something to publish ("at next publish" if it had nothing since)."""
+    """Per process, for each of its connections that was on the node that went down (killed,
+    stopped, restarted) at `killed_at`: seconds from then to its first connection after it. A
+    consumer reconnects at once; the publisher connection only when it has something to publish
+    ("at next publish" if it had nothing since)."""
     found: dict[str, str] = {}
     for name, proc in cluster.procs.items():
         events = [e for e in log_events(proc) if e.get("event") == "broker.connected"]
@@ -81,48 +96,97 @@ def n_priority(body: bytes) -> int:
     return 7 if int(body.rsplit(b"-", 1)[1]) % 2 else 2
 
 
+def mixed_feeders(cluster: ChaosCluster, sandbox) -> list[Feeder]:
+    """Every kind of flow at once, fed over the same seconds, so the faults hit each of them."""
+    seconds = scale(15.0, 60.0)
+    kinds = [  # task type, reduced count, full count, plans, the n-th task's own parameters
+        ("chaos_demo", 30, 240, None, None),
+        ("chaos_graph", 8, 60, GRAPH_PLANS, None),
+        ("chaos_sub", 8, 60, SUB_PLANS, None),
+        ("chaos_locked", 8, 60, LOCKED_PLANS, lambda n: {"pool": f"pool-{n % 2}"}),
+        ("chaos_mysql", 6, 40, MYSQL_PLANS, lambda n: {"name": sandbox.name(f"q{n}")}),
+    ]
+    return [Feeder(cluster, scale(reduced, full), seconds, seed=41 + index, task_type=task_type, plans=plans,
+                   params=params).start()
+            for index, (task_type, reduced, full, plans, params) in enumerate(kinds)]
+
+
+def assert_locks_given_back(cluster: ChaosCluster) -> None:
+    """The keyed locks kept their limit, and the lock table holds only what the tasks whose
+    rollback failed keep (until an operator ends them), with nobody left waiting."""
+    tasks = cluster.tasks()
+    assert lock_violations(tasks) == []
+    kept = {t.TaskId for t in tasks if t.Lock is not None and t.TaskStatus is TaskStatus.ROLLBACK_FAILED}
+    table = LockTable(open_lock_store(cluster.store_url))
+    try:
+        busy = table.list_locks(limit=1000)
+    finally:
+        table.close()
+    assert [w.TaskId for lock in busy for w in lock.Waiters] == [], busy
+    assert {h.TaskId for lock in busy for h in lock.Holders} == kept, busy
+
+
 def test_leader_killed_with_kill_9_under_mixed_tasks(cluster_nodes, tmp_path):
-    count, graph_count, gap = scale(40, 240), scale(10, 60), scale(3.0, 10.0)
-    with cluster_nodes.vhost() as (vhost, url):
+    gap = scale(3.0, 10.0)
+    with mariadb_sandbox() as sandbox, cluster_nodes.vhost() as (vhost, url):
 
         def queue_counts() -> dict[str, int]:
             return list_queue_messages(lambda *args: cluster_nodes.any_running().ctl(*args).stdout, vhost)
 
-        cluster = ChaosCluster(tmp_path, url, {"BATON_QUEUE_TYPE": "quorum"}, ctl=queue_counts)
+        cluster = ChaosCluster(tmp_path, url, {"BATON_QUEUE_TYPE": "quorum", **sandbox.env()}, ctl=queue_counts)
+        inventory = add_host(cluster.store_url)
         try:
             cluster.start_standard()
             # Asked before the load starts: rabbitmqctl takes seconds on a busy machine.
             leader = cluster_nodes.leader_of("resource.q.flight", vhost)
-            dead_port = port_of(cluster_nodes, leader)
             began = time.monotonic()
-            lines = Feeder(cluster, count, seconds=scale(15.0, 60.0), seed=41).start()
-            graphs = Feeder(cluster, graph_count, seconds=scale(15.0, 60.0), seed=42, task_type="chaos_graph",
-                            plans=GRAPH_PLANS).start()
+            feeders = mixed_feeders(cluster, sandbox)
             time.sleep(gap)
-            killed_at = time.time()
+            downs = []  # (fault, the port of the node that went down, when): fail-over is timed from it
+            downs.append((f"kill -9 of the leader {short(leader)}", port_of(cluster_nodes, leader), time.time()))
             cluster_nodes.node(leader).kill9()
-            faults = f"kill -9 of the queues' leader {leader.split('@')[0]}"
+            faults_over = time.monotonic()
             if FULL:
                 time.sleep(gap)
                 cluster_nodes.start_stopped()
                 for node in list(cluster_nodes.nodes):  # a rolling restart: one node at a time
+                    downs.append((f"restart of {short(node.node)}", node.port, time.time()))
                     node.restart()
                 stopped = cluster_nodes.nodes[1]
+                downs.append((f"{short(stopped.node)} stopped 60 s", stopped.port, time.time()))
                 stopped.stop()
                 time.sleep(60)
                 stopped.start()
-                faults += "; rolling restart of all three; one node stopped for 60 s"
-            lines.join()
-            graphs.join()
-            back = max(lines.finished_at, graphs.finished_at)
+                faults_over = time.monotonic()
+            for feeder in feeders:
+                feeder.join()
+            back = max(faults_over, *(feeder.finished_at for feeder in feeders))
             settle = cluster.settle(timeout=scale(180, 600), since=back)
             report = cluster.check()
-            failover = failover_seconds(cluster, dead_port, killed_at)
-            print(f"\nCHAOS fail-over after the leader's kill -9, per process: {failover}")
-            record("quorum: leader kill -9 (3 nodes)", report, f"{faults}; fail-over {failover}", settle,
-                   time.monotonic() - began)
+            failovers = {fault: failover_seconds(cluster, port, at) for fault, port, at in downs}
+            print("\nCHAOS fail-over per fault and process connection (seconds from the fault to the "
+                  "connection's first opening on a live node):\n" + failover_table(failovers))
+            faults = "; ".join(f"{fault} (fail-over {worst(found)})" for fault, found in failovers.items())
+            record("quorum: leader kill -9 (3 nodes)", report, faults, settle, time.monotonic() - began)
             assert_clean(cluster, report)
-            assert "never" not in failover.values(), failover
+            for fault, found in failovers.items():
+                assert "never" not in found.values(), (fault, found)
             assert all(p.popen.poll() is None for p in cluster.procs.values()), "a process died with a node"
+            assert_locks_given_back(cluster)
+            assert_only_successes_own_anything(cluster, sandbox, inventory)
+            tasks = cluster.tasks()
+            children = Counter(t.TaskType for t in tasks if t.Parent is not None)
+            assert children == {"chaos_demo": sum(t.TaskType == "chaos_sub" for t in tasks)}, children
         finally:
             cluster.stop_all()
+            inventory.close()
+
+
+def short(node: str) -> str:
+    return node.split("@")[0]
+
+
+def worst(found: dict[str, str]) -> str:
+    """The longest timed fail-over of one fault, for the table row."""
+    seconds = [float(v.removesuffix("s")) for v in found.values() if v.endswith("s")]
+    return f"max {max(seconds):.1f}s over {len(found)} connections" if seconds else f"{len(found)} connections"

@@ -62,6 +62,9 @@ def test_a_sub_flow_failure_rolls_the_child_back_then_the_parent(sim):
     assert [s.State for s in parent.Steps] == [StepState.ROLLED_BACK, StepState.ROLLED_BACK, StepState.WAITING]
     assert "child task p2.1" in parent.Steps[1].Message
     assert rollback_violations(parent) == [] and rollback_violations(child) == []
+    # The parent's history tells both halves of the unit, each with its phase.
+    assert [(e.Event, e.Phase) for e in parent.History if e.Cursor == 1 and e.Event != "dispatched"] == [
+        ("step_failed", N), ("rollback_succeeded", R)]
 
 
 def test_a_later_failure_undoes_a_child_that_succeeded(sim):
@@ -97,6 +100,9 @@ def test_a_child_whose_rollback_fails_ends_the_parent_rollback_failed(sim):
     assert simulator.store.get("p4.1").TaskStatus is TaskStatus.ROLLBACK_FAILED
     assert parent.TaskStatus is TaskStatus.ROLLBACK_FAILED and parent.Steps[1].State is StepState.ROLLBACK_FAILED
     assert len(simulator.alarms) == 2  # one per task
+    # The unit's normal phase failed (its child did), then its rollback (the child's own) failed.
+    assert [(e.Event, e.Phase) for e in parent.History if e.Cursor == 1 and e.Event != "dispatched"] == [
+        ("step_failed", N), ("rollback_failed", R), ("alarm_raised", R)]
 
 
 def test_a_sub_flow_run_waits_for_its_child_and_is_never_claimed():

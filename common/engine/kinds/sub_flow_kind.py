@@ -49,7 +49,7 @@ class SubFlowKind:
         store_result(state, Phase.ROLLBACK, AttemptResult(ResultCode.OK, message), state.TimeEnd or timing.now)
         state.RollbackTimeStart = state.RollbackTimeEnd
         set_unit_state(task, unit, StepState.ROLLED_BACK)
-        record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit, message=message)
+        record(task, timing.now, "rollback_succeeded", actor=actor, unit=unit, phase=Phase.ROLLBACK, message=message)
         return True
 
     def cancel_run(self, task: Task, run: Run, request: OperatorRequest) -> bool:

@@ -123,12 +123,17 @@ def _rollback_failed(task: Task, run: Any, child_id: str, message: str, timing: 
     text = f"child task {child_id} {message}"
     result = AttemptResult(ResultCode.FAILED, text, retryable=False)
     if run.Phase is Phase.NORMAL:
+        # The history tells both halves, as for a child that rolled back (sub_flow_kind.roll_back):
+        # the normal phase failed, then the rollback (the child's own) failed.
         store_result(state, Phase.NORMAL, result, timing.now)
         set_unit_state(task, unit, StepState.FAILED)
+        record(task, timing.now, "step_failed", run, actor=actor, message=text)
         set_unit_state(task, unit, StepState.ROLLING_BACK)
     store_result(state, Phase.ROLLBACK, result, timing.now)
     set_unit_state(task, unit, StepState.ROLLBACK_FAILED)
-    record(task, timing.now, "rollback_failed", run, actor=actor, message=text)
+    rollback_run = run if run.Phase is Phase.ROLLBACK else None  # an undo that failed: its own run
+    record(task, timing.now, "rollback_failed", rollback_run, actor=actor, unit=unit, phase=Phase.ROLLBACK,
+           message=text)
     task.TaskMessage = f"rollback of {unit_name(task, unit)} failed: {text}"
     enter_rollback(task, timing, actor)
     advance(task, timing, actor, ids)
