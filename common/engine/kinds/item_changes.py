@@ -198,6 +198,7 @@ def start_item_rollback(record: ItemRecord, task: Task, timing: Timing, ids: IdF
         return Refusal("not an applied item waiting for its rollback")
     new = copy_record(record)
     new.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
+    new.Reopen = task.Steps[record.Cursor].ItemsReopen  # begun under the step's latest reopen, if any
     dispatch_item(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
 

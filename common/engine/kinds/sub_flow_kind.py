@@ -58,6 +58,13 @@ class SubFlowKind:
         task.Outbox.append(cancel_child_entry(task, run, request.Actor, request.Reason, request.Time))
         return True  # the child rolls back, and its end concludes this run
 
+    def cancel_step(self, task: Task, cursor: int, request: OperatorRequest, stop_running: bool) -> None:
+        return None  # its runs are in the task: the cancel deals with each
+
+    def reopen_rollback(self, task: Task, unit: Unit, action: str, request: OperatorRequest,
+                        ids: Callable[[], str]) -> bool:
+        return False
+
     def pause(self, task: Task, cursor: int, request: OperatorRequest) -> None:
         # "No new step starts" holds for the whole operation: the child is paused too.
         _tell_children(task, cursor, PAUSE_CHILD, request)
