@@ -26,7 +26,7 @@ from oss.cli_common import (
 )
 
 if TYPE_CHECKING:
-    from common.engine.document import HistoryEvent, Task
+    from common.engine.document import HistoryEvent, Run, Task
     from common.store.port import TaskStore
 
 
@@ -146,29 +146,29 @@ def get(task_id: str, as_json: bool, items_step: str | None, state: str | None, 
             _items(store, task, items_step, state, after, limit, as_json)
             return
         task = with_full_history(store, task)
-        counts = _item_counts(store, task)
+        counts, held = _item_reads(store, task)
         if as_json:
-            shown = task_json(task)
+            shown = task_json(task, held)
             for cursor, by_state in counts.items():
                 shown["Steps"][cursor]["ItemCounts"] = by_state
             click.echo(json.dumps(shown, indent=2))
         else:
-            click.echo(task_summary(masked_task(task), counts))
+            click.echo(task_summary(masked_task(task, held), counts))
 
 
-def _item_counts(store: TaskStore, task: Task) -> dict[int, dict[str, int]]:
-    """Each started for_each step's items by state; the item store is opened only for a step
-    that keeps its items in records."""
+def _item_reads(store: TaskStore, task: Task) -> tuple[dict[int, dict[str, int]], list[Run]]:
+    """Each started for_each step's items by state, and the runs a drain holds among its items
+    kept in records; the item store is opened only for a step that keeps its items in records."""
     from common.engine.kinds.item_views import keeps_records
-    from oss.item_views import item_counts
+    from oss.item_views import held_item_runs, item_counts
 
     if not any(keeps_records(step) for step in task.Steps):
-        return item_counts(task, None)
+        return item_counts(task, None), []
     from common.store.items_open import open_item_store_for
 
     items = open_item_store_for(store)
     try:
-        return item_counts(task, items)
+        return item_counts(task, items), held_item_runs(task, items)
     finally:
         items.close()
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from common.engine.document import Task
+from common.engine.document import Run, Task
+from common.engine.kinds.item_drain import HELD_LOOK, held_runs
+from common.engine.states import StepState
 from common.engine.kinds.item_views import (
     ItemQuery,
     counts_view,
@@ -38,6 +40,20 @@ def item_counts(task: Task, items: ItemStore | None) -> dict[int, dict[str, int]
         else:
             counts[cursor] = counts_view(inline_counts(step))
     return counts
+
+
+def held_item_runs(task: Task, items: ItemStore | None) -> list[Run]:
+    """The runs a module drain holds among the items of the task's steps over records that still
+    have work (for the task's `WaitingFor`): one small indexed page of each such step's items in
+    flight (common.engine.kinds.item_drain.HELD_LOOK)."""
+    held: list[Run] = []
+    if items is None:
+        return held
+    for cursor, step in enumerate(task.Steps):
+        if keeps_records(step) and step.ItemsOpen:
+            states = [StepState.RUNNING, StepState.ROLLING_BACK]
+            held += held_runs(items.page_items(task.TaskId, task.Generation, cursor, limit=HELD_LOOK, states=states))
+    return held
 
 
 def item_page(task: Task, cursor: int, query: ItemQuery, items: ItemStore) -> dict[str, Any]:

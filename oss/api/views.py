@@ -13,7 +13,7 @@ from common.engine.states import Phase, RunState, TaskStatus
 from common.relay.unserved import waiting_notice
 from common.store.items_port import ItemStore
 from oss.api.attempts import attempts
-from oss.item_views import item_counts
+from oss.item_views import held_item_runs, item_counts
 from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
 
 
@@ -21,7 +21,7 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
               items: ItemStore | None = None) -> TaskDetail:
     """`live_modules` given: a step waiting on a module none of them is says so (`Waiting`).
     `items` given: a step over item records shows its counts by state (inline steps always do)."""
-    shown = TaskDetail.model_validate(masked_task_view(task))
+    shown = TaskDetail.model_validate(masked_task_view(task, held_item_runs(task, items)))
     for cursor, counts in item_counts(task, items).items():
         shown.Steps[cursor].ItemCounts = counts
     shown.ScheduledFor = scheduled_for(task, now)

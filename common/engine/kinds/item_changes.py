@@ -12,6 +12,7 @@ from __future__ import annotations
 from common.backoff import exponential
 from common.engine.check_again import check_message, decide_check, note_verdict
 from common.engine.document import HistoryEvent, Run, Task
+from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.gates.task_waits import overdue
 from common.engine.item_record import (
     OWES_FAILED,
@@ -154,6 +155,9 @@ def expire_item(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory,
         new.Outbox.append(publish_entry(task, run, due_at=timing.now))
     else:
         waiting.DueAt = timing.now
+    if run.HeldBy is not None:  # held by a drain: looked at again soon, no backoff, no event
+        run.Deadline = timing.now + DRAIN_RECHECK_SECONDS
+        return new
     run.Deadline = timing.now + exponential(timing.redeliver_after, run.Redispatches,
                                             timing.redeliver_after * redispatch_backoff_max)
     run.Redispatches += 1
