@@ -8,7 +8,7 @@ from typing import Any
 from common.flows import FlowDefinition
 from common.masking import masked_alarm, masked_task, masked_task_view
 from common.engine.gates.locks import LOCK_ACQUIRE
-from common.engine.document import Alarm, Step, Task
+from common.engine.document import Alarm, Run, Step, Task
 from common.engine.states import Phase, RunState, TaskStatus
 from common.relay.unserved import waiting_notice
 from common.store.items_port import ItemStore
@@ -55,8 +55,9 @@ def alarm_view(alarm: Alarm, task: Task | None) -> AlarmView:
     return shown
 
 
-def task_summary(task: Task, now: float) -> TaskSummary:
-    shown = masked_task(task)  # TaskMessage may quote a secret
+def task_summary(task: Task, now: float, held: Collection[Run] = ()) -> TaskSummary:
+    """`held`: the runs a drain holds among its items kept in records (held_item_runs)."""
+    shown = masked_task(task, held)  # TaskMessage may quote a secret
     return TaskSummary(
         TaskId=shown.TaskId,
         TaskType=shown.TaskType,
