@@ -226,8 +226,8 @@ class ItemRelay:
                 self._successor(task, record)
             elif owes == OWES_FAILED:
                 changed = self._write_task(record.TaskId,
-                                 lambda t: item_failed(t, record.Cursor, record.Item, record.Message,
-                                                       self._timing(), "relay", self._ids))
+                                           lambda t: item_failed(t, record.Cursor, record.Item, record.Message,
+                                                                 self._timing(), "relay", self._ids))
                 if not isinstance(changed, Refusal):
                     self._flush_task(changed)
                     task = changed
