@@ -98,11 +98,11 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def task_json(task: Task, held: Iterable[Run] = ()) -> dict[str, Any]:
-    """`held`: the runs a drain holds among its items kept in records (oss.item_views.held_item_runs)."""
+def task_json(task: Task, item_runs: Iterable[Run] = ()) -> dict[str, Any]:
+    """`item_runs`: the runs of its items kept in records (oss.item_views.item_runs)."""
     from common.masking import masked_task_view
 
-    return masked_task_view(task, held)
+    return masked_task_view(task, item_runs)
 
 
 def exit_code_of(task: Task) -> int:

@@ -146,21 +146,21 @@ def get(task_id: str, as_json: bool, items_step: str | None, state: str | None, 
             _items(store, task, items_step, state, after, limit, as_json)
             return
         task = with_full_history(store, task)
-        counts, held = _item_reads(store, task)
+        counts, runs = _item_reads(store, task)
         if as_json:
-            shown = task_json(task, held)
+            shown = task_json(task, runs)
             for cursor, by_state in counts.items():
                 shown["Steps"][cursor]["ItemCounts"] = by_state
             click.echo(json.dumps(shown, indent=2))
         else:
-            click.echo(task_summary(masked_task(task, held), counts))
+            click.echo(task_summary(masked_task(task, runs), counts))
 
 
 def _item_reads(store: TaskStore, task: Task) -> tuple[dict[int, dict[str, int]], list[Run]]:
-    """Each started for_each step's items by state, and the runs a drain holds among its items
-    kept in records; the item store is opened only for a step that keeps its items in records."""
+    """Each started for_each step's items by state, and the runs of its items in flight kept in
+    records; the item store is opened only for a step that keeps its items in records."""
     from common.engine.kinds.item_views import keeps_records
-    from oss.item_views import held_item_runs, item_counts
+    from oss.item_views import item_counts, item_runs
 
     if not any(keeps_records(step) for step in task.Steps):
         return item_counts(task, None), []
@@ -168,7 +168,7 @@ def _item_reads(store: TaskStore, task: Task) -> tuple[dict[int, dict[str, int]]
 
     items = open_item_store_for(store)
     try:
-        return item_counts(task, items), held_item_runs(task, items)
+        return item_counts(task, items), item_runs(task, items)
     finally:
         items.close()
 

@@ -12,6 +12,7 @@ resource and mysql modules (stand-in commands) and a separate sweeper.
   each run in the task is marked.
 - A message already in the mysql queue when the drain begins (its module was stopped) is held
   at the claim like one published after it, and runs only after the undrain.
+- Items waiting while no live module serves their queue: the task view says so (`Waiting`).
 
 Every test runs twice: with item records (the default) and with BATON_ITEM_RECORDS=false.
 """
@@ -253,3 +254,17 @@ def item_records(cluster: Cluster, task_id: str) -> list:
     finally:
         items.close()
 
+
+
+def test_items_waiting_on_a_module_none_serves_say_so_in_the_task_view(deployment):
+    cluster, base = deployment
+    cluster.kill("mysql", signal.SIGTERM)  # its registration goes with it: no live mysql module
+    status, created = http("POST", f"{base}/api/v1/tasks", {"task_type": "fleet", "parameters": {"nodes": ["a", "b"]}})
+    assert status == 201, created
+    task_id = created["task_id"]
+    # The items' runs wait in their records (or in the task, inline): the view says why either way.
+    wait_until(lambda: task(base, task_id)["Waiting"] == "no live module serves queue mysql", 60,
+               "the task view naming the unserved queue")
+    cluster.restart("mysql")
+    assert cluster.wait_final(task_id, timeout=60).TaskStatus is TaskStatus.SUCCESS
+    assert task(base, task_id)["Waiting"] is None

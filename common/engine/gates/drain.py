@@ -66,8 +66,8 @@ def release_hold(claimed: Task, dispatch_id: str, actor: str | None, reason: str
 
 def drain_wait(task: Task, item_runs: Iterable[Run] = ()) -> WaitCondition | None:
     """What the task shows as `WaitingFor`: its own wait, else the drain one of its runs waits
-    for (the earliest held). `item_runs`: the held runs of its items kept in records, as a
-    reader found them (common.engine.kinds.item_drain)."""
+    for (the earliest held). `item_runs`: the runs of its items kept in records, as a reader
+    found them (common.engine.kinds.item_drain)."""
     if task.WaitingFor is not None:
         return task.WaitingFor
     held = [r for r in (*task.Runs, *item_runs) if r.HeldBy is not None]

@@ -20,9 +20,10 @@ from common.engine.kinds.item_changes import ITEM_HISTORY_LIMIT, copy_record
 from common.engine.states import FINAL_STATUSES, RunState
 from common.engine.units import Refusal, Timing
 
-# Records of a step a reader looks at for a held run: a drained module holds every item run it
-# is sent, so the first running items show the drain; the look stays one small indexed page.
-HELD_LOOK = 50
+# Records of a step a reader looks at for the runs of its items in flight (a held run, one no
+# live module serves): a drained module holds every item run it is sent, so the first running
+# items show the drain; the look stays one small indexed page.
+IN_FLIGHT_LOOK = 50
 
 
 def hold_item(record: ItemRecord, task: Task, message: StepMessage, module: str, actor: str, reason: str,
@@ -74,11 +75,6 @@ def claimed_releasing(claim: Callable[[ItemRecord], ItemRecord | Refusal], undra
         return claimed
 
     return change
-
-
-def held_runs(records: list[ItemRecord]) -> list[Run]:
-    """The runs of `records` a drain holds (what `drain_wait` is handed)."""
-    return [r.Run for r in records if r.Run is not None and r.Run.HeldBy is not None]
 
 
 def _note(record: ItemRecord, now: float, event: str, run: Run, actor: str, message: str) -> None:

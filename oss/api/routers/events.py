@@ -40,7 +40,7 @@ from oss.api.errors import ApiError
 from oss.api.query import ASCII_NUMBER
 from oss.api.schemas import error_responses
 from oss.api.views import task_view
-from oss.item_views import held_item_runs
+from oss.item_views import item_runs
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 KEEP_ALIVE_SECONDS = 15.0
@@ -88,7 +88,7 @@ def _wait_changed(task: Task, items: ItemStore, shown: list[dict | None]) -> boo
     lets go, an item kept in a record of its own (one small page per step whose items run)."""
     if not shown or not any(keeps_records(step) and step.ItemsOpen for step in task.Steps):
         return False
-    return _wait_doc(drain_wait(task, held_item_runs(task, items))) != shown[0]
+    return _wait_doc(drain_wait(task, item_runs(task, items))) != shown[0]
 
 
 def _ended(task: Task) -> bool:
