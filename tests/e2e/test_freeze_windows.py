@@ -103,9 +103,9 @@ def baton(cluster: Cluster, *args: str, flows: str | None = None) -> subprocess.
                           text=True, timeout=120)  # fmt: skip
 
 
-def stream_events(base: str, task_id: str, seconds: float = 1) -> list[tuple[str, dict]]:
-    """The task's event stream, for `seconds` (it ends with `timeout` while the task waits)."""
-    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout={seconds}",
+def stream_events(base: str, task_id: str) -> list[tuple[str, dict]]:
+    """The task's event stream, for a second (it ends with `timeout` while the task waits)."""
+    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout=1",
                                      headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
     events, kind = [], ""
     with urllib.request.urlopen(request, timeout=30) as answer:

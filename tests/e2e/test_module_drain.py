@@ -25,12 +25,13 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
 from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.states import TaskStatus
-from tests.deploy.support import TOKENS, http
+from tests.deploy.support import TOKEN, TOKENS, http
 from tests.e2e.test_freeze_windows import _answers, baton, stream_events
 from tests.support.cluster import REPO, Cluster, commits, wait_until
 from tests.support.ports import free_port
@@ -208,9 +209,9 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
         # Opened as the items are being held: a hold changes the records, not the task, and the
         # stream sends the task again once its WaitingFor moved.
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            streaming = pool.submit(stream_events, base, task_id, 6)
+            streaming = pool.submit(stream_until_drain, base, task_id)
             wait_until(all_held_records, 60, "every item's record held by the drain")
-            streamed = streaming.result(timeout=60)
+            streamed = streaming.result(timeout=90)
         assert task(base, task_id)["Runs"] == []  # the runs live in the records
         assert [data["WaitingFor"] for kind, data in streamed if kind == "task"][-1]["Kind"] == "drain"
         held_events = [e for r in item_records(cluster, task_id) for e in r.History if e.Event == "waiting_for_drain"]
@@ -245,6 +246,23 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
     assert task(base, task_id)["WaitingFor"] is None
     if cluster.records:
         assert all(r.Run is None for r in item_records(cluster, task_id))
+
+
+def stream_until_drain(base: str, task_id: str) -> list[tuple[str, dict]]:
+    """The task's event stream up to the first `task` event that shows a drain (or its end)."""
+    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout=60",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+    events, kind = [], ""
+    with urllib.request.urlopen(request, timeout=90) as answer:
+        for raw in answer:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                kind = line[len("event: "):]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[len("data: "):])))
+                if kind == "task" and (events[-1][1].get("WaitingFor") or {}).get("Kind") == "drain":
+                    break
+    return events
 
 
 def item_records(cluster: Cluster, task_id: str) -> list:
