@@ -223,6 +223,8 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
         assert json.loads(baton(cluster, "get", task_id, "--json").stdout)["WaitingFor"]["Kind"] == "drain"
         listed = http("GET", f"{base}/api/v1/tasks?task_type=fleet")[1]["items"]  # the console's list
         assert [t["WaitingFor"]["Kind"] for t in listed if t["TaskId"] == task_id] == ["drain"]
+        listed = json.loads(baton(cluster, "list", "--type", "fleet", "--json").stdout)["items"]
+        assert [t["WaitingFor"]["Kind"] for t in listed if t["TaskId"] == task_id] == ["drain"]
     else:
         wait_until(all_held, 60, "every item held by the drain")
         assert sorted(e["Item"] for e in events(task(base, task_id), "waiting_for_drain")) == [0, 1, 2]
