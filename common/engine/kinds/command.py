@@ -46,3 +46,9 @@ class CommandKind:
 
     def skip_refused(self, task: Task, run: Run) -> str | None:
         return None  # its run is removed: a claimed command loses its lease and is stopped
+
+    def item_count(self, step: Step) -> int:
+        return len(step.Items or [])
+
+    def item_skip_elsewhere(self, cursor: int, item: int) -> str | None:
+        return None  # its items are in the task

@@ -32,5 +32,12 @@ class ForEachRecordsKind(CommandKind):
         fan_out.reopen_rollback(task, unit[0], action, request.Actor, request.Reason, request.Time, ids)
         return True
 
+    def item_count(self, step: Step) -> int:
+        return step.ItemCount or 0
+
+    def item_skip_elsewhere(self, cursor: int, item: int) -> str | None:
+        # a change of its record: common.engine.kinds.item_actions.skip_item
+        return f"item {item} of step {cursor} is kept in a record of its own: skip it through its record"
+
     def resume(self, task: Task, cursor: int, request: OperatorRequest, ids: Callable[[], str]) -> None:
         fan_out.resume_records(task, cursor, request.Time, ids)  # the items a pause held back (their relay starts them)

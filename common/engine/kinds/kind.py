@@ -62,3 +62,10 @@ class StepKind(Protocol):
 
     def skip_refused(self, task: Task, run: Run) -> str | None:
         """Why an operator may not skip the unit of this kind's failing `run`, or None: they may."""
+
+    def item_count(self, step: Step) -> int:
+        """How many items the step fans out over (0: none fixed yet, or not a for_each step)."""
+
+    def item_skip_elsewhere(self, cursor: int, item: int) -> str | None:
+        """Why item `item` of step `cursor` is not skipped by a change of the task (it is kept
+        apart, and skipped by a change of its own), or None: the task holds it."""

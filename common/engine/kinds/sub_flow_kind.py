@@ -78,6 +78,12 @@ class SubFlowKind:
             return f"{unit_name(task, run.unit)} runs a child task: act on the child task instead"
         return None
 
+    def item_count(self, step: Step) -> int:
+        return len(step.Items or [])
+
+    def item_skip_elsewhere(self, cursor: int, item: int) -> str | None:
+        return None  # its items are in the task
+
 
 def _tell_children(task: Task, cursor: int, kind: str, request: OperatorRequest) -> None:
     """In place: a pause or resume entry for each child a run of step `cursor` waits for (the
