@@ -15,19 +15,20 @@ The document keeps its shape (a masked value becomes "***"), so a view still val
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from common.logging import MASK, SECRET_KEY, mask_secrets, mask_url_passwords, redacted_url
-from common.engine.document import Alarm, Task
+from common.engine.document import Alarm, Run, Task
 from common.engine.gates.drain import drain_wait
 from common.scrubbing import Scrubber
 
 MIN_SCRUBBED = 4
 
 
-def masked_task_view(task: Task) -> dict[str, Any]:
-    """The whole task document, JSON-able, with every secret masked."""
+def masked_task_view(task: Task, item_runs: Iterable[Run] = ()) -> dict[str, Any]:
+    """The whole task document, JSON-able, with every secret masked. `item_runs`: the runs of its
+    items kept in records, as a reader found them (oss.item_views.item_runs), for `WaitingFor`."""
     names = set(task.SecretParameters)
     doc = task.to_doc()
     for field in ("Parameters", "SubmittedParameters"):
@@ -46,8 +47,8 @@ def masked_task_view(task: Task) -> dict[str, Any]:
         for item in step.get("Items") or ():
             values.update(_secret_values(item["Output"], ()))
             item["Output"] = mask_secrets(item["Output"])
-    if doc.get("WaitingFor") is None and (held := drain_wait(task)) is not None:  # derived, never stored
-        doc["WaitingFor"] = held.model_dump(mode="json")
+    if doc.get("WaitingFor") is None and (wait := drain_wait(task, item_runs)) is not None:  # derived, never stored
+        doc["WaitingFor"] = wait.model_dump(mode="json")
     return _scrubbed(doc, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
 
 
@@ -74,9 +75,9 @@ def scrubbed_text(text: str, task: Task, values: list[str] | None = None) -> str
     return _scrubbed(text, Scrubber(secret_values(task) if values is None else values))  # type: ignore[no-any-return]
 
 
-def masked_task(task: Task) -> Task:
+def masked_task(task: Task, item_runs: Iterable[Run] = ()) -> Task:
     """masked_task_view as a Task, for code that renders Task objects."""
-    return Task.from_doc(masked_task_view(task))
+    return Task.from_doc(masked_task_view(task, item_runs))
 
 
 def masked_with_parameters(doc: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:

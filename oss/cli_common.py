@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -21,7 +21,7 @@ from common.engine.states import TaskStatus, parse_task_status
 from oss.times import to_epoch
 
 if TYPE_CHECKING:
-    from common.engine.document import Task
+    from common.engine.document import Run, Task
     from common.settings import Settings
     from common.store.port import TaskStore
     from oss.wiring import Parts
@@ -98,10 +98,11 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def task_json(task: Task) -> dict[str, Any]:
+def task_json(task: Task, item_runs: Iterable[Run] = ()) -> dict[str, Any]:
+    """`item_runs`: the runs of its items kept in records (oss.item_views.item_runs)."""
     from common.masking import masked_task_view
 
-    return masked_task_view(task)
+    return masked_task_view(task, item_runs)
 
 
 def exit_code_of(task: Task) -> int:

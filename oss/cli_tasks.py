@@ -26,7 +26,7 @@ from oss.cli_common import (
 )
 
 if TYPE_CHECKING:
-    from common.engine.document import HistoryEvent, Task
+    from common.engine.document import HistoryEvent, Run, Task
     from common.store.port import TaskStore
 
 
@@ -146,31 +146,39 @@ def get(task_id: str, as_json: bool, items_step: str | None, state: str | None, 
             _items(store, task, items_step, state, after, limit, as_json)
             return
         task = with_full_history(store, task)
-        counts = _item_counts(store, task)
+        counts, runs = _item_reads(store, task)
         if as_json:
-            shown = task_json(task)
+            shown = task_json(task, runs)
             for cursor, by_state in counts.items():
                 shown["Steps"][cursor]["ItemCounts"] = by_state
             click.echo(json.dumps(shown, indent=2))
         else:
-            click.echo(task_summary(masked_task(task), counts))
+            click.echo(task_summary(masked_task(task, runs), counts))
 
 
-def _item_counts(store: TaskStore, task: Task) -> dict[int, dict[str, int]]:
-    """Each started for_each step's items by state; the item store is opened only for a step
-    that keeps its items in records."""
+def _item_reads(store: TaskStore, task: Task, counts: bool = True) -> tuple[dict[int, dict[str, int]], list[Run]]:
+    """Each started for_each step's items by state (unless not `counts`), and the runs of its
+    items in flight kept in records; the item store is opened only for a step that keeps its
+    items in records."""
     from common.engine.kinds.item_views import keeps_records
-    from oss.item_views import item_counts
+    from oss.item_views import item_counts, item_runs
 
     if not any(keeps_records(step) for step in task.Steps):
-        return item_counts(task, None)
+        return item_counts(task, None), []
     from common.store.items_open import open_item_store_for
 
     items = open_item_store_for(store)
     try:
-        return item_counts(task, items)
+        return (item_counts(task, items) if counts else {}), item_runs(task, items)
     finally:
         items.close()
+
+
+def _items_run(task: Task) -> bool:
+    """Whether a step of the task keeps its items in records and they still have work."""
+    from common.engine.kinds.item_views import keeps_records
+
+    return any(keeps_records(step) and step.ItemsOpen for step in task.Steps)
 
 
 def _items(store: TaskStore, task: Task, step: str, state: str | None, after: int | None, limit: int,
@@ -219,7 +227,8 @@ def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, 
             labels=parse_labels(labels), created_from=parse_time(since, "--since"),
             created_to=parse_time(until, "--until"), after=after, limit=limit + 1,
         )  # fmt: skip
-    tasks = [masked_task(t) for t in found[:limit]]
+        in_flight = {t.TaskId: _item_reads(store, t, counts=False)[1] for t in found[:limit] if _items_run(t)}
+    tasks = [masked_task(t, in_flight.get(t.TaskId, ())) for t in found[:limit]]
     next_cursor = encode_cursor(page_key(tasks[-1])) if len(found) > limit else None
     if as_json:
         echo_json({"items": [task_json(t) for t in tasks], "next_cursor": next_cursor})

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from common.engine.document import Task
+from common.engine.document import Run, Task
+from common.engine.kinds.item_drain import IN_FLIGHT_LOOK
+from common.engine.states import StepState
 from common.engine.kinds.item_views import (
     ItemQuery,
     counts_view,
@@ -38,6 +40,22 @@ def item_counts(task: Task, items: ItemStore | None) -> dict[int, dict[str, int]
         else:
             counts[cursor] = counts_view(inline_counts(step))
     return counts
+
+
+def item_runs(task: Task, items: ItemStore | None) -> list[Run]:
+    """The runs of the items in flight of the task's steps over records that still have work: a
+    view derives from them what it derives from the task's own runs (`WaitingFor` of a drain,
+    `Waiting` for a module none serves). One small indexed page per such step
+    (common.engine.kinds.item_drain.IN_FLIGHT_LOOK)."""
+    runs: list[Run] = []
+    if items is None:
+        return runs
+    states = [StepState.RUNNING, StepState.ROLLING_BACK]
+    for cursor, step in enumerate(task.Steps):
+        if keeps_records(step) and step.ItemsOpen:
+            page = items.page_items(task.TaskId, task.Generation, cursor, limit=IN_FLIGHT_LOOK, states=states)
+            runs += [record.Run for record in page if record.Run is not None]
+    return runs
 
 
 def item_page(task: Task, cursor: int, query: ItemQuery, items: ItemStore) -> dict[str, Any]:

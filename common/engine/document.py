@@ -116,6 +116,9 @@ class Step(UnitState):
     ItemStore: str | None = None  # "records"; None: inline in Items
     ItemCount: int | None = None
     ItemsOpen: bool = False
+    # The outbox entry of the operator's latest retry-rollback or compensate of the step's items:
+    # a repeat of that entry leaves alone what it did, and what began after it (DESIGN.md 12.4).
+    ItemsReopen: str | None = None
     Flow: str | None = None  # a sub-flow step: the child's task type
     FlowInputs: dict[str, str] = Field(default_factory=dict)  # child parameter -> parent's
     FlowTemplate: ChildTemplate | None = None

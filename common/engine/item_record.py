@@ -39,6 +39,9 @@ class ItemRecord(UnitState):
     ChildTaskId: str | None = None  # a for_each sub-flow step: this item's child task
     Run: UnitRun | None = None  # at most one run per unit, as in the task document
     Owes: list[str] = Field(default_factory=list)
+    # The step's reopen (Step.ItemsReopen) under which this item's latest rollback began, or
+    # which compensated it: a repeat of that reopen's entry leaves the item alone.
+    Reopen: str | None = None
     Outbox: list[OutboxEntry] = Field(default_factory=list)
     History: list[HistoryEvent] = Field(default_factory=list)
     # Work left in the step's current direction: forward, waiting or running; backward,

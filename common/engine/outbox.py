@@ -112,6 +112,9 @@ class ItemsBody(_Body):
     Action: str | None = None
     Actor: str | None = None
     Reason: str | None = None
+    # cancel_items only, from a cancel that stops running runs: its {Actor, Reason}; the claimed
+    # normal runs are stopped too
+    Stop: dict[str, str] | None = None
 
 
 # kind -> (its body's model, who flushes it)

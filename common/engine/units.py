@@ -252,5 +252,5 @@ def reset_step(step: Step) -> None:
     step.Items = None
     # A step over item records: the new generation opens records of its own (the old ones keep
     # their generation in their key, so nothing of them is read again).
-    step.ItemStore, step.ItemCount, step.ItemsOpen = None, None, False
+    step.ItemStore, step.ItemCount, step.ItemsOpen, step.ItemsReopen = None, None, False, None
     step.ChildTaskId = None

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # Step fields that are state, not definition: the same in every template, left out of the hash.
 # A unit's whole state (UnitState: a field added there is state too) and what a step adds to it.
-STATE_FIELDS = frozenset(UnitState.model_fields) | {"Items", "ItemStore", "ItemCount", "ItemsOpen", "ChildTaskId"}
+STATE_FIELDS = frozenset(UnitState.model_fields) | {"Items", "ItemStore", "ItemCount", "ItemsOpen", "ItemsReopen", "ChildTaskId"}
 
 
 def step_definition(step: Step) -> dict[str, Any]:

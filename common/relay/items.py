@@ -23,7 +23,7 @@ from common.engine.item_record import (
     ItemRecord,
 )
 from common.engine.kinds.fan_out import CANCEL_ITEMS, OPEN_ITEMS, REOPEN_ROLLBACKS, RESUME_ITEMS, ROLLBACK_ITEMS
-from common.engine.kinds.item_actions import compensate_item, republish_pending, retry_item_rollback
+from common.engine.kinds.item_actions import compensate_item, republish_pending, retry_item_rollback, stop_item
 from common.engine.kinds.fan_out_transitions import item_failed, items_settled
 from common.engine.kinds.item_changes import (
     APPLIED,
@@ -36,7 +36,7 @@ from common.engine.kinds.item_changes import (
     start_successor,
     withdraw_unpublished,
 )
-from common.engine.states import DONE_FORWARD, Phase, RunState, StepState, TaskStatus
+from common.engine.states import DONE_FORWARD, FINAL_STATUSES, Phase, RunState, StepState, TaskStatus
 from common.engine.units import IdFactory, Refusal, Timing, new_id
 from common.store.items_port import ItemStore
 from common.store.mutate import mutate
@@ -62,7 +62,7 @@ def _rolling_back(task: Task, cursor: int) -> bool:
 class ItemRelay:
     def __init__(self, tasks: TaskStore, items: ItemStore, timing: Callable[[], Timing],
                  flush_task: Callable[[Task], None], publish_item: Callable[[ItemRecord], None],
-                 ids: IdFactory = new_id):
+                 ids: IdFactory = new_id, finished: Callable[[Task], None] | None = None):
         self._tasks = tasks
         self._reads = TaskReads(tasks)  # read-only uses: parsed again only when the task changed
         self._items = items
@@ -70,6 +70,7 @@ class ItemRelay:
         self._flush_task = flush_task  # publishes what a task change here put in its outbox
         self._publish_item = publish_item  # publishes a record's fresh dispatch
         self._ids = ids
+        self._finished = finished  # told of each task a write here ended (the tasks_finished metric)
 
     # --- the task's entries ------------------------------------------------------------------
 
@@ -81,10 +82,10 @@ class ItemRelay:
             return True  # the task is gone, or retried since: the entry is moot
         handlers = {  # this relay's rows of the flushers' table (common.engine.outbox.FLUSHERS)
             OPEN_ITEMS: lambda cursor: self._open(task, cursor, body["Values"]),
-            CANCEL_ITEMS: lambda cursor: self._cancel(task, cursor),
+            CANCEL_ITEMS: lambda cursor: self._cancel(task, cursor, body.get("Stop")),
             ROLLBACK_ITEMS: lambda cursor: self._start_rollbacks(task, cursor),
             RESUME_ITEMS: lambda cursor: self._resume(task, cursor),
-            REOPEN_ROLLBACKS: lambda cursor: self._reopen_rollbacks(task, cursor, body),
+            REOPEN_ROLLBACKS: lambda cursor: self._reopen_rollbacks(task, cursor, body, entry.DispatchId),
         }
         if entry.Kind not in handlers:
             raise ValueError(f"not an item entry: {entry.Kind}")
@@ -112,13 +113,21 @@ class ItemRelay:
                                              states=[StepState.RUNNING]):
             self._publish_item(record)
 
-    def _cancel(self, task: Task, cursor: int) -> None:
-        for record in self._pages(task, cursor, [StepState.RUNNING]):
+    def _cancel(self, task: Task, cursor: int, stop: dict | None = None) -> None:
+        """Withdraw the step's unclaimed normal runs; `stop` (an operator's cancel that stops
+        running runs: its actor and reason): stop the claimed ones too."""
+        for record in list(self._pages(task, cursor, [StepState.RUNNING])):
             run = record.Run
-            if run is not None and run.Phase is Phase.NORMAL and run.State is RunState.PENDING:
+            if run is None or run.Phase is not Phase.NORMAL:
+                continue
+            if run.State is RunState.PENDING:
                 changed = self._change(record, lambda r: cancel_item(r, task, self._timing()))
-                if changed is not None:
-                    self.apply_owes(changed, check_settled=False)
+            elif stop is not None:
+                changed = self._change(record, lambda r: stop_item(r, stop["Actor"], stop["Reason"], self._timing()))
+            else:
+                continue
+            if changed is not None:
+                self.apply_owes(changed, check_settled=False)
         self.check_settled(task.TaskId, cursor)
 
     def _start_rollbacks(self, task: Task, cursor: int) -> None:
@@ -153,27 +162,34 @@ class ItemRelay:
             if before < 0 or (previous is not None and previous.State in DONE_FORWARD):
                 self._start_next(task, found[0])
 
-    def _reopen_rollbacks(self, task: Task, cursor: int, body: dict) -> None:
+    def _reopen_rollbacks(self, task: Task, cursor: int, body: dict, reopen: str) -> None:
         """An operator retried (or compensated) the step's failed item rollbacks: each is
         dispatched again (or compensated, its chain going on), and the chains the failure held
-        back start their next applied item; the step settles as usual."""
-        if not _rolling_back(task, cursor):
-            return  # the step's rollback concluded since: a late repeat of the entry
+        back start their next applied item; the step settles as usual.
+
+        Applied again (a redelivery, the sweeper repeating it), the entry leaves alone every item
+        it retried or compensated, and every item whose rollback began after it (each carries
+        the reopen it began under): one that failed since stays failed, as after the document's
+        own retry, and no new rollback starts while one has failed (DESIGN.md 4.3)."""
+        step = task.Steps[cursor]
+        if not _rolling_back(task, cursor) or step.ItemsReopen not in (None, reopen):
+            return  # the step's rollback concluded since, or a later reopen took over from this one
         actor, reason, chains = body["Actor"], body["Reason"], chain_count(task, cursor)
         seen, compensated = set(), []
         for record in list(self._pages(task, cursor, [StepState.ROLLBACK_FAILED])):
             seen.add(record.Item % chains)
             if body["Action"] == "retry":
                 retried = self._change(record, lambda r: retry_item_rollback(r, task, actor, reason, self._timing(),
-                                                                             self._ids))  # fmt: skip
+                                                                             self._ids, reopen))  # fmt: skip
                 if retried is not None:
                     self._publish_item(retried)
             else:
-                done = self._change(record, lambda r: compensate_item(r, actor, reason, self._timing()))
+                done = self._change(record, lambda r: compensate_item(r, actor, reason, self._timing(), reopen))
                 compensated += [done] if done is not None else []
         for record in compensated:  # once none is failed any more: a chain goes on only then
             self.apply_owes(record, check_settled=False)
-        self._start_idle_chains(task, cursor, held=seen)
+        if not self._any(task, cursor, [StepState.ROLLBACK_FAILED]):  # failed again since: none starts
+            self._start_idle_chains(task, cursor, held=seen)
         self.check_settled(task.TaskId, cursor)
 
     # --- an outside change of one record --------------------------------------------------------
@@ -209,9 +225,9 @@ class ItemRelay:
             if owes == OWES_SUCCESSOR:
                 self._successor(task, record)
             elif owes == OWES_FAILED:
-                changed = mutate(self._tasks, record.TaskId,
-                                 lambda t: item_failed(t, record.Cursor, record.Item, record.Message,
-                                                       self._timing(), "relay", self._ids))
+                changed = self._write_task(record.TaskId,
+                                           lambda t: item_failed(t, record.Cursor, record.Item, record.Message,
+                                                                 self._timing(), "relay", self._ids))
                 if not isinstance(changed, Refusal):
                     self._flush_task(changed)
                     task = changed
@@ -329,7 +345,7 @@ class ItemRelay:
                 return items_settled(current, cursor, counts, self._timing(), "relay",
                                      lambda: self._items.outputs(task_id, seen.Generation, cursor), failure, self._ids)
 
-            changed = mutate(self._tasks, task_id, conclude)
+            changed = self._write_task(task_id, conclude)
             if not isinstance(changed, Refusal):
                 self._flush_task(changed)
                 return
@@ -358,6 +374,21 @@ class ItemRelay:
         return (failure,)
 
     # --- the parts ---------------------------------------------------------------------------
+
+    def _write_task(self, task_id: str, change: Callable[[Task], Task | Refusal]) -> Task | Refusal:
+        """One change of the task; a write that moved it into a final status is told to
+        `finished`, once: a repeat of the change is refused or finds the task final already."""
+        before: list[bool] = []
+
+        def noted(current: Task) -> Task | Refusal:
+            before[:] = [current.TaskStatus in FINAL_STATUSES]  # read first: the change may edit it in place
+            return change(current)
+
+        changed = mutate(self._tasks, task_id, noted)
+        if not isinstance(changed, Refusal) and changed.TaskStatus in FINAL_STATUSES and not before[0]:
+            if self._finished is not None:
+                self._finished(changed)
+        return changed
 
     def _any(self, task: Task, cursor: int, states: Collection[StepState]) -> bool:
         return self._items.exists_in_states(task.TaskId, task.Generation, cursor, states)

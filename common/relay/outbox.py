@@ -84,7 +84,8 @@ class OutboxPublisher:
         # The items of steps over records (DESIGN.md 12), beside the tasks.
         self.item_store = items if items is not None else open_item_store_for(store)
         self.item_outbox = ItemOutbox(self.item_store, broker, clock, self._timers.at, mark_delay, TIMER_HORIZON)
-        self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush)
+        self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush,
+                               finished=self._count_finished)
         self._relays = {Flusher.CHILDREN: self._children, Flusher.LOCKS: self.locks, Flusher.ITEMS: self.items}
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
@@ -175,6 +176,12 @@ class OutboxPublisher:
             self._webhooks.stop()
         self.locks.close()
         self.item_store.close()
+
+    def _count_finished(self, task: Task) -> None:
+        """A task the item relay ended (its last items settled): counted as a module's own commit
+        that ends a task is (common.runtime.step_handler)."""
+        if self._metrics:
+            self._metrics.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
 
     def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
         try:

@@ -36,9 +36,10 @@ def run_module(task: Task, run: Run) -> str:
     return task.Steps[run.Cursor].module(run.Phase)
 
 
-def pending_runs(task: Task, due_before: float | None = None) -> list[Run]:
-    """Its runs nobody claimed (due before `due_before` when given), longest waiting first."""
-    runs = [r for r in task.Runs if r.State is RunState.PENDING and r.Since is not None]
+def pending_runs(task: Task, due_before: float | None = None, item_runs: Iterable[Run] = ()) -> list[Run]:
+    """Its runs nobody claimed (due before `due_before` when given), longest waiting first.
+    `item_runs`: the runs of its items kept in records, as a reader found them."""
+    runs = [r for r in (*task.Runs, *item_runs) if r.State is RunState.PENDING and r.Since is not None]
     if due_before is not None:
         runs = [r for r in runs if r.Since <= due_before]  # type: ignore[operator]
     return sorted(runs, key=lambda r: r.Since or 0.0)
@@ -61,10 +62,11 @@ def unserved_notice(module: str) -> str:
     return f"no live module serves queue {module_queue(module)}"
 
 
-def waiting_notice(task: Task, live: Iterable[str]) -> str | None:
-    """The task view's `Waiting`: its longest-waiting run on a queue no live module serves."""
+def waiting_notice(task: Task, live: Iterable[str], item_runs: Iterable[Run] = ()) -> str | None:
+    """The task view's `Waiting`: its longest-waiting run on a queue no live module serves
+    (`item_runs`: the runs of its items kept in records, as a reader found them)."""
     serving = set(live)
-    for run in pending_runs(task):
+    for run in pending_runs(task, item_runs=item_runs):
         if run_module(task, run) not in serving:
             return unserved_notice(run_module(task, run))
     return None

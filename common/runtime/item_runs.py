@@ -14,6 +14,7 @@ import structlog
 from common.engine.document import StepMessage, Task
 from common.engine.item_record import ItemRecord
 from common.engine.kinds.fan_out import keeps_records
+from common.engine.kinds.item_drain import claimed_releasing, hold_item
 from common.engine.kinds.item_changes import cancel_item, claim_item, finish_item_attempt, release_item
 from common.engine.states import FINAL_STATUSES, Phase, RunState, TaskStatus
 from common.engine.units import AttemptResult, Refusal, Timing, new_id
@@ -44,14 +45,18 @@ class ItemRuns:
         self._items = publisher.item_store
         self._owner = owner
 
-    def claim(self, task: Task, message: StepMessage, timing: Timing) -> ItemRecord | Refusal:
+    def claim(self, task: Task, message: StepMessage, timing: Timing,
+              undrain: Callable[[], tuple[str, str] | None] = lambda: None) -> ItemRecord | Refusal:
         """PENDING -> RUNNING on the record. A normal run of a task gone backward is withdrawn
-        (cancelled: it never ran) instead; one of a paused task stays pending for later."""
+        (cancelled: it never ran) instead; one of a paused task stays pending for later. A run a
+        drain held records who undrained the module (`undrain`: who and why) as it goes."""
         assert message.Item is not None
         record = self._items.get_item(task.TaskId, task.Generation, message.Cursor, message.Item)
         if record is None:
             return Refusal("no such item record (the task was retried since)")
-        claimed = self._change(record, lambda r: claim_item(r, task, message.DispatchId, self._owner, timing))
+        claim = claimed_releasing(lambda r: claim_item(r, task, message.DispatchId, self._owner, timing), undrain,
+                                  timing.now)
+        claimed = self._change(record, claim)
         if isinstance(claimed, ItemRecord):
             return claimed
         going_back = task.TaskStatus not in FINAL_STATUSES and (
@@ -61,6 +66,15 @@ class ItemRuns:
             if isinstance(cancelled, ItemRecord):
                 self._publisher.items.apply_owes(cancelled)  # the step may be settled now
         return claimed
+
+    def hold(self, task: Task, message: StepMessage, module: str, actor: str, reason: str,
+             timing: Timing) -> ItemRecord | Refusal:
+        """The item's delivery reached a drained module: its run is held on its record."""
+        assert message.Item is not None
+        record = self._items.get_item(task.TaskId, task.Generation, message.Cursor, message.Item)
+        if record is None:
+            return Refusal("no such item record (the task was retried since)")
+        return self._change(record, lambda r: hold_item(r, task, message, module, actor, reason, timing))
 
     def claimed_after_error(self, task: Task, message: StepMessage, timing: Timing) -> ItemRecord | None:
         """After a StoreError during the claim: the record if OUR claim was written after all

@@ -133,7 +133,7 @@ class StepHandler:
                 # there on the task as read (shared, parsed again only when it changed).
                 read = self._item_runs.reads.get(message.TaskId) if message.Item is not None else None
                 if read is not None and names_record(read, message):
-                    claimed, record = read, self._item_runs.claim(read, message, timing)
+                    claimed, record = read, self._item_runs.claim(read, message, timing, self._undrain)
                 else:
                     claimed = mutate(self._store, message.TaskId, lambda t: self._claim(t, message, timing))
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
@@ -164,15 +164,19 @@ class StepHandler:
     def _held_by_drain(self, delivery: Delivery, message: StepMessage, timing: Timing) -> bool:
         """The module is drained (DESIGN.md sec. 10): the run is held, not claimed, and the
         delivery acked; the sweeper publishes it again until a claim after the undrain. True when
-        the delivery was dealt with here. An item record's run is not marked: the delivery is
-        acked unclaimed and the item sweep re-publishes it (with its usual backoff)."""
+        the delivery was dealt with here. An item kept in a record of its own is held on its record."""
         drain = self._drains.drained() if self._drains is not None else None
         if drain is None:
             return False
         module = self._config.module
         try:
-            held = mutate(self._store, message.TaskId,
-                          lambda t: drain_hold(t, message, module, drain.Actor, drain.Reason, timing))
+            read = self._item_runs.reads.get(message.TaskId) if message.Item is not None else None
+            held: Task | ItemRecord | Refusal
+            if read is not None and names_record(read, message):
+                held = self._item_runs.hold(read, message, module, drain.Actor, drain.Reason, timing)
+            else:
+                held = mutate(self._store, message.TaskId,
+                              lambda t: drain_hold(t, message, module, drain.Actor, drain.Reason, timing))
         except UnreadableTask as exc:
             self._dead_letter(delivery, str(exc), message)
             return True
@@ -188,14 +192,18 @@ class StepHandler:
             log.info("step held: module drained", drained_by=drain.Actor, reason=drain.Reason)
         return True
 
+    def _undrain(self) -> tuple[str, str] | None:
+        """Who undrained this module last, and why (None: not known here)."""
+        undrain = self._drains.current() if self._drains is not None else None
+        return (undrain.Actor, undrain.Reason) if undrain is not None else None
+
     def _claim(self, task: Task, message: StepMessage, timing: Timing) -> Task | Refusal:
         """The claim; a run a drain held records who undrained the module as it goes."""
         claimed = claim(task, message, self._config.owner, timing)
         run = task.run(message.DispatchId)
         if isinstance(claimed, Task) and run is not None and run.HeldBy is not None:
-            undrain = self._drains.current() if self._drains is not None else None
-            release_hold(claimed, message.DispatchId, undrain.Actor if undrain else None,
-                         undrain.Reason if undrain else None, timing.now)
+            undrain = self._undrain()
+            release_hold(claimed, message.DispatchId, *(undrain if undrain is not None else (None, None)), timing.now)
         return claimed
 
     def _claim_outcome(self, message: StepMessage, timing: Timing) -> tuple[Task | None, ItemRecord | None]:

@@ -8,12 +8,12 @@ from typing import Any
 from common.flows import FlowDefinition
 from common.masking import masked_alarm, masked_task, masked_task_view
 from common.engine.gates.locks import LOCK_ACQUIRE
-from common.engine.document import Alarm, Step, Task
+from common.engine.document import Alarm, Run, Step, Task
 from common.engine.states import Phase, RunState, TaskStatus
 from common.relay.unserved import waiting_notice
 from common.store.items_port import ItemStore
 from oss.api.attempts import attempts
-from oss.item_views import item_counts
+from oss.item_views import item_counts, item_runs
 from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
 
 
@@ -21,14 +21,15 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
               items: ItemStore | None = None) -> TaskDetail:
     """`live_modules` given: a step waiting on a module none of them is says so (`Waiting`).
     `items` given: a step over item records shows its counts by state (inline steps always do)."""
-    shown = TaskDetail.model_validate(masked_task_view(task))
+    in_flight = item_runs(task, items)  # of its items kept in records: a drain's hold, an unserved queue
+    shown = TaskDetail.model_validate(masked_task_view(task, in_flight))
     for cursor, counts in item_counts(task, items).items():
         shown.Steps[cursor].ItemCounts = counts
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
     shown.TaskStatusName = task.TaskStatus.name
     if live_modules is not None:
-        shown.Waiting = waiting_notice(task, live_modules)
+        shown.Waiting = waiting_notice(task, live_modules, in_flight)
     return shown
 
 
@@ -55,8 +56,9 @@ def alarm_view(alarm: Alarm, task: Task | None) -> AlarmView:
     return shown
 
 
-def task_summary(task: Task, now: float) -> TaskSummary:
-    shown = masked_task(task)  # TaskMessage may quote a secret
+def task_summary(task: Task, now: float, in_flight: Collection[Run] = ()) -> TaskSummary:
+    """`in_flight`: the runs of its items kept in records (oss.item_views.item_runs)."""
+    shown = masked_task(task, in_flight)  # TaskMessage may quote a secret
     return TaskSummary(
         TaskId=shown.TaskId,
         TaskType=shown.TaskType,

@@ -6,28 +6,37 @@ resource and mysql modules (stand-in commands) and a separate sweeper.
   resource step, then their mysql step waits (`WaitingFor` kind drain, in the REST view and
   `baton get`), with who drained and why in the history; undrained with the CLI, every task
   succeeds, each mysql step run once, the history naming who undrained and why.
-- Each item of a `for_each` step (inline items) is held on its own and runs once after the undrain.
+- Each item of a `for_each` step is held on its own and runs once after the undrain: kept in
+  records of their own (the default), each record's run is marked, the task shows the drain as
+  `WaitingFor` (REST, `baton get`, the event stream) and no longer once they ran; kept inline,
+  each run in the task is marked.
 - A message already in the mysql queue when the drain begins (its module was stopped) is held
   at the claim like one published after it, and runs only after the undrain.
+- Items waiting while no live module serves their queue: the task view says so (`Waiting`).
+
+Every test runs twice: with item records (the default) and with BATON_ITEM_RECORDS=false.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
 from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.states import TaskStatus
-from tests.deploy.support import TOKENS, http
+from tests.deploy.support import TOKEN, TOKENS, http
 from tests.e2e.test_freeze_windows import _answers, baton, stream_events
 from tests.support.cluster import REPO, Cluster, commits, wait_until
 from tests.support.ports import free_port
 from tests.support.test_store import cluster_mongo_url
+from common.store.items_open import open_item_store_for
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
@@ -56,14 +65,14 @@ task_types:
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=[True, False], ids=["item records", "inline items"])
 def deployment(rabbitmq_url, tmp_path_factory, request):
+    records = request.param
     cluster = Cluster(tmp_path_factory.mktemp("drain"), rabbitmq_url, FLOWS,
                       extra_env={"BATON_API_TOKENS": TOKENS, "BATON_OSS_SWEEPER": "false",
-                                 # Inline items: a drain marks their runs; runs of item records are held
-                                 # unmarked (DESIGN.md sec. 10), which the fan-out test cannot see.
-                                 "BATON_ITEM_RECORDS": "false"},
+                                 "BATON_ITEM_RECORDS": "true" if records else "false"},
                       mongo_url=cluster_mongo_url(request))  # fmt: skip
+    cluster.records = records
     port = free_port()
     log_path = cluster.workdir / "oss.log"
     try:
@@ -192,14 +201,90 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
         runs = task(base, task_id)["Runs"]
         return len(runs) == 3 and all(r["HeldBy"] == "mysql" for r in runs)
 
-    wait_until(all_held, 60, "every item held by the drain")
+    def all_held_records() -> bool:
+        runs = [r.Run for r in item_records(cluster, task_id)]
+        return len(runs) == 3 and all(r is not None and r.HeldBy == "mysql" and r.HeldSince for r in runs)
+
+    if cluster.records:
+        # Opened as the items are being held: a hold changes the records, not the task, and the
+        # stream sends the task again once its WaitingFor moved.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            streaming = pool.submit(stream_until_drain, base, task_id)
+            wait_until(all_held_records, 60, "every item's record held by the drain")
+            streamed = streaming.result(timeout=90)
+        assert task(base, task_id)["Runs"] == []  # the runs live in the records
+        assert [data["WaitingFor"] for kind, data in streamed if kind == "task"][-1]["Kind"] == "drain"
+        held_events = [e for r in item_records(cluster, task_id) for e in r.History if e.Event == "waiting_for_drain"]
+        assert sorted(e.Item for e in held_events) == [0, 1, 2]
+        assert {(e.Actor, e.Message) for e in held_events} == {("tester", "module mysql drained by tester: deploy 1.6")}
+        shown = baton(cluster, "get", task_id)
+        assert shown.returncode == 0, shown.stderr
+        assert "waiting for drain mysql since" in shown.stdout
+        assert json.loads(baton(cluster, "get", task_id, "--json").stdout)["WaitingFor"]["Kind"] == "drain"
+        listed = http("GET", f"{base}/api/v1/tasks?task_type=fleet")[1]["items"]  # the console's list
+        assert [t["WaitingFor"]["Kind"] for t in listed if t["TaskId"] == task_id] == ["drain"]
+        listed = json.loads(baton(cluster, "list", "--type", "fleet", "--json").stdout)["items"]
+        assert [t["WaitingFor"]["Kind"] for t in listed if t["TaskId"] == task_id] == ["drain"]
+    else:
+        wait_until(all_held, 60, "every item held by the drain")
+        assert sorted(e["Item"] for e in events(task(base, task_id), "waiting_for_drain")) == [0, 1, 2]
     shown = task(base, task_id)
-    assert shown["WaitingFor"]["Kind"] == "drain"
-    assert sorted(e["Item"] for e in events(shown, "waiting_for_drain")) == [0, 1, 2]
+    assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Key"]) == ("drain", "mysql")
+    if cluster.records:  # re-published while drained, without backoff: still held, never claimed
+        time.sleep(DRAIN_RECHECK_SECONDS + 1)
+        kept = item_records(cluster, task_id)
+        assert all(r.Run.HeldBy == "mysql" and r.Attempts == 0 for r in kept)
+        assert [sum(e.Event == "waiting_for_drain" for e in r.History) for r in kept] == [1, 1, 1]
+        assert not [e for r in kept for e in r.History if e.Event == "redispatched"]
     status, _ = http("POST", f"{base}/api/v1/modules/mysql/undrain", {"reason": "1.6 is out"})
     assert status == 200
     done = cluster.wait_final(task_id, timeout=60)
     assert done.TaskStatus is TaskStatus.SUCCESS
     ran = sorted(e.Item for e in done.History if e.Event == "step_succeeded" and e.Item is not None)
     assert ran == [0, 1, 2]  # each item once
-    assert sorted(e.Item for e in done.History if e.Event == "drain_released") == [0, 1, 2]
+    released = [e for e in done.History if e.Event == "drain_released"]
+    assert sorted(e.Item for e in released) == [0, 1, 2]
+    assert {(e.Actor, e.Message) for e in released} == {("tester", "module mysql undrained by tester: 1.6 is out")}
+    assert task(base, task_id)["WaitingFor"] is None
+    if cluster.records:
+        assert all(r.Run is None for r in item_records(cluster, task_id))
+
+
+def stream_until_drain(base: str, task_id: str) -> list[tuple[str, dict]]:
+    """The task's event stream up to the first `task` event that shows a drain (or its end)."""
+    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout=60",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+    events, kind = [], ""
+    with urllib.request.urlopen(request, timeout=90) as answer:
+        for raw in answer:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                kind = line[len("event: "):]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[len("data: "):])))
+                if kind == "task" and (events[-1][1].get("WaitingFor") or {}).get("Kind") == "drain":
+                    break
+    return events
+
+
+def item_records(cluster: Cluster, task_id: str) -> list:
+    items = open_item_store_for(cluster.store)
+    try:
+        return items.page_items(task_id, cluster.store.get(task_id).Generation, 0, limit=10)
+    finally:
+        items.close()
+
+
+
+def test_items_waiting_on_a_module_none_serves_say_so_in_the_task_view(deployment):
+    cluster, base = deployment
+    cluster.kill("mysql", signal.SIGTERM)  # its registration goes with it: no live mysql module
+    status, created = http("POST", f"{base}/api/v1/tasks", {"task_type": "fleet", "parameters": {"nodes": ["a", "b"]}})
+    assert status == 201, created
+    task_id = created["task_id"]
+    # The items' runs wait in their records (or in the task, inline): the view says why either way.
+    wait_until(lambda: task(base, task_id)["Waiting"] == "no live module serves queue mysql", 60,
+               "the task view naming the unserved queue")
+    cluster.restart("mysql")
+    assert cluster.wait_final(task_id, timeout=60).TaskStatus is TaskStatus.SUCCESS
+    assert task(base, task_id)["Waiting"] is None

@@ -3,7 +3,7 @@ served by a real module process through the real runtime (tests/support/run_regi
 
 What a command saw is written as a file in the task's `marks` directory (the test reads it):
 `{task}-{attempt}.cancelled` when it observed its cancellation, `{task}-{attempt}.started` when
-it began. No state of its own: a module process may be restarted between attempts."""
+it began (`{task}-{attempt}-i{item}.*` for an item of a for_each step). No state of its own: a module process may be restarted between attempts."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ log = structlog.get_logger(__name__)
 def mark(ctx: CommandContext, what: str) -> None:
     marks = ctx.parameters.get("marks")
     if marks:
-        Path(marks, f"{ctx.task_id}-{ctx.attempt}.{what}").write_text(threading.current_thread().name)
+        unit = f"{ctx.task_id}-{ctx.attempt}" + (f"-i{ctx.item_index}" if ctx.item_index is not None else "")
+        Path(marks, f"{unit}.{what}").write_text(threading.current_thread().name)
 
 
 @kinds.command()

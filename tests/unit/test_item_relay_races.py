@@ -6,7 +6,9 @@ forced at the one point where it happens, so each runs the same way every time.
   written over the rollback (the step rolled back while its items were still rolling back).
 - A rollback entry applied again (the sweeper's relay repeating it after the committing process
   was slow or died, a duplicated delivery): each chain keeps one item rolling back at a time.
-- An operator's retry-rollback entry applied again: likewise.
+- An operator's retry-rollback entry applied again: likewise; and an item whose retried rollback
+  failed again, or whose rollback began after the operator's action and failed, is not retried
+  (nor compensated, for a compensate entry) by the repeat: only a new operator action does that.
 - A chain's next rollback starts just as another item's rollback fails for good and the step
   concludes `rollback_failed`: no rollback may be left dispatched under the concluded step.
 - A chain's next item starts on a task read just before it went backward (the step ended
@@ -27,7 +29,7 @@ from common.engine.kinds import fan_out
 from common.engine.kinds.fan_out import ITEM_KINDS, inline_view, keeps_records, start_rollback
 from common.engine.kinds.fan_out_transitions import item_failed
 from common.engine.kinds.item_changes import claim_item, finish_item_attempt
-from common.engine.operator.actions import cancel, retry_rollback
+from common.engine.operator.actions import cancel, compensate, retry_rollback
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from common.engine.transitions import AttemptResult, Timing, create_task
 from common.engine.units import new_id
@@ -213,6 +215,44 @@ def test_an_operators_retry_rollback_entry_applied_again_keeps_one_item_of_each_
     relay.apply(task.TaskId, reopen)  # a repeat: items 2 and 5 wait for their chain's turn
     assert _states(items, task.TaskId, 6) == expected
     assert items.get_item(task.TaskId, 0, 0, 0).Run.Phase is Phase.ROLLBACK
+
+
+def _events(items, task_id: str, item: int, name: str) -> int:
+    return sum(e.Event == name for e in items.get_item(task_id, 0, 0, item).History)
+
+
+def test_a_repeated_reopen_entry_leaves_alone_the_rollbacks_that_failed_after_the_operators_action(stores):
+    tasks, items = stores
+    task, relay = _all_applied_and_rolling_back(tasks, items, count=6, parallel=2)
+    (entry,) = [e for e in task.Outbox if e.Kind == fan_out.ROLLBACK_ITEMS]
+    relay.apply(task.TaskId, entry)
+    relay.apply_owes(_run(tasks, items, task.TaskId, 0, FAILED))
+    relay.apply_owes(_run(tasks, items, task.TaskId, 1, OK))
+    retried = mutate(tasks, task.TaskId, lambda t: retry_rollback(t, "op", "fixed by hand", _timing()))
+    (reopen,) = [e for e in retried.Outbox if e.Kind == fan_out.REOPEN_ROLLBACKS]
+    relay.apply(task.TaskId, reopen)  # item 0 again; chain 1 goes on to item 3
+    relay.apply_owes(_run(tasks, items, task.TaskId, 0, FAILED))  # fails again while item 3 rolls back
+    relay.apply(task.TaskId, reopen)  # delivered again: item 0's failure came after the action
+    assert _states(items, task.TaskId, 6) == [StepState.ROLLBACK_FAILED, StepState.ROLLED_BACK, StepState.SUCCEEDED,
+                                              StepState.ROLLING_BACK, StepState.SUCCEEDED, StepState.SUCCEEDED]
+    assert items.get_item(task.TaskId, 0, 0, 0).Run is None and _events(items, task.TaskId, 0, "rollback_retried") == 1
+    relay.apply_owes(_run(tasks, items, task.TaskId, 3, FAILED))  # began under the action, failed after it
+    assert tasks.get(task.TaskId).TaskStatus is TaskStatus.ROLLBACK_FAILED
+
+    # Compensated: items 0 and 3 pass, their chains go on to items 2 and 5.
+    compensated = mutate(tasks, task.TaskId, lambda t: compensate(t, "op", "undone by hand", _timing()))
+    (again,) = [e for e in compensated.Outbox if e.Kind == fan_out.REOPEN_ROLLBACKS and e.DispatchId != reopen.DispatchId]
+    relay.apply(task.TaskId, again)
+    relay.apply(task.TaskId, reopen)  # the earlier action's entry, late: moot once another took over
+    assert _states(items, task.TaskId, 6) == [StepState.COMPENSATED, StepState.ROLLED_BACK, StepState.ROLLING_BACK,
+                                              StepState.COMPENSATED, StepState.SUCCEEDED, StepState.ROLLING_BACK]
+    relay.apply_owes(_run(tasks, items, task.TaskId, 2, FAILED))  # its rollback began after the compensate
+    relay.apply(task.TaskId, again)  # a repeat does not compensate it: the operator never saw it fail
+    assert items.get_item(task.TaskId, 0, 0, 2).State is StepState.ROLLBACK_FAILED
+    assert items.get_item(task.TaskId, 0, 0, 5).State is StepState.ROLLING_BACK  # started once, still running
+    relay.apply_owes(_run(tasks, items, task.TaskId, 5, OK))
+    stored = tasks.get(task.TaskId)
+    assert stored.TaskStatus is TaskStatus.ROLLBACK_FAILED and _events(items, task.TaskId, 2, "compensated") == 0
 
 
 def test_a_chains_next_rollback_started_as_another_fails_for_good_is_withdrawn(stores):

@@ -37,7 +37,7 @@ STORED_BODIES: dict[str, dict] = {
     "lock_acquire": {"Key": "db:1", "Limit": 1, "TaskId": "t", "Priority": 0, "Seq": 1.5},
     "lock_release": {"Key": "db:1", "TaskId": "t", "Member": "t#1", "Generation": 0},
     "open_items": {"Cursor": 2, "Generation": 0, "Values": ["a", "b"]},
-    "cancel_items": {"Cursor": 2, "Generation": 0},
+    "cancel_items": {"Cursor": 2, "Generation": 0, "Stop": {"Actor": "olga", "Reason": "wrong fleet"}},
     "rollback_items": {"Cursor": 2, "Generation": 0},
     "resume_items": {"Cursor": 2, "Generation": 0},
     "reopen_item_rollbacks": {"Cursor": 2, "Generation": 0, "Action": "retry-rollback", "Actor": "olga",

@@ -7,13 +7,16 @@ every transition. A held run stays PENDING with `HeldBy = <module>` and a short 
 the sweeper re-publishes it every `DRAIN_RECHECK_SECONDS` (common.engine.transitions.expire,
 without the redispatch backoff) until a claim after the undrain takes it. `WaitingFor` of kind
 drain is derived from the held runs (`drain_wait`), never stored: a change that drops a held run
-(a cancel, a rollback) can never leave a stale wait behind.
+(a cancel, a rollback) can never leave a stale wait behind. An item kept in a record of its own
+is held the same way on its record (common.engine.kinds.item_drain).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from common.engine.codes import WaitKind
-from common.engine.document import StepMessage, Task, WaitCondition
+from common.engine.document import Run, StepMessage, Task, WaitCondition
 from common.engine.states import FINAL_STATUSES, RunState
 from common.engine.units import Refusal, Timing, drop_outbox, record
 
@@ -61,12 +64,13 @@ def release_hold(claimed: Task, dispatch_id: str, actor: str | None, reason: str
     run.HeldBy = run.HeldSince = None
 
 
-def drain_wait(task: Task) -> WaitCondition | None:
+def drain_wait(task: Task, item_runs: Iterable[Run] = ()) -> WaitCondition | None:
     """What the task shows as `WaitingFor`: its own wait, else the drain one of its runs waits
-    for (the earliest held)."""
+    for (the earliest held). `item_runs`: the runs of its items kept in records, as a reader
+    found them (common.engine.kinds.item_drain)."""
     if task.WaitingFor is not None:
         return task.WaitingFor
-    held = [r for r in task.Runs if r.HeldBy is not None]
+    held = [r for r in (*task.Runs, *item_runs) if r.HeldBy is not None]
     if not held:
         return None
     first = min(held, key=lambda r: r.HeldSince or 0.0)

@@ -31,6 +31,13 @@ class CommandKind:
     def cancel_run(self, task: Task, run: Run, request: OperatorRequest) -> bool:
         return False  # its module's command finishes (or is stopped): its outcome routes into rollback
 
+    def cancel_step(self, task: Task, cursor: int, request: OperatorRequest, stop_running: bool) -> None:
+        return None  # its runs are in the task: the cancel deals with each
+
+    def reopen_rollback(self, task: Task, unit: Unit, action: str, request: OperatorRequest,
+                        ids: Callable[[], str]) -> bool:
+        return False
+
     def pause(self, task: Task, cursor: int, request: OperatorRequest) -> None:
         return None  # a claimed command finishes; what nobody claimed yet the pause withdraws
 
@@ -39,3 +46,9 @@ class CommandKind:
 
     def skip_refused(self, task: Task, run: Run) -> str | None:
         return None  # its run is removed: a claimed command loses its lease and is stopped
+
+    def item_count(self, step: Step) -> int:
+        return len(step.Items or [])
+
+    def item_skip_elsewhere(self, cursor: int, item: int) -> str | None:
+        return None  # its items are in the task

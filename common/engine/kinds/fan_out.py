@@ -16,7 +16,7 @@ from typing import Any
 
 from common.engine.codes import OutboxKind
 from common.engine.outbox import Flusher, kinds_of
-from common.engine.document import OutboxEntry, Step, StepItem, Task
+from common.engine.document import OperatorRequest, OutboxEntry, Step, StepItem, Task
 from common.engine.kinds.item_views import RECORDS, keeps_records
 from common.engine.states import ResultCode, StepState, TaskStatus, check_step_transition
 from common.engine.units import Refusal, Timing, record, unit_name
@@ -76,6 +76,24 @@ def withdraw_unclaimed(task: Task, now: float) -> None:
                 task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=CANCEL_ITEMS, Body=body, DueAt=now))
 
 
+def stop_claimed(task: Task, cursor: int, request: OperatorRequest) -> None:
+    """In place, from an operator's cancel that stops running runs: the entry that withdraws the
+    step's unclaimed normal runs stops its claimed ones too (their runs removed: a module's next
+    lease renewal is refused and it kills the command; each item counts as failed, as a stopped
+    run in the task does). The cancel's turn backward finds the entry there already."""
+    step = task.Steps[cursor]
+    if not (keeps_records(step) and step.ItemsOpen and step.State is StepState.RUNNING):
+        return
+    stop = {"Actor": request.Actor, "Reason": request.Reason}
+    entry = entry_id(task, cursor, CANCEL_ITEMS)
+    found = next((e for e in task.Outbox if e.DispatchId == entry), None)
+    if found is not None:
+        found.Body = {**found.Body, "Stop": stop}
+        return
+    body = {"Cursor": cursor, "Generation": task.Generation, "Stop": stop}
+    task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=CANCEL_ITEMS, Body=body, DueAt=request.Time))
+
+
 def start_rollback(task: Task, cursor: int, now: float) -> None:
     """In place, from routing's decision to roll the step back: its applied items' rollbacks are
     owed (the entry's flusher starts each chain's first one)."""
@@ -109,6 +127,7 @@ def reopen_rollback(task: Task, cursor: int, action: str, actor: str, reason: st
     step.RollbackCode, step.RollbackMessage, step.RollbackTimeEnd = None, "", None
     body = {"Cursor": cursor, "Generation": task.Generation, "Action": action, "Actor": actor, "Reason": reason}
     entry = f"{entry_id(task, cursor, REOPEN_ROLLBACKS)}:{ids()}"
+    step.ItemsReopen = entry  # an earlier reopen's entry, repeated late, is moot from now on
     task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=REOPEN_ROLLBACKS, Body=body, DueAt=now))
 
 

@@ -11,7 +11,7 @@ from common.engine.document import HistoryEvent, Task
 from common.engine.item_record import OWES_ROLLBACK_SUCCESSOR, OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
 from common.engine.kinds.item_changes import ITEM_HISTORY_LIMIT, copy_record, dispatch_item, set_item_state, with_owed
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.units import IdFactory, Refusal, Timing, publish_entry, reset_rollback
+from common.engine.units import AttemptResult, IdFactory, Refusal, Timing, publish_entry, reset_rollback, store_result
 from common.engine.units import record as task_event
 
 
@@ -38,26 +38,55 @@ def skip_item(record: ItemRecord, task: Task, actor: str, reason: str, timing: T
     return new
 
 
+def stop_item(record: ItemRecord, actor: str, reason: str, timing: Timing) -> ItemRecord | Refusal:
+    """An operator's cancel that stops running runs, for an item whose normal run is claimed:
+    its run is removed (the module's next lease renewal is refused and it kills the command), and
+    it counts as failed (it may have done part of its work), so its rollback runs."""
+    run = record.Run
+    if run is None or run.Phase is not Phase.NORMAL or run.State is not RunState.RUNNING:
+        return Refusal("no claimed normal run to stop")
+    new = copy_record(record)
+    new.Run = None
+    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    store_result(new, Phase.NORMAL, AttemptResult(ResultCode.FAILED, "stopped by a cancel"), timing.now)
+    set_item_state(new, StepState.FAILED)
+    new.WaitingSince = None
+    new.Owes = with_owed(new.Owes, OWES_SETTLED)
+    new.Open = False
+    _note(new, timing.now, "stopped", Phase.NORMAL, run.Attempt, actor, reason)
+    return new
+
+
 def retry_item_rollback(record: ItemRecord, task: Task, actor: str, reason: str, timing: Timing,
-                        ids: IdFactory) -> ItemRecord | Refusal:
-    """An item whose rollback failed is dispatched again (its step was reopened backward)."""
+                        ids: IdFactory, reopen: str | None = None) -> ItemRecord | Refusal:
+    """An item whose rollback failed is dispatched again (its step was reopened backward by
+    the entry `reopen`). Refused when that entry retried it already, or began its rollback:
+    its failure came after the operator's action, which a repeat of the entry must not retry."""
     if record.State is not StepState.ROLLBACK_FAILED or record.Run is not None:
         return Refusal("its rollback has not failed")
+    if reopen is not None and record.Reopen == reopen:
+        return Refusal("retried by this reopen already")
     if task.TaskStatus is not TaskStatus.ROLLING_BACK:
         return Refusal(f"task is {task.TaskStatus.name}, not rolling back")
     new = copy_record(record)
+    new.Reopen = reopen
     reset_rollback(new)
     _note(new, timing.now, "rollback_retried", Phase.ROLLBACK, 0, actor, reason)
     dispatch_item(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
 
 
-def compensate_item(record: ItemRecord, actor: str, reason: str, timing: Timing) -> ItemRecord | Refusal:
+def compensate_item(record: ItemRecord, actor: str, reason: str, timing: Timing,
+                    reopen: str | None = None) -> ItemRecord | Refusal:
     """The operator undid an item whose rollback failed by hand: compensated; its chain's next
-    applied item rolls back next."""
+    applied item rolls back next. Refused for an item whose rollback began under the same
+    reopen: it failed after the operator's action (a repeat of the entry must not pass it)."""
     if record.State is not StepState.ROLLBACK_FAILED or record.Run is not None:
         return Refusal("its rollback has not failed")
+    if reopen is not None and record.Reopen == reopen:
+        return Refusal("its rollback began after this reopen")
     new = copy_record(record)
+    new.Reopen = reopen
     set_item_state(new, StepState.COMPENSATED)
     new.RollbackMessage = f"compensated by hand by {actor}: {reason}"
     new.Owes = with_owed(with_owed(new.Owes, OWES_ROLLBACK_SUCCESSOR), OWES_SETTLED)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from common.backoff import exponential
 from common.engine.check_again import check_message, decide_check, note_verdict
 from common.engine.document import HistoryEvent, Run, Task
+from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.gates.task_waits import overdue
 from common.engine.item_record import (
     OWES_FAILED,
@@ -154,6 +155,9 @@ def expire_item(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory,
         new.Outbox.append(publish_entry(task, run, due_at=timing.now))
     else:
         waiting.DueAt = timing.now
+    if run.HeldBy is not None:  # held by a drain: looked at again soon, no backoff, no event
+        run.Deadline = timing.now + DRAIN_RECHECK_SECONDS
+        return new
     run.Deadline = timing.now + exponential(timing.redeliver_after, run.Redispatches,
                                             timing.redeliver_after * redispatch_backoff_max)
     run.Redispatches += 1
@@ -198,6 +202,7 @@ def start_item_rollback(record: ItemRecord, task: Task, timing: Timing, ids: IdF
         return Refusal("not an applied item waiting for its rollback")
     new = copy_record(record)
     new.WaitingSince = None  # a normal phase stopped while checking again: the rollback waits anew
+    new.Reopen = task.Steps[record.Cursor].ItemsReopen  # begun under the step's latest reopen, if any
     dispatch_item(task, new, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
 

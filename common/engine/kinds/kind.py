@@ -2,7 +2,7 @@
 
 `common.engine.advance` starts a unit's run, concludes it and starts its rollback through the
 kind of its step (common.engine.kinds.registry.kind_of), and the operator's cancel, pause, resume
-and skip (common.engine.operator) ask it what they mean for its steps, never by testing the step's
+skip, retry-rollback and compensate (common.engine.operator) ask it what they mean for its steps, never by testing the step's
 fields, so a new kind of step is one module with a class of this shape, and one line in the
 registry.
 """
@@ -42,6 +42,17 @@ class StepKind(Protocol):
         own way; False: the engine's (the run finishes, or a cancel that stops running runs
         removes it)."""
 
+    def cancel_step(self, task: Task, cursor: int, request: OperatorRequest, stop_running: bool) -> None:
+        """In place: what an operator's cancel does to step `cursor` beyond its runs in the task
+        (the runs of items kept in records of their own: withdrawn, and stopped with
+        `stop_running`)."""
+
+    def reopen_rollback(self, task: Task, unit: Unit, action: str, request: OperatorRequest,
+                        ids: Callable[[], str]) -> bool:
+        """In place: an operator's retry-rollback (`action` "retry") or compensate ("compensate")
+        of `unit`, whose rollback failed, the kind's own way; False: the engine's (the unit's
+        rollback is dispatched again, or the unit marked compensated)."""
+
     def pause(self, task: Task, cursor: int, request: OperatorRequest) -> None:
         """In place: what an operator's pause of the task does to step `cursor` beyond the
         task's own `Paused` (which holds every new unit back)."""
@@ -51,3 +62,10 @@ class StepKind(Protocol):
 
     def skip_refused(self, task: Task, run: Run) -> str | None:
         """Why an operator may not skip the unit of this kind's failing `run`, or None: they may."""
+
+    def item_count(self, step: Step) -> int:
+        """How many items the step fans out over (0: none fixed yet, or not a for_each step)."""
+
+    def item_skip_elsewhere(self, cursor: int, item: int) -> str | None:
+        """Why item `item` of step `cursor` is not skipped by a change of the task (it is kept
+        apart, and skipped by a change of its own), or None: the task holds it."""

@@ -58,6 +58,13 @@ class SubFlowKind:
         task.Outbox.append(cancel_child_entry(task, run, request.Actor, request.Reason, request.Time))
         return True  # the child rolls back, and its end concludes this run
 
+    def cancel_step(self, task: Task, cursor: int, request: OperatorRequest, stop_running: bool) -> None:
+        return None  # its runs are in the task: the cancel deals with each
+
+    def reopen_rollback(self, task: Task, unit: Unit, action: str, request: OperatorRequest,
+                        ids: Callable[[], str]) -> bool:
+        return False
+
     def pause(self, task: Task, cursor: int, request: OperatorRequest) -> None:
         # "No new step starts" holds for the whole operation: the child is paused too.
         _tell_children(task, cursor, PAUSE_CHILD, request)
@@ -70,6 +77,12 @@ class SubFlowKind:
         if run.State is RunState.WAITING_CHILD:  # the child's own steps are what fail
             return f"{unit_name(task, run.unit)} runs a child task: act on the child task instead"
         return None
+
+    def item_count(self, step: Step) -> int:
+        return len(step.Items or [])
+
+    def item_skip_elsewhere(self, cursor: int, item: int) -> str | None:
+        return None  # its items are in the task
 
 
 def _tell_children(task: Task, cursor: int, kind: str, request: OperatorRequest) -> None:

@@ -30,7 +30,6 @@ from common.engine.gates.task_lock import request_again
 from common.engine.document import OperatorRequest, Task
 from common.engine.routing import Unit, unit_state, units
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, StepState, TaskStatus, UNCLAIMED, set_waiting
-from common.engine.kinds import fan_out
 from common.engine.kinds.registry import kind_of
 from common.engine.units import (
     AttemptResult,
@@ -73,6 +72,8 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
             store_result(unit_state(new, run.unit), run.Phase, AttemptResult(ResultCode.FAILED, "stopped by a cancel"), timing.now)
             set_unit_state(new, run.unit, StepState.FAILED)
             record(new, timing.now, "stopped", run, actor=actor, message=reason)
+    for cursor, step in enumerate(new.Steps):  # runs the task does not hold (items in records)
+        kind_of(step).cancel_step(new, cursor, request, stop_running)
     if new.Runs and all(r.State not in UNCLAIMED for r in new.Runs):
         return new  # the claimed runs' outcomes route into rollback (common.engine.advance.conclude)
     # Pending runs are fenced now; draining runs finish; routing rolls back once they are gone.
@@ -122,10 +123,10 @@ def retry_rollback(
     new = task.clone()
     _reopen(new)
     record(new, timing.now, "rollback_retried", actor=actor, message=reason)
+    request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     for unit in failed:
-        if fan_out.keeps_records(new.Steps[unit[0]]):  # its items' records hold the failures
-            fan_out.reopen_rollback(new, unit[0], "retry", actor, reason, timing.now, ids)
-            continue
+        if kind_of(new.Steps[unit[0]]).reopen_rollback(new, unit, "retry", request, ids):
+            continue  # the kind's own way (items in records: their relay retries each)
         reset_rollback(unit_state(new, unit))
         dispatch(new, unit, Phase.ROLLBACK, 1, timing, timing.now, actor, ids)
     return new
@@ -140,9 +141,9 @@ def compensate(
         return failed
     new = task.clone()
     _reopen(new)
+    request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     for unit in failed:
-        if fan_out.keeps_records(new.Steps[unit[0]]):  # its failed items are compensated, the rest roll back
-            fan_out.reopen_rollback(new, unit[0], "compensate", actor, reason, timing.now, ids)
+        if kind_of(new.Steps[unit[0]]).reopen_rollback(new, unit, "compensate", request, ids):
             record(new, timing.now, "compensated", actor=actor, message=reason, unit=unit, phase=Phase.ROLLBACK)
             continue
         set_unit_state(new, unit, StepState.COMPENSATED)

@@ -29,7 +29,6 @@ from common.engine.operator.actions import check_reason, new_generation
 from common.engine.routing import Unit, unit_state
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus, UNCLAIMED
 from common.engine.gates.step_locks import release_unit
-from common.engine.kinds import fan_out
 from common.engine.kinds.registry import kind_of
 from common.engine.units import (
     IdFactory,
@@ -141,12 +140,12 @@ def _mark(task: Task, unit: Unit, actor: str, reason: str, now: float) -> None:
 def _unit(task: Task, cursor: int, item: int | None) -> Unit:
     if not 0 <= cursor < len(task.Steps):
         raise ValueError(f"step {cursor}: the task has steps 0 to {len(task.Steps) - 1}")
-    step = task.Steps[cursor]
-    count = step.ItemCount or 0 if fan_out.keeps_records(step) else len(step.Items or [])
+    kind = kind_of(task.Steps[cursor])
+    count = kind.item_count(task.Steps[cursor])
     if item is not None and not 0 <= item < count:
         raise ValueError(f"item {item}: step {cursor} has {count} items")
     if item is None and count and task.TaskStatus is not TaskStatus.ROLLED_BACK:
         raise ValueError(f"step {cursor} runs {count} items: name the item to skip")
-    if item is not None and fan_out.keeps_records(step):  # a change of its record: kinds.item_actions.skip_item
-        raise ValueError(f"item {item} of step {cursor} is kept in a record of its own: skip it through its record")
+    if item is not None and (elsewhere := kind.item_skip_elsewhere(cursor, item)) is not None:
+        raise ValueError(elsewhere)
     return cursor, item

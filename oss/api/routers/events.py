@@ -7,7 +7,8 @@ the server looks are all sent (from the history), with one `task` after them. A 
 kept over item records changes its items without changing the task: while its items run, an
 event `progress` carries its counts by state whenever they changed since the last one sent
 (`{Step, Name, ItemCount, ItemCounts}`; one grouped count per such step and look; DESIGN.md
-12.5); the task's own events and the step-level ones still come as `change`. The stream ends with
+12.5); the task's own events and the step-level ones still come as `change`, and a `task` again
+when a module drain holds or lets go such items (its `WaitingFor`). The stream ends with
 `end` once the task is final and its outbox empty, or with `timeout` after `timeout` seconds.
 Event ids are "<version>.<history length>": a client that reconnects with `Last-Event-ID` gets
 only what came after. The server looks at the task every BATON_EVENT_POLL_SECONDS: the client
@@ -28,7 +29,8 @@ from starlette.concurrency import run_in_threadpool
 
 from common.errors import UnreadableTask
 from common.engine.history import with_full_history
-from common.engine.document import Task
+from common.engine.document import Task, WaitCondition
+from common.engine.gates.drain import drain_wait
 from common.engine.kinds.fan_out import keeps_records
 from common.engine.kinds.item_views import counts_view
 from common.engine.notifications import settled
@@ -38,6 +40,7 @@ from oss.api.errors import ApiError
 from oss.api.query import ASCII_NUMBER
 from oss.api.schemas import error_responses
 from oss.api.views import task_view
+from oss.item_views import item_runs
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 KEEP_ALIVE_SECONDS = 15.0
@@ -76,6 +79,18 @@ def progress_events(task: Task, items: ItemStore, counted: dict[int, tuple[int, 
     return found
 
 
+def _wait_doc(wait: WaitCondition | None) -> dict | None:
+    return None if wait is None else wait.model_dump(mode="json")
+
+
+def _wait_changed(task: Task, items: ItemStore, shown: list[dict | None]) -> bool:
+    """Whether the task's `WaitingFor` moved without a change of the task: a drain holds, or
+    lets go, an item kept in a record of its own (one small page per step whose items run)."""
+    if not shown or not any(keeps_records(step) and step.ItemsOpen for step in task.Steps):
+        return False
+    return _wait_doc(drain_wait(task, item_runs(task, items))) != shown[0]
+
+
 def _ended(task: Task) -> bool:
     return settled(task)
 
@@ -106,6 +121,7 @@ async def task_events(
     poll = context.settings.event_poll_seconds
 
     counted: dict[int, tuple[int, dict[str, int]]] = {}  # cursor -> (task version, counts sent)
+    shown_wait: list[dict | None] = []  # the WaitingFor the last `task` event showed
 
     async def stream(current: Task | None) -> AsyncIterator[str]:
         nonlocal seen_version, seen_events
@@ -115,12 +131,16 @@ async def task_events(
                 for progress in await run_in_threadpool(progress_events, current, context.items, counted):
                     quiet_since = time.monotonic()
                     yield sse("progress", json.dumps(progress))
-            if current is not None and current.Version > seen_version:
+            moved = current is not None and current.Version > seen_version
+            if current is not None and not moved and context.items is not None:
+                moved = await run_in_threadpool(_wait_changed, current, context.items, shown_wait)
+            if current is not None and moved:
                 full = await run_in_threadpool(with_full_history, context.store, current)
                 shown = task_view(full, context.clock(), items=context.items)
                 for event in shown.History[seen_events:]:
                     yield sse("change", event.model_dump_json())
                 seen_version, seen_events = current.Version, len(shown.History)
+                shown_wait[:] = [_wait_doc(shown.WaitingFor)]
                 quiet_since = time.monotonic()
                 yield sse("task", shown.model_dump_json(), f"{seen_version}.{seen_events}")
             if current is not None and _ended(current):

@@ -27,6 +27,7 @@ from oss.api.routers.modules import Modules
 from oss.dry_run import dry_run
 from oss.plans import Plan
 from oss.api.views import task_summary, task_view
+from oss.item_views import item_runs
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
@@ -116,7 +117,8 @@ def list_tasks(
     page = tasks[:limit]
     more = len(tasks) > limit
     now = context.clock()
-    shown = [task_summary(t, now) for t in page]
+    # A step whose items run over records: a drain holding them is read from them (one small page).
+    shown = [task_summary(t, now, item_runs(t, context.items)) for t in page]
     if search:  # a task matched only through a masked secret is not shown (see search_matches)
         shown = [s for s, t in zip(shown, page) if search_matches(masked_task(t), search)]
     if search:
