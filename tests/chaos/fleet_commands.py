@@ -8,8 +8,8 @@ interleave, and a process killed before the write left no effect). The line name
 units were applied and undone, and how often, independently of the task documents.
 
 `apply`/`undo` are `process` commands (a command child each: the for_each items); the others
-are `async` (a coroutine on the module's event loop) that await `seconds` first, so hundreds of
-them are in flight at once in one module process.
+are `async` (a coroutine on the module's event loop) that await a gate file and `seconds` first,
+so hundreds of them are in flight at once in one module process.
 """
 
 from __future__ import annotations
@@ -48,6 +48,11 @@ def undo(ctx: CommandContext) -> dict:
 
 
 async def _await_then_note(ctx: CommandContext, op: str) -> dict:
+    """Awaits the file `gate` (if given: the scenario holds hundreds in flight at once this
+    way), then `seconds`; then makes the effect."""
+    gate = ctx.parameters.get("gate")
+    while gate and not os.path.exists(gate):
+        await asyncio.sleep(0.25)
     await asyncio.sleep(float(ctx.parameters.get("seconds", 0.5)))
     note(ctx, op)
     return {}

@@ -94,16 +94,17 @@ task_types:
         normal:   {module: fleet, command: apply, retry: 5}
         rollback: {module: fleet, command: undo, retry: 8}
   chaos_async:
-    description: two async steps on the fleet module, each awaiting `seconds` before its effect
+    description: two async steps on the fleet module, each awaiting the file `gate`, then `seconds`
     parameters:
       seconds: {type: number, default: 0.5}
+      gate: {type: string, default: ""}
     steps:
       - name: hold
-        normal:   {module: fleet, command: await_apply, timeout: 30, retry: 5}
-        rollback: {module: fleet, command: await_undo, timeout: 30, retry: 8}
+        normal:   {module: fleet, command: await_apply, timeout: 120, retry: 5}
+        rollback: {module: fleet, command: await_undo, timeout: 120, retry: 8}
       - name: confirm
-        normal:   {module: fleet, command: await_confirm, timeout: 30, retry: 5}
-        rollback: {module: fleet, command: await_undo, timeout: 30, retry: 8}
+        normal:   {module: fleet, command: await_confirm, timeout: 120, retry: 5}
+        rollback: {module: fleet, command: await_undo, timeout: 120, retry: 8}
   chaos_mysql:
     description: the real create flow (inventory and MariaDB), without the announcement
     steps:
