@@ -1,13 +1,13 @@
 """kill -9 of module processes during a big `for_each` (items in records of their own) and while
 hundreds of async commands are in flight, with items failing for good on purpose.
 
-Two replicas of the `fleet` module (tests/chaos/fleet_commands.py: `process` commands for the
-items, `async` ones awaiting a little) serve `chaos_fleet` tasks (one big for_each, and smaller
-ones of which half have an item failing for good, so the task rolls back) and a burst of
-`chaos_async` tasks (a fifth failing for good at their second step). A replica is killed with
-SIGKILL while the for_each runs, again once the whole async burst is in flight (claimed, held
-at a gate file), and every few seconds after while the for_each runs; the supervisor restarts
-each at once, as systemd would. The monitor module consumes the alarms.
+Two replicas (three in full) of the `fleet` module (tests/chaos/fleet_commands.py: `process`
+commands for the items, `async` ones awaiting a little) serve `chaos_fleet` tasks (one big
+for_each, and smaller ones of which half have an item failing for good, so the task rolls back)
+and a burst of `chaos_async` tasks (a fifth failing for good at their second step). A replica is
+killed with SIGKILL while the for_each runs, again once the whole async burst is in flight
+(claimed, held at a gate file), and every few seconds after while the for_each runs; the
+supervisor restarts each at once, as systemd would. The monitor module consumes the alarms.
 
 Checked: the invariants over every task (tests/chaos/invariants.py: final, committed once,
 exact rollbacks in order, nothing owed, queues empty) and, from the module's own side effects
@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from common.engine.states import FINAL_STATUSES, TaskStatus
+from common.engine.states import FINAL_STATUSES, Phase, TaskStatus
 from tests.chaos.evidence import assert_clean
 from tests.chaos.fleet_commands import read_ledger
 from tests.chaos.harness import ChaosCluster, Supervisor
@@ -36,26 +36,33 @@ pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]
 
 REGISTRY = "tests.chaos.fleet_commands:fleet"
-REPLICAS = ("fleet", "fleet-2")
+# Two replicas reduced; three in full, so a replica can be killed every period while another
+# one is still starting (python's imports take seconds on two cores).
+REPLICAS = ("fleet", "fleet-2", "fleet-3")[: scale(2, 3)]
 
 
 def fail_item(item: int) -> list[dict]:
     return [{"command": "apply", "item": item, "action": "fail", "retryable": False}]
 
 
-def submit_fleet(cluster: ChaosCluster, big: int, small: int, size: int) -> tuple[str, list[str]]:
-    """The big for_each (succeeds), then `small` tasks of `size` items: the even ones have an item
-    two thirds in failing for good (rolled back), the odd ones fail one item's first attempt."""
-    big_id = cluster.submit_with([], TaskStatus.SUCCESS, "chaos_fleet", nodes=[f"n{i}" for i in range(big)])
+def submit_small(cluster: ChaosCluster, indexes: range, size: int) -> list[str]:
+    """Tasks of `size` items: the even ones have an item two thirds in failing for good (rolled
+    back), the odd ones fail one item's first attempt (it succeeds on the retry)."""
     ids = []
-    for index in range(small):
+    for index in indexes:
         nodes = [f"s{index}-{i}" for i in range(size)]
         if index % 2 == 0:
             ids.append(cluster.submit_with(fail_item(size * 2 // 3), TaskStatus.ROLLED_BACK, "chaos_fleet", nodes=nodes))
         else:
             retried = [{"command": "apply", "item": size // 2, "action": "fail", "times": 1}]
             ids.append(cluster.submit_with(retried, TaskStatus.SUCCESS, "chaos_fleet", nodes=nodes))
-    return big_id, ids
+    return ids
+
+
+def lost_item_rollbacks(tasks) -> int:
+    """Rollback attempts of items that a kill cost (concluded by the sweeper, lease lapsed)."""
+    return sum(1 for t in tasks for e in t.History if e.Item is not None and e.Actor == "sweeper"
+               and e.Phase is Phase.ROLLBACK and e.Event in ("attempt_failed", "rollback_failed"))
 
 
 def submit_async(cluster: ChaosCluster, count: int, rng: random.Random, gate: str) -> list[str]:
@@ -94,7 +101,7 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
     cluster.launch("sweeper", kind="sweeper")
     cluster.wait_ready()
     big, small, size = scale(100, 2000), scale(4, 10), scale(25, 50)
-    async_count, kills_wanted, period = scale(100, 500), scale(3, 20), scale(2.0, 3.0)
+    async_count, kills_wanted, period = scale(100, 500), scale(3, 20), 1.5
     rng = random.Random(12)
     gate = tmp_path / "gate"
     began = time.monotonic()
@@ -106,10 +113,13 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
             kills.append(at)
 
     with Supervisor(cluster, list(REPLICAS)) as supervisor:
-        big_id, small_ids = submit_fleet(cluster, big, small, size)
+        big_id = cluster.submit_with([], TaskStatus.SUCCESS, "chaos_fleet", nodes=[f"n{i}" for i in range(big)])
+        small_ids = submit_small(cluster, range(small // 2), size)
         # First kill: in the middle of the big for_each.
         assert wait_for(lambda: applied_items(ledger, big_id) >= big // 5, scale(60, 300)), cluster.logs()
         kill(rng.choice(REPLICAS))
+        # The second wave of small tasks fails and rolls back while the kills go on.
+        small_ids += submit_small(cluster, range(small // 2, small), size)
         # Second: with the async burst in flight (claimed, every one awaiting the gate), a
         # replica holding some of them; then the gate opens.
         async_ids = submit_async(cluster, async_count, rng, str(gate))
@@ -123,16 +133,17 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
         kill(pick_busy_victim(cluster, rng))
         gate.write_text("open")
         last_kill = time.monotonic()
-        # Then every `period` seconds while the big for_each still runs (so every kill costs
-        # work in flight, and the settle time runs from a kill that did). The victim is a
-        # replica that is up and consuming (one killed again before it started costs nothing);
-        # the other may still be starting, so both may be down a while.
+        # Then, while the big for_each still runs (so every kill costs work in flight, and the
+        # settle time runs from a kill that did): every `period` seconds, a replica that is up,
+        # provided another one is up too. (Killing the only one up, before the others are back,
+        # kills the only consumer each time: a unit that outlives a replica's few seconds then
+        # loses every attempt, and the run tests the retry budget instead.)
         while len(kills) < kills_wanted:
             time.sleep(period)
             if cluster.store.get(big_id).TaskStatus in FINAL_STATUSES:
                 break
             up = [n for n in REPLICAS if cluster.procs[n].popen.poll() is None and cluster.is_ready(cluster.procs[n])]
-            if up:
+            if len(up) >= 2:
                 kill(rng.choice(up))
                 last_kill = time.monotonic()
         settle = cluster.settle(timeout=scale(150, 300), since=last_kill)
@@ -145,7 +156,8 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
     assert_clean(cluster, report)
     tasks = cluster.tasks()
     effects = check_ledger(tasks, read_ledger(ledger))
-    print(f"\nCHAOS fleet kills (s into the run, big items applied, async runs held): {kills}")
+    print(f"\nCHAOS fleet kills (s into the run, big items applied, async runs held): {kills}; "
+          f"item rollback attempts lost: {lost_item_rollbacks(tasks)}")
     print(f"\nCHAOS fleet ledger: {effects.units} units, {effects.applied} applied, {effects.undone} undone, "
           f"{effects.extra_applies} extra applies, {effects.extra_undos} extra undos")
     assert not effects.violations, effects.summary()
