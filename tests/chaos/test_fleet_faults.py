@@ -3,8 +3,8 @@ hundreds of async commands are in flight, with items failing for good on purpose
 
 Two replicas (three in full) of the `fleet` module (tests/chaos/fleet_commands.py: `process`
 commands for the items, `async` ones awaiting a little) serve `chaos_fleet` tasks (one big
-for_each, and smaller ones of which half have an item failing for good, so the task rolls back)
-and a burst of `chaos_async` tasks (a fifth failing for good at their second step). A replica is
+for_each, smaller ones of which half have an item failing for good, so the task rolls back, and
+a larger one failing three quarters in) and a burst of `chaos_async` tasks (a fifth failing for good at their second step). A replica is
 killed with SIGKILL while the for_each runs, again once the whole async burst is in flight
 (claimed, held at a gate file), and every few seconds after while the for_each runs; the
 supervisor restarts each at once, as systemd would. The monitor module consumes the alarms.
@@ -100,7 +100,7 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
     cluster.launch("monitor")  # consumes the alarm queue: a rollback failed must not hold up settling
     cluster.launch("sweeper", kind="sweeper")
     cluster.wait_ready()
-    big, small, size = scale(100, 2000), scale(4, 10), scale(25, 50)
+    big, small, size, undone = scale(100, 2000), scale(4, 10), scale(15, 50), scale(40, 500)
     async_count, kills_wanted, period = scale(100, 500), scale(3, 20), 1.5
     rng = random.Random(12)
     gate = tmp_path / "gate"
@@ -118,8 +118,11 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
         # First kill: in the middle of the big for_each.
         assert wait_for(lambda: applied_items(ledger, big_id) >= big // 5, scale(60, 300)), cluster.logs()
         kill(rng.choice(REPLICAS))
-        # The second wave of small tasks fails and rolls back while the kills go on.
+        # The second wave of small tasks, and one of `undone` items failing three quarters in
+        # (its applied items rolled back 8 at a time), fail and roll back while the kills go on.
         small_ids += submit_small(cluster, range(small // 2, small), size)
+        nodes = [f"u{i}" for i in range(undone)]
+        undone_id = cluster.submit_with(fail_item(undone * 3 // 4), TaskStatus.ROLLED_BACK, "chaos_fleet", nodes=nodes)
         # Second: with the async burst in flight (claimed, every one awaiting the gate), a
         # replica holding some of them; then the gate opens.
         async_ids = submit_async(cluster, async_count, rng, str(gate))
@@ -149,7 +152,7 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
         settle = cluster.settle(timeout=scale(150, 300), since=last_kill)
         restarts = sum(supervisor.restarts.values())
     report = cluster.check()
-    items = big + small * size
+    items = big + small * size + undone
     record("fleet: kill -9 in a for_each + async in flight", report,
            f"{len(kills)} kill -9, {restarts} restarts; {items} items, {async_count} async (peak {peak} in flight)",
            settle, time.monotonic() - began)
@@ -172,3 +175,8 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
     rolled_back = [by_id[i] for i in small_ids if by_id[i].TaskStatus is TaskStatus.ROLLED_BACK]
     assert rolled_back and any(e.Event == "rollback_succeeded" and e.Item is not None
                                for t in rolled_back for e in t.History)
+    # The big failure undid many items (those before the failing one, but for a chain a kill
+    # held back: its later items never started).
+    assert by_id[undone_id].TaskStatus is TaskStatus.ROLLED_BACK
+    assert sum(1 for e in by_id[undone_id].History if e.Event == "rollback_succeeded" and e.Item is not None) \
+        >= undone // 2
