@@ -174,8 +174,10 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
     rolled_back = [by_id[i] for i in small_ids if by_id[i].TaskStatus is TaskStatus.ROLLED_BACK]
     assert rolled_back and any(e.Event == "rollback_succeeded" and e.Item is not None
                                for t in rolled_back for e in t.History)
-    # The big failure undid many items (those before the failing one, but for a chain a kill
-    # held back: its later items never started).
+    # The larger failure undid items of several chains (how many depends on how far each chain
+    # got before the failure: a kill holds one back until its lease lapses; a head never claimed
+    # by then is cancelled, not undone).
     assert by_id[undone_id].TaskStatus is TaskStatus.ROLLED_BACK
-    assert sum(1 for e in by_id[undone_id].History if e.Event == "rollback_succeeded" and e.Item is not None) \
-        >= undone // 2
+    rolled_items = sum(1 for e in by_id[undone_id].History if e.Event == "rollback_succeeded" and e.Item is not None)
+    print(f"CHAOS fleet: {rolled_items} of the {undone} items of the larger failing task rolled back")
+    assert rolled_items >= 4, rolled_items  # of max_parallel's 8 chains
