@@ -70,9 +70,13 @@ class ChaosCluster(Cluster):
 
     # processes
 
-    def launch(self, name: str, kind: str = "module", module: str | None = None, **env: str) -> ChaosProc:
-        """Start a process without waiting for it (see wait_ready)."""
-        if kind == "module":
+    def launch(self, name: str, kind: str = "module", module: str | None = None, registry: str | None = None,
+               **env: str) -> ChaosProc:
+        """Start a process without waiting for it (see wait_ready). `registry`
+        ("package.module:attribute"): a module process serving that command registry."""
+        if kind == "module" and registry is not None:
+            args, ready = [sys.executable, "-m", "tests.support.run_registry", registry], "module started"
+        elif kind == "module":
             args, ready = [sys.executable, "-m", f"modules.{module or name}"], "module started"
         else:
             args, ready = [sys.executable, "-m", "oss", "sweeper"], "sweeper started"
@@ -125,7 +129,7 @@ class ChaosCluster(Cluster):
         self.wait_ready()
 
     def module_names(self) -> list[str]:
-        return [n for n, p in self.procs.items() if isinstance(p, ChaosProc) and "modules." in p.args[-1]]
+        return [n for n, p in self.procs.items() if isinstance(p, ChaosProc) and p.ready == "module started"]
 
     def pid(self, name: str) -> int:
         return self.procs[name].popen.pid
@@ -181,6 +185,19 @@ class ChaosCluster(Cluster):
                 )]
         pids = {int(owner.split(":")[1]) for owner in owners if owner and owner.count(":") >= 2}
         return [n for n in self.module_names() if self.procs[n].popen.pid in pids and self.procs[n].popen.poll() is None]
+
+    def running_runs(self, task_type: str) -> int:
+        """Runs claimed and not concluded right now, over the tasks of `task_type` (their own
+        Runs: an item over records keeps its run in its record)."""
+        if self.mongo_url:
+            return sum(1 for d in mongo_tasks(self.mongo_url).find({"TaskType": task_type, "Runs.State": "running"},
+                                                                  {"Runs": 1})
+                       for r in d.get("Runs", []) if r.get("State") == "running")
+        with contextlib.closing(sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)) as db:
+            return db.execute(
+                "SELECT count(*) FROM tasks, json_each(tasks.doc, '$.Runs') AS r WHERE task_type = ? "
+                "AND deadline IS NOT NULL AND json_extract(r.value, '$.State') = 'running'", (task_type,)
+            ).fetchone()[0]
 
     def tasks(self) -> list[Task]:
         # The items of steps over records back in their steps: what the invariants read.

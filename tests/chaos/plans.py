@@ -10,7 +10,8 @@ from common.engine.states import TaskStatus
 
 FULL = os.environ.get("BATON_CHAOS", "").lower() == "full"
 MODULES = ("resource", "mysql", "monitor")
-QUEUES = (*MODULES, "baton.alarms")
+FLEET = "fleet"  # the module of tests/chaos/fleet_commands.py (the fleet scenario's)
+QUEUES = (*MODULES, FLEET, "baton.alarms")
 ALL_QUEUES = (*QUEUES, *(dead_letter_queue(q) for q in QUEUES))
 
 
@@ -107,6 +108,34 @@ task_types:
       - name: demo_c
         normal:   {module: monitor, command: noop, retry: 1}
         rollback: {module: monitor, command: noop_rollback, retry: 2}
+  chaos_fleet:
+    description: a for_each over many nodes (items in records) between two steps, on the fleet module
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: prepare
+        normal:   {module: fleet, command: apply, retry: 5}
+        rollback: {module: fleet, command: undo, retry: 8}
+      - name: each
+        for_each: nodes
+        max_parallel: 8
+        normal:   {module: fleet, command: apply, retry: 5}
+        rollback: {module: fleet, command: undo, retry: 8}
+      - name: finish
+        normal:   {module: fleet, command: apply, retry: 5}
+        rollback: {module: fleet, command: undo, retry: 8}
+  chaos_async:
+    description: two async steps on the fleet module, each awaiting the file `gate`, then `seconds`
+    parameters:
+      seconds: {type: number, default: 0.5}
+      gate: {type: string, default: ""}
+    steps:
+      - name: hold
+        normal:   {module: fleet, command: await_apply, timeout: 120, retry: 5}
+        rollback: {module: fleet, command: await_undo, timeout: 120, retry: 8}
+      - name: confirm
+        normal:   {module: fleet, command: await_confirm, timeout: 120, retry: 5}
+        rollback: {module: fleet, command: await_undo, timeout: 120, retry: 8}
   chaos_mysql:
     description: the real create flow (inventory and MariaDB), without the announcement
     steps:
