@@ -97,11 +97,22 @@ def test_prefetch_bounds_unsettled_deliveries(broker: Broker, queue: str) -> Non
 
 
 def test_ack_from_a_worker_thread(broker: Broker, queue: str) -> None:
-    received = Collector(settle=lambda d: threading.Thread(target=d.ack).start())
+    ackers: list[threading.Thread] = []
+
+    def ack_on_a_thread(delivery: Delivery) -> None:
+        acker = threading.Thread(target=delivery.ack)
+        ackers.append(acker)
+        acker.start()
+
+    received = Collector(settle=ack_on_a_thread)
     subscription = broker.subscribe(queue, received, prefetch=4)
     for n in range(10):
         broker.publish(queue, str(n).encode())
     received.wait_for(10)
+    # A delivery is counted before its handler starts its acker: wait for all ten ackers.
+    eventually(lambda: len(ackers) == 10, what="an acker per delivery")
+    for acker in ackers:  # every ack asked for before the stop (a later one finds it closed)
+        acker.join(10)
     subscription.stop()
     assert broker.queue_depth(queue) == 0
     assert not any(d.redelivered for d in received.deliveries)
