@@ -29,12 +29,16 @@ pytestmark = pytest.mark.slow
 COMMAND_DEADLINE = 240.0  # a dead broker is retried for 30 s first; generous for a loaded machine
 
 # Arguments that make a command reach the store: check-flows only does with --live; a module
-# that exists (any other name is refused before anything is opened); a schedule needs a timing.
+# that exists (any other name is refused before anything is opened); a schedule needs a timing;
+# a task type flows.yaml defines; a bulk action a filter (none is refused as a usage error).
 ARGUMENTS = {
     ("check-flows",): ["--live"],
     ("module",): ["resource"],
     ("schedules", "add"): ["nightly", "demo", "--every", "60"],
-}
+    ("submit",): ["demo"],
+    **{("bulk", action): ["--status", "RUNNING", "--reason", "x"]
+       for action in ("cancel", "retry", "retry-rollback", "pause", "resume")},
+}  # fmt: skip
 # Processes that keep running: their log is their output, so with a broker that does not answer
 # they log their reconnection attempts before the one line that says why they stop.
 PROCESSES = {("oss",), ("sweeper",), ("module",), ("up",), ("demo",)}
@@ -43,6 +47,9 @@ PROCESSES = {("oss",), ("sweeper",), ("module",), ("up",), ("demo",)}
 NEED_NO_BROKER_TO_START = {("oss",), ("up",)}
 # They read flows files only, never the store or the broker (tests/unit/test_flow_versions.py).
 NEED_NEITHER = {("flows", "diff"), ("flows", "versions")}
+# It declares the broker's queues only: not walked with the store down (with a broker up, it
+# would succeed).
+NEED_NO_STORE = {("queues", "move-to-quorum")}
 # Documented exit codes (docs/reference/cli.md).
 EXIT_CODES = {0, 1, 2, 3, 4, EXIT_UNAVAILABLE}
 
@@ -109,12 +116,14 @@ def walk(env: dict[str, str], cwd: Path, skip: set[tuple[str, ...]] = frozenset(
         return list(zip([path for path, _ in todo], pool.map(run, [argv for _, argv in todo]), strict=True))
 
 
-def environment(tmp_path: Path, store_url: str) -> dict[str, str]:
+def environment(tmp_path: Path, store_url: str, broker_url: str | None = None) -> dict[str, str]:
+    """A broker_url of None: a port nothing listens on."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("BATON_")}
     return {
         **env,
+        "PYTHONPATH": str(REPO),  # this checkout's `baton`, whatever the venv was installed from
         "BATON_STORE_URL": store_url,
-        "BATON_BROKER_URL": f"amqp://guest:guest@127.0.0.1:{free_port()}/",  # nothing listens there
+        "BATON_BROKER_URL": broker_url or f"amqp://guest:guest@127.0.0.1:{free_port()}/",
         "BATON_FLOWS_PATH": str(REPO / "flows.yaml"),
         "BATON_STORE_TIMEOUT_SECONDS": "1",
         "BATON_OSS_PORT": str(free_port()),
@@ -131,15 +140,20 @@ def dead_mongo(tmp_path: Path) -> str:
     return f"mongodb://127.0.0.1:{free_port()}/baton?serverSelectionTimeoutMS=500&connectTimeoutMS=500"
 
 
-@pytest.mark.parametrize("store", [dead_sqlite, dead_mongo], ids=["sqlite-unopenable", "mongo-closed-port"])
-def test_every_command_with_the_store_down_says_so_in_one_line(tmp_path: Path, store) -> None:  # type: ignore[no-untyped-def]
-    runs = walk(environment(tmp_path, store(tmp_path)), tmp_path, skip=NEED_NEITHER)
+@pytest.mark.parametrize(("store", "kind"), [(dead_sqlite, "sqlite"), (dead_mongo, "mongodb")],
+                         ids=["sqlite-unopenable", "mongo-closed-port"])  # fmt: skip
+def test_every_command_with_the_store_down_says_so_in_one_line(tmp_path: Path, rabbitmq_url: str, store, kind: str) -> None:  # type: ignore[no-untyped-def]
+    # The broker is up (a vhost of this module's): a command that opens the broker first meets
+    # the store that is down, not a broker it would wait 30 s for. Each waits on its own process
+    # and a refused connection, so more at once than the cores.
+    env = environment(tmp_path, store(tmp_path), rabbitmq_url)
+    runs = walk(env, tmp_path, skip=NEED_NEITHER | NEED_NO_STORE, workers=8)
     assert len(runs) > 30  # the walk found the commands (every leaf of every group)
     for _, run in runs:
         assert run.code == EXIT_UNAVAILABLE, str(run)
         assert "Traceback" not in run.stderr, str(run)
         assert len(run.lines) == 1 and run.lines[0].startswith("baton: "), str(run)
-        assert "cannot" in run.lines[0], str(run)
+        assert "cannot" in run.lines[0] and kind in run.lines[0], str(run)  # the store it could not reach
 
 
 def test_every_command_with_the_broker_down_says_so_in_one_line(tmp_path: Path) -> None:
