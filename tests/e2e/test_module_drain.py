@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
 from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.states import TaskStatus
-from tests.deploy.support import TOKENS, http
-from tests.e2e.test_freeze_windows import _answers, baton, stream_events
-from tests.support.cluster import REPO, Cluster, commits, wait_until
-from tests.support.ports import free_port
+from tests.deploy.support import http
+from tests.support.cluster import commits, wait_until
+from tests.support.oss_deployment import baton, oss_deployment, stream_events
 from tests.support.test_store import cluster_mongo_url
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
@@ -58,31 +55,13 @@ task_types:
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory, request):
-    cluster = Cluster(tmp_path_factory.mktemp("drain"), rabbitmq_url, FLOWS,
-                      extra_env={"BATON_API_TOKENS": TOKENS, "BATON_OSS_SWEEPER": "false",
-                                 # Inline items: a drain marks their runs; runs of item records are held
-                                 # unmarked (DESIGN.md sec. 10), which the fan-out test cannot see.
-                                 "BATON_ITEM_RECORDS": "false"},
-                      mongo_url=cluster_mongo_url(request))  # fmt: skip
-    port = free_port()
-    log_path = cluster.workdir / "oss.log"
-    try:
-        with cluster.starting():  # side by side
-            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-            cluster.start_sweeper()
-        with log_path.open("w") as log:
-            oss = subprocess.Popen([sys.executable, "-m", "oss", "oss", "--port", str(port)], cwd=REPO,
-                                   env=cluster.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _answers(f"{base}/readyz") or oss.poll() is not None, 60, "OSS ready")
-        assert oss.poll() is None, log_path.read_text()[-3000:]
-        yield cluster, base
-    finally:
-        if "oss" in locals() and oss.poll() is None:
-            oss.send_signal(signal.SIGTERM)
-            oss.wait(timeout=30)
-        cluster.stop_all()
+    # Inline items: a drain marks their runs; runs of item records are held unmarked (DESIGN.md
+    # sec. 10), which the fan-out test cannot see.
+    with oss_deployment(tmp_path_factory.mktemp("drain"), rabbitmq_url, FLOWS,
+                        {"resource": "tests.support.standin_commands:resource",
+                         "mysql": "tests.support.standin_commands:mysql"},
+                        mongo_url=cluster_mongo_url(request), extra_env={"BATON_ITEM_RECORDS": "false"}) as deployed:  # fmt: skip
+        yield deployed
 
 
 def submit(base: str, **parameters) -> str:
