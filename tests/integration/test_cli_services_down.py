@@ -159,9 +159,10 @@ def test_every_command_with_the_store_down_says_so_in_one_line(tmp_path: Path, r
 def test_every_command_with_the_broker_down_says_so_in_one_line(tmp_path: Path) -> None:
     # check-flows without --live: with the store up, --live lists every module not running.
     arguments = {path: argv for path, argv in ARGUMENTS.items() if path != ("check-flows",)}
-    # Most of them wait out the broker's 30 s of reconnecting, using next to no CPU: more at once.
+    # Most of them wait out the broker's 30 s of reconnecting, using next to no CPU: all at once,
+    # so the walk takes one such wait, not one per dozen commands.
     runs = walk(environment(tmp_path, f"sqlite:///{tmp_path}/baton.db"), tmp_path, skip=NEED_NO_BROKER_TO_START | NEED_NEITHER,
-                arguments=arguments, workers=12)  # fmt: skip
+                arguments=arguments, workers=len(list(commands())))  # fmt: skip
     unavailable = set()
     for path, run in runs:
         assert run.code in EXIT_CODES, str(run)
