@@ -97,15 +97,6 @@ class Settings(ConfigFileSources, BaseSettings):
             "`mongomock://` (in-memory, tests only)"
         ),
     )
-    # Named BATON_RESOURCE_INVENTORY_URL for where it is used most; every surface (the resource
-    # module, `baton hosts`, /api/v1/hosts, the reconciler) reads it here, so they cannot disagree.
-    resource_inventory_url: str | None = Field(
-        None,
-        description=(
-            "where the resource inventory lives: the resource module, `baton hosts`, "
-            "`/api/v1/hosts` and `baton reconcile` all use it"
-        ),
-    )
     flows_path: str = Field("flows.yaml", description="the task types")
     # How many commands of each kind one module process runs at once (docs/DESIGN.md sec. 13).
     process_slots: int = Field(
@@ -217,13 +208,6 @@ class Settings(ConfigFileSources, BaseSettings):
         description=(
             "let that periodic reconciler remove what it finds; otherwise it only logs"
             " it (a dry run)"
-        ),
-    )
-    resource_claim_retention_days: float = Field(
-        0.0, ge=0,
-        description=(
-            "the sweeper forgets inventory claims closed this many days ago, once an "
-            "hour; a forgotten claim's key could be reserved again (default: keep)"
         ),
     )
     task_history_retention_days: float = Field(
@@ -385,11 +369,6 @@ class Settings(ConfigFileSources, BaseSettings):
     def slots(self, kind: str) -> int:
         """How many commands of `kind` (process, thread, async) a module process runs at once."""
         return {"process": self.effective_process_slots, "thread": self.thread_slots, "async": self.async_slots}[kind]
-
-    @property
-    def inventory_url(self) -> str:
-        """The resource inventory: its own URL if set, else beside the tasks."""
-        return self.resource_inventory_url or self.store_url
 
     @property
     def broker_options(self) -> dict[str, object]:

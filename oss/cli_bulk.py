@@ -7,13 +7,14 @@ nothing. Exit 0 done (or dry run); 2 bad usage; 4 --apply and some tasks refused
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from oss.action_names import MAX_BULK_TASKS
-from oss.cli_common import AsciiIntRange, EXIT_REFUSED, EXIT_USAGE, echo_json, fail, opened_parts, parse_labels, parse_status, parse_time
+from oss.cli_common import (
+    EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, fail, opened_parts, parse_labels, parse_status, parse_time, report_many,
+)
 from oss.cli_ops import _default_actor
 
 if TYPE_CHECKING:
@@ -64,19 +65,12 @@ def _command(action: str) -> click.Command:
 
 
 def _report(result: BulkResult, as_json: bool) -> None:
-    if as_json:
-        echo_json({"action": result.action, "dry_run": result.dry_run, "matched": result.matched,
-                   "applied": result.applied, "truncated": result.truncated,
-                   "refused": [{"task_id": t, "reason": r} for t, r in result.refused]})  # fmt: skip
-        return
     verb = "would apply to" if result.dry_run else "applied to"
     more = " (more match: raise --limit)" if result.truncated else ""
-    click.echo(f"{result.action}: {result.matched} tasks match{more}; {verb} {len(result.applied)}, "
-               f"{len(result.refused)} refused")  # fmt: skip
-    for why, count in Counter(reason for _, reason in result.refused).most_common(5):
-        click.echo(f"  {count} refused: {why}")
-    if result.dry_run and result.applied:
-        click.echo("dry run: nothing changed; run again with --apply to do it")
+    summary = f"{result.action}: {result.matched} tasks match{more}; {verb} {len(result.applied)}, {len(result.refused)} refused"
+    fields = {"action": result.action, "dry_run": result.dry_run, "matched": result.matched,
+              "applied": result.applied, "truncated": result.truncated}  # fmt: skip
+    report_many(as_json, fields, summary, result.refused, dry_run=result.dry_run, changes=len(result.applied))
 
 
 @click.group()

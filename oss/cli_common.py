@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -96,6 +97,24 @@ def fail(code: int, message: str) -> NoReturn:
 
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def report_many(as_json: bool, fields: dict[str, Any], summary: str, refused: list[tuple[str, str]], *,
+                dry_run: bool, changes: int, named: int = 0) -> None:
+    """What a change of many tasks did (`baton bulk`, `baton migrate`): with --json `fields` and
+    every refused task with why; else the `summary` line, the first `named` refused tasks with
+    why, the rest counted by why (the five most common), and the dry run's reminder when it
+    would change any."""
+    if as_json:
+        echo_json({**fields, "refused": [{"task_id": task_id, "reason": why} for task_id, why in refused]})
+        return
+    click.echo(summary)
+    for task_id, why in refused[:named]:
+        click.echo(f"  refused {task_id}: {why}")
+    for why, count in Counter(why for _, why in refused[named:]).most_common(5):
+        click.echo(f"  {count} {'more ' if named else ''}refused: {why}")
+    if dry_run and changes:
+        click.echo("dry run: nothing changed; run again with --apply to do it")
 
 
 def task_json(task: Task, item_runs: Iterable[Run] = ()) -> dict[str, Any]:

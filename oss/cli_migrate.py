@@ -7,13 +7,12 @@ nothing. Exit 0 done (or dry run); 2 bad usage; 4 --apply and some tasks were re
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 
 import click
 
 from oss.action_names import MAX_BULK_TASKS
-from oss.cli_common import EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, echo_json, fail, opened_parts
+from oss.cli_common import EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, fail, opened_parts, report_many
 from oss.cli_ops import _default_actor
 
 if TYPE_CHECKING:
@@ -52,23 +51,15 @@ def migrate(task_type: str, to: str, reason: str, limit: int, actor: str, apply_
 
 
 def _report(result: MigrationResult, as_json: bool) -> None:
-    if as_json:
-        echo_json({"task_type": result.task_type, "to_hash": result.to_hash, "to_version": result.to_version,
-                   "dry_run": result.dry_run, "matched": result.matched, "moved": result.moved,
-                   "current": result.current, "truncated": result.truncated,
-                   "refused": [{"task_id": t, "reason": r} for t, r in result.refused]})  # fmt: skip
-        return
     target = f"version {result.to_version} ({result.to_hash})" if result.to_version else result.to_hash
     verb = "would move" if result.dry_run else "moved"
     more = " (more in flight: raise --limit)" if result.truncated else ""
-    click.echo(f"{result.task_type} -> {target}: {result.matched} tasks in flight{more}; {verb} "
+    summary = (f"{result.task_type} -> {target}: {result.matched} tasks in flight{more}; {verb} "
                f"{len(result.moved)}, {len(result.current)} on it already, {len(result.refused)} refused")  # fmt: skip
-    for task_id, why in result.refused[:20]:
-        click.echo(f"  refused {task_id}: {why}")
-    for why, count in Counter(r for _, r in result.refused[20:]).most_common(5):
-        click.echo(f"  {count} more refused: {why}")
-    if result.dry_run and result.moved:
-        click.echo("dry run: nothing changed; run again with --apply to do it")
+    fields = {"task_type": result.task_type, "to_hash": result.to_hash, "to_version": result.to_version,
+              "dry_run": result.dry_run, "matched": result.matched, "moved": result.moved,
+              "current": result.current, "truncated": result.truncated}  # fmt: skip
+    report_many(as_json, fields, summary, result.refused, dry_run=result.dry_run, changes=len(result.moved), named=20)
 
 
 COMMANDS = [migrate]

@@ -5,7 +5,9 @@ GET /api/v1/modules), and `baton modules drain|undrain NAME` (as POST /api/v1/mo
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,14 +26,21 @@ def live_commands(loaded: Settings) -> dict[str, frozenset[str]]:
     return live_modules(_registrations(loaded), time.time(), loaded.module_ttl)
 
 
+@contextmanager
+def _opened(opener: Callable[..., Any], loaded: Settings) -> Iterator[Any]:
+    """A side store of the task store's (common.store.side_stores), bounded like it; closed after."""
+    part = opener(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
+    try:
+        yield part
+    finally:
+        part.close()
+
+
 def _registrations(loaded: Settings) -> list[ModuleRegistration]:
     from common.store.side_stores import open_module_registry
 
-    registry = open_module_registry(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
-    try:
-        return registry.registrations()
-    finally:
-        registry.close()
+    with _opened(open_module_registry, loaded) as registry:
+        return registry.registrations()  # type: ignore[no-any-return]
 
 
 @click.group(invoke_without_command=True)
@@ -81,11 +90,8 @@ def _command(r: ModuleRegistration, command: str) -> str:
 def _drains(loaded: Settings) -> list[ModuleDrain]:
     from common.store.side_stores import open_module_drains
 
-    drains = open_module_drains(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
-    try:
-        return drains.drains()
-    finally:
-        drains.close()
+    with _opened(open_module_drains, loaded) as drains:
+        return drains.drains()  # type: ignore[no-any-return]
 
 
 def _drain_line(drain: ModuleDrain) -> str:
@@ -115,18 +121,16 @@ def _drain_command(drained: bool) -> click.Command:
             raise click.BadParameter("must say why", param_hint="--reason")
         loaded = settings(client=True)
         known = load_flows(loaded.flows_path).modules()
-        drains = open_module_drains(loaded.store_url, timeout_seconds=loaded.effective_store_timeout, indexes="none")
-        try:
-            drains.drains()  # a store that is down says so first (exit 5), as every command does
-            stored = set_drain(drains, known, module, drained, actor, reason.strip(), time.time())
-        except UnknownModule as exc:
-            click.echo(f"baton: {module!r}: {exc}", err=True)
-            raise SystemExit(EXIT_NO_TASK) from exc
-        except DrainRace as exc:
-            click.echo(f"baton: {exc}", err=True)
-            raise SystemExit(EXIT_REFUSED) from exc
-        finally:
-            drains.close()
+        with _opened(open_module_drains, loaded) as drains:
+            try:
+                drains.drains()  # a store that is down says so first (exit 5), as every command does
+                stored = set_drain(drains, known, module, drained, actor, reason.strip(), time.time())
+            except UnknownModule as exc:
+                click.echo(f"baton: {module!r}: {exc}", err=True)
+                raise SystemExit(EXIT_NO_TASK) from exc
+            except DrainRace as exc:
+                click.echo(f"baton: {exc}", err=True)
+                raise SystemExit(EXIT_REFUSED) from exc
         if as_json:
             echo_json(stored.model_dump())
         else:

@@ -42,7 +42,7 @@ def reconcile(apply_: bool, reason: str, actor: str, as_json: bool) -> None:
     if not makers:
         fail(EXIT_USAGE, "no module of this checkout offers a reconciler")
     store = open_store(loaded.store_url)
-    inventory = module_hook("inventory").open_inventory(loaded.inventory_url)  # the resource module's
+    inventory = module_hook("inventory").open_configured_inventory(loaded)  # the resource module's
     try:
         try:
             reconciler = makers[0](store, inventory, actor)

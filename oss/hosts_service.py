@@ -40,9 +40,9 @@ class HostsService:
     @classmethod
     def open(cls, settings: Settings, indexes: IndexMode = "create") -> HostsService:
         """On the inventory the resource module uses: BATON_RESOURCE_INVENTORY_URL, else beside
-        the task store (Settings.inventory_url); every call bounded like the store's."""
-        return cls(resource_inventory.open_inventory(settings.inventory_url, timeout_seconds=settings.effective_store_timeout,
-                                  indexes=indexes))  # fmt: skip
+        the task store; every call bounded like the store's."""
+        return cls(resource_inventory.open_configured_inventory(
+            settings, timeout_seconds=settings.effective_store_timeout, indexes=indexes))
 
     def add(self, name: str, cpu: int, memory_mb: int, storage_gb: int) -> Host:
         return self._inventory.add_host(name, resource_inventory.Capacity(cpu, memory_mb, storage_gb), self._clock())

@@ -20,8 +20,7 @@ from common.errors import ActionRefused, UnknownTask, UnreadableTask
 from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
 from common.engine.document import Task
-from common.engine.gates.locks import LockKeyError, render_key
-from common.engine.gates.task_lock import ask_for
+from common.engine.gates.locks import LockKeyError
 from common.engine.operator.migrate import Revision, migrate
 from common.engine.states import TaskStatus
 from common.engine.transitions import Refusal, Timing
@@ -117,10 +116,8 @@ def revision_for(flow: FlowDefinition, task: Task) -> Revision | str:
     check = flow.validate(task.SubmittedParameters)
     if not check.ok:
         return "its parameters do not fit the new revision: " + "; ".join(f"{e.path}: {e.message}" for e in check.errors)
-    lock = None
-    if flow.lock is not None:
-        try:
-            lock = ask_for(flow.lock, render_key(flow.lock.Key, check.parameters, flow.secret_parameters))
-        except LockKeyError as exc:
-            return f"the new revision's lock key cannot be made from its parameters: {exc}"
+    try:
+        lock = flow.lock_ask(check.parameters)
+    except LockKeyError as exc:
+        return f"the new revision's lock key cannot be made from its parameters: {exc}"
     return Revision(flow.steps, flow.content_hash, flow.version, dict(check.parameters), lock)

@@ -15,8 +15,8 @@ from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
 from common.flows.freeze import FreezePolicy, freeze_for
 from common.engine.gates.freeze import utc_text
-from common.engine.gates.locks import LockKeyError, render_key, template_fields
-from common.engine.gates.task_lock import LockAsk, ask_for
+from common.engine.gates.locks import LockKeyError, template_fields
+from common.engine.gates.task_lock import LockAsk
 from common.input_limits import check_input
 from common.reserved import reserved_problems
 from common.engine.document import NotifyTarget, Task
@@ -202,12 +202,10 @@ def notify_targets(of_type: tuple[NotifyTarget, ...], settings: Settings) -> lis
 
 def _lock_of(flow: FlowDefinition, parameters: dict[str, Any]) -> LockAsk | None:
     """The task type's lock keyed by these parameters; a key naming one not given is refused."""
-    if flow.lock is None:
-        return None
     try:
-        return ask_for(flow.lock, render_key(flow.lock.Key, parameters, flow.secret_parameters))
+        return flow.lock_ask(parameters)
     except LockKeyError as exc:
-        names = [n for n in template_fields(flow.lock.Key) if n not in parameters]
+        names = [n for n in flow.lock_parameters if n not in parameters]
         raise InvalidParameters([(f"parameters.{names[0]}", f"required by the task type's lock key: {exc}")]) from exc
 
 

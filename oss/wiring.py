@@ -10,7 +10,7 @@ from pydantic import SecretStr
 from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
-from common.module_hooks import module_hook
+from common.module_hooks import module_hook, module_hooks
 from common.relay.lock_reclaim import LockReclaim
 from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.settings import Settings
@@ -71,11 +71,12 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
         lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
     ))
     jobs: list[Job] = [schedules, unserved, locks]
-    if settings.resource_claim_retention_days > 0:
-        inventory = module_hook("inventory").open_inventory(  # the resource module's
-            settings.inventory_url, timeout_seconds=settings.effective_store_timeout, indexes="none"
-        )
-        jobs.append(ClaimRetention(inventory, settings.resource_claim_retention_days * 86400))
+    for resource in (load() for load in module_hooks("inventory_settings")):  # the resource module's
+        if resource.claim_retention_seconds > 0:
+            inventory = module_hook("inventory").open_configured_inventory(
+                settings, resource, timeout_seconds=settings.effective_store_timeout, indexes="none"
+            )
+            jobs.append(ClaimRetention(inventory, resource.claim_retention_seconds))
     if settings.task_history_retention_days > 0:
         jobs.append(HistoryRetention(store, settings.task_history_retention_days * 86400))
     return Sweeper(store, broker, config, jobs=jobs, webhooks=WebhookDeliverer(store, webhook_config(settings)))

@@ -82,8 +82,7 @@ def _fields(cls: type[BaseSettings], parent: type[BaseSettings] | None) -> Itera
             continue
         if not field.description:
             raise SystemExit(f"{cls.__module__}.{cls.__name__}.{name}: no description to document")
-        variable = "BATON_RESOURCE_INVENTORY_URL" if name == "resource_inventory_url" else f"{prefix}{name.upper()}"
-        yield _row(variable, field.default, field.description)
+        yield _row(f"{prefix}{name.upper()}", field.default, field.description)
 
 
 def _cli_variables() -> Iterator[str]:

@@ -28,7 +28,7 @@ from common.engine.gates.task_lock import LockAsk, defer_lock, request_lock
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
 from common.engine.routing import unit_state
 from common.engine.gates.task_waits import overdue, waiting_for_task
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, TaskStatus, move_run, set_waiting
+from common.engine.states import Phase, ResultCode, RunState, TaskStatus, move_run, set_waiting
 from common.engine.units import (
     IN_FLIGHT_BAND,
     MAX_MESSAGE_PRIORITY,
@@ -39,6 +39,7 @@ from common.engine.units import (
     Timing,
     begin_attempt,
     cancel_message,
+    delivered_run,
     drop_outbox,
     idempotency_key,
     new_id,
@@ -132,11 +133,9 @@ def create_task(
 
 def claim(task: Task, message: StepMessage, owner: str, timing: Timing) -> Task | Refusal:
     """PENDING -> RUNNING for the dispatch in `message`, leased to `owner`."""
-    if task.TaskStatus in FINAL_STATUSES:
-        return Refusal(f"task is {task.TaskStatus.name}, nothing to run")
-    found = task.run(message.DispatchId)
-    if found is None:
-        return Refusal("stale dispatch: the task has moved on")
+    found = delivered_run(task, message)
+    if isinstance(found, Refusal):
+        return found
     if found.State is not RunState.PENDING:
         return Refusal(f"already claimed by {found.Owner}" if found.State is RunState.RUNNING else "a child task runs it")
     new = task.clone()

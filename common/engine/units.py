@@ -18,6 +18,7 @@ from common.queues import QUEUE_MAX_PRIORITY, module_queue
 from common.engine.routing import Unit, unit_state
 from common.engine.step_summary import summarize
 from common.engine.states import (
+    FINAL_STATUSES,
     Phase,
     ResultCode,
     StepState,
@@ -162,6 +163,17 @@ def add_run(task: Task, unit: Unit, phase: Phase, attempt: int, ids: IdFactory, 
 
 def remove_run(task: Task, run: Run) -> None:
     task.Runs = [r for r in task.Runs if r.DispatchId != run.DispatchId]
+
+
+def delivered_run(task: Task, message: StepMessage) -> Run | Refusal:
+    """The run a delivery names, in the task as stored, or why there is nothing to run (the task
+    ended, or moved on past that dispatch). Its state is the caller's to judge."""
+    if task.TaskStatus in FINAL_STATUSES:
+        return Refusal(f"task is {task.TaskStatus.name}, nothing to run")
+    found = task.run(message.DispatchId)
+    if found is None:
+        return Refusal("stale dispatch: the task has moved on")
+    return found
 
 
 def drop_outbox(task: Task, dispatch_id: str) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 from common.errors import UnknownTaskType
 from common.flows.freeze import FreezeWindow
 from common.flows.parameters import FieldError, ParameterCheck, ParameterSchema, validate_parameters
-from common.engine.gates.locks import template_fields
+from common.engine.gates.locks import render_key, template_fields
+from common.engine.gates.task_lock import LockAsk, ask_for
 from common.engine.item_limits import too_many_items
 from common.engine.document import LockTemplate, NotifyTarget, Step
 
@@ -48,6 +49,13 @@ class FlowDefinition:
     def lock_parameters(self) -> tuple[str, ...]:
         """The parameters the task type's lock key names (none without a lock)."""
         return tuple(dict.fromkeys(template_fields(self.lock.Key))) if self.lock is not None else ()
+
+    def lock_ask(self, parameters: Mapping[str, Any]) -> LockAsk | None:
+        """What a task of this type with these parameters asks of the lock table; None when the
+        type declares no lock. LockKeyError when the key names a parameter not given."""
+        if self.lock is None:
+            return None
+        return ask_for(self.lock, render_key(self.lock.Key, dict(parameters), self.secret_parameters))
 
     @property
     def secret_parameters(self) -> list[str]:

@@ -31,7 +31,7 @@ def start_reconcile_job(settings: Settings, store: TaskStore, stop: threading.Ev
     lock (so the next start's first run is not delayed by it) and close its inventory."""
     if settings.reconcile_interval_seconds <= 0:
         return None
-    inventory = module_hook("inventory").open_inventory(settings.inventory_url)  # the resource module's
+    inventory = module_hook("inventory").open_configured_inventory(settings)  # the resource module's
     reconciler = Reconciler(store, inventory, load_mysql_settings())
     owner = f"reconciler-{new_id()[:8]}"
     interval, apply = settings.reconcile_interval_seconds, settings.reconcile_apply

@@ -24,7 +24,7 @@ from common.errors import CommandFailed
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry, Verdict
 from common.settings import load_settings
-from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.factory import open_configured_inventory
 from modules.resource.inventory.port import (
     ClaimClosed,
     ClaimState,
@@ -53,7 +53,7 @@ def open_parts() -> ResourceParts:
     settings = load_resource_settings()
     common = load_settings()
     # A command child never creates indexes (OSS does, once): see common.store.mongo_indexes.
-    inventory = open_inventory(common.inventory_url, timeout_seconds=common.effective_store_timeout, indexes="none")
+    inventory = open_configured_inventory(common, settings, timeout_seconds=common.effective_store_timeout, indexes="none")
     return ResourceParts(inventory, settings.reservation_ttl_seconds)
 
 

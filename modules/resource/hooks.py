@@ -1,11 +1,13 @@
 """What the resource module offers oss and the other modules (found by
-common.module_hooks.module_hooks): its inventory, and the inventory's MongoDB indexes."""
+common.module_hooks.module_hooks): its inventory, the inventory's settings (where it lives, how
+long closed claims are kept) and the inventory's MongoDB indexes."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from modules.resource import inventory
+from modules.resource.settings import load_resource_settings
 
 if TYPE_CHECKING:  # it imports pymongo
     from common.store.mongo_indexes import ModuleIndexes
@@ -18,4 +20,6 @@ def mongo_indexes() -> ModuleIndexes:
     return INDEXES
 
 
-HOOKS: dict[str, Any] = {"inventory": inventory, "mongo_indexes": mongo_indexes}
+HOOKS: dict[str, Any] = {
+    "inventory": inventory, "inventory_settings": load_resource_settings, "mongo_indexes": mongo_indexes,
+}

@@ -73,6 +73,8 @@ def create_app(
     flows: FlowCatalog | None = None,
     clock: Callable[[], float] = time.time,
 ) -> FastAPI:
+    for load in module_hooks("inventory_settings"):  # the resource module's, read by /api/v1/hosts:
+        load()  # a bad BATON_RESOURCE_* value stops OSS here, not at the first request for a host
     owned = []
     if store is None:
         store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)

@@ -4,7 +4,9 @@ applied to the store), so every state an operator meets can be reached without p
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,3 +128,51 @@ def open_api(tmp_path: Path, flows: str = FLOWS, **settings: Any) -> tuple[Any, 
                "api_tokens": TOKENS, "oss_sweeper": False, **settings}  # fmt: skip
     app = create_app(load_oss_settings(**options), store=store, broker=broker, flows=load_flows(flows_path))
     return app, store, broker
+
+
+WIDE_FLOWS = """
+version: 1
+task_types:
+  wide:
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: each
+        for_each: nodes
+        max_parallel: 8
+        normal:   {module: prop, command: n0}
+        rollback: {module: prop, command: u0}
+"""
+
+
+@contextlib.contextmanager
+def wide_task_done(tmp_path: Path, items: int) -> Iterator[tuple[TestClient, SqliteStore, str]]:
+    """A `wide` task (WIDE_FLOWS: a for_each over `items` nodes) submitted over the API and run
+    to its end by the real module runtime (tests.support.property_commands) on the in-process
+    broker: the client, the store and the task's id, while the client still serves."""
+    from common.engine.states import FINAL_STATUSES
+    from common.queues import module_queue
+    from common.runtime.module import ModuleRuntime
+    from common.settings import load_settings
+
+    app, store, broker = open_api(tmp_path, flows=WIDE_FLOWS)
+    broker.declare(module_queue("prop"))
+    runtime = ModuleRuntime(registry_ref="tests.support.property_commands:registry",
+                            settings=load_settings(concurrency=4, store_url=f"sqlite:{tmp_path / 'api.db'}"),
+                            store=store, broker=broker)  # fmt: skip
+    runtime.start()
+    try:
+        with TestClient(app) as client:
+            created = client.post("/api/v1/tasks", json={"task_type": "wide", "parameters": {"nodes": list(range(items))}},
+                                  headers=auth())  # fmt: skip
+            assert created.status_code == 201, created.text
+            task_id = created.json()["task_id"]
+            deadline = time.monotonic() + 120
+            while store.get(task_id).TaskStatus not in FINAL_STATUSES:
+                assert time.monotonic() < deadline, "the task did not end"
+                time.sleep(0.1)
+            yield client, store, task_id
+    finally:
+        runtime.stop(grace=2)
+        broker.close()
+        store.close()

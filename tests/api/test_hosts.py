@@ -37,7 +37,7 @@ def test_host_errors(api):
     assert {f["path"] for f in bad.json()["error"]["fields"]} >= {"cpu", "name"}
 
 
-def test_hosts_live_in_the_inventory_the_resource_module_uses(tmp_path):
+def test_hosts_live_in_the_inventory_the_resource_module_uses(tmp_path, monkeypatch):
     """BATON_RESOURCE_INVENTORY_URL, when set, is where the API reads and adds hosts."""
     from fastapi.testclient import TestClient
 
@@ -45,7 +45,8 @@ def test_hosts_live_in_the_inventory_the_resource_module_uses(tmp_path):
     from tests.api.support import open_api
 
     elsewhere = f"sqlite:///{tmp_path / 'inventory.db'}"
-    app, store, broker = open_api(tmp_path, resource_inventory_url=elsewhere)
+    monkeypatch.setenv("BATON_RESOURCE_INVENTORY_URL", elsewhere)  # the resource module's setting
+    app, store, broker = open_api(tmp_path)
     with TestClient(app) as client:
         assert client.post("/api/v1/hosts", json=HOST, headers=auth(OPERATOR)).status_code == 201
         assert [h["name"] for h in client.get("/api/v1/hosts", headers=auth(READER)).json()["items"]] == ["db-host-1"]

@@ -117,6 +117,7 @@ def validate_settings(values: dict[str, str], role: list[str]) -> None:
         load_settings()
         if role[0] in ("oss", "up"):
             load_oss_settings()
+            load_resource_settings()  # where the inventory is, how long its claims are kept
         if role[0] == "module":
             loaders[role[1]]()
 

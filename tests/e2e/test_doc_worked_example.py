@@ -51,6 +51,7 @@ class Reader:
         self.env = {**os.environ, "BATON_FLOWS_PATH": str(REPO / "flows.yaml"), "BATON_OSS_PORT": str(self.port),
                     "BATON_MYSQL_META_SCHEMA": sandbox.meta_schema, "PYTHONPATH": str(REPO)}
         self.background: list[tuple[subprocess.Popen, Path]] = []
+        self.starting: list[tuple[subprocess.Popen, Path, bool]] = []  # started, not yet seen ready: (.., is OSS)
         self.created: str | None = None  # the task the first curl call made
 
     def word(self, word: str) -> str:
@@ -71,10 +72,12 @@ class Reader:
         elif words[0] == "mkdir":
             (self.workdir / words[-1]).mkdir(parents=True, exist_ok=True)
         elif words[0] == "curl":
+            self.await_started()
             self.curl(words)
         elif background:
             self.start(words)
         else:
+            self.await_started()
             done = subprocess.run(words, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=180)
             expected = next((code for tail, code in EXPECTED_EXIT.items() if shown.endswith(tail)), 0)
             assert done.returncode == expected, (shown, done.returncode, done.stdout[-2000:], done.stderr[-2000:])
@@ -88,11 +91,19 @@ class Reader:
         with log.open("w") as out:
             proc = subprocess.Popen(words, cwd=self.workdir, env=self.env, stdout=out, stderr=subprocess.STDOUT)
         self.background.append((proc, log))
-        if words[-1] == "oss":
-            wait_until(lambda: self.answers() or proc.poll() is not None, 120, "OSS answers")
-        else:
-            wait_until(lambda: "module started" in log.read_text() or proc.poll() is not None, 120, "module started")
-        assert proc.poll() is None, log.read_text()[-3000:]
+        self.starting.append((proc, log, words[-1] == "oss"))
+
+    def await_started(self) -> None:
+        """Before a line in the foreground: the processes the lines before it started in the
+        background are ready. They start side by side, as the `&` of a reader's shell starts them."""
+        for proc, log, is_oss in self.starting:
+            if is_oss:
+                wait_until(lambda p=proc: self.answers() or p.poll() is not None, 120, "OSS answers")
+            else:
+                wait_until(lambda p=proc, out=log: "module started" in out.read_text() or p.poll() is not None, 120,
+                           "module started")  # fmt: skip
+            assert proc.poll() is None, log.read_text()[-3000:]
+        self.starting = []
 
     def answers(self) -> bool:
         try:

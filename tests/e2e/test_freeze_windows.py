@@ -14,19 +14,17 @@ and a separate sweeper.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
 from common.engine.states import TaskStatus
-from tests.deploy.support import TOKEN, TOKENS, http
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.deploy.support import http
+from tests.support.cluster import REPO
+from tests.support.oss_deployment import baton, oss_deployment, stream_events
 from tests.support.ports import free_port
 from tests.support.test_store import cluster_mongo_url
 
@@ -62,60 +60,10 @@ freeze:
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory, request):
-    cluster = Cluster(tmp_path_factory.mktemp("freeze"), rabbitmq_url, TYPES + ALWAYS_OPEN,
-                      extra_env={"BATON_API_TOKENS": TOKENS, "BATON_OSS_SWEEPER": "false"},
-                      mongo_url=cluster_mongo_url(request))  # fmt: skip
-    port = free_port()
-    log_path = cluster.workdir / "oss.log"
-    try:
-        with cluster.starting():  # side by side
-            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-            cluster.start_sweeper()
-        with log_path.open("w") as log:
-            oss = subprocess.Popen([sys.executable, "-m", "oss", "oss", "--port", str(port)], cwd=REPO,
-                                   env=cluster.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _answers(f"{base}/readyz") or oss.poll() is not None, 60, "OSS ready")
-        assert oss.poll() is None, log_path.read_text()[-3000:]
-        yield cluster, base
-    finally:
-        if "oss" in locals() and oss.poll() is None:
-            oss.send_signal(signal.SIGTERM)
-            oss.wait(timeout=30)
-        cluster.stop_all()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return http("GET", url, token=None, timeout=2)[0] == 200
-    except OSError:
-        return False
-
-
-def baton(cluster: Cluster, *args: str, flows: str | None = None) -> subprocess.CompletedProcess:
-    """The `baton` CLI as its own process, on the cluster's store and broker (and flows file)."""
-    env = dict(cluster.env)
-    if flows is not None:
-        path = cluster.workdir / "flows-cli.yaml"
-        path.write_text(flows)
-        env["BATON_FLOWS_PATH"] = str(path)
-    return subprocess.run([sys.executable, "-m", "oss", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-
-
-def stream_events(base: str, task_id: str) -> list[tuple[str, dict]]:
-    """The task's event stream, for a second (it ends with `timeout` while the task waits)."""
-    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout=1",
-                                     headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
-    events, kind = [], ""
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        for raw in answer:
-            line = raw.decode().rstrip("\n")
-            if line.startswith("event: "):
-                kind = line[len("event: "):]
-            elif line.startswith("data: "):
-                events.append((kind, json.loads(line[len("data: "):])))
-    return events
+    with oss_deployment(tmp_path_factory.mktemp("freeze"), rabbitmq_url, TYPES + ALWAYS_OPEN,
+                        {"resource": "tests.support.standin_commands:resource"},
+                        mongo_url=cluster_mongo_url(request)) as deployed:  # fmt: skip
+        yield deployed
 
 
 def test_a_refusing_window_refuses_over_rest_and_the_cli_and_creates_nothing(deployment):

@@ -56,9 +56,10 @@ def cluster(rabbitmq_url, tmp_path):
     stop every later thread command; stuck threads are tolerated (the limit is not under test)."""
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS)
     try:
-        cluster.start_module("kinds", registry="tests.support.kind_commands:kinds",
-                             BATON_THREAD_SLOTS="1", BATON_STUCK_THREADS_MAX="10")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("kinds", registry="tests.support.kind_commands:kinds",
+                                 BATON_THREAD_SLOTS="1", BATON_STUCK_THREADS_MAX="10")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

@@ -55,8 +55,9 @@ def test_modes_share_the_key_as_declared_and_nobody_overtakes_a_waiter(rabbitmq_
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, mongo_url=cluster_mongo_url(request))
     locks = LockTable(open_lock_store(cluster.store_url))
     try:
-        cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-        cluster.start_sweeper("sweeper")
+        with cluster.starting():  # side by side
+            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
+            cluster.start_sweeper("sweeper")
         order = ["backup", "backup", "resize", "resize", "delete", "backup"]
         ids = [cluster.submit(f"{mode}_instance", instance="db1").TaskId for mode in order]
         b1, b2, r1, r2, d, b3 = tasks = [cluster.wait_final(task_id, timeout=60) for task_id in ids]

@@ -89,10 +89,11 @@ def test_twenty_tasks_on_one_key_run_five_at_a_time_in_order_and_leave_no_lock_a
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, mongo_url=cluster_mongo_url(request))
     locks = LockTable(open_lock_store(cluster.store_url))
     try:
-        resource_a = cluster.start_module("resource", "resource-a", registry="tests.support.standin_commands:resource")
-        cluster.start_module("resource", "resource-b", registry="tests.support.standin_commands:resource")
-        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-        cluster.start_sweeper("sweeper-a")
+        with cluster.starting():  # side by side
+            resource_a = cluster.start_module("resource", "resource-a", registry="tests.support.standin_commands:resource")
+            cluster.start_module("resource", "resource-b", registry="tests.support.standin_commands:resource")
+            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+            cluster.start_sweeper("sweeper-a")
         wait_until(lambda: lease_owner(cluster) is not None, 10, "a sweeper takes the lease")
         cluster.start_sweeper("sweeper-b")
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 
@@ -31,10 +29,9 @@ import pytest
 
 from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.states import TaskStatus
-from tests.deploy.support import TOKEN, TOKENS, http
-from tests.e2e.test_freeze_windows import _answers, baton, stream_events
-from tests.support.cluster import REPO, Cluster, commits, wait_until
-from tests.support.ports import free_port
+from tests.deploy.support import TOKEN, http
+from tests.support.cluster import Cluster, commits, wait_until
+from tests.support.oss_deployment import baton, oss_deployment, stream_events
 from tests.support.test_store import cluster_mongo_url
 from common.store.items_open import open_item_store_for
 
@@ -68,30 +65,13 @@ task_types:
 @pytest.fixture(scope="module", params=[True, False], ids=["item records", "inline items"])
 def deployment(rabbitmq_url, tmp_path_factory, request):
     records = request.param
-    cluster = Cluster(tmp_path_factory.mktemp("drain"), rabbitmq_url, FLOWS,
-                      extra_env={"BATON_API_TOKENS": TOKENS, "BATON_OSS_SWEEPER": "false",
-                                 "BATON_ITEM_RECORDS": "true" if records else "false"},
-                      mongo_url=cluster_mongo_url(request))  # fmt: skip
-    cluster.records = records
-    port = free_port()
-    log_path = cluster.workdir / "oss.log"
-    try:
-        with cluster.starting():  # side by side
-            cluster.start_module("resource", registry="tests.support.standin_commands:resource")
-            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-            cluster.start_sweeper()
-        with log_path.open("w") as log:
-            oss = subprocess.Popen([sys.executable, "-m", "oss", "oss", "--port", str(port)], cwd=REPO,
-                                   env=cluster.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _answers(f"{base}/readyz") or oss.poll() is not None, 60, "OSS ready")
-        assert oss.poll() is None, log_path.read_text()[-3000:]
-        yield cluster, base
-    finally:
-        if "oss" in locals() and oss.poll() is None:
-            oss.send_signal(signal.SIGTERM)
-            oss.wait(timeout=30)
-        cluster.stop_all()
+    with oss_deployment(tmp_path_factory.mktemp("drain"), rabbitmq_url, FLOWS,
+                        {"resource": "tests.support.standin_commands:resource",
+                         "mysql": "tests.support.standin_commands:mysql"},
+                        mongo_url=cluster_mongo_url(request),
+                        extra_env={"BATON_ITEM_RECORDS": "true" if records else "false"}) as deployed:  # fmt: skip
+        deployed[0].records = records
+        yield deployed
 
 
 def submit(base: str, **parameters) -> str:

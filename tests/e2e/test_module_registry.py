@@ -7,14 +7,13 @@ stored by the (real) monitor and visible through the API. A module stopped clean
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 
 import pytest
 
 from tests.deploy.support import TOKEN, TOKENS, http
 from tests.support.ports import free_port
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.cluster import Cluster, wait_until
+from tests.support.oss_deployment import answers
 
 THRESHOLD = 3.0
 FLOWS = """
@@ -38,30 +37,16 @@ def deployment(rabbitmq_url, tmp_path_factory):
         "BATON_API_TOKENS": TOKENS,
     })  # fmt: skip
     port = free_port()
-    log_path = cluster.workdir / "oss.log"
     try:
         with cluster.starting():  # side by side
             cluster.start_module("resource", registry="tests.support.standin_commands:resource")
             cluster.start_module("monitor")
-        with log_path.open("w") as log:
-            oss = subprocess.Popen([sys.executable, "-m", "oss", "oss", "--port", str(port)], cwd=REPO,
-                                   env=cluster.env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        oss = cluster.start_oss(port)  # after them: it warns of the modules not running at its start
         base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _answers(f"{base}/readyz") or oss.poll() is not None, 30, "OSS ready")
-        assert oss.poll() is None, log_path.read_text()[-3000:]
-        yield cluster, base, log_path
+        wait_until(lambda: answers(f"{base}/readyz"), 30, "OSS ready")
+        yield cluster, base, oss.log_path
     finally:
-        if "oss" in locals() and oss.poll() is None:
-            oss.send_signal(signal.SIGTERM)
-            oss.wait(timeout=30)
         cluster.stop_all()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return http("GET", url, token=None, timeout=2)[0] == 200
-    except OSError:
-        return False
 
 
 def test_a_typo_in_a_module_name_raises_one_alarm_and_the_task_says_why(deployment):

@@ -36,9 +36,10 @@ def cluster(rabbitmq_url: str, sandbox: Sandbox, tmp_path_factory: Any) -> Itera
     flows = (REPO / "flows.yaml").read_text()
     cluster = Cluster(tmp_path_factory.mktemp("mysql_cluster"), rabbitmq_url, flows, extra_env=sandbox.env())
     try:
-        for module in ("resource", "mysql", "monitor"):
-            cluster.start_module(module)
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            for module in ("resource", "mysql", "monitor"):
+                cluster.start_module(module)
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

@@ -36,9 +36,10 @@ def test_a_schedule_every_second_creates_one_task_per_tick_across_two_sweepers(r
     cluster = Cluster(tmp_path, rabbitmq_url, FLOWS)
     admin = ScheduleService.open(cluster.store_url, load_flows(cluster.flows_path))
     try:
-        cluster.start_module("monitor")
-        cluster.start_sweeper("sweeper-a")
-        cluster.start_sweeper("sweeper-b")
+        with cluster.starting():  # side by side
+            cluster.start_module("monitor")
+            cluster.start_sweeper("sweeper-a")
+        cluster.start_sweeper("sweeper-b")  # once sweeper-a is ready: the first to take the lock
         schedule = admin.create(name="pulse", task_type="heartbeat", parameters={},
                                 interval_seconds=1.0, overlap=Overlap.ALLOW)  # fmt: skip
         time.sleep(SECONDS / 2)

@@ -85,10 +85,11 @@ def cluster(db_server: SecantusServer, rabbitmq_url: str, tmp_path: Any) -> Any:
         inventory = open_inventory(cluster.store_url)
         inventory.add_host("host-1", Capacity(10_000, 10_000_000, 100_000), time.time())
         inventory.close()
-        cluster.start_module("resource")
-        cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
-        cluster.start_module("monitor")
-        cluster.start_sweeper()
+        with cluster.starting():  # side by side
+            cluster.start_module("resource")
+            cluster.start_module("mysql", registry="tests.support.standin_commands:mysql")
+            cluster.start_module("monitor")
+            cluster.start_sweeper()
         yield cluster
     finally:
         cluster.stop_all()

@@ -37,10 +37,10 @@ def test_refusals_exit_with_their_codes_and_say_why(tmp_path: Any) -> None:
     assert run(tmp_path, "add", "db-2", "--cpu", "-1", "--memory-mb", "1", "--storage-gb", "1").exit_code == 2
 
 
-def test_hosts_use_the_inventory_the_resource_module_uses(tmp_path: Any) -> None:
+def test_hosts_use_the_inventory_the_resource_module_uses(tmp_path: Any, monkeypatch: Any) -> None:
     """BATON_RESOURCE_INVENTORY_URL names the inventory of every surface, not only the module's."""
     from common.settings import load_settings
-    from modules.resource.inventory.factory import open_inventory
+    from modules.resource.inventory.factory import open_configured_inventory, open_inventory
 
     elsewhere = f"sqlite:///{tmp_path / 'inventory.db'}"
     env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_RESOURCE_INVENTORY_URL": elsewhere}
@@ -48,4 +48,6 @@ def test_hosts_use_the_inventory_the_resource_module_uses(tmp_path: Any) -> None
     assert added.exit_code == 0, added.output
     assert [h.name for h in open_inventory(elsewhere).list_hosts(0.0)] == ["db-9"]
     assert open_inventory(env["BATON_STORE_URL"]).list_hosts(0.0) == []
-    assert load_settings(resource_inventory_url=elsewhere).inventory_url == elsewhere  # the module's too
+    for key, value in env.items():  # what the module's commands and the reconciler open: the same
+        monkeypatch.setenv(key, value)
+    assert [h.name for h in open_configured_inventory(load_settings()).list_hosts(0.0)] == ["db-9"]

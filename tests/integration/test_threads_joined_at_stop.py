@@ -52,14 +52,15 @@ def ours(threads: set[threading.Thread]) -> list[str]:
     return sorted(t.name for t in threads if t.is_alive())
 
 
-def test_no_background_thread_outlives_the_stop_sequence(tmp_path, rabbitmq_url, sandbox) -> None:
+def test_no_background_thread_outlives_the_stop_sequence(tmp_path, rabbitmq_url, sandbox, monkeypatch) -> None:
     flows = tmp_path / "flows.yaml"
     flows.write_text(FLOWS)
     store_url = f"sqlite:///{tmp_path / 'baton.db'}"
+    monkeypatch.setenv("BATON_RESOURCE_CLAIM_RETENTION_DAYS", "1")  # the resource module's: its retention job runs too
     settings = load_oss_settings(
         store_url=store_url, broker_url=rabbitmq_url, flows_path=str(flows), api_tokens="ops:threads-test-token-1:operator",
         sweep_interval_seconds=0.05, relay_grace_seconds=0.1, reconcile_interval_seconds=0.05, reconcile_apply=True,
-        task_history_retention_days=1, resource_claim_retention_days=1, shutdown_grace_seconds=2,
+        task_history_retention_days=1, shutdown_grace_seconds=2,
         webhook_url=f"http://127.0.0.1:{free_port()}/hook", module_heartbeat_seconds=0.2, concurrency=2,
     )  # fmt: skip
     before = set(threading.enumerate())

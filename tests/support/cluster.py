@@ -91,6 +91,10 @@ class Cluster:
     def start_sweeper(self, name: str = "sweeper", **env: str) -> Proc:
         return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started")
 
+    def start_oss(self, port: int, name: str = "oss", **env: str) -> Proc:
+        """`baton oss`, the REST API, on `port`: ready once uvicorn listens (its own line)."""
+        return self._start(name, [sys.executable, "-m", "oss", "oss", "--port", str(port)], env, ready="Uvicorn running on")
+
     @contextlib.contextmanager
     def starting(self):
         """Processes started inside the block start side by side: the block returns once every

@@ -30,10 +30,11 @@ def test_claims_closed_longer_ago_than_the_retention_are_forgotten_hourly(tmp_pa
     job.close()
 
 
-def test_the_sweeper_runs_the_job_only_when_a_retention_is_set(tmp_path):
+def test_the_sweeper_runs_the_job_only_when_a_retention_is_set(tmp_path, monkeypatch):
     store_url = f"sqlite:///{tmp_path / 'baton.db'}"
     for days, expected in ((0, False), (30, True)):
-        settings = load_settings(store_url=store_url, resource_claim_retention_days=days)
+        monkeypatch.setenv("BATON_RESOURCE_CLAIM_RETENTION_DAYS", str(days))  # the resource module's setting
+        settings = load_settings(store_url=store_url)
         parts = build(settings)
         sweeper = build_sweeper(settings, parts.store, parts.broker, parts.service)
         assert any(isinstance(job, ClaimRetention) for job in sweeper._jobs) is expected

@@ -27,6 +27,24 @@ def test_the_resource_module_offers_its_inventory_and_its_indexes():
     assert set(indexes().specs) == {"inventory_hosts", "inventory_closed_claims", "inventory_releases"}
 
 
+def test_the_resource_module_offers_its_inventory_settings_read_from_baton_resource_variables(tmp_path, monkeypatch):
+    from common.settings import load_settings
+
+    load = module_hook("inventory_settings")
+    beside = f"sqlite:///{tmp_path / 'baton.db'}"
+    monkeypatch.setenv("BATON_STORE_URL", beside)
+    assert load().inventory_url_beside(beside) == beside and load().claim_retention_seconds == 0  # the defaults
+    module_hook("inventory").open_configured_inventory(load_settings()).add_host(
+        "db-1", module_hook("inventory").Capacity(1, 1, 1), 0.0
+    )  # beside the tasks
+    elsewhere = f"sqlite:///{tmp_path / 'inventory.db'}"
+    monkeypatch.setenv("BATON_RESOURCE_INVENTORY_URL", elsewhere)
+    monkeypatch.setenv("BATON_RESOURCE_CLAIM_RETENTION_DAYS", "2")
+    assert load().inventory_url_beside(beside) == elsewhere and load().claim_retention_seconds == 2 * 86400
+    assert module_hook("inventory").open_configured_inventory(load_settings()).list_hosts(0.0) == []
+    assert [h.name for h in module_hook("inventory").open_inventory(beside).list_hosts(0.0)] == ["db-1"]
+
+
 def test_the_index_catalog_holds_the_stores_and_the_modules_collections():
     known = mongo_indexes.catalog()
     assert {"tasks", "task_items", "inventory_hosts", "inventory_closed_claims"} <= set(known.specs)

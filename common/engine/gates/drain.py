@@ -17,8 +17,8 @@ from collections.abc import Iterable
 
 from common.engine.codes import WaitKind
 from common.engine.document import Run, StepMessage, Task, WaitCondition
-from common.engine.states import FINAL_STATUSES, RunState
-from common.engine.units import Refusal, Timing, drop_outbox, record
+from common.engine.states import RunState
+from common.engine.units import Refusal, Timing, delivered_run, drop_outbox, record
 
 WAIT_DRAIN = WaitKind.DRAIN
 # How soon the sweeper re-publishes a held run: a module's steps go at most this long (plus the
@@ -32,11 +32,9 @@ def drain_hold(task: Task, message: StepMessage, module: str, actor: str, reason
 
     The first hold of a run records `waiting_for_drain` naming who drained the module and why;
     later ones (each sweeper re-publication) only push the run's deadline out."""
-    if task.TaskStatus in FINAL_STATUSES:
-        return Refusal(f"task is {task.TaskStatus.name}, nothing to run")
-    found = task.run(message.DispatchId)
-    if found is None:
-        return Refusal("stale dispatch: the task has moved on")
+    found = delivered_run(task, message)
+    if isinstance(found, Refusal):
+        return found
     if found.State is not RunState.PENDING:
         return Refusal(f"run is {found.State.value}")
     new = task.clone()

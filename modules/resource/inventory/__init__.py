@@ -5,7 +5,7 @@ never by an import, and read its names from what the hook returns: this package.
 
 from __future__ import annotations
 
-from modules.resource.inventory.factory import open_inventory
+from modules.resource.inventory.factory import open_configured_inventory, open_inventory
 from modules.resource.inventory.port import (
     Capacity,
     Claim,
@@ -27,5 +27,5 @@ from modules.resource.inventory.rules import HOST_NAME
 __all__ = [
     "HOST_NAME", "Capacity", "Claim", "ClaimClosed", "ClaimState", "Host", "HostConflict", "HostState",
     "InvalidInventoryInput", "Inventory", "InventoryError", "KeyReused", "NoCapacity", "UnknownClaim",
-    "UnknownHost", "open_inventory",
+    "UnknownHost", "open_configured_inventory", "open_inventory",
 ]
