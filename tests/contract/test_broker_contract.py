@@ -101,8 +101,8 @@ def test_ack_from_a_worker_thread(broker: Broker, queue: str) -> None:
 
     def ack_on_a_thread(delivery: Delivery) -> None:
         acker = threading.Thread(target=delivery.ack)
-        ackers.append(acker)
         acker.start()
+        ackers.append(acker)  # once started: a thread is joined only after its start
 
     received = Collector(settle=ack_on_a_thread)
     subscription = broker.subscribe(queue, received, prefetch=4)
