@@ -71,11 +71,3 @@ async def await_confirm(ctx: CommandContext) -> dict:
 @fleet.command()
 async def await_undo(ctx: CommandContext) -> dict:
     return await _await_then_note(ctx, "undo")
-
-
-def read_ledger(path) -> list[dict]:
-    try:
-        with open(path) as lines:
-            return [json.loads(line) for line in lines if line.strip()]
-    except FileNotFoundError:
-        return []

@@ -53,7 +53,7 @@ class LedgerReport:
 
 def check_ledger(tasks: Iterable[Task], ledger: Iterable[dict]) -> LedgerReport:
     """`tasks`: the run's tasks with their items inline (tests.support.item_view.with_items).
-    `ledger`: the lines of the fleet module's ledger (fleet_commands.read_ledger)."""
+    `ledger`: the lines of the fleet module's ledger (tests.support.ledger_commands.read_ledger)."""
     lines: dict[str, dict[Unit, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for line in ledger:
         lines[line["task"]][(line["cursor"], line["item"])][line["op"]].append(line["time"])

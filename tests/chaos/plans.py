@@ -31,7 +31,7 @@ defaults:
 task_types:
   chaos_demo:
     description: the demo flow (three no-op steps, one per module, each with a rollback)
-    steps:
+    steps: &demo_steps
       - name: demo_a
         normal:   {module: resource, command: noop, retry: 3}
         rollback: {module: resource, command: noop_rollback, retry: 1}
@@ -98,16 +98,7 @@ task_types:
     parameters:
       plan: {type: string}
       pool: {type: string, required: true}
-    steps:
-      - name: demo_a
-        normal:   {module: resource, command: noop, retry: 3}
-        rollback: {module: resource, command: noop_rollback, retry: 1}
-      - name: demo_b
-        normal:   {module: mysql, command: noop, retry: 2}
-        rollback: {module: mysql, command: noop_rollback, retry: 1}
-      - name: demo_c
-        normal:   {module: monitor, command: noop, retry: 1}
-        rollback: {module: monitor, command: noop_rollback, retry: 2}
+    steps: *demo_steps  # the chaos_demo steps
   chaos_fleet:
     description: a for_each over many nodes (items in records) between two steps, on the fleet module
     parameters:

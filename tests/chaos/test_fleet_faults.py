@@ -25,7 +25,7 @@ import pytest
 
 from common.engine.states import FINAL_STATUSES, Phase, TaskStatus
 from tests.chaos.evidence import assert_clean
-from tests.chaos.fleet_commands import read_ledger
+from tests.support.ledger_commands import read_ledger
 from tests.chaos.harness import ChaosCluster, Supervisor
 from tests.chaos.ledger_checks import check_ledger
 from tests.chaos.plans import FULL, scale

@@ -23,13 +23,12 @@ import concurrent.futures
 import json
 import signal
 import time
-import urllib.request
 
 import pytest
 
 from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.states import TaskStatus
-from tests.deploy.support import TOKEN, http
+from tests.deploy.support import http
 from tests.support.cluster import Cluster, commits, wait_until
 from tests.support.oss_deployment import baton, oss_deployment, stream_events
 from tests.support.test_store import cluster_mongo_url
@@ -232,19 +231,8 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
 
 def stream_until_drain(base: str, task_id: str) -> list[tuple[str, dict]]:
     """The task's event stream up to the first `task` event that shows a drain (or its end)."""
-    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout=60",
-                                     headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
-    events, kind = [], ""
-    with urllib.request.urlopen(request, timeout=90) as answer:
-        for raw in answer:
-            line = raw.decode().rstrip("\n")
-            if line.startswith("event: "):
-                kind = line[len("event: "):]
-            elif line.startswith("data: "):
-                events.append((kind, json.loads(line[len("data: "):])))
-                if kind == "task" and (events[-1][1].get("WaitingFor") or {}).get("Kind") == "drain":
-                    break
-    return events
+    return stream_events(base, task_id, seconds=60,
+                         until=lambda kind, data: kind == "task" and (data.get("WaitingFor") or {}).get("Kind") == "drain")
 
 
 def item_records(cluster: Cluster, task_id: str) -> list:

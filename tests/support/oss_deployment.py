@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from tests.deploy.support import TOKEN, TOKENS, http
@@ -57,16 +57,20 @@ def baton(cluster: Cluster, *args: str, flows: str | None = None) -> subprocess.
                           text=True, timeout=120)  # fmt: skip
 
 
-def stream_events(base: str, task_id: str) -> list[tuple[str, dict]]:
-    """The task's event stream, for a second (it ends with `timeout` while the task waits)."""
-    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout=1",
+def stream_events(base: str, task_id: str, *, seconds: float = 1,
+                  until: Callable[[str, dict], bool] | None = None) -> list[tuple[str, dict]]:
+    """The task's event stream for `seconds` (it ends with `timeout` while the task waits), or
+    up to the first event `until` accepts."""
+    request = urllib.request.Request(f"{base}/api/v1/tasks/{task_id}/events?timeout={seconds:g}",
                                      headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
     events, kind = [], ""
-    with urllib.request.urlopen(request, timeout=30) as answer:
+    with urllib.request.urlopen(request, timeout=seconds + 30) as answer:
         for raw in answer:
             line = raw.decode().rstrip("\n")
             if line.startswith("event: "):
                 kind = line[len("event: "):]
             elif line.startswith("data: "):
                 events.append((kind, json.loads(line[len("data: "):])))
+                if until is not None and until(*events[-1]):
+                    break
     return events
