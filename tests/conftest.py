@@ -83,6 +83,21 @@ def _logging_as_it_was():
     structlog.configure(**before)
 
 
+@pytest.fixture(autouse=True)
+def _item_records_as_by_default(request):
+    """Every test starts with for_each items kept in records, the engine's default, whatever ran
+    before it on the same worker: a CLI command or the embedded service run in-process wires the
+    process-wide choice from BATON_ITEM_RECORDS (fan_out.wire_records), and the console tier's
+    live service keeps items inline for its whole session. The choice is put back afterwards."""
+    from common.engine.kinds import fan_out
+
+    before = fan_out.RECORDS_ENABLED
+    if "console" not in request.node.path.parts:  # the console's session keeps its own choice
+        fan_out.RECORDS_ENABLED = True
+    yield
+    fan_out.RECORDS_ENABLED = before
+
+
 @pytest.fixture
 def inline_items(monkeypatch):
     """for_each steps opened in this test keep their items inline in the task document, as a

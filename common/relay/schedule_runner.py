@@ -19,6 +19,7 @@ from common.reserved import SCHEDULE_LABEL
 from common.scheduling import OverlapDecision, Schedule, overlap_decision, plan_ticks, tick_key
 from common.engine.states import FINAL_STATUSES
 from common.store.port import TaskStore
+from common.store.retry import compare_and_set_loop
 from common.store.schedules_port import ScheduleStore
 
 log = structlog.get_logger(__name__)
@@ -35,6 +36,28 @@ class ScheduleReport:
     created: int = 0
     skipped: int = 0
     failed: int = 0
+
+
+def ticks_recorded(current: Schedule, decided: Schedule, skipped: int,
+                   fired: list[tuple[float, str]]) -> Schedule | None:
+    """The schedule changed while its ticks ran (paused, edited, or handled by another sweeper):
+    what this round did (`decided`, with `skipped` ticks and the tasks `fired`), recorded on the
+    schedule as it now is; None when another writer already recorded these ticks. A pause must
+    not lose the count of a task its tick created; a second sweeper's ticks (the same tasks, by
+    their keys) must not count twice."""
+    new_fires = [(tick, task_id) for tick, task_id in fired if current.LastTickAt is None or tick > current.LastTickAt]
+    passed_over = current.NextAt < decided.NextAt  # nobody else has moved past this round's ticks
+    if not new_fires and not passed_over:
+        return None
+    merged = current.model_copy(deep=True)
+    merged.Fired += len(new_fires)
+    if new_fires:
+        merged.LastTickAt, merged.LastTaskId = new_fires[-1]
+    if passed_over:
+        merged.Skipped += skipped
+        merged.NextAt = decided.NextAt  # a resume starts after its own now either way
+        merged.LastError = decided.LastError
+    return merged
 
 
 class ScheduleRunner:
@@ -73,6 +96,7 @@ class ScheduleRunner:
         new.Skipped += plan.dropped
         report.skipped += plan.dropped
         new.NextAt = plan.next_at
+        fired: list[tuple[float, str]] = []
         for tick in plan.fire:
             decision = overlap_decision(schedule.Overlap, self._previous_running(new))
             if decision is OverlapDecision.WAIT:
@@ -91,12 +115,17 @@ class ScheduleRunner:
                 continue
             new.LastTickAt, new.LastTaskId, new.LastError = tick, task.TaskId, ""
             new.Fired += 1
+            fired.append((tick, task.TaskId))
             report.created += 1
-        new.Version = schedule.Version + 1
-        if not self._schedules.compare_and_set(new, schedule.Version):
-            # Paused, deleted or handled by another sweeper meanwhile: the tasks created above
-            # are the ticks' own (idempotency keys), so the next round creates nothing twice.
-            log.info("schedule changed while its ticks ran; re-read next round", schedule=schedule.Name)
+
+        def change(current: Schedule) -> Schedule | None:
+            if current.Version == schedule.Version:
+                return new
+            return ticks_recorded(current, new, new.Skipped - schedule.Skipped, fired)
+
+        read = lambda: self._schedules.get(schedule.ScheduleId)  # noqa: E731
+        compare_and_set_loop(schedule, read=read, change=change, write=self._schedules.compare_and_set,
+                             what=f"schedule {schedule.Name}")  # fmt: skip
 
     def _create(self, schedule: Schedule, tick: float) -> Task | None:
         try:

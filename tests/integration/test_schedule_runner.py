@@ -189,6 +189,25 @@ def test_a_schedule_that_cannot_create_its_task_says_why_and_the_others_go_on(wo
     assert len(world.created("fine")) == 1
 
 
+def test_a_pause_while_a_tick_creates_its_task_keeps_the_pause_and_counts_the_task(world: World) -> None:
+    """The schedule's compare-and-set loses to the pause; what the round did is recorded on the
+    paused schedule, not dropped (the task exists: its tick counts as fired)."""
+    world.add(overlap=Overlap.ALLOW)
+
+    def submit_while_paused(*args: Any, **options: Any) -> Any:
+        world.admin.pause("backups")  # an operator, between the task's creation and the count
+        return world.service.submit(*args, **options)
+
+    racing = ScheduleRunner(world.schedules, world.tasks, submit_while_paused, GRACE)
+    racing.run_due(T0 + 10)
+    [task] = world.created()
+    after = world.admin.get("backups")
+    assert after.Paused
+    assert (after.Fired, after.LastTaskId, after.LastTickAt, after.NextAt) == (1, task.TaskId, T0 + 10, T0 + 20)
+    world.tick(T0 + 30)  # paused: no tick runs
+    assert len(world.created()) == 1
+
+
 def test_paused_schedules_do_not_tick_and_resume_skips_what_passed(world: World) -> None:
     world.add(overlap=Overlap.ALLOW)
     world.admin.pause("backups")
