@@ -22,9 +22,11 @@ except ImportError:  # pragma: no cover - the package is in requirements.lock
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory) -> Iterator[LiveConsole]:
-    # The console draws each item of a for_each step from the task's inline items; its views of
-    # items kept in records (counts, paged items) are not built yet, so the served OSS opens
-    # for_each steps with their items inline, as a task stored before records has them.
+    # Most of these tests check what the console draws per item of a for_each step (the graph's
+    # marks, the timeline) from a task's inline items, so the served OSS opens for_each steps
+    # with their items inline; the views of items kept in records (counts, paged items) are
+    # tested on tasks built that way (test_browser_items.py). This choice is the process's
+    # for the whole session: tests/conftest.py gives every test of the other tiers the default.
     from common.engine.kinds import fan_out
 
     with pytest.MonkeyPatch.context() as patch:
