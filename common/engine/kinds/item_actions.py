@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from common.engine.document import HistoryEvent, Task
 from common.engine.item_record import OWES_ROLLBACK_SUCCESSOR, OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
-from common.engine.kinds.item_changes import ITEM_HISTORY_LIMIT, copy_record, dispatch_item, set_item_state, with_owed
+from common.engine.kinds.item_changes import (
+    ITEM_HISTORY_LIMIT, copy_record, dispatch_item, set_item_state, with_owed, withdrawn,
+)
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.engine.units import AttemptResult, IdFactory, Refusal, Timing, publish_entry, reset_rollback, store_result
 from common.engine.units import record as task_event
@@ -27,9 +29,7 @@ def skip_item(record: ItemRecord, task: Task, actor: str, reason: str, timing: T
     if not failing or run is None or run.Phase is not Phase.NORMAL:
         return Refusal(f"{name} is {record.State.value} and has not failed an attempt: "
                        "only an item that keeps failing can be skipped")  # fmt: skip
-    new = copy_record(record)
-    new.Run = None
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    new = withdrawn(record, run.DispatchId)
     set_item_state(new, StepState.OPERATOR_SKIPPED)
     new.Message, new.TimeEnd, new.WaitingSince = f"skipped by {actor}: {reason}", timing.now, None
     new.Owes = with_owed(with_owed(new.Owes, OWES_SUCCESSOR), OWES_SETTLED)
@@ -45,9 +45,7 @@ def stop_item(record: ItemRecord, actor: str, reason: str, timing: Timing) -> It
     run = record.Run
     if run is None or run.Phase is not Phase.NORMAL or run.State is not RunState.RUNNING:
         return Refusal("no claimed normal run to stop")
-    new = copy_record(record)
-    new.Run = None
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    new = withdrawn(record, run.DispatchId)
     store_result(new, Phase.NORMAL, AttemptResult(ResultCode.FAILED, "stopped by a cancel"), timing.now)
     set_item_state(new, StepState.FAILED)
     new.WaitingSince = None

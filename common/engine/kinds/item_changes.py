@@ -83,7 +83,7 @@ def claim_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, tim
     assert run is not None
     move_run(run, RunState.RUNNING)
     run.Owner, run.Deadline = owner, timing.now + timing.lease
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
+    drop_record_outbox(new, dispatch_id)
     if run.Phase is Phase.NORMAL:
         new.Attempts, new.TimeStart = run.Attempt, new.TimeStart or timing.now
     else:
@@ -182,9 +182,7 @@ def cancel_item(record: ItemRecord, task: Task, timing: Timing) -> ItemRecord | 
     run = record.Run
     if run is None or run.Phase is not Phase.NORMAL or run.State is not RunState.PENDING:
         return Refusal("nothing unclaimed to cancel")
-    new = copy_record(record)
-    new.Run = None
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    new = withdrawn(record, run.DispatchId)
     if run.Attempt == 1 and new.WaitingSince is None:
         set_item_state(new, StepState.CANCELLED)
     else:
@@ -217,9 +215,7 @@ def withdraw_unpublished(record: ItemRecord, dispatch_id: str) -> ItemRecord | R
     run = record.Run
     if run is None or run.DispatchId != dispatch_id or run.State is not RunState.PENDING:
         return Refusal("the dispatch was claimed or has moved on")
-    new = copy_record(record)
-    new.Run = None
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != dispatch_id]
+    new = withdrawn(record, dispatch_id)
     if run.Phase is Phase.NORMAL:
         new.State, new.Open = StepState.WAITING, True
     else:
@@ -250,7 +246,7 @@ def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timi
     step = task.Steps[new.Cursor]
     normal = run.Phase is Phase.NORMAL
     new.Run = None
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    drop_record_outbox(new, run.DispatchId)
     verified = note_verdict(new, run.Phase, result)
     if verified is not None:
         _event(new, timing.now, "verified", run, actor, verified)
@@ -322,3 +318,17 @@ def _event(record: ItemRecord, now: float, event: str, run: Run, actor: str, mes
 def copy_record(record: ItemRecord) -> ItemRecord:
     """A deep copy to change: a change returns a new record, as the engine returns a new task."""
     return ItemRecord.model_validate(record.model_dump())
+
+
+def drop_record_outbox(record: ItemRecord, dispatch_id: str) -> None:
+    """In place: the record's outbox entry of that dispatch is owed no more (units.drop_outbox
+    does the same for a task's own runs)."""
+    record.Outbox = [e for e in record.Outbox if e.DispatchId != dispatch_id]
+
+
+def withdrawn(record: ItemRecord, dispatch_id: str) -> ItemRecord:
+    """A copy of the record whose run is taken away, with the outbox entry that run was owed."""
+    new = copy_record(record)
+    new.Run = None
+    drop_record_outbox(new, dispatch_id)
+    return new

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from common.engine.document import HistoryEvent, Run, StepMessage, Task
 from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
 from common.engine.item_record import ItemRecord
-from common.engine.kinds.item_changes import ITEM_HISTORY_LIMIT, copy_record
+from common.engine.kinds.item_changes import ITEM_HISTORY_LIMIT, copy_record, drop_record_outbox
 from common.engine.states import FINAL_STATUSES, RunState
 from common.engine.units import Refusal, Timing
 
@@ -43,7 +43,7 @@ def hold_item(record: ItemRecord, task: Task, message: StepMessage, module: str,
     assert run is not None
     # Delivered: its outbox entry is owed no more (a claim drops it the same way); the sweep's
     # re-publication adds it back.
-    new.Outbox = [e for e in new.Outbox if e.DispatchId != run.DispatchId]
+    drop_record_outbox(new, run.DispatchId)
     run.Deadline = timing.now + DRAIN_RECHECK_SECONDS
     if run.HeldBy is None:
         run.HeldBy, run.HeldSince = module, timing.now
