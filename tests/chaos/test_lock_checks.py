@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import itertools
 
-from common.engine.document import StepMessage, Task
+from common.engine.document import Task
 from common.engine.gates.lock_transitions import lock_granted
 from common.engine.states import Phase, ResultCode, TaskStatus
 from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.engine.units import step_message
 from tests.chaos.lock_checks import lock_violations, most_at_once
 from tests.support.builders import counter_ids, make_step
 
@@ -27,11 +28,7 @@ def held_from(task: Task, granted_at: float, fail: bool = False, rollback_fails:
     clock = itertools.count(granted_at + 1)
     while task.Runs:
         run = task.Runs[0]
-        step = task.Steps[run.Cursor]
-        message = StepMessage(TaskId=task.TaskId, Cursor=run.Cursor, Type=run.Phase, Module="mod",
-                              Command=step.command(run.Phase), Timeout=5, Retry=0, DispatchId=run.DispatchId,
-                              Attempt=run.Attempt)
-        task = claim(task, message, "w", Timing(float(next(clock))))
+        task = claim(task, step_message(task, run), "w", Timing(float(next(clock))))
         fails = (run.Phase is Phase.NORMAL and run.Cursor == 1 and fail) or (run.Phase is Phase.ROLLBACK and rollback_fails)
         result = AttemptResult(ResultCode.FAILED, "boom", retryable=False) if fails else AttemptResult(ResultCode.OK)
         task = finish_attempt(task, run.DispatchId, "w", result, Timing(float(next(clock))), IDS)

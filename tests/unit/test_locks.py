@@ -10,10 +10,10 @@ from common.engine.gates.locks import (
     render_key, stale_member, template_fields,
 )
 from common.engine.gates.lock_transitions import lock_granted
-from common.engine.document import StepMessage
 from common.engine.operator.actions import cancel, compensate, retry
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from common.engine.units import step_message
 from tests.support.builders import counter_ids, make_step
 
 IDS = counter_ids("l")
@@ -88,11 +88,7 @@ def test_a_task_with_a_lock_waits_visibly_and_dispatches_nothing_until_granted()
 def run_to_end(task, fail_at: int | None = None, rollback_fails: bool = False):
     while task.Runs:
         run = task.Runs[0]
-        step = task.Steps[run.Cursor]
-        message = StepMessage(TaskId=task.TaskId, Cursor=run.Cursor, Type=run.Phase, Module="mod",
-                              Command=step.command(run.Phase), Timeout=5, Retry=0, DispatchId=run.DispatchId,
-                              Attempt=run.Attempt)
-        task = claim(task, message, "w", Timing(110.0))
+        task = claim(task, step_message(task, run), "w", Timing(110.0))
         fails = (run.Phase is Phase.NORMAL and run.Cursor == fail_at) or (run.Phase is Phase.ROLLBACK and rollback_fails)
         result = AttemptResult(ResultCode.FAILED, "boom", retryable=False) if fails else AttemptResult(ResultCode.OK)
         task = finish_attempt(task, run.DispatchId, "w", result, Timing(111.0), IDS)
