@@ -315,3 +315,15 @@ def test_search_by_task_id_or_text_with_counts_per_status(page, live, tasks):
     expect(page.locator("tr.task-row .badge").first).to_have_text(re.compile("rolled back"))
     save_screenshot(page, page.shots, "op-search")
     assert_clean(page)
+
+
+def test_a_task_shows_the_version_of_the_flow_it_runs(page, live, tasks):
+    """The content hash of its task type's definition, and the flows.yaml `version:` when given."""
+    task = live.store.get(tasks["ok"])
+    assert task is not None and task.FlowHash
+    sign_in(page, at=f"/console/#/task/{tasks['ok']}")
+    fact = page.locator(".task-head dl.facts > div", has=page.locator("dt", has_text="Flow version"))
+    expect(fact.locator("dd")).to_contain_text(task.FlowHash)
+    if task.FlowVersion:
+        expect(fact.locator("dd")).to_contain_text(task.FlowVersion)
+    assert_clean(page)
