@@ -38,7 +38,8 @@ from tests.support.cluster import wait_until
 load_all_checks()
 ALL_CHECKS = [CHECKS.get_one(name) for name in CHECKS.get_all_names()]
 ROLES = {"operator": OPERATOR, "submit": SUBMITTER, "read": READER}
-EXAMPLES_PER_OPERATION = 15
+# Examples per operation, role and mode: `make test` runs a quick pass, the soak tier a deep one.
+QUICK_EXAMPLES, DEEP_EXAMPLES = 6, 30
 CLI_EXAMPLES = 15
 KNOWN: dict[str, list[str]] = {}
 CLI_CONFIG = Path(__file__).with_name("schemathesis.toml")
@@ -76,16 +77,20 @@ def test_the_schema_publishes_each_task_types_parameters(api_schema: schemathesi
     assert create_db["parameters"]["properties"]["admin_password"]["writeOnly"] is True
 
 
+@pytest.mark.parametrize("examples", [
+    pytest.param(QUICK_EXAMPLES, id="quick"), pytest.param(DEEP_EXAMPLES, id="deep", marks=pytest.mark.soak),
+])
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 @pytest.mark.parametrize("role", list(ROLES))
-def test_every_operation_passes_every_check(api_schema: schemathesis.BaseSchema, role: str, mode: GenerationMode) -> None:
+def test_every_operation_passes_every_check(api_schema: schemathesis.BaseSchema, role: str, mode: GenerationMode,
+                                            examples: int) -> None:
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 14
     for operation in operations:
 
         @given(case=operation.as_strategy(generation_mode=mode), pick=st.data())
         @settings(
-            max_examples=EXAMPLES_PER_OPERATION,
+            max_examples=examples,
             deadline=None,
             suppress_health_check=list(HealthCheck),
             derandomize=True,  # the same examples every run: a failure is reproducible
