@@ -79,7 +79,8 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
             jobs.append(ClaimRetention(inventory, resource.claim_retention_seconds))
     if settings.task_history_retention_days > 0:
         jobs.append(HistoryRetention(store, settings.task_history_retention_days * 86400))
-    return Sweeper(store, broker, config, jobs=jobs, webhooks=WebhookDeliverer(store, webhook_config(settings)))
+    return Sweeper(store, broker, config, jobs=jobs, webhooks=WebhookDeliverer(store, webhook_config(settings)),
+                   on_unclaimed_items=unserved.note_unclaimed_items)
 
 
 def webhook_config(settings: Settings) -> WebhookConfig:

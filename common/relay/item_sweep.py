@@ -75,6 +75,8 @@ class ItemSweep:
         if changed is None:
             return
         note_expired(report, record.TaskId, run)
+        if run.State is RunState.PENDING and run.HeldBy is None and changed.Run is not None:
+            report.unclaimed_items.append((task, changed.Run))
         self._publisher.item_outbox.flush(changed)
         self._publisher.items.apply_owes(changed)
 

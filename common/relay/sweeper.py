@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import structlog
@@ -30,7 +30,7 @@ from common.broker.port import Broker
 from common.errors import BatonError, BrokerError, StoreError
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
-from common.engine.document import Task
+from common.engine.document import Run, Task
 from common.relay.outbox import OutboxPublisher
 from common.engine.states import FINAL_STATUSES, RunState
 from common.store.mutate import mutate
@@ -70,6 +70,10 @@ class SweepReport:
     leases_lapsed: int = 0
     redispatched: int = 0
     relayed: int = 0
+    # Runs of items kept in records that the round published again because nobody claimed them:
+    # the unserved-queue watch sees these (an index of every record's pending runs would cost
+    # each round what the task document's own runs cost once).
+    unclaimed_items: list[tuple[Task, Run]] = field(default_factory=list)
 
 
 class Sweeper:
@@ -84,9 +88,11 @@ class Sweeper:
         metrics: RuntimeMetrics | None = None,
         jobs: Sequence[Job] = (),
         webhooks: WebhookDeliverer | None = None,
+        on_unclaimed_items: Callable[[list[tuple[Task, Run]]], None] | None = None,
     ):
         self.metrics = metrics or RuntimeMetrics()
         self._jobs = tuple(jobs)
+        self._on_unclaimed_items = on_unclaimed_items
         self._store = store
         self._config = config
         self._clock = clock
@@ -108,6 +114,8 @@ class Sweeper:
         for task in self._store.unsent_outbox(self._clock() - self._config.relay_grace, BATCH):
             self._one(self._relay, task, report)
         self._item_records.sweep(now, self._clock() - self._config.relay_grace, report)
+        if self._on_unclaimed_items is not None:
+            self._on_unclaimed_items(report.unclaimed_items)
         for job in self._jobs:
             try:
                 job(self._clock())

@@ -45,15 +45,18 @@ def pending_runs(task: Task, due_before: float | None = None, item_runs: Iterabl
     return sorted(runs, key=lambda r: r.Since or 0.0)
 
 
-def unserved(waiting: Iterable[Task], live: Iterable[str], due_before: float) -> dict[str, list[tuple[Task, Run]]]:
-    """module -> its waiting runs (longest waiting first), for modules with no live process."""
+def unserved(waiting: Iterable[Task], live: Iterable[str], due_before: float,
+             item_runs: Iterable[tuple[Task, Run]] = ()) -> dict[str, list[tuple[Task, Run]]]:
+    """module -> its waiting runs (longest waiting first), for modules with no live process.
+    `item_runs`: runs of items kept in records, each with its task, found waiting elsewhere."""
     serving = set(live)
     groups: dict[str, list[tuple[Task, Run]]] = {}
-    for task in waiting:
-        for run in pending_runs(task, due_before):
-            module = run_module(task, run)
-            if module not in serving:
-                groups.setdefault(module, []).append((task, run))
+    found = [(task, run) for task in waiting for run in pending_runs(task, due_before)]
+    found += [(task, run) for task, run in item_runs if run.Since is not None and run.Since <= due_before]
+    for task, run in found:
+        module = run_module(task, run)
+        if module not in serving:
+            groups.setdefault(module, []).append((task, run))
     return {m: sorted(entries, key=lambda e: e[1].Since or 0.0) for m, entries in groups.items()}
 
 
@@ -95,15 +98,25 @@ class UnservedWatch:
         self._store, self._registry, self._broker = store, registry, broker
         self._threshold, self._ttl = threshold, module_ttl
         self._drains = drains
+        self._item_runs: list[tuple[Task, Run]] = []
+
+    def note_unclaimed_items(self, runs: list[tuple[Task, Run]]) -> None:
+        """The runs of items kept in records that the sweeper's round found unclaimed and
+        published again (common.relay.item_sweep): looked at by the next call, then forgotten.
+        Such a run is seen again at each of its redeliveries, so an item waiting on a queue
+        nobody serves raises the alarm at its first redelivery past the threshold."""
+        self._item_runs = list(runs)
 
     def __call__(self, now: float) -> list[Alarm]:
         """Raise the alarms due now; returns them (already open ones excepted)."""
         waiting = self._store.waiting_unclaimed(now - self._threshold, BATCH)
-        if not waiting:
+        item_runs, self._item_runs = self._item_runs, []
+        if not waiting and not item_runs:
             return []
         live = live_modules(self._registry.registrations(), now, self._ttl)
         drained = {d.Module for d in self._drains.drains() if d.Drained} if self._drains is not None else set()
-        groups = {m: e for m, e in unserved(waiting, live, now - self._threshold).items() if m not in drained}
+        groups = {m: e for m, e in unserved(waiting, live, now - self._threshold, item_runs).items()
+                  if m not in drained}
         if not groups:
             return []
         open_alarms = self._store.list_alarms(acknowledged=False, limit=BATCH)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 
 from common.engine.document import Alarm
+from common.engine.states import Phase
 from common.queues import ALARM_QUEUE
 from common.store.drains_sqlite import SqliteModuleDrains
 from common.store.modules_port import ModuleRegistration
 from common.store.modules_sqlite import SqliteModuleRegistry
+from common.relay.sweeper import SweepConfig, Sweeper
 from common.relay.unserved import UnservedWatch
 from tests.api.support import READER, auth
+from tests.api.test_step_items import run_fan_out
 
 
 def announce(api, module: str, worker: str, age: float = 0.0, commands=("noop", "noop_rollback")) -> None:
@@ -78,3 +81,25 @@ def test_the_alarm_goes_through_the_monitor_when_it_is_live(api):
     message = api.broker._pop(ALARM_QUEUE)  # what the monitor would consume
     assert message is not None and Alarm.model_validate_json(message.body) == alarm
     assert api.store.list_alarms() == []  # the monitor stores it (and sends the webhook)
+
+
+def test_items_kept_in_records_waiting_on_a_queue_nobody_serves_raise_the_alarm(api, monkeypatch):
+    """The runs of a records step's items are not in the task document: the sweeper sees them
+    when it publishes them again, and the watch raises the queue's alarm at that round."""
+    simulator = run_fan_out(api, "fleet-1", True, monkeypatch, steps=3)  # step a done: 4 items dispatched
+    module = api.store.get("fleet-1").Steps[1].module(Phase.NORMAL)
+    assert module not in {"resource", "monitor"}
+    sweeper_watch = watch(api, threshold=60)
+    sweeper = Sweeper(api.store, api.broker, SweepConfig(lease=30, redeliver_after=60, relay_grace=5, interval=1),
+                      on_unclaimed_items=sweeper_watch.note_unclaimed_items, jobs=[sweeper_watch])
+    try:
+        report = sweeper.sweep_once()  # the task's clock is long past: every item's dispatch is due again
+        assert report.redispatched == 4 and len(report.unclaimed_items) == 4  # max_parallel 4
+        (alarm,) = api.store.list_alarms()
+        assert alarm.Kind == "no_live_module" and alarm.Module == module and alarm.TaskId == "fleet-1"
+        assert f"no live module serves queue {module}: 4 step(s) waiting" in alarm.Message
+        assert sweeper.sweep_once().unclaimed_items == []  # backing off: not published again yet
+        assert api.store.list_alarms() == [alarm]
+    finally:
+        sweeper.close()
+        simulator.items.close()
