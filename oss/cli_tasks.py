@@ -290,31 +290,62 @@ def _watch_stream(api_url: str, token: str, task_id: str, as_json: bool) -> None
 def follow(store: TaskStore, task_id: str, quiet: bool = False, as_json: bool = False,
            poll: float = 0.1) -> Task:  # fmt: skip
     """Print each history event as it happens until the task has ended, and the branches in
-    flight whenever they change."""
+    flight and what the task waits for whenever they change (its items kept in records
+    included: a drain holds those on their records, not in the task)."""
     from common.engine.history import since
     from common.masking import masked_task
     from common.engine.states import FINAL_STATUSES
-    from oss.render import branches_line, event_line
+    from oss.render import branches_line, event_line, waiting_line
 
-    seen, shown_branches = 0, ""
-    while True:
-        task = store.get(task_id)
-        assert task is not None  # tasks are never deleted
-        shown = masked_task(since(store, task, seen))
-        if not quiet:
-            for event in shown.History:
-                if as_json:
-                    click.echo(json.dumps({"TaskId": task_id, **event.model_dump(mode="json")}))
-                else:
-                    click.echo(event_line(shown, event))
-            branches = branches_line(shown)
-            if not as_json and branches and branches != shown_branches:
-                click.echo(branches)
-            shown_branches = branches
-        seen = task.history_count
-        if task.TaskStatus in FINAL_STATUSES:
-            return task
-        time.sleep(poll)
+    seen, shown_branches, shown_wait = 0, "", ""
+    with ItemRunsReader(store) as item_runs:
+        while True:
+            task = store.get(task_id)
+            assert task is not None  # tasks are never deleted
+            runs = item_runs.of(task)
+            shown = masked_task(since(store, task, seen), runs)
+            if not quiet:
+                for event in shown.History:
+                    if as_json:
+                        click.echo(json.dumps({"TaskId": task_id, **event.model_dump(mode="json")}))
+                    else:
+                        click.echo(event_line(shown, event))
+                branches, wait = branches_line(shown, runs), waiting_line(shown)
+                if not as_json and branches and branches != shown_branches:
+                    click.echo(branches)
+                if not as_json and wait and wait != shown_wait:
+                    click.echo(wait)
+                shown_branches, shown_wait = branches, wait
+            seen = task.history_count
+            if task.TaskStatus in FINAL_STATUSES:
+                return task
+            time.sleep(poll)
+
+
+class ItemRunsReader:
+    """The runs in flight of a task's items kept in records, read at each look of `follow`; the
+    item store is opened at the first task that has such items still at work, and kept."""
+
+    def __init__(self, store: TaskStore):
+        self._store = store
+        self._items: Any = None
+
+    def of(self, task: Task) -> list[Run]:
+        if not _items_run(task):
+            return []
+        from common.store.items_open import open_item_store_for
+        from oss.item_views import item_runs
+
+        if self._items is None:
+            self._items = open_item_store_for(self._store)
+        return item_runs(task, self._items)
+
+    def __enter__(self) -> ItemRunsReader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._items is not None:
+            self._items.close()
 
 
 def _task(store: TaskStore, task_id: str) -> Task:

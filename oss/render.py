@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterable
 
 from common.engine.gates.lock_modes import EXCLUSIVE
 from common.engine.gates.task_lock import asked, described
 from common.logging import mask_secrets
-from common.engine.document import HistoryEvent, Step, Task
+from common.engine.document import HistoryEvent, Run, Step, Task
 from common.engine.gates.freeze import utc_text
 from common.engine.gates.drain import drain_wait
 
@@ -30,12 +31,8 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
     if task.FlowHash is not None:
         label = f"{task.FlowVersion} ({task.FlowHash})" if task.FlowVersion else task.FlowHash
         lines.append(f"  flow version: {label}")
-    if (wait := drain_wait(task)) is not None:  # a held run's drain, when the task has no wait of its own
-        what = wait.TaskId if wait.Kind == "task" else wait.Key
-        if wait.Kind == "lock" and task.Lock is not None and task.Lock.Mode != EXCLUSIVE:
-            what += f" (mode {task.Lock.Mode})"
-        until = f" until {utc_text(wait.Until)}" if wait.Until is not None else ""
-        lines.append(f"  waiting for {wait.Kind} {what}{until} since {when(wait.Since)}")
+    if waiting := waiting_line(task):
+        lines.append(waiting)
     if task.Lock is not None and task.Lock.State != "waiting":
         note = "  (held until an operator ends the task)" if task.Lock.State == "kept" else ""
         lines.append(f"  lock {task.Lock.Key} ({described(asked(task.Lock))}): {task.Lock.State}{note}")
@@ -63,12 +60,27 @@ def event_line(task: Task, event: HistoryEvent) -> str:
     return f"{when(event.Time)} {event.Event}{where}{tail}"
 
 
-def branches_line(task: Task) -> str:
-    """The runs in flight, one per branch: "in flight: b (running), each[0, 2] (pending)"."""
-    if not task.Runs:
+def waiting_line(task: Task) -> str:
+    """What the task waits for ("  waiting for drain mysql since ..."), or "": its own wait, else
+    the drain a held run waits for (a masked task's `WaitingFor` counts its items' runs too)."""
+    wait = drain_wait(task)
+    if wait is None:
+        return ""
+    what = wait.TaskId if wait.Kind == "task" else wait.Key
+    if wait.Kind == "lock" and task.Lock is not None and task.Lock.Mode != EXCLUSIVE:
+        what += f" (mode {task.Lock.Mode})"
+    until = f" until {utc_text(wait.Until)}" if wait.Until is not None else ""
+    return f"  waiting for {wait.Kind} {what}{until} since {when(wait.Since)}"
+
+
+def branches_line(task: Task, item_runs: Iterable[Run] = ()) -> str:
+    """The runs in flight, one per branch: "in flight: b (running), each[0, 2] (pending)".
+    `item_runs`: the runs of its items kept in records, as a reader found them."""
+    runs = [*task.Runs, *item_runs]
+    if not runs:
         return ""
     grouped: dict[tuple[int, str], list[int]] = {}
-    for run in task.Runs:
+    for run in runs:
         phase = "" if run.Phase.label == "normal" else " rollback"
         key = (run.Cursor, f"{run.State.value}{phase}")
         grouped.setdefault(key, []).extend([] if run.Item is None else [run.Item])

@@ -15,6 +15,8 @@ import pytest
 from common.engine.kinds import fan_out as fan_out_kind
 from common.engine.states import Phase
 from common.store.items_sqlite import SqliteItemStore
+from oss.cli_tasks import ItemRunsReader
+from oss.render import branches_line
 from tests.api.support import READER, auth
 from tests.support.dag_sim import Simulator
 from tests.unit.test_graph_transitions import fan_out, new
@@ -190,3 +192,14 @@ def test_an_item_over_records_that_keeps_failing_is_skipped_through_the_api(api,
     assert again.status_code == 409 and "has not failed an attempt" in again.text
     beyond = api.client.post("/api/v1/tasks/fe/skip", json={**body, "item": 99}, headers=auth())
     assert beyond.status_code == 409 and "item 99" in beyond.text
+
+
+def test_watch_reads_the_runs_of_items_kept_in_records(api, monkeypatch):
+    """`baton watch` on the store shows a records step's items in flight, read from their records."""
+    simulator = run_fan_out(api, "watched", True, monkeypatch, steps=3)  # 4 items dispatched (max_parallel 4)
+    task = api.store.get("watched")
+    assert task.Runs == []
+    with ItemRunsReader(api.store) as reader:
+        runs = reader.of(task)
+    assert branches_line(task, runs) == "  in flight: each[0, 1, 2, 3] (pending)"
+    simulator.items.close()

@@ -4,7 +4,8 @@ summary shows whom each step waits for, items and children; event lines name the
 from __future__ import annotations
 import pytest
 
-from oss.render import branches_line, event_line, task_summary
+from common.masking import masked_task
+from oss.render import branches_line, event_line, task_summary, waiting_line
 from tests.unit.test_graph_transitions import diamond, do, fan_out, new, start
 from tests.unit.test_sub_flow_transitions import sim  # noqa: F401  (a fixture)
 
@@ -17,6 +18,20 @@ def test_branches_in_flight_are_listed_per_step_with_their_items():
     fanned = do(new(fan_out(max_parallel=2), {"hosts": ["x", "y", "z"]}), 0)
     assert branches_line(fanned) == "  in flight: each[0, 1] (pending)"
     assert branches_line(do(do(do(do(new(diamond()), 0), 1), 2), 3)) == ""
+
+
+@pytest.mark.usefixtures("inline_items")
+def test_watch_lines_count_the_runs_of_items_kept_in_records():
+    """Items kept in records have their runs out of the task document: `watch` is handed them."""
+    fanned = do(new(fan_out(max_parallel=2), {"hosts": ["x", "y", "z"]}), 0)
+    item_runs = list(fanned.Runs)
+    bare = fanned.model_copy(update={"Runs": []})
+    assert branches_line(bare) == ""
+    assert branches_line(bare, item_runs) == "  in flight: each[0, 1] (pending)"
+    held = item_runs[0].model_copy(update={"HeldBy": "mysql", "HeldSince": 1000.0})
+    assert waiting_line(masked_task(bare, item_runs)) == ""
+    assert waiting_line(masked_task(bare, [held, item_runs[1]])) == "  waiting for drain mysql since 00:16:40.000"
+    assert "waiting for drain mysql" in task_summary(masked_task(bare, [held]))
 
 
 @pytest.mark.usefixtures("inline_items")
