@@ -15,7 +15,7 @@ from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
 from common.flows.freeze import FreezePolicy, freeze_for
 from common.engine.gates.freeze import utc_text
-from common.engine.gates.locks import LockKeyError, template_fields
+from common.engine.gates.locks import LockKeyError
 from common.engine.gates.task_lock import LockAsk
 from common.input_limits import check_input
 from common.reserved import reserved_problems

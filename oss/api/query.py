@@ -5,7 +5,6 @@ task would hide the typo behind a plausible page. Numbers in a query are plain A
 from __future__ import annotations
 
 import re
-from typing import Annotated
 
 from fastapi import Request
 from pydantic import BeforeValidator

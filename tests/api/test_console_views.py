@@ -10,7 +10,7 @@ import time
 from common.engine.document import Alarm
 from common.engine.states import Phase, ResultCode
 from common.engine.transitions import AttemptResult
-from tests.api.support import FAIL, OK, READER, SECRET, auth
+from tests.api.support import READER, SECRET, auth
 
 ACK = "/api/v1/alarms/acknowledge"
 
