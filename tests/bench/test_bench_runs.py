@@ -40,6 +40,7 @@ REDUCED = {
     "BATON_BENCH_CLI_RUNS": "2",
     "BATON_BENCH_VIEW_ITEMS": "300",
     "BATON_BENCH_VIEW_SAMPLES": "3",
+    "BATON_BENCH_QUEUE_TASKS": "20",
 }
 
 # The rows `make bench` must print, one pattern per row (a number, then the row's unit).
@@ -55,6 +56,10 @@ ROWS = (
     r"latency, idle .* p50 [\d.]+ ms +p99 [\d.]+ ms",
     r"latency, under load .* p50 [\d.]+ ms +p99 [\d.]+ ms",
     r"largest module RSS over [\d,]+ steps .* (\d+ -> ){9}\d+",
+    r"baton on classic queues: step transitions +\d+ /s +best of",
+    r"baton on quorum queues: step transitions +\d+ /s +\d+% of classic",
+    r"baton on classic queues: CPU per transition, modules / RabbitMQ +[\d.]+ ms",
+    r"baton on quorum queues: CPU per transition, modules / RabbitMQ +[\d.]+ ms",
     r"baton on Mongo \(SecantusDB\), 1 process per module: step transitions +\d+ /s",
     r"baton on Mongo: server round trips per transition +[\d.]+ reads, [\d.]+ writes",
     r"baton on Mongo: CPU per transition, SecantusDB server +[\d.]+ ms",
@@ -74,6 +79,8 @@ ROWS = (
     r"that module's peak RSS, its children included +\d+ MiB +1 process\(es\)",
     r"no-op step transitions, async commands +\d+ /s",
     r"no-op step transitions, process commands \(the same flow\) +\d+ /s +async: \d+% of this",
+    r"module CPU per transition, async commands +[\d.]+ ms",
+    r"module CPU per transition, process commands \(children included\) +[\d.]+ ms +async: \d+% of this",
     r"task view \(GET /tasks/ID\) of a for_each over 300 items in records +p50 [\d.]+ ms +p95 [\d.]+ ms; 10 items: p50 [\d.]+ ms",
     r"a page of 100 of its items .* p50 [\d.]+ ms",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
