@@ -218,7 +218,12 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
     shown = task(base, task_id)
     assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Key"]) == ("drain", "mysql")
     if cluster.records:  # re-published while drained, without backoff: still held, never claimed
-        time.sleep(DRAIN_RECHECK_SECONDS + 1)
+        def held_again() -> bool:  # each item's re-publication reached the module and was held
+            holds = [e.get("item") for e in cluster.log_events("mysql")
+                     if e.get("event") == "step held: module drained" and e.get("task_id") == task_id]
+            return all(holds.count(item) >= 2 for item in range(3))
+
+        wait_until(held_again, 60, "every item re-published and held again")
         kept = item_records(cluster, task_id)
         assert all(r.Run.HeldBy == "mysql" and r.Attempts == 0 for r in kept)
         assert [sum(e.Event == "waiting_for_drain" for e in r.History) for r in kept] == [1, 1, 1]
