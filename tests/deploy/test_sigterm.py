@@ -43,12 +43,12 @@ def test_sigterm_during_a_step_stops_in_time_and_the_task_still_ends(rabbitmq_ur
         },
     )
     try:
-        replicas = {
-            name: cluster._start(
-                name, [str(ENTRYPOINT), "module", "mysql"], {}, ready="module started"
-            ).popen
-            for name in ("mysql-a", "mysql-b")
-        }
+        with cluster.starting():  # side by side
+            started = {
+                name: cluster._start(name, [str(ENTRYPOINT), "module", "mysql"], {}, ready="module started")
+                for name in ("mysql-a", "mysql-b")
+            }
+        replicas = {name: proc.popen for name, proc in started.items()}
         # the command hangs until its timeout on its first attempt
         task = cluster.submit(
             "slow", _baton_faults=[{"command": "noop", "action": "hang", "times": 1}]

@@ -85,8 +85,11 @@ task_types:
 @pytest.fixture(scope="module")
 def cluster(rabbitmq_url, tmp_path_factory):
     """One `kinds` module process (every command async or thread) and a sweeper. A 10 s lease:
-    hundreds of leases in flight are renewed every 3.3 s on a shared, loaded machine."""
-    cluster = Cluster(tmp_path_factory.mktemp("kinds"), rabbitmq_url, FLOWS, extra_env={"BATON_LEASE_SECONDS": "10"})
+    hundreds of leases in flight are renewed every 3.3 s on a shared, loaded machine. A 2 s
+    shutdown grace: the commands a SIGTERM here finds wait on a gate or hang, so the grace always
+    runs out (that is the case under test), and a longer one is only waited out."""
+    cluster = Cluster(tmp_path_factory.mktemp("kinds"), rabbitmq_url, FLOWS,
+                      extra_env={"BATON_LEASE_SECONDS": "10", "BATON_SHUTDOWN_GRACE_SECONDS": "2"})
     try:
         with cluster.starting():  # side by side
             cluster.start_module("kinds", registry="tests.support.kind_commands:kinds")

@@ -50,11 +50,15 @@ task_types:
 """
 
 
-@pytest.fixture
-def cluster(rabbitmq_url, tmp_path):
+@pytest.fixture(scope="module")
+def cluster(rabbitmq_url, tmp_path_factory):
     """One `kinds` module with ONE thread slot, so a slot that an abandoned thread kept would
-    stop every later thread command; stuck threads are tolerated (the limit is not under test)."""
-    cluster = Cluster(tmp_path, rabbitmq_url, FLOWS)
+    stop every later thread command; stuck threads are tolerated (the limit is not under test).
+
+    Shared by the file's tests (each starts its own tasks and reads its own marks): a hung
+    command one test leaves behind is what the next one must run beside anyway, and a test
+    whose fault kills the module restarts it."""
+    cluster = Cluster(tmp_path_factory.mktemp("kind-faults"), rabbitmq_url, FLOWS)
     try:
         with cluster.starting():  # side by side
             cluster.start_module("kinds", registry="tests.support.kind_commands:kinds",

@@ -14,7 +14,9 @@ resource and mysql modules (stand-in commands) and a separate sweeper.
   at the claim like one published after it, and runs only after the undrain.
 - Items waiting while no live module serves their queue: the task view says so (`Waiting`).
 
-Every test runs twice: with item records (the default) and with BATON_ITEM_RECORDS=false.
+The tests with a `for_each` step run twice: with item records (the default) and with
+BATON_ITEM_RECORDS=false. The others run once, with the default: the setting only decides where a
+`for_each` step keeps its items, so it changes nothing in a task without one.
 """
 
 from __future__ import annotations
@@ -73,6 +75,10 @@ def deployment(rabbitmq_url, tmp_path_factory, request):
         yield deployed
 
 
+# For a test whose tasks have no `for_each` step: the deployment with item records only.
+default_records_only = pytest.mark.parametrize("deployment", [True], ids=["item records"], indirect=True)
+
+
 def submit(base: str, **parameters) -> str:
     status, created = http("POST", f"{base}/api/v1/tasks", {"task_type": "provision", "parameters": parameters})
     assert status == 201, created
@@ -92,6 +98,7 @@ def events(shown: dict, name: str) -> list[dict]:
     return [e for e in shown["History"] if e["Event"] == name]
 
 
+@default_records_only
 def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets_them_go(deployment):
     cluster, base = deployment
     running = submit(base, hold=4.0)
@@ -146,6 +153,7 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
     assert {e["drained_by"] for e in logged} == {"tester"} and {e["task_id"] for e in logged} == set(waiting)
 
 
+@default_records_only
 def test_a_message_queued_before_the_drain_is_held_at_the_claim(deployment):
     cluster, base = deployment
     cluster.kill("mysql", signal.SIGTERM)  # nobody consumes the mysql queue now
@@ -210,7 +218,12 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
     shown = task(base, task_id)
     assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Key"]) == ("drain", "mysql")
     if cluster.records:  # re-published while drained, without backoff: still held, never claimed
-        time.sleep(DRAIN_RECHECK_SECONDS + 1)
+        def held_again() -> bool:  # each item's re-publication reached the module and was held
+            holds = [e.get("item") for e in cluster.log_events("mysql")
+                     if e.get("event") == "step held: module drained" and e.get("task_id") == task_id]
+            return all(holds.count(item) >= 2 for item in range(3))
+
+        wait_until(held_again, 60, "every item re-published and held again")
         kept = item_records(cluster, task_id)
         assert all(r.Run.HeldBy == "mysql" and r.Attempts == 0 for r in kept)
         assert [sum(e.Event == "waiting_for_drain" for e in r.History) for r in kept] == [1, 1, 1]

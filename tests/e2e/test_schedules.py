@@ -2,8 +2,8 @@
 
 The sweeper that holds the lease-lock is killed with SIGKILL half-way: the other takes the lock
 over once it lapses and runs the ticks that came due meanwhile (they are within the misfire
-grace), so no tick is lost and none runs twice. BATON_CHAOS=full runs it for a minute; the normal
-run for about 16 seconds.
+grace), so no tick is lost and none runs twice. The normal run kills it after a few ticks and
+stops once sweeper-b has caught up with the present; BATON_CHAOS=full runs about a minute.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ task_types:
       - name: record
         normal: {module: monitor, command: noop, timeout: 5}
 """
-SECONDS = 60.0 if os.environ.get("BATON_CHAOS") == "full" else 12.0
+FULL = os.environ.get("BATON_CHAOS") == "full"
+TICKS_BEFORE_KILL = 30 if FULL else 3  # ticks sweeper-a runs (and creates tasks for) before its kill
+SOAK_AFTER_KILL = 30.0 if FULL else 0.0  # seconds sweeper-b runs on its own, past its catch-up
 
 
 def test_a_schedule_every_second_creates_one_task_per_tick_across_two_sweepers(rabbitmq_url, tmp_path):
@@ -42,16 +44,24 @@ def test_a_schedule_every_second_creates_one_task_per_tick_across_two_sweepers(r
         cluster.start_sweeper("sweeper-b")  # once sweeper-a is ready: the first to take the lock
         schedule = admin.create(name="pulse", task_type="heartbeat", parameters={},
                                 interval_seconds=1.0, overlap=Overlap.ALLOW)  # fmt: skip
-        time.sleep(SECONDS / 2)
-        cluster.kill("sweeper-a", signal.SIGKILL)  # the first started: it took the lock first
-        # The lock lapses after 5 sweep intervals + 5 s (common/relay/sweeper.py): sweeper-b takes over
-        # then and catches up on the ticks that came due meanwhile.
-        time.sleep(max(SECONDS / 2, 10.0))
-        admin.pause("pulse")
-        ended_at = time.time()
 
         def created():
             return cluster.store.list_tasks(labels={"schedule": "pulse"}, limit=10_000)
+
+        def newest_tick() -> float:
+            return max((int(t.IdempotencyKey.rsplit(":", 1)[1]) / 1000 for t in created()), default=0.0)
+
+        wait_until(lambda: len(created()) >= TICKS_BEFORE_KILL, 60, f"{TICKS_BEFORE_KILL} ticks by sweeper-a")
+        cluster.kill("sweeper-a", signal.SIGKILL)  # the first started: it took the lock first
+        killed_at = time.time()
+        # The lock lapses after 5 sweep intervals + 5 s (common/relay/sweeper.py): sweeper-b takes over
+        # then and catches up on the ticks that came due meanwhile. Only sweeper-b can create a
+        # tick due after the kill; one due at most two seconds ago says it has caught up.
+        time.sleep(SOAK_AFTER_KILL)
+        wait_until(lambda: newest_tick() > killed_at + 1 and newest_tick() >= time.time() - 2, 60,
+                   "sweeper-b taking over and catching up")
+        admin.pause("pulse")
+        ended_at = time.time()
 
         # The last ticks' tasks may still be running: wait for every one to end.
         wait_until(lambda: all(t.TaskStatus in FINAL_STATUSES for t in created()), 30, "scheduled tasks end")
