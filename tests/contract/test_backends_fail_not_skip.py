@@ -22,10 +22,15 @@ pytestmark = pytest.mark.slow  # each case runs pytest on the contract suites
 RUN_DEADLINE = 900.0  # collecting every contract suite on a loaded machine takes a while
 
 
+# The contract suites do not use Schemathesis; its pytest plugin (Hypothesis and an HTTP stack
+# with it) is a large share of each run's start.
+NO_PLUGINS = ["-p", "no:cacheprovider", "-p", "no:schemathesis"]
+
+
 def pytest_run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_TEST_", "PYTEST_"))}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--durations=0", *args],
+        [sys.executable, "-m", "pytest", *NO_PLUGINS, "-q", "-rfEs", "--durations=0", *args],
         cwd=REPO, env={**clean, "COLUMNS": "1000", **env}, capture_output=True, text=True, timeout=RUN_DEADLINE,
     )  # fmt: skip
 
@@ -80,7 +85,7 @@ def test_an_unconfigured_rabbitmq_skips_on_a_laptop_and_fails_under_ci(ci: str) 
         "import sys, pytest\n"
         "import tests.support.services as s\n"
         f"s.RABBITMQ_PORT = {closed}\n"
-        "sys.exit(pytest.main(['-p', 'no:cacheprovider', '-q', '-rs', '-m', 'rabbitmq',"
+        f"sys.exit(pytest.main([*{NO_PLUGINS!r}, '-q', '-rs', '-m', 'rabbitmq',"
         " 'tests/contract/test_broker_contract.py']))"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_TEST_", "PYTEST_", "CI"))}
