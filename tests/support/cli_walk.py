@@ -53,9 +53,9 @@ NEED_NEITHER = {("flows", "diff"), ("flows", "versions")}
 # would succeed).
 NEED_NO_STORE = {("queues", "move-to-quorum")}
 # In a representative walk, these stand for their module or group: the commands that publish a
-# message (submit, bulk pause) and a process that consumes (module). Any other module or group is
-# stood for by its first command by name, so a new one is walked too.
-STAND_FOR_THEIR_GROUP = {("submit",), ("bulk", "pause"), ("module",)}
+# message (submit, an operator action, bulk pause) and a process that consumes (module). Any other
+# module or group is stood for by its first command by name, so a new one is walked too.
+STAND_FOR_THEIR_GROUP = {("submit",), ("cancel",), ("bulk", "pause"), ("module",)}
 # Documented exit codes (docs/reference/cli.md).
 EXIT_CODES = {0, 1, 2, 3, 4, EXIT_UNAVAILABLE}
 
