@@ -1,5 +1,6 @@
 """Each disagreement schemathesis found between the OpenAPI document and the answers, pinned by
-a plain test (test_schemathesis.py looks for the rest of the class)."""
+a plain test (test_schemathesis.py looks for the rest of the class). The document is the
+module's `published` fixture (tests/api/conftest.py; test_route_walk.py checks an app serves it)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,6 @@ from common.store.task_filters import CURSOR_PATTERN, encode_cursor
 from tests.api.support import OPERATOR, READER, auth
 
 
-def _schema(api) -> dict:
-    return api.client.get("/api/v1/openapi.json").json()
-
-
 def test_a_405_names_every_method_of_the_path(api):
     for path, methods in (("/api/v1/tasks", "GET, POST"), ("/api/v1/hosts", "GET, POST")):
         answer = api.client.options(path, headers=auth())
@@ -23,17 +20,17 @@ def test_a_405_names_every_method_of_the_path(api):
 
 
 @pytest.mark.parametrize("body", [b"\x80", b"\xc3(", b"\xff\xfe", b"{"])  # not UTF-8; UTF-8 but not JSON
-def test_a_body_that_is_not_json_text_is_a_documented_422(api, body):
+def test_a_body_that_is_not_json_text_is_a_documented_422(api, published, body):
     answer = api.client.post("/api/v1/hosts", content=body, headers={**auth(), "Content-Type": "application/json"})
     assert answer.status_code == 422 and answer.json()["error"]["fields"] == [{"path": "body", "message": "must be a JSON document"}]
-    document = _schema(api)
+    document = published
     for path, item in document["paths"].items():
         for method, operation in item.items():
             assert {"413", "422"} <= set(operation["responses"]), f"{method} {path}"
 
 
-def test_a_host_name_the_schema_allows_is_taken_and_unknown_fields_are_refused(api):
-    pattern = _schema(api)["components"]["schemas"]["HostCreate"]["properties"]["name"]["pattern"]
+def test_a_host_name_the_schema_allows_is_taken_and_unknown_fields_are_refused(api, published):
+    pattern = published["components"]["schemas"]["HostCreate"]["properties"]["name"]["pattern"]
     for name in ("0", "db-host.1", "a" * 63):
         assert re.search(pattern, name)
         body = {"name": name, "cpu": 1, "memory_mb": 1, "storage_gb": 1}
@@ -55,8 +52,8 @@ def test_an_unknown_query_parameter_is_refused(api):
 
 
 @pytest.mark.parametrize("status", ["", "9", "done", " 4"])
-def test_a_status_filter_outside_the_published_enum_is_refused(api, status):
-    enum = _schema(api)["components"]["schemas"]["StatusFilter"]["enum"]
+def test_a_status_filter_outside_the_published_enum_is_refused(api, published, status):
+    enum = published["components"]["schemas"]["StatusFilter"]["enum"]
     assert status not in enum and {"4", "ROLLED_BACK", "rolled_back"} <= set(enum)
     assert api.get("/api/v1/tasks", token=READER, status=status).status_code == 422
 
@@ -71,9 +68,9 @@ def test_json_types_are_not_coerced(api):
     assert api.create("free_form", priority=2.0)["task"]["Priority"] == 2
 
 
-def test_a_reason_of_whitespace_alone_is_refused_as_the_schema_says(api):
+def test_a_reason_of_whitespace_alone_is_refused_as_the_schema_says(api, published):
     task_id = api.rolled_back()
-    pattern = _schema(api)["components"]["schemas"]["OperatorAction"]["properties"]["reason"]["pattern"]
+    pattern = published["components"]["schemas"]["OperatorAction"]["properties"]["reason"]["pattern"]
     for blank in ("\x1c", "\x85 ", "\u3000"):
         assert not re.search(pattern, blank)
         assert api.act(task_id, "retry", reason=blank).status_code == 422
@@ -94,8 +91,8 @@ def test_a_task_shows_its_status_name_as_list_items_do(api):
     assert api.get(f"/api/v1/tasks/{task_id}", token=OPERATOR).json()["TaskStatus"] == 1
 
 
-def test_each_task_type_has_its_own_body_schema(api):
-    schemas = _schema(api)["components"]["schemas"]
+def test_each_task_type_has_its_own_body_schema(api, published):
+    schemas = published["components"]["schemas"]
     assert schemas["CreateTask"]["discriminator"]["mapping"] == {
         "create_db": "#/components/schemas/CreateTask_create_db",
         "free_form": "#/components/schemas/CreateTask_free_form",

@@ -22,10 +22,15 @@ pytestmark = pytest.mark.slow  # each case runs pytest on the contract suites
 RUN_DEADLINE = 900.0  # collecting every contract suite on a loaded machine takes a while
 
 
+# The contract suites do not use Schemathesis; its pytest plugin (Hypothesis and an HTTP stack
+# with it) is a large share of each run's start.
+NO_PLUGINS = ["-p", "no:cacheprovider", "-p", "no:schemathesis"]
+
+
 def pytest_run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_TEST_", "PYTEST_"))}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--durations=0", *args],
+        [sys.executable, "-m", "pytest", *NO_PLUGINS, "-q", "-rfEs", "--durations=0", *args],
         cwd=REPO, env={**clean, "COLUMNS": "1000", **env}, capture_output=True, text=True, timeout=RUN_DEADLINE,
     )  # fmt: skip
 
@@ -49,7 +54,9 @@ def test_a_configured_mongodb_runs_every_contract_suite_on_it(secantus: Any) -> 
 
 def test_a_configured_mongodb_that_does_not_answer_fails_every_suite_that_uses_it() -> None:
     dead = f"mongodb://127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=300&connectTimeoutMS=300"
-    done = pytest_run("tests/contract", "-k", "mongo-real", BATON_TEST_MONGO_URL=dead)
+    # Every suite's cases error at the same session fixture: a full traceback of each (through
+    # pymongo's frames) costs more CPU than the rest of the run; one line each says as much here.
+    done = pytest_run("tests/contract", "-k", "mongo-real", "--tb=line", BATON_TEST_MONGO_URL=dead)
     assert done.returncode != 0
     assert outcome(done, "passed") == 0 and outcome(done, "skipped") == 0, done.stdout[-4000:]
     assert "not found" not in done.stdout, done.stdout[-4000:]  # no fixture is missing anywhere
@@ -78,7 +85,7 @@ def test_an_unconfigured_rabbitmq_skips_on_a_laptop_and_fails_under_ci(ci: str) 
         "import sys, pytest\n"
         "import tests.support.services as s\n"
         f"s.RABBITMQ_PORT = {closed}\n"
-        "sys.exit(pytest.main(['-p', 'no:cacheprovider', '-q', '-rs', '-m', 'rabbitmq',"
+        f"sys.exit(pytest.main([*{NO_PLUGINS!r}, '-q', '-rs', '-m', 'rabbitmq',"
         " 'tests/contract/test_broker_contract.py']))"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_TEST_", "PYTEST_", "CI"))}

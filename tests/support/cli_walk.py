@@ -4,6 +4,11 @@ require, for the tests that run them all with the store or the broker down
 
 The commands are enumerated from the click group, so a new command is walked too: an argument or
 required option gets a value of its type.
+
+A walk of every command costs a process start (a third of a CPU second or more) per command and
+store. `make test` walks a representative set, `representative()`: one command per command
+module and group, so each way a command opens the store or the broker is met. The soak tier
+(`make soak`) walks every command.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 import click
 
 from common.errors import EXIT_UNAVAILABLE
-from oss.cli import main
+from oss.cli import COMMAND_MODULES, main
 from tests.support.cluster import REPO
 from tests.support.ports import free_port
 
@@ -47,6 +52,10 @@ NEED_NEITHER = {("flows", "diff"), ("flows", "versions")}
 # It declares the broker's queues only: not walked with the store down (with a broker up, it
 # would succeed).
 NEED_NO_STORE = {("queues", "move-to-quorum")}
+# In a representative walk, these stand for their module or group: the commands that publish a
+# message (submit, an operator action, bulk pause) and a process that consumes (module). Any other
+# module or group is stood for by its first command by name, so a new one is walked too.
+STAND_FOR_THEIR_GROUP = {("submit",), ("cancel",), ("bulk", "pause"), ("module",)}
 # Documented exit codes (docs/reference/cli.md).
 EXIT_CODES = {0, 1, 2, 3, 4, EXIT_UNAVAILABLE}
 
@@ -60,6 +69,19 @@ def commands(group: click.Group = main, prefix: tuple[str, ...] = ()) -> Iterato
             yield from commands(command, (*prefix, name))
         else:
             yield (*prefix, name), command
+
+
+def representative(skip: set[tuple[str, ...]] = frozenset()) -> set[tuple[str, ...]]:  # type: ignore[assignment]
+    """One command per command module and group (processes apart from the other commands of
+    their module): those of STAND_FOR_THEIR_GROUP, else the first by name."""
+    chosen: dict[tuple[object, ...], tuple[str, ...]] = {}
+    for path, _ in commands():
+        if path in skip:
+            continue
+        key = (COMMAND_MODULES[path[0]], path[:-1], path in PROCESSES)
+        if key not in chosen or path in STAND_FOR_THEIR_GROUP:
+            chosen[key] = path
+    return set(chosen.values())
 
 
 def _value(param: click.Parameter) -> str:
@@ -97,9 +119,11 @@ class Run:
 
 
 def walk(env: dict[str, str], cwd: Path, skip: set[tuple[str, ...]] = frozenset(),  # type: ignore[assignment]
-         arguments: dict = ARGUMENTS, workers: int = 4) -> list[tuple[tuple[str, ...], Run]]:  # type: ignore[type-arg]
+         arguments: dict = ARGUMENTS, workers: int = 4,  # type: ignore[type-arg]
+         only: set[tuple[str, ...]] | None = None) -> list[tuple[tuple[str, ...], Run]]:
+    """Runs every command not in `skip` (and in `only`, when given), `workers` at a time."""
     todo = [(path, [*path, *least_arguments(path, command, arguments)]) for path, command in commands()
-            if path not in skip]  # fmt: skip
+            if path not in skip and (only is None or path in only)]  # fmt: skip
 
     def run(argv: list[str]) -> Run:
         try:
