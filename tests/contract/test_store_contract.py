@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from common.errors import DuplicateTask
-from common.engine.document import Alarm, Step, StepMessage, Task
-from common.engine.states import Phase, ResultCode, TaskStatus
+from common.engine.document import Step, StepMessage, Task
+from common.engine.states import ResultCode, TaskStatus
 from common.store.mongo import MongoStore
 from common.store.mutate import mutate
 from common.store.sqlite import SqliteStore

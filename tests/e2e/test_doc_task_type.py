@@ -9,7 +9,6 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from tests.deploy.support import TOKEN, TOKENS, http
+from tests.deploy.support import TOKENS, http
 from tests.support.ports import free_port
 from tests.support.cluster import Cluster, wait_until
 from tests.support.oss_deployment import answers

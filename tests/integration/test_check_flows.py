@@ -4,7 +4,6 @@ module or command is reported with its line. Run as the user runs it: a process 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path

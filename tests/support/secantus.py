@@ -33,7 +33,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 
 from tests.support.naming import unique_name
 from tests.support.ports import free_port
