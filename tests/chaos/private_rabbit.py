@@ -71,9 +71,10 @@ class PrivateRabbitError(RuntimeError):
 
 
 class PrivateRabbit:
-    def __init__(self, bin_dir: Path | None = None, *, cookie: str | None = None, prefix: str = "baton-chaos"):
+    def __init__(self, bin_dir: Path | None = None, *, cookie: str | None = None, prefix: str = "baton-chaos",
+                 join: str | None = None):
         """`cookie`: the Erlang cookie, shared by the nodes of one private cluster (else one of
-        its own)."""
+        its own). `join`: the name of a node this one joins as it first boots (see _write_files)."""
         found = bin_dir or rabbitmq_bin_dir()
         if found is None:
             raise PrivateRabbitError("rabbitmq-server is not installed")
@@ -87,7 +88,7 @@ class PrivateRabbit:
         self.server_log = self.dir / "server.out"
         self._popen: subprocess.Popen | None = None
         self.starts = 0
-        self._write_files()
+        self._write_files(join)
 
     @property
     def url(self) -> str:
@@ -225,7 +226,7 @@ class PrivateRabbit:
 
     # --- the parts ---------------------------------------------------------------------------
 
-    def _write_files(self) -> None:
+    def _write_files(self, join: str | None) -> None:
         cookie = self.dir / ".erlang.cookie"
         cookie.write_text(self.cookie)
         cookie.chmod(0o400)
@@ -236,6 +237,21 @@ class PrivateRabbit:
             f"listeners.tcp.1 = 127.0.0.1:{self.port}\n"
             "log.console = false\n"
             "log.file.level = info\n"
+            + (self._join_conf(join) if join else "")
+        )
+
+    @staticmethod
+    def _join_conf(seed: str) -> str:
+        """Peer discovery from the config file: on its first boot (an empty data directory) the
+        node joins `seed`'s cluster by itself, which spares the stop_app / join_cluster /
+        start_app round of rabbitmqctl (an Erlang VM each). If the seed is not booted yet, the
+        node retries every half second for up to a minute, so the nodes can start together.
+        Later starts (after a kill) ignore it: the node rejoins the cluster its data names."""
+        return (
+            "cluster_formation.peer_discovery_backend = classic_config\n"
+            f"cluster_formation.classic_config.nodes.1 = {seed}\n"
+            "cluster_formation.discovery_retry_limit = 120\n"
+            "cluster_formation.discovery_retry_interval = 500\n"
         )
 
     def _await_ready(self, deadline: float) -> None:
