@@ -98,7 +98,7 @@ def n_priority(body: bytes) -> int:
 
 def mixed_feeders(cluster: ChaosCluster, sandbox) -> list[Feeder]:
     """Every kind of flow at once, fed over the same seconds, so the faults hit each of them."""
-    seconds = scale(15.0, 60.0)
+    seconds = scale(10.0, 60.0)
     kinds = [  # task type, reduced count, full count, plans, the n-th task's own parameters
         ("chaos_demo", 30, 240, None, None),
         ("chaos_graph", 8, 60, GRAPH_PLANS, None),
