@@ -46,7 +46,8 @@ class PrivateCluster:
         return ",".join(node.url for node in self.nodes)
 
     def vhost_url(self, vhost: str) -> str:
-        return ",".join(f"amqp://guest:guest@127.0.0.1:{node.port}/{vhost}" for node in self.nodes)
+        path = "%2F" if vhost == "/" else vhost
+        return ",".join(f"amqp://guest:guest@127.0.0.1:{node.port}/{path}" for node in self.nodes)
 
     def start(self) -> float:
         """Start the nodes in parallel, the second and third joining the first as they boot
