@@ -15,7 +15,7 @@ and send the output to /var/log/rabbitmq.
         ...  rabbit.url ...
         rabbit.restart()   # rabbitmqctl stop, start again on the same port and data directory
         rabbit.kill9()     # SIGKILL to beam.smp (pid file); rabbit.start() brings it back
-    # stopped (or killed) and its directory removed, also when the test failed
+    # killed and its directory removed, also when the test failed
 """
 
 from __future__ import annotations
