@@ -3,7 +3,7 @@
 Each node is a PrivateRabbit (its own name, AMQP and distribution ports, data directory); the
 three share one Erlang cookie of their own, which is what lets them cluster and nothing else
 join. The nodes start in parallel (an Erlang node takes seconds to boot, three in a row would
-triple it), then the second and third join the first. Closing stops and removes all three,
+triple it); the second and third join the first as they boot (their config file names it). Closing stops and removes all three,
 whatever state they are in, also when the test failed.
 
     with PrivateCluster() as cluster:
@@ -34,7 +34,9 @@ class PrivateCluster:
         self.nodes: list[PrivateRabbit] = []
         try:
             for _ in range(size):
-                self.nodes.append(PrivateRabbit(cookie=cookie, prefix="baton-quorum"))
+                # The first node is the seed; the others join it as they boot.
+                seed = self.nodes[0].node if self.nodes else None
+                self.nodes.append(PrivateRabbit(cookie=cookie, prefix="baton-quorum", join=seed))
         except BaseException:
             self.close()
             raise
@@ -44,17 +46,14 @@ class PrivateCluster:
         return ",".join(node.url for node in self.nodes)
 
     def vhost_url(self, vhost: str) -> str:
-        return ",".join(f"amqp://guest:guest@127.0.0.1:{node.port}/{vhost}" for node in self.nodes)
+        path = "%2F" if vhost == "/" else vhost
+        return ",".join(f"amqp://guest:guest@127.0.0.1:{node.port}/{path}" for node in self.nodes)
 
     def start(self) -> float:
-        """Start the nodes in parallel and cluster them; returns the seconds it took."""
+        """Start the nodes in parallel, the second and third joining the first as they boot
+        (peer discovery from their config file); returns the seconds it took."""
         began = time.monotonic()
         in_parallel([node.start for node in self.nodes])
-        first = self.nodes[0]
-        for node in self.nodes[1:]:
-            node.ctl("stop_app")
-            node.ctl("join_cluster", first.node)
-            node.ctl("start_app")
         running = self.running_nodes()
         if set(running) != {node.node for node in self.nodes}:
             raise PrivateRabbitError(f"cluster did not form: running {running}")

@@ -210,7 +210,9 @@ def test_module_queue_purged_mid_run_then_module_down_past_redeliver_after(make_
     assert not redispatch_excess(cluster.tasks(), redeliver), redispatch_excess(cluster.tasks(), redeliver)[:10]
 
     # Phase 2: mysql down (kill -9, restarted only later) while tasks keep arriving.
-    down = scale(6.0, 20.0)
+    # Four redelivery periods: enough for the backoff to show (re-published after 1 s, then 2 s
+    # later, where a storm would re-publish every second).
+    down = scale(4.0, 20.0)
     began = time.monotonic()
     before = {t.TaskId for t in cluster.tasks()}
     cluster.kill9("mysql")

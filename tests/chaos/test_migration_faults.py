@@ -38,7 +38,7 @@ def test_tasks_in_flight_move_to_a_corrected_flow_under_a_kill_9_loop(make_clust
     corrected = parse_flows(CORRECTED, "flows.yaml")
     target = corrected.get("chaos_demo").content_hash
     migrations = Migrations(cluster.store, corrected, cluster.service.actions, time.time, redeliver_after=5.0)
-    cycles, burst = scale(4, 16), scale(12, 20)
+    cycles, burst = scale(3, 16), scale(12, 20)
     rng = random.Random(27)
     moved, refused, kills = set(), 0, 0
     began = time.monotonic()

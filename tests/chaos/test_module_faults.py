@@ -19,6 +19,12 @@ pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
 
 # The order of the step protocol: claim -> (ack) -> command -> commit -> publish -> mark sent.
 PROTOCOL_ORDER = ["after_claim", "during_command", "before_commit", "after_commit", "after_publish"]
+# The points come in two kinds: a crash before the outcome is committed loses the attempt (the
+# sweeper finds its lease lapsed), one after it leaves the outcome for the relay to publish. Each
+# point takes a settle of its own, so the normal test run crashes at one point of each kind: the
+# attempt lost after its command ran (the later of the first kind), and the outcome committed but
+# never published (the relay its only way on). `make chaos` crashes at every point.
+REDUCED_POINTS = ["before_commit", "after_commit"]
 
 
 def crash_rules(point: str, phase: str = "normal") -> list[dict]:
@@ -75,6 +81,8 @@ def test_a_crash_at_each_point_of_the_step_protocol(make_cluster):
     crashing, healthy = scale(1, 4), scale(6, 40)
     with Supervisor(cluster, cluster.module_names()) as supervisor:
         for index, point in enumerate(PROTOCOL_ORDER):
+            if not FULL and point not in REDUCED_POINTS:
+                continue
             began = time.monotonic()
             before = sum(supervisor.restarts.values())
             swept_before = sweeper_totals(cluster)

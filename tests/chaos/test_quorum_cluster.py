@@ -70,25 +70,27 @@ def failover_seconds(cluster: ChaosCluster, dead_port: int, killed_at: float) ->
 def test_adapter_fails_over_when_the_leader_dies(cluster_nodes):
     """Contract: a quorum queue's publisher and consumer carry on through the death of the node
     leading the queue; every message published is delivered (at least once)."""
-    with cluster_nodes.vhost() as (vhost, url):
-        broker = RabbitBroker(url, queue_type="quorum")
-        try:
-            broker.declare("orders")
-            received = Collector(settle=lambda delivery: delivery.ack())
-            broker.subscribe("orders", received, prefetch=5)
-            sent = [f"before-{n}".encode() for n in range(10)]
-            for body in sent:
-                broker.publish("orders", body, priority=7)
-            eventually(lambda: set(sent) <= set(received.bodies), 30, "deliveries before the kill")
-            leader = cluster_nodes.leader_of("orders.q.flight", vhost)
-            cluster_nodes.node(leader).kill9()
-            after = [f"after-{n}".encode() for n in range(10)]
-            for body in after:  # each waits for its confirm, reconnecting to a live node if need be
-                broker.publish("orders", body, priority=n_priority(body))
-            eventually(lambda: set(sent + after) <= set(received.bodies), 60, "deliveries after the kill")
-            assert cluster_nodes.leader_of("orders.q.flight", vhost) != leader
-        finally:
-            broker.close()
+    # The default vhost: the "orders" queues are this test's alone, and a vhost of its own
+    # would cost two rabbitmqctl calls (an Erlang VM each, seconds on a busy machine).
+    vhost, url = "/", cluster_nodes.vhost_url("/")
+    broker = RabbitBroker(url, queue_type="quorum")
+    try:
+        broker.declare("orders")
+        received = Collector(settle=lambda delivery: delivery.ack())
+        broker.subscribe("orders", received, prefetch=5)
+        sent = [f"before-{n}".encode() for n in range(10)]
+        for body in sent:
+            broker.publish("orders", body, priority=7)
+        eventually(lambda: set(sent) <= set(received.bodies), 30, "deliveries before the kill")
+        leader = cluster_nodes.leader_of("orders.q.flight", vhost)
+        cluster_nodes.node(leader).kill9()
+        after = [f"after-{n}".encode() for n in range(10)]
+        for body in after:  # each waits for its confirm, reconnecting to a live node if need be
+            broker.publish("orders", body, priority=n_priority(body))
+        eventually(lambda: set(sent + after) <= set(received.bodies), 60, "deliveries after the kill")
+        assert cluster_nodes.leader_of("orders.q.flight", vhost) != leader
+    finally:
+        broker.close()
 
 
 def n_priority(body: bytes) -> int:
@@ -98,7 +100,7 @@ def n_priority(body: bytes) -> int:
 
 def mixed_feeders(cluster: ChaosCluster, sandbox) -> list[Feeder]:
     """Every kind of flow at once, fed over the same seconds, so the faults hit each of them."""
-    seconds = scale(15.0, 60.0)
+    seconds = scale(10.0, 60.0)
     kinds = [  # task type, reduced count, full count, plans, the n-th task's own parameters
         ("chaos_demo", 30, 240, None, None),
         ("chaos_graph", 8, 60, GRAPH_PLANS, None),

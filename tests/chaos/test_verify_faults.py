@@ -62,7 +62,8 @@ class Supervisor(threading.Thread):
 
 
 def test_modules_killed_mid_command_leave_no_duplicate_and_one_alarm_per_unknown(rabbitmq_url, tmp_path):
-    tasks, unsure = scale(12, 60), scale(2, 6)
+    # Reduced: 8 tasks, of which (seed 27) four crash the module, both kinds of point among them.
+    tasks, unsure = scale(8, 60), scale(2, 6)
     rng = random.Random(27)
     with mariadb_sandbox() as sandbox:
         cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, extra_env={**sandbox.env(), "BATON_PROCESS_SLOTS": "4"})
