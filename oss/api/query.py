@@ -47,6 +47,8 @@ def _written_as(pattern: str, words: str) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-# Placed after Query(...) in the Annotated: the bounds then stay in the published schema.
-ASCII_INT = _written_as(r"[0-9]{1,18}", "must be a whole number in ASCII digits")
+# Placed after Query(...) in the Annotated: the bounds then stay in the published schema. A
+# JSON Schema integer admits a zero fraction (3.0 is the integer 3), and a client generating its
+# requests from the published document may write one: taken, as pydantic reads it, as 3.
+ASCII_INT = _written_as(r"[0-9]{1,18}(?:\.0{1,18})?", "must be a whole number in ASCII digits")
 ASCII_NUMBER = _written_as(r"[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?", "must be a number in ASCII digits, like 30 or 2.5")
