@@ -39,10 +39,15 @@ def run_module(task: Task, run: Run) -> str:
 def pending_runs(task: Task, due_before: float | None = None, item_runs: Iterable[Run] = ()) -> list[Run]:
     """Its runs nobody claimed (due before `due_before` when given), longest waiting first.
     `item_runs`: the runs of its items kept in records, as a reader found them."""
-    runs = [r for r in (*task.Runs, *item_runs) if r.State is RunState.PENDING and r.Since is not None]
-    if due_before is not None:
-        runs = [r for r in runs if r.Since <= due_before]  # type: ignore[operator]
+    runs = [r for r in (*task.Runs, *item_runs) if _waiting(r, due_before)]
     return sorted(runs, key=lambda r: r.Since or 0.0)
+
+
+def _waiting(run: Run, due_before: float | None) -> bool:
+    """Nobody claimed it (since before `due_before`, when given)."""
+    if run.State is not RunState.PENDING or run.Since is None:
+        return False
+    return due_before is None or run.Since <= due_before
 
 
 def unserved(waiting: Iterable[Task], live: Iterable[str], due_before: float,
@@ -52,7 +57,7 @@ def unserved(waiting: Iterable[Task], live: Iterable[str], due_before: float,
     serving = set(live)
     groups: dict[str, list[tuple[Task, Run]]] = {}
     found = [(task, run) for task in waiting for run in pending_runs(task, due_before)]
-    found += [(task, run) for task, run in item_runs if run.Since is not None and run.Since <= due_before]
+    found += [(task, run) for task, run in item_runs if _waiting(run, due_before)]
     for task, run in found:
         module = run_module(task, run)
         if module not in serving:
