@@ -146,7 +146,8 @@ def get(task_id: str, as_json: bool, items_step: str | None, state: str | None, 
             _items(store, task, items_step, state, after, limit, as_json)
             return
         task = with_full_history(store, task)
-        counts, runs = _item_reads(store, task)
+        with ItemReads(store) as items:
+            counts, runs = items.counts(task), items.runs(task)
         if as_json:
             shown = task_json(task, runs)
             for cursor, by_state in counts.items():
@@ -154,24 +155,6 @@ def get(task_id: str, as_json: bool, items_step: str | None, state: str | None, 
             click.echo(json.dumps(shown, indent=2))
         else:
             click.echo(task_summary(masked_task(task, runs), counts))
-
-
-def _item_reads(store: TaskStore, task: Task, counts: bool = True) -> tuple[dict[int, dict[str, int]], list[Run]]:
-    """Each started for_each step's items by state (unless not `counts`), and the runs of its
-    items in flight kept in records; the item store is opened only for a step that keeps its
-    items in records."""
-    from common.engine.kinds.item_views import keeps_records
-    from oss.item_views import item_counts, item_runs
-
-    if not any(keeps_records(step) for step in task.Steps):
-        return item_counts(task, None), []
-    from common.store.items_open import open_item_store_for
-
-    items = open_item_store_for(store)
-    try:
-        return (item_counts(task, items) if counts else {}), item_runs(task, items)
-    finally:
-        items.close()
 
 
 def _items_run(task: Task) -> bool:
@@ -227,7 +210,8 @@ def list_tasks(status, task_type, user_id, labels, since, until, limit, cursor, 
             labels=parse_labels(labels), created_from=parse_time(since, "--since"),
             created_to=parse_time(until, "--until"), after=after, limit=limit + 1,
         )  # fmt: skip
-        in_flight = {t.TaskId: _item_reads(store, t, counts=False)[1] for t in found[:limit] if _items_run(t)}
+        with ItemReads(store) as items:
+            in_flight = {t.TaskId: items.runs(t) for t in found[:limit]}
     tasks = [masked_task(t, in_flight.get(t.TaskId, ())) for t in found[:limit]]
     next_cursor = encode_cursor(page_key(tasks[-1])) if len(found) > limit else None
     if as_json:
@@ -298,11 +282,11 @@ def follow(store: TaskStore, task_id: str, quiet: bool = False, as_json: bool = 
     from oss.render import branches_line, event_line, waiting_line
 
     seen, shown_branches, shown_wait = 0, "", ""
-    with ItemRunsReader(store) as item_runs:
+    with ItemReads(store) as item_reads:
         while True:
             task = store.get(task_id)
             assert task is not None  # tasks are never deleted
-            runs = item_runs.of(task)
+            runs = item_reads.runs(task)
             shown = masked_task(since(store, task, seen), runs)
             if not quiet:
                 for event in shown.History:
@@ -322,25 +306,38 @@ def follow(store: TaskStore, task_id: str, quiet: bool = False, as_json: bool = 
             time.sleep(poll)
 
 
-class ItemRunsReader:
-    """The runs in flight of a task's items kept in records, read at each look of `follow`; the
-    item store is opened at the first task that has such items still at work, and kept."""
+class ItemReads:
+    """What the CLI shows of a task's items kept in records: their counts by state and the runs
+    of those in flight. The item store is opened at the first task that needs it and kept until
+    the reader is closed, so a list or a watch opens it once, not at every task or look."""
 
     def __init__(self, store: TaskStore):
         self._store = store
         self._items: Any = None
 
-    def of(self, task: Task) -> list[Run]:
+    def counts(self, task: Task) -> dict[int, dict[str, int]]:
+        """Each started for_each step's items by state."""
+        from common.engine.kinds.item_views import keeps_records
+        from oss.item_views import item_counts
+
+        return item_counts(task, self._opened() if any(keeps_records(s) for s in task.Steps) else None)
+
+    def runs(self, task: Task) -> list[Run]:
+        """The runs of the task's items in flight (none unless a step over records has work)."""
         if not _items_run(task):
             return []
-        from common.store.items_open import open_item_store_for
         from oss.item_views import item_runs
 
-        if self._items is None:
-            self._items = open_item_store_for(self._store)
-        return item_runs(task, self._items)
+        return item_runs(task, self._opened())
 
-    def __enter__(self) -> ItemRunsReader:
+    def _opened(self) -> Any:
+        if self._items is None:
+            from common.store.items_open import open_item_store_for
+
+            self._items = open_item_store_for(self._store)
+        return self._items
+
+    def __enter__(self) -> ItemReads:
         return self
 
     def __exit__(self, *_exc: object) -> None:

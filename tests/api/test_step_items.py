@@ -15,7 +15,7 @@ import pytest
 from common.engine.kinds import fan_out as fan_out_kind
 from common.engine.states import Phase
 from common.store.items_sqlite import SqliteItemStore
-from oss.cli_tasks import ItemRunsReader
+from oss.cli_tasks import ItemReads
 from oss.render import branches_line
 from tests.api.support import READER, auth
 from tests.support.dag_sim import Simulator
@@ -199,7 +199,7 @@ def test_watch_reads_the_runs_of_items_kept_in_records(api, monkeypatch):
     simulator = run_fan_out(api, "watched", True, monkeypatch, steps=3)  # 4 items dispatched (max_parallel 4)
     task = api.store.get("watched")
     assert task.Runs == []
-    with ItemRunsReader(api.store) as reader:
-        runs = reader.of(task)
+    with ItemReads(api.store) as reader:
+        runs = reader.runs(task)
     assert branches_line(task, runs) == "  in flight: each[0, 1, 2, 3] (pending)"
     simulator.items.close()
