@@ -121,8 +121,12 @@ class Settings(ConfigFileSources, BaseSettings):
         description="`async` commands one module process runs at once",
     )
     store_threads: int = Field(
-        8, ge=1, le=256,
-        description="threads of a module process for claims, outcome commits and fence reads",
+        0, ge=0, le=256,
+        description=(
+            "threads of a module process for claims, outcome commits and fence reads "
+            "(default: 2 with SQLite, whose writes in a process take turns; 8 with MongoDB, "
+            "whose round trips wait on the network)"
+        ),
     )
     stuck_threads_max: int = Field(
         4, ge=0,
@@ -361,6 +365,15 @@ class Settings(ConfigFileSources, BaseSettings):
     @property
     def input_limits(self) -> InputLimits:
         return InputLimits(self.input_max_depth, self.input_max_items, self.input_max_bytes, self.input_max_string)
+
+    @property
+    def effective_store_threads(self) -> int:
+        """SQLite lets one thread of a process write at a time: more store threads than two only
+        take turns for the GIL and that lock, which costs a module CPU on every step. A MongoDB
+        store's threads mostly wait on round trips, so more of them overlap those waits."""
+        if self.store_threads:
+            return self.store_threads
+        return 2 if self.store_url.partition(":")[0].lower() == "sqlite" else 8
 
     @property
     def effective_process_slots(self) -> int:

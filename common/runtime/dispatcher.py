@@ -44,7 +44,7 @@ class Dispatcher:
         # A process command waits for its child on the store thread that claimed it: one more
         # store thread per process slot, so the claims and commits of the other kinds never wait.
         process_slots = settings.effective_process_slots if "process" in self.kinds_used else 0
-        self._store_pool = ThreadPoolExecutor(settings.store_threads + process_slots, thread_name_prefix="baton-store")
+        self._store_pool = ThreadPoolExecutor(settings.effective_store_threads + process_slots, thread_name_prefix="baton-store")
         self._kinds: dict[str, ProcessKind | ThreadKind | AsyncKind] = {}
         self._reactor: Reactor | None = None
         self._runner: CommandRunner | None = None

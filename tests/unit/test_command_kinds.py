@@ -55,6 +55,18 @@ def test_process_slots_default_to_the_older_concurrency_setting(monkeypatch):
     assert (loaded.slots("process"), loaded.slots("thread"), loaded.slots("async")) == (5, 16, 1000)
 
 
+
+@pytest.mark.parametrize(("store_url", "threads"), [
+    ("sqlite:var/baton.db", 2), ("SQLite:///abs/baton.db", 2),
+    ("mongodb://db-1,db-2/baton?replicaSet=rs0", 8), ("mongomock://", 8),
+])  # fmt: skip
+def test_store_threads_default_by_the_store_and_a_setting_overrides_them(monkeypatch, store_url, threads):
+    monkeypatch.delenv("BATON_STORE_THREADS", raising=False)
+    monkeypatch.setenv("BATON_STORE_URL", store_url)
+    assert load_settings().effective_store_threads == threads
+    monkeypatch.setenv("BATON_STORE_THREADS", "5")
+    assert load_settings().effective_store_threads == 5
+
 def test_the_built_in_modules_run_each_command_on_the_kind_that_fits_it():
     """mysql: what changes an instance holds its lock across DDL and stays a killable process;
     the one read is a thread. monitor: one event-log insert, a thread (docs/DESIGN.md sec. 13)."""
