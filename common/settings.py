@@ -123,7 +123,7 @@ class Settings(ConfigFileSources, BaseSettings):
     store_threads: int = Field(
         0, ge=0, le=256,
         description=(
-            "threads of a module process for claims, outcome commits and fence reads "
+            "threads of a module process for claims and outcome commits "
             "(default: 2 with SQLite, whose writes in a process take turns; 8 with MongoDB, "
             "whose round trips wait on the network)"
         ),

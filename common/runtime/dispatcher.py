@@ -1,5 +1,5 @@
 """Hands each delivery to its command's kind once a slot of that kind is free, and runs the store
-work (claims, outcome commits, fence reads) on a small pool of store threads, so no thread waits
+work (claims and outcome commits) on a small pool of store threads, so no thread waits
 out a command's length except a process command's (a store thread kept per process slot) and a
 thread command's own.
 """
@@ -55,7 +55,7 @@ class Dispatcher:
             )  # fmt: skip
             self._kinds["process"] = ProcessKind(self._runner)
         if {"thread", "async"} & set(self.kinds_used):
-            self._reactor = Reactor(self._store_pool)
+            self._reactor = Reactor()
             resources = _once(registry.make_resources)
             read_task = store_reader(lambda: store)
             read_item = item_reader(lambda: items) if items is not None else None

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from common.runtime.invoke import CommandRequest, call_async, call_sync, command_context, result_of
@@ -62,11 +63,14 @@ class _Once:
 
 class Reactor:
     """The module's one event-loop thread: async commands, and the timers of thread commands.
-    Blocking calls an async command hands off (`ctx.check_fence_async`) go to `executor`."""
+    Blocking calls an async command hands off (`run_in_executor(None, ...)`,
+    `ctx.check_fence_async`) go to a pool of their own, as large as asyncio's default: never to
+    the store threads, which a few slow calls of a command would take from every claim and commit."""
 
-    def __init__(self, executor: Executor):
+    def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.loop.set_default_executor(executor)
+        self._offload = ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="baton-offload")
+        self.loop.set_default_executor(self._offload)
         self._thread = threading.Thread(target=self.loop.run_forever, name="baton-event-loop", daemon=True)
 
     def start(self) -> None:
@@ -82,6 +86,7 @@ class Reactor:
         if self._thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
+        self._offload.shutdown(wait=False, cancel_futures=True)  # a hung hand-off must not hold the exit
 
 
 class ProcessKind:

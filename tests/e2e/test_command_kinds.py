@@ -45,6 +45,13 @@ task_types:
       - name: wait
         normal: {module: kinds, command: wait, timeout: 1, retry: 1,
                  backoff: {initial: 0.1, max: 0.1, multiplier: 1, jitter: 0}}
+  offloaded:
+    parameters:
+      marks: {type: string}
+      gate: {type: string}
+    steps:
+      - name: offload
+        normal: {module: kinds, command: offload}
   fenced:
     parameters:
       marks: {type: string}
@@ -208,6 +215,20 @@ def test_a_full_kind_does_not_hold_up_the_other_kinds_of_its_module(cluster, mar
     assert len(list(marks.glob("*.started"))) == 1
     gate.write_text("open")
     assert [cluster.wait_final(t.TaskId).TaskStatus for t in held] == [TaskStatus.SUCCESS] * 2
+
+
+def test_blocking_calls_an_async_command_hands_off_hold_up_no_other_step(cluster, marks):
+    """More blocking hand-offs than the module has store threads: they run on a pool of their
+    own, so other steps are still claimed and committed meanwhile."""
+    gate = marks / "gate"
+    blocked = [cluster.submit("offloaded", marks=str(marks), gate=str(gate)) for _ in range(4)]
+    wait_until(lambda: len(list(marks.glob("*.started"))) == 4, 60, "4 hand-offs blocking")
+    quick = cluster.wait_final(cluster.submit("async_one").TaskId, timeout=60)
+    assert quick.TaskStatus is TaskStatus.SUCCESS, cluster.logs()
+    gate.write_text("open")
+    ended = [cluster.wait_final(t.TaskId, timeout=60) for t in blocked]
+    assert [t.TaskStatus for t in ended] == [TaskStatus.SUCCESS] * 4
+    assert {t.Parameters["ran_on"].rsplit("_", 1)[0] for t in ended} == {"baton-offload"}
 
 
 def test_hundreds_of_async_commands_in_flight_at_once_in_one_module_process(cluster, marks):

@@ -58,6 +58,20 @@ def block(ctx: CommandContext) -> dict:
 
 
 @kinds.command()
+async def offload(ctx: CommandContext) -> dict:
+    """Hands a blocking call to the loop's default executor, as the guide says to: the call
+    waits for the file `gate`, and answers the name of the thread it ran on."""
+    mark(ctx, "started")
+
+    def blocking() -> str:
+        while not Path(ctx.parameters["gate"]).exists():
+            time.sleep(0.05)
+        return threading.current_thread().name
+
+    return {"ran_on": await asyncio.get_running_loop().run_in_executor(None, blocking)}
+
+
+@kinds.command()
 async def fenced_write(ctx: CommandContext) -> dict:
     """Waits until an operator stopped its run (its attempt is then stale), then checks its fence
     before its side effect: marks `refused`, or `wrote` had the fence let it through. It sits
