@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -22,6 +21,7 @@ from common.runtime.lease import Lease
 from common.runtime.registry import KINDS, CommandRegistry
 from common.runtime.runner import CommandRunner
 from common.runtime.slots import Slots, Start
+from common.runtime.store_pool import StorePool
 from common.settings import Settings
 from common.store.items_port import ItemStore
 from common.store.port import TaskStore
@@ -44,7 +44,7 @@ class Dispatcher:
         # A process command waits for its child on the store thread that claimed it: one more
         # store thread per process slot, so the claims and commits of the other kinds never wait.
         process_slots = settings.effective_process_slots if "process" in self.kinds_used else 0
-        self._store_pool = ThreadPoolExecutor(settings.effective_store_threads + process_slots, thread_name_prefix="baton-store")
+        self._store_pool = StorePool(settings.effective_store_threads + process_slots)
         self._kinds: dict[str, ProcessKind | ThreadKind | AsyncKind] = {}
         self._reactor: Reactor | None = None
         self._runner: CommandRunner | None = None
@@ -104,14 +104,15 @@ class Dispatcher:
                 _logged(lambda: finish(outcome))
         else:
             def done(outcome: AttemptResult | None) -> None:
-                self.submit(lambda: finish(outcome))
+                self.submit(lambda: finish(outcome), commit=True)
         self._kinds[kind].start(request, timeout, lease, context, done)
 
-    def submit(self, job: Callable[[], Any]) -> None:
-        """Run `job` on a store thread. A failing job is logged (type and place only: its message
-        may quote a task's secrets), never lost silently."""
+    def submit(self, job: Callable[[], Any], *, commit: bool = False) -> None:
+        """Run `job` on a store thread; a commit goes ahead of the claims waiting (store_pool.py).
+        A failing job is logged (type and place only: its message may quote a task's secrets),
+        never lost silently."""
         try:
-            self._store_pool.submit(_logged, job)
+            self._store_pool.submit(lambda: _logged(job), commit=commit)
         except RuntimeError:  # the pool is shut: the module is past its stop
             log.warning("store work dropped after stop")
 
@@ -129,7 +130,7 @@ class Dispatcher:
             kind.close()
         if self._reactor is not None:
             self._reactor.stop()
-        self._store_pool.shutdown(wait=True, cancel_futures=True)
+        self._store_pool.shutdown()
 
 
 def _logged(job: Callable[[], Any]) -> None:
