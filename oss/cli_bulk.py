@@ -13,7 +13,8 @@ import click
 
 from oss.action_names import MAX_BULK_TASKS
 from oss.cli_common import (
-    EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, fail, opened_parts, parse_labels, parse_status, parse_time, report_many,
+    EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, declare_queues, fail, opened_parts, parse_labels, parse_status,
+    parse_time, report_many,
 )
 from oss.cli_ops import _default_actor
 
@@ -46,7 +47,7 @@ def _command(action: str) -> click.Command:
             "created_to": parse_time(created_to, "--created-to"),
         }  # fmt: skip
         with opened_parts() as parts:
-            parts.service.declare_queues()
+            declare_queues(parts)
             bulk = BulkActions(parts.store, parts.service.actions, time.time,
                                parts.settings.redeliver_after_seconds)  # fmt: skip
             try:

@@ -77,6 +77,14 @@ def opened_parts() -> Iterator[Parts]:
         parts.close()
 
 
+def declare_queues(parts: Parts) -> None:
+    """For a command that may publish, before it changes anything: one connection attempt first
+    (`ping`), so a broker that is down fails the command within seconds, with nothing changed,
+    instead of after the half minute a publish keeps reconnecting through a broker's restart."""
+    parts.broker.ping()
+    parts.service.declare_queues()
+
+
 @contextmanager
 def opened_store() -> Iterator[TaskStore]:
     """The task store alone: for commands that only read tasks (no flows, no broker to open)."""

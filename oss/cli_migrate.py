@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from oss.action_names import MAX_BULK_TASKS
-from oss.cli_common import EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, fail, opened_parts, report_many
+from oss.cli_common import EXIT_REFUSED, EXIT_USAGE, AsciiIntRange, declare_queues, fail, opened_parts, report_many
 from oss.cli_ops import _default_actor
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def migrate(task_type: str, to: str, reason: str, limit: int, actor: str, apply_
         raise click.BadParameter("must say why", param_hint="--reason")
     with opened_parts() as parts:
         if apply_:
-            parts.service.declare_queues()  # a moved task may dispatch a step at once
+            declare_queues(parts)  # a moved task may dispatch a step at once
         migrations = Migrations(parts.store, parts.flows, parts.service.actions, time.time,
                                 parts.settings.redeliver_after_seconds)  # fmt: skip
         parts.store.ping()  # a store that is down says so before the flows are looked at

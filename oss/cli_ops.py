@@ -11,7 +11,9 @@ import json
 import click
 
 from oss.action_names import ACTION_NAMES, SKIP
-from oss.cli_common import AsciiIntRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, fail, opened_parts, task_json
+from oss.cli_common import (
+    AsciiIntRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, declare_queues, fail, opened_parts, task_json,
+)
 
 _HELP = {
     "cancel": "Cancel a task: the running step finishes, then everything done is rolled back.",
@@ -58,7 +60,7 @@ def _command(action: str) -> click.Command:
         if not reason.strip():
             raise click.BadParameter("must say why", param_hint="--reason")
         with opened_parts() as parts:
-            parts.service.declare_queues()
+            declare_queues(parts)
             try:
                 task = parts.service.actions.apply(action, task_id, actor, reason.strip(), stop_running=stop_running,
                                                    unit=(cursor, item) if cursor is not None else None)  # fmt: skip

@@ -14,6 +14,7 @@ from oss.cli_common import (
     EXIT_NO_TASK,
     EXIT_REFUSED,
     EXIT_USAGE,
+    declare_queues,
     echo_json,
     exit_code_of,
     fail,
@@ -77,7 +78,7 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
             if plan_only:
                 _print_plan(parts, task_type, parameters, request, as_json)
                 return
-            parts.service.declare_queues()
+            declare_queues(parts)
             submission = parts.service.submit(task_type, parameters, **request)
         except (UnknownTaskType, IdempotencyConflict) as exc:
             fail(EXIT_USAGE, str(exc))

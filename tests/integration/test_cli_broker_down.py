@@ -34,8 +34,9 @@ SKIP = NEED_NO_BROKER_TO_START | NEED_NEITHER
 def test_every_command_with_the_broker_down_says_so_in_one_line(tmp_path: Path, every: bool) -> None:
     # check-flows without --live: with the store up, --live lists every module not running.
     arguments = {path: argv for path, argv in ARGUMENTS.items() if path != ("check-flows",)}
-    # Most of them wait out the broker's 30 s of reconnecting, using next to no CPU: all at once,
-    # so the walk takes one such wait, not one per dozen commands.
+    # A command that publishes tries one connection first and fails at once; the processes keep
+    # trying to start consuming for a while (FIRST_CONNECT_SECONDS): all at once, so the walk
+    # takes one such wait, not one per process.
     runs = walk(environment(tmp_path, f"sqlite:///{tmp_path}/baton.db"), tmp_path, skip=SKIP, arguments=arguments,
                 workers=len(list(commands())), only=None if every else representative(SKIP))  # fmt: skip
     unavailable = set()

@@ -28,7 +28,7 @@ from oss.cli import COMMAND_MODULES, main
 from tests.support.cluster import REPO
 from tests.support.ports import free_port
 
-COMMAND_DEADLINE = 240.0  # a dead broker is retried for 30 s first; generous for a loaded machine
+COMMAND_DEADLINE = 240.0  # a process retries a dead broker for 15 s first; generous for a loaded machine
 
 # Arguments that make a command reach the store: check-flows only does with --live; a module
 # that exists (any other name is refused before anything is opened); a schedule needs a timing;
