@@ -66,6 +66,8 @@ def commands(group: click.Group = main, prefix: tuple[str, ...] = ()) -> Iterato
         command = group.get_command(ctx, name)
         assert command is not None, name
         if isinstance(command, click.Group):
+            if command.invoke_without_command:  # the group alone does something too (`baton modules`)
+                yield (*prefix, name), command
             yield from commands(command, (*prefix, name))
         else:
             yield (*prefix, name), command
