@@ -24,6 +24,7 @@ import contextvars
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -71,16 +72,38 @@ class Reactor:
         self.loop = asyncio.new_event_loop()
         self._offload = ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="baton-offload")
         self.loop.set_default_executor(self._offload)
+        self._handed: deque[Callable[[], Any]] = deque()  # call_soon's, waiting for the loop thread
+        self._handed_lock = threading.Lock()
+        self._wake_pending = False
         self._thread = threading.Thread(target=self.loop.run_forever, name="baton-event-loop", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def call_soon(self, fn: Callable[[], Any]) -> None:
-        self.loop.call_soon_threadsafe(fn)
+        """Run `fn` on the loop thread, in the order given. Calls handed over while the loop has
+        not yet taken the earlier ones share one wake-up: each `call_soon_threadsafe` writes to
+        the loop's self-pipe, and with hundreds of commands starting that was a system call and a
+        thread switch per command."""
+        with self._handed_lock:
+            self._handed.append(fn)
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        self.loop.call_soon_threadsafe(self._run_handed)
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> None:
-        self.loop.call_soon_threadsafe(self.loop.call_later, delay, fn)
+        self.call_soon(lambda: self.loop.call_later(delay, fn))
+
+    def _run_handed(self) -> None:
+        with self._handed_lock:
+            handed, self._handed = self._handed, deque()
+            self._wake_pending = False
+        for fn in handed:
+            try:
+                fn()
+            except Exception as exc:  # as the loop's own handler would: the others still run
+                self.loop.call_exception_handler({"message": "reactor callback failed", "exception": exc})
 
     def stop(self) -> None:
         if self._thread.is_alive():
