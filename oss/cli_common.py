@@ -38,11 +38,13 @@ EXIT_NO_TASK = 3
 EXIT_REFUSED = 4
 
 
-def settings(client: bool = False) -> Settings:
+def settings(client: bool = False, serves: bool = False) -> Settings:
     """The settings, logging configured. A `client` command (submit, watch, hosts...) prints its
     answer for a person or a script: its own info lines would only interleave with it, and a
     store or broker that does not answer is its one line of failure, not a retry log: it logs
-    errors only, and the connection libraries nothing, unless BATON_LOG_LEVEL asks for more."""
+    errors only, and the connection libraries nothing, unless BATON_LOG_LEVEL asks for more.
+    A command that runs once (all but those that `serve` until stopped) fails within seconds
+    when nothing serves its MongoDB store (common.store.first_contact)."""
     from common.logging import configure_logging, configure_logging_when_used
     from common.settings import load_settings
 
@@ -54,6 +56,10 @@ def settings(client: bool = False) -> Settings:
         from common.engine.kinds.fan_out import wire_records  # not imported otherwise: `get` stays light
 
         wire_records(loaded)
+    if not serves:
+        from common.store.first_contact import fail_fast_when_unreachable
+
+        fail_fast_when_unreachable()
     quiet = client and "log_level" not in loaded.model_fields_set
     if quiet:  # set up when first needed: most client commands never write a line
         configure_logging_when_used(loaded.log_format, "error", libraries="critical")

@@ -107,7 +107,7 @@ def sweeper() -> None:
     from common.module_hooks import module_hooks
     from oss.wiring import build, build_sweeper
 
-    loaded = settings()
+    loaded = settings(serves=True)
     parts = build(loaded, indexes="check")  # OSS creates them
     parts.service.declare_queues()
     sweeper_ = build_sweeper(loaded, parts.store, parts.broker, parts.service)
@@ -131,7 +131,7 @@ def demo(task_type: str) -> None:
     from oss.processes import run_demo
 
     try:
-        sys.exit(run_demo(settings(), task_type, click.echo))
+        sys.exit(run_demo(settings(serves=True), task_type, click.echo))
     except InvalidParameters as exc:
         fail(EXIT_USAGE, f"{task_type} needs parameters the demo cannot make up: {exc}")
 

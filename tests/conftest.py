@@ -98,6 +98,18 @@ def _item_records_as_by_default(request):
     fan_out.RECORDS_ENABLED = before
 
 
+@pytest.fixture(autouse=True)
+def _store_first_contact_as_in_a_process():
+    """A CLI command run in-process turns on the quick first contact with a MongoDB store for
+    the rest of its process (common.store.first_contact): turned off again after the test, so a
+    test that opens a client to a server it froze or stopped waits as a long-running process does."""
+    from common.store import first_contact
+
+    yield
+    first_contact.fail_fast = False
+    first_contact.answered.clear()
+
+
 @pytest.fixture
 def inline_items(monkeypatch):
     """for_each steps opened in this test keep their items inline in the task document, as a

@@ -27,12 +27,19 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from pymongo import MongoClient
+import pymongo
+from pymongo import MongoClient, ReadPreference
+from pymongo.errors import PyMongoError
+
+from common.store import first_contact
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 # A readiness probe (ping) answers within this, whatever the store's timeout: a probe that waits
 # the full store timeout misses every outage shorter than it.
 PING_SECONDS = 2.0
+
+# A command that runs once asks whether its server answers at all within this (first_contact.py).
+FIRST_CONTACT_SECONDS = 3.0
 
 # When the URL names any of these, baton adds no timeout of its own.
 _TIMEOUTS = ("timeoutms", "sockettimeoutms", "serverselectiontimeoutms", "connecttimeoutms", "wtimeoutms")
@@ -57,4 +64,17 @@ def client_options(url: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -
 
 
 def open_client(url: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> MongoClient[dict[str, Any]]:
-    return MongoClient(url, **client_options(url, timeout_seconds))
+    client: MongoClient[dict[str, Any]] = MongoClient(url, **client_options(url, timeout_seconds))
+    if first_contact.fail_fast and url not in first_contact.answered:
+        try:
+            _any_member_answers(client, timeout_seconds)
+        except PyMongoError:
+            client.close()
+            raise
+        first_contact.answered.add(url)
+    return client
+
+
+def _any_member_answers(client: MongoClient[dict[str, Any]], timeout_seconds: float) -> None:
+    with pymongo.timeout(min(FIRST_CONTACT_SECONDS, timeout_seconds)):
+        client.admin.command("ping", read_preference=ReadPreference.NEAREST)

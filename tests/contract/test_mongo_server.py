@@ -155,6 +155,24 @@ def test_a_frozen_server_fails_a_call_within_the_store_timeout(own_server: Secan
     store.close()
 
 
+def test_a_command_that_runs_once_fails_at_first_contact_when_nothing_serves_the_store(
+    secantus: SecantusServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from common.store import first_contact
+    from tests.support.ports import free_port
+
+    monkeypatch.setattr(first_contact, "fail_fast", True)  # as a CLI command turns it on
+    monkeypatch.setattr(first_contact, "answered", set())
+    # Nothing listens there. Opened without indexes, the store would not talk to the server
+    # before its first call, which waits out the whole store timeout: the open itself fails.
+    with pytest.raises(StoreError):
+        MongoStore(f"mongodb://127.0.0.1:{free_port()}/baton", "baton", timeout_seconds=60, indexes="none")
+    live = secantus.database_url(fresh_database_name())
+    store = MongoStore(live, "baton", indexes="none")
+    assert first_contact.answered == {live}  # asked once per URL, not at every client
+    store.close()
+
+
 # --- refusals are not outages --------------------------------------------------------------------
 
 
