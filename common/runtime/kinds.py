@@ -26,11 +26,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from common.runtime.invoke import CommandRequest, call_async, call_sync, command_context, result_of
 from common.runtime.lease import Lease
+from common.runtime.offload import DaemonThreadPool
 from common.runtime.registry import CommandRegistry
 from common.runtime.runner import CommandInterrupted, CommandRunner
 from common.engine.states import ResultCode
@@ -65,12 +65,13 @@ class _Once:
 class Reactor:
     """The module's one event-loop thread: async commands, and the timers of thread commands.
     Blocking calls an async command hands off (`run_in_executor(None, ...)`,
-    `ctx.check_fence_async`) go to a pool of their own, as large as asyncio's default: never to
-    the store threads, which a few slow calls of a command would take from every claim and commit."""
+    `ctx.check_fence_async`) go to a pool of their own (offload.py), as large as asyncio's
+    default: never to the store threads, which a few slow calls would take from every claim and
+    commit."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._offload = ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="baton-offload")
+        self._offload = DaemonThreadPool(min(32, (os.cpu_count() or 1) + 4))
         self.loop.set_default_executor(self._offload)
         self._handed: deque[Callable[[], Any]] = deque()  # call_soon's, waiting for the loop thread
         self._handed_lock = threading.Lock()
@@ -109,7 +110,7 @@ class Reactor:
         if self._thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
-        self._offload.shutdown(wait=False, cancel_futures=True)  # a hung hand-off must not hold the exit
+        self._offload.shutdown(wait=False, cancel_futures=True)  # a hung hand-off holds no exit (offload.py)
 
 
 class ProcessKind:

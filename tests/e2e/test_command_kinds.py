@@ -82,6 +82,10 @@ task_types:
     steps:
       - name: quick
         normal: {module: mixed, command: quick}
+  hung_handoff:
+    steps:
+      - name: hang
+        normal: {module: kinds, command: hang_handoff, timeout: 1}
   hung:
     steps:
       - name: hang
@@ -270,3 +274,14 @@ def test_too_many_stuck_threads_stop_the_module_to_be_restarted(cluster):
     assert stuck.popen.returncode == 1
     assert any(e.get("event") == "too many thread commands stuck past their timeout; the module stops to be restarted"
                for e in cluster.log_events("kinds-stuck"))
+
+
+def test_a_blocking_hand_off_that_never_returns_does_not_keep_the_module_from_exiting(cluster):
+    """A hung call an async command handed off holds a thread of the process for good, as a hung
+    thread command does: it must not stop the module from exiting on SIGTERM."""
+    name = "kinds-handoff"
+    module = cluster.start_module("kinds", name=name, registry="tests.support.kind_commands:kinds")
+    done = cluster.wait_final(cluster.submit("hung_handoff").TaskId)
+    assert done.TaskStatus is TaskStatus.ROLLED_BACK and "timed out after 1s" in done.TaskMessage, done.TaskMessage
+    cluster.kill(name, signal.SIGTERM)  # waits up to 30 s for the exit
+    assert module.popen.returncode in (0, 1), cluster.logs()

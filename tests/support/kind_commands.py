@@ -137,6 +137,14 @@ def hang(ctx: CommandContext) -> dict:
 
 
 @kinds.command()
+async def hang_handoff(ctx: CommandContext) -> dict:
+    """Hands off a blocking call that never returns: its timeout cancels the coroutine, the
+    call's thread stays blocked."""
+    await asyncio.get_running_loop().run_in_executor(None, threading.Event().wait)
+    return {}
+
+
+@kinds.command()
 async def undo(ctx: CommandContext) -> dict:
     return {}
 
