@@ -31,6 +31,7 @@ import pymongo
 from pymongo import MongoClient, ReadPreference
 from pymongo.errors import PyMongoError
 
+from common.errors import StoreError
 from common.store import first_contact
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -68,9 +69,9 @@ def open_client(url: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> M
     if first_contact.fail_fast and url not in first_contact.answered:
         try:
             _any_member_answers(client, timeout_seconds)
-        except PyMongoError:
+        except PyMongoError as exc:  # a StoreError whoever opened the client: "cannot be reached"
             client.close()
-            raise
+            raise StoreError(f"mongodb: no server answers ({type(exc).__name__}: {exc})") from None
         first_contact.answered.add(url)
     return client
 
