@@ -9,13 +9,15 @@
   thread of this process (a task every 10-20 ms on this machine) would set the pace of both kinds.
 
 `python -m bench.kinds` prints only these rows; `make bench` prints them with the rest. Sizes:
-BATON_BENCH_KINDS_IN_FLIGHT (1000), BATON_BENCH_KINDS_SECONDS (5), BATON_BENCH_KINDS_TASKS (500).
+BATON_BENCH_KINDS_IN_FLIGHT (1000), BATON_BENCH_KINDS_SECONDS (5), BATON_BENCH_KINDS_TASKS (500),
+BATON_BENCH_KINDS_ROUNDS (3: the no-op rates are the median of rounds that alternate the kinds).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import statistics
 import tempfile
 import threading
 import time
@@ -45,7 +47,7 @@ task_types:
 REGISTRIES = {"asyncbench": "bench.kind_commands:asyncbench", "processbench": "bench.kind_commands:processbench"}
 
 
-def kinds_figures(workdir: Path, amqp_url: str, in_flight: int, seconds: float, tasks: int) -> dict:
+def kinds_figures(workdir: Path, amqp_url: str, in_flight: int, seconds: float, tasks: int, rounds: int = 3) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     # A lease long enough that renewing a thousand of them is not the bench's work; JSON at info.
     env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30"}
@@ -53,13 +55,21 @@ def kinds_figures(workdir: Path, amqp_url: str, in_flight: int, seconds: float, 
     try:
         for module, registry in REGISTRIES.items():
             cluster.start_module(module, registry=registry)
-        figures = {"in_flight": in_flight, "seconds": seconds, "tasks": tasks}
+        figures = {"in_flight": in_flight, "seconds": seconds, "tasks": tasks, "rounds": rounds}
         figures.update(_in_flight(cluster, in_flight, seconds))
         for kind in ("async", "process"):
             _transitions(cluster, kind, min(50, tasks))  # warm-up: imports, caches, children
-        for kind in ("async", "process"):
-            rate, cpu = _transitions(cluster, kind, tasks)
-            figures[f"{kind}_transitions_per_second"], figures[f"{kind}_cpu_per_transition"] = rate, cpu
+        # Rounds alternate the order of the kinds, so that a drift of the machine's load during
+        # the run weighs on both alike; each figure is the median of its rounds.
+        measured: dict[str, list[tuple[float, float]]] = {"async": [], "process": []}
+        for round_ in range(rounds):
+            for kind in ("async", "process") if round_ % 2 == 0 else ("process", "async"):
+                measured[kind].append(_transitions(cluster, kind, tasks))
+        for kind, runs in measured.items():
+            rates, cpus = [rate for rate, _ in runs], [cpu for _, cpu in runs]
+            figures[f"{kind}_transitions_per_second"] = statistics.median(rates)
+            figures[f"{kind}_rate_range"] = (min(rates), max(rates))
+            figures[f"{kind}_cpu_per_transition"] = statistics.median(cpus)
             figures[f"{kind}_rss_bytes"] = _tree_rss(cluster.procs[f"{kind}bench"].popen.pid)[0]
         return figures
     finally:
@@ -120,7 +130,8 @@ def kinds_rows(workdir: Path, amqp_url: str) -> list[tuple[str, str, str]]:
     in_flight = int(os.environ.get("BATON_BENCH_KINDS_IN_FLIGHT", "1000"))
     seconds = float(os.environ.get("BATON_BENCH_KINDS_SECONDS", "5"))
     tasks = int(os.environ.get("BATON_BENCH_KINDS_TASKS", "500"))
-    f = kinds_figures(workdir, amqp_url, in_flight, seconds, tasks)
+    rounds = int(os.environ.get("BATON_BENCH_KINDS_ROUNDS", "3"))
+    f = kinds_figures(workdir, amqp_url, in_flight, seconds, tasks, rounds)
     mib = 2**20
     async_rate, process_rate = f["async_transitions_per_second"], f["process_transitions_per_second"]
     return [
@@ -130,14 +141,20 @@ def kinds_rows(workdir: Path, amqp_url: str) -> list[tuple[str, str, str]]:
          f"{f['peak_rss_bytes'] / mib:.0f} MiB",
          f"{f['peak_processes']} process(es); {f['idle_rss_bytes'] / mib:.0f} MiB idle"),
         ("no-op step transitions, async commands", f"{async_rate:.0f} /s",
-         f"{tasks} three-step tasks; module RSS {f['async_rss_bytes'] / mib:.0f} MiB"),
+         f"median of {rounds} rounds of {tasks} three-step tasks, {_range(f['async_rate_range'])}; "
+         f"module RSS {f['async_rss_bytes'] / mib:.0f} MiB"),
         ("no-op step transitions, process commands (the same flow)", f"{process_rate:.0f} /s",
-         f"async: {async_rate / process_rate:.0%} of this; module and children RSS {f['process_rss_bytes'] / mib:.0f} MiB"),
+         f"async: {async_rate / process_rate:.0%} of this; {_range(f['process_rate_range'])}; "
+         f"module and children RSS {f['process_rss_bytes'] / mib:.0f} MiB"),
         ("  module CPU per transition, async commands", f"{f['async_cpu_per_transition'] * 1000:.2f} ms", ""),
         ("  module CPU per transition, process commands (children included)",
          f"{f['process_cpu_per_transition'] * 1000:.2f} ms",
          f"async: {f['async_cpu_per_transition'] / f['process_cpu_per_transition']:.0%} of this"),
     ]
+
+
+def _range(rates: tuple[float, float]) -> str:
+    return f"{rates[0]:.0f} to {rates[1]:.0f} /s"
 
 
 def main() -> None:
