@@ -24,10 +24,10 @@ import contextvars
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from common.handoff import HandOff
 from common.runtime.invoke import CommandRequest, call_async, call_sync, command_context, result_of
 from common.runtime.lease import Lease
 from common.runtime.offload import DaemonThreadPool
@@ -73,34 +73,24 @@ class Reactor:
         self.loop = asyncio.new_event_loop()
         self._offload = DaemonThreadPool(min(32, (os.cpu_count() or 1) + 4))
         self.loop.set_default_executor(self._offload)
-        self._handed: deque[Callable[[], Any]] = deque()  # call_soon's, waiting for the loop thread
-        self._handed_lock = threading.Lock()
-        self._wake_pending = False
+        self._handed: HandOff[Callable[[], Any]] = HandOff()  # call_soon's, for the loop thread
         self._thread = threading.Thread(target=self.loop.run_forever, name="baton-event-loop", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def call_soon(self, fn: Callable[[], Any]) -> None:
-        """Run `fn` on the loop thread, in the order given. Calls handed over while the loop has
-        not yet taken the earlier ones share one wake-up: each `call_soon_threadsafe` writes to
-        the loop's self-pipe, and with hundreds of commands starting that was a system call and a
-        thread switch per command."""
-        with self._handed_lock:
-            self._handed.append(fn)
-            if self._wake_pending:
-                return
-            self._wake_pending = True
-        self.loop.call_soon_threadsafe(self._run_handed)
+        """Run `fn` on the loop thread, in the order given, one wake-up of the loop per batch
+        (common.handoff): with hundreds of commands starting, one per command was a system call
+        and a thread switch each."""
+        if self._handed.put(fn):
+            self.loop.call_soon_threadsafe(self._run_handed)
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> None:
         self.call_soon(lambda: self.loop.call_later(delay, fn))
 
     def _run_handed(self) -> None:
-        with self._handed_lock:
-            handed, self._handed = self._handed, deque()
-            self._wake_pending = False
-        for fn in handed:
+        for fn in self._handed.take():
             try:
                 fn()
             except Exception as exc:  # as the loop's own handler would: the others still run

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-from collections import deque
 from functools import partial
 
 import pika
@@ -29,6 +28,7 @@ from common.broker.rabbitmq.policy import (
 )
 from common.broker.rabbitmq.topology import declare_pair
 from common.errors import BrokerError
+from common.handoff import HandOff
 from common.logging import exception_summary
 
 log = structlog.get_logger(__name__)
@@ -55,9 +55,7 @@ class RabbitSubscription:
         self._paused = False
         self._requested = 0  # bumped by pause/resume; the I/O thread applies up to it
         self._applied = 0
-        self._settles: deque[tuple[Link, int, Settlement]] = deque()  # for the I/O thread to send
-        self._settles_lock = threading.Lock()
-        self._settle_wake_pending = False
+        self._settles: HandOff[tuple[Link, int, Settlement]] = HandOff()  # for the I/O thread to send
         self._stopping = threading.Event()
         self._started = threading.Event()  # consuming for the first time, or refused at once
         self._refusal: str | None = None
@@ -115,29 +113,20 @@ class RabbitSubscription:
                 pass  # closed: the loop is on its way out or reconnecting, and will look
 
     def _settle(self, link: Link, tag: int, settlement: Settlement) -> None:
-        """Queue the settlement for the I/O thread. Settlements queued while the I/O thread has not
-        yet taken the earlier ones share one wake-up: each `add_callback_threadsafe` writes to
-        the connection's wake-up socket, a system call and a thread switch per delivery. The I/O
+        """Queue the settlement for the I/O thread, one wake-up per batch (common.handoff). The I/O
         loop also takes what is queued at each turn, so a wake-up lost with its connection
         strands nothing."""
-        with self._settles_lock:
-            self._settles.append((link, tag, settlement))
-            if self._settle_wake_pending:
-                return
-            self._settle_wake_pending = True
+        if not self._settles.put((link, tag, settlement)):
+            return
         try:
             link.connection.add_callback_threadsafe(self._settle_queued)
         except pika.exceptions.AMQPError:
             # The connection is gone; the broker requeued the message and will redeliver it.
-            with self._settles_lock:
-                self._settle_wake_pending = False
+            self._settles.wake_failed()
             log.info("broker.settle_skipped", queue=self._queue, action=settlement, reason="closed")
 
     def _settle_queued(self) -> None:  # on the I/O thread
-        with self._settles_lock:
-            settles, self._settles = self._settles, deque()
-            self._settle_wake_pending = False
-        for link, tag, settlement in settles:
+        for link, tag, settlement in self._settles.take():
             self._settle_on_io(link, tag, settlement)
 
     # -- the I/O thread -------------------------------------------------------------------------
