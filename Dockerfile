@@ -21,11 +21,11 @@ RUN apt-get update \
 
 WORKDIR /app
 
-# The runtime dependencies pyproject.toml declares (not the test tools), at exactly the versions
-# requirements.lock pins. Their own layer: a code change does not reinstall them.
+# The runtime dependencies pyproject.toml declares and its `tracing` extra (not the test tools), at
+# exactly the versions requirements.lock pins. Their own layer: a code change does not reinstall them.
 COPY requirements.lock pyproject.toml ./
 RUN python -m venv "$VIRTUAL_ENV" \
-    && python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > /tmp/runtime.txt \
+    && python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["tracing"]))' > /tmp/runtime.txt \
     && pip install -r /tmp/runtime.txt -c requirements.lock \
     && rm /tmp/runtime.txt
 

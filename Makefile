@@ -19,8 +19,10 @@ $(VENV)/.runtime: requirements.lock pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.runtime requirements.lock
+# The test tools, and the Python client (client/, its own package: tests/client runs it).
+$(VENV)/.installed: $(VENV)/.runtime requirements.lock client/pyproject.toml
 	$(BIN)/pip install -q -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e ./client
 	touch $@
 
 # Everything in one process: OSS, every module, the sweeper, SQLite, the in-process broker.

@@ -1,10 +1,11 @@
-"""How long a `baton` command takes from the shell prompt to its exit: `--help`, and `get ID` on a
-SQLite store (the whole process each time: interpreter, imports, settings, the store, the answer),
+"""How long a `baton` command takes from the shell prompt to its exit: `--help`, `get ID` and
+`list` on a SQLite store (the whole process each time: interpreter, imports, settings, the store,
+the answer; `get` and `list` of plain tasks read the file's JSON straight, oss/cli/quick_reads.py),
 next to the bare interpreter (`python -c pass`) measured in the same run, so a reader sees what
 baton adds whatever the machine and its load. Wall time, and the CPU time the process used: on a
 loaded machine the wall time grows, the CPU time barely.
 
-The runs take turns (pass, --help, get, pass, ...) so a change of load touches every row alike.
+The runs take turns (pass, --help, get, list, pass, ...) so a change of load touches every row alike.
 They run this checkout's code (PYTHONPATH), with compiled bytecode cached as an installed baton
 has it (in a temporary PYTHONPYCACHEPREFIX, filled by one unmeasured run of each command), even
 where the environment sets PYTHONDONTWRITEBYTECODE: compiling every module at every start would
@@ -73,6 +74,7 @@ def cli_start_times(runs: int = 10) -> dict[str, dict[str, float]]:
             BASELINE: [sys.executable, "-c", "pass"],
             "baton --help": [BATON, "--help"],
             "baton get ID (SQLite)": [BATON, "get", task_id],
+            "baton list (SQLite)": [BATON, "list"],
         }, env, runs)  # fmt: skip
 
 

@@ -4,7 +4,8 @@ One process, a real SQLite store, no broker and no command: the three-step bench
 then each step claimed and its outcome committed (`mutate` with the claim's `known` task, as
 the module does), timed in process CPU. Subtracted from a module's CPU per transition it tells
 how much goes to everything around the store (threads, pika, logging, the command child): the
-split DESIGN.md sec. 11 describes. `python -m bench.document` alone, or part of `make bench`.
+split docs/design/where-the-time-goes.md describes. Also a deferred mark-sent's CPU, in place
+and as a read-change-write. `python -m bench.document` alone, or part of `make bench`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from pathlib import Path
 
 from common.engine.document import StepMessage, Task
 from common.engine.states import ResultCode
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.changes import AttemptResult, Timing, claim, create_task, finish_attempt, mark_sent
 from common.flows import parse_flows
 
 OWNER = "bench@document"
@@ -64,9 +65,37 @@ def _run(store: SqliteStore, task: Task, steps: int) -> Task:
     return done
 
 
+def mark_sent_cpu(flows: str, tasks: int = 600) -> dict[str, float]:
+    """CPU µs of a deferred mark-sent whose entry no claim removed (a submission while no module
+    consumes): SQLite's in-place statement (TaskStore.drop_sent) beside the read-change-write
+    it spares, taking turns, each on tasks of its own."""
+    flow = parse_flows(flows).get("bench")
+    spent = {"in_place": 0.0, "read_change_write": 0.0}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore(Path(tmp) / "marks.db")
+        try:
+            for round_ in range(4):
+                for way in spent if round_ % 2 else reversed(list(spent)):
+                    entries = [(t.TaskId, t.Outbox[0].DispatchId) for t in (_created(store, flow.steps) for _ in range(tasks))]
+                    started = time.process_time()
+                    for task_id, dispatch_id in entries:
+                        if way == "in_place":
+                            assert store.drop_sent(task_id, dispatch_id)
+                        else:
+                            assert isinstance(mutate(store, task_id, lambda t, d=dispatch_id: mark_sent(t, d)), Task)
+                    if round_:  # the first round warms up
+                        spent[way] += time.process_time() - started
+        finally:
+            store.close()
+    return {way: 1e6 * seconds / (3 * tasks) for way, seconds in spent.items()}
+
+
 if __name__ == "__main__":
     from bench.engine import FLOWS
 
     result = document_cpu(FLOWS, int(os.environ.get("BATON_BENCH_DOCUMENT_TASKS", "600")))
     print(f"a module's store work per transition: {result['cpu_ms_per_transition']:.3f} ms CPU "
           f"(document {result['document_bytes']:,} bytes at the end)")
+    marks = mark_sent_cpu(FLOWS, int(os.environ.get("BATON_BENCH_DOCUMENT_TASKS", "600")))
+    print(f"a deferred mark-sent on SQLite: {marks['in_place']:.0f} us CPU in place, "
+          f"{marks['read_change_write']:.0f} us as a read-change-write")

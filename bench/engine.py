@@ -125,7 +125,7 @@ def latency(cluster: Cluster, samples: int, background_rate: float = 0.0, poll: 
 
 
 def _background(cluster: Cluster, rate: float, stop: threading.Event) -> None:
-    from oss.service import TaskService  # its own publisher: the probe's is not shared
+    from oss.services.tasks import TaskService  # its own publisher: the probe's is not shared
 
     service = TaskService(cluster.store, cluster.broker, cluster.service._flows, cluster.service._settings)
     interval = 1.0 / rate

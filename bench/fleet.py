@@ -1,7 +1,7 @@
-"""A for_each over item records (DESIGN.md sec. 12) at fleet scale: one task whose step runs an
-async no-op over 1,000 items, then one over 10,000, on a real module process, the real RabbitMQ
-and a SQLite store, with the sweeper running. Items per second from submission to the end, and
-the rate at 10,000 as a share of the rate at 1,000 (a cost per item that does not grow with the
+"""A for_each over item records (docs/design/item-records.md) at fleet scale: one task whose step
+runs an async no-op over 1,000 items, then one over 10,000, on a real module process, the real
+RabbitMQ and a SQLite store, with the sweeper running. Items per second from submission to the end,
+and the rate at 10,000 as a share of the rate at 1,000 (a cost per item that does not grow with the
 step keeps it near 100%). Prints figures, asserts nothing. `python -m bench.fleet` alone, or part
 of `make bench`; BATON_BENCH_FLEET_SIZES (default "1000,10000") and BATON_BENCH_FLEET_PARALLEL
 (max_parallel, default 64) size it.
@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.engine.kinds import fan_out
-from common.engine.kinds.fan_out import keeps_records
+from common.engine.changes import use_records
+from common.engine.views import keeps_records
 from common.engine.states import FINAL_STATUSES, TaskStatus
 from tests.support.cluster import Cluster
 from tests.support.vhosts import rabbitmq_vhost
@@ -60,7 +60,7 @@ def fleet_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES, 
     # queued behind 64 others may take longer than that, and a lapsed lease is a failed attempt.
     env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30", "BATON_REDELIVER_AFTER_SECONDS": "60",
            "BATON_ITEM_RECORDS": "1"}
-    fan_out.RECORDS_ENABLED = True  # this process (the service) opens the root step
+    use_records(True)  # this process (the service) opens the root step
     cluster = Cluster(workdir, amqp_url, flows(parallel), extra_env=env)
     try:
         cluster.start_module("asyncbench", registry="bench.kind_commands:asyncbench")

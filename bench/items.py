@@ -1,4 +1,5 @@
-"""What one item's transition costs on the item records (DESIGN.md 12), by the size of its step.
+"""What one item's transition costs on the item records (docs/design/item-records.md), by the size
+of its step.
 
 A transition of an item kept as a record of its own is a read of its record, a compare-and-set
 on it, and "is any item of the step still open?". Each is one index look-up, so its cost must
@@ -22,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common.engine.item_record import ItemRecord
+from common.engine.document import ItemRecord
 from common.engine.states import StepState
-from common.store.items_mongo import MongoItemStore
-from common.store.items_sqlite import SqliteItemStore
-from common.store.mongo_client import open_client
+from common.store.mongo.items import MongoItemStore
+from common.store.sqlite.items import SqliteItemStore
+from common.store.mongo.client import open_client
 from tests.support.secantus import secantus_server
 
 SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_ITEM_STEPS", "1000,10000").split(","))

@@ -1,4 +1,4 @@
-"""The kinds of command (docs/DESIGN.md sec. 13), measured in one run:
+"""The kinds of command (docs/design/runtime.md), measured in one run:
 
 - many async commands in flight in ONE module process, each awaiting `seconds`: from the last
   submission to the last one ended, and the module's peak RSS with any children (/proc);

@@ -1,7 +1,7 @@
 """What showing a task with thousands of secret values costs, beside the same task unmasked.
 
 A task whose `accounts` parameter lists BATON_BENCH_SECRET_VALUES (default 5,000) users, each with
-a `password`, is masked for an API answer (common.masking.masked_task_view): every string left
+a `password`, is masked for an API answer (common.secrets.task_views.masked_task_view): every string left
 in the document (the user names, a message) is scrubbed of every password. The baseline is the
 same task with the passwords under a plain key, masked the same way in the same run. One process, no store, no broker. `python -m
 bench.masking` alone, or part of `make bench`.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import time
 
-from common.masking import masked_task_view
+from common.secrets.task_views import masked_task_view
 from common.engine.document import Task
-from common.engine.transitions import Timing, create_task
+from common.engine.changes import Timing, create_task
 from bench.engine import FLOWS
 from common.flows import parse_flows
 

@@ -16,7 +16,7 @@ from typing import Any
 from bench.api import submissions
 from bench.engine import MODULES, STEPS, _roles, wait_all, latency, module_rss
 from bench.procstat import CpuMeter
-from common.store.mongo_client import open_client
+from common.store.mongo.client import open_client
 from tests.support.cluster import Cluster
 from tests.support.secantus import secantus_server
 

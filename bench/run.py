@@ -7,15 +7,24 @@ BATON_BENCH_MONGO_TASKS (default 500; 0 skips the Mongo run), BATON_BENCH_RSS_ST
 100000: the long run that watches a module's memory; 0 skips it) and BATON_BENCH_MONGO_RSS_STEPS
 (default 6000, the same on Mongo). A reduced run for the test suite also shortens the rest:
 BATON_BENCH_LATENCY_SAMPLES (100), BATON_BENCH_FAN_OUT_ITEMS (100), BATON_BENCH_REST_SECONDS (5) and
-BATON_BENCH_DOCUMENT_TASKS (600), BATON_BENCH_CLI_RUNS (10: runs of each timed CLI command). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row; the
+BATON_BENCH_DOCUMENT_TASKS (600), BATON_BENCH_CLI_RUNS (10: runs of each timed CLI command). BATON_BENCH_SECRET_VALUES (5000) sizes the masking row, BATON_BENCH_RATE_TAKES (2000) the rate row, BATON_BENCH_CALLBACK_TASKS (500) the callback row; the
 kinds of command's sizes are in bench/kinds.py.
 BATON_BENCH_QUEUE_TASKS (default 1000; 0 skips it): the same tasks on classic and on quorum
-queues (bench/queues.py). BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item
-record's transition on steps of 1,000 and 10,000 records (bench/items.py).
+queues (bench/queues.py). BATON_BENCH_PRIORITY_TASKS (default 120; 0 skips it): the claim rank of
+tasks of priority 4 to 1 behind that many of priority 0, on both (bench/priority_order.py).
+BATON_BENCH_TRACING_TASKS (default 1000; 0 skips it): the same tasks with tracing off and on,
+exporting to a local OTLP receiver (bench/tracing.py).
+BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item record's transition on steps of
+1,000 and 10,000 records (bench/items.py).
 BATON_BENCH_FLEET_SIZES (default "1000,10000"; "0" skips it): one for_each over item records of
 each size, end to end, items per second and the ratio (bench/fleet.py).
+BATON_BENCH_SOURCE_SIZES (default "1000,100000"; "0" skips it): one for_each over items from a
+source of each size, 0.3 % failing under a 1 % budget: items per second, the module's RSS, the task
+view and an items page (bench/source_fleet.py).
 BATON_BENCH_VIEW_ITEMS (default 10000) and BATON_BENCH_VIEW_SAMPLES (50): the task view of a
 for_each over that many items in records, next to one of 10 items (bench/task_view.py).
+BATON_BENCH_SCOPE_TASKS (default 20000) and BATON_BENCH_SCOPE_SAMPLES (20): a page of tasks and
+its counts for an unscoped token, a label filter and tokens limited to namespaces (bench/scoped_listing.py).
 """
 
 from __future__ import annotations
@@ -28,15 +37,21 @@ from pathlib import Path
 from bench.api import submissions
 from bench.baseline import run_baseline
 from bench.cli_start import rows as cli_start_rows
-from bench.document import document_cpu
+from bench.document import document_cpu, mark_sent_cpu
 from bench.engine import FLOWS, STEPS, latency, module_rss, start_cluster, throughput
 from bench.mongo import mongo_throughput
 from bench.fanout import fan_out_figures
 from bench.kinds import kinds_rows
 from bench.masking import masking_seconds
+from bench.rates import rows as rate_rows
+from bench.callbacks import rows as callback_rows
 from bench.items import item_rows
+from bench.priority_order import priority_rows
 from bench.queues import queue_type_rows
+from bench.tracing import tracing_rows
 from bench.fleet import SIZES as FLEET_SIZES, fleet_figures, rows as fleet_rows
+from bench.source_fleet import SIZES as SOURCE_SIZES, rows as source_rows, source_figures
+from bench.scoped_listing import scoped_rows
 from bench.task_view import view_rows
 from common.logging import configure_logging
 from tests.support.vhosts import rabbitmq_vhost
@@ -58,6 +73,9 @@ TARGETS = (
     "Mongo: <= 1 read and 2 writes per transition (the modules' own)",
     "for_each of 10,000 no-op items >= 200 items/s, and >= 80% of the rate at 1,000",
     "the task view of a 10,000-item task <= 200 ms",
+    "100,000 items from a source, 0.3% failing under a 1% budget: ends successful with exactly those failed, "
+    ">= 200 items/s, module RSS +<= 50 MiB from 1,000 items, task view and an items page < 200 ms",
+    "tracing on within 5% of off (transitions/s); off: no measurable cost",
 )
 
 
@@ -156,6 +174,9 @@ def main() -> None:
                     rows.append(("of which a module's store work, alone in one process (read, claim, commit)",
                                  f"{alone['cpu_ms_per_transition']:.2f} ms",
                                  f"document {alone['document_bytes']:,} bytes; the rest: threads, broker, log, child"))
+                    marks = mark_sent_cpu(FLOWS, int(os.environ.get("BATON_BENCH_DOCUMENT_TASKS", "600")))
+                    rows.append(("a deferred mark-sent on SQLite, its entry unclaimed: CPU in place",
+                                 f"{marks['in_place']:.0f} us", f"as a read-change-write: {marks['read_change_write']:.0f} us"))
                     idle = latency(cluster, samples=SIZES["latency_samples"])
                     rows.append(("latency, idle (submission to final status, 3 steps)",
                                  f"p50 {idle['p50_ms']:.1f} ms", f"p99 {idle['p99_ms']:.1f} ms"))
@@ -168,9 +189,15 @@ def main() -> None:
             finally:
                 cluster.stop_all()
             time.sleep(1)
+        tracing_tasks = int(os.environ.get("BATON_BENCH_TRACING_TASKS", "1000"))
+        if tracing_tasks > 0:
+            rows.extend(tracing_rows(work / "tracing", url, tracing_tasks))
         queue_tasks = int(os.environ.get("BATON_BENCH_QUEUE_TASKS", "1000"))
         if queue_tasks > 0:
             rows.extend(queue_type_rows(work / "queues", url, queue_tasks))
+        priority_tasks = int(os.environ.get("BATON_BENCH_PRIORITY_TASKS", "120"))
+        if priority_tasks > 0:
+            rows.extend(priority_rows(work / "priority", url, priority_tasks))
         rows.extend(_mongo_rows(work, url))
         fan = fan_out_figures(work / "fan_out", url, items=SIZES["fan_out_items"])
         rows.append((f"one task, for_each over {fan['items']} no-op items (submission to end)",
@@ -182,11 +209,16 @@ def main() -> None:
             rows.extend(item_rows(item_transitions))
         if all(size > 0 for size in FLEET_SIZES):
             rows.extend(fleet_rows(fleet_figures(work / "fleet", url)))
+        if all(size > 0 for size in SOURCE_SIZES):
+            rows.extend(source_rows(source_figures(work / "source", url)))
         rows.extend(view_rows(work / "task_view"))
+        rows.extend(scoped_rows(work))
         api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
         rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
                      f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))
     rows.append(_masking_row())
+    rows.extend(rate_rows(int(os.environ.get("BATON_BENCH_RATE_TAKES", "2000"))))
+    rows.extend(callback_rows(int(os.environ.get("BATON_BENCH_CALLBACK_TASKS", "500"))))
     rows.extend(cli_start_rows(int(os.environ.get("BATON_BENCH_CLI_RUNS", "10"))))
     print()
     print(f"baton benchmark: {os.cpu_count()} cores, RabbitMQ and SQLite on this machine, no-op commands")

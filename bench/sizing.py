@@ -17,7 +17,7 @@ from bench.api import submissions
 from bench.engine import FLOWS, MODULES, STEPS, _roles, start_cluster, throughput
 from bench.mongo import _measured, _run
 from common.logging import configure_logging
-from common.store.mongo_client import open_client
+from common.store.mongo.client import open_client
 from tests.support.cluster import Cluster
 from tests.support.secantus import secantus_server
 from tests.support.vhosts import rabbitmq_vhost

@@ -1,7 +1,18 @@
 """Every backoff in baton: exponential, capped, and (for step retries) with jitter, as pure
 functions of the retry number (and a random draw)."""
 
-from common.engine.document import BackoffPolicy
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class BackoffPolicy(Protocol):
+    """What a retry's delay is drawn from (a step phase's `BackoffPolicy` in the task document)."""
+
+    Initial: float
+    Max: float
+    Multiplier: float
+    Jitter: float
 
 
 def exponential(first: float, steps: int, cap: float, multiplier: float = 2) -> float:

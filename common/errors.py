@@ -88,8 +88,26 @@ class ActionRefused(BatonError):
     """An operator action does not fit the task's state (HTTP 409); the message says why."""
 
 
+class UnknownStepAction(BatonError):
+    """The task has no such step, or the step's kind no such action (HTTP 404 naming which)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+class ActionForbidden(BatonError):
+    """A step's action refused because of who asks (HTTP 403): a role the step does not name,
+    the submitter where the step says not; the message says why."""
+
+
 class StoreError(BatonError):
     """The store failed or is unreachable: retry later; nothing is known to have been written."""
+
+
+class StoreClosed(StoreError):
+    """This process closed the store (it is shutting down): what it was about to write is left
+    for the relay of a process still running. Not an outage: nothing to warn about."""
 
 
 class StoreRefused(BatonError):
@@ -107,6 +125,12 @@ class DuplicateSchedule(StoreError):
 
 class BrokerError(BatonError):
     """The broker failed or is unreachable: the message was not confirmed, publish again later."""
+
+
+class BrokerClosed(BrokerError):
+    """This process closed its broker adapter (it is shutting down): what it was about to publish
+    stays in the outbox for the relay of a process still running. Not an outage: nothing to warn
+    about."""
 
 
 class UnroutableMessage(BrokerError):

@@ -5,8 +5,9 @@ idempotency key, an operator's reason, a command's output. The same for every ta
 store, so a document one store accepts is one every store, reader, sweeper and module can handle:
 
 - depth at most `max_depth` levels (MongoDB refuses more than 100; the JSON readers stop at 200);
-- at most `max_items` object keys and list items in all, `max_bytes` of JSON, strings of at most
-  `max_string` characters;
+- at most `max_items` object keys and list items in all below the top level (whose keys, the
+  fields' names, are bounded on their own), `max_bytes` of JSON, strings of at most `max_string`
+  characters;
 - text is valid Unicode: no lone surrogate ("\\ud800" cannot be encoded as UTF-8 at all);
 - keys are plain: no NUL, not starting with "$", no "." (MongoDB would read them as operators or
   paths), at most 256 characters;
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.errors import InvalidInput
-from common.flows.problems import format_path
+from common.spec.problems import format_path
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_KEY_LENGTH = 256
@@ -45,11 +46,20 @@ class InputLimits:
 Problem = tuple[str, str]
 
 # C0 and C1 control characters (NUL, ESC, newlines...): nothing a name, an id, a key or a label
-# means, and what a log line or a terminal showing one would choke on. One pattern for the API's
-# schema (JSON Schema, pydantic and Python alike read it) and the check below.
-NO_CONTROL_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-CONTROL_PROBLEM = "contains a control character (NUL, ESC, a newline...)"
+# means, and what a log line or a terminal showing one would choke on. So are the invisible
+# format characters: zero-width ones (U+200B-U+200D, U+2060-U+2064, U+FEFF) make two names that
+# look the same differ, and bidi controls (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069)
+# make a line read in another order than it is written. One pattern for the API's schema (JSON
+# Schema, pydantic and Python alike read it) and the check below.
+INVISIBLE = r"\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+NO_CONTROL_PATTERN = rf"^[^\x00-\x1f\x7f-\x9f{INVISIBLE}]*$"
+_CONTROL = re.compile(rf"[\x00-\x1f\x7f-\x9f{INVISIBLE}]")
+CONTROL_PROBLEM = "contains a control character (NUL, ESC, a newline...) or an invisible one (zero-width, bidi)"
+# Free text an operator writes (a reason): a tab and a newline are text there (a reason may be a
+# commit message); every other control character and every invisible one is refused.
+FREE_TEXT_PATTERN = rf"^[^\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]*$"
+_FREE_TEXT_BAD = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{INVISIBLE}]")
+FREE_TEXT_PROBLEM = "contains a control character (NUL, ESC...) or an invisible one (zero-width, bidi)"
 
 
 def json_problems(value: Any, limits: InputLimits, root: str) -> list[Problem]:
@@ -64,8 +74,14 @@ def json_problems(value: Any, limits: InputLimits, root: str) -> list[Problem]:
             if depth >= limits.max_depth:
                 problems.append((_where(path), f"nested deeper than {limits.max_depth} levels"))
                 continue
-            items += len(node)
-            if items > limits.max_items:
+            # The top level's own keys are the names of the fields (`hosts` in parameters), not
+            # items: counted, a list of exactly max_items items under its name would be refused.
+            if depth == 0:
+                within = len(node) <= limits.max_items
+            else:
+                items += len(node)
+                within = items <= limits.max_items
+            if not within:
                 problems.append((_where(path), f"more than {limits.max_items} keys and items in all"))
                 break
             if isinstance(node, dict):
@@ -165,11 +181,32 @@ def identifier_problems(value: str | dict[str, str] | None, root: str) -> list[P
     return problems
 
 
+def free_text_problems(text: str | None, root: str) -> list[Problem]:
+    """An operator's free text (a reason): no control character but tab and newline, nothing invisible."""
+    return [(root, FREE_TEXT_PROBLEM)] if text is not None and _FREE_TEXT_BAD.search(text) else []
+
+
+def escaped(text: str) -> str:
+    """`text` with every control and invisible character written as its escape (a newline as
+    \\n, NUL as \\x00, a bidi override as \\u202e): text that shows what it holds and that a
+    name, id or key field takes."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def quoted(text: str, limit: int = 64) -> str:
+    """`text` quoted for an answer or a log line: every control and invisible character escaped
+    (a bidi override shown as \\u202e, not obeyed), cut to `limit` characters."""
+    cut = text if len(text) <= limit else text[: limit - 1] + "…"
+    shown = _FREE_TEXT_BAD.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), printable(cut))
+    return '"' + shown.replace("\n", "\\n").replace("\t", "\\t").replace('"', '\\"') + '"'
+
+
 def check_input(limits: InputLimits, identifiers: tuple[str, ...] = (), **fields: Any) -> None:
     """Raise InvalidInput naming every problem of these request fields (None: absent).
 
     A dict or list is checked as JSON (parameters, labels); a string as one bounded text field.
-    The fields named in `identifiers` (ids, keys, labels) must hold no control character either.
+    The fields named in `identifiers` (ids, keys, labels, an actor) must hold no control or
+    invisible character either; a `reason` no control character but tab and newline.
     """
     problems: list[Problem] = []
     for name, value in fields.items():
@@ -179,6 +216,8 @@ def check_input(limits: InputLimits, identifiers: tuple[str, ...] = (), **fields
             found = json_problems(value, limits, name) if value is not None else []
         if name in identifiers and not found:
             found = identifier_problems(value, name)
+        elif name == "reason" and not found:
+            found = free_text_problems(value, name)
         problems += found
     if problems:
         raise InvalidInput(problems[:MAX_PROBLEMS])

@@ -1,114 +1,71 @@
-"""structlog set-up: JSON lines in production, readable lines in a terminal, secrets masked.
+"""structlog set-up: JSON lines in production, readable lines in a terminal, secrets masked
+(what a line hides, and how: common.secrets.log_lines).
 
-Step context (task id, task type, step, phase, attempt, module) is bound with
-`structlog.contextvars.bound_contextvars` by the runtime, so every line of a step carries it.
+Step context (task id, task type, step, phase, attempt, module) is bound with `bound_fields` by
+the runtime, so every line of a step carries it.
 
-structlog is imported by the set-up, not by this module: the masking helpers here are used by
-code that never logs (`baton get` shows a task), and structlog's import (asyncio with it) is a
-large share of such a command's run.
+structlog is imported by the set-up, not by this module: a command that logs nothing (`baton get`
+shows a task) need not import it, and structlog's import (asyncio with it) is a large share of
+such a command's run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import os
-import re
 import sys
 import threading
 import traceback
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterator
 from typing import Any
 
-from common.scrubbing import MASK, Scrubber
-
-SECRET_KEY = re.compile(r"pass(word)?|secret|token|credential|api_?key", re.IGNORECASE)
-# Masking runs on untrusted text (parameters, error messages) in every log line: it must be linear
-# in its input. A regex for "scheme://user:password@" restarts at every letter of a long run and
-# rescans it (quadratic); mask_url_passwords finds each "://" once and scans every character a
-# bounded number of times. These patterns are single character classes: no nesting, no backtracking.
-_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
-_USER_END = re.compile(r"[:/@\s]")
-_PASSWORD_END = re.compile(r"[@\s]")
+from common.secrets.log_lines import mask_log_event, masked_log_text
+from common.tracing.log_fields import add_trace_ids
 
 
-def mask_secrets(value: Any) -> Any:
-    """A copy of `value` with secret-looking keys and URL passwords masked, at any depth."""
-    if isinstance(value, dict):
-        return {
-            k: MASK if isinstance(k, str) and SECRET_KEY.search(k) else mask_secrets(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):  # a plain string without a URL stays as it is, without a call
-        return [v if type(v) is str and "://" not in v else mask_secrets(v) for v in value]
-    if isinstance(value, str):
-        return mask_url_passwords(value)
-    return value
+@contextlib.contextmanager
+def bound_fields(**fields: Any) -> Iterator[None]:
+    """Every line written inside the block carries `fields`; afterwards each key is as it was
+    (unset, or its outer value). structlog's `bound_contextvars` does the same but first reads
+    the whole context to know what to restore; the tokens of the values set restore it exactly,
+    for less, and the runtime binds a step's fields at every transition."""
+    from structlog.contextvars import bind_contextvars, reset_contextvars
+
+    tokens = bind_contextvars(**fields)
+    try:
+        yield
+    finally:
+        reset_contextvars(**tokens)
 
 
-def mask_url_passwords(text: str) -> str:
-    """Every "scheme://user:password@" in `text` with the password replaced by MASK.
+class HotPathLogger:
+    """`structlog.get_logger(name)` for the lines of every step. structlog's lazy logger
+    assembles a bound logger at each call (a debug line that is then dropped too), so that a
+    reconfiguration is followed (configure_logging leaves its cache off for that). This one
+    assembles it once per configuration: again whenever the configured processors, wrapper,
+    factory or context class are other objects than those it was made with (configure_logging,
+    structlog.configure, a test's capture_logs)."""
 
-    Same result as re.sub(r"([a-z][a-z0-9+.-]*://[^:/@\\s]+:)[^@\\s]+@", r"\\1***@", text, flags=re.I)
-    (the tests check it), in linear time: each "://" is found once by str.find; the backward look
-    for the scheme stops at the previous match or "://"; the user scan stops at the next ":" or
-    "/", so those scans never overlap; and the password's end ("@" or whitespace) is searched once
-    and reused for every candidate before it.
-    """
-    if "://" not in text:
-        return text
-    parts: list[str] = []
-    done = 0  # text[:done] is decided (copied to parts)
-    stop = -1  # index of the first "@" or whitespace at or after `after_colon`, cached; len: none
-    i = text.find("://")
-    while i != -1:
-        if _has_scheme(text, done, i):
-            user_start = i + 3
-            user_end = _search(_USER_END, text, user_start)
-            if user_end > user_start and user_end < len(text) and text[user_end] == ":":
-                after_colon = user_end + 1
-                if stop < after_colon:
-                    stop = _search(_PASSWORD_END, text, after_colon)
-                if stop > after_colon and stop < len(text) and text[stop] == "@":
-                    parts += [text[done:after_colon], MASK, "@"]
-                    done = stop + 1
-                    i = text.find("://", done)
-                    continue
-        i = text.find("://", i + 1)
-    parts.append(text[done:])
-    return "".join(parts)
+    __slots__ = ("_name", "_made_with", "_bound")
 
+    def __init__(self, name: str):
+        self._name = name
+        self._made_with: dict[str, Any] = {}
+        self._bound: Any = None
 
-def redacted_url(url: str) -> str:
-    """A URL as an error message may quote it: what stands between its scheme and its last "@"
-    (user and password) and what follows a "?" or "#" after that (a token in the query) shown
-    as MASK. A refused URL is no better formed than any other, so this parses nothing: a
-    password holding "?", "/" or "@" is masked whole all the same."""
-    text = url
-    at = text.rfind("@")
-    if at != -1:
-        scheme = text.find("://")
-        start = scheme + 3 if 0 <= scheme < at else (text.find(":") + 1 if 0 <= text.find(":") < at else 0)
-        text = text[:start] + MASK + text[at:]
-    rest = text.rfind("@") + 1
-    cut = min((i for i in (text.find("?", rest), text.find("#", rest)) if i != -1), default=-1)
-    return text if cut == -1 else text[: cut + 1] + MASK
-
-
-def _has_scheme(text: str, start: int, i: int) -> bool:
-    """Is text[start:i] ending in a URL scheme: scheme characters back to a letter?"""
-    j = i - 1
-    while j >= start and text[j] in _SCHEME_CHARS:
-        if text[j].isalpha():
-            return True
-        j -= 1
-    return False
-
-
-def _search(pattern: re.Pattern[str], text: str, pos: int) -> int:
-    found = pattern.search(text, pos)
-    return found.start() if found else len(text)
+    def __getattr__(self, method: str) -> Any:
+        structlog = sys.modules.get("structlog") or importlib.import_module("structlog")
+        config, made = structlog.get_config(), self._made_with
+        # Compared one by one, without a loop: this runs for every line, a debug one included.
+        if not made or config["processors"] is not made["processors"] \
+                or config["wrapper_class"] is not made["wrapper_class"] \
+                or config["logger_factory"] is not made["logger_factory"] \
+                or config["context_class"] is not made["context_class"]:
+            # Two threads may both assemble one: either is right, and the last one stays.
+            self._bound, self._made_with = structlog.get_logger(self._name).bind(), config
+        return getattr(self._bound, method)
 
 
 def exception_summary(exc: BaseException) -> str:
@@ -118,39 +75,23 @@ def exception_summary(exc: BaseException) -> str:
     return " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in reversed(frames))
 
 
-# Values to mask in every log line of the current context (thread or asyncio task): the secret
-# parameter values of the task being worked on, which a failure message may quote verbatim. Built
-# once per block: a log line costs one pass over its text, whatever the number of values.
-_HIDDEN: ContextVar[Scrubber | None] = ContextVar("baton_hidden_values", default=None)
+MAX_ERROR_TEXT = 300  # a library exception's message, in its one line
 
 
-@contextmanager
-def hidden_values(values: Iterable[str]) -> Iterator[None]:
-    """Mask these values wherever they appear in a log line written inside the block.
-
-    Typically `with hidden_values(common.masking.secret_values(task)):` around the work on a task.
-    """
-    token = _HIDDEN.set(Scrubber(values))
-    try:
-        yield
-    finally:
-        _HIDDEN.reset(token)
-
-
-def scrub_values(value: Any, hidden: Iterable[str] | Scrubber) -> Any:
-    """A copy of `value` with every occurrence of the `hidden` strings in its strings masked."""
-    scrubber = hidden if isinstance(hidden, Scrubber) else Scrubber(hidden)
-    return scrubber.value(value)
-
-
-def _mask_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-    hidden = _HIDDEN.get()
-    return mask_secrets(hidden.value(event) if hidden else event)  # type: ignore[no-any-return]
-
-
-def _masked_text(text: str) -> str:
-    hidden = _HIDDEN.get()
-    return mask_url_passwords(hidden.text(text) if hidden else text)
+def library_exception_in_one_line(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """A library's record with an exception (pika's "connection lost" from its I/O loop) becomes
+    one event with the exception's type and message (`error`) and where it was raised (`where`),
+    not a traceback of many lines inside the event: the log stays one event a line that a reader
+    and a log pipeline can filter on. Masked afterwards like every line."""
+    exc_info = event.pop("exc_info", None)
+    if exc_info is True:
+        exc_info = sys.exc_info()
+    exc = exc_info[1] if isinstance(exc_info, tuple) else exc_info
+    if isinstance(exc, BaseException):
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        event.setdefault("error", text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 1] + "…")
+        event.setdefault("where", exception_summary(exc))
+    return event
 
 
 _PLAIN_RECORDS = logging.getLogRecordFactory()
@@ -164,7 +105,7 @@ def _masked_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
         text = record.getMessage()
     except Exception:  # a malformed call: leave it to logging's own error report
         return record
-    masked = _masked_text(text)
+    masked = masked_log_text(text)
     if masked != text:
         record.msg, record.args = masked, ()
     return record
@@ -189,7 +130,7 @@ def _route_standard_library(before_render: list[Any], renderer: Any, level: str,
     handler = logging.StreamHandler(_CurrentStderr())  # type: ignore[arg-type]
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=[structlog.stdlib.add_logger_name, *before_render],
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, library_exception_in_one_line, *before_render],
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
@@ -264,11 +205,12 @@ def configure_logging(log_format: str = "console", level: str = "info", librarie
     logging.setLogRecordFactory(_masked_record)
     before_render = [
         structlog.contextvars.merge_contextvars,
+        add_trace_ids,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         # Tracebacks become text BEFORE masking, so a secret quoted in one is masked too.
         structlog.processors.format_exc_info,
-        _mask_processor,
+        mask_log_event,
     ]
     _route_standard_library(before_render, renderer, level, libraries)
     structlog.configure(

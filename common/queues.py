@@ -2,10 +2,11 @@
 
 Two queue types (BATON_QUEUE_TYPE). `classic`: one queue per name, ordered by message priority
 (RabbitMQ's x-max-priority), on one broker node. `quorum`: replicated on every node of the
-cluster, but without message priorities (RabbitMQ 3.x), so a name becomes one queue per
-priority band, consumed highest band first (docs/DESIGN.md, "Queue topology"). Quorum queues get
-names of their own (RabbitMQ refuses to redeclare a queue with another type), so a classic
-deployment and its quorum successor can live side by side while one drains into the other.
+cluster, but first in, first out (RabbitMQ 3.x has no message priorities on them, and 4.x only
+two), so a name becomes one quorum queue per message priority, its band, all consumed at once
+and run highest first (docs/design/queues.md). Quorum queues get names of their own
+(RabbitMQ refuses to redeclare a queue with another type), so a classic deployment and its
+quorum successor can live side by side while one drains into the other.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ ALARM_QUEUE = "baton.alarms"  # consumed by the monitor module
 DEAD_LETTER_SUFFIX = ".dead"
 
 # Every queue (not its twin) orders messages by priority 0..QUEUE_MAX_PRIORITY: RabbitMQ's
-# x-max-priority, and the top of the message priority bands of common.engine.transitions.
+# x-max-priority, and the top of the message priority bands of common.engine.core.entries.
 QUEUE_MAX_PRIORITY = 9
 
 QueueType = Literal["classic", "quorum"]
@@ -32,19 +33,28 @@ DEFAULT_DELIVERY_LIMIT = 20
 
 @dataclass(frozen=True)
 class Band:
-    """Message priorities `low`..`high` share one quorum queue, `<queue>.<name>`."""
+    """The messages of one priority: one quorum queue, `<queue>.q.<name>`."""
 
     name: str
-    low: int
-    high: int
+    priority: int
 
 
-# From how message priority is made (common.engine.units): 5..9 is a task already in flight (its
-# next step, a retry, a rollback; alarms at 9), 0..4 a task's first step by task priority. The
-# promise that matters is the first: work in flight is never queued behind a burst of new tasks.
-# Task priority within a band is kept among the deliveries a module holds (its inbox takes the
-# highest first), not across a band's backlog. Highest band first in this tuple.
-BANDS: tuple[Band, ...] = (Band("flight", 5, 9), Band("start", 0, 4))
+# From how message priority is made (common.engine.core.units): a task of priority t (0..4) has its
+# first step published at t, and every later run (next step, retry, rollback) at 5 + t; alarms
+# at 9. Each priority is a band: `start` holds the first steps of priority-0 tasks, `start.3`
+# those of priority-3 tasks, `flight` the runs of priority-0 tasks in flight, `flight.3` those of
+# priority-3 tasks. The priority-0 bands keep the names of the two bands of earlier versions
+# (`flight` then held 5..9, `start` 0..4), with the same arguments: an existing deployment's
+# queues are bands of this one, and what an older replica still publishes there is consumed.
+IN_FLIGHT_FROM = 5
+
+
+def _band(priority: int) -> Band:
+    phase, task_priority = ("flight", priority - IN_FLIGHT_FROM) if priority >= IN_FLIGHT_FROM else ("start", priority)
+    return Band(phase if task_priority == 0 else f"{phase}.{task_priority}", priority)
+
+
+BANDS: tuple[Band, ...] = tuple(_band(p) for p in range(QUEUE_MAX_PRIORITY, -1, -1))  # highest first
 QUORUM_MARK = ".q"  # quorum queues are `<queue>.q.<band>` and `<queue>.q.dead`
 
 
@@ -73,7 +83,7 @@ def check_queue_type(queue_type: str) -> QueueType:
 
 def band_of(priority: int) -> Band:
     check_priority(priority)
-    return next(band for band in BANDS if band.low <= priority <= band.high)
+    return BANDS[QUEUE_MAX_PRIORITY - priority]
 
 
 def band_queue(queue: str, band: Band) -> str:

@@ -9,7 +9,7 @@ naming the field) when it would pass for something baton made.
   child not created yet;
 - the label `schedule`: the tasks of a schedule carry `schedule=<name>` (how they are listed), so
   a client's task must not pass for one, nor a schedule's labels override it;
-- parameter names starting with `_baton_` (common.flows.parameters.RESERVED_PREFIX), except
+- parameter names starting with `_baton_` (RESERVED_PREFIX), except
   `_baton_faults`, the fault-injection rules a client may send (modules honour them only with
   BATON_FAULT_INJECTION on).
 
@@ -23,8 +23,9 @@ import re
 from collections.abc import Mapping
 
 TICK_KEY_PREFIX = "schedule:"
+RESERVED_PREFIX = "_baton_"  # parameter names baton keeps for itself (fault injection, a child's copy)
 SCHEDULE_LABEL = "schedule"
-# common.engine.kinds.subflow.child_task_id: the parent's id (uuid4 hex), then ".<step>", ".<item>", ".g<n>".
+# common.engine.kinds.sub_flow.entries.child_task_id: the parent's id (uuid4 hex), then ".<step>", ".<item>", ".g<n>".
 CHILD_ID_PATTERN = r"[0-9a-f]{32}(?:\.(?:[0-9]+|g[0-9]+))+"
 _CHILD_ID = re.compile(CHILD_ID_PATTERN)
 # What the API's schema publishes: an idempotency key must not match it, nor a label key be it.

@@ -1,66 +1,23 @@
 """Every setting, read from BATON_* environment variables and validated at start.
 
-BATON_CONFIG_FILE may name a file of the same settings as KEY=VALUE lines (the .env format of
-docker compose and `kubectl create configmap --from-env-file`): a variable set in the environment
-wins over the file. Built once by each entry point and passed down: no import-time singleton.
+BATON_CONFIG_FILE may name a file of the same settings (common/config_sources.py). Built once by each entry point and passed down: no import-time singleton.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
-from pydantic_settings import (
-    BaseSettings,
-    DotEnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from common.config_sources import CONFIG_FILE_VARIABLE, ConfigFileSources, config_file, config_problems, where_from
 from common.errors import ConfigError
 from common.input_limits import InputLimits
-from common.logging import mask_url_passwords, redacted_url
+from common.store.urls import DEFAULT_STORE_URL
 
-CONFIG_FILE_VARIABLE = "BATON_CONFIG_FILE"
-
-
-def config_file() -> Path | None:
-    """The file BATON_CONFIG_FILE names, or None when it is unset or empty."""
-    value = os.environ.get(CONFIG_FILE_VARIABLE, "").strip()
-    if not value:
-        return None
-    path = Path(value)
-    if not path.is_file():
-        raise ConfigError(f"{CONFIG_FILE_VARIABLE}: no such file (got {value!r})")
-    return path
-
-
-class ConfigFileSources:
-    """Mixin of every settings class (modules' too): the environment, then BATON_CONFIG_FILE."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        path = config_file()
-        if path is None:
-            return init_settings, env_settings, file_secret_settings
-        from_file = DotEnvSettingsSource(settings_cls, env_file=path)
-        return init_settings, env_settings, from_file, file_secret_settings
-
-
-def where_from() -> str:
-    """For configuration errors: where the values came from."""
-    path = os.environ.get(CONFIG_FILE_VARIABLE, "").strip()
-    return f" (from the environment, then {CONFIG_FILE_VARIABLE}={path})" if path else ""
-
+# A module's own settings class builds on these (docs/guide/modules.md): importable from here too.
+__all__ = ["CONFIG_FILE_VARIABLE", "ConfigFileSources", "Settings", "config_file", "config_problems",
+           "load_settings", "where_from"]
 
 class Settings(ConfigFileSources, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_", extra="ignore")
@@ -90,7 +47,7 @@ class Settings(ConfigFileSources, BaseSettings):
         ),
     )
     store_url: str = Field(
-        "sqlite:var/baton.db",
+        DEFAULT_STORE_URL,
         description=(
             "`sqlite:relative.db`, `sqlite:///abs/path.db`, `mongodb://...` (a replica"
             " set; durable by default, see [MongoDB](../operations/mongodb.md)), or "
@@ -98,7 +55,7 @@ class Settings(ConfigFileSources, BaseSettings):
         ),
     )
     flows_path: str = Field("flows.yaml", description="the task types")
-    # How many commands of each kind one module process runs at once (docs/DESIGN.md sec. 13).
+    # How many commands of each kind one module process runs at once (docs/design/runtime.md).
     process_slots: int = Field(
         0, ge=0, le=256,
         description=(
@@ -188,7 +145,7 @@ class Settings(ConfigFileSources, BaseSettings):
         300.0, gt=0,
         description=(
             "a delivery waiting this long for a free slot is given back, and consuming"
-            " pauses until one frees"
+            " pauses until one frees; one waiting half as long goes before newer ones of any priority"
         ),
     )
     shutdown_grace_seconds: float = Field(
@@ -313,7 +270,7 @@ class Settings(ConfigFileSources, BaseSettings):
         ),
     )
     input_max_string: int = Field(64 * 1024, ge=1, description="characters in one string")
-    # Read where each process wires its engine (common.engine.kinds.fan_out.wire_records).
+    # Read where each process wires its engine (common.engine.kinds.for_each.records.wire_records).
     item_records: bool = Field(
         True,
         description=(
@@ -343,7 +300,7 @@ class Settings(ConfigFileSources, BaseSettings):
     @field_validator("webhook_events")
     @classmethod
     def _known_events(cls, value: str) -> str:
-        from common.engine.notifications import EVENTS  # settings import nothing else of the engine
+        from common.engine.views import EVENTS  # settings import nothing else of the engine
 
         unknown = [e for e in _names(value) if e not in EVENTS]
         if unknown:
@@ -412,21 +369,3 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration{where_from()}:\n  " + "\n  ".join(config_problems(exc))) from None
-
-
-def config_problems(exc: ValidationError, prefix: str = "BATON_", secret: frozenset[str] = frozenset()) -> list[str]:
-    """One line per refused setting: its variable, why, and the value given, never a secret's
-    (the `secret` fields and webhooks: a webhook URL often carries a token) nor a URL's user,
-    password or query (common.logging.redacted_url)."""
-    problems = []
-    for error in exc.errors():
-        field = "_".join(str(p) for p in error["loc"])
-        value = error.get("input")
-        if field in secret or "webhook" in field:
-            shown = ""
-        elif isinstance(value, str):
-            shown = f" (got {(redacted_url(value) if 'url' in field else mask_url_passwords(value))!r})"
-        else:
-            shown = f" (got {value!r})"
-        problems.append(f"{prefix}{field.upper()}: {error['msg']}{shown}")
-    return problems

@@ -51,7 +51,8 @@ class Grant:
 
 
 def publish_targets(flows: FlowCatalog) -> dict[str, set[str]]:
-    """module -> the queues its runs of steps can lead it to publish to (docs/DESIGN.md sec. 4).
+    """module -> the queues its runs of steps can lead it to publish to
+    (docs/design/graph-and-routing.md, "Routing").
 
     A run's commit may dispatch: a retry or a give-back (its own queue); an alarm; after a normal
     success, the steps that wait for it; when a failure (or the end of draining) starts the

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
-
 from pydantic import Field, SecretStr, ValidationError, field_validator
 
+from common.access import ROLES, Role, Scope, at_least
 from common.errors import ConfigError
-from common.settings import Settings, config_problems, where_from
+from common.config_sources import config_problems, where_from
+from common.settings import Settings
+from oss.token_entries import json_entries
 
-Role = Literal["read", "submit", "operator"]
-ROLES: tuple[Role, ...] = ("read", "submit", "operator")  # each may do what those before it may
 MIN_TOKEN_CHARS = 16
 _NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 _SECRET_FIELDS = frozenset({"api_tokens"})  # never echoed in a configuration error
@@ -35,14 +34,17 @@ _SECRET_FIELDS = frozenset({"api_tokens"})  # never echoed in a configuration er
 class ApiToken:
     name: str
     token: str = field(repr=False)
-    role: Role
+    role: Role  # a scoped token's: the highest of its namespaces' roles
+    scope: Scope | None = None  # None: every task (unscoped)
 
     def may(self, role: Role) -> bool:
-        return ROLES.index(self.role) >= ROLES.index(role)
+        return at_least(self.role, role)
 
 
 def parse_tokens(text: str) -> tuple[ApiToken, ...]:
     """The entries of BATON_API_TOKENS. ValueError names the faulty entry, never its token."""
+    if text.lstrip()[:1] in ("[", "{"):  # JSON (a lone object is refused as not a list)
+        return _checked(json_entries(text))
     tokens: list[ApiToken] = []
     for number, entry in enumerate((e.strip() for e in text.split(",")), start=1):
         if not entry:
@@ -64,13 +66,31 @@ def parse_tokens(text: str) -> tuple[ApiToken, ...]:
     return tuple(tokens)
 
 
+def _checked(entries: list[tuple[str, str, str | None, Scope | None]]) -> tuple[ApiToken, ...]:
+    """The JSON form's entries, held to the rules of the short form (token length, no name or
+    token twice)."""
+    tokens: list[ApiToken] = []
+    for number, (name, token, role, scope) in enumerate(entries, start=1):
+        where = f"entry {number} ({name})"
+        if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+            raise ValueError(f"{where}: token: must be {MIN_TOKEN_CHARS}+ characters, no spaces")
+        if any(t.name == name for t in tokens):
+            raise ValueError(f"{where}: name: used twice")
+        if any(t.token == token for t in tokens):
+            raise ValueError(f"{where}: token: used twice")
+        top = role if scope is None else max((ns.role for ns in scope), key=ROLES.index)
+        tokens.append(ApiToken(name, token, top, scope))  # type: ignore[arg-type]
+    return tuple(tokens)
+
+
 class OssSettings(Settings):
     api_tokens: SecretStr = Field(
         SecretStr(""),
         description=(
             "who may call the API: `name:token:role,...`, role `read`, `submit` or "
-            "`operator`, tokens of 16+ characters (default: none: every API call but "
-            "health gets 401 (`baton up` makes one up))"
+            "`operator`, tokens of 16+ characters; or a JSON list of entries, where a token may be "
+            "limited to namespaces of task types and labels (docs/guide/access.md) (default: none: "
+            "every API call but health gets 401 (`baton up` makes one up))"
         ),
     )
     max_body_bytes: int = Field(

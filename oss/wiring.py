@@ -17,13 +17,13 @@ from common.settings import Settings
 from common.relay.schedule_runner import ScheduleRunner
 from common.store.factory import IndexMode, open_store
 from common.store.side_stores import open_module_drains, open_module_registry, open_schedule_store
-from common.store.port import TaskStore
+from common.store.tasks.port import TaskStore
 from common.relay.sweeper import Job, SweepConfig, Sweeper
 from common.relay.unserved import UnservedWatch
 from common.relay.webhooks import WebhookConfig, WebhookDeliverer
-from oss.claim_retention import ClaimRetention
-from oss.history_retention import HistoryRetention
-from oss.service import TaskService
+from oss.services.claim_retention import ClaimRetention
+from oss.services.history_retention import HistoryRetention
+from oss.services.tasks import TaskService
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Parts:
 
 def build(settings: Settings, indexes: IndexMode = "none") -> Parts:
     """`indexes` (MongoDB): OSS-side processes that start for good pass "create" (the all-in-one
-    demo) or "check" (the sweeper); a CLI command leaves them alone (common.store.mongo_indexes)."""
+    demo) or "check" (the sweeper); a CLI command leaves them alone (common.store.mongo.indexes)."""
     flows = load_flows(settings.flows_path)
     store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes=indexes)
     broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds, **settings.broker_options)

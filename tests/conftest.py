@@ -2,10 +2,14 @@ import importlib.util
 
 import pytest
 
-from common.store.mongo_client import open_client
+from common.store.mongo.client import open_client
 from tests.support.naming import run_id
 from tests.support.secantus import secantus_server
-from tests.support.vhosts import delete_made_vhosts, rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost
+
+# Nothing the run starts outlives it, however it ends (SIGTERM included); the vhosts it made go
+# at its end: tests/support/tether.py.
+pytest_plugins = ["tests.support.tether"]
 
 
 def pytest_configure(config):
@@ -29,10 +33,6 @@ if importlib.util.find_spec("xdist") is not None:  # the hook exists only with p
                 return next((g for g in SHARED_WORKER_GROUPS if nodeid.startswith(g)), super()._split_scope(nodeid))
 
         return GroupedFiles(config, log) if config.getoption("dist") == "loadfile" else None
-
-
-def pytest_sessionfinish(session, exitstatus):
-    delete_made_vhosts()  # without the management API: one rabbitmqctl call for all of them
 
 
 def pytest_report_header(config):
@@ -89,7 +89,7 @@ def _item_records_as_by_default(request):
     before it on the same worker: a CLI command or the embedded service run in-process wires the
     process-wide choice from BATON_ITEM_RECORDS (fan_out.wire_records), and the console tier's
     live service keeps items inline for its whole session. The choice is put back afterwards."""
-    from common.engine.kinds import fan_out
+    from common.engine.kinds.for_each import records as fan_out
 
     before = fan_out.RECORDS_ENABLED
     if "console" not in request.node.path.parts:  # the console's session keeps its own choice
@@ -101,9 +101,9 @@ def _item_records_as_by_default(request):
 @pytest.fixture(autouse=True)
 def _store_first_contact_as_in_a_process():
     """A CLI command run in-process turns on the quick first contact with a MongoDB store for
-    the rest of its process (common.store.first_contact): turned off again after the test, so a
-    test that opens a client to a server it froze or stopped waits as a long-running process does."""
-    from common.store import first_contact
+    the rest of its process (common.store.mongo.first_contact): turned off again after the test, so
+    a test that opens a client to a server it froze or stopped waits as a long-running process does."""
+    from common.store.mongo import first_contact
 
     yield
     first_contact.fail_fast = False
@@ -115,6 +115,6 @@ def inline_items(monkeypatch):
     """for_each steps opened in this test keep their items inline in the task document, as a
     task stored before item records, a sub-flow step's or a locked step's do: for the tests of
     that path through the pure engine changes, which no item relay or module drives here."""
-    from common.engine.kinds import fan_out
+    from common.engine.kinds.for_each import records as fan_out
 
     monkeypatch.setattr(fan_out, "RECORDS_ENABLED", False)

@@ -20,7 +20,8 @@ import click
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
-from common.settings import CONFIG_FILE_VARIABLE, Settings
+from common.config_sources import CONFIG_FILE_VARIABLE
+from common.settings import Settings
 from modules.monitor.settings import MonitorSettings
 from modules.mysql.settings import MysqlSettings
 from modules.resource.settings import ResourceSettings

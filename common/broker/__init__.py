@@ -1,1 +1,4 @@
-"""The message broker: a port (`Broker`) and its adapters (RabbitMQ production, in-process)."""
+"""The message broker: a port (`Broker`) and its adapters (RabbitMQ production, in-process).
+
+Design: docs/design/queues.md.
+"""

@@ -5,4 +5,7 @@ changes, `routing` decides what is ready, `advance` and `transitions` apply a de
 A step kind other than a command lives in `kinds/` (sub-flows), a gate that holds dispatches
 back in `gates/` (locks, waiting for another task), and the operators' changes in `operator/`.
 What carries out the outbox a change writes (publishing, relays, the sweeper) is in common/relay.
+
+Design: docs/design/engine.md (the layout and every file), docs/design/task-document.md,
+docs/design/graph-and-routing.md, docs/design/protocol.md.
 """

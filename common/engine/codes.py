@@ -21,22 +21,40 @@ class OutboxKind(StrEnum):
     TASK_FINISHED = "task_finished"  # wake a task that waits for this one
     LOCK_ACQUIRE = "lock_acquire"  # join a key's line in the lock table
     LOCK_RELEASE = "lock_release"  # leave it
+    RATE_TAKE = "rate_take"  # take a slot of a key's rate, or learn when the next one frees
     OPEN_ITEMS = "open_items"  # insert a step's item records, dispatch each chain's head
     CANCEL_ITEMS = "cancel_items"  # withdraw the normal item runs nobody claimed
     ROLLBACK_ITEMS = "rollback_items"  # start the rollback of each chain's first applied item
     RESUME_ITEMS = "resume_items"  # a resumed task starts each idle chain's next item
     REOPEN_ROLLBACKS = "reopen_item_rollbacks"  # an operator retried or compensated failed item rollbacks
+    REDRIVE_ITEMS = "redrive_items"  # an operator redrove a held step: its failed items run again
+    WAVE_GATE = "wave_gate"  # a wave's bake ended, or its pause timed out: the step's waves go on
 
 
 class WaitKind(StrEnum):
-    """What a task waits for (`Task.WaitingFor.Kind`): a not-started one, or a held run's drain."""
+    """What a task waits for (`Task.WaitingFor.Kind`): a not-started one, or a held run's drain.
 
-    LOCK = "lock"  # a slot of its lock (common.engine.gates.task_lock)
-    TASK = "task"  # another task's end (common.engine.gates.task_waits)
-    FREEZE = "freeze"  # a freeze window's end (common.engine.gates.freeze)
-    # A module's undrain (common.engine.gates.drain): shown for a task whose run a drained
-    # module holds, derived from the runs and never stored in the document.
+    Declared in the order a task meets them as it is created (the registry's order of the gates):
+    a wait may give way to a wait declared after it (common.engine.states.WAIT_TRANSITIONS)."""
+
+    FREEZE = "freeze"  # a freeze window's end (common.engine.gates.freeze.gate)
+    TASK = "task"  # another task's end (common.engine.gates.after_task.gate)
+    LOCK = "lock"  # a slot of its lock (common.engine.gates.lock.gate)
+    RATE = "rate"  # a start slot of its rate (common.engine.gates.rate.gate)
+    # A module's undrain (common.engine.gates.drain.gate): shown for a task whose run a drained module
+    # holds, derived from the runs and never stored in the document.
     DRAIN = "drain"
+    # A delayed start (common.engine.gates.start_at.gate): shown for a task whose first runs wait
+    # for `StartAt`, derived and never stored.
+    START_AT = "start_at"
+    # A parked run (common.engine.states.RunState.PARKED): a step waits for someone outside the
+    # flow; `Key` is the step and what its kind says it waits for ("ask: 2 more approvals by
+    # operator"). Derived from the runs, never stored.
+    STEP = "step"
+
+
+# Waits that are shown, never stored (no change of `WaitingFor` moves to or from them).
+DERIVED_WAITS = frozenset({WaitKind.DRAIN, WaitKind.START_AT, WaitKind.STEP})
 
 
 class AlarmKind(StrEnum):

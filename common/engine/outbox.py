@@ -25,6 +25,7 @@ class Flusher(StrEnum):
     CHILDREN = "children"  # a change of another task (common.relay.child_relay)
     LOCKS = "locks"  # a change of the lock table (common.relay.lock_relay)
     ITEMS = "items"  # a change of a step's item records (common.relay.items)
+    RATES = "rates"  # a slot taken in the rate table (its relay: common.store.gates.rate)
 
 
 class _Body(BaseModel):
@@ -93,7 +94,7 @@ class LockAcquireBody(_Body):
     Member: str | None = None  # a step lock's member names its unit
     Priority: int = 0
     Seq: float = 0.0
-    Mode: str = "exclusive"  # common.engine.gates.lock_modes
+    Mode: str = "exclusive"  # common.engine.gates.lock.modes
     Shares: list[str] = Field(default_factory=lambda: ["exclusive"])
 
 
@@ -104,10 +105,23 @@ class LockReleaseBody(_Body):
     Generation: int = 0
 
 
+class RateTakeBody(_Body):
+    Key: str
+    Limit: int
+    Per: float
+    TaskId: str
+    Generation: int = 0
+    DispatchId: str | None = None  # a step's rate: the run that waits (None: the task's own rate)
+
+
 class ItemsBody(_Body):
     Cursor: int
     Generation: int
     Values: list[Any] | None = None  # open_items only: the values, fixed when the step opened
+    # open_items of a page of a source (docs/design/item-sources.md): its first item's index, and
+    # whether it is the last page (the relay then asks whether the step settled)
+    From: int | None = None
+    Last: bool | None = None
     # reopen_item_rollbacks only: the operator's action (retry-rollback or compensate), who, why
     Action: str | None = None
     Actor: str | None = None
@@ -115,6 +129,9 @@ class ItemsBody(_Body):
     # cancel_items only, from a cancel that stops running runs: its {Actor, Reason}; the claimed
     # normal runs are stopped too
     Stop: dict[str, str] | None = None
+    # wave_gate only: the wave whose gate it ends, and the phase it ends (baking, or paused)
+    Wave: int | None = None
+    Phase: str | None = None
 
 
 # kind -> (its body's model, who flushes it)
@@ -130,11 +147,14 @@ FLUSHERS: dict[OutboxKind, tuple[type[BaseModel], Flusher]] = {
     OutboxKind.TASK_FINISHED: (TaskFinishedBody, Flusher.CHILDREN),
     OutboxKind.LOCK_ACQUIRE: (LockAcquireBody, Flusher.LOCKS),
     OutboxKind.LOCK_RELEASE: (LockReleaseBody, Flusher.LOCKS),
+    OutboxKind.RATE_TAKE: (RateTakeBody, Flusher.RATES),
     OutboxKind.OPEN_ITEMS: (ItemsBody, Flusher.ITEMS),
     OutboxKind.CANCEL_ITEMS: (ItemsBody, Flusher.ITEMS),
     OutboxKind.ROLLBACK_ITEMS: (ItemsBody, Flusher.ITEMS),
     OutboxKind.RESUME_ITEMS: (ItemsBody, Flusher.ITEMS),
     OutboxKind.REOPEN_ROLLBACKS: (ItemsBody, Flusher.ITEMS),
+    OutboxKind.REDRIVE_ITEMS: (ItemsBody, Flusher.ITEMS),
+    OutboxKind.WAVE_GATE: (ItemsBody, Flusher.ITEMS),
 }
 
 

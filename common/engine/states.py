@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum, IntEnum, StrEnum
 from typing import Any
 
-from common.engine.codes import WaitKind
+from common.engine.codes import DERIVED_WAITS, WaitKind
 
 
 class TaskStatus(IntEnum):
@@ -92,6 +92,13 @@ class StepState(StrEnum):
 
 # A unit in one of these states lets the steps that wait for it start.
 DONE_FORWARD = frozenset({StepState.SUCCEEDED, StepState.OPERATOR_SKIPPED})
+# A unit in one of these has done (part of) its work: it is rolled back, or passed over backward.
+APPLIED = frozenset({StepState.SUCCEEDED, StepState.FAILED})
+# A dependent in one of these states no longer holds its predecessors' rollback back.
+SETTLED_BACKWARD = frozenset(
+    {StepState.ROLLED_BACK, StepState.SKIPPED, StepState.COMPENSATED, StepState.CANCELLED, StepState.WAITING,
+     StepState.OPERATOR_SKIPPED}
+)
 
 
 STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
@@ -128,22 +135,33 @@ class RunState(StrEnum):
     PENDING = "pending"  # dispatched, nobody has claimed it
     RUNNING = "running"  # claimed by `Owner`, leased until `Deadline`
     WAITING_CHILD = "waiting_child"  # a sub-flow step waiting for its child task to end
-    WAITING_LOCK = "waiting_lock"  # a step with its own lock waiting for it (common/engine/gates/step_locks.py)
+    WAITING_LOCK = "waiting_lock"  # a step with its own lock waiting for it (common/engine/gates/step_lock/unit_locks.py)
+    WAITING_RATE = "waiting_rate"  # a step with its own rate waiting for a slot (common/engine/gates/rate/unit_rate.py)
+    # Parked by its step's kind: it waits for someone outside the flow (approvers, another system)
+    # and holds no slot of any module; its kind says what it waits for (`StepKind.describe_wait`),
+    # what ends it (`StepKind.act`) and what its deadline means (`StepKind.lapse`).
+    PARKED = "parked"
 
 
 RUN_TRANSITIONS: frozenset[tuple[RunState, RunState]] = frozenset(
     {
-        # A run is born PENDING (common.engine.units.add_run) and leaves `Runs` when it concludes.
+        # A run is born PENDING (common.engine.core.units.add_run) and leaves `Runs` when it concludes.
         (RunState.PENDING, RunState.RUNNING),  # claimed by a module
         (RunState.PENDING, RunState.WAITING_CHILD),  # a sub-flow step: its child task runs it
         (RunState.PENDING, RunState.WAITING_LOCK),  # its step's own lock first (gates.step_locks)
         (RunState.WAITING_LOCK, RunState.PENDING),  # granted: published now
+        (RunState.PENDING, RunState.WAITING_RATE),  # its step's own rate first (gates.rate)
+        (RunState.WAITING_RATE, RunState.PENDING),  # a slot taken: published now
+        (RunState.PENDING, RunState.PARKED),  # its kind parks it: no module claims it
+        (RunState.RUNNING, RunState.PARKED),  # its command waits for a callback (kinds/command/callback)
     }
 )
 
 
-# Runs whose command never started (nobody claimed them): a cancel or pause may drop them.
-UNCLAIMED = (RunState.PENDING, RunState.WAITING_LOCK)
+# Runs whose command never started (nobody claimed them): a cancel or pause may drop them. A
+# parked run has nothing under way either: a cancel fences it at once (a pause leaves it: its
+# attempt has begun, as a claimed run's has).
+UNCLAIMED = (RunState.PENDING, RunState.WAITING_LOCK, RunState.WAITING_RATE, RunState.PARKED)
 
 
 class ResultCode(IntEnum):
@@ -154,12 +172,13 @@ class ResultCode(IntEnum):
     TIMED_OUT = 2  # the command ran past its timeout and was killed
     WORKER_LOST = 3  # the worker's lease lapsed (it died or froze) before it reported
     PROCESS_DIED = 4  # the child process running the command died
-    # It may or may not have acted, and its verify could not tell within the limit (DESIGN.md 13.1).
+    # It may or may not have acted, and its verify could not tell within the limit
+    # (docs/design/runtime.md, "Verifying an unknown outcome").
     OUTCOME_UNKNOWN = 5
 
 
 class LockState(StrEnum):
-    """Where a task stands with its lock (`Task.Lock.State`, common.engine.gates.task_lock), and a
+    """Where a task stands with its lock (`Task.Lock.State`, common.engine.gates.lock.task_lock), and a
     unit with its step lock (`Task.UnitLocks[].State`: waiting or held only)."""
 
     PENDING = "pending"  # not asked for yet: the task waits for another task first
@@ -167,6 +186,24 @@ class LockState(StrEnum):
     HELD = "held"
     KEPT = "kept"  # its rollback failed: held until an operator ends the task
     RELEASED = "released"
+
+
+class RateState(StrEnum):
+    """Where a task stands with its type's rate (`Task.Rate.State`, common.engine.gates.rate)."""
+
+    PENDING = "pending"  # asked for once the gates before it let the task go
+    WAITING = "waiting"  # asked for: it waits for a start slot
+    TAKEN = "taken"  # its slot is taken: it started
+
+
+RATE_TRANSITIONS: frozenset[tuple[RateState, RateState]] = frozenset(
+    {
+        (RateState.PENDING, RateState.WAITING),  # its gate opened
+        (RateState.WAITING, RateState.TAKEN),  # the rate table gave it a slot
+        (RateState.WAITING, RateState.PENDING),  # an operator's retry: asks again when its gate opens
+        (RateState.TAKEN, RateState.PENDING),  # an operator's retry of a task that had started
+    }
+)
 
 
 # None: the task has no lock (yet) or the unit none in its list.
@@ -195,20 +232,14 @@ UNIT_LOCK_TRANSITIONS: frozenset[tuple[LockState | None, LockState | None]] = fr
     }
 )
 
-# What a not-started task waits for (`Task.WaitingFor.Kind`); None: nothing.
+# What a not-started task waits for (`Task.WaitingFor.Kind`); None: nothing. Any wait may begin
+# (the task is created waiting, or an earlier wait ended) and end (its gate let go, the task ended
+# in line, an operator ran it now), and give way to a wait after it in WaitKind's order (a freeze
+# window ended: now the task it was created after; that task succeeded: now its lock).
+_STORED_WAITS = [kind for kind in WaitKind if kind not in DERIVED_WAITS]
 WAIT_TRANSITIONS: frozenset[tuple[WaitKind | None, WaitKind | None]] = frozenset(
-    {
-        (None, WaitKind.TASK),  # created after another task
-        (None, WaitKind.LOCK),  # in its lock's line
-        (WaitKind.TASK, None),  # the awaited task ended, or an operator ran it now
-        (WaitKind.LOCK, None),  # granted, ended in line, or an operator ran it now
-        # The awaited task succeeded and the deferred lock is asked for, in one change.
-        (WaitKind.TASK, WaitKind.LOCK),
-        (None, WaitKind.FREEZE),  # created in a freeze window whose policy is wait
-        (WaitKind.FREEZE, None),  # the window ended, or an operator ran it now
-        (WaitKind.FREEZE, WaitKind.LOCK),  # the window ended: the deferred lock is asked for
-        (WaitKind.FREEZE, WaitKind.TASK),  # the window ended: now the task it was created after
-    }
+    {(None, kind) for kind in _STORED_WAITS} | {(kind, None) for kind in _STORED_WAITS}
+    | {(earlier, later) for n, earlier in enumerate(_STORED_WAITS) for later in _STORED_WAITS[n + 1:]}
 )
 
 
@@ -226,7 +257,8 @@ RUNS = Machine("run state", RUN_TRANSITIONS)
 LOCKS = Machine("lock state", LOCK_TRANSITIONS)
 UNIT_LOCKS = Machine("step lock state", UNIT_LOCK_TRANSITIONS)
 WAITS = Machine("wait", WAIT_TRANSITIONS)
-MACHINES = (TASKS, STEPS, RUNS, LOCKS, UNIT_LOCKS, WAITS)
+RATES = Machine("rate state", RATE_TRANSITIONS)
+MACHINES = (TASKS, STEPS, RUNS, LOCKS, UNIT_LOCKS, WAITS, RATES)
 
 
 class IllegalTransition(Exception):

@@ -5,6 +5,8 @@ as pydantic models), messages (pydantic errors -> readable problems), checks (ru
 values), parameter_checks (the same for `parameters:` declarations), build (models -> Step
 templates and parameter schemas), catalog (lookups), parameters (a job's parameters checked
 against a schema), loader (the pipeline).
+
+Design: docs/design/graph-and-routing.md, "The flow graph".
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Where each public name lives. They are imported on first use, so that a module needing one
-# small piece (common.flows.problems, say) does not load the whole pipeline: pydantic models,
+# small piece (common.spec.problems, say) does not load the whole pipeline: pydantic models,
 # the YAML reader, every check.
 _HOMES = {
     "FlowCatalog": "catalog",

@@ -1,37 +1,57 @@
-"""Validated flows.yaml models -> the `Step` templates a task document copies, defaults applied."""
+"""Validated flows.yaml models -> the `Step` templates a task document copies, defaults applied.
+
+A step template is its name, its place in the graph and its kind (the one its keys declare),
+and what each kind of step and each gate makes of the keys it owns (their flows parts, asked
+through common.engine.registry); the task type's own lock is made the way a step's is."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from common.engine.document import ChildTemplate, NotifyTarget, Step
+from common.engine.registry import flows_parts, kind_declared_by
+from common.engine.views import lock_template
 from common.flows.catalog import FlowCatalog, FlowDefinition
 from common.flows.freeze import FreezePolicy, FreezeWindow, parse_duration
-from common.flows.versions import content_hash
 from common.flows.parameters import NO_DEFAULT, ParameterField, ParameterSchema
-from common.flows.schema import (
-    BUILTIN_RETRY,
-    BUILTIN_TIMEOUT,
-    BackoffSpec,
-    DefaultsSpec,
-    FlowsFile,
-    FreezeSpec,
-    LockSpec,
-    ParameterSpec,
-    PhaseSpec,
-    StepSpec,
-)
-from common.engine.gates.lock_modes import EXCLUSIVE, shares_of
-from common.engine.document import BackoffPolicy, ChildTemplate, LockTemplate, NotifyTarget, Step
+from common.flows.schema import DefaultsSpec, FlowsFile, FreezeSpec, ParameterSpec, StepSpec
+from common.flows.versions import content_hash
 
 
 LockModes = dict[str, dict[str, bool]]
 
 
+@dataclass(frozen=True)
+class _Build:
+    """What a part may ask of the flows being built (common.spec.parts.BuildContext)."""
+
+    defaults: DefaultsSpec
+    lock_modes: LockModes
+    definition: Callable[[str], FlowDefinition]
+    on_failure: str | None = None  # the task type's `on_failure`: its for_each steps' default
+
+    def child_template(self, task_type: str) -> ChildTemplate:
+        """A sub-flow's child: its type's steps (built first), defaults, secrets, lock, revision."""
+        child = self.definition(task_type)
+        schema = child.parameter_schema
+        return ChildTemplate(
+            TaskType=child.name,
+            Steps=child.steps,
+            Defaults={f.name: f.default for f in schema.fields if f.has_default} if schema else {},
+            SecretParameters=child.secret_parameters,
+            Lock=child.lock,
+            # Each gate's template of the child's type, under its field of the template (`rate`: `Rate`).
+            **{key.capitalize(): template for key, template in child.templates.items()},
+            FlowVersion=child.version,
+            FlowHash=child.content_hash,
+        )
+
+
 def build_catalog(spec: FlowsFile) -> FlowCatalog:
     """Sub-flow steps carry their child type's steps (its template), built first: the checks
     refused sub-flows that include themselves, so the recursion ends."""
-    defaults = spec.defaults or DefaultsSpec()
     table: LockModes = spec.lock_modes or {}
     built: dict[str, FlowDefinition] = {}
 
@@ -39,8 +59,9 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
         if name not in built:
             task_type = spec.task_types[name]
             index_of = {step.name: i for i, step in enumerate(task_type.steps)}
-            steps = [_step(step, i, index_of, defaults, definition, table) for i, step in enumerate(task_type.steps)]
-            lock = _lock(task_type.lock, table)
+            build = _Build(spec.defaults or DefaultsSpec(), table, definition, task_type.on_failure)
+            steps = [_step(step, i, index_of, build) for i, step in enumerate(task_type.steps)]
+            lock = lock_template(task_type.lock, table)
             built[name] = FlowDefinition(
                 name=name,
                 description=task_type.description,
@@ -50,6 +71,7 @@ def build_catalog(spec: FlowsFile) -> FlowCatalog:
                 notify=() if task_type.notify is None else (
                     NotifyTarget(Url=task_type.notify.url, Events=list(task_type.notify.events or [])),),
                 lock=lock,
+                templates={key: template for part in flows_parts() for key, template in part.task_templates(task_type).items()},
                 version=task_type.version,
                 content_hash=content_hash(steps, task_type, lock),
             )
@@ -64,59 +86,12 @@ def _freezes(windows: list[FreezeSpec]) -> list[FreezeWindow]:
             for w in windows]  # fmt: skip
 
 
-def _step(step: StepSpec, index: int, index_of: dict[str, int], defaults: DefaultsSpec,
-          definition: Callable[[str], FlowDefinition], table: LockModes) -> Step:
+def _step(step: StepSpec, index: int, index_of: dict[str, int], build: _Build) -> Step:
     after = [index_of[n] for n in step.after] if step.after is not None else ([index - 1] if index else [])
-    fields: dict[str, Any] = {"Name": step.name, "After": after, "ForEach": step.for_each,
-                              "MaxParallel": step.max_parallel, "MaxItems": step.max_items, "MaxWait": step.max_wait,
-                              "Lock": _lock(step.lock, table)}
-    if step.normal is not None:
-        fields.update(_phase("Normal", step.normal, defaults))
-    if step.rollback is not None:  # otherwise the Rollback* fields stay None: no rollback
-        fields.update(_phase("Rollback", step.rollback, defaults))
-    if step.flow is not None:
-        child = definition(step.flow)
-        schema = child.parameter_schema
-        fields.update(Flow=step.flow, FlowInputs=dict(step.inputs or {}), FlowTemplate=ChildTemplate(
-            TaskType=child.name,
-            Steps=child.steps,
-            Defaults={f.name: f.default for f in schema.fields if f.has_default} if schema else {},
-            SecretParameters=child.secret_parameters,
-            Lock=child.lock,
-            FlowVersion=child.version,
-            FlowHash=child.content_hash,
-        ))
+    fields: dict[str, Any] = {"Name": step.name, "After": after, "Kind": kind_declared_by(step)}
+    for part in flows_parts():  # each kind's and gate's fields of the template
+        fields.update(part.step_fields(step, build))
     return Step(**fields)
-
-
-def _lock(spec: LockSpec | None, table: LockModes) -> LockTemplate | None:
-    """Exclusive (no mode) leaves Mode and Shares out, as before modes."""
-    if spec is None:
-        return None
-    if spec.mode is None or spec.mode == EXCLUSIVE:
-        return LockTemplate(Key=spec.key, Limit=spec.limit)
-    return LockTemplate(Key=spec.key, Limit=spec.limit, Mode=spec.mode, Shares=shares_of(spec.mode, table))
-
-
-def _phase(prefix: str, phase: PhaseSpec, defaults: DefaultsSpec) -> dict[str, Any]:
-    timeout = phase.timeout if phase.timeout is not None else defaults.timeout
-    retry = phase.retry if phase.retry is not None else defaults.retry
-    return {
-        f"{prefix}Module": phase.module,
-        f"{prefix}Command": phase.command,
-        f"{prefix}Timeout": float(timeout if timeout is not None else BUILTIN_TIMEOUT),
-        f"{prefix}Retry": retry if retry is not None else BUILTIN_RETRY,
-        f"{prefix}Backoff": _backoff(defaults.backoff, phase.backoff),
-    }
-
-
-def _backoff(*layers: BackoffSpec | None) -> BackoffPolicy:
-    """Merged field by field: later layers win; what none gives keeps BackoffPolicy's default."""
-    merged: dict[str, float] = {}
-    for layer in layers:
-        if layer is not None:
-            merged.update(layer.model_dump(exclude_none=True))
-    return BackoffPolicy(**{key.capitalize(): float(value) for key, value in merged.items()})
 
 
 def _parameter_schema(declared: dict[str, ParameterSpec] | None) -> ParameterSchema | None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from common.errors import UnknownTaskType
 from common.flows.freeze import FreezeWindow
 from common.flows.parameters import FieldError, ParameterCheck, ParameterSchema, validate_parameters
-from common.engine.gates.locks import render_key, template_fields
-from common.engine.gates.task_lock import LockAsk, ask_for
-from common.engine.item_limits import too_many_items
+from common.engine.views import ask_for, LockAsk, render_key, template_fields
+from common.engine.registry import flows_parts
 from common.engine.document import LockTemplate, NotifyTarget, Step
+from common.spec.parts import FlowsPart
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,10 @@ class FlowDefinition:
     parameter_schema: ParameterSchema | None  # None: `parameters:` left out, anything goes
     deadline: float | None = None  # seconds the task has to finish (flows.yaml `deadline`)
     notify: tuple[NotifyTarget, ...] = ()  # flows.yaml `notify`: its webhook of status changes
-    lock: LockTemplate | None = None  # `lock:` of the task type (common/engine/gates/locks.py)
+    lock: LockTemplate | None = None  # `lock:` of the task type (common/engine/gates/lock/table.py)
+    # Each gate's template of its key on the task type, by key (`rate`: docs/design/rates.md); read
+    # as `definition.<key>`, and made into the gate's ask by `ask`.
+    templates: Mapping[str, Any] = field(default_factory=dict)
     version: str | None = None  # flows.yaml `version:` of the task type, if it names one
     # "sha256:<16 hex>" of what a task of this type runs (common/flows/versions.py)
     content_hash: str = ""
@@ -37,10 +40,11 @@ class FlowDefinition:
         parameters its lock key names are required as well: the key cannot be made without
         them (the published schema marks them required too)."""
         check = validate_parameters(self.parameter_schema, parameters)
-        missing = [name for name in self.lock_parameters if name not in check.parameters]
-        errors = [FieldError(f"parameters.{name}", "required parameter is missing (the task type's lock key names it)")
-                  for name in missing if not any(e.path == f"parameters.{name}" for e in check.errors)]  # fmt: skip
-        errors += [FieldError(path, message) for path, message in too_many_items(self.steps, check.parameters)]
+        errors = [FieldError(f"parameters.{name}", f"required parameter is missing (the task type's {what} key names it)")
+                  for name, what in self._key_parameters() if name not in check.parameters
+                  and not any(e.path == f"parameters.{name}" for e in check.errors)]  # fmt: skip
+        errors += [FieldError(path, message) for part in flows_parts()  # a for_each step's max_items, ...
+                   for path, message in part.submission_problems(self.steps, check.parameters)]
         if not errors:
             return check
         return ParameterCheck(check.parameters, (*check.errors, *errors))
@@ -49,6 +53,31 @@ class FlowDefinition:
     def lock_parameters(self) -> tuple[str, ...]:
         """The parameters the task type's lock key names (none without a lock)."""
         return tuple(dict.fromkeys(template_fields(self.lock.Key))) if self.lock is not None else ()
+
+    def key_parameters(self, key: str) -> tuple[str, ...]:
+        """The parameters the task type's `key` (a gate's key on it) names."""
+        return _part_of(key).key_parameters(self.templates.get(key))
+
+    def _key_parameters(self) -> list[tuple[str, str]]:
+        named = [(name, "lock") for name in self.lock_parameters]
+        for key in self.templates:
+            named += [(name, key) for name in self.key_parameters(key) if name not in dict(named)]
+        return named
+
+    def ask(self, key: str, parameters: Mapping[str, Any]) -> Any:
+        """What a task of this type with these parameters asks of the gate of the task type's `key`
+        (None: the type does not declare it). LockKeyError when the key names a parameter not given."""
+        return _part_of(key).ask(self.templates.get(key), parameters, self.secret_parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        """A gate's key on the task type, read by its name: `definition.<key>` is its template,
+        `definition.<key>_ask(parameters)` its ask."""
+        templates = self.__dict__.get("templates", {})
+        if name in templates:
+            return templates[name]
+        if name.endswith("_ask") and name[:-4] in templates:
+            return lambda parameters: self.ask(name[:-4], parameters)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def lock_ask(self, parameters: Mapping[str, Any]) -> LockAsk | None:
         """What a task of this type with these parameters asks of the lock table; None when the
@@ -60,6 +89,11 @@ class FlowDefinition:
     @property
     def secret_parameters(self) -> list[str]:
         return self.parameter_schema.secret_names if self.parameter_schema else []
+
+
+def _part_of(key: str) -> FlowsPart:
+    """The part that owns `key` on a task type."""
+    return next(part for part in flows_parts() if key in part.task_keys)
 
 
 class FlowCatalog:
@@ -95,6 +129,8 @@ class FlowCatalog:
                 commands.add(step.NormalCommand)
             if step.RollbackModule == module and step.RollbackCommand is not None:
                 commands.add(step.RollbackCommand)
+            if step.Source is not None and step.Source.Module == module:  # a for_each step's source of items
+                commands.add(step.Source.Command)
         return commands
 
     def _steps(self) -> Iterable[Step]:
@@ -102,4 +138,4 @@ class FlowCatalog:
 
 
 def _modules(step: Step) -> list[str]:
-    return [m for m in (step.NormalModule, step.RollbackModule) if m]
+    return [m for m in (step.NormalModule, step.RollbackModule, step.Source.Module if step.Source else None) if m]

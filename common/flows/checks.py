@@ -14,13 +14,12 @@ from typing import Any, TypeGuard
 
 from common.flows.freeze_checks import freeze_checks
 from common.flows.graph_checks import graph_checks
-from common.flows.lock_checks import lock_checks
 from common.flows.lock_mode_checks import lock_mode_checks
-from common.flows.messages import describe
+from common.spec.problems import describe
 from common.flows.parameter_checks import parameter_checks
-from common.flows.problems import Path, Problem, at, format_path
-from common.flows.schema import IDENTIFIER_PATTERN
-from common.flows.yaml_source import Lines
+from common.spec.problems import Path, Problem, at, format_path
+from common.spec.keys import IDENTIFIER_PATTERN
+from common.spec.problems import Lines
 from common.engine.document import BackoffPolicy
 
 KnownCommands = Mapping[str, Collection[str]]
@@ -56,9 +55,12 @@ def cross_checks(
                 problems += _backoff_order(backoff, path + ("backoff",), inherited, lines)
                 if known is not None:
                     problems += _known_command(body, path, known, all_modules, lines)
+            over = _mapping(step).get("for_each")
+            if known is not None and isinstance(over, dict):  # a source of items: a command of its module
+                source = _mapping(over.get("source"))
+                problems += _known_command(source, base + (index, "for_each", "source"), known, all_modules, lines)
     problems += freeze_checks(data, lines)
-    return problems + parameter_checks(data, lines) + graph_checks(data, lines) + lock_checks(data, lines) \
-        + lock_mode_checks(data, lines)
+    return problems + parameter_checks(data, lines) + graph_checks(data, lines) + lock_mode_checks(data, lines)
 
 
 def _duplicate_step_names(steps: list[Any], base: Path, lines: Lines) -> list[Problem]:

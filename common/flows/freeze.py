@@ -2,13 +2,14 @@
 
 A window opens at each tick of its cron expression (five-field cron, in its time zone, evaluated
 by the same library and checked by the same expression as schedules: common.cron) and stays
-open for `duration`. Ticks whose windows overlap make one freeze: it ends when the last of them
-does. Pure: the clock is an argument.
+open for `duration`. A window longer than the time between two of its openings would overlap
+its own next opening and never close (a task waiting "until" years away): flows.yaml refuses it
+(`self_overlap`). Ticks whose windows overlap (a window written before that check) make one
+freeze: it ends when the last of them does. Pure: the clock is an argument.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -17,14 +18,16 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
-# "64h", "1h30m", "90s", "2d": whole numbers of days, hours, minutes and seconds, largest first.
-DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-MAX_DURATION_SECONDS = 366 * 86400.0  # a year at most, as a schedule's interval
-DURATION_PROBLEM = 'must be seconds (a number > 0) or a duration like "64h", "1h30m", "90s", "2d", at most 366 days'
+from common.spec.durations import DURATION, DURATION_PROBLEM, MAX_DURATION_SECONDS, parse_duration  # noqa: F401  (flows' names)
+
 # Overlapping windows chain into one freeze: past this many chained ticks (a window as long as
 # its cron's period or longer never closes) the freeze is taken to end after the last one counted.
 MAX_CHAINED_TICKS = 1000
-_UNIT_SECONDS = (86400, 3600, 60, 1)
+# How far `self_overlap` looks for two openings closer than the duration: past a leap year's
+# February (a yearly cron's gaps are 365 and 366 days), at most this many ticks (a cron's
+# shortest gap shows within a day or a month of ticks).
+OVERLAP_HORIZON_SECONDS = 4 * 366 * 86400.0
+OVERLAP_MAX_TICKS = 2000
 
 
 class FreezePolicy(StrEnum):
@@ -50,20 +53,6 @@ class OpenFreeze:
     until: float
 
 
-def parse_duration(value: object) -> float | None:
-    """Seconds, from a number or a text like "64h"; None when it is neither, not > 0, or more
-    than a year (a window's end is shown as a date, and walked by cron ticks)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str) and value and (found := DURATION.fullmatch(value.strip())):
-        seconds = float(sum(int(part or 0) * unit for part, unit in zip(found.groups(), _UNIT_SECONDS)))
-    else:
-        return None
-    return seconds if 0 < seconds <= MAX_DURATION_SECONDS else None
-
-
 def open_freeze(window: FreezeWindow, now: float) -> OpenFreeze | None:
     """The freeze of `window` open at `now`, or None. The newest tick at or before `now` opened
     the latest window; if that one is closed, every earlier one is too (same duration)."""
@@ -87,6 +76,20 @@ def _freeze_end(window: FreezeWindow, opened: float) -> float:
             break
         until = max(until, tick + window.duration)
     return until
+
+
+def self_overlap(window: FreezeWindow, now: float) -> tuple[float, float] | None:
+    """The first two openings of `window` after `now` that are closer than its duration (it would
+    still be open at the second), or None when no opening overlaps the next."""
+    previous = None
+    ticks = _ticks(window, datetime.fromtimestamp(now, ZoneInfo(window.timezone)), reverse=False)
+    for _, tick in zip(range(OVERLAP_MAX_TICKS), ticks):
+        if tick > now + OVERLAP_HORIZON_SECONDS:
+            break
+        if previous is not None and tick - previous < window.duration:
+            return previous, tick
+        previous = tick
+    return None
 
 
 def _ticks(window: FreezeWindow, start: datetime, *, reverse: bool):

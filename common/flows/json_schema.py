@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.flows.parameters import CLIENT_RESERVED, RESERVED_PREFIX, ParameterField, ParameterSchema
+from common.flows.parameters import CLIENT_RESERVED, ParameterField, ParameterSchema
+from common.reserved import RESERVED_PREFIX
 from common.input_limits import INT64_MAX, INT64_MIN, MAX_KEY_LENGTH
 
 STORED_JSON = "StoredJson"

@@ -11,8 +11,9 @@ from common.errors import FlowError
 from common.flows.build import build_catalog
 from common.flows.catalog import FlowCatalog
 from common.flows.checks import KnownCommands, cross_checks
-from common.flows.messages import describe, schema_problems
-from common.flows.problems import ROOT, Problem, raise_problems
+from common.spec.problems import describe
+from common.flows.messages import schema_problems
+from common.spec.problems import ROOT, Problem, raise_problems
 from common.flows.schema import FlowsFile
 from common.flows.yaml_source import read_yaml
 
@@ -29,8 +30,17 @@ def load_flows(
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # tolerate a BOM some editors write
     except (OSError, UnicodeError) as error:
-        raise FlowError([f"{path}:1: {ROOT}: cannot read the file: {error}"]) from error
+        raise FlowError([f"{path}:1: {ROOT}: cannot read the file: {error}{_where_hint(path, error)}"]) from error
     return parse_flows(text, str(path), known_commands, all_modules=all_modules)
+
+
+def _where_hint(path: str | Path, error: Exception) -> str:
+    """A missing file is most often a command run outside the folder that holds flows.yaml: say
+    which folder a relative path was read from and which setting names the file."""
+    if not isinstance(error, FileNotFoundError):
+        return ""
+    folder = "" if Path(path).is_absolute() else f" (read from {Path.cwd()})"
+    return f"{folder}; set BATON_FLOWS_PATH to the flows file"
 
 
 def parse_flows(

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.engine.gates.lock_modes import EXCLUSIVE
-from common.flows.messages import describe
-from common.flows.problems import Path, Problem, at
-from common.flows.yaml_source import Lines
+from common.engine.views import EXCLUSIVE
+from common.spec.problems import describe
+from common.spec.problems import Path, Problem, at
+from common.spec.problems import Lines
 
 _TABLE: Path = ("lock_modes",)
 

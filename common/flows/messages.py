@@ -11,8 +11,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from common.flows.problems import Path, Problem, at
-from common.flows.yaml_source import Lines
+from common.spec.problems import Lines, Path, Problem, at, describe
 
 _TYPE_NAMES = {
     "int_type": "an integer",
@@ -36,7 +35,9 @@ def schema_problems(error: ValidationError, root: type[BaseModel], lines: Lines)
 
 
 def _problem(details: ErrorDetails, root: type[BaseModel], lines: Lines) -> Problem:
-    loc: Path = tuple(details["loc"])
+    # A key that takes one of several forms (a tagged union) names the form in the path, as a
+    # tag starting with "~": no key of the file, left out.
+    loc: Path = tuple(part for part in details["loc"] if not (isinstance(part, str) and part.startswith("~")))
     if loc and loc[-1] == "[key]":  # a mapping key itself is wrong (a task type's name)
         path = loc[:-1]
         return at(lines.key(path), path, _message(details, root, path))
@@ -85,25 +86,6 @@ def _is_number_text(text: str) -> bool:
     return True
 
 
-def describe(value: Any) -> str:
-    """A value as the user would recognise it in the YAML file."""
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return repr(value)  # a date, say
-
-
 def _unknown_key(root: type[BaseModel], loc: Path) -> str:
     model = _model_at(root, loc[:-1])
     allowed = list(model.model_fields) if model else []
@@ -138,7 +120,9 @@ def _unwrap(annotation: Any) -> Any:
         origin = get_origin(annotation)
         if origin is Annotated:
             annotation = get_args(annotation)[0]
-        elif origin in (Union, types.UnionType):
-            annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+        elif origin in (Union, types.UnionType):  # X | None, or a key of several forms: its mapping's
+            args = [arg for arg in get_args(annotation) if arg is not type(None)]
+            models = [arg for arg in args if isinstance(_unwrap(arg), type) and issubclass(_unwrap(arg), BaseModel)]
+            annotation = (models or args)[0]
         else:
             return annotation

@@ -13,11 +13,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from common.flows.build import parameter_field
-from common.flows.messages import describe
-from common.flows.parameters import RESERVED_PREFIX, ParameterField, check_value
-from common.flows.problems import Path, Problem, at
+from common.spec.problems import describe
+from common.reserved import RESERVED_PREFIX
+from common.flows.parameters import ParameterField, check_value
+from common.spec.problems import Path, Problem, at
 from common.flows.schema import ParameterSpec
-from common.flows.yaml_source import Lines
+from common.spec.problems import Lines
 
 PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEYS_FOR = {

@@ -4,7 +4,7 @@ Pure functions, no I/O. A check answers every problem at once as (path, message)
 in defaults. No message about a job's parameters carries the value it refuses (an API answers
 these messages to the caller verbatim, and logs may record them); flows.yaml's own defaults and
 choices are shown, but never a secret one's, nor one whose name looks secret
-(common.logging.SECRET_KEY).
+(common.secrets.names.SECRET_KEY).
 
 Semantics worth knowing:
 - `pattern` must match the WHOLE value (re.fullmatch), as an HTML form's pattern does: a pattern
@@ -26,10 +26,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.flows.problems import format_path
-from common.logging import MASK, SECRET_KEY, mask_secrets
+from common.reserved import RESERVED_PREFIX
+from common.spec.problems import format_path
+from common.secrets.scrubber import MASK
+from common.secrets.names import SECRET_KEY
+from common.secrets.documents import mask_secrets
 
-RESERVED_PREFIX = "_baton_"
 CLIENT_RESERVED = ("_baton_faults",)  # the reserved names a client may send (common.runtime.faults)
 RESERVED_MESSAGE = f"names starting with {RESERVED_PREFIX} are reserved for baton"
 

@@ -1,4 +1,5 @@
-"""The flows.yaml format as pydantic models: the allowed keys, types and bounds of every value.
+"""The flows.yaml format as pydantic models: the allowed keys, types and bounds of every value; a
+step's keys are assembled from the parts of the kinds of step and the gates that own them.
 
 Strict on purpose: `timeout: "10"` or `retry: true` is a mistake to report, not to coerce. An
 optional key is left out to take its default; an empty value (`timeout:`) is an error, because it
@@ -12,53 +13,22 @@ import re
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import Field, StringConstraints, create_model, field_validator
 
 from common.cron import CRON_PROBLEM, is_cron
 from common.flows.freeze import DURATION_PROBLEM, parse_duration
-from common.flows.messages import describe
-from common.logging import redacted_url
+from common.engine.registry import flows_parts
+from common.engine.views import EVENTS
+from common.secrets.urls import redacted_url
+from common.spec.keys import (
+    IDENTIFIER_PATTERN, BackoffSpec, Identifier, LockSpec, PhaseSpec, Retries, Seconds, Spec,
+)
+from common.spec.problems import describe
 
-# Task type, step, module and command names. Module names become RabbitMQ queue names.
-IDENTIFIER_PATTERN = r"^[a-z][a-z0-9_]*$"
-Identifier = Annotated[str, StringConstraints(pattern=IDENTIFIER_PATTERN)]
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]  # strict float takes ints, not bools
-Retries = Annotated[int, Field(ge=0)]
+__all__ = ["IDENTIFIER_PATTERN", "BackoffSpec", "DefaultsSpec", "FlowsFile", "FreezeSpec", "LockSpec", "NotifySpec",
+           "ParameterSpec", "PhaseSpec", "StepSpec", "TaskTypeSpec"]
 
-# What a phase gets when neither it nor `defaults` says. Backoff falls back field by field to
-# common.engine.document.BackoffPolicy's defaults. No retry unless asked: a user opts into re-running.
-BUILTIN_TIMEOUT = 60.0
-BUILTIN_RETRY = 0
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _not_empty(cls, value: Any, info: ValidationInfo) -> Any:
-        if value is None:
-            required = (
-                info.field_name is not None and cls.model_fields[info.field_name].is_required()
-            )
-            raise ValueError("is empty: write a value" + ("" if required else " or remove the key"))
-        return value
-
-
-class BackoffSpec(_Spec):
-    """Delay before retry n: min(max, initial * multiplier**(n-1)), spread by +- jitter."""
-
-    initial: Seconds | None = None
-    max: Seconds | None = None  # checked against initial after merging with defaults (checks.py)
-    multiplier: Annotated[float, Field(ge=1, allow_inf_nan=False)] | None = None
-    jitter: Annotated[float, Field(ge=0, lt=1)] | None = None
+_Spec = Spec  # the strict model of a block of keys (common/spec/keys.py)
 
 
 class DefaultsSpec(_Spec):
@@ -67,46 +37,20 @@ class DefaultsSpec(_Spec):
     backoff: BackoffSpec | None = None
 
 
-class PhaseSpec(_Spec):
-    """How to run one phase (normal or rollback) of a step: which module's command, and limits."""
-
-    module: Identifier
-    command: Identifier
-    timeout: Seconds | None = None
-    retry: Retries | None = None
-    backoff: BackoffSpec | None = None
-
-
-class LockSpec(_Spec):
-    """At most `limit` tasks whose rendered `key` is the same run at once; the rest wait in line.
-    The key's `{name}` placeholders must be declared parameters (checked in lock_checks.py)."""
-
-    key: Annotated[str, StringConstraints(min_length=1, max_length=256)]
-    limit: Annotated[int, Field(ge=1)] = 1
-    # Left out: exclusive. Otherwise a mode of the file's `lock_modes` table (lock_mode_checks.py).
-    mode: Identifier | None = None
-
-
-class StepSpec(_Spec):
-    """One step. `normal` is required unless the step is a sub-flow (`flow`); graph_checks.py
-    checks that and the rules across steps and task types (names, cycles, lists)."""
-
+class _StepCore(_Spec):
     name: Identifier
-    normal: PhaseSpec | None = None
-    rollback: PhaseSpec | None = None  # left out: nothing to undo, passed over while rolling back
     # Left out: the step waits for the one before it (a line). `[]`: a root.
     after: list[Identifier] | None = None
-    for_each: Identifier | None = None  # a parameter declared `type: array`
-    max_parallel: Annotated[int, Field(ge=1)] | None = None  # items running at once
-    # The longest list this step fans out over: a longer one is refused at submission (422) or,
-    # grown by a step's output, fails this step when it opens (docs/limits.md).
-    max_items: Annotated[int, Field(ge=1)] | None = None
-    flow: Identifier | None = None  # a sub-flow: runs a child task of this type
-    inputs: dict[Identifier, Identifier] | None = None  # child parameter: parent parameter
-    # Seconds a phase may keep answering "check again later" in total; past it the unit fails
-    # like a timeout. Left out: no bound.
-    max_wait: Seconds | None = None
-    lock: LockSpec | None = None  # each unit's normal phase holds this key (common/engine/gates/step_locks.py)
+
+
+# One step: its name and place in the graph, and the keys each kind of step and each gate owns
+# (common.engine.registry.flows_parts: `normal`, `rollback`, `max_wait` a command's; `for_each`,
+# `max_parallel`, `max_items` a for_each step's; `flow`, `inputs` a sub-flow's; `lock` a step
+# lock's). The parts check what spans keys (`normal` is required unless the step names a flow).
+StepSpec = create_model(
+    "StepSpec", __base__=_StepCore, __module__=__name__,
+    **{key: definition for part in flows_parts() for key, definition in part.step_keys.items()},
+)
 
 
 ParameterType = Literal["string", "integer", "number", "boolean", "object", "array"]
@@ -149,10 +93,8 @@ class ParameterSpec(_Spec):
         return value
 
 
-NotifyEvent = Literal[
-    "created", "restarted", "started", "succeeded", "rolling_back", "rolled_back", "rollback_failed", "cancelled",
-    "waiting_for_lock",
-]  # common.engine.notifications.EVENTS
+# Every event baton posts (common.engine.core.notifications.EVENTS): the task's and each kind of step's.
+NotifyEvent = Literal[EVENTS]  # type: ignore[valid-type]
 
 
 class NotifySpec(_Spec):
@@ -170,19 +112,34 @@ class NotifySpec(_Spec):
         return value
 
 
-class TaskTypeSpec(_Spec):
+class _TaskTypeHead(_Spec):
     description: str = ""
     # A name for this revision of the type ("2", "2026-11-rotate-fix"), recorded in each task
     # beside the content hash baton computes; optional.
     version: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = None
     lock: LockSpec | None = None  # a per-key lock taken before the first step
+
+
+_TASK_TYPE_TAIL: dict[str, Any] = {
     # Left out: the task type takes any parameters. Given (even empty): only the declared ones,
     # plus the reserved `_baton_*` keys.
-    parameters: dict[str, ParameterSpec] | None = None
-    # Seconds the task has to finish, from its (delayed) start; past it, it rolls back (DESIGN.md 10).
-    deadline: Seconds | None = None
-    steps: list[StepSpec] = Field(min_length=1)
-    notify: NotifySpec | None = None
+    "parameters": (dict[str, ParameterSpec] | None, None),
+    # Seconds the task has to finish, from its (delayed) start; past it, it rolls back
+    # (docs/design/operations.md).
+    "deadline": (Seconds | None, None),
+    # What its for_each steps do at a failure past their budget, unless a step says: rollback
+    # (the default) or hold (docs/fan-out.md, "Hold and redrive").
+    "on_failure": (Literal["rollback", "hold"] | None, None),
+    "steps": (list[StepSpec], Field(min_length=1)),
+    "notify": (NotifySpec | None, None),
+}
+# A task type: its own keys, with the keys each gate owns on it after `lock` (their parts' `task_keys`:
+# `rate`, at most `limit` starts per key in any `per` seconds, docs/design/rates.md).
+TaskTypeSpec = create_model(
+    "TaskTypeSpec", __base__=_TaskTypeHead, __module__=__name__,
+    **{key: definition for part in flows_parts() for key, definition in part.task_keys.items()},
+    **_TASK_TYPE_TAIL,
+)
 
 
 class FreezeSpec(_Spec):

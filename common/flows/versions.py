@@ -13,26 +13,13 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from common.engine.document import UnitState
+from common.engine.registry import flows_parts
+from common.engine.views import step_definition
 
 if TYPE_CHECKING:
     from common.engine.document import LockTemplate, Step
     from common.flows.catalog import FlowCatalog
     from common.flows.schema import TaskTypeSpec
-
-# Step fields that are state, not definition: the same in every template, left out of the hash.
-# A unit's whole state (UnitState: a field added there is state too) and what a step adds to it.
-STATE_FIELDS = frozenset(UnitState.model_fields) | {"Items", "ItemStore", "ItemCount", "ItemsOpen", "ItemsReopen", "ChildTaskId"}
-
-
-def step_definition(step: Step) -> dict[str, Any]:
-    """What a step template says, without its run-time state (nor a child's version label: a
-    label alone changes nothing a task runs)."""
-    shown = {k: v for k, v in step.model_dump(mode="json").items() if k not in STATE_FIELDS}
-    if shown.get("FlowTemplate"):
-        shown["FlowTemplate"] = {k: v for k, v in shown["FlowTemplate"].items() if k != "FlowVersion"}
-    return shown
-
 
 def content_hash(steps: list[Step], spec: TaskTypeSpec, lock: LockTemplate | None) -> str:
     """`lock`: the type's built lock, whose dump carries a mode's row of `lock_modes` (an
@@ -44,6 +31,8 @@ def content_hash(steps: list[Step], spec: TaskTypeSpec, lock: LockTemplate | Non
         "deadline": spec.deadline,
         "notify": None if spec.notify is None else spec.notify.model_dump(mode="json"),
     }
+    for part in flows_parts():  # each gate's keys on the task type, left out when not declared
+        body.update(part.hashed(spec))
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -64,7 +53,7 @@ def diff_catalogs(old: FlowCatalog, new: FlowCatalog) -> list[str]:
             if before.content_hash == after.content_hash:
                 lines.append("    (only the version label changed)")
             elif not _step_changes(before.steps, after.steps):
-                lines.append("    parameters, lock, deadline or webhook changed")
+                lines.append("    parameters, lock, rate, deadline or webhook changed")
     return lines
 
 

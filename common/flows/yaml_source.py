@@ -13,27 +13,10 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from common.flows.problems import SYNTAX, Path, Problem, at
+from common.spec.problems import SYNTAX, Lines, Path, Problem, at
 
 # `<<: *anchor` merges a mapping; resolved here since we bypass the constructor that does it.
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-@dataclass
-class Lines:
-    """1-based lines by path: where each value starts, and where each mapping key is written."""
-
-    values: dict[Path, int] = field(default_factory=dict)
-    keys: dict[Path, int] = field(default_factory=dict)
-
-    def value(self, path: Path) -> int:
-        # A path the file lacks (a missing key, say) falls back to its nearest existing parent.
-        while path not in self.values and path:
-            path = path[:-1]
-        return self.values.get(path, 1)
-
-    def key(self, path: Path) -> int:
-        return self.keys.get(path) or self.value(path)
 
 
 @dataclass

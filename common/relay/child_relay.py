@@ -1,4 +1,4 @@
-"""Flushing the outbox entries that concern another task (sub-flows, DESIGN.md sec. 6).
+"""Flushing the outbox entries that concern another task (sub-flows, docs/design/sub-flows.md).
 
 A `publish` entry goes to the broker; these go to the store: create the child (`start_child`),
 tell the parent how its child ended (`child_finished`), roll a child back (`undo_child`), cancel
@@ -13,20 +13,28 @@ from collections.abc import Callable
 
 import structlog
 
-from common.engine.kinds.subflow_transitions import child_finished, start_child, undo
-from common.errors import DuplicateTask, StoreError
+from common.engine.changes import (
+    Refusal,
+    Timing,
+    add_notifications,
+    awaited_finished,
+    cancel,
+    child_finished,
+    child_finished_entry,
+    pause,
+    resume,
+    retry_rollback,
+    start_child,
+    undo,
+)
+from common.errors import DuplicateTask, StoreClosed, StoreError
 from common.engine.document import OutboxEntry, Task
-from common.engine.notifications import add_notifications
-from common.engine.operator.actions import cancel, retry_rollback
-from common.engine.operator.flow import pause, resume
 from common.engine.states import TaskStatus
-from common.store.mutate import mutate
-from common.store.port import TaskStore
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
 from common.engine.codes import OutboxKind
-from common.engine.kinds.subflow import child_finished_entry
 from common.engine.outbox import ChildActionBody, UndoChildBody, body_of
-from common.engine.units import Refusal, Timing
-from common.engine.gates.wait_transitions import awaited_finished
+from common.tracing import task_spans
 
 log = structlog.get_logger(__name__)
 
@@ -61,8 +69,9 @@ class ChildRelay:
         try:
             return handler(entry)
         except StoreError as exc:
-            log.warning("child entry not applied; the outbox relay will retry", task_id=task_id,
-                        kind=entry.Kind, error=str(exc))
+            # Closed by this process's shutdown: the next process's relay applies it, no outage.
+            say = log.debug if isinstance(exc, StoreClosed) else log.warning
+            say("child entry not applied; the outbox relay will retry", task_id=task_id, kind=entry.Kind, error=str(exc))
             return False
 
     def _act(self, entry: OutboxEntry, action: Callable[[Task, ChildActionBody], Task | Refusal]) -> bool:
@@ -78,14 +87,16 @@ class ChildRelay:
             t, body.AwaitedTaskId, TaskStatus(body.Status), self._timing()))
 
     def _start(self, body: dict) -> bool:
-        child = start_child(body, self._timing())
-        add_notifications(None, child)
-        try:
-            self._store.insert(child)
-        except DuplicateTask:
-            return True  # created already (a relay's repeat): its own outbox is relayed if need be
-        log.info("child task created", task_id=child.TaskId, parent=body["ParentTaskId"])
-        self._flush(child)
+        with task_spans.sub_flow(body) as span:  # the child's trace goes on from its start's span
+            child = start_child(body, self._timing(), trace=span.trace)
+            add_notifications(None, child)
+            try:
+                self._store.insert(child)
+            except DuplicateTask:
+                return True  # created already (a relay's repeat): its own outbox is relayed if need be
+            span.created(child.TaskId)
+            log.info("child task created", task_id=child.TaskId, parent=body["ParentTaskId"])
+            self._flush(child)
         return True
 
     def _undo_child(self, entry: OutboxEntry) -> bool:

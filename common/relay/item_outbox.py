@@ -1,4 +1,4 @@
-"""Publishing an item record's dispatch (DESIGN.md sec. 12), as common.relay.outbox does a
+"""Publishing an item record's dispatch (docs/design/item-records.md), as common.relay.outbox does a
 task's: without waiting for the broker's confirm, a retry due later on a timer, and the entry
 dropped from the record soon after the confirm unless its claim removed it first (it usually
 has). A publish that fails or is never confirmed stays in the record for the sweeper's relay.
@@ -11,13 +11,11 @@ from collections.abc import Callable
 import structlog
 
 from common.broker.port import Broker
-from common.engine.document import OutboxEntry
-from common.engine.item_record import ItemRecord
-from common.engine.units import Refusal
+from common.engine.document import ItemRecord, OutboxEntry
+from common.engine.changes import Refusal, none_if_refused
 from common.errors import BrokerError, StoreError
 from common.relay.encoding import encode
-from common.store.items_port import ItemStore
-from common.engine.units import none_if_refused
+from common.store.items.port import ItemStore
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)

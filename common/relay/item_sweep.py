@@ -1,5 +1,5 @@
-"""The sweeper's round over item records (DESIGN.md sec. 12): what a crash leaves behind in a
-step over records, healed as the task-document round heals tasks.
+"""The sweeper's round over item records (docs/design/item-records.md): what a crash leaves behind
+in a step over records, healed as the task-document round heals tasks.
 
 - A record whose run passed its deadline: a lapsed lease is a failed attempt (`worker_lost`), a
   dispatch nobody claimed is published again (backing off), a normal one of a task gone backward
@@ -17,14 +17,11 @@ from typing import Any
 import structlog
 
 from common.backoff import retry_delay
-from common.engine.document import Run
-from common.engine.item_record import ItemRecord
-from common.engine.kinds.item_changes import expire_item
+from common.engine.document import ItemRecord, Run
+from common.engine.changes import MAX_REDISPATCH_BACKOFF, Timing, expire_item, new_id, none_if_refused
 from common.engine.states import RunState
-from common.engine.transitions import MAX_REDISPATCH_BACKOFF, Timing, new_id
 from common.relay.outbox import OutboxPublisher
-from common.store.port import TaskStore
-from common.engine.units import none_if_refused
+from common.store.tasks.port import TaskStore
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)

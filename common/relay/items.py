@@ -1,4 +1,4 @@
-"""Carrying out what a step over item records owes (DESIGN.md sec. 12).
+"""Carrying out what a step over item records owes (docs/design/item-records.md).
 
 Two sources: the task's outbox entries that open a step's items, withdraw their unclaimed runs
 or start their rollback (`apply`, like common.relay.child_relay), and an item record's `Owes`
@@ -10,62 +10,69 @@ crash left (records with `Owes`, entries past the relay grace).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 
 import structlog
 
-from common.engine.document import OutboxEntry, Task
-from common.engine.item_record import (
+from common.engine.document import (
     OWES_FAILED,
     OWES_ROLLBACK_SUCCESSOR,
     OWES_SETTLED,
     OWES_SUCCESSOR,
+    OWES_TOLERATE,
     ItemRecord,
+    OutboxEntry,
+    Task,
 )
-from common.engine.kinds.fan_out import CANCEL_ITEMS, OPEN_ITEMS, REOPEN_ROLLBACKS, RESUME_ITEMS, ROLLBACK_ITEMS
-from common.engine.kinds.item_actions import compensate_item, republish_pending, retry_item_rollback, stop_item
-from common.engine.kinds.fan_out_transitions import item_failed, items_settled
-from common.engine.kinds.item_changes import (
-    APPLIED,
+from common.engine.codes import OutboxKind
+from common.engine.changes import (
+    IdFactory,
+    Refusal,
+    Timing,
     applied_owes_done,
     cancel_item,
-    chain_count,
+    item_failed,
+    items_settled,
+    new_id,
     new_records,
-    opens_forward,
+    none_if_refused,
     start_item_rollback,
     start_successor,
+    stop_item,
+    take_budget_place,
+    tolerate_item,
     withdraw_unpublished,
 )
-from common.engine.states import DONE_FORWARD, FINAL_STATUSES, Phase, RunState, StepState, TaskStatus
-from common.engine.units import IdFactory, Refusal, Timing, new_id
-from common.store.items_port import ItemStore
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.store.task_reads import TaskReads
-from common.engine.units import none_if_refused
+from common.engine.views import chain_count, opens_forward
+from common.engine.states import APPLIED, FINAL_STATUSES, Phase, RunState, StepState
+from common.engine.views import budget_place
+from common.relay.item_looks import ItemLooks
+from common.relay.item_operator_entries import OperatorEntries, rolling_back
+from common.relay.item_waves import WaveEntries
+from common.relay.item_pages import SourcePages
+from common.store.items.port import ItemStore
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
+from common.store.tasks.reads import TaskReads
 from common.errors import StoreError
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
 INSERT_BATCH = 500  # records per insert when a step opens
-PAGE = 500
-FORWARD_OPEN = (StepState.WAITING, StepState.RUNNING)  # in this order: see check_settled
 SETTLE_TRIES = 50  # each try is a few indexed look-ups; only a task changing all the time loses this often
 MOVED = "the task moved since the step's items were looked up"
 
 
-def _rolling_back(task: Task, cursor: int) -> bool:
-    step = task.Steps[cursor]
-    return step.State is StepState.ROLLING_BACK and step.ItemsOpen
 
 
-class ItemRelay:
+class ItemRelay(OperatorEntries, WaveEntries, SourcePages):
     def __init__(self, tasks: TaskStore, items: ItemStore, timing: Callable[[], Timing],
                  flush_task: Callable[[Task], None], publish_item: Callable[[ItemRecord], None],
                  ids: IdFactory = new_id, finished: Callable[[Task], None] | None = None):
         self._tasks = tasks
         self._reads = TaskReads(tasks)  # read-only uses: parsed again only when the task changed
         self._items = items
+        self._look = ItemLooks(items)  # what it reads of a step's records
         self._timing = timing
         self._flush_task = flush_task  # publishes what a task change here put in its outbox
         self._publish_item = publish_item  # publishes a record's fresh dispatch
@@ -81,19 +88,24 @@ class ItemRelay:
         if task is None or body.get("Generation") != task.Generation:
             return True  # the task is gone, or retried since: the entry is moot
         handlers = {  # this relay's rows of the flushers' table (common.engine.outbox.FLUSHERS)
-            OPEN_ITEMS: lambda cursor: self._open(task, cursor, body["Values"]),
-            CANCEL_ITEMS: lambda cursor: self._cancel(task, cursor, body.get("Stop")),
-            ROLLBACK_ITEMS: lambda cursor: self._start_rollbacks(task, cursor),
-            RESUME_ITEMS: lambda cursor: self._resume(task, cursor),
-            REOPEN_ROLLBACKS: lambda cursor: self._reopen_rollbacks(task, cursor, body, entry.DispatchId),
+            OutboxKind.OPEN_ITEMS: lambda cursor: self._open(task, cursor, body["Values"], body.get("From") or 0,
+                                                             bool(body.get("Last"))),
+            OutboxKind.CANCEL_ITEMS: lambda cursor: self._cancel(task, cursor, body.get("Stop")),
+            OutboxKind.ROLLBACK_ITEMS: lambda cursor: self._start_rollbacks(task, cursor),
+            OutboxKind.RESUME_ITEMS: lambda cursor: self._resume(task, cursor),
+            OutboxKind.REOPEN_ROLLBACKS: lambda cursor: self._reopen_rollbacks(task, cursor, body, entry.DispatchId),
+            OutboxKind.REDRIVE_ITEMS: lambda cursor: self._redrive(task, cursor, body),
+            OutboxKind.WAVE_GATE: lambda cursor: self._wave_gate(task, cursor, body),
         }
         if entry.Kind not in handlers:
             raise ValueError(f"not an item entry: {entry.Kind}")
         handlers[entry.Kind](body["Cursor"])
         return True
 
-    def _open(self, task: Task, cursor: int, values: list) -> None:
-        records = new_records(task, cursor, values, self._timing(), self._ids, "relay")
+    def _open(self, task: Task, cursor: int, values: list, first: int = 0, last: bool = False) -> None:
+        """Insert the step's records (`first`: the index of the first, a page of a source's), then
+        dispatch the chain heads among them; a source's last page asks whether the step settled."""
+        records = new_records(task, cursor, values, self._timing(), self._ids, "relay", first)
         for start in range(0, len(records), INSERT_BATCH):
             self._items.insert_items(records[start:start + INSERT_BATCH])
         # The task read before the insert may have gone backward since, its entry withdrawing
@@ -109,14 +121,20 @@ class ItemRelay:
             self._cancel(now, cursor)
             return
         # Publish what is stored, not what was built: a repeat finds the first writer's dispatches.
-        for record in self._items.page_items(task.TaskId, task.Generation, cursor, limit=chain_count(task, cursor),
-                                             states=[StepState.RUNNING]):
-            self._publish_item(record)
+        heads = chain_count(task, cursor) - first
+        if heads > 0:
+            for record in self._items.page_items(task.TaskId, task.Generation, cursor, limit=heads,
+                                                 states=[StepState.RUNNING], **({"after": first - 1} if first else {})):
+                self._publish_item(record)
+        if first:
+            self._start_page_chains(now, cursor, first, len(values))
+        if last:
+            self.check_settled(task.TaskId, cursor)
 
     def _cancel(self, task: Task, cursor: int, stop: dict | None = None) -> None:
         """Withdraw the step's unclaimed normal runs; `stop` (an operator's cancel that stops
         running runs: its actor and reason): stop the claimed ones too."""
-        for record in list(self._pages(task, cursor, [StepState.RUNNING])):
+        for record in list(self._look.pages(task, cursor, [StepState.RUNNING])):
             run = record.Run
             if run is None or run.Phase is not Phase.NORMAL:
                 continue
@@ -133,64 +151,11 @@ class ItemRelay:
     def _start_rollbacks(self, task: Task, cursor: int) -> None:
         """The first applied item of each chain starts its rollback; the rest follow their chain.
         Applied again (the sweeper's relay repeating the entry), it starts only what is still owed."""
-        if not _rolling_back(task, cursor):
+        if not rolling_back(task, cursor):
             return  # the step's rollback concluded since: a late repeat of the entry
-        if not self._any(task, cursor, [StepState.ROLLBACK_FAILED]):  # a failed rollback: none starts (4.3)
+        if not self._look.any(task, cursor, [StepState.ROLLBACK_FAILED]):  # a failed rollback: none starts (4.3)
             self._start_idle_chains(task, cursor)
         self.check_settled(task.TaskId, cursor)  # nothing was applied: done at once
-
-    def _resume(self, task: Task, cursor: int) -> None:
-        """After a pause: a dispatch nobody claimed goes out again now, and each chain with no
-        item in flight starts its next waiting item once the one before it is done."""
-        if task.Paused is not None:
-            return  # paused again since: the next resume's entry does it
-        chains, busy = chain_count(task, cursor), set()
-        for record in self._pages(task, cursor, [StepState.RUNNING]):
-            busy.add(record.Item % chains)
-            republished = self._change(record, lambda r: republish_pending(r, task, self._timing()))
-            if republished is not None:
-                self._publish_item(republished)
-        for residue in range(min(chains, task.Steps[cursor].ItemCount or 0)):
-            if residue in busy:
-                continue
-            found = self._items.page_items(task.TaskId, task.Generation, cursor, limit=1, states=[StepState.WAITING],
-                                           modulus=chains, residue=residue)  # fmt: skip
-            if not found:
-                continue
-            before = found[0].Item - chains
-            previous = self._items.get_item(task.TaskId, task.Generation, cursor, before) if before >= 0 else None
-            if before < 0 or (previous is not None and previous.State in DONE_FORWARD):
-                self._start_next(task, found[0])
-
-    def _reopen_rollbacks(self, task: Task, cursor: int, body: dict, reopen: str) -> None:
-        """An operator retried (or compensated) the step's failed item rollbacks: each is
-        dispatched again (or compensated, its chain going on), and the chains the failure held
-        back start their next applied item; the step settles as usual.
-
-        Applied again (a redelivery, the sweeper repeating it), the entry leaves alone every item
-        it retried or compensated, and every item whose rollback began after it (each carries
-        the reopen it began under): one that failed since stays failed, as after the document's
-        own retry, and no new rollback starts while one has failed (DESIGN.md 4.3)."""
-        step = task.Steps[cursor]
-        if not _rolling_back(task, cursor) or step.ItemsReopen not in (None, reopen):
-            return  # the step's rollback concluded since, or a later reopen took over from this one
-        actor, reason, chains = body["Actor"], body["Reason"], chain_count(task, cursor)
-        seen, compensated = set(), []
-        for record in list(self._pages(task, cursor, [StepState.ROLLBACK_FAILED])):
-            seen.add(record.Item % chains)
-            if body["Action"] == "retry":
-                retried = self._change(record, lambda r: retry_item_rollback(r, task, actor, reason, self._timing(),
-                                                                             self._ids, reopen))  # fmt: skip
-                if retried is not None:
-                    self._publish_item(retried)
-            else:
-                done = self._change(record, lambda r: compensate_item(r, actor, reason, self._timing(), reopen))
-                compensated += [done] if done is not None else []
-        for record in compensated:  # once none is failed any more: a chain goes on only then
-            self.apply_owes(record, check_settled=False)
-        if not self._any(task, cursor, [StepState.ROLLBACK_FAILED]):  # failed again since: none starts
-            self._start_idle_chains(task, cursor, held=seen)
-        self.check_settled(task.TaskId, cursor)
 
     # --- an outside change of one record --------------------------------------------------------
 
@@ -222,11 +187,17 @@ class ItemRelay:
         for owes in list(record.Owes):
             if owes == OWES_SUCCESSOR and task.Paused is not None and self._waiting_successor(task, record):
                 continue  # a pause holds the chain: owed until the task resumes (the sweeper asks again)
-            if owes == OWES_SUCCESSOR:
+            if owes == OWES_TOLERATE:
+                decided = self._tolerate(task, record)
+                if decided is not None:  # what the decision owes, applied at once
+                    self.apply_owes(decided, check_settled=check_settled)
+                    return
+            elif owes == OWES_SUCCESSOR:
                 self._successor(task, record)
             elif owes == OWES_FAILED:
+                message = record.RollbackMessage if record.State is StepState.ROLLBACK_FAILED else record.Message
                 changed = self._write_task(record.TaskId,
-                                           lambda t: item_failed(t, record.Cursor, record.Item, record.Message,
+                                           lambda t: item_failed(t, record.Cursor, record.Item, message,
                                                                  self._timing(), "relay", self._ids))
                 if not isinstance(changed, Refusal):
                     self._flush_task(changed)
@@ -237,6 +208,30 @@ class ItemRelay:
                 self.check_settled(record.TaskId, record.Cursor)
             done = self._change(record, lambda r, o=owes: applied_owes_done(r, o))
             record = done or record
+
+    def _tolerate(self, task: Task, record: ItemRecord) -> ItemRecord | None:
+        """Take the item a place in its step's budget (one compare-and-set of the task: items
+        failing together are decided one at a time; a repeat finds the place taken and counts
+        nothing twice), then decide on the record: its own rollback, or the task backward."""
+        stored = self._items.get_item(record.TaskId, record.Generation, record.Cursor, record.Item)
+        if stored is None or OWES_TOLERATE not in stored.Owes:
+            return None  # decided already (a repeat, from the record as it was)
+        if stored.State is StepState.FAILED and stored.Run is None:
+            taken = self._write_task(task.TaskId, lambda t: take_budget_place(t, record.Cursor, record.Item))
+            if isinstance(taken, Refusal):
+                now = self._reads.get(task.TaskId)
+                if now is None or now.Generation != task.Generation:
+                    return None  # retried since: the record is never read again
+                task = now
+            else:
+                task = taken
+        place = budget_place(task, record.Cursor, record.Item)
+        decided = self._change(stored, lambda r: tolerate_item(r, task, place, self._timing(), self._ids, "relay"))
+        if decided is not None and decided.Tolerated and decided.Run is not None:
+            log.info("item failure tolerated", task_id=task.TaskId, step=record.Cursor, item=record.Item,
+                     phase=decided.Run.Phase.label, attempt=record.Attempts, place=place)
+            self._publish_item(decided)
+        return decided
 
     def _waiting_successor(self, task: Task, record: ItemRecord) -> bool:
         following = record.Item + chain_count(task, record.Cursor)
@@ -278,8 +273,12 @@ class ItemRelay:
         self.check_settled(started.TaskId, started.Cursor)
 
     def _rollback_successor(self, task: Task, record: ItemRecord) -> None:
-        if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
-            return  # a rollback failed for good: no new rollback starts (DESIGN.md 4.3)
+        if not rolling_back(task, record.Cursor):
+            return  # an item tolerated while the step went forward: no chain of rollbacks runs yet
+        if self._look.any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
+            # a rollback failed for good: no new rollback starts (docs/design/graph-and-routing.md,
+            # "Backward")
+            return
         chains = chain_count(task, record.Cursor)
         following = self._items.page_items(task.TaskId, task.Generation, record.Cursor, after=record.Item, limit=1,
                                            states=APPLIED, modulus=chains, residue=record.Item % chains)
@@ -294,11 +293,11 @@ class ItemRelay:
         applied, which its own notice starts too: the same compare-and-set, done once) or
         rolling back already (seen by the later read). `held`: chains left alone."""
         chains, first = chain_count(task, cursor), {}
-        for record in self._pages(task, cursor, APPLIED):
+        for record in self._look.pages(task, cursor, APPLIED):
             first.setdefault(record.Item % chains, record)
             if len(first) == chains:
                 break
-        for record in self._pages(task, cursor, [StepState.ROLLING_BACK]):
+        for record in self._look.pages(task, cursor, [StepState.ROLLING_BACK]):
             residue = record.Item % chains
             if residue in first and record.Item < first[residue].Item:
                 del first[residue]
@@ -315,7 +314,7 @@ class ItemRelay:
         started = self._change(record, lambda r: start_item_rollback(r, task, self._timing(), self._ids, "relay"))
         if started is None:
             return
-        if self._any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
+        if self._look.any(task, record.Cursor, [StepState.ROLLBACK_FAILED]):
             self._take_back(started, "another item's rollback failed")
             return
         self._publish_item(started)
@@ -330,20 +329,23 @@ class ItemRelay:
         on, and decided again when the task moved: two asks overlap, and the later one may have
         concluded the forward part and started the step's rollback in between; the earlier one's
         "no item running" must not then conclude that rollback while its items still roll back."""
+        self.check_wave_ended(task_id, cursor)  # a step with waves: its open wave may have ended
         for _ in range(SETTLE_TRIES):
             task = self._reads.get(task_id)
             if task is None or not task.Steps[cursor].ItemsOpen:
                 return
-            settled = self._settled(task, cursor)
+            settled = self._look.settled(task, cursor)
             if settled is None:
                 return
             counts = self._items.count_by_state(task_id, task.Generation, cursor)
+            attempts = self._items.attempt_sums(task_id, task.Generation, cursor)
 
             def conclude(current: Task, seen: Task = task, failure=settled[0]) -> Task | Refusal:
                 if current.Version != seen.Version:
                     return Refusal(MOVED)
                 return items_settled(current, cursor, counts, self._timing(), "relay",
-                                     lambda: self._items.outputs(task_id, seen.Generation, cursor), failure, self._ids)
+                                     lambda: self._items.outputs(task_id, seen.Generation, cursor), failure, self._ids,
+                                     attempts)
 
             changed = self._write_task(task_id, conclude)
             if not isinstance(changed, Refusal):
@@ -352,26 +354,6 @@ class ItemRelay:
             if changed.reason != MOVED:
                 return
         raise StoreError(f"task {task_id}: step {cursor} kept changing while its items settled")
-
-    def _settled(self, task: Task, cursor: int) -> tuple[tuple[int, str] | None] | None:
-        """None while an item has work left in the step's direction; else the first failure of
-        that direction (wrapped: None is a failure's absence)."""
-        step = task.Steps[cursor]
-        # The states are asked in the order an item passes through them (waiting, running; applied,
-        # rolling back): an item that moves on between two look-ups is seen by the later one. In
-        # the other order an item started in between was missed by both, and the step settled
-        # under it (its run dispatched again after the task ended).
-        if step.State is StepState.RUNNING:
-            going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
-            if self._any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
-                return None
-            return (self._first(task, cursor, StepState.FAILED),)
-        failure = self._first(task, cursor, StepState.ROLLBACK_FAILED)
-        if failure is None and self._any(task, cursor, APPLIED):
-            return None
-        if self._any(task, cursor, [StepState.ROLLING_BACK]):
-            return None
-        return (failure,)
 
     # --- the parts ---------------------------------------------------------------------------
 
@@ -389,25 +371,6 @@ class ItemRelay:
             if self._finished is not None:
                 self._finished(changed)
         return changed
-
-    def _any(self, task: Task, cursor: int, states: Collection[StepState]) -> bool:
-        return self._items.exists_in_states(task.TaskId, task.Generation, cursor, states)
-
-    def _first(self, task: Task, cursor: int, state: StepState) -> tuple[int, str] | None:
-        found = self._items.page_items(task.TaskId, task.Generation, cursor, limit=1, states=[state])
-        if not found:
-            return None
-        record = found[0]
-        return record.Item, record.Message if state is StepState.FAILED else record.RollbackMessage
-
-    def _pages(self, task: Task, cursor: int, states: Collection[StepState]) -> Iterator[ItemRecord]:
-        after = None
-        while True:
-            page = self._items.page_items(task.TaskId, task.Generation, cursor, after=after, limit=PAGE, states=states)
-            yield from page
-            if len(page) < PAGE:
-                return
-            after = page[-1].Item
 
     def _change(self, record: ItemRecord, change: Callable[[ItemRecord], ItemRecord | Refusal]) -> ItemRecord | None:
         return compare_and_set_loop(

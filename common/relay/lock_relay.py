@@ -1,4 +1,4 @@
-"""Flushing the lock outbox entries (DESIGN.md sec. 10), and reclaiming what crashes leave.
+"""Flushing the lock outbox entries (docs/design/locks.md), and reclaiming what crashes leave.
 
 - `lock_acquire` (a new task, or a retried one): the task joins the key's line; whoever the
   change granted (maybe itself) gets `lock_granted`, which dispatches its ready roots.
@@ -17,17 +17,16 @@ from collections.abc import Callable
 
 import structlog
 
-from common.errors import StoreError
-from common.engine.gates.lock_transitions import lock_granted, lock_waiting
-from common.engine.gates.step_locks import parse_member, unit_lock, unit_lock_granted
+from common.errors import StoreClosed, StoreError
+from common.engine.changes import Refusal, Timing, lock_granted, lock_waiting, stale_member, unit_lock_granted
+from common.engine.views import parse_member, unit_lock
 from common.engine.codes import OutboxKind
-from common.engine.gates.locks import WAITING, LockHolder, stale_member
+from common.engine.document import LockHolder, OutboxEntry, Task
+from common.engine.states import LockState
 from common.engine.outbox import LockAcquireBody, LockReleaseBody, body_of
-from common.engine.document import OutboxEntry, Task
-from common.store.locks_table import LockTable, open_lock_store_for
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.engine.units import Refusal, Timing
+from common.store.side.locks_table import LockTable, open_lock_store_for
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
 
 log = structlog.get_logger(__name__)
 
@@ -63,8 +62,9 @@ class LockRelay:
             if granted is not None:
                 self._grant_all(entry.Body["Key"], granted)
         except StoreError as exc:
-            log.warning("lock entry not applied; the outbox relay will retry", task_id=task_id,
-                        kind=entry.Kind, error=str(exc))
+            # Closed by this process's shutdown: the next process's relay applies it, no outage.
+            say = log.debug if isinstance(exc, StoreClosed) else log.warning
+            say("lock entry not applied; the outbox relay will retry", task_id=task_id, kind=entry.Kind, error=str(exc))
             return False
         return True
 
@@ -136,12 +136,12 @@ class LockRelay:
         if task is None:
             return False
         if unit is None:
-            return task.Lock is not None and task.Lock.Key == key and task.Lock.State == WAITING
+            return task.Lock is not None and task.Lock.Key == key and task.Lock.State == LockState.WAITING
         held = unit_lock(task, unit)
-        return held is not None and held.Key == key and held.State == WAITING
+        return held is not None and held.Key == key and held.State == LockState.WAITING
 
     def _stale(self, member: str, key: str) -> bool:
-        """Holding or awaiting `key` for this member is a leak (common.engine.gates.locks.stale_member)."""
+        """Holding or awaiting `key` for this member is a leak (common.engine.gates.lock.table.stale_member)."""
         task_id, unit = parse_member(member)
         task = self._store.get(task_id)
         if unit is None:

@@ -3,7 +3,8 @@
 Used by OSS (the roots of a new task), by modules (the next steps) and by the sweeper's relay
 (any entry left unsent by a crash). Publishing twice is harmless: the claim fences duplicates.
 Entries of the sub-flow kinds go to the store instead of the broker (common.relay.child_relay), so do
-the lock kinds (common.relay.lock_relay); both are marked sent at once: no claim will remove them.
+the lock kinds (common.relay.lock_relay) and those of a gate's own table (its relay, found by
+common.store.gates); all are marked sent at once: no claim will remove them.
 Webhook entries go to the webhook deliverer where there is one (the sweeper's,
 common.relay.webhooks); elsewhere they wait for the sweeper's relay.
 
@@ -27,19 +28,21 @@ from common.relay.child_relay import ChildRelay
 from common.relay.encoding import encode
 from common.relay.item_outbox import ItemOutbox
 from common.relay.items import ItemRelay
-from common.store.items_open import open_item_store_for
-from common.store.items_port import ItemStore
-from common.errors import BrokerError, StoreError, UnreadableTask
+from common.store.items.open import open_item_store_for
+from common.store.items.port import ItemStore
+from common.errors import BrokerClosed, BrokerError, StoreClosed, StoreError, UnreadableTask
 from common.relay.lock_relay import LockRelay
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
+from common.engine.codes import OutboxKind
 from common.engine.document import OutboxEntry, Task
 from common.engine.outbox import Flusher, flusher_of
 from common.relay.outbox_marks import DeferredMarks
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.engine.kinds.subflow import PUBLISH
-from common.engine.transitions import Timing, mark_sent
+from common.store.factory import adapter_class
+from common.store.gates import gate_tables
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
+from common.engine.changes import Timing, mark_sent
 from common.relay.webhooks import WebhookDeliverer
 
 log = structlog.get_logger(__name__)
@@ -73,29 +76,34 @@ class OutboxPublisher:
     ):
         self._webhooks = webhooks
         self._metrics = metrics
+        self.closed = False  # this process closed the broker or store under it: it is shutting down
         timing = lambda: Timing(clock(), lease, redeliver_after)  # noqa: E731
         self._children = ChildRelay(store, timing, self.flush)
         self.locks = LockRelay(store, timing, self.flush)
+        # Each gate's own relay (common.store.gates), for the outbox entries its table carries.
+        self.gate_relays = {table.flusher: adapter_class(table.relay)(store, timing, self.flush)
+                            for table in gate_tables() if table.relay is not None and table.flusher is not None}
         self._store = store
         self._broker = broker
         self._clock = clock
         self._timers = _Timers(clock)
         self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay)
-        # The items of steps over records (DESIGN.md 12), beside the tasks.
+        # The items of steps over records (docs/design/item-records.md), beside the tasks.
         self.item_store = items if items is not None else open_item_store_for(store)
         self.item_outbox = ItemOutbox(self.item_store, broker, clock, self._timers.at, mark_delay, TIMER_HORIZON)
         self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush,
                                finished=self._count_finished)
-        self._relays = {Flusher.CHILDREN: self._children, Flusher.LOCKS: self.locks, Flusher.ITEMS: self.items}
+        self._relays = {Flusher.CHILDREN: self._children, Flusher.LOCKS: self.locks, Flusher.ITEMS: self.items,
+                        **self.gate_relays}
 
     def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
         """Publish the entries the change that wrote `task` added (every entry of a task not
-        written by common.store.mutate), without waiting for the broker's confirms: the caller
+        written by common.store.tasks.mutate), without waiting for the broker's confirms: the caller
         goes on (its next step, its answer). Entries due later (a retry's backoff) wait in a
         timer. Whatever fails stays in the outbox for the relay, as with `publish`."""
         now = self._clock()
         for entry in task.Outbox:
-            if entry.Kind == PUBLISH and not task.is_fresh(entry):
+            if entry.Kind == OutboxKind.PUBLISH and not task.is_fresh(entry):
                 # Published already by the change that added it (its claim has not come yet),
                 # or left to the relay by a writer that died: publishing every unclaimed entry
                 # at every commit sent a for_each's items again and again (a hundred items left
@@ -106,7 +114,7 @@ class OutboxPublisher:
                     self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
                 # Due later (a start_at days away): the relay publishes it when due. A timer for
                 # it would hold memory for as long (any client can ask for year 9999) for no gain.
-            elif entry.Kind == PUBLISH:
+            elif entry.Kind == OutboxKind.PUBLISH:
                 self._publish_soon(task.TaskId, entry, before_mark_sent)
             else:  # a webhook, a lock or a child's signal: no broker confirm to wait for
                 self.publish(task.TaskId, entry, before_mark_sent)
@@ -158,8 +166,11 @@ class OutboxPublisher:
         """The broker confirmed the entry (or failed it): mark it sent, now or soon. Runs on the
         broker's I/O thread after a `publish_soon`: a deferred mark is only a note in memory."""
         if error is not None:
-            log.warning("publish failed; the outbox relay will retry", task_id=task_id,
-                        queue=entry.Queue, error=str(error))
+            # Closed by this process's shutdown: not an outage, and the next process's relay
+            # publishes it. The owner (a sweeper) reads `closed` to end its rounds.
+            self.closed = self.closed or isinstance(error, BrokerClosed)
+            say = log.debug if isinstance(error, BrokerClosed) else log.warning
+            say("publish failed; the outbox relay will retry", task_id=task_id, queue=entry.Queue, error=str(error))
             return
         if self._metrics:
             self._metrics.outbox_lag.observe(max(0.0, self._clock() - entry.DueAt))
@@ -175,6 +186,8 @@ class OutboxPublisher:
         if self._webhooks is not None:
             self._webhooks.stop()
         self.locks.close()
+        for relay in self.gate_relays.values():
+            relay.close()
         self.item_store.close()
 
     def _count_finished(self, task: Task) -> None:
@@ -185,9 +198,12 @@ class OutboxPublisher:
 
     def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
         try:
+            if self._store.drop_sent(task_id, dispatch_id):  # in place, where the store can
+                return
             mutate(self._store, task_id, lambda t: mark_sent(t, dispatch_id))
         except (StoreError, UnreadableTask) as exc:  # published, not marked: the relay retries
-            log.warning("mark-sent failed", task_id=task_id, error=str(exc))
+            self.closed = self.closed or isinstance(exc, StoreClosed)
+            (log.debug if isinstance(exc, StoreClosed) else log.warning)("mark-sent failed", task_id=task_id, error=str(exc))
 
 
 class _Timers:

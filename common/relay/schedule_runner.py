@@ -18,9 +18,9 @@ from common.engine.document import Task
 from common.reserved import SCHEDULE_LABEL
 from common.scheduling import OverlapDecision, Schedule, overlap_decision, plan_ticks, tick_key
 from common.engine.states import FINAL_STATUSES
-from common.store.port import TaskStore
+from common.store.tasks.port import TaskStore
 from common.store.retry import compare_and_set_loop
-from common.store.schedules_port import ScheduleStore
+from common.store.side.schedules import ScheduleStore
 
 log = structlog.get_logger(__name__)
 BATCH = 100

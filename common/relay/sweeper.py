@@ -1,6 +1,7 @@
 """The sweeper: heals what crashes leave behind.
 
-Per run: a task may have several (DESIGN.md 7.2), and one change handles all its lapsed ones.
+Per run: a task may have several (docs/design/protocol.md, "How each still holds with several
+runs"), and one change handles all its lapsed ones.
 - A RUNNING step whose lease lapsed (its worker died or froze): the attempt counts as failed and
   the step is retried or routed, exactly as if the worker had reported a failure.
 - A PENDING dispatch nobody claimed for too long (its message was lost or purged): re-published.
@@ -27,18 +28,16 @@ import structlog
 
 from common.backoff import retry_delay
 from common.broker.port import Broker
-from common.errors import BatonError, BrokerError, StoreError
+from common.errors import BatonError, BrokerClosed, BrokerError, StoreClosed, StoreError
 from common.logging import exception_summary
 from common.metrics import RuntimeMetrics
 from common.engine.document import Run, Task
 from common.relay.outbox import OutboxPublisher
-from common.engine.states import FINAL_STATUSES, RunState
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.engine.gates.task_waits import WAIT_TASK, overdue
-from common.engine.transitions import Refusal, Timing, expire, new_id
-from common.engine.gates.freeze import thawed
-from common.engine.gates.wait_transitions import awaited_finished, freeze_ended, recheck_later
+from common.engine.states import RunState
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
+from common.engine.registry import expiry
+from common.engine.changes import Refusal, Timing, expire, new_id, sweep_waits
 from common.relay.item_sweep import ItemSweep, note_expired
 from common.relay.webhooks import WebhookDeliverer
 
@@ -135,10 +134,14 @@ class Sweeper:
             while not stop.is_set():
                 try:
                     self.sweep_once()
+                except (BrokerClosed, StoreClosed):
+                    break  # closed under it by this process's shutdown: there is nothing more to do
                 except BatonError as exc:  # store or broker down: try again next round
                     log.warning("sweep failed", error=str(exc))
                 except Exception as exc:  # a bug must not end the sweeper thread: log it, go on
                     log.error("sweep failed unexpectedly", error=type(exc).__name__, where=exception_summary(exc))
+                if self._publisher.closed:
+                    break
                 stop.wait(self._config.interval)
         finally:
             self.close()
@@ -155,6 +158,8 @@ class Sweeper:
                           where=exception_summary(exc))  # fmt: skip
         try:
             self._store.release_lock(LOCK_NAME, self.owner)
+        except StoreClosed:
+            pass  # closed first by whoever stopped this sweeper: the lock's ttl frees it
         except BatonError as exc:  # the store is down: the lock's ttl frees it
             log.warning("could not release the sweeper lock", error=str(exc))
 
@@ -172,7 +177,7 @@ class Sweeper:
     def _expire(self, task: Task, report: SweepReport) -> None:
         now = self._clock()
         lapsed = [r for r in task.Runs if r.Deadline is not None and r.Deadline <= now]
-        if not lapsed and not overdue(task, now):
+        if not lapsed and expiry(task, now) is None:
             self._recheck_wait(task, now)
             return
         # Each lapsed lease's retry backs off by its own step's policy, drawn here (not in the
@@ -188,35 +193,23 @@ class Sweeper:
         self._publisher.flush(changed)
 
     def _recheck_wait(self, task: Task, now: float) -> None:
-        """A task created in a freeze window whose end has come is let go; and the safety net under
-        the outbox wake-up of a task waiting for another (a crash before the awaited task listed
-        it): the awaited task ended, or look again later."""
-        wait = task.WaitingFor
-        if thawed(task, now):
-            self._thaw(task, now)
+        """What a gate's wait owes the task now, each gate's own (a freeze window that has ended; the
+        safety net under the outbox wake-up of a task waiting for another): applied, then logged."""
+        owed = sweep_waits(task, now, self._store.get)
+        if owed is None:
             return
-        if wait is None or wait.Kind != WAIT_TASK or wait.TaskId is None or (wait.RecheckAt or 0) > now:
-            return
-        awaited = self._store.get(wait.TaskId)
         timing = Timing(now, self._config.lease, self._config.redeliver_after)
-        if awaited is None or awaited.TaskStatus not in FINAL_STATUSES:
-            mutate(self._store, task.TaskId, lambda t: recheck_later(t, wait.TaskId, timing))
+        changed = mutate(self._store, task.TaskId, lambda t: owed.change(t, timing))
+        if isinstance(changed, Refusal):
             return
-        changed = mutate(self._store, task.TaskId,
-                         lambda t: awaited_finished(t, awaited.TaskId, awaited.TaskStatus, timing))  # fmt: skip
-        if not isinstance(changed, Refusal):
-            log.info("woke a task waiting for another", task_id=task.TaskId, awaited=awaited.TaskId)
-            self._publisher.flush(changed)
-
-    def _thaw(self, task: Task, now: float) -> None:
-        """The freeze window the task was created in has ended: let it go."""
-        timing = Timing(now, self._config.lease, self._config.redeliver_after)
-        changed = mutate(self._store, task.TaskId, lambda t: freeze_ended(t, timing))
-        if not isinstance(changed, Refusal):
-            log.info("freeze window ended; the task may start", task_id=task.TaskId)
+        if owed.log is not None:
+            log.info(owed.log, task_id=task.TaskId, **owed.fields)
+        if owed.flush:
             self._publisher.flush(changed)
 
     def _relay(self, task: Task, report: SweepReport) -> None:
+        if self._publisher.closed:  # every later publish would fail the same way: end the round
+            raise BrokerClosed("the broker adapter is closed")
         cutoff = self._clock() - self._config.relay_grace
         for entry in task.Outbox:
             if entry.DueAt <= cutoff and self._publisher.publish(task.TaskId, entry, mark_now=True):

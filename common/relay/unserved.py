@@ -22,9 +22,9 @@ from common.broker.port import Broker
 from common.engine.document import Alarm, Run, Task
 from common.queues import ALARM_QUEUE, module_queue
 from common.engine.states import RunState
-from common.store.drains_port import ModuleDrains
-from common.store.modules_port import ModuleRegistry, live_modules
-from common.store.port import TaskStore
+from common.store.side.drains import ModuleDrains
+from common.store.side.modules import ModuleRegistry, live_modules
+from common.store.tasks.port import TaskStore
 
 log = structlog.get_logger(__name__)
 KIND = AlarmKind.NO_LIVE_MODULE
@@ -33,7 +33,7 @@ BATCH = 500
 
 
 def run_module(task: Task, run: Run) -> str:
-    return task.Steps[run.Cursor].module(run.Phase)
+    return task.Steps[run.Cursor].module_of(run.Item, run.Phase)
 
 
 def pending_runs(task: Task, due_before: float | None = None, item_runs: Iterable[Run] = ()) -> list[Run]:
@@ -91,7 +91,7 @@ def unserved_alarm(module: str, entries: list[tuple[Task, Run]], now: float) -> 
         Message=(f"{unserved_notice(module)}: {len(entries)} step(s) waiting, the oldest for {waited:.0f}s "
                  f"(task {oldest.TaskId} step {run.Cursor} {step.Name}); start module {module!r} "
                  "or fix flows.yaml"),
-        TaskId=oldest.TaskId, Cursor=run.Cursor, Phase=run.Phase, Module=module, Command=step.command(run.Phase),
+        TaskId=oldest.TaskId, Cursor=run.Cursor, Phase=run.Phase, Module=module, Command=step.command_of(run.Item, run.Phase),
     )  # fmt: skip
 
 

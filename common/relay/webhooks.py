@@ -1,4 +1,4 @@
-"""Delivering the `webhook` outbox entries (common.engine.notifications) through the one delivery piece
+"""Delivering the `webhook` outbox entries (common.engine.core.notifications) through the one delivery piece
 (common.relay.webhook_sender): signed POSTs with a whole-request timeout, receivers isolated from each
 other, each retried with its own backoff while it is down.
 
@@ -22,10 +22,9 @@ import structlog
 
 from common.errors import StoreError, UnreadableTask
 from common.engine.document import Alarm, OutboxEntry
-from common.engine.notifications import postpone
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.engine.transitions import Refusal, mark_sent
+from common.engine.changes import Refusal, mark_sent, postpone
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
 from common.relay import http_deadline
 from common.relay.webhook_sender import Parcel, Post, SenderConfig, WebhookSender
 

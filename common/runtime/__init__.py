@@ -1,1 +1,4 @@
-"""The module runtime every module shares: claim, lease, run, commit, publish."""
+"""The module runtime every module shares: claim, lease, run, commit, publish.
+
+Design: docs/design/runtime.md.
+"""

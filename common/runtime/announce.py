@@ -16,7 +16,7 @@ from importlib import metadata
 import structlog
 
 from common.errors import BatonError
-from common.store.modules_port import ModuleRegistration, ModuleRegistry
+from common.store.side.modules import ModuleRegistration, ModuleRegistry
 
 log = structlog.get_logger(__name__)
 

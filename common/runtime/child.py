@@ -8,7 +8,6 @@ starts a fresh child.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 from collections.abc import Callable
@@ -16,16 +15,17 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from common.engine.document import Task
-from common.logging import configure_logging, hidden_values
-from common.engine.fence import ReadItem
+from common.logging import configure_logging
+from common.secrets.log_lines import hidden_values
+from common.engine.commands import ReadItem
 from common.runtime.invoke import call_sync, command_context, item_reader, store_reader
-from common.store.items_open import open_item_store_for
-from common.store.items_port import ItemStore
+from common.store.items.open import open_item_store_for
+from common.store.items.port import ItemStore
 from common.runtime.registry import CommandRegistry, load_registry
+from common.runtime.tether import tie_to_module
 from common.store.factory import open_store
-from common.store.port import TaskStore
-
-PR_SET_PDEATHSIG = 1
+from common.store.tasks.port import TaskStore
+from common.tracing.command_process import joined
 
 
 def child_main(
@@ -38,18 +38,31 @@ def child_main(
 ) -> None:
     configure_logging(log_format, log_level)  # a command's log lines look like its module's
     os.setsid()  # own process group: the parent kills the command and whatever it started
-    _die_with_parent()
+    tie_to_module(conn.fileno())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     registry = load_registry(registry_ref)
     resources = registry.make_resources()
     read_task, read_item = _readers(store_url)
-    conn.send({"ready": True})  # imports done: the parent may count this slot as available
+    if not _answer(conn, {"ready": True}):  # imports done: the parent may count this slot as available
+        return
     while True:
         try:
             request = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send(execute(registry, request, fault_injection, resources, read_task, read_item))
+        if not _answer(conn, execute(registry, request, fault_injection, resources, read_task, read_item)):
+            return
+
+
+def _answer(conn: Connection, answer: dict[str, Any]) -> bool:
+    """False when the module is no longer there to hear it (it died, or let this child go): the
+    child then ends quietly. Its module logged what became of the step; a traceback here would
+    only be noise in a log that is otherwise one JSON event a line."""
+    try:
+        conn.send(answer)
+    except OSError:  # BrokenPipeError, ConnectionResetError: the module's end is closed
+        return False
+    return True
 
 
 def _readers(store_url: str | None) -> tuple[Callable[[str], Task | None] | None, ReadItem | None]:
@@ -84,17 +97,9 @@ def execute(
     """Run one command; always answer with {"ok", "message", "output", "retryable"}, plus
     "check_again" (seconds; "message" is then its progress) when it is not done yet."""
     context = command_context(registry, request, resources, read_task, read_item)
-    with hidden_values(request.get("hidden", ())):  # a command's own log lines hide the secrets too
-        return call_sync(registry, context, fault_injection, verify=request.get("verify"))
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this child when its parent dies (kill -9 included). The parent is the
-    runner's forkserver (runner.py), which exits as soon as its module process dies."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
-    if os.getppid() == 1:  # the parent died before prctl took effect
-        os._exit(0)
+    with joined(request.get("trace")) as spans:  # its own spans: children of the module's command span
+        with hidden_values(request.get("hidden", ())):  # a command's own log lines hide the secrets too
+            answer = call_sync(registry, context, fault_injection, verify=request.get("verify"))
+    if spans:
+        answer["spans"] = spans  # exported by the module (common/tracing/command_process.py)
+    return answer

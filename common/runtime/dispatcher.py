@@ -22,10 +22,11 @@ from common.runtime.registry import KINDS, CommandRegistry
 from common.runtime.runner import CommandRunner
 from common.runtime.slots import Slots, Start
 from common.runtime.store_pool import StorePool
+from common.runtime.waiting_line import overtake_after
 from common.settings import Settings
-from common.store.items_port import ItemStore
-from common.store.port import TaskStore
-from common.engine.transitions import AttemptResult
+from common.store.items.port import ItemStore
+from common.store.tasks.port import TaskStore
+from common.engine.changes import AttemptResult
 
 log = structlog.get_logger(__name__)
 
@@ -37,7 +38,8 @@ class Dispatcher:
         # Only the kinds this module's commands use: a module of async and thread commands
         # starts no forkserver and no children.
         self.kinds_used = sorted(set(registry.kinds().values()) or {"process"}, key=KINDS.index)
-        self.slots = Slots({kind: settings.slots(kind) for kind in self.kinds_used})
+        self.slots = Slots({kind: settings.slots(kind) for kind in self.kinds_used},
+                           overtake_after(settings.hold_limit_seconds))
         self.prefetch = settings.prefetch or sum(settings.slots(kind) for kind in self.kinds_used)
         self.stopping = threading.Event()
         self.on_slot_freed: Callable[[], None] = lambda: None
@@ -71,7 +73,8 @@ class Dispatcher:
             self._reactor.start()
 
     def verifies(self, command: str) -> bool:
-        """Whether the registry declares a verify for `command` (docs/DESIGN.md 13.1)."""
+        """Whether the registry declares a verify for `command` (docs/design/runtime.md, "Verifying
+        an unknown outcome")."""
         return self._registry.verifier(command) is not None
 
     def kind_of(self, command: str) -> str:

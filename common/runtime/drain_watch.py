@@ -1,5 +1,5 @@
-"""A module process's view of its own drain record (DESIGN.md sec. 10): read before a claim, at
-most once a second, so a busy module costs the store one read a second, not one per delivery.
+"""A module process's view of its own drain record (docs/design/operations.md): read before a claim,
+at most once a second, so a busy module costs the store one read a second, not one per delivery.
 
 An unreachable store keeps the last answer: the claim that follows needs the store anyway, and
 fails and gives the delivery back on its own.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 import structlog
 
 from common.errors import StoreError
-from common.store.drains_port import ModuleDrain, ModuleDrains
+from common.store.side.drains import ModuleDrain, ModuleDrains
 
 log = structlog.get_logger(__name__)
 READ_EVERY_SECONDS = 1.0

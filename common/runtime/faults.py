@@ -27,7 +27,7 @@ from common.engine.states import Phase
 FAULTS_KEY = CLIENT_RESERVED[0]
 ACTIONS = frozenset({"fail", "hang", "crash"})
 # before_commit: the command ended (its effect made) and the module dies before recording it:
-# the outcome the next attempt must verify (docs/DESIGN.md sec. 13.1).
+# the outcome the next attempt must verify (docs/design/runtime.md, "Verifying an unknown outcome").
 CRASH_POINTS = frozenset({"after_claim", "during_command", "before_commit", "after_commit", "after_publish"})
 
 

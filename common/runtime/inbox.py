@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from common.broker.port import Delivery
-from common.queues import QUEUE_MAX_PRIORITY
+from common.runtime.waiting_line import Clock, WaitingLine
 
 Handle = Callable[[Delivery], None]
 
@@ -38,7 +37,7 @@ class TrackedDelivery:
 
     @property
     def priority(self) -> int:
-        return self.inner.priority
+        return int(getattr(self.inner, "priority", 0) or 0)
 
     @property
     def delivery_count(self) -> int:
@@ -60,42 +59,35 @@ class TrackedDelivery:
 
 
 class Inbox:
-    """Highest message priority first, then in arrival order. The broker orders a classic queue's
-    backlog by priority, but not what it has already handed over (up to the prefetch), and a
-    quorum queue's bands arrive side by side: this is where they are put in order."""
+    """What the broker handed over and no store thread took yet, in the module's order
+    (waiting_line.py: highest priority first, then arrival; overdue ones first). The broker
+    orders a classic queue's backlog by priority, but not what it has already handed over (up to
+    the prefetch), and a quorum queue's bands arrive side by side: this is where they are put in
+    order."""
 
-    def __init__(self) -> None:
-        self._items: list[deque[tuple[TrackedDelivery, Handle]]] = [deque() for _ in range(QUEUE_MAX_PRIORITY + 1)]
+    def __init__(self, overtake_after: float | None = None, clock: Clock = time.monotonic) -> None:
+        self._line: WaitingLine[tuple[TrackedDelivery, Handle]] = WaitingLine(overtake_after, clock)
+        self._clock = clock
         self._ready = threading.Lock()
 
     def put(self, delivery: Delivery, handle: Handle) -> None:
-        level = min(max(int(getattr(delivery, "priority", 0) or 0), 0), QUEUE_MAX_PRIORITY)
+        tracked = TrackedDelivery(delivery, arrived=self._clock())
         with self._ready:
-            self._items[level].append((TrackedDelivery(delivery), handle))
+            self._line.put((tracked, handle), tracked.priority, tracked.arrived)
 
     def take_nowait(self) -> tuple[TrackedDelivery, Handle] | None:
         with self._ready:
-            for items in reversed(self._items):
-                if items:
-                    return items.popleft()
-        return None
+            return self._line.take()
 
     def take_waiting_since(self, cutoff: float) -> list[TrackedDelivery]:
         """Remove and return deliveries that arrived before `cutoff` (monotonic seconds)."""
-        old: list[TrackedDelivery] = []
         with self._ready:
-            for n, items in enumerate(self._items):
-                old.extend(i[0] for i in items if i[0].arrived < cutoff)
-                self._items[n] = deque(i for i in items if i[0].arrived >= cutoff)
-        return old
+            return [tracked for tracked, _ in self._line.take_arrived_before(cutoff)]
 
     def drain(self) -> list[TrackedDelivery]:
         with self._ready:
-            items = [i[0] for level in self._items for i in level]
-            for level in self._items:
-                level.clear()
-        return items
+            return [tracked for tracked, _ in self._line.drain()]
 
     def __len__(self) -> int:
         with self._ready:
-            return sum(len(level) for level in self._items)
+            return len(self._line)

@@ -14,19 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.engine.check_again import parse_answer
+from common.engine.commands import ReadItem, open_callback, parse_answer, parse_await
 from common.errors import CommandFailed, StoreError
 from common.input_limits import InputLimits, json_problems, printable
-from common.engine.document import Task
-from common.engine.fence import ReadItem
-from common.engine.item_record import ItemRecord
-from common.store.items_port import ItemStore
+from common.engine.document import ItemRecord, Task
+from common.store.items.port import ItemStore
 from common.runtime.faults import BadFaultRule, faults_for
 from common.runtime.registry import CommandContext, CommandRegistry
 from common.runtime.verify import VerifyPlan, marked, run_first_async, run_first_sync, settle
 from common.engine.states import Phase, ResultCode
-from common.store.port import TaskStore
-from common.engine.transitions import AttemptResult
+from common.store.tasks.port import TaskStore
+from common.engine.changes import AttemptResult, Refusal
 
 # {"ok", "message", "output", "retryable"} plus "check_again" when not done, "verified" and
 # "verify_reason" after a verify, "code" when a failure is not FAILED (an outcome left unknown).
@@ -45,13 +43,14 @@ class CommandRequest:
     idempotency_key: str
     run_key: str
     parameters: dict[str, Any] = field(default_factory=dict)
-    dispatch_id: str = ""  # with owner: the fencing token (common/engine/fence.py)
+    dispatch_id: str = ""  # with owner: the fencing token (common/engine/core/fence.py)
     owner: str = ""
     # The task's secret values: masked in every log line the command writes, whatever its kind.
     hidden: list[str] = field(default_factory=list)
     item: Any = None  # a for_each step's item (also in parameters as `item`)
     item_index: int | None = None
     verify: VerifyPlan | None = None  # verify an unknown outcome first (common/runtime/verify.py)
+    trace: str | None = None  # the command span's traceparent: a command process's spans join it
 
 
 def bounded_message(message: str) -> str:
@@ -70,6 +69,7 @@ def result_of(answer: Answer) -> AttemptResult:
         answer["retryable"],
         answer.get("check_again"),
         (verified, bounded_message(answer.get("verify_reason", ""))) if verified else None,
+        tuple(answer["await_callback"]) if answer.get("await_callback") else None,  # type: ignore[arg-type]
     )
 
 
@@ -96,13 +96,16 @@ def command_context(
         owner=request.get("owner", ""),
         read_task=read_task,
         read_item=read_item,
+        open_callback=getattr(read_task, "open_callback", None),  # a store reader's (store_reader)
         item=request.get("item"),
         item_index=request.get("item_index"),
     )
 
 
 def store_reader(get_store: Callable[[], TaskStore]) -> Callable[[str], Task | None]:
-    """ctx.read_task over a store: an outage fails the attempt (retryable), naming the fence."""
+    """ctx.read_task over a store: an outage fails the attempt (retryable), naming the fence.
+    It carries `open_callback`, ctx.callback_token()'s write over the same store, so every place
+    that builds a command's context from a reader gets it too."""
 
     def read(task_id: str) -> Task | None:
         try:
@@ -110,6 +113,18 @@ def store_reader(get_store: Callable[[], TaskStore]) -> Callable[[str], Task | N
         except StoreError as exc:
             raise CommandFailed(f"cannot check the fencing token: {exc}") from None
 
+    def open_on(task_id: str, dispatch_id: str, owner: str, hashed: str) -> None:
+        """The token's hash on the command's run (docs/design/callbacks.md), or CommandFailed."""
+        from common.store.tasks.mutate import mutate  # the store's write loop: only a command that asks
+
+        try:
+            written = mutate(get_store(), task_id, lambda task: open_callback(task, dispatch_id, owner, hashed))
+        except StoreError as exc:
+            raise CommandFailed(f"cannot register the callback token: {exc}") from None
+        if isinstance(written, Refusal):
+            raise CommandFailed(f"cannot wait for a callback: {written.reason}", retryable=False)
+
+    read.open_callback = open_on  # type: ignore[attr-defined]
     return read
 
 
@@ -167,6 +182,11 @@ def answer_of(output: Any) -> Answer:
     output = {} if output is None else output
     if not isinstance(output, dict):
         return failure_of(CommandFailed(f"command returned {type(output).__name__}, not a dict", retryable=False))
+    awaited = parse_await(output)
+    if isinstance(awaited, str):
+        return failure_of(CommandFailed(awaited, retryable=False))
+    if awaited is not None:  # wait, parked, for the callback of the token it gave out
+        return {"ok": True, "message": "", "output": {}, "retryable": True, "await_callback": list(awaited)}
     answer = parse_answer(output)
     if isinstance(answer, str):
         return failure_of(CommandFailed(answer, retryable=False))

@@ -1,6 +1,6 @@
-"""A module's side of a step over item records (DESIGN.md sec. 12): the claim, the outcome and the
-release of an item's run are compare-and-sets on the item's record; the task document is read
-(parameters, status), never written here. What a record's change owes its step (the next item
+"""A module's side of a step over item records (docs/design/item-records.md): the claim, the outcome
+and the release of an item's run are compare-and-sets on the item's record; the task document is
+read (parameters, status), never written here. What a record's change owes its step (the next item
 of its chain, the step's end, the task going backward) is applied at once by the item relay
 (common.relay.items), and by the sweeper's relay after a crash.
 """
@@ -11,18 +11,26 @@ from collections.abc import Callable
 
 import structlog
 
-from common.engine.document import StepMessage, Task
-from common.engine.item_record import ItemRecord
-from common.engine.kinds.fan_out import keeps_records
-from common.engine.kinds.item_drain import claimed_releasing, hold_item
-from common.engine.kinds.item_changes import cancel_item, claim_item, finish_item_attempt, release_item
+from common.engine.document import ItemRecord, StepMessage, Task
+from common.engine.views import keeps_records
+from common.engine.changes import (
+    AttemptResult,
+    Refusal,
+    Timing,
+    cancel_item,
+    claim_item,
+    claimed_releasing,
+    finish_item_attempt,
+    hold_item,
+    new_id,
+    release_item,
+)
 from common.engine.states import FINAL_STATUSES, Phase, RunState, TaskStatus
-from common.engine.units import AttemptResult, Refusal, Timing, new_id
 from common.errors import StoreError
 from common.relay.outbox import OutboxPublisher
-from common.store.port import TaskStore
+from common.store.tasks.port import TaskStore
 from common.store.retry import compare_and_set_loop
-from common.store.task_reads import TaskReads
+from common.store.tasks.reads import TaskReads
 
 log = structlog.get_logger(__name__)
 Change = Callable[[ItemRecord], "ItemRecord | Refusal"]

@@ -1,4 +1,4 @@
-"""The three kinds of command (docs/DESIGN.md sec. 13) and how each runs, times out and is stopped.
+"""The three kinds of command (docs/design/runtime.md) and how each runs, times out and is stopped.
 
 Each kind's `start` returns at once (a process command's once its child answered); the
 attempt's end is reported once through `done`: an
@@ -13,8 +13,8 @@ Whichever comes first wins: the command's answer, its timeout, a lost lease, shu
 - async: a task on the one event-loop thread; its timeout and a lost lease cancel it.
 
 Every command runs in a copy of the contextvars of the store thread that claimed it: the log
-context (task id, step, phase, attempt) and the secret values to mask (common.logging) follow it
-into its thread or asyncio task.
+context (task id, step, phase, attempt) and the secret values to mask (common.secrets.log_lines)
+follow it into its thread or asyncio task.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from common.runtime.offload import DaemonThreadPool
 from common.runtime.registry import CommandRegistry
 from common.runtime.runner import CommandInterrupted, CommandRunner
 from common.engine.states import ResultCode
-from common.engine.transitions import AttemptResult
+from common.engine.changes import AttemptResult
 
 Done = Callable[[AttemptResult | None], None]
 LOST = "cancelled: the claim on this step was lost"

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 import structlog
 
 from common.errors import StoreError, UnreadableTask
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.engine.item_record import ItemRecord
-from common.engine.kinds.item_changes import renew_item_lease
-from common.engine.transitions import Refusal, Timing, renew_lease
-from common.store.items_port import ItemStore
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
+from common.engine.document import ItemRecord
+from common.engine.changes import Refusal, Timing, renew_item_lease, renew_lease
+from common.store.items.port import ItemStore
 from common.store.retry import compare_and_set_loop
 
 log = structlog.get_logger(__name__)
@@ -33,7 +32,8 @@ class Lease:
     task_id: str
     dispatch_id: str
     expires: float
-    # (generation, cursor, item) when the run lives in an item's record (DESIGN.md sec. 12).
+    # (generation, cursor, item) when the run lives in an item's record
+    # (docs/design/item-records.md).
     record: tuple[int, int, int] | None = None
     lost: threading.Event = field(default_factory=threading.Event)
     _callbacks: list[Callable[[], None]] = field(default_factory=list)

@@ -12,15 +12,16 @@ from common.broker.factory import open_broker
 from common.errors import EXIT_UNAVAILABLE, BatonError, ConfigError
 from common.flows import load_flows
 from common.logging import configure_logging
+from common.tracing.setup import configure_tracing
 from common.queues import module_queue
 from common.runtime.module import BodyHandler, ModuleRuntime
 from common.runtime.registry import load_registry
 from common.stop_signals import stop_on_signals
-from common.engine.kinds.fan_out import wire_records
+from common.engine.changes import wire_records
 from common.settings import Settings, load_settings
 from common.store.factory import open_store
 from common.store.side_stores import open_module_drains, open_module_registry
-from common.store.port import TaskStore
+from common.store.tasks.port import TaskStore
 
 log = structlog.get_logger(__name__)
 ExtraConsumers = Callable[[Settings, TaskStore], Mapping[str, BodyHandler]]
@@ -32,6 +33,7 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
         configure_logging(settings.log_format, settings.log_level)
         wire_records(settings)
         registry = load_registry(registry_ref)
+        configure_tracing(f"baton-{registry.module}")  # OTEL_* (common/tracing/config.py)
         # The module refuses to start if flows.yaml asks it for a command it does not have.
         flows = load_flows(settings.flows_path, {registry.module: registry.names()}, all_modules=False)
     except ConfigError as exc:

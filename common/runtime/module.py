@@ -27,11 +27,12 @@ from common.runtime.dispatcher import Dispatcher
 from common.runtime.lease import LeaseKeeper
 from common.runtime.registry import load_registry
 from common.runtime.step_handler import HandlerConfig, StepHandler
+from common.runtime.waiting_line import overtake_after
 from common.settings import Settings
-from common.store.drains_port import ModuleDrains
-from common.store.modules_port import ModuleRegistry
-from common.store.port import TaskStore
-from common.engine.transitions import new_id
+from common.store.side.drains import ModuleDrains
+from common.store.side.modules import ModuleRegistry
+from common.store.tasks.port import TaskStore
+from common.engine.changes import new_id
 
 log = structlog.get_logger(__name__)
 BodyHandler = Callable[[bytes], None]  # an extra consumer (the monitor's alarm queue)
@@ -102,7 +103,7 @@ class ModuleRuntime:
             config, store, broker, self._dispatcher, self._leases, self._publisher, clock, metrics=self.metrics,
             drains=self._drain_watch,
         )
-        self._inbox = Inbox()
+        self._inbox = Inbox(overtake_after(settings.hold_limit_seconds))
         self._subscriptions: list[Subscription] = []
         self._paused = False
         self._pause_lock = threading.Lock()  # the watcher and the end of every command both flip it

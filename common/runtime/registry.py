@@ -19,12 +19,19 @@ and reaches each command as `ctx.resources`. It reports a failure it understands
 other exception fails the attempt as well. Commands run at least once: use the idempotency key so
 that running twice has no double effect.
 
-A command runs as one of three kinds (docs/DESIGN.md sec. 13): `process` (a `def`, the default:
+A command runs as one of three kinds (docs/design/runtime.md): `process` (a `def`, the default:
 in a child process, which a timeout kills), `thread` (`@registry.command(kind="thread")`: in a
 thread of the module process) or `async` (an `async def`: a coroutine on the module's event
 loop, cancelled at its timeout). In-process kinds share the module's setup resources.
 
-A command may also outlive its claim (its process froze past the lease; see common/engine/fence.py):
+A command that starts work in another system which calls back when done hands that system a
+token and waits for it, parked, holding no slot (docs/guide/callbacks.md):
+
+    token = ctx.callback_token()
+    tickets.open(summary=..., callback=token)
+    return ctx.await_callback(timeout=4 * 3600, heartbeat=600)
+
+A command may also outlive its claim (its process froze past the lease; see common/engine/core/fence.py):
 before a side effect that a rollback may undo, call `ctx.check_fence()`, under the same lock or
 transaction the undo takes. An async command awaits `ctx.check_fence_async()` instead.
 """
@@ -35,10 +42,14 @@ import asyncio
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from common.engine.fence import FencingToken, ReadItem, check_fence, item_record_of, rollback_reached
+from common.engine.commands import (
+    FencingToken, ReadItem, await_callback, check_fence, item_record_of, new_token, rollback_reached, token_hash,
+)
+from common.errors import CommandFailed
+from common.secrets.log_lines import hide_too
 from common.engine.document import Task
 from common.engine.states import Phase
 from common.runtime.verify import Verdict, VerifyFn
@@ -68,6 +79,43 @@ class CommandContext:
     read_task: Callable[[str], Task | None] | None = None
     # Reads an item's record (a step over item records keeps each item's run there).
     read_item: ReadItem | None = None
+    # Writes a callback token's hash on this run (task id, dispatch id, owner, hash); None where
+    # there is no store.
+    open_callback: Callable[[str, str, str, str], None] | None = None
+    _token: list[str] = field(default_factory=list, repr=False)  # the token given out, once asked
+
+    def callback_token(self) -> str:
+        """A token for another system to call back with (`POST /api/v1/callbacks/{token}`),
+        registered on this attempt before it is returned: give it out, then return
+        `ctx.await_callback(...)`. The same token for every call in one attempt. Treat it as a
+        secret: it is the other system's only credential. Raises CommandFailed for an item of a
+        for_each step, or when this attempt lost its claim."""
+        if self._token:
+            return self._token[0]
+        if self.open_callback is None:
+            raise RuntimeError("this command runs without a store: it cannot wait for a callback")
+        if self.item_index is not None:
+            raise CommandFailed("an item of a for_each step may not wait for a callback", retryable=False)
+        token = new_token(self.task_id)
+        self.open_callback(self.task_id, self.dispatch_id, self.owner, token_hash(token))
+        self._token.append(token)
+        hide_too(token)  # a log line of the command that quotes it shows it masked
+        return token
+
+    async def callback_token_async(self) -> str:
+        """callback_token for an async command: the write runs off the event loop."""
+        token = await asyncio.get_running_loop().run_in_executor(None, self.callback_token)
+        hide_too(token)  # in the coroutine's own context (the executor's thread has another)
+        return token
+
+    def await_callback(self, timeout: float, heartbeat: float | None = None) -> dict[str, Any]:
+        """The answer that parks the step until the token's callback (or `timeout` seconds; or
+        `heartbeat` seconds without a heartbeat): return it. Raises CommandFailed when no token
+        was asked for (nobody could call back)."""
+        if not self._token:
+            raise CommandFailed("await_callback without a token: call ctx.callback_token() and give it out first",
+                                retryable=False)
+        return await_callback(timeout, heartbeat)
 
     @property
     def fencing_token(self) -> FencingToken:

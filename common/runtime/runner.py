@@ -20,7 +20,8 @@ from common.runtime.child import child_main
 from common.runtime.invoke import MAX_MESSAGE, CommandRequest, bounded_message, result_of
 from common.runtime.registry import registry_module
 from common.engine.states import ResultCode
-from common.engine.transitions import AttemptResult
+from common.engine.changes import AttemptResult
+from common.tracing.adopt import adopt_spans
 
 log = structlog.get_logger(__name__)
 
@@ -63,7 +64,7 @@ class CommandRunner:
         # ready in milliseconds, not the 0.6-1.2 s a spawned one spends on its imports. A retry
         # right after a timeout (its child killed) otherwise waited for that inside its attempt.
         # The forkserver is a clean single-threaded process, so forking it is safe, and it exits
-        # when this process dies (EOF on its pipe), taking the children with it (child.py).
+        # when this process dies (EOF on its pipe), taking the children with it (tether.py).
         # One forkserver per process: where one process runs several runners, the first one's
         # preload counts, and the others' children import their registry themselves.
         self._context = multiprocessing.get_context("forkserver")
@@ -99,6 +100,7 @@ class CommandRunner:
             self._refill()
             return answer
         self._idle.put(child)
+        adopt_spans(answer.pop("spans", None))
         return result_of(answer)
 
     def close(self) -> None:

@@ -5,16 +5,21 @@ A delivery takes a slot of its command's kind before its claim, and keeps it unt
 is committed. One waiting for a full kind (every process slot busy, say) is parked here, unacked,
 while deliveries for the other kinds go ahead; the module gives back one parked too long (see
 ModuleRuntime's hold limit), as RabbitMQ's consumer_timeout would otherwise close the channel.
+A freed slot goes to the parked delivery the module's order puts first (waiting_line.py: highest
+priority, then arrival; overdue ones first), not to the first parked: store threads take
+deliveries from the inbox as they arrive, so by the time a slot frees, the order that matters
+is this one.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from common.runtime.inbox import TrackedDelivery
+from common.runtime.waiting_line import Clock, WaitingLine
 
 Start = Callable[[], None]  # claims and starts the parked delivery's command, on a store thread
 
@@ -26,10 +31,11 @@ class Parked:
 
 
 class Slots:
-    def __init__(self, capacity: Mapping[str, int]):
+    def __init__(self, capacity: Mapping[str, int], overtake_after: float | None = None,
+                 clock: Clock = time.monotonic):
         self._capacity = dict(capacity)
         self._used = {kind: 0 for kind in capacity}
-        self._parked: dict[str, deque[Parked]] = {kind: deque() for kind in capacity}
+        self._parked: dict[str, WaitingLine[Parked]] = {kind: WaitingLine(overtake_after, clock) for kind in capacity}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
 
@@ -39,16 +45,16 @@ class Slots:
             if self._used[kind] < self._capacity[kind]:
                 self._used[kind] += 1
                 return True
-            self._parked[kind].append(Parked(delivery, start))
+            self._parked[kind].put(Parked(delivery, start), delivery.priority, delivery.arrived)
             return False
 
     def release(self, kind: str) -> Parked | None:
         """Free a slot of `kind`; a parked delivery of that kind takes it over (returned, for
         the caller to start on a store thread, or give back and release again)."""
         with self._lock:
-            parked = self._parked[kind]
-            if parked:
-                return parked.popleft()
+            parked = self._parked[kind].take()
+            if parked is not None:
+                return parked
             self._used[kind] -= 1
             self._idle.notify_all()
             return None
@@ -64,18 +70,9 @@ class Slots:
 
     def take_parked_since(self, cutoff: float) -> list[TrackedDelivery]:
         """Remove and return parked deliveries that arrived before `cutoff` (monotonic seconds)."""
-        taken: list[TrackedDelivery] = []
         with self._lock:
-            for kind, parked in self._parked.items():
-                old = [p for p in parked if p.delivery.arrived < cutoff]
-                if old:
-                    self._parked[kind] = deque(p for p in parked if p.delivery.arrived >= cutoff)
-                    taken += [p.delivery for p in old]
-        return taken
+            return [p.delivery for parked in self._parked.values() for p in parked.take_arrived_before(cutoff)]
 
     def drain(self) -> list[TrackedDelivery]:
         with self._lock:
-            taken = [p.delivery for parked in self._parked.values() for p in parked]
-            for parked in self._parked.values():
-                parked.clear()
-        return taken
+            return [p.delivery for parked in self._parked.values() for p in parked.drain()]

@@ -1,7 +1,7 @@
 """What a module does with one delivery: parse, wait for a slot of its command's kind, claim,
 ack, start the command; and once it ended (on any store thread): commit, publish, free the slot.
 
-Every write is a compare-and-set through a pure function of common.engine.transitions, so a duplicate
+Every write is a compare-and-set through a pure function of common.engine.core.entries, so a duplicate
 or stale delivery, or a worker that froze past its lease, changes nothing.
 """
 
@@ -9,55 +9,48 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import os
 import random
-import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import structlog
-from pydantic import ValidationError
-
 from common.broker.port import Broker, Delivery
-from common.errors import BrokerError, StoreError, StoreRefused, UnreadableTask
-from common.logging import hidden_values
-from common.masking import scrubbed_text, secret_values
+from common.errors import StoreError, UnreadableTask
+from common.logging import HotPathLogger, bound_fields
+from common.secrets.log_lines import hidden_values
+from common.secrets.documents import scrubbed_text
+from common.secrets.values import secret_leaves, secret_values
 from common.metrics import RuntimeMetrics
-from common.engine.document import Alarm, StepMessage, Task, named_task
-from common.engine.item_record import ItemRecord
+from common.engine.document import ItemRecord, StepMessage, Task
 from common.runtime.item_runs import ItemRuns, names_record, record_key
 from common.relay.outbox import OutboxPublisher
-from common.queues import ALARM_QUEUE
 from common.backoff import retry_delay
-from common.runtime.faults import BadFaultRule, faults_for
+from common.runtime.crash_points import crash_point
+from common.runtime.dead_letters import DeadLetters
+from common.runtime.drain_holds import DrainHolds
+from common.runtime.outcome_writes import STORE_RETRY_PAUSE, write_outcome
 from common.runtime.dispatcher import Dispatcher
 from common.runtime.drain_watch import DrainWatch
-from common.engine.gates.drain import drain_hold, release_hold
-from common.runtime.inbox import TrackedDelivery
-from common.runtime.invoke import CommandRequest
-from common.runtime.lease import Lease, LeaseKeeper
-from common.store.mutate import mutate
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState
-from common.engine.routing import unit_state
-from common.runtime.verify import VerifyPlan, plan_for
-from common.store.port import TaskStore
-from common.engine.unit_parameters import command_parameters
-from common.engine.transitions import (
+from common.engine.changes import (
     AttemptResult,
     Refusal,
     Timing,
-    claim,
-    finish_attempt,
     idempotency_key,
-    new_id,
     release,
     run_key,
 )
+from common.runtime.inbox import TrackedDelivery
+from common.runtime.invoke import CommandRequest
+from common.runtime.lease import Lease, LeaseKeeper
+from common.store.tasks.mutate import mutate
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState
+from common.engine.views import command_parameters, unit_state
+from common.runtime.verify import VerifyPlan, plan_for
+from common.store.tasks.port import TaskStore
+from common.tracing import attempts
+from common.tracing.attempts import NoAttempt
 
-log = structlog.get_logger(__name__)
-STORE_RETRY_PAUSE = 1.0  # a store outage: wait this long before giving a delivery back
+log = HotPathLogger(__name__)  # a line or two at every step
 
 
 @dataclass(frozen=True)
@@ -70,7 +63,9 @@ class HandlerConfig:
     # Quorum queues: the broker's x-delivery-limit. The last delivery it allows is set aside
     # here, with an alarm, instead of run once more (it may be what killed its consumers).
     delivery_limit: int | None = None
-    verify_limit: int = 3  # unknown verdicts before an attempt ends OUTCOME_UNKNOWN (DESIGN.md 13.1)
+    # unknown verdicts before an attempt ends OUTCOME_UNKNOWN (docs/design/runtime.md, "Verifying an
+    # unknown outcome")
+    verify_limit: int = 3
 
 
 class StepHandler:
@@ -88,7 +83,6 @@ class StepHandler:
         drains: DrainWatch | None = None,
     ):
         self._metrics = metrics or RuntimeMetrics()
-        self._drains = drains  # None: this module is never drained (tests that drive one in-process)
         self._config = config
         self._store = store
         self._broker = broker
@@ -98,46 +92,52 @@ class StepHandler:
         self._clock = clock
         self._rng = rng or random.Random()
         self._item_runs = ItemRuns(store, publisher, config.owner)  # steps over item records
+        self._dead_letters = DeadLetters(config.module, broker, self._metrics, clock, config.delivery_limit)
+        self._holds = DrainHolds(config.module, config.owner, store, self._item_runs, self._dead_letters, drains)
 
     def handle(self, delivery: TrackedDelivery) -> None:
         """Parse, then claim and start the command once a slot of its kind is free (parked
         until then: see common/runtime/slots.py). Returns once the command started."""
-        message = self._parse(delivery)
+        message = self._dead_letters.parse(delivery)
         if message is None:
             return
         kind = self._dispatcher.kind_of(message.Command)
 
         def start() -> None:
             started = False
+            attempt = attempts.begin(message, self._config.module)  # its spans (none when untraced)
             try:
-                started = self._claim_and_start(delivery, message)
+                with attempt.current():
+                    started = self._claim_and_start(delivery, message, attempt)
             finally:
                 if not started:  # refused, given back, or a bug: the slot is free again
+                    attempt.end()
                     self._dispatcher.release(kind)
 
         if self._dispatcher.admit(kind, delivery, start):
             start()
 
-    def _claim_and_start(self, delivery: Delivery, message: StepMessage) -> bool:
+    def _claim_and_start(self, delivery: Delivery, message: StepMessage, attempt: NoAttempt) -> bool:
         """True once the command started: its end then commits and frees the slot."""
-        with structlog.contextvars.bound_contextvars(
+        with bound_fields(
             task_id=message.TaskId, step=message.Cursor, item=message.Item, phase=message.Type.label,
             attempt=message.Attempt, module=self._config.module, command=message.Command,
         ):
             timing = self._timing()
-            if self._held_by_drain(delivery, message, timing):
+            if self._holds.held(delivery, message, timing):
                 return False
             record: ItemRecord | Refusal | None = None
             try:
-                # An item's message: its run may live in its record (DESIGN.md sec. 12), claimed
-                # there on the task as read (shared, parsed again only when it changed).
-                read = self._item_runs.reads.get(message.TaskId) if message.Item is not None else None
-                if read is not None and names_record(read, message):
-                    claimed, record = read, self._item_runs.claim(read, message, timing, self._undrain)
-                else:
-                    claimed = mutate(self._store, message.TaskId, lambda t: self._claim(t, message, timing))
+                with attempt.child("claim"):
+                    # An item's message: its run may live in its record (docs/design/item-records.md),
+                    # claimed there on the task as read (shared, parsed again only when it changed).
+                    read = self._item_runs.reads.get(message.TaskId) if message.Item is not None else None
+                    if read is not None and names_record(read, message):
+                        claimed, record = read, self._item_runs.claim(read, message, timing, self._holds.undrain)
+                    else:
+                        claimed = mutate(self._store, message.TaskId, lambda t: self._holds.claim(t, message, timing))
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
-                self._dead_letter(delivery, str(exc), message)
+                self._dead_letters.send(delivery, str(exc), message)
                 return False
             except StoreError as exc:
                 claimed, record = self._claim_outcome(message, timing)
@@ -152,59 +152,16 @@ class StepHandler:
                 delivery.ack()  # a duplicate or stale delivery: the store already knows better
                 self._metrics.deliveries_dropped.labels(self._config.module).inc()
                 log.info("delivery dropped", reason=refused.reason)
+                attempt.dropped(refused.reason)
                 return False
             assert isinstance(claimed, Task)
             delivery.ack()  # acked right after the claim: the lease, not the delivery, guards the run
+            attempt.claimed(claimed)
             # Secret values (a declared password, say) never reach a log line, even inside an
             # error message a command wrote, whatever thread or task the command runs in.
-            with structlog.contextvars.bound_contextvars(task_type=claimed.TaskType), \
-                    hidden_values(self._secrets(claimed, record)):
-                return self._start(claimed, message, record)
-
-    def _held_by_drain(self, delivery: Delivery, message: StepMessage, timing: Timing) -> bool:
-        """The module is drained (DESIGN.md sec. 10): the run is held, not claimed, and the
-        delivery acked; the sweeper publishes it again until a claim after the undrain. True when
-        the delivery was dealt with here. An item kept in a record of its own is held on its record."""
-        drain = self._drains.drained() if self._drains is not None else None
-        if drain is None:
-            return False
-        module = self._config.module
-        try:
-            read = self._item_runs.reads.get(message.TaskId) if message.Item is not None else None
-            held: Task | ItemRecord | Refusal
-            if read is not None and names_record(read, message):
-                held = self._item_runs.hold(read, message, module, drain.Actor, drain.Reason, timing)
-            else:
-                held = mutate(self._store, message.TaskId,
-                              lambda t: drain_hold(t, message, module, drain.Actor, drain.Reason, timing))
-        except UnreadableTask as exc:
-            self._dead_letter(delivery, str(exc), message)
-            return True
-        except StoreError as exc:
-            log.warning("store unreachable; held delivery given back", error=str(exc))
-            time.sleep(STORE_RETRY_PAUSE)
-            delivery.requeue()
-            return True
-        delivery.ack()
-        if isinstance(held, Refusal):
-            log.info("delivery dropped while drained", reason=held.reason)
-        else:
-            log.info("step held: module drained", drained_by=drain.Actor, reason=drain.Reason)
-        return True
-
-    def _undrain(self) -> tuple[str, str] | None:
-        """Who undrained this module last, and why (None: not known here)."""
-        undrain = self._drains.current() if self._drains is not None else None
-        return (undrain.Actor, undrain.Reason) if undrain is not None else None
-
-    def _claim(self, task: Task, message: StepMessage, timing: Timing) -> Task | Refusal:
-        """The claim; a run a drain held records who undrained the module as it goes."""
-        claimed = claim(task, message, self._config.owner, timing)
-        run = task.run(message.DispatchId)
-        if isinstance(claimed, Task) and run is not None and run.HeldBy is not None:
-            undrain = self._undrain()
-            release_hold(claimed, message.DispatchId, *(undrain if undrain is not None else (None, None)), timing.now)
-        return claimed
+            hidden = self._secrets(claimed, record)  # the command's and its outcome's, too
+            with bound_fields(task_type=claimed.TaskType), hidden_values(hidden):
+                return self._start(claimed, message, attempt, hidden, record)
 
     def _claim_outcome(self, message: StepMessage, timing: Timing) -> tuple[Task | None, ItemRecord | None]:
         """After a StoreError during the claim: the task if OUR claim was written after all.
@@ -233,7 +190,8 @@ class StepHandler:
         )
         return (task, None) if ours else (None, None)
 
-    def _start(self, task: Task, message: StepMessage, record: ItemRecord | None = None) -> bool:
+    def _start(self, task: Task, message: StepMessage, attempt: NoAttempt, hidden: list[str],
+               record: ItemRecord | None = None) -> bool:
         # The item's value: from its record, or from the step's inline items.
         parameters = command_parameters(task, message.Cursor, message.Item, *([record.Value] if record else []))
         self._crash_point(parameters, message, "after_claim")
@@ -243,7 +201,7 @@ class StepHandler:
         request = CommandRequest(
             task_id=task.TaskId,
             task_type=task.TaskType,
-            command=step.command(phase),
+            command=step.command_of(message.Item, phase),
             cursor=message.Cursor,
             phase=int(phase),
             attempt=message.Attempt,
@@ -252,7 +210,7 @@ class StepHandler:
             parameters=parameters,
             dispatch_id=message.DispatchId,
             owner=self._config.owner,
-            hidden=self._secrets(task, record),
+            hidden=hidden,
         )
         if message.Item is not None:
             request.item_index = message.Item
@@ -261,6 +219,8 @@ class StepHandler:
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
         lease = self._leases.take(task.TaskId, message.DispatchId, record_key(record) if record else None)
+        attempt.start_command(self._dispatcher.kind_of(message.Command))
+        request.trace = attempt.command_traceparent()  # a process command's spans join the attempt's
         if self._dispatcher.kind_of(message.Command) == "process":
             # A process command's child cannot kill its module: the module's timer does. A
             # thread or async command kills the module from inside itself (common/runtime/invoke.py).
@@ -270,19 +230,25 @@ class StepHandler:
         finish_in = contextvars.copy_context()
 
         def finish(outcome: AttemptResult | None) -> None:
-            finish_in.run(self._finish, task, message, lease, started, outcome, record, parameters)
+            finish_in.run(self._finish, task, message, lease, started, outcome, record, parameters, attempt, hidden)
 
+        with attempt.in_command():  # the command's own spans are children of its span
+            command_context = contextvars.copy_context()
         try:
-            self._dispatcher.start_command(request, step.timeout(phase), lease, contextvars.copy_context(), finish)
+            self._dispatcher.start_command(request, step.timeout(phase), lease, command_context, finish)
         except Exception:
             self._leases.give_up(lease)  # never started: the lease lapses, the sweeper re-runs it
+            attempt.command_ended(None)
             raise
         return True
 
     def _verify_plan(self, task: Task, message: StepMessage, record: ItemRecord | None) -> VerifyPlan | None:
-        """Whether this attempt verifies an unknown outcome first (DESIGN.md 13.1): the verify of
-        the unit's normal command, with the normal phase's idempotency key."""
+        """Whether this attempt verifies an unknown outcome first (docs/design/runtime.md,
+        "Verifying an unknown outcome"): the verify of the unit's normal command, with the normal
+        phase's idempotency key."""
         step, phase = task.Steps[message.Cursor], message.Type
+        if step.command_of(message.Item, phase) != step.command(phase):
+            return None  # a page of a source: a read, run again as it is, verified by nothing
         if not self._dispatcher.verifies(step.command(Phase.NORMAL)):
             return None  # none declared here: the command runs as it always did
         unit = record if record is not None else unit_state(task, (message.Cursor, message.Item))
@@ -295,25 +261,28 @@ class StepHandler:
                      verifies=plan.count, limit=plan.limit)
         return plan
 
-    def _finish(self, task: Task, message: StepMessage, lease: Lease, started: float,
-                outcome: AttemptResult | None, record: ItemRecord | None, parameters: dict) -> None:  # fmt: skip
+    def _finish(self, task: Task, message: StepMessage, lease: Lease, started: float, outcome: AttemptResult | None,
+                record: ItemRecord | None, parameters: dict, attempt: NoAttempt, hidden: list[str]) -> None:  # fmt: skip
         """The command ended (None: shutdown stopped it): commit its outcome, publish what
         follows, free its slot."""
         kind = self._dispatcher.kind_of(message.Command)
+        attempt.command_ended(outcome)
         try:
             self._leases.give_up(lease)
             if outcome is None:
                 self._release(task, message, record)
                 return
-            self._conclude(task, message, lease, started, outcome, record, parameters)
+            with attempt.child("commit"):  # current while it commits and publishes what follows
+                self._conclude(task, message, lease, started, outcome, record, parameters, hidden)
         finally:
+            attempt.end(outcome)
             self._dispatcher.release(kind)
 
-    def _conclude(self, task: Task, message: StepMessage, lease: Lease, started: float,
-                  result: AttemptResult, record: ItemRecord | None, parameters: dict) -> None:  # fmt: skip
+    def _conclude(self, task: Task, message: StepMessage, lease: Lease, started: float, result: AttemptResult,
+                  record: ItemRecord | None, parameters: dict, hidden: list[str]) -> None:  # fmt: skip
         step, phase = task.Steps[message.Cursor], message.Type
         elapsed = round(time.monotonic() - started, 4)
-        labels = (self._config.module, step.command(phase), phase.label)
+        labels = (self._config.module, step.command_of(message.Item, phase), phase.label)
         self._metrics.step_seconds.labels(*labels, result.code.name.lower()).observe(elapsed)
         if result.code is ResultCode.TIMED_OUT:
             self._metrics.timeouts.labels(*labels).inc()
@@ -323,7 +292,7 @@ class StepHandler:
         delay = 0.0 if result.ok else retry_delay(step.backoff(phase), message.Attempt, self._rng.random())
         # A command's error text may quote a secret parameter: it is stored scrubbed, so no
         # reader of the document (a search, a listing, an export) can ever see or match it.
-        hidden = self._secrets(task, record)
+        # (`hidden`: the claimed task's secret values, worked out at the claim.)
         verified = result.verified and (result.verified[0], scrubbed_text(result.verified[1], task, hidden))
         result = dataclasses.replace(result, message=scrubbed_text(result.message, task, hidden), verified=verified or None)
         if result.verified is not None:
@@ -342,6 +311,9 @@ class StepHandler:
             if result.check_again is not None:  # the run ended; the unit's next check is in the outbox
                 log.info("step checks again later", seconds=result.check_again, progress=result.message,
                          elapsed=elapsed, task_status=committed.TaskStatus.name)
+            elif result.callback is not None:  # parked (or ended at once by a kept answer): its token never logged
+                log.info("step waits for a callback", timeout=result.callback[0], heartbeat=result.callback[1],
+                         elapsed=elapsed, task_status=committed.TaskStatus.name)
             else:
                 log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
                          seconds=elapsed, task_status=committed.TaskStatus.name)
@@ -349,7 +321,8 @@ class StepHandler:
 
     def _conclude_item(self, task: Task, message: StepMessage, claimed: ItemRecord, result: AttemptResult,
                        delay: float, elapsed: float, labels: tuple[str, str, str], parameters: dict) -> None:
-        """The outcome of an item's run on its record, then what it owes (DESIGN.md 12.3)."""
+        """The outcome of an item's run on its record, then what it owes
+        (docs/design/item-records.md, "The life of a step over records")."""
         committed = self._commit(task, message, result, delay, claimed)
         if committed is None:
             return
@@ -366,50 +339,6 @@ class StepHandler:
         run = committed.Run
         if run is not None and (run.Phase, run.Attempt) == (message.Type, message.Attempt + 1):
             self._metrics.retries.labels(*labels).inc()
-
-    def _commit(self, claimed: Task, message: StepMessage, result: AttemptResult, delay: float,
-                record: ItemRecord | None = None) -> Task | ItemRecord | None:
-        """Record the outcome; keep trying through a store outage until our lease would lapse.
-
-        The first try writes on the task as claimed, without reading it again: a short step's
-        document has not changed since (a lease renewal or an operator makes it re-read)."""
-        task_id, known = claimed.TaskId, claimed
-        give_up = self._clock() + self._config.lease
-        while True:
-            timing = Timing(self._clock(), self._config.lease, self._config.redeliver_after, delay)
-            try:
-                if record is not None:  # decided on the task as it is now: it may have turned back
-                    task_now = self._item_runs.task_now(claimed)
-                    outcome: Task | ItemRecord | Refusal = self._item_runs.commit(record, task_now, message, result,
-                                                                                 timing)
-                else:
-                    outcome = mutate(
-                        self._store, task_id,
-                        lambda t: finish_attempt(t, message.DispatchId, self._config.owner, result, timing),
-                        known=known,
-                    )
-                known = None
-            except StoreRefused as exc:
-                if not result.ok and not result.retryable and not result.output:
-                    log.error("the store refuses even the failure; the sweeper will retry the step", error=str(exc))
-                    return None
-                # The command's outcome (its output, say) cannot be stored, now or ever: record
-                # the attempt as failed for good, so rollback starts instead of a retry loop.
-                result = AttemptResult(ResultCode.FAILED, f"the outcome cannot be stored: {exc}", retryable=False)
-                continue
-            except UnreadableTask as exc:  # its document broke while the command ran
-                log.error("could not record the outcome: the task cannot be read", reason=exc.reason)
-                return None
-            except StoreError as exc:
-                if self._clock() >= give_up:
-                    log.error("could not record the outcome; the sweeper will re-run the step", error=str(exc))
-                    return None
-                time.sleep(STORE_RETRY_PAUSE)
-                continue
-            if isinstance(outcome, Refusal):
-                log.warning("outcome refused", reason=outcome.reason)
-                return None
-            return outcome
 
     def _count_outcome(self, task: Task, message: StepMessage, labels: tuple[str, str, str]) -> None:
         again = (message.Cursor, message.Item, message.Type, message.Attempt + 1)
@@ -437,60 +366,23 @@ class StepHandler:
         else:
             self._publisher.flush(released)
 
-    def _parse(self, delivery: Delivery) -> StepMessage | None:
-        """A message nobody can act on goes to the dead-letter queue, with an alarm; never a crash."""
-        try:
-            message = StepMessage.model_validate_json(delivery.body)
-        except ValidationError as exc:
-            # Name the fields and what is wrong, never the values: they may hold secrets.
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5])
-            return self._dead_letter(delivery, f"malformed step message: {problems}", task_id=named_task(delivery.body))
-        if message.Module != self._config.module:
-            return self._dead_letter(delivery, f"message for module {message.Module!r} on {self._config.module!r}'s queue", message)
-        limit = self._config.delivery_limit
-        count = int(getattr(delivery, "delivery_count", 0) or 0)
-        if limit is not None and count >= limit:
-            return self._dead_letter(delivery, f"poison message: handed out {count + 1} times without being settled", message)
-        return message
-
-    def _dead_letter(
-        self, delivery: Delivery, reason: str, message: StepMessage | None = None, task_id: str | None = None
-    ) -> None:
-        delivery.dead_letter()
-        self._metrics.dead_letters.labels(self._config.module).inc()
-        task_id = message.TaskId if message else task_id
-        log.error("message dead-lettered", reason=reason, module=self._config.module, task_id=task_id)
-        alarm = Alarm(
-            AlarmId=new_id(), Kind="dead_letter", Time=self._clock(), Message=reason,
-            Module=self._config.module, TaskId=task_id,
-            Cursor=message.Cursor if message else None, Phase=message.Type if message else None,
-            Command=message.Command if message else None,
-        )
-        try:
-            self._broker.publish(ALARM_QUEUE, alarm.model_dump_json().encode(), message_id=alarm.AlarmId)
-        except BrokerError as exc:
-            log.error("could not raise the dead-letter alarm", error=str(exc))
-        return None
+    def _commit(self, claimed: Task, message: StepMessage, result: AttemptResult, delay: float,
+                record: ItemRecord | None = None) -> Task | ItemRecord | None:  # fmt: skip
+        timing_now = lambda delay: Timing(self._clock(), self._config.lease, self._config.redeliver_after, delay)  # noqa: E731
+        return write_outcome(self._store, self._item_runs, self._config.owner, timing_now, claimed, message, result,
+                             delay, record)  # fmt: skip
 
     def _crash_point(self, parameters: dict, message: StepMessage, point: str, delay: float = 0.0) -> None:
-        """Injected crash (tests, drills): SIGKILL this module process at `point` of the protocol."""
-        if not self._config.fault_injection:
-            return
-        try:
-            faults = faults_for(parameters, message.Command, message.Type, message.Attempt)
-        except BadFaultRule:
-            return  # the command itself reports the bad rule as its failure
-        if any(f.action == "crash" and f.at == point for f in faults):
-            log.warning("injected crash", point=point)
-            if delay:
-                threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
-            else:
-                os.kill(os.getpid(), signal.SIGKILL)
+        crash_point(self._config.fault_injection, parameters, message, point, delay)
 
     def _secrets(self, task: Task, record: ItemRecord | Refusal | None) -> list[str]:
         """The task's secret values: an item run of a step over records reads a task that stays
         the same for many items, whose parameters hold the whole list: worked out once."""
-        return self._item_runs.reads.secrets(task) if isinstance(record, ItemRecord) else secret_values(task)
+        if not isinstance(record, ItemRecord):
+            return secret_values(task)
+        # An item's value may hold secrets of its own (a source's items never were parameters).
+        own = list(secret_leaves({"item": record.Value}, ())) if isinstance(record.Value, dict | list) else []
+        return [*self._item_runs.reads.secrets(task), *own] if own else self._item_runs.reads.secrets(task)
 
     def _timing(self) -> Timing:
         return Timing(self._clock(), self._config.lease, self._config.redeliver_after)

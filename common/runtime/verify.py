@@ -1,4 +1,5 @@
-"""Verifying an unknown outcome before a retry or a rollback (docs/DESIGN.md sec. 13.1).
+"""Verifying an unknown outcome before a retry or a rollback (docs/design/runtime.md, "Verifying an
+unknown outcome").
 
 A command that timed out, lost its worker or died with its process may have acted or not. Its
 verify companion looks at the world and answers a Verdict:

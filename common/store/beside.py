@@ -4,10 +4,10 @@ imports pymongo."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from common.errors import StoreError
+from common.store.factory import adapter_class
 
 
 def open_beside(task_store: Any, sqlite_class: str, mongo_class: str, what: str) -> Any:
@@ -16,13 +16,9 @@ def open_beside(task_store: Any, sqlite_class: str, mongo_class: str, what: str)
     side store is opened with indexes="none"."""
     path = getattr(task_store, "path", None)
     if isinstance(path, str):
-        return _named(sqlite_class)(path)
+        return adapter_class(sqlite_class)(path)
     database = getattr(task_store, "_db", None)
     if database is not None:
-        return _named(mongo_class)(task_store._client, database.name, indexes="none")
+        return adapter_class(mongo_class)(task_store._client, database.name, indexes="none")
     raise StoreError(f"no {what} beside a {type(task_store).__name__}")
 
-
-def _named(name: str) -> Any:
-    module, _, attribute = name.partition(":")
-    return getattr(importlib.import_module(module), attribute)

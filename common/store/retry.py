@@ -1,9 +1,9 @@
 """The one optimistic read-change-write loop for a versioned document: an item record, a lock
-document, a schedule (a task's own loop, common.store.mutate, adds what a task change needs).
+document, a schedule (a task's own loop, common.store.tasks.mutate, adds what a task change needs).
 
 `change` is pure and may run several times: on a lost race the document is read again and the
 change decided again on what is stored now, never on the stale read. It answers None when there
-is nothing to write (an engine change's Refusal: `common.engine.units.none_if_refused`).
+is nothing to write (an engine change's Refusal: `common.engine.core.units.none_if_refused`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Open the event log, the schedules, the lock documents, the module registry and the module
-drains named by a store URL (as open_store). A module's own store (the resource inventory) has
-its opener in its module.
+"""Open the event log, the schedules, the lock documents, the module registry, the module
+drains and a gate's own table (common.store.gates) named by a store URL (as open_store), or a
+gate's table beside an open task store. A module's own store (the resource inventory) has its
+opener in its module.
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
 BATON_STORE_URL configures them all. Adapters are imported on demand: a SQLite deployment never
@@ -11,51 +12,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.store.drains_port import ModuleDrains
-from common.store.events_port import EventLog
-from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapter
-from common.store.locks_port import LockStore
-from common.store.modules_port import ModuleRegistry
-from common.store.schedules_port import ScheduleStore
+from common.store.beside import open_beside
+from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapter, opener
+from common.store.gates import gate_table
+from common.store.side.drains import ModuleDrains
+from common.store.side.events import EventLog
+from common.store.side.locks import LockStore
+from common.store.side.modules import ModuleRegistry
+from common.store.side.schedules import ScheduleStore
+
+open_event_log = opener(EventLog, "common.store.sqlite.events:SqliteEventLog", "common.store.mongo.events:MongoEventLog")
+open_schedule_store = opener(
+    ScheduleStore, "common.store.sqlite.schedules:SqliteScheduleStore", "common.store.mongo.schedules:MongoScheduleStore"
+)
+open_lock_store = opener(LockStore, "common.store.sqlite.locks:SqliteLockStore", "common.store.mongo.locks:MongoLockStore")
+open_module_registry = opener(
+    ModuleRegistry, "common.store.sqlite.modules:SqliteModuleRegistry", "common.store.mongo.modules:MongoModuleRegistry"
+)
+open_module_drains = opener(
+    ModuleDrains, "common.store.sqlite.drains:SqliteModuleDrains", "common.store.mongo.drains:MongoModuleDrains"
+)
 
 
-def _open(url: str, sqlite_class: str, mongo_class: str, timeout_seconds: float, indexes: IndexMode) -> Any:
-    return open_adapter(url, sqlite_class, mongo_class, timeout_seconds=timeout_seconds, indexes=indexes)
+def open_gate_table(gate: str, url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+                    indexes: IndexMode = "create") -> Any:
+    """The table `gate` keeps of its own (its folder of common.store.gates), on a store URL."""
+    table = gate_table(gate)
+    return open_adapter(url, table.sqlite, table.mongo, timeout_seconds=timeout_seconds, indexes=indexes)
 
 
-def open_event_log(
-    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
-) -> EventLog:
-    return _open(url, "events_sqlite:SqliteEventLog", "events_mongo:MongoEventLog", timeout_seconds, indexes)  # type: ignore[no-any-return]
-
-
-def open_schedule_store(
-    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
-) -> ScheduleStore:
-    return _open(  # type: ignore[no-any-return]
-        url, "schedules_sqlite:SqliteScheduleStore", "schedules_mongo:MongoScheduleStore", timeout_seconds, indexes
-    )
-
-
-def open_lock_store(
-    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
-) -> LockStore:
-    return _open(  # type: ignore[no-any-return]
-        url, "locks_sqlite:SqliteLockStore", "locks_mongo:MongoLockStore", timeout_seconds, indexes
-    )
-
-
-def open_module_registry(
-    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
-) -> ModuleRegistry:
-    return _open(  # type: ignore[no-any-return]
-        url, "modules_sqlite:SqliteModuleRegistry", "modules_mongo:MongoModuleRegistry", timeout_seconds, indexes
-    )
-
-
-def open_module_drains(
-    url: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, indexes: IndexMode = "create"
-) -> ModuleDrains:
-    return _open(  # type: ignore[no-any-return]
-        url, "drains_sqlite:SqliteModuleDrains", "drains_mongo:MongoModuleDrains", timeout_seconds, indexes
-    )
+def open_gate_table_beside(gate: str, task_store: Any) -> Any:
+    """The table `gate` keeps of its own, beside `task_store` (a SqliteStore or a MongoStore)."""
+    table = gate_table(gate)
+    return open_beside(task_store, table.sqlite, table.mongo, f"{gate} table")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import structlog
 
 from common.errors import BatonError
-from common.masking import masked_alarm
+from common.secrets.task_views import masked_alarm
 from common.engine.document import Alarm, Task
 from common.queues import ALARM_QUEUE
 from common.runtime.module import Consumers
 from common.settings import Settings
-from common.store.port import TaskStore
+from common.store.tasks.port import TaskStore
 from modules.monitor.settings import MonitorSettings, load_monitor_settings
 from common.relay.webhook_sender import SenderConfig
 from modules.monitor.webhook import AlarmWebhook

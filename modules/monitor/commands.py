@@ -11,7 +11,7 @@ import structlog
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
 from common.settings import load_settings
-from common.store.events_port import EventLog
+from common.store.side.events import EventLog
 from common.store.side_stores import open_event_log
 from modules.monitor.events import event_for
 
@@ -24,7 +24,7 @@ log = structlog.get_logger(__name__)
 def open_events() -> EventLog:
     """Once per process (the module's, for its thread commands): the event log they share."""
     settings = load_settings()
-    # A command child never creates indexes (OSS does, once): see common.store.mongo_indexes.
+    # A command child never creates indexes (OSS does, once): see common.store.mongo.indexes.
     return open_event_log(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
 
 

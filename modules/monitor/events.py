@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from common.runtime.registry import CommandContext
 from common.engine.states import Phase
-from common.store.events_port import Event
+from common.store.side.events import Event
 
 
 def event_for(ctx: CommandContext, now: float) -> Event:

@@ -6,7 +6,7 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import ConfigError
-from common.settings import ConfigFileSources
+from common.config_sources import ConfigFileSources
 
 
 class MonitorSettings(ConfigFileSources, BaseSettings):

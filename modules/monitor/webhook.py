@@ -20,9 +20,9 @@ import structlog
 
 from common.relay import http_deadline
 from common.errors import StoreError
-from common.logging import mask_secrets
+from common.secrets.documents import mask_secrets
 from common.engine.document import Alarm
-from common.store.port import TaskStore
+from common.store.tasks.port import TaskStore
 from common.relay.webhook_sender import Parcel, Post, SenderConfig, WebhookSender
 
 log = structlog.get_logger(__name__)

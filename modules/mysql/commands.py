@@ -4,7 +4,7 @@ its connection limit. The work is in provision.py; these map a task's Parameters
 Each command opens its own admin connection (commands are rare and a connection costs a few
 milliseconds; a long-lived one would need keep-alive and reconnect logic for nothing).
 
-Kinds (docs/DESIGN.md sec. 13). Every command that changes an instance holds the instance's
+Kinds (docs/design/runtime.md). Every command that changes an instance holds the instance's
 MariaDB lock across its DDL and stays a `process`: PyMySQL waits for a statement's answer with no
 bound of its own (a DDL can wait on a metadata lock for as long as a transaction holds it), and
 only killing the process stops such a wait at once, closing the session and freeing the lock for

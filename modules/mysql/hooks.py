@@ -7,7 +7,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from common.settings import Settings
-from common.store.port import TaskStore
+from common.store.tasks.port import TaskStore
 from modules.mysql.reconcile import Reconciler
 from modules.mysql.reconcile_job import start_reconcile_job
 from modules.mysql.settings import load_mysql_settings

@@ -22,7 +22,7 @@ lacks the mark: init refuses it. Known window: a crash between recording that th
 to be created and recording its fingerprint leaves a user a re-run of the same step adopts, and
 that no removal drops until then (it is reported, never dropped unproven).
 
-Fencing (common/engine/fence.py): a command can outlive its claim (its replica froze past the lease) and
+Fencing (common/engine/core/fence.py): a command can outlive its claim (its replica froze past the lease) and
 resume after the task was rolled back. So every change to an instance runs under the instance's
 lock (Server.instance_lock), which clean_instance takes as well; clean_instance leaves a tombstone
 for the task's run before it removes anything; and init_instance, holding the lock, refuses a run
@@ -41,7 +41,7 @@ from typing import Any
 
 import structlog
 
-from common.engine.check_again import check_again
+from common.engine.commands import check_again
 from common.errors import CommandFailed
 from modules.mysql.naming import ACCESS_PRIVILEGES, derive_password
 from modules.mysql.server import MARK_PREFIX, PENDING_USER, LimitChange, OwnedInstance, Server
@@ -103,6 +103,7 @@ def _create(
         raise CommandFailed(f"instance {name} exists already (created by task {row.owner_task})", retryable=False)
     if row.state == "dropping":
         raise CommandFailed(f"instance {name} is being dropped", retryable=False)
+    ready_already = row.state == "ready"  # an earlier attempt (a replica since thawed, a retry) finished it
     secret = place.password_secret or server.password_key()
     password = password or derive_password(secret, key)
     _create_database(server, row)
@@ -110,7 +111,9 @@ def _create(
     server.grant(name, name, row.user_host, ACCESS_PRIVILEGES[row.access])
     if row.state != "ready":
         server.set_state(name, "ready", time.time())
-    log.info("instance created", instance=name, access=row.access)
+    # Said as it is: a re-run (its work checked and found done) created nothing.
+    log.info("instance ready already; nothing created" if ready_already else "instance created",
+             instance=name, access=row.access)
     return instance_output(place, row, password)
 
 
@@ -122,7 +125,7 @@ def instance_output(place: Placement, row: OwnedInstance, password: str) -> dict
             "port": place.client_port,
             "database": row.name,
             "user": row.name,
-            "password": password,  # masked in logs and API answers (common.logging.mask_secrets)
+            "password": password,  # masked in logs and API answers (common.secrets.documents.mask_secrets)
             "access": row.access,
         }
     }

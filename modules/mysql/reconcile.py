@@ -24,10 +24,10 @@ import structlog
 from common.errors import BatonError
 from common.engine.document import Task
 from common.engine.states import TaskStatus
-from common.store.port import TaskStore
-from common.store.mutate import mutate
-from common.store.task_filters import page_key
-from common.engine.units import record
+from common.store.tasks.port import TaskStore
+from common.store.tasks.mutate import mutate
+from common.store.tasks.filters import page_key
+from common.engine.changes import noted
 from modules.mysql import provision
 from modules.mysql.server import LockBusy, OwnedInstance, Server
 from modules.mysql.settings import MysqlSettings
@@ -179,13 +179,9 @@ class Reconciler:
     def _remember(self, action: Action, message: str) -> None:
         """The task's history says what was removed in its name, why, and who asked."""
 
-        def noted(task: Task) -> Task:
-            updated = task.clone()
-            record(updated, self._clock(), HISTORY_EVENT, actor=self._actor, message=message)
-            return updated
-
         try:
-            mutate(self._store, action.task_id, noted)
+            mutate(self._store, action.task_id,
+                   lambda task: noted(task, self._clock(), HISTORY_EVENT, actor=self._actor, message=message))
         except BatonError as exc:  # the removal stands; the log line above says what it was
             log.warning("could not record the reconciliation in the task's history", task_id=action.task_id,
                         error=str(exc))  # fmt: skip

@@ -15,8 +15,8 @@ import structlog
 from common.errors import BatonError
 from common.settings import Settings
 from common.module_hooks import module_hook
-from common.store.port import TaskStore
-from common.engine.transitions import new_id
+from common.store.tasks.port import TaskStore
+from common.engine.changes import new_id
 from modules.mysql.settings import load_mysql_settings
 from modules.mysql.reconcile import Reconciler
 

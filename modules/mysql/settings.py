@@ -9,7 +9,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import ConfigError
-from common.settings import ConfigFileSources
+from common.config_sources import ConfigFileSources
 from modules.mysql.naming import SCHEMA_NAME, USER_HOST
 
 

@@ -1,6 +1,6 @@
-"""What init_instance left behind, for its verify (docs/DESIGN.md sec. 13.1): asked after an
-attempt whose outcome is unknown (it timed out, or its module died mid-command), before a retry
-or before the rollback.
+"""What init_instance left behind, for its verify (docs/design/runtime.md, "Verifying an unknown
+outcome"): asked after an attempt whose outcome is unknown (it timed out, or its module died
+mid-command), before a retry or before the rollback.
 
 The ownership row names the step that created the instance by its idempotency key, the same for
 every attempt of the step: a row under this key, `ready`, whose database and user still carry

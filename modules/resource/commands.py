@@ -5,7 +5,7 @@ dies before deduct_resource charges it); restore_resource gives it back when the
 release_resource frees what a deleted instance held. Each is idempotent: the claim is keyed by the
 task (requests.claim_key) and a release by its step's idempotency key.
 
-Fencing (common/engine/fence.py): a check_resource that outlived its claim must not hold capacity for a
+Fencing (common/engine/core/fence.py): a check_resource that outlived its claim must not hold capacity for a
 task that was rolled back. After restore_resource, the key is closed for good (a closed claim
 never reserves again: the inventory port's rule). Before it, restore finds nothing to give back
 when no attempt had reserved yet; so check_resource checks its fencing token before reserving,
@@ -26,6 +26,7 @@ from common.runtime.registry import CommandContext, CommandRegistry, Verdict
 from common.settings import load_settings
 from modules.resource.inventory.factory import open_configured_inventory
 from modules.resource.inventory.port import (
+    Claim,
     ClaimClosed,
     ClaimState,
     Inventory,
@@ -52,7 +53,7 @@ def open_parts() -> ResourceParts:
     """Once per command process: the inventory handle its commands share."""
     settings = load_resource_settings()
     common = load_settings()
-    # A command child never creates indexes (OSS does, once): see common.store.mongo_indexes.
+    # A command child never creates indexes (OSS does, once): see common.store.mongo.indexes.
     inventory = open_configured_inventory(common, settings, timeout_seconds=common.effective_store_timeout, indexes="none")
     return ResourceParts(inventory, settings.reservation_ttl_seconds)
 
@@ -81,12 +82,23 @@ def check_resource(ctx: CommandContext) -> dict:
         parts.inventory.restore(claim.key, time.time())
         log.warning("late reservation given back: the task's rollback has begun", host=claim.host, holder=holder)
         raise CommandFailed("the task is being rolled back; reservation given back", retryable=False)
-    log.info("capacity reserved", host=claim.host, holder=holder, **need.as_dict())
+    log.info(reserved_event(claim, now), host=claim.host, holder=holder, **need.as_dict())
     return {"reservation": summary(claim)}
 
 
-# Verifies (docs/DESIGN.md sec. 13.1): after an attempt whose outcome is unknown, the claim under
-# this task's key tells what it did. A store out of reach raises: the verdict is then unknown.
+def reserved_event(claim: Claim, now: float) -> str:
+    """What this attempt did, said honestly: a replica thawed after its step was handed on finds
+    the claim another attempt reserved (and maybe deducted since); it reserved nothing itself."""
+    if claim.state is ClaimState.DEDUCTED:
+        return "capacity deducted already by a later step; nothing reserved"
+    if claim.created_at < now:
+        return "capacity reserved already by an earlier attempt; nothing reserved"
+    return "capacity reserved"
+
+
+# Verifies (docs/design/runtime.md, "Verifying an unknown outcome"): after an attempt whose outcome
+# is unknown, the claim under this task's key tells what it did. A store out of reach raises: the
+# verdict is then unknown.
 @registry.verify("check_resource")
 def check_resource_done(parameters: dict, ctx: CommandContext) -> Verdict:
     claim = _parts(ctx).inventory.get_claim(claim_key(ctx.run_key), time.time())
@@ -133,3 +145,4 @@ def release_resource(ctx: CommandContext) -> dict:
     released = _parts(ctx).inventory.release(holder, ctx.idempotency_key, time.time())
     log.info("capacity released", holder=holder, claims=[c.key for c in released])
     return {"released": [summary(c) for c in released]}
+

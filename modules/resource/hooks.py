@@ -10,7 +10,7 @@ from modules.resource import inventory
 from modules.resource.settings import load_resource_settings
 
 if TYPE_CHECKING:  # it imports pymongo
-    from common.store.mongo_indexes import ModuleIndexes
+    from common.store.mongo.indexes import ModuleIndexes
 
 
 def mongo_indexes() -> ModuleIndexes:

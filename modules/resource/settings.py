@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.errors import ConfigError
-from common.settings import ConfigFileSources, config_problems, where_from
+from common.config_sources import ConfigFileSources, config_problems, where_from
 
 
 class ResourceSettings(ConfigFileSources, BaseSettings):

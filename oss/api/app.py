@@ -24,8 +24,9 @@ from common.errors import BatonError, BrokerError
 from common.flows import FlowCatalog, load_flows
 from common.store.factory import open_store
 from common.store.side_stores import open_module_registry
-from common.store.modules_port import live_modules
-from common.store.port import TaskStore
+from common.store.side.modules import live_modules
+from common.store.tasks.port import TaskStore
+from oss.api.access import check_task_types
 from oss.api.auth import authenticate_first
 from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
@@ -34,14 +35,16 @@ from oss.api.metrics import ApiMetrics, MetricsMiddleware
 from oss.api.openapi_doc import install_openapi
 from oss.api.query import known_query_only
 from oss.api.routers import (
-    actions, alarms, bulk, events, health, hosts, items, locks, migrations, module_drains, modules, schedules,
-    task_types, tasks,
+    access, actions, alarms, bulk, callbacks, events, health, hosts, items, locks, migrations, module_drains, modules,
+    schedules, task_types, tasks,
 )
 from oss.console import mount_console
-from oss.service import TaskService
+from oss.services.tasks import TaskService
 from oss.settings import OssSettings
 from common.module_hooks import module_hooks
 from oss.wiring import build_sweeper
+from oss.api.parts import close_parts
+from common.tracing.http_server import TracingMiddleware, framework_telemetry_off
 
 log = structlog.get_logger(__name__)
 API_PREFIX = "/api/v1"
@@ -75,6 +78,8 @@ def create_app(
 ) -> FastAPI:
     for load in module_hooks("inventory_settings"):  # the resource module's, read by /api/v1/hosts:
         load()  # a bad BATON_RESOURCE_* value stops OSS here, not at the first request for a host
+    flows = flows or load_flows(settings.flows_path)
+    check_task_types(settings.tokens, set(flows.task_types))  # before anything is opened: nothing to close
     owned = []
     if store is None:
         store = open_store(settings.store_url, timeout_seconds=settings.effective_store_timeout)
@@ -82,7 +87,6 @@ def create_app(
     if broker is None:
         broker = open_broker(settings.broker_url, settings.broker_heartbeat_seconds, **settings.broker_options)
         owned.append(broker)
-    flows = flows or load_flows(settings.flows_path)
     service = TaskService(store, broker, flows, settings, clock)
     metrics = ApiMetrics()
     context = ApiContext(settings, store, broker, flows, service, metrics, settings.tokens, clock, service.items)
@@ -114,10 +118,7 @@ def create_app(
             # Every thread that uses the store ends before it closes (common.background).
             joined = join_all(background, settings.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS)
             service.close()
-            for opened in ("hosts", "schedules", "module_registry", "module_drains", "locks"):  # opened on first use by their routers
-                if getattr(app.state, opened, None) is not None:
-                    getattr(app.state, opened).close()
-                    setattr(app.state, opened, None)  # a later request opens it again, never closed
+            close_parts(app.state)  # what the routers opened on first use
             for part in owned if joined else ():
                 part.close()
 
@@ -130,11 +131,12 @@ def create_app(
         redoc_url=None,
         lifespan=lifespan,
         dependencies=[Depends(known_query_only)],
+        **framework_telemetry_off(FastAPI),  # baton's own request spans instead (common/tracing/http_server.py)
     )
     app.state.baton = context
     install_error_handlers(app, before_validation=authenticate_first)
-    for module in (tasks, items, events, actions, bulk, migrations, task_types, alarms, hosts, schedules, modules,
-                   module_drains, locks, health):
+    for module in (tasks, items, events, actions, callbacks, bulk, migrations, task_types, alarms, hosts, schedules,
+                   modules, module_drains, locks, access, health):
         app.include_router(module.router)
     health.add_metrics_route(app, settings.metrics_public)
     install_openapi(app, flows, settings.input_limits.max_string)  # the task types' parameter schemas, and what every route answers
@@ -142,4 +144,5 @@ def create_app(
     # The last added runs first: metrics see every answer, the 413s of the body limit included.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(TracingMiddleware)  # outermost: a request's span holds all of it
     return app

@@ -101,7 +101,25 @@ def authenticate_first(request: Request) -> None:
     request.state.baton_token = _may(token, role)  # the route's own dependencies take it from here
 
 
+def _every_task(token: ApiToken) -> ApiToken:
+    if token.scope is not None:
+        raise ApiError(403, f"{token.name} is limited to namespaces; this needs a token of every task")
+    return token
+
+
+async def _every_task_operator(token: Annotated[ApiToken, Depends(_needs("operator"))]) -> ApiToken:
+    """Hosts and modules are every team's: a token limited to namespaces reads them and changes
+    none (docs/design/access.md)."""
+    return _every_task(token)
+
+
+async def every_task_reader(token: Annotated[ApiToken, Depends(reader)]) -> ApiToken:
+    """What counts every team's tasks (a private /metrics): not for a token limited to namespaces."""
+    return _every_task(token)
+
+
 Reader = Annotated[ApiToken, Depends(reader)]
 Submitter = Annotated[ApiToken, Depends(_needs("submit"))]
 Operator = Annotated[ApiToken, Depends(_needs("operator"))]
+SharedOperator = Annotated[ApiToken, Depends(_every_task_operator)]  # changes what every team shares
 Context = Annotated[ApiContext, Depends(get_context)]

@@ -9,10 +9,10 @@ from fastapi import Request
 
 from common.broker.port import Broker
 from common.flows import FlowCatalog
-from common.store.items_port import ItemStore
-from common.store.port import TaskStore
+from common.store.items.port import ItemStore
+from common.store.tasks.port import TaskStore
 from oss.api.metrics import ApiMetrics
-from oss.service import TaskService
+from oss.services.tasks import TaskService
 from oss.settings import ApiToken, OssSettings
 
 
@@ -26,7 +26,8 @@ class ApiContext:
     metrics: ApiMetrics
     tokens: tuple[ApiToken, ...]
     clock: Callable[[], float]
-    items: ItemStore | None = None  # the records of for_each steps kept over records (DESIGN.md 12)
+    # the records of for_each steps kept over records (docs/design/item-records.md)
+    items: ItemStore | None = None
 
 
 async def get_context(request: Request) -> ApiContext:  # pure: see oss/api/auth.py

@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from common.errors import (
+    ActionForbidden,
     ActionRefused,
     BrokerError,
     Frozen,
@@ -30,11 +31,12 @@ from common.errors import (
     StoreError,
     StoreRefused,
     UnknownAwaitedTask,
+    UnknownStepAction,
     UnknownTask,
     UnknownTaskType,
     UnreadableTask,
 )
-from common.flows.problems import format_path
+from common.spec.problems import format_path
 from common.input_limits import printable
 from common.logging import exception_summary
 
@@ -47,9 +49,11 @@ _CODES = {
     404: "not_found",
     405: "method_not_allowed",
     409: "conflict",
+    410: "gone",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    429: "too_many_requests",
     503: "unavailable",
 }
 NOT_JSON = ("body", "must be a JSON document")
@@ -107,6 +111,8 @@ def install_error_handlers(app: FastAPI, before_validation: Callable[[Request], 
     handle(UnknownAwaitedTask, lambda e: ApiError(404, "the task to wait for does not exist", code="not_found",
                                                   fields=e.errors))  # fmt: skip
     handle(ActionRefused, lambda e: ApiError(409, str(e)))
+    handle(ActionForbidden, lambda e: ApiError(403, str(e)))
+    handle(UnknownStepAction, lambda e: ApiError(404, str(e), fields=[(e.field, str(e))]))
     handle(Frozen, lambda e: ApiError(409, str(e), code="frozen", fields=[("task_type", f"frozen by window {e.window}")]))
     handle(InvalidInput, lambda e: ApiError(
         422, "the request breaks the input limits", code="invalid_input", fields=e.errors))  # fmt: skip

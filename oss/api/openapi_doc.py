@@ -21,6 +21,7 @@ from fastapi.openapi.utils import get_openapi
 
 from common.flows import FlowCatalog
 from common.flows.json_schema import STORED_JSON, parameters_json_schema, stored_json_schema
+from oss.api.routers.callbacks import document_callback_body
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 _EVERYWHERE = {
@@ -39,6 +40,7 @@ def install_openapi(app: FastAPI, flows: FlowCatalog, max_string: int) -> None:
                 title=app.title, version=app.version, summary=app.summary, routes=app.routes
             )
             document["components"]["schemas"][STORED_JSON] = stored_json_schema(max_string)
+            document_callback_body(document, max_string)
             for body in ("CreateTask", "CreateSchedule"):
                 per_task_type_bodies(document, flows, body)
             document_every_answer(document)

@@ -1,10 +1,13 @@
 """Unknown query parameters are refused, as unknown body fields are: `?stauts=4` answering every
-task would hide the typo behind a plausible page. Numbers in a query are plain ASCII: `limit=1_0`,
+task would hide the typo behind a plausible page. A parameter that takes one value is refused when
+it comes twice (`?key=a&key=b`): the server would otherwise pick one of them silently. Numbers in a query are plain ASCII: `limit=1_0`,
 ` 5` or `+5` are refused as `٣` is (pydantic alone would read the first three)."""
 
 from __future__ import annotations
 
 import re
+import types
+import typing
 
 from fastapi import Request
 from pydantic import BeforeValidator
@@ -27,13 +30,26 @@ async def known_query_only(request: Request) -> None:  # pure: see oss/api/auth.
         raise ApiError(422, "the request is not valid",
                        fields=[(f"query.{name[:100]}", f"unknown query parameter (accepted: {accepted})")
                                for name in unknown[:20]])  # fmt: skip
+    repeated = sorted({name for name in request.query_params
+                       if not declared[name] and len(request.query_params.getlist(name)) > 1})  # fmt: skip
+    if repeated:
+        raise ApiError(422, "the request is not valid",
+                       fields=[(f"query.{name}", "given more than once; this parameter takes one value")
+                               for name in repeated])  # fmt: skip
 
 
-def _names(dependant: Dependant) -> set[str]:
-    names = {param.alias for param in dependant.query_params}
+def _names(dependant: Dependant) -> dict[str, bool]:
+    """Each query parameter's name, and whether it takes a list (may be repeated)."""
+    names = {param.alias: _is_list(param.field_info.annotation) for param in dependant.query_params}
     for dependency in dependant.dependencies:
         names |= _names(dependency)
     return names
+
+
+def _is_list(annotation: object) -> bool:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_is_list(arm) for arm in typing.get_args(annotation))
+    return typing.get_origin(annotation) in (list, tuple, set, frozenset)
 
 
 def _written_as(pattern: str, words: str) -> BeforeValidator:

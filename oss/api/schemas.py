@@ -12,12 +12,12 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
-from common.input_limits import NO_CONTROL_PATTERN
-from common.engine.document import Alarm, BackoffPolicy, OperatorRequest, Step, Task, TaskLock, WaitCondition
+from common.input_limits import FREE_TEXT_PATTERN, FREE_TEXT_PROBLEM, NO_CONTROL_PATTERN, free_text_problems
+from common.engine.document import Alarm, BackoffPolicy, OperatorRequest, Run, Step, Task, TaskLock, WaitCondition
 from common.reserved import RESERVED_KEY_SCHEMA, RESERVED_LABEL_SCHEMA
 from common.engine.states import TaskStatus
 from oss.api.attempts import AttemptView
-from oss.times import MOMENT_SCHEMA, to_epoch
+from oss.services.times import MOMENT_SCHEMA, to_epoch
 
 # Label keys are plain names (a dot would be a path to MongoDB); values short free text.
 LabelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}$")]
@@ -76,7 +76,7 @@ class CreateTask(_Request):
         default_factory=dict, max_length=MAX_LABELS, description="Not `schedule`: baton labels a schedule's tasks with it",
         json_schema_extra={**NO_OTHER_KEYS, **RESERVED_LABEL_SCHEMA},
     )  # fmt: skip
-    dry_run: bool = Field(
+    dry_run: StrictBool = Field(
         False, description="Create nothing: answer 200 with the plan of what the task would do (its graph, "
         "locks and their holders, the modules that would serve it, when it would start)",
     )  # fmt: skip
@@ -90,13 +90,16 @@ NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f
 def _said_why(value: str) -> str:
     if re.search(NOT_BLANK, value) is None:
         raise ValueError("must say why")
+    if free_text_problems(value, "reason"):
+        raise ValueError(FREE_TEXT_PROBLEM)
     return value.strip()
 
 
-# Why an operator acts: recorded with the operator's name wherever the action is.
+# Why an operator acts: recorded with the operator's name wherever the action is. Text, not
+# blank, with no control character but tab and newline and nothing invisible (common.input_limits).
 Reason = Annotated[
     str, StringConstraints(min_length=1, max_length=2000), AfterValidator(_said_why),
-    Field(json_schema_extra={"pattern": NOT_BLANK}),
+    Field(json_schema_extra={"pattern": NOT_BLANK, "allOf": [{"pattern": FREE_TEXT_PATTERN}]}),
 ]  # fmt: skip
 
 
@@ -113,6 +116,12 @@ class OperatorAction(_Request):
     stop_running: Annotated[StrictBool, AfterValidator(_cancel_only)] = Field(
         False, description="cancel only: false here", json_schema_extra={"enum": [False]}
     )
+
+
+class StepActionBody(_Request):
+    """The body of a step's action (approve, reject): why, recorded in the history."""
+
+    reason: Reason = Field(description="Recorded in the history, with who and when")
 
 
 class CancelAction(_Request):
@@ -138,12 +147,37 @@ class SkipAction(_Request):
 SCHEDULED_FOR = "Delayed start not reached yet: when step 0 is due (epoch s); else null"
 
 
+class StepActionView(BaseModel):
+    """An action a step's kind offers people while the step waits for them."""
+
+    Name: str = Field(description="As the route and `baton act` spell it")
+    Label: str = Field(description="What a button says")
+    Summary: str = Field("", description="What it does")
+
+
+class StepShownView(BaseModel):
+    """A step as its kind describes it, the same for every kind: what the console's graph and
+    `baton get` show beside its name and state."""
+
+    Kind: str = Field(description="command, for_each, sub_flow, or a kind added later")
+    Note: str = Field("", description='What it does, in one line: "mysql · create_db", "for_each hosts: 3/5"')
+    Total: int | None = Field(None, description="A step with items: how many, once fixed")
+    Done: int | None = Field(None, description="Of its items, how many succeeded")
+    Child: str | None = Field(None, description="The child task it runs")
+    Children: list[str] = Field(default_factory=list, description="The child tasks its items run")
+    Actions: list[StepActionView] = Field(
+        default_factory=list, description="What people may do to the step now (approve, reject): "
+        "POST /api/v1/tasks/{id}/steps/{step}/actions/{action} with a reason")
+
+
 class StepDetail(Step):
-    """A step as shown: a for_each step that started adds its items' counts by state."""
+    """A step as shown: a for_each step that started adds its items' counts by state, and every
+    step how its kind describes it."""
 
     ItemCounts: dict[str, int] | None = Field(
         None, description="A for_each step that started: how many of its items are in each state "
         "(states with none left out); its items are paged at /tasks/{id}/steps/{step}/items")
+    Shown: StepShownView | None = Field(None, description="The step as its kind describes it")
 
 
 class TaskDetail(Task):
@@ -160,6 +194,11 @@ class TaskDetail(Task):
     TaskStatusName: str = Field("", description="The status's name beside its code, as in the list's items")
     Waiting: str | None = Field(
         None, description='Why its step is not taken, e.g. "no live module serves queue dnz"; null: nothing to say'
+    )
+    ItemRuns: list[Run] = Field(
+        default_factory=list,
+        description="The runs in flight of the items of steps over records (their first ones, by item index, "
+        "up to 50 a step): `Runs` holds the task's own",
     )
 
 
@@ -205,8 +244,10 @@ class TaskSummary(BaseModel):
     Labels: dict[str, str]
     CancelRequested: OperatorRequest | None
     ScheduledFor: float | None = Field(None, description=SCHEDULED_FOR)
-    WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key), for another task (Kind task, TaskId) or for a freeze window to end (Kind freeze, Key the window, Until its end); running: a step held by a drained module (Kind drain, Key the module)")
+    WaitingFor: WaitCondition | None = Field(None, description="Not started yet: waiting for a lock (Kind lock, Key), a start slot of its rate (Kind rate, Key; `Rate.NextAt` the next free slot), for another task (Kind task, TaskId) or for a freeze window to end (Kind freeze, Key the window, Until its end); running: a step held by a drained module (Kind drain, Key the module)")
     Lock: TaskLock | None = Field(None, description="Its task type's lock: key, limit, pending|waiting|held|kept|released")
+    FailedItems: int | None = Field(None, description="Succeeded with this many items failed within their for_each "
+                                    "steps' failure budgets; null: none")
 
 
 class TaskPage(BaseModel):
@@ -234,6 +275,8 @@ class StepView(BaseModel):
     for_each: str | None = Field(None, description="The array parameter this step runs once per item of")
     max_parallel: int | None = Field(None, description="Items running at once (null: all)")
     max_items: int | None = Field(None, description="The longest list it fans out over (null: the input limits only)")
+    tolerate: str | None = Field(None, description='Its failure budget ("3 items", "1% of items"); null: none')
+    on_failure: str = Field("rollback", description="A failure past the budget: rollback, or hold for an operator")
     flow: str | None = Field(None, description="A sub-flow step: the child task's type")
     inputs: dict[str, str] = Field(default_factory=dict, description="Child parameter -> parent parameter")
 

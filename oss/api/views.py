@@ -1,4 +1,4 @@
-"""Tasks and task types as the API shows them. Every task goes through common.masking first."""
+"""Tasks and task types as the API shows them. Every task goes through common.secrets.task_views first."""
 
 from __future__ import annotations
 
@@ -6,15 +6,18 @@ from collections.abc import Collection
 from typing import Any
 
 from common.flows import FlowDefinition
-from common.masking import masked_alarm, masked_task, masked_task_view
-from common.engine.gates.locks import LOCK_ACQUIRE
+from common.secrets.task_views import masked_alarm, masked_task, masked_task_view
+from common.engine.codes import OutboxKind
 from common.engine.document import Alarm, Run, Step, Task
+from common.engine.registry import kind_of
+from common.engine.views import offered_actions
 from common.engine.states import Phase, RunState, TaskStatus
+from common.engine.views import describe_budget
 from common.relay.unserved import waiting_notice
-from common.store.items_port import ItemStore
+from common.store.items.port import ItemStore
 from oss.api.attempts import attempts
-from oss.item_views import item_counts, item_runs
-from oss.api.schemas import AlarmView, PhaseView, StepView, TaskDetail, TaskSummary, TaskTypeView
+from oss.services.item_views import item_attempts, item_counts, item_runs
+from oss.api.schemas import AlarmView, PhaseView, StepActionView, StepShownView, StepView, TaskDetail, TaskSummary, TaskTypeView
 
 
 def task_view(task: Task, now: float, live_modules: Collection[str] | None = None,
@@ -22,12 +25,20 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
     """`live_modules` given: a step waiting on a module none of them is says so (`Waiting`).
     `items` given: a step over item records shows its counts by state (inline steps always do)."""
     in_flight = item_runs(task, items)  # of its items kept in records: a drain's hold, an unserved queue
-    shown = TaskDetail.model_validate(masked_task_view(task, in_flight))
+    shown = TaskDetail.model_validate(masked_task_view(task, in_flight, now))
     for cursor, counts in item_counts(task, items).items():
         shown.Steps[cursor].ItemCounts = counts
+    for cursor, (tried, undone) in item_attempts(task, items).items():  # a step over records: its items' sums
+        shown.Steps[cursor].Attempts, shown.Steps[cursor].RollbackAttempts = tried, undone
+    for cursor, step in enumerate(shown.Steps):  # each as its kind describes it: a surface needs no code per kind
+        said = kind_of(step).describe(step, step.ItemCounts)
+        offered = [StepActionView(Name=a.name, Label=a.label, Summary=a.summary) for a in offered_actions(task, cursor)]
+        step.Shown = StepShownView(Kind=said.kind, Note=said.note, Total=said.total, Done=said.done, Child=said.child,
+                                   Children=list(said.children), Actions=offered)
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
     shown.TaskStatusName = task.TaskStatus.name
+    shown.ItemRuns = list(in_flight)  # a run holds no parameters: nothing in it to mask
     if live_modules is not None:
         shown.Waiting = waiting_notice(task, live_modules, in_flight)
     return shown
@@ -42,7 +53,7 @@ def scheduled_for(task: Task, now: float) -> float | None:
     # A document written before StartAt was kept: its roots' dispatches wait in the outbox.
     pending = {r.DispatchId for r in task.Runs if r.State is RunState.PENDING}
     # A task type with a lock asks for it when the start comes: that entry carries the time.
-    pending |= {e.DispatchId for e in task.Outbox if e.Kind == LOCK_ACQUIRE}
+    pending |= {e.DispatchId for e in task.Outbox if e.Kind == OutboxKind.LOCK_ACQUIRE}
     if task.TaskStatus is not TaskStatus.NOT_STARTED or not pending:
         return None
     due = [e.DueAt for e in task.Outbox if e.DispatchId in pending]
@@ -57,8 +68,8 @@ def alarm_view(alarm: Alarm, task: Task | None) -> AlarmView:
 
 
 def task_summary(task: Task, now: float, in_flight: Collection[Run] = ()) -> TaskSummary:
-    """`in_flight`: the runs of its items kept in records (oss.item_views.item_runs)."""
-    shown = masked_task(task, in_flight)  # TaskMessage may quote a secret
+    """`in_flight`: the runs of its items kept in records (oss.services.item_views.item_runs)."""
+    shown = masked_task(task, in_flight, now)  # TaskMessage may quote a secret
     return TaskSummary(
         TaskId=shown.TaskId,
         TaskType=shown.TaskType,
@@ -77,6 +88,7 @@ def task_summary(task: Task, now: float, in_flight: Collection[Run] = ()) -> Tas
         ScheduledFor=scheduled_for(task, now),
         WaitingFor=shown.WaitingFor,
         Lock=shown.Lock,
+        FailedItems=shown.FailedItems,
     )
 
 
@@ -120,6 +132,8 @@ def _step_view(step: Step, names: list[str]) -> StepView:
         for_each=step.ForEach,
         max_parallel=step.MaxParallel,
         max_items=step.MaxItems,
+        tolerate=describe_budget(step.Tolerate) or None,
+        on_failure=step.OnFailure or "rollback",
         flow=step.Flow,
         inputs=dict(step.FlowInputs),
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from common.engine.document import Alarm
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.tasks import SqliteStore
 from tests.api.support import FAIL, FLOWS, OK, Api, open_api
 
 ALARM_ID = "alarm-1"

@@ -17,9 +17,9 @@ from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
 from common.engine.document import StepMessage, Task
 from common.engine.states import ResultCode
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, finish_attempt
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.support.builders import only_run

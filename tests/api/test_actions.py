@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from common.engine.states import StepState, TaskStatus
-from common.store.mutate import mutate
-from common.engine.transitions import Timing, finish_attempt
+from common.store.tasks.mutate import mutate
+from common.engine.core.entries import Timing, finish_attempt
 from tests.api.support import OK, READER, SECRET, SUBMITTER, auth
 from tests.support.builders import only_run
 

@@ -9,7 +9,7 @@ import time
 
 from common.engine.document import Alarm
 from common.engine.states import Phase, ResultCode
-from common.engine.transitions import AttemptResult
+from common.engine.core.entries import AttemptResult
 from tests.api.support import READER, SECRET, auth
 
 ACK = "/api/v1/alarms/acknowledge"

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from common.queues import module_queue
-from common.store.modules_port import ModuleRegistration
-from common.store.modules_sqlite import SqliteModuleRegistry
+from common.store.side.modules import ModuleRegistration
+from common.store.sqlite.modules import SqliteModuleRegistry
 from oss.cli import main
 from tests.api.support import FLOWS, SECRET, SUBMITTER, Api, auth, open_api
 from tests.api.test_modules import announce
@@ -42,6 +42,22 @@ PLAN_FLOWS = FLOWS + """
       - name: child
         flow: create_db
         inputs: {name: name}
+  patch:
+    parameters:
+      hosts: {type: array, required: true}
+    steps:
+      - name: each
+        for_each: hosts
+        tolerate: {percent: 10}
+        on_failure: hold
+        normal:   {module: mysql, command: noop}
+        rollback: {module: mysql, command: noop_rollback}
+  patch_inventory:
+    steps:
+      - name: each
+        for_each: {source: {module: resource, command: noop}}
+        max_parallel: 8
+        normal:   {module: mysql, command: noop}
 """
 
 
@@ -72,7 +88,8 @@ def test_a_plan_shows_the_graph_counts_sub_flow_locks_and_modules_and_creates_no
     steps = {s["name"]: s for s in shown["steps"]}
     assert steps["prepare"]["starts_first"] and steps["prepare"]["normal"]["module"] == "monitor"
     assert steps["each_host"]["after"] == ["prepare"] and not steps["each_host"]["starts_first"]
-    assert steps["each_host"]["for_each"] == {"parameter": "hosts", "items": 4, "max_parallel": 3}
+    assert steps["each_host"]["for_each"] == {"parameter": "hosts", "items": 4, "max_parallel": 3, "tolerate": None,
+                                              "on_failure": "rollback", "waves": None, "source": None}
     assert steps["each_host"]["rollback"]["command"] == "noop_rollback"
     child = steps["child"]["sub_flow"]
     assert child["task_type"] == "create_db" and child["inputs"] == {"name": "name"}
@@ -174,3 +191,28 @@ def test_the_docs_example_is_what_baton_prints(tmp_path):
     result = CliRunner().invoke(main, shlex.split(command)[1:], env=env)
     assert result.exit_code == 0, result.output
     assert result.stdout == printed
+
+
+def test_a_plan_shows_a_fan_outs_failure_budget_and_its_policy(api, tmp_path):
+    (step,) = plan(api, "patch", {"hosts": [f"h{i}" for i in range(40)]})["steps"]
+    assert step["for_each"] == {"parameter": "hosts", "items": 40, "max_parallel": None, "tolerate": "10% of items",
+                                "on_failure": "hold", "waves": None, "source": None}
+    env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'api.db'}", "BATON_FLOWS_PATH": str(tmp_path / "flows.yaml"),
+           "BATON_BROKER_URL": "memory://"}  # fmt: skip
+    text = CliRunner().invoke(main, ["submit", "patch", 'hosts=["a","b"]', "--plan"], env=env)
+    assert text.exit_code == 0, text.output
+    assert "tolerates 10% of items failing; holds at a failure past it" in text.stdout
+    assert nothing_created(api)
+
+
+def test_a_plan_of_a_source_step_says_its_count_is_unknown_until_it_runs(api, tmp_path):
+    (step,) = plan(api, "patch_inventory", {})["steps"]
+    assert step["for_each"] == {"parameter": None, "items": None, "max_parallel": 8, "tolerate": None,
+                                "on_failure": "rollback", "waves": None, "source": "resource.noop"}
+    assert step["note"] == "for_each source resource.noop (count unknown until its source runs)"
+    env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'api.db'}", "BATON_FLOWS_PATH": str(tmp_path / "flows.yaml"),
+           "BATON_BROKER_URL": "memory://"}  # fmt: skip
+    text = CliRunner().invoke(main, ["submit", "patch_inventory", "--plan"], env=env)
+    assert text.exit_code == 0, text.output
+    assert "for each item of source resource.noop: count unknown until it runs, 8 at a time" in text.stdout
+    assert nothing_created(api)

@@ -6,8 +6,8 @@ import json
 import threading
 
 from common.engine.document import NotifyTarget
-from common.engine.notifications import WEBHOOK
-from common.store.mutate import mutate
+from common.engine.core.notifications import WEBHOOK
+from common.store.tasks.mutate import mutate
 from tests.api.support import FAIL, SECRET, Api, auth
 from tests.support.cluster import wait_until
 

@@ -16,8 +16,8 @@ from tests.api.support import FLOWS, Api, auth, open_api
 
 ALWAYS_OPEN = """
 freeze:
-  - {name: change_freeze, cron: "0 * * * *", duration: 2h, task_types: [create_db], policy: refuse}
-  - {name: maintenance, cron: "0 * * * *", duration: 2h, task_types: [free_form], policy: wait}
+  - {name: change_freeze, cron: "0 0 * * *", duration: 24h, task_types: [create_db], policy: refuse}
+  - {name: maintenance, cron: "0 0 * * *", duration: 24h, task_types: [free_form], policy: wait}
 """
 
 

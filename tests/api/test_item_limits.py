@@ -5,7 +5,7 @@ grew past `max_items` through a step's output fails the step that would fan out 
 from __future__ import annotations
 
 from common.engine.states import ResultCode, TaskStatus
-from common.engine.transitions import AttemptResult
+from common.engine.core.entries import AttemptResult
 from common.flows import load_flows
 from tests.api.support import Api, auth, open_api
 from fastapi.testclient import TestClient
@@ -90,3 +90,18 @@ def test_a_list_grown_past_max_items_by_a_step_output_fails_the_fan_out_step(tmp
         assert "restart" in task.TaskMessage and "max_items" in task.TaskMessage
     finally:
         client.__exit__(None, None, None)
+
+
+WIDE = FLOWS.replace("        max_items: 3\n", "")
+
+
+def test_a_list_of_exactly_baton_input_max_items_is_accepted_one_more_is_refused(tmp_path):
+    app, store, broker = open_api(tmp_path, WIDE)  # the default BATON_INPUT_MAX_ITEMS: 10,000
+    with TestClient(app) as client:
+        api = Api(client, store, broker)
+        exactly = submit(api, [f"h{i}" for i in range(10_000)])
+        assert exactly.status_code == 201, exactly.text[:500]
+        response = submit(api, [f"h{i}" for i in range(10_001)])
+        assert response.status_code == 422, response.text[:500]
+        assert "parameters.hosts" in response.text and "more than 10000" in response.text, response.text
+        assert len(api.store.list_tasks(limit=10)) == 1

@@ -86,3 +86,67 @@ def test_a_delayed_task_with_a_lock_shows_when_it_starts_and_asks_for_its_lock_o
     shown = api.get(f"/api/v1/tasks/{task_id}").json()
     assert shown["ScheduledFor"] == pytest.approx(start) and shown["Lock"]["State"] == "waiting"
     assert api.get("/api/v1/locks").json()["items"] == []  # not in line before its start
+
+
+def test_every_key_the_locks_list_shows_can_be_looked_up_and_none_is_longer_than_the_lookup_takes(api):
+    # A newline, a NUL, a bidi override in a value: the key shows them as escapes, on one line.
+    api.create("exclusive", parameters={"cluster": "eu\nwest\x00\u202e1"})
+    listed = [lock["key"] for lock in api.get("/api/v1/locks", token=READER).json()["items"]]
+    assert listed == ["cluster:eu\\nwest\\x00\\u202e1"]
+    for key in listed:
+        found = api.get("/api/v1/locks", token=READER, key=key)
+        assert found.status_code == 200 and [lock["key"] for lock in found.json()["items"]] == [key], found.text
+    # A key longer than the lookup takes is refused at submission, naming the parameter; nothing is written.
+    before = len(api.store.list_tasks(limit=100))
+    refused = api.client.post("/api/v1/tasks", json={"task_type": "exclusive", "parameters": {"cluster": "x" * 60_000}},
+                              headers={"Authorization": "Bearer operator-token-0123456789"})  # fmt: skip
+    assert refused.status_code == 422, refused.text[:300]
+    (field,) = refused.json()["error"]["fields"]
+    assert field["path"] == "parameters.cluster" and "more than 256" in field["message"], field
+    assert len(api.store.list_tasks(limit=100)) == before
+    assert api.create("exclusive", parameters={"cluster": "y" * 248})["task_id"]  # "cluster:" and 248: exactly 256
+
+
+def test_a_lock_key_template_longer_than_a_key_may_be_is_refused_at_load(tmp_path):
+    from common.errors import FlowError
+    from common.flows import load_flows
+
+    path = tmp_path / "flows.yaml"
+    path.write_text(LOCK_FLOWS.replace('"cluster:{cluster}"', '"' + "c" * 300 + ':{cluster}"'))
+    with pytest.raises(FlowError) as raised:
+        load_flows(path)
+    line = LOCK_FLOWS.splitlines().index('    lock: {key: "cluster:{cluster}"}') + 1
+    assert raised.value.problems == [f"{path}:{line}: task_types.exclusive.lock.key: string should have at most "
+                                     f"256 characters"]
+
+
+STEP_LOCK_FLOWS = FLOWS + """
+  per_host:
+    parameters:
+      hosts: {type: array, default: []}
+      zone: {type: string, default: a}
+    steps:
+      - name: restart
+        for_each: hosts
+        lock: {key: "host:{item}"}
+        normal: {module: monitor, command: noop}
+      - name: zone
+        lock: {key: "zone:{zone}"}
+        normal: {module: monitor, command: noop}
+"""
+
+
+def test_a_step_lock_key_the_submission_makes_too_long_is_refused_naming_the_item_or_the_parameter(tmp_path):
+    app, store, broker = open_api(tmp_path, flows=STEP_LOCK_FLOWS)
+    with TestClient(app) as client:
+        api = Api(client, store, broker)
+        for parameters, path in (({"hosts": ["h1", "h" * 300]}, "parameters.hosts[1]"), ({"zone": "z" * 300}, "parameters.zone")):
+            refused = client.post("/api/v1/tasks", json={"task_type": "per_host", "parameters": parameters},
+                                  headers={"Authorization": "Bearer operator-token-0123456789"})  # fmt: skip
+            assert refused.status_code == 422, refused.text[:300]
+            (field,) = refused.json()["error"]["fields"]
+            assert field["path"] == path and "lock key too long" in field["message"], field
+        assert store.list_tasks(limit=10) == []
+        assert api.create("per_host", parameters={"hosts": ["h" * 251]})["task_id"]  # "host:" and 251: 256
+    store.close()
+    broker.close()

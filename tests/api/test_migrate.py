@@ -101,3 +101,54 @@ def test_the_cli_dry_runs_then_applies(api: Api, tmp_path) -> None:
     assert len(new.store.get(fresh).Steps) == 3
     wrong = run("--to", "v9")
     assert wrong.exit_code == 2 and "names no revision this service holds" in wrong.output
+
+
+class SecondCallBetween:
+    """The real store, where another `migrate --apply` runs right after this call listed its
+    tasks: the interleaving of two concurrent calls, made certain."""
+
+    def __init__(self, store, second) -> None:
+        self._store, self._second = store, second
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def list_tasks(self, *args, **kwargs):
+        found = self._store.list_tasks(*args, **kwargs)
+        second, self._second = self._second, None
+        if second is not None:
+            second()
+        return found
+
+
+def test_concurrent_applies_never_list_a_moved_task_as_refused(api: Api, tmp_path) -> None:
+    from oss.services.migrations import Migrations
+
+    fresh = api.create()["task_id"]
+    new, target = corrected(tmp_path, api)
+    with new.client:
+        context = new.client.app.state.baton
+
+        def migrations(store) -> Migrations:
+            return Migrations(store, context.flows, context.service.actions, context.clock, 30.0)
+
+        second: list = []
+        racing = SecondCallBetween(context.store, lambda: second.append(
+            migrations(context.store).run("create_db", target, actor="bob", reason="second", dry_run=False)))
+        first = migrations(racing).run("create_db", target, actor="olga", reason="first", dry_run=False)
+        assert second[0].moved == [fresh]
+        assert (first.moved, first.current, first.refused) == ([], [fresh], [])
+        assert new.store.get(fresh).FlowHash == target
+
+
+def test_an_unknown_revision_is_quoted_with_its_invisible_characters_escaped(api: Api, tmp_path) -> None:
+    new, target = corrected(tmp_path, api)
+    with new.client:
+        refused = migrate(new, "v1\u202e2")  # the API refuses a bidi control in `to` before anything
+        assert refused.status_code == 422 and "\u202e" not in refused.text
+    env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'api.db'}", "BATON_FLOWS_PATH": str(tmp_path / "flows.yaml"),
+           "BATON_BROKER_URL": f"memory://cli-{uuid.uuid4().hex}"}  # fmt: skip
+    wrong = CliRunner().invoke(main, ["migrate", "--type", "create_db", "--reason", "r", "--to", "v1\u202e2\x1b[2J"],
+                               env=env)  # fmt: skip
+    assert wrong.exit_code == 2, wrong.output
+    assert '--to "v1\\u202e2\\x1b[2J" names no revision' in wrong.output and "\u202e" not in wrong.output

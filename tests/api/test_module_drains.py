@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 from common.engine.document import StepMessage
-from common.engine.gates.drain import drain_hold
-from common.engine.transitions import Timing
-from common.store.mutate import mutate
+from common.engine.gates.drain.changes import drain_hold
+from common.engine.core.entries import Timing
+from common.store.tasks.mutate import mutate
 from tests.api.support import OPERATOR, READER, SUBMITTER, auth
 
 
@@ -78,3 +78,33 @@ def test_a_dry_run_says_which_module_is_drained(api):
     assert post(api, "mysql", "undrain", {"reason": "done"}).status_code == 200
     plan = api.client.post("/api/v1/tasks", json=body, headers=auth()).json()
     assert not any(m["drained"] for m in plan["modules"]) and not any("drained" in w for w in plan["warnings"])
+
+
+def test_a_second_drain_is_refused_naming_who_drained_and_an_undrain_needs_a_drain(api):
+    never = post(api, "mysql", "undrain", {"reason": "nothing to let go"})
+    assert never.status_code == 409 and never.json()["error"]["message"] == "module mysql is not drained (never drained)"
+    assert post(api, "mysql", "drain", {"reason": "deploy 1.4"}).status_code == 200
+    again = post(api, "mysql", "drain", {"reason": "deploy 1.5"})
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["message"].startswith("module mysql is drained already (by olga at ")
+    (shown,) = api.get("/api/v1/modules", token=READER).json()["items"]
+    assert (shown["drain"]["reason"], shown["drain"]["version"]) == ("deploy 1.4", 1)  # the first drain's, kept
+    assert post(api, "mysql", "undrain", {"reason": "1.4 is out"}).status_code == 200
+    twice = post(api, "mysql", "undrain", {"reason": "again"})
+    assert twice.status_code == 409 and twice.json()["error"]["message"].startswith(
+        "module mysql is not drained (undrained by olga at ")
+
+
+def test_a_reason_with_a_control_or_invisible_character_is_refused_and_a_secret_in_it_masked(api):
+    for reason in ("deploy\x00", "deploy \u202eevil", "zero\u200bwidth", "bell\x07", "\ufeffbom"):
+        refused = post(api, "mysql", "drain", {"reason": reason})
+        assert refused.status_code == 422, (reason, refused.text)
+        assert refused.json()["error"]["fields"][0]["path"].endswith("reason"), refused.text
+    assert api.get("/api/v1/modules", token=READER, stale="true").json()["items"] == []  # nothing written
+    drained = post(api, "mysql", "drain", {"reason": "deploy 1.4\nrotate token: abc123 and mysql://u:pw123@db/x"})
+    assert drained.status_code == 200, drained.text
+    assert drained.json()["reason"] == "deploy 1.4\nrotate token: *** and mysql://u:***@db/x"
+    assert "abc123" not in api.get("/api/v1/modules", token=READER).text
+    # The same refusals on a task's operator action (its reason goes into the history).
+    task_id = api.create()["task_id"]
+    assert api.act(task_id, "cancel", reason="stop \u2066now").status_code == 422

@@ -8,9 +8,9 @@ import time
 from common.engine.document import Alarm
 from common.engine.states import Phase
 from common.queues import ALARM_QUEUE
-from common.store.drains_sqlite import SqliteModuleDrains
-from common.store.modules_port import ModuleRegistration
-from common.store.modules_sqlite import SqliteModuleRegistry
+from common.store.sqlite.drains import SqliteModuleDrains
+from common.store.side.modules import ModuleRegistration
+from common.store.sqlite.modules import SqliteModuleRegistry
 from common.relay.sweeper import SweepConfig, Sweeper
 from common.relay.unserved import UnservedWatch
 from tests.api.support import READER, auth

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
-from common.store.mongo import MongoStore
+from common.store.mongo.tasks import MongoStore
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.api.support import FLOWS, TOKENS, auth

@@ -17,9 +17,9 @@ from fastapi.testclient import TestClient
 
 from common.logging import configure_logging
 from common.engine.document import Alarm
-from common.engine.notifications import WEBHOOK
+from common.engine.core.notifications import WEBHOOK
 from common.engine.states import ResultCode
-from common.engine.transitions import AttemptResult
+from common.engine.core.entries import AttemptResult
 from oss.cli import main
 from tests.api.support import FLOWS, READER, Api, auth, open_api
 

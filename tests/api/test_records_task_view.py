@@ -1,11 +1,12 @@
-"""The task view of a task whose for_each step keeps its items in records (DESIGN.md 12): run by
-the real module runtime on the in-process broker, the task succeeds, its document stays small
-(no items in it, however many), and GET /tasks/{id} answers with the step's outcome."""
+"""The task view of a task whose for_each step keeps its items in records
+(docs/design/item-records.md): run by the real module runtime on the in-process broker, the task
+succeeds, its document stays small (no items in it, however many), and GET /tasks/{id} answers with
+the step's outcome."""
 
 from __future__ import annotations
 
-from common.engine.kinds import fan_out
-from common.engine.kinds.fan_out import keeps_records
+from common.engine.kinds.for_each import records as fan_out
+from common.engine.kinds.for_each.records import keeps_records
 from common.engine.states import TaskStatus
 from tests.api.support import auth, wide_task_done
 

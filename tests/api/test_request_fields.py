@@ -60,7 +60,8 @@ def test_a_true_repeat_names_the_awaited_task_by_id_or_by_key(api: Api) -> None:
     assert submit(api, **{**base, "start_at": START}, after_task=awaited).status_code == 200  # the same moment
 
 
-CONTROL = ["\x00", "a\x00", "\x1b[2J", "a\nb", "\t", "\x7f", "\x9b"]
+# Control characters, and invisible ones: zero-width (U+200B, U+FEFF) and bidi controls (U+202E, U+2066).
+CONTROL = ["\x00", "a\x00", "\x1b[2J", "a\nb", "\t", "\x7f", "\x9b", "\u200b", "\ufeff", "a\u202eb", "\u2066"]
 TEXT_FIELDS = {"task_type": "create_db", "idempotency_key": "k", "user_id": "ann", "after_task": "a-task"}
 
 

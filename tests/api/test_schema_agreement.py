@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from common.store.task_filters import CURSOR_PATTERN, encode_cursor
+from common.store.tasks.filters import CURSOR_PATTERN, encode_cursor
 from tests.api.support import OPERATOR, READER, auth
 
 
@@ -49,6 +49,17 @@ def test_an_unknown_query_parameter_is_refused(api):
     assert answer.status_code == 422
     assert answer.json()["error"]["fields"][0]["path"] == "query.stauts"
     assert api.get("/api/v1/tasks", token=READER, status="4").status_code == 200
+
+
+def test_a_single_valued_query_parameter_given_twice_is_refused(api):
+    # The server would read one of the two and answer as if the other was never sent.
+    answer = api.client.get("/api/v1/locks?key=a&key=b", headers=auth(READER))
+    assert answer.status_code == 422
+    assert answer.json()["error"]["fields"] == [
+        {"path": "query.key", "message": "given more than once; this parameter takes one value"}]
+    assert api.get("/api/v1/locks", token=READER, key="a").status_code == 200
+    repeatable = api.client.get("/api/v1/tasks?label=team%3Da&label=env%3Db", headers=auth(READER))
+    assert repeatable.status_code == 200
 
 
 @pytest.mark.parametrize("status", ["", "9", "done", " 4"])

@@ -1,7 +1,8 @@
-"""A for_each step's items through the API, kept inline or in records of their own (DESIGN.md
-12.5): the task view shows the counts by state, never a records step's items; the items come
-paged by index from /tasks/{id}/steps/{step}/items, the same for both representations, masked
-as the task view masks them; a bad request is a 4xx naming its field, judged after the token.
+"""A for_each step's items through the API, kept inline or in records of their own
+(docs/design/item-records.md, "Views and limits"): the task view shows the counts by state, never a
+records step's items; the items come paged by index from /tasks/{id}/steps/{step}/items, the same
+for both representations, masked as the task view masks them; a bad request is a 4xx naming its
+field, judged after the token.
 
 Tasks are run by the engine's real changes on the API's own SQLite file (tests/support/dag_sim.py),
 over records with `fan_out.RECORDS_ENABLED` on for this test only."""
@@ -12,11 +13,11 @@ import threading
 
 import pytest
 
-from common.engine.kinds import fan_out as fan_out_kind
+from common.engine.kinds.for_each import records as fan_out_kind
 from common.engine.states import Phase
-from common.store.items_sqlite import SqliteItemStore
-from oss.cli_tasks import ItemReads
-from oss.render import branches_line
+from common.store.sqlite.items import SqliteItemStore
+from oss.cli.item_reads import ItemReads
+from oss.cli.render import branches_line
 from tests.api.support import READER, auth
 from tests.support.dag_sim import Simulator
 from tests.unit.test_graph_transitions import fan_out, new
@@ -75,6 +76,19 @@ def test_the_view_shows_counts_by_state_and_a_records_step_never_its_items(api, 
         assert step["ItemCounts"] == {s: sum(i["State"] == s for i in step["Items"]) for s in step["ItemCounts"]}
 
 
+def test_a_records_step_shows_its_items_attempts_summed_as_an_inline_one(api, monkeypatch):
+    run_fan_out(api, "in", False, monkeypatch, retry=2)
+    run_fan_out(api, "rec", True, monkeypatch, retry=2)
+    shown = {t: api.get(f"/api/v1/tasks/{t}").json()["Steps"][1] for t in ("in", "rec")}
+    items = every_item(api, "rec", limit=500)
+    sums = (sum(i["Attempts"] for i in items), sum(i["RollbackAttempts"] for i in items))
+    assert items[5]["Attempts"] == 3 and sums[1] > 0  # item 5 tried three times; what ran was undone
+    for step in shown.values():
+        assert (step["Attempts"], step["RollbackAttempts"]) == sums
+    stored = api.store.get("rec").Steps[1]  # kept as the step's own when its items settled
+    assert (stored.Attempts, stored.RollbackAttempts) == sums
+
+
 def test_both_representations_show_the_same_items_and_counts(api, monkeypatch):
     run_fan_out(api, "in", False, monkeypatch)
     run_fan_out(api, "rec", True, monkeypatch)
@@ -100,6 +114,18 @@ def test_a_page_filters_by_state_in_item_order(api, monkeypatch, records):
     assert (len(first["Items"]), first["NextAfter"], first["ItemCount"], first["Name"]) == (5, 4, 20, "each")
     assert page(api, "fe", step="each", after=17).json()["Items"][0]["Item"] == 18  # by name too
     assert page(api, "fe", after=19).json() | {"Items": None} == {**first, "Items": None, "NextAfter": None}
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records", "inline"])
+def test_the_failed_filter_finds_the_item_that_failed_once_it_is_rolled_back(api, monkeypatch, records):
+    run_fan_out(api, "fe", records, monkeypatch)
+    found = every_item(api, "fe", failed="true", limit=2)
+    assert [(i["Item"], i["State"], i["Code"]) for i in found] == [(5, "rolled_back", 1)]
+    assert [i["Item"] for i in every_item(api, "fe", failed="false", limit=500)] == list(range(20))
+    # Both filters: the failed items in one of these states now, on either kind of step.
+    assert [i["Item"] for i in every_item(api, "fe", failed="true", state="rolled_back,failed", limit=2)] == [5]
+    assert every_item(api, "fe", failed="true", state="succeeded", limit=2) == []
+    assert page(api, "fe", failed="yes").status_code == 422
 
 
 @pytest.mark.parametrize("records", [True, False], ids=["records", "inline"])

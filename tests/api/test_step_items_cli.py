@@ -40,9 +40,22 @@ def test_get_shows_each_fan_out_step_by_state(api, tmp_path, monkeypatch, record
     run_fan_out(api, "fe", records, monkeypatch)
     counts = api.get("/api/v1/tasks/fe").json()["Steps"][1]["ItemCounts"]
     text = baton(tmp_path, "get", "fe").output
-    assert "items 20: " + ", ".join(f"{n} {state}" for state, n in counts.items()) in text
+    # A finished task's items still waiting never ran: said so.
+    said = {"waiting": "never started"}
+    assert "items 20: " + ", ".join(f"{n} {said.get(state, state)}" for state, n in counts.items()) in text
     shown = json.loads(baton(tmp_path, "get", "fe", "--json").output)
     assert shown["Steps"][1]["ItemCounts"] == counts and shown["Steps"][0].get("ItemCounts") is None
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records", "inline"])
+def test_get_items_failed_and_never_started_in_a_finished_task(api, tmp_path, monkeypatch, records):
+    run_fan_out(api, "fe", records, monkeypatch)
+    failed = baton(tmp_path, "get", "fe", "--items", "each", "--failed")
+    assert failed.exit_code == 0, failed.output
+    assert [line.split()[0] for line in failed.output.splitlines()[1:]] == ["[5]"]
+    waiting = baton(tmp_path, "get", "fe", "--items", "each", "--state", "waiting")
+    lines = waiting.output.splitlines()[1:]
+    assert lines and all("never started" in line for line in lines), waiting.output
 
 
 @pytest.mark.parametrize(("argv", "said"), [
@@ -50,6 +63,7 @@ def test_get_shows_each_fan_out_step_by_state(api, tmp_path, monkeypatch, record
     (["--items", "9"], "--items: step 9"),
     (["--items", "1", "--state", "bogus"], "--state: 'bogus' is not a state"),
     (["--state", "failed"], "give --items STEP too"),
+    (["--failed"], "give --items STEP too"),
 ])
 def test_a_bad_request_is_one_line_and_exit_2(api, tmp_path, monkeypatch, argv, said):
     run_fan_out(api, "fe", True, monkeypatch, steps=5)

@@ -1,7 +1,8 @@
-"""The task view of a for_each step and of a sub-flow step (DESIGN.md 2.1): the API shows the
-step-level outcome a plain step has (when it started and ended, how it ended, attempts, its
-rollback), derived from the items, for a document written before that derivation too; the event
-stream's task carries the same. Tasks run by the real transitions on the API's own store."""
+"""The task view of a for_each step and of a sub-flow step (docs/design/task-document.md, "Units"):
+the API shows the step-level outcome a plain step has (when it started and ended, how it ended,
+attempts, its rollback), derived from the items, for a document written before that derivation too;
+the event stream's task carries the same. Tasks run by the real transitions on the API's own
+store."""
 
 from __future__ import annotations
 import pytest

@@ -93,3 +93,16 @@ def test_an_alarm_quoting_a_task_secret_is_masked(api):
     response = api.get("/api/v1/alarms")
     assert SECRET not in response.text
     assert response.json()["items"][0]["Message"] == "rollback failed: auth *** refused"
+
+
+def test_an_acknowledgement_reason_is_stored_with_its_secret_masked_and_refuses_invisible_characters(api):
+    api.store.add_alarm(alarm("a-9", 100.0))
+    headers = {"Authorization": "Bearer operator-token-0123456789"}
+    hostile = api.client.post("/api/v1/alarms/acknowledge", headers=headers,
+                              json={"ids": ["a-9"], "reason": "seen \u202eyb"})  # fmt: skip
+    assert hostile.status_code == 422 and hostile.json()["error"]["fields"][0]["path"].endswith("reason"), hostile.text
+    done = api.client.post("/api/v1/alarms/acknowledge", headers=headers,
+                           json={"ids": ["a-9"], "reason": "rotated, old token=tok-123456"})  # fmt: skip
+    assert done.status_code == 200 and done.json()["acknowledged"] == ["a-9"], done.text
+    listed = api.get("/api/v1/alarms", acknowledged="true")
+    assert "tok-123456" not in listed.text and "token=***" in listed.text, listed.text

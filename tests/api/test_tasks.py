@@ -7,9 +7,10 @@ import datetime as dt
 import threading
 import time
 
-from common.logging import MASK
+from common.secrets.scrubber import MASK
 from common.engine.states import TaskStatus
 from tests.api.support import READER, SECRET, SUBMITTER, auth
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 
 def test_create_answers_201_with_location_and_the_task(api):
@@ -208,7 +209,7 @@ def test_bad_list_queries_are_422(api):
 def test_a_secret_quoted_in_a_failure_message_is_masked_in_lists_too(api):
     task_id = api.create(parameters={"name": "db1", "admin_password": SECRET})["task_id"]
     from common.engine.states import ResultCode
-    from common.engine.transitions import AttemptResult
+    from common.engine.core.entries import AttemptResult
 
     api.step(task_id, AttemptResult(ResultCode.FAILED, f"login with {SECRET} refused", retryable=False))
     response = api.get("/api/v1/tasks")
@@ -222,7 +223,5 @@ def test_a_start_at_the_end_of_time_does_not_stop_other_delayed_starts(api):
     # the platform's timeout, the thread died, and no delayed start was ever published again.
     api.create("free_form", start_at="9999-12-31T23:59:59Z")
     api.create("create_db", start_at=time.time() + 0.2)
-    deadline = time.time() + 10
-    while api.broker.queue_depth("resource") == 0 and time.time() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: api.broker.queue_depth("resource") > 0, STATE_DEADLINE, "the near start published")
     assert api.broker.queue_depth("resource") == 1

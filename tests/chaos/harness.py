@@ -31,7 +31,8 @@ from tests.chaos.evidence import fault_footprint
 from tests.chaos.invariants import ChaosReport, check_invariants
 from tests.chaos.plans import ALL_QUEUES, CHAOS_FLOWS, MODULES, plan_tasks, scale
 from tests.chaos.private_rabbit import list_queue_messages
-from tests.support.cluster import Cluster, Proc
+from tests.support.cluster import STATE_DEADLINE, Cluster, Proc, wait_until
+from tests.support.vhosts import rabbitmqctl
 
 # --- the cluster -----------------------------------------------------------------------------------
 
@@ -106,6 +107,7 @@ class ChaosCluster(Cluster):
             return proc.ready.encode() in log.read()
 
     def wait_ready(self, names: Iterable[str] | None = None, timeout: float = 60) -> None:
+        timeout = max(timeout, STATE_DEADLINE)  # a state: a start under load took minutes
         deadline = time.monotonic() + timeout
         for name in names or list(self.procs):
             proc = self.procs[name]
@@ -219,6 +221,7 @@ class ChaosCluster(Cluster):
         Then (not timed) wait until the broker also counts no unacknowledged message, so the
         invariant check sees the final queues."""
         began = time.monotonic() if since is None else since
+        timeout = max(timeout, STATE_DEADLINE)  # a state; how long it took is reported, not asserted
         deadline = time.monotonic() + timeout
         expected = expected_dead_letters or {}
 
@@ -275,7 +278,7 @@ class ChaosCluster(Cluster):
 def mongo_tasks(url: str):  # type: ignore[no-untyped-def]
     """The tasks collection of a cluster's Mongo store, for the harness's own queries."""
     from common.store.factory import database_name
-    from common.store.mongo_client import open_client
+    from common.store.mongo.client import open_client
 
     return open_client(url)[database_name(url)]["tasks"]
 
@@ -285,7 +288,7 @@ def rabbitmqctl_shared(url: str) -> Callable[[], dict[str, int]]:
     vhost = unquote(urlsplit(url).path.lstrip("/")) or "/"
 
     def run_ctl(*args: str) -> str:
-        return subprocess.run(["rabbitmqctl", *args], capture_output=True, text=True, timeout=60, check=True).stdout
+        return rabbitmqctl(*args, timeout=STATE_DEADLINE)
 
     return lambda: list_queue_messages(run_ctl, vhost)
 
@@ -323,6 +326,17 @@ class Supervisor:
 
     def wait_all_ready(self, timeout: float = 60) -> None:
         self.cluster.wait_ready(self.names, timeout)
+
+    def wait_all_up(self) -> None:
+        """Every watched process running and ready again (restarted if it died): a kill then hits
+        a live one. On a loaded machine a restart took longer than a kill loop's period, and the
+        next kill found its victim still dead."""
+
+        def up(name: str) -> bool:
+            proc = self.cluster.procs[name]
+            return proc.popen.poll() is None and self.cluster.is_ready(proc)
+
+        wait_until(lambda: all(up(name) for name in self.names), STATE_DEADLINE, "every watched process up")
 
 
 class Feeder:

@@ -1,7 +1,8 @@
 """The promises a chaos run must keep, checked over the final task documents and the queues.
 
 A pure function of what the run left behind; no I/O, so it is unit-tested on hand-made
-documents (tests/chaos/test_invariants.py) and can be trusted to FAIL.
+documents (tests/chaos/test_invariants.py) and can be trusted to FAIL. The `forward` rule's
+replay is tests/chaos/forward_check.py.
 
 What is checked, per task, from the document and its History (the store's own log of every
 committed change, in commit order):
@@ -47,42 +48,21 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from common.engine.document import Alarm, HistoryEvent, Task
+from common.engine.document import Alarm, Task
+from common.engine.states import FINAL_STATUSES, Phase, StepState, TaskStatus
 from common.queues import DEAD_LETTER_SUFFIX
-from common.engine.routing import units
-from tests.support.graph_checks import join_violations, rollback_violations
-from common.engine.states import (
-    FINAL_STATUSES,
-    STEP_TRANSITIONS,
-    TASK_TRANSITIONS,
-    Phase,
-    StepState,
-    TaskStatus,
+from tests.chaos.forward_check import check_forward
+from tests.chaos.history_units import (
+    CONCLUSIONS,
+    FINAL_EVENTS,
+    SWEEPER,
+    AttemptKey,
+    PhaseKey,
+    attempt_key,
+    phase_key,
+    unit_name,
 )
-
-OUTCOMES: dict[str, tuple[Phase, StepState]] = {
-    "step_succeeded": (Phase.NORMAL, StepState.SUCCEEDED),
-    "step_failed": (Phase.NORMAL, StepState.FAILED),
-    "rollback_succeeded": (Phase.ROLLBACK, StepState.ROLLED_BACK),
-    "rollback_failed": (Phase.ROLLBACK, StepState.ROLLBACK_FAILED),
-}
-FINAL_EVENTS = {f"task_{status.name.lower()}": status for status in FINAL_STATUSES}
-CONCLUSIONS = frozenset({"attempt_failed", *OUTCOMES})
-AFTER_FINAL = frozenset({"alarm_raised", "lock_released", "lock_kept"})  # recorded by the final change
-SWEEPER = "sweeper"
-
-PhaseKey = tuple[int, int]  # (unit, phase): unit is the cursor, or cursor + item for an item
-AttemptKey = tuple[int, int, int]  # (unit, phase, attempt)
-ITEM_BASE = 1_000_000  # an item's unit key: (cursor + 1) * ITEM_BASE + item; a step's: cursor
-
-
-def _unit(event: HistoryEvent) -> int:
-    cursor = event.Cursor if event.Cursor is not None else -1
-    return cursor if event.Item is None else (cursor + 1) * ITEM_BASE + event.Item
-
-
-def _unit_name(unit: int) -> str:
-    return f"step {unit}" if unit < ITEM_BASE else f"step {unit // ITEM_BASE - 1} item {unit % ITEM_BASE}"
+from tests.support.graph_checks import join_violations, rollback_violations
 
 
 def is_graph(task: Task) -> bool:
@@ -177,7 +157,7 @@ def check_task(task: Task) -> tuple[list[Violation], TaskFigures]:
     _check_final(task, violation)
     figures = _check_once(task, violation)
     _check_rollbacks(task, violation)
-    _check_forward(task, violation)
+    check_forward(task, violation)
     return found, figures
 
 
@@ -198,14 +178,6 @@ def _check_final(task: Task, violation) -> None:
 # --- once ----------------------------------------------------------------------------------------
 
 
-def _key(event: HistoryEvent) -> PhaseKey:
-    return (_unit(event), int(event.Phase) if event.Phase is not None else -1)
-
-
-def _attempt_key(event: HistoryEvent) -> AttemptKey:
-    return (*_key(event), event.Attempt if event.Attempt is not None else -1)
-
-
 def _check_once(task: Task, violation) -> TaskFigures:
     figures = TaskFigures()
     outcomes: Counter[PhaseKey] = Counter()
@@ -219,20 +191,20 @@ def _check_once(task: Task, violation) -> TaskFigures:
     for event in task.History:
         name = event.Event
         if name == "claimed":
-            claims[_attempt_key(event)] += 1
-            claims_per_phase[_key(event)] += 1
+            claims[attempt_key(event)] += 1
+            claims_per_phase[phase_key(event)] += 1
         elif name == "released":
-            releases[_attempt_key(event)] += 1
+            releases[attempt_key(event)] += 1
         elif name in CONCLUSIONS:
-            concluded_attempts[_attempt_key(event)] += 1
+            concluded_attempts[attempt_key(event)] += 1
             if name == "attempt_failed":
-                failed_attempts[_attempt_key(event)] += 1
+                failed_attempts[attempt_key(event)] += 1
             else:
-                outcomes[_key(event)] += 1
+                outcomes[phase_key(event)] += 1
             if event.Actor == SWEEPER:
                 figures.lost_attempts += 1
             else:
-                verdicts_per_phase[_key(event)] += 1
+                verdicts_per_phase[phase_key(event)] += 1
         elif name in FINAL_EVENTS:
             finals += 1
         elif name == "undo_requested":  # a child's success undone: one more final event is due
@@ -241,22 +213,22 @@ def _check_once(task: Task, violation) -> TaskFigures:
     for (cursor, phase), count in outcomes.items():
         if count > 1:
             figures.duplicate_commits += count - 1
-            violation("once", f"{_unit_name(cursor)} {Phase(phase).label}: outcome committed {count} times")
+            violation("once", f"{unit_name(cursor)} {Phase(phase).label}: outcome committed {count} times")
     for (cursor, phase, attempt), count in failed_attempts.items():
         if count > 1:
             figures.duplicate_commits += count - 1
-            violation("once", f"{_unit_name(cursor)} {Phase(phase).label} attempt {attempt}: failure committed {count} times")
+            violation("once", f"{unit_name(cursor)} {Phase(phase).label} attempt {attempt}: failure committed {count} times")
     for key, count in concluded_attempts.items():
         if failed_attempts[key] and count > failed_attempts[key]:
             figures.duplicate_commits += 1
             cursor, phase, attempt = key
-            violation("once", f"{_unit_name(cursor)} {Phase(phase).label} attempt {attempt}: both failed and concluded")
+            violation("once", f"{unit_name(cursor)} {Phase(phase).label} attempt {attempt}: both failed and concluded")
     for key, count in claims.items():
         allowed = 1 + releases[key]
         if count > allowed:
             figures.duplicate_commits += count - allowed
             cursor, phase, attempt = key
-            violation("once", f"{_unit_name(cursor)} {Phase(phase).label} attempt {attempt}: claimed {count} times, released {releases[key]}")
+            violation("once", f"{unit_name(cursor)} {Phase(phase).label} attempt {attempt}: claimed {count} times, released {releases[key]}")
     if finals > 1:
         figures.duplicate_commits += finals - 1
         violation("once", f"task_* event committed {finals} times")
@@ -277,7 +249,9 @@ def expected_rollbacks(task: Task) -> list[int]:
 
 
 def _check_rollbacks(task: Task, violation) -> None:
-    if is_graph(task):  # DESIGN.md 4.3: applied units undone once each, in reverse topological order
+    # docs/design/graph-and-routing.md, "Backward": applied units undone once each, in reverse
+    # topological order
+    if is_graph(task):
         for problem in rollback_violations(task) + join_violations(task):
             violation("rollback", problem)
         if task.TaskStatus is TaskStatus.SUCCESS and any(e.Event.startswith("rollback_") for e in task.History):
@@ -321,96 +295,6 @@ def _check_rollbacks(task: Task, violation) -> None:
     )
     if not good:
         violation("rollback", f"ROLLBACK_FAILED after {rollbacks}, expected a prefix of steps {expected} ending in the failure")
-
-
-# --- forward -------------------------------------------------------------------------------------
-
-
-def _check_forward(task: Task, violation) -> None:
-    history = task.History
-    if not history or history[0].Event != "created":
-        violation("forward", "History does not start with 'created'")
-    states: dict[int, StepState] = {}  # by unit (see _unit); a unit not seen yet is waiting
-    status = TaskStatus.NOT_STARTED
-    dispatched: set[AttemptKey] = set()
-    final_seen = False
-
-    def move_task(new: TaskStatus, why: str) -> None:
-        nonlocal status
-        if new != status and (status, new) not in TASK_TRANSITIONS:
-            violation("forward", f"task status {status.name} -> {new.name} ({why})")
-        status = new
-
-    for index, event in enumerate(history):
-        name = event.Event
-        if name == "undo_requested" and final_seen and status is TaskStatus.SUCCESS:
-            final_seen = False  # a sub-flow child its parent undoes: it rolls back all it did
-            move_task(TaskStatus.ROLLING_BACK, name)
-        if final_seen and name not in AFTER_FINAL:
-            violation("forward", f"event {index} '{name}' after the task's final event")
-        cursor = event.Cursor
-        if cursor is not None and not 0 <= cursor < len(task.Steps):
-            violation("forward", f"event {index} '{name}' names step {cursor}, outside the flow")
-            continue
-        target: StepState | None = None
-        if name == "dispatched":
-            dispatched.add(_attempt_key(event))
-            target = StepState.RUNNING if event.Phase is Phase.NORMAL else StepState.ROLLING_BACK
-            if event.Phase is Phase.ROLLBACK and status is TaskStatus.RUNNING:
-                move_task(TaskStatus.ROLLING_BACK, "first rollback dispatched")
-        elif name == "cancelled" and states.get(_unit(event)) is StepState.RUNNING:
-            # A dispatch nobody claimed, fenced when another unit failed: a first attempt never
-            # ran; a later one did (it may have left debris) and counts as failed.
-            target = StepState.CANCELLED if event.Attempt == 1 else StepState.FAILED
-        elif name == "withdrawn":  # a pause took back a dispatch nobody claimed (operator_flow)
-            target = StepState.WAITING
-        elif name == "operator_skipped":  # an operator passed it as done (operator_flow.skip)
-            target = StepState.OPERATOR_SKIPPED
-        elif name == "step_failed" and event.Phase is None:
-            target = StepState.FAILED  # a for_each step whose list was not a list
-        elif name == "claimed":
-            if _attempt_key(event) not in dispatched:
-                violation("forward", f"event {index}: claim of step {cursor} attempt {event.Attempt} never dispatched")
-            if event.Phase is Phase.NORMAL and status is TaskStatus.NOT_STARTED:
-                move_task(TaskStatus.RUNNING, "first claim")
-        elif name in OUTCOMES:
-            phase, target = OUTCOMES[name]
-            if event.Phase is not phase:
-                violation("forward", f"event {index} '{name}' recorded for the {event.Phase} phase")
-            unit = _unit(event)
-            if phase is Phase.ROLLBACK and cursor is not None and task.Steps[cursor].Flow \
-                    and states.get(unit) in (StepState.SUCCEEDED, StepState.FAILED):
-                states[unit] = StepState.ROLLING_BACK  # its child rolled itself back: nothing dispatched
-                if status is TaskStatus.RUNNING:
-                    move_task(TaskStatus.ROLLING_BACK, f"{name} of a sub-flow unit")
-        elif name in FINAL_EVENTS:
-            move_task(FINAL_EVENTS[name], name)
-            final_seen = True
-        if target is not None and cursor is not None:
-            unit = _unit(event)
-            old = states.get(unit, StepState.WAITING)
-            if target != old and (old, target) not in STEP_TRANSITIONS:
-                violation("forward", f"{_unit_name(unit)}: {old.value} -> {target.value} at event {index} '{name}'")
-            states[unit] = target
-
-    if status != task.TaskStatus:
-        violation("forward", f"History ends {status.name}, the document says {task.TaskStatus.name}")
-    for cursor, step in enumerate(task.Steps):
-        for item, unit_doc in units(step):
-            unit = cursor if item is None else (cursor + 1) * ITEM_BASE + item
-            stored, replayed = unit_doc.State, states.get(unit, StepState.WAITING)
-            if item is None and step.Items is not None:  # a for_each step with no items
-                continue
-            if stored != replayed and (replayed, stored) not in STEP_TRANSITIONS:
-                violation("forward", f"{_unit_name(unit)}: History ends {replayed.value}, the document says {stored.value}")
-            elif stored != replayed and stored is not StepState.SKIPPED:
-                # Only passing over a step without rollback changes a state without an event.
-                violation("forward", f"{_unit_name(unit)}: {stored.value} in the document but never recorded")
-            if stored is StepState.SKIPPED and step.has_rollback:
-                violation("forward", f"{_unit_name(unit)} skipped although it declares a rollback")
-
-
-# --- alarms and queues ---------------------------------------------------------------------------
 
 
 def _check_alarms(tasks: Iterable[Task], alarms: Iterable[Alarm]) -> list[Violation]:

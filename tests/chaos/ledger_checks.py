@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from common.engine.document import Task
-from common.engine.routing import units
+from common.engine.core.units import units
 from common.engine.states import Phase, TaskStatus
 
 Unit = tuple[int, int | None]  # (cursor, item): item None for a plain step

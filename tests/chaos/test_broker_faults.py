@@ -14,6 +14,7 @@ import pytest
 
 from tests.chaos.evidence import PortWatch, assert_clean, reconnect_seconds
 from tests.chaos.harness import ChaosCluster, Feeder, delete_queues
+from tests.support.cluster import STATE_DEADLINE
 from tests.chaos.plans import ALL_QUEUES, FULL, GRAPH_PLANS, scale
 from tests.chaos.report import record
 
@@ -35,7 +36,7 @@ def cluster_on(rabbit, tmp_path):
 def wait_reconnected(cluster, reachable_at: float, timeout: float = 60) -> float:
     """The worst module's reconnect time after the broker became reachable (printed, and asserted
     only to have happened: speed is reported, never asserted)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + max(timeout, STATE_DEADLINE)
     while True:
         seconds = reconnect_seconds(cluster, reachable_at)
         if all(s != float("inf") for s in seconds.values()) or time.monotonic() > deadline:

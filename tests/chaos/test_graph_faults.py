@@ -31,6 +31,7 @@ def test_kill_9_and_duplicated_deliveries_on_a_parallel_flow(make_cluster):
     kills, ids = 0, []
     with Duplicator(cluster) as duplicator, Supervisor(cluster, cluster.module_names()) as supervisor:
         for cycle in range(cycles):
+            supervisor.wait_all_up()  # the last kill's victim is back: this kill finds a live one
             started = time.monotonic()
             ids += cluster.submit_planned(burst, seed=100 + cycle, task_type="chaos_graph", plans=GRAPH_PLANS)
             kills += bool(cluster.kill9(pick_busy_victim(cluster, rng)))

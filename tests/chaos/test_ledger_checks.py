@@ -7,7 +7,7 @@ import pytest
 
 from common.engine.states import TaskStatus
 from tests.chaos.ledger_checks import check_ledger
-from tests.chaos.test_invariants import _graph_rolled_back, drive, fail_at, new_task, succeed
+from tests.chaos.hand_made import drive, fail_at, graph_rolled_back, new_task, succeed
 
 pytestmark = pytest.mark.usefixtures("inline_items")
 
@@ -28,7 +28,7 @@ def violations(task, ledger) -> list[str]:
 
 
 def test_clean_runs_pass_and_are_counted():
-    success, rolled = drive(new_task(), succeed), _graph_rolled_back()
+    success, rolled = drive(new_task(), succeed), graph_rolled_back()
     assert (success.TaskStatus, rolled.TaskStatus) == (TaskStatus.SUCCESS, TaskStatus.ROLLED_BACK)
     ledger = clean_ledger(success) + clean_ledger(rolled)
     ledger.append(dict(ledger[0], time=0.5))  # a second run of one apply (killed before its commit)
@@ -41,27 +41,27 @@ def test_clean_runs_pass_and_are_counted():
 
 
 def test_a_committed_item_never_undone_is_caught():
-    task = _graph_rolled_back()
+    task = graph_rolled_back()
     ledger = [n for n in clean_ledger(task) if not (n["op"] == "undo" and n["item"] == 0)]
     assert any("step 1 item 0: applied" in v and "0 undo effect(s)" in v for v in violations(task, ledger))
 
 
 def test_an_effect_whose_rollback_was_not_committed_is_caught():
-    task = _graph_rolled_back()
+    task = graph_rolled_back()
     ledger = clean_ledger(task)
     task.History = [e for e in task.History if not (e.Event == "rollback_succeeded" and e.Item == 0)]
     assert any("step 1 item 0: applied" in v and "rollback committed 0 times" in v for v in violations(task, ledger))
 
 
 def test_an_item_that_never_ran_applied_or_undone_is_caught():
-    task = _graph_rolled_back()
+    task = graph_rolled_back()
     extra = {"op": "undo", "task": task.TaskId, "cursor": 1, "item": 2, "time": 99.0}
     found = violations(task, [*clean_ledger(task), extra])
     assert any("step 1 item 2: 0 apply and 1 undo effect(s), never claimed" in v for v in found)
 
 
 def test_an_apply_after_the_last_undo_is_caught():
-    task = _graph_rolled_back()
+    task = graph_rolled_back()
     ledger = clean_ledger(task)
     late = {"op": "apply", "task": task.TaskId, "cursor": 1, "item": 0, "time": 1000.0}
     assert any("step 1 item 0: an apply effect made after its last undo" in v for v in violations(task, [*ledger, late]))
@@ -77,7 +77,7 @@ def test_a_success_missing_an_effect_or_with_an_undo_is_caught():
 
 
 def test_an_outcome_committed_twice_and_a_rollback_failed_are_caught():
-    task = _graph_rolled_back()
+    task = graph_rolled_back()
     twice = next(e for e in task.History if e.Event == "step_succeeded" and e.Item == 0)
     task.History.append(twice.model_copy())
     assert any("step 1 item 0: normal outcome committed 2 times" in v for v in violations(task, clean_ledger(task)))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import itertools
 
 from common.engine.document import Task
-from common.engine.gates.lock_transitions import lock_granted
+from common.engine.gates.lock.changes import lock_granted
 from common.engine.states import Phase, ResultCode, TaskStatus
-from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
-from common.engine.units import step_message
+from common.engine.core.entries import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.engine.core.units import step_message
 from tests.chaos.lock_checks import lock_violations, most_at_once
 from tests.support.builders import counter_ids, make_step
 

@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import threading
 import time
 from urllib.parse import unquote, urlsplit
@@ -25,10 +24,12 @@ import pytest
 from common.engine.document import StepMessage
 from tests.support.test_store import cluster_store
 from common.queues import dead_letter_queue
-from common.store.items_sqlite import SqliteItemStore
+from common.store.sqlite.items import SqliteItemStore
 from common.engine.states import Phase
 from tests.chaos.evidence import assert_clean, drain, log_events, redispatch_excess, unrecovered
 from tests.chaos.harness import Feeder
+from tests.support.cluster import STATE_DEADLINE
+from tests.support.vhosts import rabbitmqctl
 from tests.chaos.plans import FULL, MODULES, scale
 from tests.chaos.report import record
 from tests.chaos.test_fencing import freeze_outside_a_store_write
@@ -47,7 +48,8 @@ CREATE TRIGGER IF NOT EXISTS chaos_outbox_on_update AFTER UPDATE ON tasks BEGIN
     WHERE json_extract(n.value, '$.DispatchId') NOT IN
           (SELECT json_extract(o.value, '$.DispatchId') FROM json_each(OLD.doc, '$.Outbox') AS o);
 END;
--- The dispatches of items kept in records of their own (DESIGN.md 12) are in their records.
+-- The dispatches of items kept in records of their own (docs/design/item-records.md) are in their
+-- records.
 CREATE TRIGGER IF NOT EXISTS chaos_item_outbox_on_insert AFTER INSERT ON task_items BEGIN
     INSERT INTO chaos_outbox_log (entry) SELECT value FROM json_each(NEW.doc, '$.Outbox');
 END;
@@ -85,7 +87,7 @@ class Duplicator:
 
     def drain(self, timeout: float = 30) -> None:
         """Wait until every logged entry has been copied."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + max(timeout, STATE_DEADLINE)
         while self.logged() > self.copies + self.skipped and time.monotonic() < deadline:
             time.sleep(0.05)
         if self.error:
@@ -252,11 +254,8 @@ def poison_messages(count: int) -> list[tuple[str, bytes]]:
 def consumers(cluster) -> set[tuple[str, str, str]]:
     """(queue, channel pid, consumer tag) of every consumer: a restarted consumer changes them."""
     vhost = unquote(urlsplit(cluster.broker_url).path.lstrip("/"))
-    out = subprocess.run(
-        ["rabbitmqctl", "list_consumers", "-q", "--no-table-headers", "-p", vhost,
-         "queue_name", "channel_pid", "consumer_tag"],
-        capture_output=True, text=True, timeout=60, check=True,
-    ).stdout
+    out = rabbitmqctl("list_consumers", "-q", "--no-table-headers", "-p", vhost,
+                      "queue_name", "channel_pid", "consumer_tag", timeout=STATE_DEADLINE)  # fmt: skip
     return {tuple(line.split()[:3]) for line in out.splitlines() if len(line.split()) >= 3}
 
 

@@ -21,7 +21,7 @@ from tests.chaos.harness import Supervisor
 from tests.chaos.plans import CHAOS_FLOWS, FULL, plan_tasks, scale
 from tests.chaos.report import record
 from tests.chaos.test_module_faults import pick_busy_victim
-from oss.migrations import Migrations
+from oss.services.migrations import Migrations
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
               pytest.mark.timeout(1800 if FULL else 300)]

@@ -59,6 +59,7 @@ def test_kill_9_of_a_random_module_every_few_seconds(make_cluster):
     kills = 0
     with Supervisor(cluster, cluster.module_names()) as supervisor:
         for cycle in range(cycles):
+            supervisor.wait_all_up()  # the last kill's victim is back: this kill finds a live one
             started = time.monotonic()
             cluster.submit_planned(burst, seed=cycle)
             kills += bool(cluster.kill9(pick_busy_victim(cluster, rng)))

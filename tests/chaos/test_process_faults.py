@@ -17,7 +17,7 @@ from common.store.factory import open_store
 from common.relay.sweeper import SweepConfig, Sweeper
 from tests.chaos.evidence import assert_clean, log_events, sweeper_totals
 from tests.chaos.harness import Supervisor, mongo_tasks
-from tests.chaos.invariants import CONCLUSIONS
+from tests.chaos.history_units import CONCLUSIONS
 from tests.chaos.plans import FULL, crash, scale
 from tests.chaos.report import record, slowest
 from tests.chaos.test_module_faults import pick_busy_victim
@@ -201,24 +201,26 @@ def test_two_sweepers_at_once(make_cluster):
     began = time.monotonic()
     kills = 0
     with Supervisor(cluster, [*cluster.module_names(), "sweeper", "sweeper-2"]) as supervisor:
-        for thread in threads:
-            thread.start()
-        for cycle in range(cycles):
-            cluster.submit_planned(burst, seed=500 + cycle)
-            cluster.submit_with([crash("after_commit")], TaskStatus.SUCCESS)
-            kills += bool(cluster.kill9(pick_busy_victim(cluster, rng)))
-            if cycle == cycles // 2:
-                holder = lock_holder(cluster)
-                victim = next((n for n in ("sweeper", "sweeper-2") if holder and holder in cluster.procs[n].log_text()), None)
-                if victim:
-                    cluster.kill9(victim)
-                    kills += 1
-            time.sleep(2.0)
-        last = time.monotonic()
-        settle = cluster.settle(timeout=scale(90, 300), since=last)
-        stop.set()
-        for thread in threads:
-            thread.join(10)
+        try:
+            for thread in threads:
+                thread.start()
+            for cycle in range(cycles):
+                cluster.submit_planned(burst, seed=500 + cycle)
+                cluster.submit_with([crash("after_commit")], TaskStatus.SUCCESS)
+                kills += bool(cluster.kill9(pick_busy_victim(cluster, rng)))
+                if cycle == cycles // 2:
+                    holder = lock_holder(cluster)
+                    victim = next((n for n in ("sweeper", "sweeper-2") if holder and holder in cluster.procs[n].log_text()), None)
+                    if victim:
+                        cluster.kill9(victim)
+                        kills += 1
+                time.sleep(2.0)
+            last = time.monotonic()
+            settle = cluster.settle(timeout=scale(90, 300), since=last)
+        finally:  # the racers end however the test does: else they sweep on after the cluster closed
+            stop.set()
+            for thread in threads:
+                thread.join(120)  # a state: the racer ended its round; generous under load
         restarts = sum(supervisor.restarts.values())
     report = cluster.check()
     print(slowest(cluster.tasks()))

@@ -1,5 +1,6 @@
 """Quorum queues on a three-node private RabbitMQ cluster: the adapter's fail-over between
-nodes, and the node leading the queues killed with kill -9 under mixed tasks.
+nodes, task priority across a module's whole backlog (a band queue per message priority), and
+the node leading the queues killed with kill -9 under mixed tasks.
 
 Every process is given the three nodes (BATON_BROKER_URL, comma-separated) and
 BATON_QUEUE_TYPE=quorum. The mix: lines (`chaos_demo`), a graph with a for_each branch
@@ -21,11 +22,13 @@ import time
 from collections import Counter
 from datetime import datetime
 
+import pika
 import pytest
 
 from common.broker.rabbitmq import RabbitBroker
+from common.queues import dead_letter_queue, physical_queues
 from common.engine.states import TaskStatus
-from common.store.locks_table import LockTable
+from common.store.side.locks_table import LockTable
 from common.store.side_stores import open_lock_store
 from tests.chaos.evidence import assert_clean, log_events
 from tests.chaos.harness import ChaosCluster, Feeder
@@ -35,7 +38,10 @@ from tests.chaos.plans import FULL, GRAPH_PLANS, LOCKED_PLANS, MYSQL_PLANS, SUB_
 from tests.chaos.private_rabbit import list_queue_messages
 from tests.chaos.report import failover_table, record
 from tests.contract.broker_fixtures import Collector, eventually
+from tests.support.claim_order import claim_rank, first_claim
+from tests.support.cluster import Cluster, wait_until
 from tests.support.mariadb import mariadb_sandbox
+from tests.support.ranked_commands import RANKED_FLOWS
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(2400 if FULL else 900)]
 
@@ -91,6 +97,45 @@ def test_adapter_fails_over_when_the_leader_dies(cluster_nodes):
         assert cluster_nodes.leader_of("orders.q.flight", vhost) != leader
     finally:
         broker.close()
+
+
+def test_a_priority_4_task_overtakes_a_backlog_of_priority_0_tasks(cluster_nodes, tmp_path):
+    """Task priority orders a module's whole backlog on quorum queues, as it does on a classic
+    priority queue: the tasks are submitted while no replica runs (the backlog is on the broker,
+    not in a module's hands), the urgent ones last; then one replica with one slot starts. The
+    full run also submits a task of each priority 1 to 3, which must be claimed in their order."""
+    url = cluster_nodes.vhost_url("/")  # the ranked queues are this test's alone, as "orders" above
+    backlog = scale(120, 600)
+    cluster = Cluster(tmp_path, url, RANKED_FLOWS, {"BATON_QUEUE_TYPE": "quorum", "BATON_THREAD_SLOTS": "1"})
+    try:
+        for _ in range(backlog):
+            cluster.service.submit("ranked", {}, priority=0)
+        urgent = {priority: cluster.service.submit("ranked", {}, priority=priority).task.TaskId
+                  for priority in scale((4,), (1, 2, 3, 4))}
+        cluster.start_module("ranked", registry="tests.support.ranked_commands:ranked")
+        wait_until(lambda: all(first_claim(cluster.store.get(t)) is not None for t in urgent.values()), 300,
+                   "the urgent tasks claimed")
+        tasks = cluster.store.list_tasks(limit=backlog + 10)
+        ranks = {priority: claim_rank(tasks, task_id) for priority, task_id in urgent.items()}
+        print(f"\nCHAOS quorum claim rank by task priority, behind {backlog} tasks of priority 0: {ranks}")
+        assert all(rank <= len(urgent) + 5 for rank in ranks.values()), ranks
+        assert sorted(ranks, key=ranks.__getitem__) == sorted(urgent, reverse=True), ranks
+    finally:
+        cluster.stop_all()
+        delete_quorum_queues(url, ["ranked", "baton.alarms"])
+
+
+def delete_quorum_queues(url: str, queues: list[str]) -> None:
+    """Every broker queue behind these queues of the port (bands and twin): the next test of the
+    session starts on an empty vhost."""
+    connection = pika.BlockingConnection(pika.URLParameters(url.split(",")[0]))
+    try:
+        channel = connection.channel()
+        for queue in queues:
+            for name in [*physical_queues(queue, "quorum"), *physical_queues(dead_letter_queue(queue), "quorum")]:
+                channel.queue_delete(name)
+    finally:
+        connection.close()
 
 
 def n_priority(body: bytes) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 
 from common.engine.document import StepMessage, Task
-from common.engine.units import publish_entry
-from common.engine.transitions import (
+from common.engine.core.units import publish_entry
+from common.engine.core.entries import (
     Refusal,
     Timing,
     claim,

@@ -1,7 +1,8 @@
-"""Unknown outcomes verified under kill -9 (docs/DESIGN.md sec. 13.1): many `init_instance` tasks on
-the real mysql module and MariaDB while the module is killed in the middle of commands (a crash
-`during_command` or `before_commit` of a chosen task takes every command in flight down with it),
-restarted at once by a supervisor; beside them, tasks whose verify never can tell.
+"""Unknown outcomes verified under kill -9 (docs/design/runtime.md, "Verifying an unknown outcome"):
+many `init_instance` tasks on the real mysql module and MariaDB while the module is killed in the
+middle of commands (a crash `during_command` or `before_commit` of a chosen task takes every command
+in flight down with it), restarted at once by a supervisor; beside them, tasks whose verify never
+can tell.
 
 Counted in MariaDB afterwards: each task that succeeded owns exactly one database and one
 ownership row, each rolled-back one none (0 duplicate side effects); each task whose outcome stayed

@@ -27,7 +27,7 @@ def live(tmp_path_factory) -> Iterator[LiveConsole]:
     # with their items inline; the views of items kept in records (counts, paged items) are
     # tested on tasks built that way (test_browser_items.py). This choice is the process's
     # for the whole session: tests/conftest.py gives every test of the other tiers the default.
-    from common.engine.kinds import fan_out
+    from common.engine.kinds.for_each import records as fan_out
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fan_out, "RECORDS_ENABLED", False)
@@ -35,7 +35,10 @@ def live(tmp_path_factory) -> Iterator[LiveConsole]:
             yield live
 
 
-@pytest.fixture(scope="session")
+# One browser per test module, not per session: Playwright's sync API runs an event loop on the
+# main thread until it stops, and a later test of the same worker that starts its own loop
+# (asyncio.run, the async client) would find that one running.
+@pytest.fixture(scope="module")
 def browser():
     require(sync_playwright is not None, "the playwright package is not installed")
     playwright, browser = launch(sync_playwright)

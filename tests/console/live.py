@@ -7,6 +7,7 @@ the alarm queue with the monitor's own alarm handler, so failed rollbacks raise 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,15 +18,16 @@ import httpx
 
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
-from common.store.drains_sqlite import SqliteModuleDrains
+from common.store.sqlite.drains import SqliteModuleDrains
 from common.engine.document import Task
 from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.engine.states import FINAL_STATUSES
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.tasks import SqliteStore
 from modules.monitor.alarms import alarm_consumer
 from oss.api import create_app
 from oss.settings import load_oss_settings
+from tests.support.cluster import STATE_DEADLINE
 from tests.support.served import served as _served
 
 FLOWS = """
@@ -84,6 +86,29 @@ task_types:
       - name: per_node
         for_each: nodes
         flow: leaf
+  patch_rollout:
+    description: A fleet patch with a failure budget that holds past it (test_browser_rollout.py).
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: patch
+        for_each: nodes
+        max_parallel: 2
+        tolerate: {count: 1}
+        on_failure: hold
+        normal:   {module: mysql, command: step_item}
+        rollback: {module: mysql, command: undo_item}
+  patch_waves:
+    description: A fleet patch in waves, a canary paused for continue first (test_browser_waves.py).
+    parameters:
+      nodes: {type: array, required: true}
+    steps:
+      - name: patch
+        for_each: nodes
+        max_parallel: 2
+        waves: [{size: 1, pause: true}, rest]
+        normal:   {module: mysql, command: step_item}
+        rollback: {module: mysql, command: undo_item}
   replica_rollout:
     description: Sub-flow steps with long names (the graph fits them in their boxes).
     parameters:
@@ -111,6 +136,15 @@ task_types:
         max_wait: 600
         normal:   {module: mysql, command: await_caught_up}
         rollback: {module: mysql, command: undo_leaf}
+  rated_db:
+    description: One start per database name an hour (test_browser_rates.py).
+    rate: {key: "db:{name}", limit: 1, per: 1h}
+    parameters:
+      name: {type: string, required: true}
+    steps:
+      - name: create
+        normal:   {module: mysql, command: init_instance}
+        rollback: {module: mysql, command: clean_instance}
   locked_db:
     description: One task per database name at a time (test_browser_locks.py).
     lock: {key: "db:{name}"}
@@ -151,19 +185,50 @@ task_types:
       - name: charge
         normal:   {module: resource, command: deduct_resource}
         rollback: {module: resource, command: restore_resource}
+  records_fleet:
+    description: Two for_each steps kept in records; the first declares no rollback (test_browser_items.py).
+    parameters:
+      zones: {type: array, required: true}
+      nodes: {type: array, required: true}
+    steps:
+      - name: per_zone
+        for_each: zones
+        max_parallel: 2
+        normal:   {module: resource, command: step_a}
+      - name: per_node
+        for_each: nodes
+        max_parallel: 2
+        normal:   {module: mysql, command: step_item}
+        rollback: {module: mysql, command: undo_item}
   frozen_db:
     description: Held by a freeze window that is always open (test_browser_freeze.py).
     steps:
       - name: create
         normal:   {module: mysql, command: init_instance}
         rollback: {module: mysql, command: clean_instance}
+  approved_db:
+    description: Waits for an operator's approval before it creates the database (test_browser_approvals.py).
+    steps:
+      - name: reserve
+        normal:   {module: resource, command: check_resource}
+        rollback: {module: resource, command: restore_resource}
+      - name: ask
+        approve: {count: 1, roles: [operator]}
+      - name: create
+        normal:   {module: mysql, command: init_instance}
+        rollback: {module: mysql, command: clean_instance}
 freeze:
-  # Hourly windows two hours long chain into one that never closes.
-  - {name: maintenance, cron: "0 * * * *", duration: 2h, task_types: [frozen_db], policy: wait}
+  # A daily window a day long (UTC): one opens as the last closes, open at every moment.
+  - {name: maintenance, cron: "0 0 * * *", duration: 24h, task_types: [frozen_db], policy: wait}
 """
 OPERATOR = "console-operator-token-0123"
 READER = "console-reader-token-01234"
-TOKENS = f"olga:{OPERATOR}:operator,rita:{READER}:read"
+SHOP = "console-shop-token-0123456"  # limited to the tasks labelled team=shop (docs/guide/access.md)
+TOKENS = json.dumps([
+    {"name": "olga", "token": OPERATOR, "role": "operator"},
+    {"name": "rita", "token": READER, "role": "read"},
+    {"name": "shop", "token": SHOP, "namespaces": [{"name": "shop", "labels": {"team": "shop"}, "role": "operator"}]},
+])
 REGISTRIES = {
     "resource": "tests.support.standin_commands:resource",
     "mysql": "tests.support.standin_commands:mysql",
@@ -191,7 +256,15 @@ class LiveConsole:
     def act(self, task_id: str, action: str, reason: str) -> httpx.Response:
         return self.api.post(f"/api/v1/tasks/{task_id}/{action}", json={"reason": reason})
 
+    def held(self, task_id: str, module: str = "mysql") -> bool:
+        """A run of the task is held by `module`'s drain."""
+        task = self.store.get(task_id)
+        return task is not None and any(r.HeldBy == module for r in task.Runs)
+
     def wait_final(self, task_id: str, timeout: float = 15) -> Task:
+        """`timeout`: what the task takes on a quiet machine; the wait goes on to STATE_DEADLINE
+        at least (tests.support.cluster.wait_until says why)."""
+        timeout = max(timeout, STATE_DEADLINE)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             task = self.store.get(task_id)

@@ -1,17 +1,17 @@
-"""Check again later in the console and the API (DESIGN.md sec. 10): while a step's command keeps
-answering "not done yet", its task page shows the progress message and since when it waits, in
+"""Check again later in the console and the API (docs/design/operations.md): while a step's command
+keeps answering "not done yet", its task page shows the progress message and since when it waits, in
 the step list and the graph; the API's task view carries them, and its attempts show one attempt
 "checking again", not one per check. Real browser, real served OSS (live.py)."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
 from common.engine.states import StepState, TaskStatus
 from tests.console.browser import assert_clean, save_screenshot, sign_in
 from tests.console.live import LiveConsole
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 try:
     from playwright.sync_api import expect
@@ -27,13 +27,8 @@ def tasks() -> dict[str, str]:
 
 
 def _checked_twice(live: LiveConsole, task_id: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        task = live.store.get(task_id)
-        if sum(e.Event == "check_again" for e in task.History) >= 2:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"task {task_id} never checked again: {live.store.get(task_id)}")
+    wait_until(lambda: sum(e.Event == "check_again" for e in live.store.get(task_id).History) >= 2, STATE_DEADLINE,
+               f"task {task_id} checked again twice")  # fmt: skip
 
 
 def test_a_waiting_step_shows_its_progress_in_the_api_and_on_its_page(page, live):

@@ -35,3 +35,15 @@ def test_a_task_held_by_a_freeze_window_names_the_window_and_its_end(page, live,
     expect(facts.locator(".frozen strong")).to_have_text("maintenance")
     expect(page.locator("body")).to_contain_text("waiting_for_freeze")
     assert_clean(page)
+
+
+def test_a_frozen_task_reached_no_step_and_the_plan_says_it_starts_once_the_window_ends(page, live, tasks):
+    sign_in(page, at=f"/console/#/task/{tasks['waiter']}")
+    expect(page.locator(".task-head dl.facts")).to_contain_text("none of 1 started yet")
+    expect(page.locator(".task-head dl.facts")).not_to_contain_text("reached")
+    page.goto("/console/#/plan")
+    page.select_option("#plan-type", "frozen_db")
+    page.click("#plan-go")
+    expect(page.locator("#plan-start h2")).to_have_text("Starts: Once its freeze window ends")
+    expect(page.locator("#plan-start")).to_contain_text("once freeze window maintenance ends at")
+    assert_clean(page)

@@ -5,12 +5,12 @@ a mode names it, and a task in a mode that shares the key runs beside the holder
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from tests.console.browser import assert_clean, sign_in
 from tests.console.live import FAIL_CHARGE, FAIL_CLEAN, LiveConsole
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 try:
     from playwright.sync_api import expect
@@ -89,10 +89,8 @@ def test_the_plan_names_the_mode_it_would_ask_in(page, live, moded):
 
 def test_a_step_waiting_for_its_lock_names_the_mode(page, live):
     holder = live.submit("watch_db", name="watched")  # checks again until cancelled: keeps the step's key
-    deadline = time.monotonic() + 30
-    while not any(e.Event == "check_again" for e in live.store.get(holder).History):
-        assert time.monotonic() < deadline, live.store.get(holder)
-        time.sleep(0.05)
+    wait_until(lambda: any(e.Event == "check_again" for e in live.store.get(holder).History), STATE_DEADLINE,
+               "the holder checking again")  # fmt: skip
     waiter = live.submit("watch_db", name="watched")  # two resizes may not share it
     try:
         assert [u.Mode for u in live.store.get(waiter).UnitLocks] == ["resize"]

@@ -112,7 +112,13 @@ def test_times_have_one_24_hour_format_with_their_zone(page, live, tasks):
     for at, drawn in pages:
         page.goto(at)
         expect(page.locator(f"{drawn} time").first).to_be_visible()
-        shown = page.locator("main time").all_inner_texts()
+        # A live update may redraw the table between the wait above and this read: read again.
+        shown: list[str] = []
+        for _ in range(100):
+            shown = page.locator("main time").all_inner_texts()
+            if shown:
+                break
+            page.wait_for_timeout(100)
         assert shown and all(TIME_SHOWN.match(text) for text in shown), [
             t for t in shown if not TIME_SHOWN.match(t)
         ]

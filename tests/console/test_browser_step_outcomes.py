@@ -1,7 +1,7 @@
-"""What the console shows of a for_each step and of a sub-flow step (DESIGN.md 2.1): a step that
-ran 20 items and rolled back reads as ended, with its rollback, marked as the step that failed;
-in the graph every item has its mark, no mark covers the item count, and no label (a long
-sub-flow name, a step name beside its child link) runs out of its box. Screenshots of both
+"""What the console shows of a for_each step and of a sub-flow step (docs/design/task-document.md,
+"Units"): a step that ran 20 items and rolled back reads as ended, with its rollback, marked as the
+step that failed; in the graph every item has its mark, no mark covers the item count, and no label
+(a long sub-flow name, a step name beside its child link) runs out of its box. Screenshots of both
 graphs go to tests/artifacts/."""
 
 from __future__ import annotations

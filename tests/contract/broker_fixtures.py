@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 import uuid
@@ -16,6 +15,7 @@ import pytest
 from common.broker.inprocess import InProcessBroker
 from common.broker.port import Broker, Delivery
 from common.broker.rabbitmq import RabbitBroker
+from tests.support.vhosts import rabbitmqctl
 
 ADAPTERS = ["inprocess", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)]
 
@@ -115,14 +115,7 @@ def vhost_of(url: str) -> str:
 
 
 def _rabbitmqctl_json(*args: str) -> Any:
-    done = subprocess.run(
-        ["rabbitmqctl", "-q", *args, "--formatter", "json"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return json.loads(done.stdout)
+    return json.loads(rabbitmqctl("-q", *args, "--formatter", "json"))
 
 
 def connection_names(vhost: str) -> set[str]:
@@ -136,12 +129,7 @@ def close_connections(vhost: str, *, wait: bool = True) -> set[str]:
     client needs to answer the broker's Connection.Close; the adapters may reconnect at once."""
     closed = connection_names(vhost)
     assert closed, f"no connections in {vhost} to close"
-    subprocess.run(
-        ["rabbitmqctl", "close_all_connections", "--vhost", vhost, "baton contract test"],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    rabbitmqctl("close_all_connections", "--vhost", vhost, "baton contract test")
     if wait:
         eventually(lambda: not closed & connection_names(vhost), what=f"{vhost} connections gone")
     return closed

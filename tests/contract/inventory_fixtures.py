@@ -13,20 +13,22 @@ from typing import Any
 
 import pytest
 
-from common.store.drains_mongo import MongoModuleDrains
-from common.store.drains_sqlite import SqliteModuleDrains
-from common.store.events_mongo import MongoEventLog
-from common.store.events_sqlite import SqliteEventLog
+from common.store.mongo.drains import MongoModuleDrains
+from common.store.sqlite.drains import SqliteModuleDrains
+from common.store.mongo.events import MongoEventLog
+from common.store.sqlite.events import SqliteEventLog
 from modules.resource.inventory.mongo import MongoInventory
 from modules.resource.inventory.sqlite import SqliteInventory
-from common.store.items_mongo import MongoItemStore
-from common.store.items_sqlite import SqliteItemStore
-from common.store.locks_mongo import MongoLockStore
-from common.store.locks_sqlite import SqliteLockStore
-from common.store.modules_mongo import MongoModuleRegistry
-from common.store.modules_sqlite import SqliteModuleRegistry
-from common.store.schedules_mongo import MongoScheduleStore
-from common.store.schedules_sqlite import SqliteScheduleStore
+from common.store.mongo.items import MongoItemStore
+from common.store.sqlite.items import SqliteItemStore
+from common.store.mongo.locks import MongoLockStore
+from common.store.sqlite.locks import SqliteLockStore
+from common.store.gates.rate.mongo import MongoRateStore
+from common.store.gates.rate.sqlite import SqliteRateStore
+from common.store.mongo.modules import MongoModuleRegistry
+from common.store.sqlite.modules import SqliteModuleRegistry
+from common.store.mongo.schedules import MongoScheduleStore
+from common.store.sqlite.schedules import SqliteScheduleStore
 from tests.contract.store_fixtures import fresh_database_name, server_client_fixture, store_kinds
 
 
@@ -59,6 +61,11 @@ class Backend:
         if self.kind == "sqlite":
             return SqliteLockStore(self.sqlite_path)  # type: ignore[arg-type]
         return MongoLockStore(self.mongo_client, self.database)  # type: ignore[arg-type]
+
+    def open_rate_store(self) -> Any:
+        if self.kind == "sqlite":
+            return SqliteRateStore(self.sqlite_path)  # type: ignore[arg-type]
+        return MongoRateStore(self.mongo_client, self.database)  # type: ignore[arg-type]
 
     def open_module_registry(self) -> Any:
         if self.kind == "sqlite":
@@ -124,6 +131,13 @@ def schedule_store(backend: Backend) -> Iterator[Any]:
 @pytest.fixture
 def lock_store(backend: Backend) -> Iterator[Any]:
     opened = backend.open_lock_store()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def rate_store(backend: Backend) -> Iterator[Any]:
+    opened = backend.open_rate_store()
     yield opened
     opened.close()
 

@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 
 from common.engine.document import Task
-from common.store.mongo import MongoStore
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Refusal
+from common.store.mongo.tasks import MongoStore
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Refusal
 from tests.support import secantus
 from tests.support.naming import unique_name
 
@@ -195,6 +195,11 @@ def subject(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[StoreUnde
 
 
 # --- work done in other processes ----------------------------------------------------------------
+
+
+@pytest.fixture
+def store(subject: StoreUnderTest) -> Any:
+    return subject.store
 
 
 def count_in_process(

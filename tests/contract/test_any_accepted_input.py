@@ -30,6 +30,7 @@ from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found b
     subject,
 )
 from tests.support.builders import nested
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 TOKEN = "property-operator-token-0123"
 FLOWS = """
@@ -99,9 +100,6 @@ def test_any_parameter_value_is_refused_with_a_4xx_or_read_listed_swept_and_proc
         assert page.status_code == 200
         assert any(item["TaskId"] == task_id and not item["TaskMessage"] for item in page.json()["items"])
         sweeper.sweep_once()  # an hour ahead: this task is due (raises on any document it cannot handle)
-        deadline = time.monotonic() + 30
-        while store.get(task_id).TaskStatus is not TaskStatus.SUCCESS:
-            assert time.monotonic() < deadline, store.get(task_id).History
-            time.sleep(0.02)
+        wait_until(lambda: store.get(task_id).TaskStatus is TaskStatus.SUCCESS, STATE_DEADLINE, f"task {task_id} succeeded")
 
     check()

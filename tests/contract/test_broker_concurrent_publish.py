@@ -6,7 +6,6 @@ whole vhost) from the broker's side while publishes are in flight.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -30,7 +29,7 @@ from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
     unique_queue,
     vhost_of,
 )
-from tests.support.vhosts import rabbitmq_vhost
+from tests.support.vhosts import rabbitmq_vhost, rabbitmqctl
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -213,12 +212,7 @@ def test_rabbitmq_publishes_in_flight_when_the_vhost_goes_fail_in_bounded_time(
 
             def delete_vhost() -> None:
                 time.sleep(0.3)
-                subprocess.run(
-                    ["rabbitmqctl", "delete_vhost", vhost_of(url)],
-                    check=True,
-                    capture_output=True,
-                    timeout=60,
-                )
+                rabbitmqctl("delete_vhost", vhost_of(url))
                 deleted_at.append(time.monotonic())
                 time.sleep(1.0)
                 stop.set()

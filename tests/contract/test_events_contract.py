@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.store.events_port import Event
+from common.store.side.events import Event
 from tests.contract.inventory_fixtures import backend, event_log  # noqa: F401
 
 NOW = 1_700_000_000.0

@@ -2,14 +2,11 @@
 
 Test ids name the backend: [sqlite], [mongo-mongomock] (an in-memory fake, not a server) and, when
 a real MongoDB is reachable, [mongo-real] (see the store contract's report header for which ran).
-The races run on threads for every backend and on processes where the backend is shared by
-processes (SQLite, a real MongoDB; never mongomock).
+The races are tests/contract/test_inventory_races.py.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import threading
 from typing import Any
 
 import pytest
@@ -26,21 +23,12 @@ from modules.resource.inventory.port import (
     UnknownClaim,
     UnknownHost,
 )
+from tests.contract.inventory_amounts import HOST, NOW, SMALL, TTL, reserve
 from tests.contract.inventory_fixtures import (  # noqa: F401  (fixtures are found by name)
     Backend,
     backend,
     inventory,
 )
-
-NOW = 1_700_000_000.0
-TTL = 600.0
-SMALL = Capacity(cpu=1, memory_mb=1024, storage_gb=10)
-HOST = Capacity(cpu=4, memory_mb=4096, storage_gb=100)
-
-
-def reserve(inv: Any, key: str, need: Capacity = SMALL, holder: str = "app", now: float = NOW, ttl: float = TTL) -> Any:
-    return inv.reserve(key, need, holder, now, now + ttl)
-
 
 # --- hosts ---------------------------------------------------------------------------------------
 
@@ -281,146 +269,6 @@ def test_claims_survive_reopening(backend: Backend) -> None:
         assert second.get_host("db-1", NOW).used == SMALL
     finally:
         second.close()
-
-
-# --- races ---------------------------------------------------------------------------------------
-
-
-def _race(workers: int, work: Any) -> list[Any]:
-    """Run work(i) on `workers` threads released together; their results (or exceptions)."""
-    barrier = threading.Barrier(workers)
-    results: list[Any] = [None] * workers
-
-    def run(i: int) -> None:
-        barrier.wait(timeout=30)
-        try:
-            results[i] = work(i)
-        except Exception as exc:  # collected: the test looks at every outcome
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
-
-
-def test_concurrent_reservations_from_threads_never_overbook(backend: Backend) -> None:
-    setup = backend.open_inventory()
-    setup.add_host("db-a", Capacity(3, 3072, 30), NOW)
-    setup.add_host("db-b", Capacity(2, 2048, 20), NOW)
-    handles = [backend.open_inventory() for _ in range(16)]  # each thread its own, like processes
-    try:
-        results = _race(16, lambda i: reserve(handles[i], f"k{i}"))
-    finally:
-        for handle in handles:
-            handle.close()
-    placed = [r for r in results if not isinstance(r, Exception)]
-    refused = [r for r in results if isinstance(r, NoCapacity)]
-    assert len(placed) == 5 and len(refused) == 11, results
-    hosts = {h.name: h for h in setup.list_hosts(NOW)}
-    assert hosts["db-a"].used == Capacity(3, 3072, 30) and hosts["db-b"].used == Capacity(2, 2048, 20)
-    assert len(setup.list_claims(NOW)) == 5
-    setup.close()
-
-
-def test_the_same_key_from_many_threads_takes_capacity_once(backend: Backend) -> None:
-    setup = backend.open_inventory()
-    setup.add_host("db-a", HOST, NOW)
-    setup.add_host("db-b", HOST, NOW)
-    handles = [backend.open_inventory() for _ in range(8)]
-    try:
-        results = _race(8, lambda i: reserve(handles[i], "same"))
-        assert all(not isinstance(r, Exception) for r in results), results
-        assert len({(r.key, r.host) for r in results}) == 1
-        assert sum((h.used for h in setup.list_hosts(NOW)), Capacity()) == SMALL
-        restored = _race(8, lambda i: handles[i].restore("same", NOW + 1))
-    finally:
-        for handle in handles:
-            handle.close()
-    assert {r.state for r in restored} == {ClaimState.RESTORED}
-    assert sum((h.used for h in setup.list_hosts(NOW + 1)), Capacity()) == Capacity()
-    setup.close()
-
-
-def test_deduct_racing_expiry_ends_one_way_only(backend: Backend) -> None:
-    setup = backend.open_inventory()
-    setup.add_host("db-1", Capacity(10, 10 * 1024, 100), NOW)
-    for i in range(10):
-        reserve(setup, f"k{i}", ttl=10)
-    handles = [backend.open_inventory() for _ in range(2)]
-    expiring = NOW + 10
-
-    def work(i: int) -> Any:
-        if i == 0:
-            return handles[0].expire_due(expiring)
-        outcomes = []
-        for k in range(10):
-            try:
-                outcomes.append(handles[1].deduct(f"k{k}", expiring - 0.001).state)
-            except ClaimClosed as exc:
-                outcomes.append(exc.claim.state)
-        return outcomes
-
-    try:
-        expired, outcomes = _race(2, work)
-    finally:
-        for handle in handles:
-            handle.close()
-    deducted = outcomes.count(ClaimState.DEDUCTED)
-    assert deducted + expired == 10, (expired, outcomes)
-    assert setup.get_host("db-1", expiring).used.cpu == deducted
-    setup.close()
-
-
-def _reserve_in_process(kind: str, path: str | None, url: str | None, database: str | None,
-                        worker: int, keys: int, start: Any, placed: Any) -> None:
-    """Entry point of a spawned process: reserve `keys` distinct keys with its own handle."""
-    from modules.resource.inventory.mongo import MongoInventory
-    from modules.resource.inventory.sqlite import SqliteInventory
-
-    inv: Any = SqliteInventory(path) if kind == "sqlite" else MongoInventory(url, database)
-    try:
-        start.wait(timeout=60)
-        for k in range(keys):
-            try:
-                reserve(inv, f"p{worker}-{k}")
-                with placed.get_lock():
-                    placed.value += 1
-            except NoCapacity:
-                pass
-    finally:
-        inv.close()
-
-
-def test_concurrent_reservations_from_processes_never_overbook(backend: Backend) -> None:
-    if not backend.shared_by_processes:
-        pytest.skip("mongomock lives inside one process: the thread race covers it")
-    setup = backend.open_inventory()
-    setup.add_host("db-a", Capacity(7, 7 * 1024, 70), NOW)
-    setup.add_host("db-b", Capacity(5, 5 * 1024, 50), NOW)
-    context = multiprocessing.get_context("spawn")
-    workers, keys = 4, 6  # 24 attempts for 12 places
-    start = context.Barrier(workers)
-    placed = context.Value("i", 0)
-    processes = [
-        context.Process(
-            target=_reserve_in_process,
-            args=(backend.kind, backend.sqlite_path, backend.mongo_url, backend.database, w, keys, start, placed),
-        )
-        for w in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-        assert process.exitcode == 0
-    assert placed.value == 12
-    hosts = {h.name: h for h in setup.list_hosts(NOW)}
-    assert hosts["db-a"].free == Capacity() and hosts["db-b"].free == Capacity()
-    assert len(setup.list_claims(NOW, live_only=True)) == 12
-    setup.close()
 
 
 # --- opening by URL ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The ItemStore contract (common/store/items_port.py), run against every backend: SQLite,
+"""The ItemStore contract (common/store/items/port.py), run against every backend: SQLite,
 mongomock and SecantusDB, a real wire-protocol server (same ids as the inventory's suite).
 
 Records of one step are found by index, one compare-and-set wins per version, a repeated insert
@@ -13,11 +13,11 @@ import pytest
 
 from common.engine.document import HistoryEvent, OutboxEntry
 from common.engine.document import Run as UnitRun
-from common.engine.item_record import OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
+from common.engine.kinds.for_each.item_record import OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
 from common.engine.states import Phase, StepState
 from common.errors import StoreRefused
-from common.store.items_mongo import MongoItemStore
-from common.store.items_paging import CHAIN_POINTS
+from common.store.mongo.items import MongoItemStore
+from common.store.items.paging import CHAIN_POINTS
 from tests.contract.inventory_fixtures import Backend, backend, item_store  # noqa: F401
 from tests.contract.store_fixtures import real_mongo_client, real_mongo_url  # noqa: F401
 
@@ -168,6 +168,31 @@ def test_count_by_state_leaves_out_states_with_none(item_store: Any) -> None:
     settle(item_store, 4, F)
     counts = item_store.count_by_state("t1", 0, 2)
     assert counts == {W: 3, S: 2, F: 1} and all(isinstance(k, StepState) for k in counts)
+
+
+def test_attempt_sums_add_up_the_steps_records_only(item_store: Any) -> None:
+    assert item_store.attempt_sums("t1", 0, 2) == (0, 0)
+    item_store.insert_items(step(5))  # never started: no attempt (a default left out of the record)
+    item_store.insert_items([record(0, cursor=3, Attempts=9), record(0, generation=1, Attempts=9)])
+    settle(item_store, 0, Attempts=1)
+    settle(item_store, 2, F, Attempts=3, RollbackAttempts=2)
+    settle(item_store, 4, StepState.ROLLED_BACK, Attempts=1, RollbackAttempts=1)
+    assert item_store.attempt_sums("t1", 0, 2) == (5, 3)
+
+
+def test_page_failed_finds_the_items_whose_normal_phase_failed_in_any_state(item_store: Any) -> None:
+    from common.engine.states import ResultCode
+
+    item_store.insert_items(step(8))
+    item_store.insert_items([record(0, cursor=3, Code=ResultCode.FAILED)])  # another step's
+    settle(item_store, 1, Code=ResultCode.OK)
+    settle(item_store, 2, StepState.ROLLED_BACK, Code=ResultCode.FAILED)  # failed, then undone
+    settle(item_store, 5, F, Code=ResultCode.TIMED_OUT)
+    settle(item_store, 6, StepState.CANCELLED)
+    assert items(item_store.page_failed("t1", 0, 2)) == [2, 5]
+    assert items(item_store.page_failed("t1", 0, 2, limit=1)) == [2]
+    assert items(item_store.page_failed("t1", 0, 2, after=2)) == [5]
+    assert item_store.page_failed("t1", 0, 2, limit=0) == []
 
 
 def test_page_items_by_index_with_after_limit_and_states(item_store: Any) -> None:

@@ -1,5 +1,5 @@
 """The item records' queries are index look-ups: no statement of the SQLite store scans the table,
-and on a wire-protocol server the step's queries walk the indexes of common.store.mongo_indexes.
+and on a wire-protocol server the step's queries walk the indexes of common.store.mongo.indexes.
 The item records' table and indexes are made by `baton store init`."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import pytest
 from click.testing import CliRunner
 from pymongo import MongoClient, monitoring
 
-from common.engine.item_record import OWES_SETTLED, ItemRecord
+from common.engine.kinds.for_each.item_record import OWES_SETTLED, ItemRecord
 from common.engine.states import StepState
-from common.store import mongo_indexes
-from common.store.items_mongo import MongoItemStore
-from common.store.items_open import open_item_store_for
-from common.store.items_sqlite import SqliteItemStore
-from common.store.mongo import MongoStore
-from common.store.sqlite import SqliteStore
+from common.store.mongo import indexes as mongo_indexes
+from common.store.mongo.items import MongoItemStore
+from common.store.items.open import open_item_store_for
+from common.store.sqlite.items import SqliteItemStore
+from common.store.mongo.tasks import MongoStore
+from common.store.sqlite.tasks import SqliteStore
 from oss.cli import main as cli
 from tests.contract.test_items_contract import changed, record, running
 from tests.support.secantus import fresh_database_name
@@ -34,6 +34,8 @@ def every_method(store: Any) -> None:
     store.compare_and_set_item(changed(current, State=S, Open=False), current.Version)
     store.any_open("t1", 0, 2)
     store.count_by_state("t1", 0, 2)
+    store.attempt_sums("t1", 0, 2)
+    store.page_failed("t1", 0, 2, after=1, limit=3)
     store.page_items("t1", 0, 2, after=1, limit=3)
     store.page_items("t1", 0, 2, after=1, limit=3, states=[S, StepState.WAITING])
     store.page_items("t1", 0, 2, modulus=3, residue=1)

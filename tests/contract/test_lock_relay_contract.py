@@ -1,15 +1,16 @@
 """The lock outbox entries and the sweeper's reclaim (common/relay/lock_relay.py) on every task store
-kind, with the lock documents opened beside it (common.store.locks_table.open_lock_store_for)."""
+kind, with the lock documents opened beside it
+(common.store.side.locks_table.open_lock_store_for)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from common.engine.gates.locks import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING
+from common.engine.gates.lock.table import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING
 from common.relay.lock_relay import LockRelay
 from common.engine.document import Task
 from common.engine.states import TaskStatus
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from tests.contract.store_fixtures import StoreUnderTest, subject  # noqa: F401
 from tests.support.builders import counter_ids, make_step
 

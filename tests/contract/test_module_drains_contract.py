@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from common.store.drains_port import changed
+from common.store.side.drains import changed
 from tests.contract.inventory_fixtures import backend, module_drains  # noqa: F401
 
 NOW = 1_700_000_000.0

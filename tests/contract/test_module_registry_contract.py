@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.store.modules_port import ModuleRegistration, live_modules
+from common.store.side.modules import ModuleRegistration, live_modules
 from tests.contract.inventory_fixtures import backend, module_registry  # noqa: F401
 
 NOW = 1_700_000_000.0

@@ -4,7 +4,8 @@ the adapter settles it by reading back, and the write is applied once, never twi
 The loss is injected at the adapter's boundary (tests.support.lost_answers): the write applies
 and then the driver's error is raised ("after"), or the error comes first and nothing is written
 ("before"), with each of the errors a failover raises. Some cases let another writer in between,
-as happens during an election. docs/DESIGN.md sec. 8.5 points at each test from its row.
+as happens during an election. docs/design/stores.md, "A MongoDB replica set failing over under a
+write" points at each test from its row.
 """
 
 from __future__ import annotations
@@ -16,20 +17,20 @@ from typing import Any
 import pytest
 
 from common.engine.document import HistoryEvent, StepMessage, Task
-from common.engine.gates.locks import KeyLock
-from common.engine.item_record import ItemRecord
+from common.engine.gates.lock.table import KeyLock
+from common.engine.kinds.for_each.item_record import ItemRecord
 from common.engine.states import Phase, StepState
-from common.engine.transitions import Refusal, Timing, claim, create_task, mark_sent
+from common.engine.core.entries import Refusal, Timing, claim, create_task, mark_sent
 from common.errors import DuplicateSchedule, DuplicateTask
 from common.scheduling import Schedule
 from modules.resource.inventory.mongo import MongoInventory
 from modules.resource.inventory.port import Capacity, ClaimState
-from common.store.items_mongo import MongoItemStore
-from common.store.locks_mongo import MongoLockStore
-from common.store.mongo import MongoStore
-from common.store.mutate import mutate
-from common.store.schedules_mongo import MongoScheduleStore
-from tests.contract.test_store_contract import mysql_steps
+from common.store.mongo.items import MongoItemStore
+from common.store.mongo.locks import MongoLockStore
+from common.store.mongo.tasks import MongoStore
+from common.store.tasks.mutate import mutate
+from common.store.mongo.schedules import MongoScheduleStore
+from tests.contract.store_documents import mysql_steps
 from tests.support.builders import only_run
 from tests.support.lost_answers import LosingCollection, lost_answer_errors
 from tests.support.secantus import fresh_database_name
@@ -183,7 +184,7 @@ def test_a_lost_create_whose_key_another_create_took_is_a_duplicate(secantus_cli
 @case
 def test_a_lock_take_and_release_whose_answers_are_lost_apply_once(secantus_client, database, when, error):
     locks = MongoLockStore(secantus_client, database)
-    documents = losing(locks, "_locks")
+    documents = losing(locks, "_documents")
     first = KeyLock(Key="k", Limit=1, Version=1)
     documents.arm(when, ERRORS[error]())
     assert locks.compare_and_set(first, 0) is True  # the insert of a new lock

@@ -18,15 +18,15 @@ from pymongo import monitoring
 
 from common.errors import StoreError, StoreRefused
 from common.engine.document import Alarm
-from common.store.events_mongo import MongoEventLog
-from common.store.events_port import Event
+from common.store.mongo.events import MongoEventLog
+from common.store.side.events import Event
 from modules.resource.inventory.mongo import MongoInventory
 from modules.resource.inventory.port import Capacity
-from common.store.mongo import MongoStore
-from common.store.mongo_client import client_options
-from common.store.schedules_mongo import MongoScheduleStore
+from common.store.mongo.tasks import MongoStore
+from common.store.mongo.client import client_options
+from common.store.mongo.schedules import MongoScheduleStore
 from tests.contract.test_schedules_contract import schedule
-from tests.contract.test_store_contract import new_task
+from tests.contract.store_documents import new_task
 from tests.support.secantus import SecantusServer, fresh_database_name, secantus_server
 
 
@@ -87,7 +87,7 @@ def test_every_collection_writes_with_majority_and_journal_by_default(
     secantus: SecantusServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     listener = WriteConcerns()
-    from common.store import mongo_client
+    from common.store.mongo import client as mongo_client
 
     real = mongo_client.MongoClient
     monkeypatch.setattr(mongo_client, "MongoClient", lambda *a, **kw: real(*a, event_listeners=[listener], **kw))
@@ -158,7 +158,7 @@ def test_a_frozen_server_fails_a_call_within_the_store_timeout(own_server: Secan
 def test_a_command_that_runs_once_fails_at_first_contact_when_nothing_serves_the_store(
     secantus: SecantusServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from common.store import first_contact
+    from common.store.mongo import first_contact
     from tests.support.ports import free_port
 
     monkeypatch.setattr(first_contact, "fail_fast", True)  # as a CLI command turns it on

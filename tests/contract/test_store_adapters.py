@@ -13,11 +13,11 @@ import pytest
 
 from common.errors import ConfigError, StoreError
 from common.store.factory import database_name, open_store, sqlite_path
-from common.store.mongo import MongoStore
-from common.store.sqlite import SqliteStore
+from common.store.mongo.tasks import MongoStore
+from common.store.sqlite.tasks import SqliteStore
 from tests.contract.store_fixtures import count_in_process
 from common.engine.document import Task
-from tests.contract.test_store_contract import NOW, claimed, new_task, write
+from tests.contract.store_documents import NOW, claimed, new_task, write
 from tests.contract.test_store_locks_and_alarms import alarm
 
 
@@ -153,7 +153,7 @@ def test_mongomock_url_is_one_in_memory_server_per_process() -> None:
 
 
 def test_sqlite_store_creates_the_folder_of_its_file(tmp_path):
-    from common.store.sqlite import SqliteStore
+    from common.store.sqlite.tasks import SqliteStore
 
     store = SqliteStore(tmp_path / "new" / "folder" / "baton.db")
     store.ping()

@@ -14,126 +14,28 @@ from typing import Any
 
 import pytest
 
-from common.errors import DuplicateTask
-from common.engine.document import Step, StepMessage, Task
+from common.engine.core.entries import AttemptResult
+from common.engine.document import Task
 from common.engine.states import ResultCode, TaskStatus
-from common.store.mongo import MongoStore
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.store.task_filters import page_key
-from common.engine.transitions import (
-    AttemptResult,
-    Refusal,
-    Timing,
-    claim,
-    create_task,
-    finish_attempt,
-    mark_sent,
+from common.errors import DuplicateTask
+from common.store.mongo.tasks import MongoStore
+from common.store.sqlite.tasks import SqliteStore
+from tests.contract.store_documents import (
+    NOW,
+    claimed,
+    finished,
+    new_task,
+    sent,
+    single_step_succeeded,
+    write,
 )
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
     bump_counter,
+    store,
     subject,
 )
 from tests.support.builders import only_run
-
-NOW = 1_700_000_000.25
-WORKER = "worker-1"
-
-
-@pytest.fixture
-def store(subject: StoreUnderTest) -> Any:
-    return subject.store
-
-
-# --- building realistic documents ----------------------------------------------------------------
-
-
-def mysql_steps(retry: int = 2) -> list[Step]:
-    def step(name: str, module: str, command: str, rollback: str | None) -> Step:
-        return Step(
-            Name=name,
-            NormalModule=module,
-            NormalCommand=command,
-            NormalTimeout=30.0,
-            NormalRetry=retry,
-            RollbackModule=module if rollback else None,
-            RollbackCommand=rollback,
-            RollbackTimeout=20.0 if rollback else None,
-            RollbackRetry=1 if rollback else None,
-        )
-
-    return [
-        step("check", "resource", "check_resource", None),
-        step("init", "mysql", "init_instance", "destroy_instance"),
-        step("deduct", "resource", "deduct_resource", "refund_resource"),
-    ]
-
-
-def new_task(
-    now: float = NOW,
-    *,
-    task_type: str = "create_mysql",
-    key: str | None = None,
-    start_at: float | None = None,
-    redeliver_after: float = 60.0,
-    retry: int = 2,
-    **extra: Any,
-) -> Task:
-    return create_task(
-        task_type=task_type,
-        steps=mysql_steps(retry),
-        parameters={"region": "eu-1", "size": "db.large", "disk_gb": 100},
-        timing=Timing(now=now, redeliver_after=redeliver_after),
-        start_at=start_at,
-        idempotency_key=key,
-        **extra,
-    )
-
-
-def claimed(task: Task, now: float) -> Task:
-    """The active dispatch claimed by WORKER, as a module does on delivery."""
-    active = only_run(task)
-    assert active is not None
-    step = task.Steps[active.Cursor]
-    message = StepMessage(
-        TaskId=task.TaskId,
-        Cursor=active.Cursor,
-        Type=active.Phase,
-        Module=step.module(active.Phase),
-        Command=step.command(active.Phase),
-        Timeout=step.timeout(active.Phase),
-        Retry=step.retry(active.Phase),
-        DispatchId=active.DispatchId,
-        Attempt=active.Attempt,
-    )
-    result = claim(task, message, WORKER, Timing(now=now))
-    assert not isinstance(result, Refusal), result
-    return result
-
-
-def sent(task: Task) -> Task:
-    """Every outbox entry confirmed by the broker."""
-    for entry in list(task.Outbox):
-        result = mark_sent(task, entry.DispatchId)
-        assert not isinstance(result, Refusal)
-        task = result
-    return task
-
-
-def finished(task: Task, now: float, result: AttemptResult) -> Task:
-    assert only_run(task) is not None
-    new = finish_attempt(task, only_run(task).DispatchId, WORKER, result, Timing(now=now))
-    assert not isinstance(new, Refusal), new
-    return new
-
-
-def write(store: Any, task: Task, change: Any) -> Task:
-    """Apply a pure change through the store's compare-and-set, as the engine does."""
-    result = mutate(store, task.TaskId, change)
-    assert not isinstance(result, Refusal), result
-    return result
-
 
 # --- tasks: insert and read ----------------------------------------------------------------------
 
@@ -273,7 +175,7 @@ def test_due_for_sweep_returns_lapsed_deadlines_only(store: Any) -> None:
     early = new_task(redeliver_after=100)  # NOW + 100
     later = new_task(redeliver_after=200)  # NOW + 200
     future = new_task(redeliver_after=900)  # NOW + 900
-    done = _single_step_succeeded()  # Active is None: nothing to sweep, ever
+    done = single_step_succeeded()  # Active is None: nothing to sweep, ever
     for task in (future, later, done, early):
         store.insert(task)
 
@@ -290,18 +192,6 @@ def test_due_for_sweep_follows_the_lease(store: Any) -> None:
     running = write(store, task, lambda t: claimed(t, NOW + 1))  # leased until NOW + 31
     assert [t.TaskId for t in store.due_for_sweep(NOW + 31, limit=10)] == [running.TaskId]
     assert store.due_for_sweep(NOW + 30, limit=10) == []
-
-
-def _single_step_succeeded() -> Task:
-    task = create_task(
-        task_type="noop",
-        steps=mysql_steps()[:1],
-        parameters={},
-        timing=Timing(now=NOW),
-    )
-    done = finished(claimed(sent(task), NOW + 1), NOW + 2, AttemptResult(ResultCode.OK))
-    assert done.TaskStatus is TaskStatus.SUCCESS and only_run(done) is None and not done.Outbox
-    return done
 
 
 def test_unsent_outbox(store: Any) -> None:
@@ -328,97 +218,6 @@ def test_unsent_outbox_sees_the_next_dispatch(store: Any) -> None:
     assert store.unsent_outbox(NOW + 10, limit=10) == []
     write(store, task, lambda t: finished(t, NOW + 2, AttemptResult(ResultCode.OK)))
     assert [only_run(t).Cursor for t in store.unsent_outbox(NOW + 10, limit=10)] == [1]
-
-
-def test_list_tasks_filters_newest_first(store: Any) -> None:
-    mysql = [new_task(NOW + i, task_type="create_mysql") for i in range(4)]
-    redis = [new_task(NOW + 10 + i, task_type="create_redis") for i in range(2)]
-    for task in mysql + redis:
-        store.insert(task)
-    running = [write(store, t, lambda t: claimed(t, NOW + 20)) for t in (mysql[1], redis[0])]
-
-    def ids(tasks: list[Task]) -> list[str]:
-        return [t.TaskId for t in tasks]
-
-    everything = [*reversed(redis), *reversed(mysql)]
-    assert ids(store.list_tasks()) == ids(everything)
-    assert ids(store.list_tasks(limit=3)) == ids(everything[:3])
-    assert ids(store.list_tasks(task_type="create_mysql")) == ids(list(reversed(mysql)))
-    assert ids(store.list_tasks(status=TaskStatus.RUNNING)) == [redis[0].TaskId, mysql[1].TaskId]
-    assert ids(store.list_tasks(status=TaskStatus.RUNNING, task_type="create_mysql")) == [
-        mysql[1].TaskId
-    ]
-    waiting_redis = store.list_tasks(status=TaskStatus.NOT_STARTED, task_type="create_redis")
-    assert ids(waiting_redis) == [redis[1].TaskId]
-    assert store.list_tasks(status=TaskStatus.SUCCESS) == []
-    assert store.list_tasks(limit=0) == []
-    assert running[0].TaskStatus is TaskStatus.RUNNING
-
-
-def test_list_tasks_by_owner_label_and_time_range(store: Any) -> None:
-    def make(i: int, user: str | None, labels: dict[str, str]) -> Task:
-        return new_task(NOW + i, user_id=user, labels=labels)
-
-    tasks = [
-        make(0, "alice", {"team": "db", "env": "prod"}),
-        make(1, "bob", {"team": "db", "env": "dev"}),
-        make(2, "alice", {"team": "web"}),
-        make(3, None, {"team": "db", "env": "prod"}),
-        make(4, "alice", {"team": "db", "env": "prod"}),
-    ]
-    for task in tasks:
-        store.insert(task)
-
-    def ids(**filters: Any) -> list[int]:
-        return [tasks.index(t) for t in store.list_tasks(**filters)]
-
-    assert ids(user_id="alice") == [4, 2, 0]
-    assert ids(labels={"team": "db"}) == [4, 3, 1, 0]
-    assert ids(labels={"team": "db", "env": "prod"}) == [4, 3, 0]
-    assert ids(labels={"team": "db", "env": "prod"}, user_id="alice") == [4, 0]
-    assert ids(labels={"env": "staging"}) == []
-    assert ids(labels={"nothing": "here"}) == []
-    assert ids(created_from=NOW + 1, created_to=NOW + 3) == [2, 1]  # from inclusive, to exclusive
-    assert ids(created_from=NOW + 3) == [4, 3]
-    assert ids(created_to=NOW + 0.5) == [0]
-    assert ids(user_id="alice", created_from=NOW + 1, limit=1) == [4]
-    assert ids(user_id="nobody") == []
-
-
-def test_list_tasks_breaks_ties_on_time_by_task_id(store: Any) -> None:
-    same_time = [new_task(NOW, task_id=f"t-{i}") for i in (3, 1, 2)]
-    for task in same_time:
-        store.insert(task)
-    assert [t.TaskId for t in store.list_tasks()] == ["t-3", "t-2", "t-1"]
-    assert [t.TaskId for t in store.list_tasks(after=(NOW, "t-3"))] == ["t-2", "t-1"]
-    assert [t.TaskId for t in store.list_tasks(after=(NOW, "t-1"))] == []
-    assert [t.TaskId for t in store.list_tasks(after=(NOW + 1, ""))] == ["t-3", "t-2", "t-1"]
-
-
-def test_pages_list_every_task_once_while_tasks_are_inserted(store: Any) -> None:
-    # Ties on TimeCreate across page boundaries, and new tasks arriving between pages.
-    old = [new_task(NOW + i // 3, task_id=f"old-{i:02}") for i in range(14)]
-    for task in old:
-        store.insert(task)
-    seen: list[str] = []
-    after = None
-    for page_number in range(100):
-        page = store.list_tasks(after=after, limit=4, labels=None)
-        if not page:
-            break
-        seen += [t.TaskId for t in page]
-        after = page_key(page[-1])
-        store.insert(new_task(NOW + 100 + page_number, task_id=f"new-{page_number}"))
-    expected = [t.TaskId for t in sorted(old, key=lambda t: (t.TimeCreate, t.TaskId), reverse=True)]
-    assert seen == expected
-
-
-def test_filtered_pages(store: Any) -> None:
-    for i in range(7):
-        store.insert(new_task(NOW + i, task_id=f"t-{i}", user_id="alice" if i % 2 else "bob"))
-    first = store.list_tasks(user_id="bob", limit=2)
-    second = store.list_tasks(user_id="bob", limit=2, after=page_key(first[-1]))
-    assert [t.TaskId for t in first + second] == ["t-6", "t-4", "t-2", "t-0"]
 
 
 def test_sqlite_file_from_before_user_id_gets_the_column(tmp_path: Any) -> None:

@@ -1,4 +1,4 @@
-"""The task store's archived history (common.engine.history: events moved out of a task's document),
+"""The task store's archived history (common.engine.core.history: events moved out of a task's document),
 on every store of the contract suite."""
 
 from __future__ import annotations
@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from common.engine.document import HistoryEvent
-from tests.contract.store_fixtures import subject  # noqa: F401
-from tests.contract.test_store_contract import store  # noqa: F401
+from tests.contract.store_fixtures import store, subject  # noqa: F401
 
 
 def events(*names: str) -> list[HistoryEvent]:

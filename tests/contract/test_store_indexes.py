@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from common.store import mongo_indexes
+from common.store.mongo import indexes as mongo_indexes
 from modules.resource.inventory.mongo import MongoInventory
-from common.store.mongo import MongoStore
-from common.store.sqlite import SqliteStore
+from common.store.mongo.tasks import MongoStore
+from common.store.sqlite.tasks import SqliteStore
 from oss.cli import main as cli
 from tests.support.secantus import fresh_database_name
 

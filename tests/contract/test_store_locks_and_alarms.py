@@ -6,11 +6,12 @@ from typing import Any
 
 from common.engine.document import Alarm
 from common.engine.states import Phase
+from tests.contract.store_documents import NOW
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
+    store,
     subject,
 )
-from tests.contract.test_store_contract import NOW, store  # noqa: F401
 
 
 # --- locks ---------------------------------------------------------------------------------------

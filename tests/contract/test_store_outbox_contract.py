@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.contract.store_fixtures import subject  # noqa: F401
-from tests.contract.test_store_contract import NOW, claimed, new_task, store, write  # noqa: F401
+from tests.contract.store_documents import NOW, claimed, new_task, write
+from tests.contract.store_fixtures import store, subject  # noqa: F401
 
 
 def test_in_outbox_names_the_entries_no_claim_has_removed(store: Any) -> None:

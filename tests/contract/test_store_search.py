@@ -10,9 +10,9 @@ import pytest
 
 from common.engine.document import Task
 from common.engine.states import TaskStatus
-from common.store.task_filters import TaskFilter, search_matches
+from common.store.tasks.filters import TaskFilter, search_matches
 from tests.contract.store_fixtures import StoreUnderTest, subject  # noqa: F401
-from tests.contract.test_store_contract import NOW, claimed, new_task, write
+from tests.contract.store_documents import NOW, claimed, new_task, write
 
 
 @pytest.fixture

@@ -1,15 +1,15 @@
 """The sweeper's query finds a task by its own deadline or its wait's recheck time, not only by
-its runs' (DESIGN.md sec. 10), on every store of the contract suite; and the awaited task's list
-of waiters round-trips."""
+its runs' (docs/design/operations.md), on every store of the contract suite; and the awaited task's
+list of waiters round-trips."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from common.store.mutate import mutate
-from common.engine.gates.wait_transitions import listen_for
-from tests.contract.store_fixtures import subject  # noqa: F401
-from tests.contract.test_store_contract import NOW, new_task, store  # noqa: F401
+from common.store.tasks.mutate import mutate
+from common.engine.gates.after_task.changes import listen_for
+from tests.contract.store_documents import NOW, new_task
+from tests.contract.store_fixtures import store, subject  # noqa: F401
 
 
 def test_due_for_sweep_finds_a_task_by_its_deadline_with_no_run(store: Any) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.contract.store_fixtures import subject  # noqa: F401
-from tests.contract.test_store_contract import NOW, _single_step_succeeded, claimed, new_task, store, write  # noqa: F401
+from tests.contract.store_documents import NOW, claimed, new_task, single_step_succeeded, write
+from tests.contract.store_fixtures import store, subject  # noqa: F401
 
 
 def test_waiting_unclaimed_returns_pending_runs_due_long_enough(store: Any) -> None:
@@ -14,7 +14,7 @@ def test_waiting_unclaimed_returns_pending_runs_due_long_enough(store: Any) -> N
     newer = new_task(NOW + 50)
     delayed = new_task(NOW, start_at=NOW + 500)  # not due before NOW + 500
     running = new_task(NOW)
-    for task in (newer, delayed, old, running, _single_step_succeeded()):
+    for task in (newer, delayed, old, running, single_step_succeeded()):
         store.insert(task)
     write(store, running, lambda t: claimed(t, NOW + 1))
     assert [t.TaskId for t in store.waiting_unclaimed(NOW + 60, limit=10)] == [old.TaskId, newer.TaskId]

@@ -13,16 +13,17 @@ import pytest
 
 from common.broker.inprocess import InProcessBroker
 from common.errors import UnreadableTask
-from common.store import unreadable
-from common.store.mongo import MongoStore
+from common.store.tasks import unreadable
+from common.store.mongo.tasks import MongoStore
 from common.relay.sweeper import SweepConfig, Sweeper
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 
 from tests.contract.store_fixtures import (  # noqa: F401  (fixtures are found by name)
     StoreUnderTest,
     subject,
 )
 from tests.support.builders import make_step, nested, only_run
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 
 def new_task(now: float = 1000.0, **parameters):
@@ -41,7 +42,7 @@ def corrupt(subject: StoreUnderTest, task_id: str) -> None:
 
 
 def marked(subject: StoreUnderTest, task_id: str) -> bool:
-    """Is the task out of the sweeper's sight (see common.store.unreadable)?"""
+    """Is the task out of the sweeper's sight (see common.store.tasks.unreadable)?"""
     if isinstance(subject.store, MongoStore):
         return unreadable.MARK_FIELD in subject.raw_task_doc(task_id)
     with sqlite3.connect(subject.store.path) as conn:  # type: ignore[attr-defined]
@@ -97,7 +98,8 @@ def test_a_failed_listing_leaves_no_read_open_that_would_lock_out_writes(tmp_pat
     """The root cause of "after a dozen failed list calls every POST answers 503 'database is
     locked'": a listing that raised half-way left its cursor (alive in the kept exception) with an
     open read snapshot, and the connection's next write, after another one had written, failed."""
-    from common.store.sqlite import SqliteStore
+    from common.store.sqlite.connections import BUSY_TIMEOUT_MS
+    from common.store.sqlite.tasks import SqliteStore
 
     path = tmp_path / "tasks.db"
     store, other = SqliteStore(path), SqliteStore(path)
@@ -119,7 +121,7 @@ def test_a_failed_listing_leaves_no_read_open_that_would_lock_out_writes(tmp_pat
     writer.join()
     started = time.monotonic()
     store.insert(new_task(1003.0))  # before the fix: "database is locked" after the busy timeout
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < BUSY_TIMEOUT_MS / 1000  # it did not wait for the other's lock
     assert len(kept[0]) == 3 and kept[0][0].TaskMessage.startswith("unreadable")
     store.close()
     other.close()
@@ -127,7 +129,7 @@ def test_a_failed_listing_leaves_no_read_open_that_would_lock_out_writes(tmp_pat
 
 def test_the_sweeper_thread_outlives_an_unexpected_error(tmp_path):
     """It crashed at every start on the unreadable document: one bug must not end the thread."""
-    from common.store.sqlite import SqliteStore
+    from common.store.sqlite.tasks import SqliteStore
 
     store = SqliteStore(tmp_path / "tasks.db")
     calls = []
@@ -143,9 +145,7 @@ def test_the_sweeper_thread_outlives_an_unexpected_error(tmp_path):
     stop = threading.Event()
     thread = threading.Thread(target=sweeper.run, args=(stop,))
     thread.start()
-    deadline = time.monotonic() + 10
-    while len(calls) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(calls) >= 3, STATE_DEADLINE, "three sweeps")
     stop.set()
     thread.join(10)
     assert len(calls) >= 3  # it went on sweeping after the failed round
@@ -184,8 +184,8 @@ def test_a_lease_on_a_task_that_breaks_is_given_up_and_the_others_renewed(subjec
     neither end it (every other step would lose its lease) nor hold it."""
     from common.engine.document import StepMessage
     from common.runtime.lease import LeaseKeeper
-    from common.store.mutate import mutate
-    from common.engine.transitions import claim
+    from common.store.tasks.mutate import mutate
+    from common.engine.core.entries import claim
 
     store = subject.store
     broken, fine = new_task(1000.0), new_task(1000.0)

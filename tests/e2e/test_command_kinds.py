@@ -1,4 +1,4 @@
-"""The in-process kinds of command (docs/DESIGN.md sec. 13) through a real module process on the
+"""The in-process kinds of command (docs/design/runtime.md) through a real module process on the
 real RabbitMQ and a SQLite store: async commands on the module's event loop, thread commands in
 threads of its own, no command process at all. What a command saw is read from its marks
 (tests/support/kind_commands.py) and from the store; never from how fast anything went."""

@@ -10,7 +10,7 @@ import pytest
 from common.engine.document import StepMessage
 from common.queues import dead_letter_queue
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from tests.support.cluster import commits, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]

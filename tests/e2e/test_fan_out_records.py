@@ -1,5 +1,6 @@
-"""A for_each over item records (DESIGN.md sec. 12) on real module processes, the real RabbitMQ
-and the SQLite store, with commands whose side effects are counted (tests/support/ledger_commands.py).
+"""A for_each over item records (docs/design/item-records.md) on real module processes, the real
+RabbitMQ and the SQLite store, with commands whose side effects are counted
+(tests/support/ledger_commands.py).
 
 - One item fails for good: every item that was applied is rolled back exactly once, none that
   never ran is, and in the documented order: the items after every dependent step settled, the
@@ -15,8 +16,8 @@ from collections import Counter
 
 import pytest
 
-from common.engine.kinds import fan_out
-from common.engine.kinds.fan_out import keeps_records
+from common.engine.kinds.for_each import records as fan_out
+from common.engine.kinds.for_each.records import keeps_records
 from common.engine.states import StepState, TaskStatus
 from tests.support.cluster import Cluster, wait_until
 from tests.support.graph_checks import rollback_violations

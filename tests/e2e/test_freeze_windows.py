@@ -24,7 +24,7 @@ import pytest
 from common.engine.states import TaskStatus
 from common.flows import load_flows
 from common.settings import load_settings
-from oss.service import TaskService
+from oss.services.tasks import TaskService
 from tests.deploy.support import http
 from tests.support.cluster import REPO
 from tests.support.oss_deployment import baton, oss_deployment, stream_events
@@ -53,11 +53,11 @@ task_types:
       - name: c
         normal:   {module: resource, command: step_c}
 """
-# Hourly windows two hours long chain into one that never closes: open whenever the test runs.
+# Daily windows a day long (UTC): one opens as the last closes, open whenever the test runs.
 ALWAYS_OPEN = """
 freeze:
-  - {name: change_freeze, cron: "0 * * * *", duration: 2h, task_types: [guarded], policy: refuse}
-  - {name: maintenance, cron: "0 * * * *", duration: 2h, task_types: [held], policy: wait}
+  - {name: change_freeze, cron: "0 0 * * *", duration: 24h, task_types: [guarded], policy: refuse}
+  - {name: maintenance, cron: "0 0 * * *", duration: 24h, task_types: [held], policy: wait}
 """
 
 
@@ -97,7 +97,7 @@ def test_a_waiting_window_holds_the_task_and_every_view_says_so(deployment):
     status, task = http("GET", f"{base}/api/v1/tasks/{task_id}")
     assert task["TaskStatus"] == int(TaskStatus.NOT_STARTED) and task["Steps"][0]["State"] == "waiting"
     wait = task["WaitingFor"]
-    assert (wait["Kind"], wait["Key"]) == ("freeze", "maintenance") and wait["Until"] > time.time() + 3600
+    assert (wait["Kind"], wait["Key"]) == ("freeze", "maintenance") and wait["Until"] > time.time()
 
     changes = [data["Event"] for kind, data in stream_events(base, task_id) if kind == "change"]
     assert changes == ["created", "waiting_for_freeze"]
@@ -155,6 +155,7 @@ def test_oss_does_not_start_on_a_broken_freeze_block_and_names_file_line_and_pat
     flows.write_text(TYPES + """
 freeze:
   - {name: weekend, cron: "0 18 * * 5", duration: 64 hours, task_types: [held, helt], policy: wait}
+  - {name: nightly, cron: "0 * * * *", duration: 2h, task_types: [held], policy: wait}
 """)
     env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_BROKER_URL": rabbitmq_url, "BATON_FLOWS_PATH": str(flows),
            "BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}"}  # fmt: skip
@@ -165,3 +166,5 @@ freeze:
     line = len(TYPES.splitlines()) + 3
     assert f"{flows}:{line}: freeze[0].duration: must be seconds" in out, out[-3000:]
     assert f"{flows}:{line}: freeze[0].task_types[1]: names unknown task type \"helt\"" in out, out[-3000:]
+    # A window longer than the hour between its openings would never close.
+    assert f"{flows}:{line + 1}: freeze[1].duration: lasts 2h, longer than the 1h between two openings" in out, out[-3000:]

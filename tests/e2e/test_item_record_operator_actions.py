@@ -1,7 +1,7 @@
-"""Operator actions on a for_each step whose items are kept in records of their own (DESIGN.md
-sec. 9 and 12), end to end: a real module process serving async commands
-(tests/support/kind_commands.py) on the real RabbitMQ, a separate sweeper, the `baton` CLI as its
-own process, each process serving its Prometheus /metrics.
+"""Operator actions on a for_each step whose items are kept in records of their own
+(docs/design/operator-actions.md and docs/design/item-records.md), end to end: a real module process
+serving async commands (tests/support/kind_commands.py) on the real RabbitMQ, a separate sweeper,
+the `baton` CLI as its own process, each process serving its Prometheus /metrics.
 
 - `baton cancel --stop-running` stops the items whose commands run now (their coroutines are
   cancelled, long before they would end), records who stopped them, and rolls each of them
@@ -17,10 +17,10 @@ import json
 
 import pytest
 
-from common.engine.kinds import fan_out
-from common.engine.kinds.fan_out import keeps_records
+from common.engine.kinds.for_each import records as fan_out
+from common.engine.kinds.for_each.records import keeps_records
 from common.engine.states import StepState, TaskStatus
-from common.store.items_open import open_item_store_for
+from common.store.items.open import open_item_store_for
 from tests.e2e.test_freeze_windows import baton
 from tests.e2e.test_module_metrics import scrape
 from tests.support.cluster import Cluster, wait_until

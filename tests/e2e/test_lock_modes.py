@@ -14,7 +14,7 @@ import pytest
 from common.engine.document import Task
 from common.engine.states import TaskStatus
 from common.store.side_stores import open_lock_store
-from common.store.locks_table import LockTable
+from common.store.side.locks_table import LockTable
 from tests.support.cluster import Cluster, wait_until
 from tests.support.test_store import cluster_mongo_url
 

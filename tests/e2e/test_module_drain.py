@@ -28,13 +28,13 @@ import time
 
 import pytest
 
-from common.engine.gates.drain import DRAIN_RECHECK_SECONDS
+from common.engine.gates.drain.gate import DRAIN_RECHECK_SECONDS
 from common.engine.states import TaskStatus
 from tests.deploy.support import http
 from tests.support.cluster import Cluster, commits, wait_until
 from tests.support.oss_deployment import baton, oss_deployment, stream_events
 from tests.support.test_store import cluster_mongo_url
-from common.store.items_open import open_item_store_for
+from common.store.items.open import open_item_store_for
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
@@ -104,8 +104,23 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
     running = submit(base, hold=4.0)
     wait_until(lambda: [e for e in events(task(base, running), "claimed") if e["Cursor"] == 1], 60,
                "the long mysql step running")
-    status, drained = http("POST", f"{base}/api/v1/modules/mysql/drain", {"reason": "deploy mysql 1.4"})
+    # The reason quotes a secret: masked in the record, every view, every log line.
+    status, drained = http("POST", f"{base}/api/v1/modules/mysql/drain",
+                           {"reason": "deploy mysql 1.4 password=hunter2-old"})  # fmt: skip
     assert (status, drained["drained"], drained["actor"]) == (200, True, "tester"), drained
+    assert drained["reason"] == "deploy mysql 1.4 password=***", drained
+    # A second drain is refused naming who drained it: it would hide the first one's who and why.
+    status, again = http("POST", f"{base}/api/v1/modules/mysql/drain", {"reason": "deploy mysql 1.5"})
+    assert status == 409 and "drained already (by tester at " in again["error"]["message"], again
+    again_cli = baton(cluster, "modules", "drain", "mysql", "--reason", "deploy 1.5", "--as", "ops:olga")
+    assert again_cli.returncode == 4 and "drained already (by tester at " in again_cli.stderr, again_cli.stderr
+    for hostile in ("deploy\x00", "deploy \u202eevil", "zero\u200bwidth"):
+        status, refused = http("POST", f"{base}/api/v1/modules/mysql/drain", {"reason": hostile})
+        assert status == 422 and refused["error"]["fields"][0]["path"].endswith("reason"), refused
+        by_cli = baton(cluster, "modules", "undrain", "mysql", "--reason", hostile.replace("\x00", "\x01"))
+        assert by_cli.returncode == 2 and "reason" in by_cli.stderr, by_cli.stderr
+    hidden_actor = baton(cluster, "modules", "undrain", "mysql", "--reason", "ok", "--as", "ol\u202ega")
+    assert hidden_actor.returncode == 2 and "actor" in hidden_actor.stderr, hidden_actor.stderr
     time.sleep(1.2)  # a module reads its drain record at most once a second
     waiting = [submit(base) for _ in range(3)]
     by_cli = baton(cluster, "submit", "provision", "--json")
@@ -119,11 +134,12 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
     for task_id in waiting:
         shown = task(base, task_id)
         assert shown["TaskStatus"] == int(TaskStatus.RUNNING)
-        assert [s["State"] for s in shown["Steps"]] == ["succeeded", "running", "waiting"], shown["Steps"]
+        # Held, not running: nothing of it runs until the undrain.
+        assert [s["State"] for s in shown["Steps"]] == ["succeeded", "waiting", "waiting"], shown["Steps"]
         assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Key"]) == ("drain", "mysql")
         (event,) = events(shown, "waiting_for_drain")
         assert (event["Actor"], event["Cursor"]) == ("tester", 1)
-        assert event["Message"] == "module mysql drained by tester: deploy mysql 1.4"
+        assert event["Message"] == "module mysql drained by tester: deploy mysql 1.4 password=***"
         assert not [e for e in shown["History"] if e["Event"] == "claimed" and e["Cursor"] == 1]
     streamed = stream_events(base, waiting[0])  # the event stream says the same
     assert "waiting_for_drain" in [data["Event"] for kind, data in streamed if kind == "change"]
@@ -132,7 +148,22 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
     assert shown.returncode == 0, shown.stderr
     assert "waiting for drain mysql since" in shown.stdout
     listed = baton(cluster, "modules")
-    assert "mysql        drained by tester" in listed.stdout and "deploy mysql 1.4" in listed.stdout
+    assert "mysql        drained by tester" in listed.stdout and "deploy mysql 1.4 password=***" in listed.stdout
+    status, modules = http("GET", f"{base}/api/v1/modules")
+    assert [m["drain"]["reason"] for m in modules["items"] if m["module"] == "mysql"] == ["deploy mysql 1.4 password=***"]
+    running = baton(cluster, "list", "--status", "2", "--limit", "100")  # held work apart from running work
+    lines = {line.split()[0]: line for line in running.stdout.splitlines()}
+    assert all("held (waiting for drain mysql)" in lines[task_id] for task_id in waiting), running.stdout
+    listed_json = json.loads(baton(cluster, "list", "--status", "2", "--json").stdout)["items"]
+    assert {t["TaskId"]: t["Steps"][1]["State"] for t in listed_json if t["TaskId"] in waiting} == dict.fromkeys(
+        waiting, "waiting")
+    # The operator takes one held step over by hand: skipped, its task goes on while the rest wait.
+    by_hand = waiting.pop()
+    status, skipped = http("POST", f"{base}/api/v1/tasks/{by_hand}/skip", {"reason": "created by hand", "step": 1})
+    assert status == 200, skipped
+    done = cluster.wait_final(by_hand, timeout=60)
+    assert done.TaskStatus is TaskStatus.SUCCESS and done.Steps[1].State.value == "operator_skipped"
+    assert commits(done) == {(0, 0): 1, (2, 0): 1}  # the held step never ran
 
     undrained = baton(cluster, "modules", "undrain", "mysql", "--reason", "1.4 is out", "--as", "ops:olga",
                       "--json")
@@ -150,7 +181,15 @@ def test_drained_mysql_holds_new_steps_lets_running_ones_finish_and_undrain_lets
         assert released.Time - undrained_at <= DRAIN_RECHECK_SECONDS + 5, released.Time - undrained_at
         assert task(base, task_id)["WaitingFor"] is None
     logged = [e for e in cluster.log_events("mysql") if e.get("event") == "step held: module drained"]
-    assert {e["drained_by"] for e in logged} == {"tester"} and {e["task_id"] for e in logged} == set(waiting)
+    assert {e["drained_by"] for e in logged} == {"tester"} and {e["task_id"] for e in logged} == {*waiting, by_hand}
+    assert {e["reason"] for e in logged} == {"deploy mysql 1.4 password=***"}
+    for name in ("oss", "mysql"):
+        assert "hunter2" not in cluster.procs[name].log_text(), name
+    assert "hunter2" not in json.dumps(task(base, waiting[0]))
+    # Undrained, `baton modules --stale` says who let the steps go and why.
+    stale = baton(cluster, "modules", "--stale")
+    assert "mysql        undrained by ops:olga at " in stale.stdout and ": 1.4 is out" in stale.stdout, stale.stdout
+    assert "undrained" not in baton(cluster, "modules").stdout
 
 
 @default_records_only
@@ -166,7 +205,7 @@ def test_a_message_queued_before_the_drain_is_held_at_the_claim(deployment):
     wait_until(lambda: held(base, task_id), 60, "the queued message held at the claim")
     time.sleep(1.0)
     shown = task(base, task_id)
-    assert shown["Steps"][1]["State"] == "running" and not [e for e in events(shown, "claimed") if e["Cursor"] == 1]
+    assert shown["Steps"][1]["State"] == "waiting" and not [e for e in events(shown, "claimed") if e["Cursor"] == 1]
     status, _ = http("POST", f"{base}/api/v1/modules/mysql/undrain", {"reason": "1.5 is out"})
     assert status == 200
     done = cluster.wait_final(task_id, timeout=60)
@@ -207,9 +246,11 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
         shown = baton(cluster, "get", task_id)
         assert shown.returncode == 0, shown.stderr
         assert "waiting for drain mysql since" in shown.stdout
-        assert json.loads(baton(cluster, "get", task_id, "--json").stdout)["WaitingFor"]["Kind"] == "drain"
+        got = json.loads(baton(cluster, "get", task_id, "--json").stdout)
+        assert got["WaitingFor"]["Kind"] == "drain" and got["Steps"][0]["State"] == "waiting"  # nothing of it runs
         listed = http("GET", f"{base}/api/v1/tasks?task_type=fleet")[1]["items"]  # the console's list
-        assert [t["WaitingFor"]["Kind"] for t in listed if t["TaskId"] == task_id] == ["drain"]
+        assert [(t["WaitingFor"]["Kind"], t["StepStates"]) for t in listed if t["TaskId"] == task_id] == [
+            ("drain", ["waiting"])]
         listed = json.loads(baton(cluster, "list", "--type", "fleet", "--json").stdout)["items"]
         assert [t["WaitingFor"]["Kind"] for t in listed if t["TaskId"] == task_id] == ["drain"]
     else:
@@ -217,6 +258,7 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
         assert sorted(e["Item"] for e in events(task(base, task_id), "waiting_for_drain")) == [0, 1, 2]
     shown = task(base, task_id)
     assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Key"]) == ("drain", "mysql")
+    assert shown["Steps"][0]["State"] == "waiting", shown["Steps"][0]  # kept in records or inline alike
     if cluster.records:  # re-published while drained, without backoff: still held, never claimed
         def held_again() -> bool:  # each item's re-publication reached the module and was held
             holds = [e.get("item") for e in cluster.log_events("mysql")
@@ -269,3 +311,32 @@ def test_items_waiting_on_a_module_none_serves_say_so_in_the_task_view(deploymen
     cluster.restart("mysql")
     assert cluster.wait_final(task_id, timeout=60).TaskStatus is TaskStatus.SUCCESS
     assert task(base, task_id)["Waiting"] is None
+
+
+@default_records_only
+def test_a_delayed_start_shows_its_step_waiting_until_its_time_and_may_be_skipped(deployment):
+    """A task submitted with a future `start_at`: its first step is dispatched but nothing runs it,
+    so it reads `waiting` (not `running`), `WaitingFor` says until when, `baton list` marks it
+    held and `baton get` says what it waits for; skipping the step leaves the next one held."""
+    cluster, base = deployment
+    start_at = time.time() + 3600
+    status, created = http("POST", f"{base}/api/v1/tasks", {"task_type": "provision", "start_at": start_at})
+    assert status == 201, created
+    task_id = created["task_id"]
+    shown = task(base, task_id)
+    assert [s["State"] for s in shown["Steps"]] == ["waiting", "waiting", "waiting"], shown["Steps"]
+    assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Until"]) == ("start_at", pytest.approx(start_at))
+    assert shown["TaskStatus"] == int(TaskStatus.NOT_STARTED)
+    listed = baton(cluster, "list", "--status", "1", "--limit", "100")
+    line = next(line for line in listed.stdout.splitlines() if line.startswith(task_id))
+    assert "held (waiting for start_at until " in line, listed.stdout
+    got = baton(cluster, "get", task_id)
+    assert "[0] reserve              waiting" in got.stdout and "waiting for start_at until " in got.stdout, got.stdout
+
+    status, skipped = http("POST", f"{base}/api/v1/tasks/{task_id}/skip", {"reason": "reserved by hand", "step": 0})
+    assert status == 200, skipped
+    assert [s["State"] for s in skipped["Steps"]] == ["operator_skipped", "waiting", "waiting"]
+    assert skipped["WaitingFor"]["Kind"] == "start_at"  # the next step waits for the same start
+    status, _ = http("POST", f"{base}/api/v1/tasks/{task_id}/cancel", {"reason": "test over"})
+    assert status == 200
+    assert cluster.wait_final(task_id, timeout=60).TaskStatus is TaskStatus.ROLLED_BACK

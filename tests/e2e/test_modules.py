@@ -24,7 +24,7 @@ from common.engine.states import TaskStatus
 from common.store.side_stores import open_event_log
 from modules.resource.inventory.factory import open_inventory
 from modules.resource.inventory.port import Capacity, ClaimState, HostState
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from tests.support.cluster import REPO, Cluster, wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
 

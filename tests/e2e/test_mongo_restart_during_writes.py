@@ -22,10 +22,10 @@ import pytest
 
 from common.errors import StoreError
 from common.engine.document import Task
-from common.engine.transitions import Refusal, Timing, create_task
-from common.store.mongo import MongoStore
-from common.store.mutate import mutate
-from tests.contract.test_store_contract import mysql_steps
+from common.engine.core.entries import Refusal, Timing, create_task
+from common.store.mongo.tasks import MongoStore
+from common.store.tasks.mutate import mutate
+from tests.contract.store_documents import mysql_steps
 from tests.support.secantus import secantus_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -1,6 +1,6 @@
 """delete_mysql_instance waits for the instance's clients to disconnect (check again later,
-DESIGN.md sec. 10), with the real modules as processes, the real RabbitMQ and the real MariaDB,
-on the shipped flows.yaml (its max_wait shortened for the second test).
+docs/design/operations.md), with the real modules as processes, the real RabbitMQ and the real
+MariaDB, on the shipped flows.yaml (its max_wait shortened for the second test).
 
 The mysql module runs ONE worker slot: while the delete waits, another task's mysql step runs."""
 

@@ -61,6 +61,11 @@ def test_readyz_reports_a_stopped_or_frozen_store_within_its_bound(tmp_path, rab
             server.stop()
             status, body = readyz(port)  # a timeout here: the probe waited for the store's own timeout
             assert status == 503 and body["checks"]["store"].startswith("failed") and body["checks"]["broker"] == "ok"
+            # The answer needs no token: where the store is, and what its driver said, go to the log only.
+            assert str(server.port) not in json.dumps(body) and "127.0.0.1" not in json.dumps(body), body
+            wait_until(lambda: "readiness probe failed" in log.read_text(), 30, "the probe's detail in the log")
+            line = next(line for line in log.read_text().splitlines() if "readiness probe failed" in line)
+            assert str(server.port) in json.loads(line)["error"], line
 
             server.start()
             wait_until(lambda: answers(port), 60, "ready again once the server is back")

@@ -17,7 +17,7 @@ import pytest
 from common.flows import load_flows
 from common.scheduling import Overlap
 from common.engine.states import FINAL_STATUSES
-from oss.schedules_service import ScheduleService
+from oss.services.schedules import ScheduleService
 from tests.support.cluster import Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]

@@ -52,7 +52,9 @@ def environment(tmp_path: Path, rabbitmq_url: str, sandbox: Sandbox) -> dict[str
         "BATON_FLOWS_PATH": str(flows),
         "BATON_LOG_FORMAT": "json",
         "BATON_API_TOKENS": "ops:sigterm-test-token-1:operator",
-        "BATON_SHUTDOWN_GRACE_SECONDS": "2",
+        # Generous: a stop ends as soon as its threads do; a short grace failed the run on a
+        # loaded machine ("did not stop in time") though nothing was wrong but the load.
+        "BATON_SHUTDOWN_GRACE_SECONDS": "60",
         "BATON_SWEEP_INTERVAL_SECONDS": "0.05",
         "BATON_RELAY_GRACE_SECONDS": "0.1",
         "BATON_RECONCILE_INTERVAL_SECONDS": "0.05",

@@ -1,7 +1,7 @@
-"""An unknown outcome is verified before a retry or a rollback (docs/DESIGN.md sec. 13.1), with
-real module processes killed with SIGKILL on the real RabbitMQ, the real mysql module on the real
-MariaDB, and the worked example of docs/guide/modules.md (tests/support/verify_commands.py runs
-the page's code as the `billing` module).
+"""An unknown outcome is verified before a retry or a rollback (docs/design/runtime.md, "Verifying
+an unknown outcome"), with real module processes killed with SIGKILL on the real RabbitMQ, the real
+mysql module on the real MariaDB, and the worked example of docs/guide/modules.md
+(tests/support/verify_commands.py runs the page's code as the `billing` module).
 
 - mysql's init_instance killed after it created the instance: the retry's verify finds it done,
   the command does not run again; killed while it waits for the instance's lock (mid-command):

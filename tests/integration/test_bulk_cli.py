@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from common.broker.inprocess import InProcessBroker
 from common.flows import load_flows
 from common.settings import load_settings
-from common.store.sqlite import SqliteStore
-from oss.cli_bulk import bulk
-from oss.service import TaskService
+from common.store.sqlite.tasks import SqliteStore
+from oss.cli.bulk import bulk
+from oss.services.tasks import TaskService
 from tests.support.cluster import REPO
 
 

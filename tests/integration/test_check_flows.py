@@ -83,8 +83,8 @@ def test_a_registry_elsewhere_is_named_with_a_flag(tmp_path):
 def test_live_checks_against_the_modules_running_now(tmp_path):
     import time
 
-    from common.store.modules_port import ModuleRegistration
-    from common.store.modules_sqlite import SqliteModuleRegistry
+    from common.store.side.modules import ModuleRegistration
+    from common.store.sqlite.modules import SqliteModuleRegistry
 
     root = user_checkout(tmp_path)
     registry = SqliteModuleRegistry(root / "baton.db")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.tasks import SqliteStore
 from oss.cli import main
 from tests.api.support import FAIL, FLOWS, OK, SECRET, Api
 
@@ -92,6 +92,12 @@ def test_list_filters_and_pages(cli):
     assert [t["TaskId"] for t in alice["items"]] == [ids[1]]
     assert run("list", "--status", "LOST").exit_code == 2
     assert run("list", "--label", "a.b=c").exit_code == 2
+
+
+def test_list_ids_prints_only_the_ids_for_a_script(cli):
+    run, _ = cli
+    ids = [submitted(run) for _ in range(3)]
+    assert run("list", "--ids", "--limit", "2").stdout == f"{ids[2]}\n{ids[1]}\n"  # newest first, no cursor line
 
 
 def test_watch_follows_a_task_live_and_exits_0_on_success(cli):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import EXIT_UNAVAILABLE
+from common.store.sqlite.tasks import SqliteStore
 from tests.support.cli_walk import (
     ARGUMENTS,
     EXIT_CODES,
@@ -37,6 +38,7 @@ def test_every_command_with_the_broker_down_says_so_in_one_line(tmp_path: Path, 
     # A command that publishes tries one connection first and fails at once; the processes keep
     # trying to start consuming for a while (FIRST_CONNECT_SECONDS): all at once, so the walk
     # takes one such wait, not one per process.
+    SqliteStore(tmp_path / "baton.db").close()  # the store is up: a command that only reads never makes one
     runs = walk(environment(tmp_path, f"sqlite:///{tmp_path}/baton.db"), tmp_path, skip=SKIP, arguments=arguments,
                 workers=len(list(commands())), only=None if every else representative(SKIP))  # fmt: skip
     unavailable = set()

@@ -35,7 +35,7 @@ def test_every_command_with_the_store_down_says_so_in_one_line(tmp_path: Path, r
     if every:
         assert len(runs) > 30  # the walk found the commands (every leaf of every group)
     # Every command module has a command walked (flows needs neither store nor broker, queues no store).
-    assert {COMMAND_MODULES[path[0]] for path, _ in runs} == set(COMMAND_MODULES.values()) - {"oss.cli_flows", "oss.cli_queues"}
+    assert {COMMAND_MODULES[path[0]] for path, _ in runs} == set(COMMAND_MODULES.values()) - {"oss.cli.flows", "oss.cli.queues"}
     for _, run in runs:
         assert run.code == EXIT_UNAVAILABLE, str(run)
         assert "Traceback" not in run.stderr, str(run)

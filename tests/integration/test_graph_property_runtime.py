@@ -24,8 +24,8 @@ from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import load_settings
 from common.engine.states import FINAL_STATUSES, StepState, TaskStatus
-from common.store.sqlite import SqliteStore
-from oss.service import TaskService
+from common.store.sqlite.tasks import SqliteStore
+from oss.services.tasks import TaskService
 from tests.support.graph_checks import join_violations, rollback_violations
 from tests.support.item_view import with_items
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from oss.cli_hosts import hosts
+from oss.cli.hosts import hosts
 
 
 def run(tmp_path: Any, *args: str) -> Any:

@@ -13,10 +13,10 @@ from common.engine.document import ChildTemplate, LockTemplate, StepMessage, Tas
 from common.relay.outbox import OutboxPublisher
 from common.queues import module_queue
 from common.engine.states import ResultCode, TaskStatus
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
 from common.relay.sweeper import SweepConfig, Sweeper
-from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.engine.core.entries import AttemptResult, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
 CONFIG = SweepConfig(lease=5.0, redeliver_after=60.0, relay_grace=1.0, interval=0.1)

@@ -1,13 +1,13 @@
-"""A long task keeps a bounded document and loses no history (DESIGN.md 8.2): a
-`for_each` over 120 items, run by the real module runtime on the in-process broker, ends with at
-most 100 events in its stored document, while the API's view (and the SSE stream's ids) still
-count and show every event, and every item's attempt."""
+"""A long task keeps a bounded document and loses no history (docs/design/stores.md, "Bounded
+documents"): a `for_each` over 120 items, run by the real module runtime on the in-process broker,
+ends with at most 100 events in its stored document, while the API's view (and the SSE stream's ids)
+still count and show every event, and every item's attempt."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.engine.history import HISTORY_LIMIT
+from common.engine.core.history import HISTORY_LIMIT
 from common.engine.states import TaskStatus
 from tests.api.support import auth, wide_task_done
 

@@ -14,9 +14,9 @@ from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import load_settings
 from common.engine.states import FINAL_STATUSES, TaskStatus
-from common.store.sqlite import SqliteStore
-from oss.service import TaskService
-from tests.support.cluster import wait_until
+from common.store.sqlite.tasks import SqliteStore
+from oss.services.tasks import TaskService
+from tests.support.cluster import STATE_DEADLINE, wait_until
 from tests.support.builders import only_run
 
 FLOWS = """
@@ -80,8 +80,8 @@ def test_stop_lets_a_running_step_finish_within_the_grace_period(parts):
     task = service.submit("slow", {}).task
     wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 10, "final")
     started = time.monotonic()
-    assert runtime.stop(grace=5) is True
-    assert time.monotonic() - started < 5  # nothing was running: it did not wait out the grace
+    assert runtime.stop(grace=STATE_DEADLINE) is True
+    assert time.monotonic() - started < STATE_DEADLINE  # nothing was running: it did not wait out the grace
 
 
 def test_stop_past_the_grace_period_stops_the_command_and_releases_the_step(parts):
@@ -90,10 +90,11 @@ def test_stop_past_the_grace_period_stops_the_command_and_releases_the_step(part
     runtime.start()
     task = service.submit("slow", hanging()).task
     wait_until(lambda: store.get(task.TaskId).TaskStatus is TaskStatus.RUNNING, 10, "running")
-    started = time.monotonic()
     assert runtime.stop(grace=0.5) is False
-    assert time.monotonic() - started < 2.5
     stored = store.get(task.TaskId)
+    # Stopped by the stop, not by the step's 3 s timeout it would otherwise have waited for
+    # (that fails the attempt): nothing of the attempt failed.
+    assert not [e for e in stored.History if e.Event == "attempt_failed"]
     # Not failed, not left to a lease: pending again, same attempt, its message re-published.
     assert stored.TaskStatus is TaskStatus.RUNNING and only_run(stored).State.value == "pending"
     # Published at once; the entry stays until a claim removes it (or the relay re-sends it).

@@ -8,8 +8,8 @@ import structlog
 from common.engine.document import Alarm
 from common.queues import ALARM_QUEUE
 from common.settings import load_settings
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Timing, create_task
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Timing, create_task
 from modules.monitor.alarms import alarm_consumer
 from tests.e2e.test_modules import HookServer
 from tests.support.builders import make_step

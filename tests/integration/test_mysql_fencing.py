@@ -10,7 +10,7 @@ import pymysql
 import pytest
 
 from common.errors import CommandFailed
-from common.engine.fence import FencingToken, StaleFence
+from common.engine.core.fence import FencingToken, StaleFence
 from common.engine.states import Phase
 from modules.mysql import provision
 from modules.mysql.provision import Placement

@@ -9,6 +9,7 @@ from typing import Any
 
 import pymysql
 import pytest
+import structlog
 
 from common.errors import CommandFailed
 from modules.mysql import provision
@@ -68,8 +69,10 @@ def test_init_creates_a_database_and_a_user_that_can_log_in_and_use_it(server, p
 def test_a_rerun_creates_nothing_more_and_reports_the_same_password(server, place, sandbox) -> None:
     name = sandbox.name("app")
     first = init(server, place, name)
-    again = init(server, place, name)
+    with structlog.testing.capture_logs() as logs:
+        again = init(server, place, name)
     assert again == first
+    assert [e["event"] for e in logs if "instance" in e["event"]] == ["instance ready already; nothing created"]
     assert sandbox.users() == {(name, "%")} and sandbox.databases() == {name}
     login(again).close()
 

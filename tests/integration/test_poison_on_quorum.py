@@ -13,9 +13,9 @@ from common.flows import parse_flows
 from common.queues import ALARM_QUEUE, dead_letter_queue, module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import load_settings
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.tasks import SqliteStore
 from modules.monitor.alarms import alarm_consumer
-from oss.service import TaskService
+from oss.services.tasks import TaskService
 from tests.support.cluster import wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.timeout(120)]

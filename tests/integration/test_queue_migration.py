@@ -59,3 +59,14 @@ def test_a_classic_deployment_moves_to_quorum_queues(rabbitmq_url, tmp_path):
         assert again.returncode == 0 and "nothing to move" in again.stdout, again.stdout + again.stderr
     finally:
         quorum.stop_all()
+
+
+def test_nothing_to_move_is_one_line_without_the_client_library_s_warnings(rabbitmq_url, tmp_path):
+    """No classic queue to move: each queue it looks for is missing, which the broker says by
+    closing a channel (404); that is the answer, not a warning to print, even at log level info."""
+    env = {**os.environ, "BATON_BROKER_URL": rabbitmq_url, "BATON_QUEUE_TYPE": "quorum", "BATON_LOG_LEVEL": "info",
+           "BATON_FLOWS_PATH": str(REPO / "flows.yaml"), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "oss", "queues", "move-to-quorum"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "no classic queue found: nothing to move\n", done
+    assert "NOT_FOUND" not in done.stderr and "Channel.Close" not in done.stderr, done.stderr

@@ -14,14 +14,14 @@ from click.testing import CliRunner
 from common.engine.states import ResultCode, TaskStatus
 from modules.resource.inventory.factory import open_inventory
 from modules.resource.inventory.port import Capacity, ClaimState
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import AttemptResult, Timing, create_task
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import AttemptResult, Timing, create_task
 from modules.mysql import provision
 from modules.mysql.provision import Placement
 from modules.mysql.server import Server
 from modules.mysql.settings import MysqlSettings
 from modules.resource.requests import claim_key
-from oss.cli_reconcile import reconcile
+from oss.cli.reconcile import reconcile
 from tests.support.builders import counter_ids, make_step
 from tests.support.mariadb import Sandbox, mariadb_sandbox
 from tests.unit.test_transitions import message_for, run
@@ -44,7 +44,7 @@ def task_in(store: SqliteStore, status: TaskStatus, prefix: str, instance: str) 
     elif status is TaskStatus.ROLLED_BACK:
         task = run(run(task, AttemptResult(ResultCode.FAILED, "boom", retryable=False)), AttemptResult(ResultCode.OK))
     elif status is TaskStatus.RUNNING:
-        from common.engine.transitions import claim
+        from common.engine.core.entries import claim
 
         task = claim(task, message_for(task), "w1", Timing(101.0))
     assert task.TaskStatus is status, task.TaskStatus
@@ -105,7 +105,7 @@ def test_reconcile_finds_a_planted_leak_removes_it_only_when_asked_and_spares_th
 def test_an_action_planned_for_a_task_restarted_since_is_left_alone(tmp_path: Any, sandbox) -> None:
     """An operator restarts the rolled-back task between the survey and the removal: its instance
     may be the new run's, so the reconciler leaves it (it re-reads the task before acting)."""
-    from common.store.mutate import mutate
+    from common.store.tasks.mutate import mutate
     from modules.mysql.reconcile import Reconciler
 
     store = SqliteStore(tmp_path / "baton.db")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from common.engine.states import TaskStatus
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.tasks import SqliteStore
 from modules.mysql.server import OwnedInstance, Server
 from modules.mysql.settings import MysqlSettings
 from tests.integration.test_reconcile import plant, task_in

@@ -10,14 +10,14 @@ from common.runtime.child import execute
 from common.engine.states import Phase
 from modules.resource.inventory.factory import open_inventory
 from modules.resource.inventory.port import Capacity
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, finish_attempt
 from common.engine.states import ResultCode
 from modules.resource.commands import ResourceParts, registry
 from tests.support.builders import counter_ids, make_step, only_run
 from tests.unit.test_transitions import message_for
-from common.engine.transitions import create_task
+from common.engine.core.entries import create_task
 
 PARAMS = {"name": "app_1", "cpu": 1, "memory_mb": 256, "storage_gb": 1}
 
@@ -75,4 +75,28 @@ def test_a_check_that_reserved_after_its_rollback_gives_the_reservation_back(tmp
                      lambda task_id: next(reads, None) or store.get(task_id))  # fmt: skip
     assert not answer["ok"] and "given back" in answer["message"]
     assert parts.inventory.list_claims(200.0, live_only=True) == []
+    store.close()
+
+
+def test_a_thawed_check_finding_the_claim_deducted_says_it_reserved_nothing(tmp_path: Any) -> None:
+    """Its replica froze after the fence check; the step was handed on, reserved, and the task's
+    deduct_resource charged it. The thawed attempt answers the claim as it stands, and its log
+    says what it did: nothing (a "capacity reserved" line there was false)."""
+    import structlog
+
+    from modules.resource.requests import claim_key, holder_from, need_from
+
+    store, parts, task = setup(tmp_path)
+    run, claimed = claim_step(store, task.TaskId, "resource@a")
+    key = claim_key(task.TaskId)
+    parts.inventory.reserve(key, need_from(PARAMS), holder_from(PARAMS), 104.0, 704.0)  # the other replica
+    parts.inventory.deduct(key, 105.0)
+    reads = iter([claimed])
+    with structlog.testing.capture_logs() as logs:
+        answer = execute(registry, request(task, run, "resource@a"), False, parts,
+                         lambda task_id: next(reads, None) or store.get(task_id))  # fmt: skip
+    assert answer["ok"] and answer["output"]["reservation"]["state"] == "deducted"
+    events = [e["event"] for e in logs]
+    assert "capacity reserved" not in events
+    assert "capacity deducted already by a later step; nothing reserved" in events
     store.close()

@@ -1,6 +1,7 @@
-"""The resource module's verifies (docs/DESIGN.md sec. 13.1) as its command process runs them, on a
-real SQLite inventory: a deduct whose outcome is unknown is found done or not done from the
-task's claim, and a restore after a deduct that never happened gives nothing back."""
+"""The resource module's verifies (docs/design/runtime.md, "Verifying an unknown outcome") as its
+command process runs them, on a real SQLite inventory: a deduct whose outcome is unknown is found
+done or not done from the task's claim, and a restore after a deduct that never happened gives
+nothing back."""
 
 from __future__ import annotations
 

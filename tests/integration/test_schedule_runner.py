@@ -15,10 +15,10 @@ from common.scheduling import Missed, Overlap, Schedule
 from common.relay.schedule_runner import ScheduleRunner
 from common.settings import load_settings
 from common.engine.states import TaskStatus
-from common.store.schedules_sqlite import SqliteScheduleStore
-from common.store.sqlite import SqliteStore
-from oss.schedules_service import ScheduleService
-from oss.service import TaskService
+from common.store.sqlite.schedules import SqliteScheduleStore
+from common.store.sqlite.tasks import SqliteStore
+from oss.services.schedules import ScheduleService
+from oss.services.tasks import TaskService
 
 FLOWS = """
 version: 1

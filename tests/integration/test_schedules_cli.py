@@ -7,7 +7,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from oss.cli_schedules import schedules
+from oss.cli.schedules import schedules
 from tests.support.cluster import REPO
 
 

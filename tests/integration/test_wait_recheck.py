@@ -8,12 +8,12 @@ from __future__ import annotations
 from common.broker.inprocess import InProcessBroker
 from common.queues import module_queue
 from common.engine.states import TaskStatus
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
 from common.relay.sweeper import SweepConfig, Sweeper
-from common.engine.gates.task_waits import RECHECK_SECONDS
-from common.engine.units import step_message
-from common.engine.transitions import Timing, claim, create_task, finish_attempt
+from common.engine.gates.after_task.waits import RECHECK_SECONDS
+from common.engine.core.units import step_message
+from common.engine.core.entries import Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 from tests.api.support import OK
 

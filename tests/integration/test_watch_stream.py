@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from oss.cli_tasks import watch
+from oss.cli.tasks import watch
 from tests.api.support import FAIL, OPERATOR, READER, Api, open_api
+from tests.support.cluster import STATE_DEADLINE
 from tests.support.served import served
 
 
@@ -23,13 +23,12 @@ def test_watch_through_the_api_prints_every_event_then_exits_with_the_outcome(tm
         result: list[Any] = []
         watcher = threading.Thread(target=lambda: result.append(
             CliRunner().invoke(watch, [task_id, "--api", url, "--token", READER, "--json"])))  # fmt: skip
-        watcher.start()
-        time.sleep(0.5)
+        watcher.start()  # it prints the events from the first, whenever it connects
         api.step(task_id)
         api.step(task_id, FAIL)  # step 1 fails: both steps are rolled back
         api.step(task_id)
         api.step(task_id)
-        watcher.join(timeout=30)
+        watcher.join(timeout=STATE_DEADLINE)  # a state: the watch ended with the task
         assert not watcher.is_alive()
         outcome = result[0]
         assert outcome.exception is None or isinstance(outcome.exception, SystemExit), outcome.exception

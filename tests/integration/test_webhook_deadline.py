@@ -10,9 +10,9 @@ import structlog
 
 from common.relay import http_deadline
 from common.engine.document import NotifyTarget
-from common.engine.notifications import WEBHOOK, add_notifications
+from common.engine.core.notifications import WEBHOOK, add_notifications
 from common.store.factory import open_store
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from common.relay.webhooks import WebhookConfig, WebhookDeliverer
 from tests.support.builders import counter_ids, make_step
 from tests.support.cluster import wait_until

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from common.broker.inprocess import InProcessBroker
 from common.engine.document import NotifyTarget
-from common.engine.notifications import WEBHOOK, add_notifications
+from common.engine.core.notifications import WEBHOOK, add_notifications
 from common.store.factory import open_store
 from common.relay.sweeper import SweepConfig, Sweeper
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from common.relay.webhook_sender import retry_after
 from common.relay.webhooks import WebhookConfig, WebhookDeliverer
 from tests.support.builders import counter_ids, make_step

@@ -32,9 +32,11 @@ COMMAND_DEADLINE = 240.0  # a process retries a dead broker for 15 s first; gene
 
 # Arguments that make a command reach the store: check-flows only does with --live; a module
 # that exists (any other name is refused before anything is opened); a schedule needs a timing;
-# a task type flows.yaml defines; a bulk action a filter (none is refused as a usage error).
+# a task type flows.yaml defines; a bulk action a filter (none is refused as a usage error); a
+# callback what it reports.
 ARGUMENTS = {
     ("check-flows",): ["--live"],
+    ("callback",): ["x", "--succeed"],
     ("module",): ["resource"],
     ("schedules", "add"): ["nightly", "demo", "--every", "60"],
     ("submit",): ["demo"],

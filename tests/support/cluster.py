@@ -24,7 +24,7 @@ from common.settings import load_settings
 from tests.support.item_view import with_items
 from common.engine.states import FINAL_STATUSES
 from common.store.factory import open_store
-from oss.service import TaskService
+from oss.services.tasks import TaskService
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,6 +36,7 @@ class Proc:
     log_path: Path
     popen: subprocess.Popen | None = None
     ready: str = ""  # the log line that says it started; "" = guess from args (as before)
+    cwd: Path = REPO  # the checkout it runs (another release's, in the rolling-upgrade test)
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -80,16 +81,17 @@ class Cluster:
 
     # --- processes ---------------------------------------------------------------------------
 
-    def start_module(self, module: str, name: str | None = None, registry: str | None = None, **env: str) -> Proc:
+    def start_module(self, module: str, name: str | None = None, registry: str | None = None, checkout: Path = REPO,
+                     **env: str) -> Proc:  # fmt: skip
         """`registry` ("package.module:attribute"): serve that command registry instead of the
-        module's own (test stand-ins), through the same runtime."""
+        module's own (test stand-ins), through the same runtime. `checkout`: the code it runs."""
         args = [sys.executable, "-m", f"modules.{module}"]
         if registry is not None:
             args = [sys.executable, "-m", "tests.support.run_registry", registry]
-        return self._start(name or module, args, env, ready="module started")
+        return self._start(name or module, args, env, ready="module started", cwd=checkout)
 
-    def start_sweeper(self, name: str = "sweeper", **env: str) -> Proc:
-        return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started")
+    def start_sweeper(self, name: str = "sweeper", checkout: Path = REPO, **env: str) -> Proc:
+        return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started", cwd=checkout)
 
     def start_oss(self, port: int, name: str = "oss", **env: str) -> Proc:
         """`baton oss`, the REST API, on `port`: ready once uvicorn listens (its own line)."""
@@ -109,13 +111,16 @@ class Cluster:
 
     _starting: list[tuple[Proc, int, str]] | None = None
 
-    def _start(self, name: str, args: list[str], env: dict[str, str], ready: str) -> Proc:
+    def _start(self, name: str, args: list[str], env: dict[str, str], ready: str, cwd: Path | None = None) -> Proc:
         proc = self.procs.get(name) or Proc(name, args, self.workdir / f"{name}.log", ready=ready)
         self.procs[name] = proc
+        if cwd is not None:
+            proc.cwd = cwd
         offset = len(proc.log_text())
+        pythonpath = os.pathsep.join([str(proc.cwd), *([env["PYTHONPATH"]] if "PYTHONPATH" in env else [])])
         with proc.log_path.open("a") as log:
             proc.popen = subprocess.Popen(
-                args, cwd=REPO, env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT
+                args, cwd=proc.cwd, env={**self.env, **env, "PYTHONPATH": pythonpath}, stdout=log, stderr=subprocess.STDOUT
             )
         if self._starting is not None:
             self._starting.append((proc, offset, ready))
@@ -127,7 +132,8 @@ class Cluster:
     def _await_ready(proc: Proc, offset: int, ready: str) -> None:
         assert proc.popen is not None
         # Generous: a process's start (imports, broker, store) took over 30 s on a loaded machine.
-        wait_until(lambda: ready in proc.log_text()[offset:] or proc.popen.poll() is not None, 120, f"{proc.name} ready")
+        wait_until(lambda: ready in proc.log_text()[offset:] or proc.popen.poll() is not None, STATE_DEADLINE,
+                   f"{proc.name} ready")
         if proc.popen.poll() is not None:
             raise AssertionError(f"{proc.name} exited with {proc.popen.returncode}:\n{proc.log_text()[-3000:]}")
 
@@ -173,13 +179,13 @@ class Cluster:
     def submit(self, task_type: str, **parameters) -> Task:
         return self.service.submit(task_type, parameters).task
 
-    def wait_final(self, task_id: str, timeout: float = 60) -> Task:
+    def wait_final(self, task_id: str, timeout: float | None = None) -> Task:
         def final() -> bool:
             task = self.store.get(task_id)
             return task is not None and task.TaskStatus in FINAL_STATUSES and not task.Outbox
 
         try:
-            wait_until(final, timeout, f"task {task_id} final")
+            wait_until(final, STATE_DEADLINE if timeout is None else timeout, f"task {task_id} final")
         except AssertionError:
             print(self.logs())
             print(self.store.get(task_id).model_dump_json(indent=1))
@@ -188,13 +194,23 @@ class Cluster:
         return with_items(self.store, self.store.get(task_id))
 
 
+# The one deadline for a state a test waits for (a process ready, a step claimed, a task final):
+# generous, for a machine at load 20-45 where a process's start took over 30 s. A test that
+# passes never waits it out; it bounds only how long a broken one hangs.
+STATE_DEADLINE = float(os.environ.get("BATON_TEST_STATE_DEADLINE", "300"))
+
+
 def wait_until(condition, timeout: float, what: str, interval: float = 0.05) -> None:
+    """Wait for a state. `timeout` is what the state takes on a quiet machine; the wait goes on
+    to STATE_DEADLINE at least: a shorter deadline failed tests whose only fault was the
+    machine's load, and only a broken test ever waits it out."""
+    timeout = max(timeout, STATE_DEADLINE)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 def commits(task: Task, event: str = "step_succeeded") -> dict[tuple[int, int], int]:

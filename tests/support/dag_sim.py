@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from common.relay.child_relay import ChildRelay
 from common.relay.items import ItemRelay
 from common.engine.document import OutboxEntry, StepMessage, Task
-from common.engine.item_record import ItemRecord
-from common.engine.kinds.fan_out import ITEM_KINDS, inline_view, keeps_records
-from common.engine.kinds.item_changes import claim_item, finish_item_attempt
-from common.store.items_port import ItemStore
-from common.engine.units import none_if_refused
+from common.engine.kinds.for_each.item_record import ItemRecord
+from common.engine.kinds.for_each.records import ITEM_KINDS, inline_view, keeps_records
+from common.engine.kinds.for_each.item_changes import claim_item, finish_item_attempt
+from common.store.items.port import ItemStore
+from common.engine.core.units import none_if_refused
 from common.store.retry import compare_and_set_loop
 from common.queues import ALARM_QUEUE
 from common.engine.states import Phase, ResultCode
-from common.engine.notifications import WEBHOOK
-from common.store.mutate import mutate
-from common.store.port import TaskStore
-from common.engine.kinds.subflow import PUBLISH
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, finish_attempt, mark_sent
+from common.engine.core.notifications import WEBHOOK
+from common.store.tasks.mutate import mutate
+from common.store.tasks.port import TaskStore
+from common.engine.kinds.sub_flow.entries import PUBLISH
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, finish_attempt, mark_sent
 
 Unit = tuple[int, int | None]
 # (task type, cursor, item, phase) -> True: every attempt of that unit's phase fails.
@@ -45,7 +45,8 @@ class _Claimed:
 class Simulator:
     store: TaskStore
     fails: FailPlan
-    items: ItemStore | None = None  # where steps over item records keep them (DESIGN.md 12)
+    # where steps over item records keep them (docs/design/item-records.md)
+    items: ItemStore | None = None
     now: float = 1000.0
     alarms: list[dict] = field(default_factory=list)
     refused: int = 0

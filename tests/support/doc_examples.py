@@ -38,7 +38,7 @@ class Block:
 
 
 def pages() -> list[Path]:
-    """README.md, then every page under docs/ (DESIGN.md describes; its blocks are run too)."""
+    """README.md, then every page under docs/ (the design's pages under docs/design/ too)."""
     return [README, *sorted(DOCS.rglob("*.md"))]
 
 
@@ -104,6 +104,17 @@ def shell_lines(code: str) -> list[tuple[list[str], bool]]:
             background = words[-1] == "&"
             found.append(([w for w in words if w != "&"], background))
     return found
+
+
+def substituted(words: list[str]) -> tuple[str, list[str]] | None:
+    """A `NAME=$(command args)` line (a variable set to what a command prints): NAME and the
+    command's words; None for any other line."""
+    m = re.fullmatch(r"(\w+)=\$\((.+)", words[0])
+    if not m or not words[-1].endswith(")"):
+        return None
+    inner = [m.group(2), *words[1:]]
+    inner[-1] = inner[-1].removesuffix(")")
+    return m.group(1), inner
 
 
 def curl_request(words: list[str]) -> tuple[str, str, dict[str, str], str]:

@@ -1,5 +1,6 @@
-"""What must hold of a graph task's final document (DESIGN.md 4.3 and 7.2), checked from its
-unit states and its history: shared by the unit, property, end-to-end and chaos tests.
+"""What must hold of a graph task's final document (docs/design/graph-and-routing.md, "Backward" and
+docs/design/protocol.md, "How each still holds with several runs"), checked from its unit states and
+its history: shared by the unit, property, end-to-end and chaos tests.
 
 - every applied unit is rolled back exactly once (or compensated, or passed over when its step
   declares no rollback); a unit that never ran is never rolled back;
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections import Counter
 
 from common.engine.document import Task
-from common.engine.routing import dependents, units
+from common.engine.core.routing import dependents
+from common.engine.core.units import units
 from common.engine.states import Phase, StepState, TaskStatus
 
 NEVER_RAN = {StepState.WAITING, StepState.CANCELLED}

@@ -1,12 +1,13 @@
 """A task as a reader that knows only inline items sees it: the items of its steps over item
-records (DESIGN.md sec. 12) put back in `Steps[i].Items`, their events merged into the history
-(common.engine.kinds.fan_out.inline_view). For the checks of the tests; never written back."""
+records (docs/design/item-records.md) put back in `Steps[i].Items`, their events merged into the
+history (common.engine.kinds.for_each.records.inline_view). For the checks of the tests; never written
+back."""
 
 from __future__ import annotations
 
 from common.engine.document import Task
-from common.engine.kinds.fan_out import inline_view, keeps_records
-from common.store.items_open import open_item_store_for
+from common.engine.kinds.for_each.records import inline_view, keeps_records
+from common.store.items.open import open_item_store_for
 
 MOST = 100_000
 

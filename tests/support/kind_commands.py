@@ -1,4 +1,4 @@
-"""Commands of the in-process kinds (docs/DESIGN.md sec. 13) for tests/e2e/test_command_kinds.py,
+"""Commands of the in-process kinds (docs/design/runtime.md) for tests/e2e/test_command_kinds.py,
 served by a real module process through the real runtime (tests/support/run_registry.py).
 
 What a command saw is written as a file in the task's `marks` directory (the test reads it):
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import structlog
 
-from common.engine.check_again import check_again
-from common.engine.fence import StaleFence
+from common.engine.core.check_again import check_again
+from common.engine.core.fence import StaleFence
 from common.runtime.registry import CommandContext, CommandRegistry
 
 kinds = CommandRegistry("kinds")

@@ -9,6 +9,7 @@ before the commit) leaves one effect, and the ledger still shows both runs."""
 
 import json
 import os
+import subprocess
 import time
 
 from common.runtime.registry import CommandContext, CommandRegistry
@@ -16,9 +17,9 @@ from common.runtime.registry import CommandContext, CommandRegistry
 ledger = CommandRegistry("ledger")
 
 
-def _note(ctx: CommandContext, op: str) -> None:
+def _note(ctx: CommandContext, op: str, **extra: object) -> None:
     line = json.dumps({"op": op, "task": ctx.task_id, "cursor": ctx.cursor, "item": ctx.item_index,
-                       "key": ctx.idempotency_key, "time": time.time(), "pid": os.getpid()}) + "\n"
+                       "key": ctx.idempotency_key, "time": time.time(), "pid": os.getpid(), **extra}) + "\n"
     fd = os.open(os.environ["BATON_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
@@ -46,6 +47,21 @@ def apply(ctx: CommandContext) -> dict:
 def undo(ctx: CommandContext) -> dict:
     _effect(ctx, "undo")
     _note(ctx, "undo")
+    return {}
+
+
+@ledger.command()
+def linger(ctx: CommandContext) -> dict:
+    """A long command that starts a program of its own: it notes its start (with its own pid and
+    the program's), works for `work_seconds`, then makes its effect. For the test that kills its
+    module in the middle (tests/e2e/test_command_process_lifetime.py): nothing of it may remain."""
+    helper = subprocess.Popen(["sleep", "600"])  # a program the command started: dies with it too
+    _note(ctx, "begun", helper=helper.pid)
+    time.sleep(float(ctx.parameters.get("work_seconds", 0)))
+    _effect(ctx, "apply")
+    _note(ctx, "apply")
+    helper.kill()
+    helper.wait()
     return {}
 
 

@@ -8,7 +8,7 @@ real RabbitMQ, through the real runtime (see tests/support/run_registry.py).
 
 import time
 
-from common.engine.check_again import check_again
+from common.engine.core.check_again import check_again
 from common.runtime.demo_commands import add_demo_commands
 from common.runtime.registry import CommandContext, CommandRegistry
 

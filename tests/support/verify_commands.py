@@ -1,5 +1,5 @@
-"""Commands with a verify (docs/DESIGN.md sec. 13.1), served through the real runtime by
-tests/support/run_registry.py:
+"""Commands with a verify (docs/design/runtime.md, "Verifying an unknown outcome"), served through
+the real runtime by tests/support/run_registry.py:
 
 - `billing`: the worked example of docs/guide/modules.md, executed from the page itself, so the
   example a user copies is the one under test;

@@ -19,15 +19,19 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 
 from tests.support.naming import unique_name
+from tests.support.process_tree import carrying
 from tests.support.services import RABBITMQ_HOST, RABBITMQ_PORT, port_open, require, require_usable
 
 BATCH = 8  # vhosts made by one rabbitmqctl call
+CALL_ENV = "BATON_TEST_CTL_CALL"  # marks the processes of one rabbitmqctl call
 ACTOR = '<<"baton-tests">>'
 
 _management_probe: list[str | None] = []  # the API's base URL or None, probed once per process
@@ -97,6 +101,27 @@ def delete_made_vhosts() -> None:
 atexit.register(delete_made_vhosts)
 
 
+def delete_run_vhosts(run: str) -> list[str]:
+    """Every vhost named for the run `run` (tests.support.naming), whichever process made it: what
+    a process killed before its teardown left (the session tether, tests.support.tether)."""
+    api = management_url()
+    try:
+        if api is not None:
+            request = urllib.request.Request(f"{api}/api/vhosts?columns=name")
+            request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                names = [v["name"] for v in json.load(answer)]
+        elif shutil.which("rabbitmqctl") is not None:
+            names = rabbitmqctl("-q", "list_vhosts", "name").split()
+        else:
+            return []
+    except Exception:  # no broker to list: nothing was made on it either
+        return []
+    ours = [name for name in names if f"-{run}-" in name and name.startswith("baton-")]
+    delete_vhosts(ours)
+    return ours
+
+
 def _take_from_batch() -> str:
     if not _ready:
         batch = [unique_name("baton-test") for _ in range(BATCH)]
@@ -119,7 +144,30 @@ def _binary(text: str) -> str:
 
 
 def _rabbitmqctl_eval(expression: str) -> None:
-    subprocess.run(["rabbitmqctl", "-q", "eval", expression], check=True, capture_output=True, timeout=120)
+    rabbitmqctl("-q", "eval", expression)
+
+
+def rabbitmqctl(*args: str, timeout: float = 120) -> str:
+    """One rabbitmqctl call, in a session of its own: at its time-out the whole call goes (`su`,
+    the script and the Erlang VM it starts). Killing only the first left the VM running, holding
+    one of the few distribution ports every rabbitmqctl on the machine shares: enough of them and
+    every later call failed ("Distribution failed ... nodistribution"). The range is widened too
+    (eleven ports by default), so that calls other runs left hanging do not stop this one."""
+    tag = uuid.uuid4().hex  # `su` runs the VM in a session of its own: found by this mark instead
+    env = {"RABBITMQ_CTL_DIST_PORT_MIN": "35672", "RABBITMQ_CTL_DIST_PORT_MAX": "35871", **os.environ, CALL_ENV: tag}
+    call = subprocess.Popen(["rabbitmqctl", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)  # fmt: skip
+    try:
+        out, err = call.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for pid in carrying(CALL_ENV, tag):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        call.communicate()
+        raise
+    if call.returncode != 0:
+        raise subprocess.CalledProcessError(call.returncode, call.args, out, err)
+    return out
 
 
 def _request(method: str, url: str, body: dict | None = None) -> None:

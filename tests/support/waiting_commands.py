@@ -1,4 +1,4 @@
-"""Commands that answer "not done yet, check again later" (DESIGN.md sec. 10), for the
+"""Commands that answer "not done yet, check again later" (docs/design/operations.md), for the
 end-to-end tests of tests/e2e/test_check_again.py: served by a real module process through the
 real runtime (tests/support/run_registry.py).
 
@@ -6,8 +6,10 @@ real runtime (tests/support/run_registry.py).
 in a step over item records (read from the store, as a real command reads the state of what it
 waits for), so it needs no state of its own."""
 
-from common.engine.check_again import check_again
-from common.engine.fence import item_record_of
+import os
+
+from common.engine.core.check_again import check_again
+from common.engine.core.fence import item_record_of
 from common.runtime.registry import CommandContext, CommandRegistry
 
 waiter = CommandRegistry("waiter")
@@ -24,11 +26,16 @@ def _checks_so_far(ctx: CommandContext) -> int:
 
 @waiter.command()
 def poll(ctx: CommandContext) -> dict:
-    """Not done until it has been asked `polls` times, `interval` seconds apart."""
+    """Not done until it has been asked `polls` times, `interval` seconds apart, and, given
+    `go_ahead` (a file's path), until that file exists: a test then decides when it ends by a
+    state it waited for, however slow the machine."""
     polls, interval = int(ctx.parameters.get("polls", 3)), float(ctx.parameters.get("interval", 0.2))
     done = _checks_so_far(ctx)
     if done < polls:
         return check_again(interval, f"{done + 1} of {polls} checks")
+    go_ahead = ctx.parameters.get("go_ahead")
+    if go_ahead and not os.path.exists(go_ahead):
+        return check_again(interval, f"{polls} of {polls} checks; waiting for the go-ahead")
     return {"polled": done}
 
 

@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from common.engine.document import Alarm
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.tasks import SqliteStore
 from common.relay.webhook_sender import SenderConfig, signature
 from modules.monitor.webhook import AlarmWebhook, alarm_payload
 from tests.support.cluster import wait_until

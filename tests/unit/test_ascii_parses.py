@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from common.engine.states import TaskStatus, parse_task_status
-from oss.times import to_epoch
+from oss.services.times import to_epoch
 
 OTHER_DIGITS = ["٣", "²", "１", "3²", "٣٣", "1_0", "ſuccess", "ＳＵＣＣＥＳＳ"]
 

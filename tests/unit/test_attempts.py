@@ -4,7 +4,7 @@ then claimed again) and a worker that died (its lease lapsed: the sweeper failed
 
 from common.engine.document import StepMessage
 from common.engine.states import ResultCode
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt, release
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt, release
 from oss.api.attempts import attempts
 from tests.support.builders import counter_ids, make_step, only_run
 

@@ -1,4 +1,4 @@
-"""bench/cli_start.py prints its two rows, each with a figure (never what the figure is)."""
+"""bench/cli_start.py prints its rows, each with a figure (never what the figure is)."""
 
 from __future__ import annotations
 
@@ -14,3 +14,4 @@ def test_the_cli_start_figures_are_printed() -> None:
                           timeout=300, check=True)  # fmt: skip
     assert re.search(r"CLI start to exit: baton --help +\d+ ms .* CPU \d+ ms", done.stdout), done.stdout
     assert re.search(r"CLI start to exit: baton get ID \(SQLite\) +\d+ ms .* CPU \d+ ms", done.stdout), done.stdout
+    assert re.search(r"CLI start to exit: baton list \(SQLite\) +\d+ ms .* CPU \d+ ms", done.stdout), done.stdout

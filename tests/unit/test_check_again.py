@@ -1,14 +1,14 @@
-"""A command's "not done yet, check again in N seconds" as a pure transition (DESIGN.md sec. 10):
-no attempt counted, the next check due later in the outbox, `max_wait` failing the unit like a
-timeout, for a plain step and for one item of a for_each step."""
+"""A command's "not done yet, check again in N seconds" as a pure transition
+(docs/design/operations.md): no attempt counted, the next check due later in the outbox, `max_wait`
+failing the unit like a timeout, for a plain step and for one item of a for_each step."""
 
 from __future__ import annotations
 import pytest
 
-from common.engine.check_again import check_again, parse_answer
+from common.engine.core.check_again import check_again, parse_answer
 from common.engine.document import StepMessage
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.transitions import AttemptResult, Refusal, Timing, cancel_message, claim, create_task, finish_attempt
+from common.engine.core.entries import AttemptResult, Refusal, Timing, cancel_message, claim, create_task, finish_attempt
 from common.engine.operator.actions import cancel
 from tests.support.builders import counter_ids, make_step
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from common.settings import load_settings
 from modules.resource.inventory.port import Capacity
 from modules.resource.inventory.sqlite import SqliteInventory
-from oss.claim_retention import ClaimRetention
+from oss.services.claim_retention import ClaimRetention
 from oss.wiring import build, build_sweeper
 
 DAY = 86400.0

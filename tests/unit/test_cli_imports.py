@@ -18,8 +18,9 @@ from tests.support.cluster import REPO
 HEAVY = (
     "fastapi", "starlette", "uvicorn", "httpx", "pika", "pymongo", "bson", "mongomock", "structlog",
     "pydantic", "pydantic_settings", "yaml", "rich", "prometheus_client",
-    "common.engine.document", "common.settings", "common.logging", "common.flows.loader", "common.store.sqlite",
-    "common.store.mongo", "common.broker.rabbitmq", "oss.api", "oss.wiring", "oss.service", "oss.actions",
+    "common.engine.document", "common.settings", "common.logging", "common.flows.loader",
+    "common.store.sqlite.tasks", "common.store.mongo.tasks", "common.broker.rabbitmq", "oss.api",
+    "oss.wiring", "oss.services.tasks", "oss.services.actions",
 )  # fmt: skip
 
 
@@ -28,8 +29,8 @@ HEAVY = (
 # (asyncio is not among them: pydantic_settings imports it, and the settings are read with it.)
 NOT_FOR_GET = (
     "fastapi", "starlette", "uvicorn", "httpx", "pika", "bson", "pymongo", "yaml", "rich", "prometheus_client",
-    "structlog", "oss.api", "oss.wiring", "oss.service", "common.flows.loader", "common.flows.catalog",
-    "common.broker", "common.relay", "common.engine.transitions", "common.engine.kinds.fan_out", "common.runtime",
+    "structlog", "oss.api", "oss.wiring", "oss.services.tasks", "common.flows.loader", "common.flows.catalog",
+    "common.broker", "common.relay", "common.engine.core.entries", "common.engine.kinds.for_each.records", "common.runtime",
 )  # fmt: skip
 
 
@@ -85,8 +86,48 @@ def test_get_on_a_sqlite_store_imports_no_server_broker_engine_or_log_library(tm
         f"assert {task_id!r} in out.getvalue(), out.getvalue()"
     )
     modules = _modules_after(code, env)
-    assert "common.engine.document" in modules  # the probe ran the command: it read the task
+    if options:  # the document itself: read with the document model
+        assert "common.engine.core.task_doc" in modules  # the probe ran the command: it read the task
     assert _heavy_in(modules, NOT_FOR_GET) == []
+
+
+# What `baton get ID` and `baton list` never import for a plain task on a SQLite store
+# (oss/cli/quick_reads.py): pydantic (the settings classes and the document model: most of a
+# command's start), the broker's client, the store adapters. bench/cli_start.py prints the time.
+NOT_FOR_QUICK_READS = (
+    "pydantic", "pydantic_core", "pydantic_settings", "pika", "pymongo", "structlog", "common.engine.core.task_doc",
+    "common.engine.document", "common.settings", "common.store.sqlite.tasks", "common.store.factory",
+    "common.engine.registry", "oss.cli.render",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("command", [["get", "{task_id}"], ["list"], ["list", "--ids"]], ids=" ".join)
+def test_get_and_list_of_a_plain_task_import_no_pydantic_nor_pika(tmp_path, command: list[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BATON_")}
+    env.update({"BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_BROKER_URL": "memory://",
+                "BATON_FLOWS_PATH": str(REPO / "flows.yaml")})  # fmt: skip
+    created = subprocess.run([sys.executable, "-m", "oss", "submit", "demo"], env=env, cwd=REPO, capture_output=True,
+                             text=True, timeout=120, check=True)  # fmt: skip
+    task_id = created.stdout.split()[1]
+    args = [word.format(task_id=task_id) for word in command]
+    code = (
+        "import contextlib, io\nfrom oss.cli import main\nout = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        f"    main({args!r})\n"
+        f"assert {task_id!r} in out.getvalue(), out.getvalue()"  # the probe ran the command: it read the task
+    )
+    assert _heavy_in(_modules_after(code, env), NOT_FOR_QUICK_READS) == []
+
+
+def test_the_quick_reads_probe_sees_the_document_model(tmp_path) -> None:
+    """The check itself can fail: the full way (BATON_LOG_LEVEL set) imports what it looks for."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BATON_")}
+    env.update({"BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_BROKER_URL": "memory://",
+                "BATON_FLOWS_PATH": str(REPO / "flows.yaml"), "BATON_LOG_LEVEL": "error"})  # fmt: skip
+    subprocess.run([sys.executable, "-m", "oss", "submit", "demo"], env=env, cwd=REPO, capture_output=True, timeout=120,
+                   check=True)  # fmt: skip
+    code = "import contextlib, io\nfrom oss.cli import main\nwith contextlib.suppress(SystemExit):\n    main(['list'])"
+    assert "pydantic" in _heavy_in(_modules_after(code, env), NOT_FOR_QUICK_READS)
 
 
 def test_the_probe_sees_a_heavy_import() -> None:

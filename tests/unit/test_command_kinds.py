@@ -1,4 +1,4 @@
-"""A command's kind (docs/DESIGN.md sec. 13) as the registry decides it from its declaration."""
+"""A command's kind (docs/design/runtime.md) as the registry decides it from its declaration."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_store_threads_default_by_the_store_and_a_setting_overrides_them(monkeyp
 
 def test_the_built_in_modules_run_each_command_on_the_kind_that_fits_it():
     """mysql: what changes an instance holds its lock across DDL and stays a killable process;
-    the one read is a thread. monitor: one event-log insert, a thread (docs/DESIGN.md sec. 13)."""
+    the one read is a thread. monitor: one event-log insert, a thread (docs/design/runtime.md)."""
     from modules.monitor.commands import registry as monitor
     from modules.mysql.commands import registry as mysql
 

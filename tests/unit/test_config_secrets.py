@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from common.errors import ConfigError, FlowError
 from common.flows.loader import parse_flows
-from common.logging import redacted_url
+from common.secrets.urls import redacted_url
 from common.settings import load_settings
 from common.store.factory import open_store
 from common.store.side_stores import open_schedule_store

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from oss import cli_common
+from oss.cli import common as cli_common
 from tests.support.cluster import REPO
 
 
@@ -20,7 +20,7 @@ def test_the_exit_code_table_is_the_code_s() -> None:
 
 
 def test_the_module_doc_lists_the_same_codes() -> None:
-    """oss/cli.py's docstring repeats the table for readers of the code: the same codes."""
+    """oss/cli/__init__.py's docstring repeats the table for readers of the code: the same codes."""
     from oss import cli
 
     documented = {int(code) for code in re.findall(r"^  (\d)  ", cli.__doc__ or "", flags=re.MULTILINE)}

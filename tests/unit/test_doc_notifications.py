@@ -48,8 +48,8 @@ def test_the_docs_alarm_webhook_example_is_what_the_monitor_posts():
 
 
 def test_the_docs_event_example_has_the_fields_baton_posts():
-    from common.engine.notifications import payload
-    from common.engine.transitions import Timing, create_task
+    from common.engine.core.notifications import payload
+    from common.engine.core.entries import Timing, create_task
     from tests.support.builders import make_step
 
     [example] = [json.loads(b) for b in blocks("json") if '"EventId"' in b]
@@ -58,7 +58,7 @@ def test_the_docs_event_example_has_the_fields_baton_posts():
 
 
 def test_the_docs_payload_has_the_fields_baton_sends():
-    from common.engine.notifications import payload
+    from common.engine.core.notifications import payload
     from common.engine.states import TaskStatus
     from tests.support.builders import make_step
     from tests.unit.test_graph_transitions import new

@@ -1,12 +1,13 @@
-"""common.engine.gates.drain: a drained module holds a run at the claim, the sweeper re-publishes
+"""common.engine.gates.drain.gate: a drained module holds a run at the claim, the sweeper re-publishes
 a held run every few seconds without backing off or writing history, and the first claim after
 the undrain lets it go; a cancel never leaves a stale drain wait behind."""
 
 from common.engine.document import StepMessage
-from common.engine.gates.drain import DRAIN_RECHECK_SECONDS, drain_hold, drain_wait, release_hold
+from common.engine.gates.drain.gate import DRAIN_RECHECK_SECONDS, drain_wait
+from common.engine.gates.drain.changes import drain_hold, release_hold
 from common.engine.operator.actions import cancel
 from common.engine.states import RunState
-from common.engine.transitions import Refusal, Timing, claim, create_task, expire
+from common.engine.core.entries import Refusal, Timing, claim, create_task, expire
 from tests.support.builders import counter_ids, make_step, only_run
 
 

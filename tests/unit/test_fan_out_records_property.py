@@ -1,5 +1,5 @@
-"""Property: a for_each step over item records (DESIGN.md sec. 12) gives the outcomes the inline
-items give, on random graphs (some steps fanning out with random max_parallel, some without
+"""Property: a for_each step over item records (docs/design/item-records.md) gives the outcomes the
+inline items give, on random graphs (some steps fanning out with random max_parallel, some without
 rollback, some sub-flows), random normal-phase failures and random delivery orders with
 duplicates: the same final status, the same gathered outputs when it succeeds, and in both every
 applied unit rolled back exactly once, in reverse topological order, and no join dispatched
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.engine.kinds import fan_out
+from common.engine.kinds.for_each import records as fan_out
 from common.engine.states import FINAL_STATUSES, Phase, StepState, TaskStatus
-from common.engine.transitions import Timing, create_task
-from common.store.items_sqlite import SqliteItemStore
-from common.store.sqlite import SqliteStore
+from common.engine.core.entries import Timing, create_task
+from common.store.sqlite.items import SqliteItemStore
+from common.store.sqlite.tasks import SqliteStore
 from tests.support.builders import counter_ids, make_step
 from tests.support.dag_sim import Simulator
 from tests.support.graph_checks import join_violations, rollback_violations

@@ -1,14 +1,14 @@
-"""The fencing token check: pure, over the task document (common/engine/fence.py), and as a command
+"""The fencing token check: pure, over the task document (common/engine/core/fence.py), and as a command
 sees it through its context (in the command process, against a real SQLite store)."""
 
 import pytest
 
-from common.engine.fence import FencingToken, StaleFence, check_fence, current_run_refusal
+from common.engine.core.fence import FencingToken, StaleFence, check_fence, current_run_refusal
 from common.runtime.child import execute
 from common.runtime.registry import CommandContext, CommandRegistry
 from common.engine.states import Phase
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Refusal, Timing, claim, expire
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Refusal, Timing, claim, expire
 from tests.support.builders import make_step, only_run
 from tests.unit.test_transitions import message_for, new_task
 
@@ -79,9 +79,9 @@ def test_a_command_checks_its_fence_against_the_store(tmp_path):
 
 
 def test_rollback_reached_once_the_steps_rollback_was_claimed_or_the_task_failed():
-    from common.engine.fence import rollback_reached
+    from common.engine.core.fence import rollback_reached
     from common.engine.states import ResultCode
-    from common.engine.transitions import AttemptResult, finish_attempt
+    from common.engine.core.entries import AttemptResult, finish_attempt
 
     task = claimed()  # step 0 running, normal phase
     assert not rollback_reached(task, 0)

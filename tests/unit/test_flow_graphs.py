@@ -1,5 +1,6 @@
 """flows.yaml graphs: `after`, `for_each` + `max_parallel`, sub-flows (`flow` + `inputs`), and the
-exact "file:line: path: message" of every refusal (DESIGN.md sec. 3)."""
+exact "file:line: path: message" of every refusal (docs/design/graph-and-routing.md, "The flow
+graph")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""flows.yaml `max_wait` (DESIGN.md sec. 10, check again later): built into the step, and every
-refusal reported as "file:line: path: message"."""
+"""flows.yaml `max_wait` (docs/design/operations.md, check again later): built into the step, and
+every refusal reported as "file:line: path: message"."""
 
 from __future__ import annotations
 

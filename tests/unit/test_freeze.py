@@ -1,7 +1,7 @@
 """Freeze windows as pure parts: when a window is open and when its freeze ends
 (common/flows/freeze.py), what flows.yaml accepts and how it names a fault, and the task held by
-the gate until the sweeper's `freeze_ended` lets it go (common/engine/gates/freeze.py,
-common/engine/gates/wait_transitions.py)."""
+the gate until the sweeper's `freeze_ended` lets it go (common/engine/gates/freeze/gate.py,
+common/engine/gates/after_task/changes.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 import pytest
 
 from common.engine.codes import WaitKind
-from common.engine.gates.freeze import thawed, utc_text
-from common.engine.gates.task_gates import held
+from common.engine.gates.freeze.window import thawed, utc_text
+from common.engine.registry import held
 from common.engine.gates.gate import Hold
-from common.engine.gates.wait_transitions import freeze_ended
+from common.engine.gates.freeze.changes import freeze_ended
 from common.engine.operator.actions import cancel
 from common.engine.states import TaskStatus
-from common.engine.transitions import Refusal, Timing, create_task
+from common.engine.core.entries import Refusal, Timing, create_task
 from common.errors import FlowError
 from common.flows import parse_flows
 from common.flows.freeze import FreezePolicy, FreezeWindow, freeze_for, open_freeze, parse_duration
@@ -112,6 +112,26 @@ def test_flows_yaml_names_each_fault_of_a_freeze_block_by_line_and_path():
         "flows.yaml:19: freeze[1].colour: unknown key; allowed keys here: name, cron, duration, timezone, "
         "task_types, policy, description",
     ]
+
+
+@pytest.mark.parametrize(("cron", "duration", "gap"), [("0 * * * *", "2h", "1h"), ("*/10 * * * *", "15m", "10m"),
+                                                   ("0 18 * * 5", "8d", "7d"), ("0 9 1,2 * *", "25h", "1d")])
+def test_a_window_longer_than_the_time_between_its_openings_is_refused_naming_the_line(cron, duration, gap):
+    found = problems(f"""  - name: weekend
+    cron: "{cron}"
+    duration: {duration}
+    task_types: [deploy]
+    policy: wait
+""")
+    assert len(found) == 1 and found[0].startswith(f"flows.yaml:10: freeze[0].duration: lasts {duration}, longer than "
+                                                   f"the {gap} between two openings of its cron ("), found
+    assert found[0].endswith(f"it would still be open when it opens again, and never close; make it at most {gap}")
+
+
+def test_a_window_as_long_as_its_period_is_accepted_and_open_at_every_moment():
+    catalog = parse_flows(FLOWS + "  - {name: always, cron: '0 0 * * *', duration: 24h, task_types: [deploy], policy: wait}\n")
+    (window,) = catalog.freezes
+    assert all(open_freeze(window, at(27, hour, 59)) is not None for hour in range(24))
 
 
 def test_a_freeze_block_without_its_keys_says_which_are_missing():

@@ -3,7 +3,7 @@ sub-flows), random failure points (normal or rollback phase, a step or one item)
 delivery orders with duplicate deliveries, every task ends; every applied unit is rolled back
 exactly once, in a valid reverse topological order; a unit that never ran is never rolled back;
 no join is dispatched twice. The engine's real pure changes run on the real SQLite store through
-common.store.mutate and the real sub-flow relay (tests/support/dag_sim.py)."""
+common.store.tasks.mutate and the real sub-flow relay (tests/support/dag_sim.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from common.engine.document import ChildTemplate
 from common.engine.states import FINAL_STATUSES, Phase, StepState, TaskStatus
-from common.store.items_sqlite import SqliteItemStore
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Timing, create_task
+from common.store.sqlite.items import SqliteItemStore
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import counter_ids, make_step
 from tests.support.dag_sim import Simulator
 from tests.support.graph_checks import join_violations, rollback_violations

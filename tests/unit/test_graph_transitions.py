@@ -1,15 +1,15 @@
-"""The engine on graphs (DESIGN.md sec. 4-5): diamond, fan-out, failures while siblings run, a
-join racing two completions, and rollback order checked against the graph. Sub-flows:
-test_sub_flow_transitions.py."""
+"""The engine on graphs (docs/design/graph-and-routing.md, "Routing" and docs/design/protocol.md,
+"Transitions"): diamond, fan-out, failures while siblings run, a join racing two completions, and
+rollback order checked against the graph. Sub-flows: test_sub_flow_transitions.py."""
 
 from __future__ import annotations
 import pytest
 
 from common.engine.document import StepMessage
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 from tests.support.graph_checks import join_violations, rollback_violations
 
@@ -159,7 +159,7 @@ def test_two_branches_finishing_at_once_are_both_recorded_and_the_join_dispatche
     assert (3, None, N) not in runs(second)
     second.Version = read.Version + 1
     assert not store.compare_and_set(second, read.Version)  # the loser's write is refused
-    # The loser re-reads and applies its change to the newer document (common.store.mutate).
+    # The loser re-reads and applies its change to the newer document (common.store.tasks.mutate).
     won = mutate(store, "race", lambda t: finish_attempt(t, c.DispatchId, "w", OK, Timing(301.0),
                                                           ids=counter_ids("again")))
     assert [s.State for s in won.Steps[:3]] == [StepState.SUCCEEDED] * 3
@@ -242,7 +242,7 @@ def test_items_of_a_step_without_rollback_are_passed_over():
 
 
 def test_idempotency_keys_name_the_item():
-    from common.engine.transitions import idempotency_key
+    from common.engine.core.entries import idempotency_key
 
     assert idempotency_key("t1", 2, N) == "t1:2:normal"
     assert idempotency_key("t1", 2, R, generation=1, item=3) == "t1:g1:2.3:rollback"

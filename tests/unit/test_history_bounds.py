@@ -1,17 +1,17 @@
-"""A task's history stays bounded in its document (common.engine.history, DESIGN.md 8.2): older events
-move to the store's archive, readers see one unbroken sequence, and a lost race archives
-nothing a reader would take. On a real SQLite store."""
+"""A task's history stays bounded in its document (common.engine.core.history, docs/design/stores.md,
+"Bounded documents"): older events move to the store's archive, readers see one unbroken sequence,
+and a lost race archives nothing a reader would take. On a real SQLite store."""
 
 from __future__ import annotations
 
 import time
 
-from common.engine.history import HISTORY_KEEP, HISTORY_LIMIT, events_since, overflow, since, with_full_history
+from common.engine.core.history import HISTORY_KEEP, HISTORY_LIMIT, events_since, overflow, since, with_full_history
 from common.engine.document import Task
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.units import record
-from common.engine.transitions import Timing, create_task
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.units import record
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import make_step
 
 
@@ -70,7 +70,7 @@ def test_a_change_that_loses_its_race_leaves_the_readers_history_intact(tmp_path
         mutate(store, task.TaskId, noted(1000))  # another writer wins first
         loser = noted(2000)(stale)
         loser.Version = stale.Version + 1
-        from common.engine.history import trim
+        from common.engine.core.history import trim_history as trim
 
         trim(store, stale, loser)  # archives copies of events the stored task still holds
         assert not store.compare_and_set(loser, stale.Version)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 
-from common.engine.history import with_full_history
+from common.engine.core.history import with_full_history
 from common.engine.document import Task
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.units import record
-from common.engine.transitions import Timing, create_task
-from oss.history_retention import HistoryRetention
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.units import record
+from common.engine.core.entries import Timing, create_task
+from oss.services.history_retention import HistoryRetention
 from oss.wiring import build_sweeper
 from common.settings import load_settings
 from tests.support.builders import make_step
@@ -46,7 +46,7 @@ def test_old_archived_events_are_deleted_and_the_document_keeps_its_newest(tmp_p
 def test_the_sweeper_runs_it_only_when_a_retention_is_set(tmp_path):
     from common.broker.inprocess import InProcessBroker
     from common.flows import parse_flows
-    from oss.service import TaskService
+    from oss.services.tasks import TaskService
 
     url = f"sqlite:{tmp_path / 'w.db'}"
     flows = parse_flows("version: 1\ntask_types:\n  t:\n    steps:\n      - name: a\n        normal: {module: m, command: c}\n")

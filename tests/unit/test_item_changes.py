@@ -1,10 +1,10 @@
-"""The changes of one item record (common.engine.kinds.item_changes), each on its own: what a
+"""The changes of one item record (common.engine.kinds.for_each.item_changes), each on its own: what a
 claim, an outcome, a cancel, the sweeper and a chain do to a record, and what it then owes."""
 
 from __future__ import annotations
 
-from common.engine.item_record import OWES_FAILED, OWES_ROLLBACK_SUCCESSOR, OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
-from common.engine.kinds.item_changes import (
+from common.engine.kinds.for_each.item_record import OWES_FAILED, OWES_ROLLBACK_SUCCESSOR, OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
+from common.engine.kinds.for_each.item_changes import (
     cancel_item,
     claim_item,
     expire_item,
@@ -14,7 +14,7 @@ from common.engine.kinds.item_changes import (
     start_successor,
 )
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.transitions import AttemptResult, Refusal, Timing, create_task
+from common.engine.core.entries import AttemptResult, Refusal, Timing, create_task
 from tests.support.builders import counter_ids, make_step
 
 NOW = 1000.0

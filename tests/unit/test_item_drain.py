@@ -1,19 +1,19 @@
-"""common.engine.kinds.item_drain: a drained module holds an item's run on its record (who and why
+"""common.engine.kinds.for_each.item_drain: a drained module holds an item's run on its record (who and why
 once, its delivered entry dropped), the item sweep re-publishes a held run every few seconds
 without backing off or writing history, the first claim after the undrain lets it go, and the
 task shows the drain as its `WaitingFor` from the runs a reader found; plus the item's stop by a
-cancel that stops running runs (common.engine.kinds.item_actions.stop_item)."""
+cancel that stops running runs (common.engine.kinds.for_each.item_actions.stop_item)."""
 
 from __future__ import annotations
 
 from common.engine.document import StepMessage
-from common.engine.gates.drain import DRAIN_RECHECK_SECONDS, drain_wait
-from common.engine.item_record import OWES_SETTLED, ItemRecord
-from common.engine.kinds.item_actions import stop_item
-from common.engine.kinds.item_changes import cancel_item, claim_item, expire_item, new_records
-from common.engine.kinds.item_drain import claimed_releasing, hold_item
+from common.engine.gates.drain.gate import DRAIN_RECHECK_SECONDS, drain_wait
+from common.engine.kinds.for_each.item_record import OWES_SETTLED, ItemRecord
+from common.engine.kinds.for_each.item_actions import stop_item
+from common.engine.kinds.for_each.item_changes import cancel_item, claim_item, expire_item, new_records
+from common.engine.kinds.for_each.item_drain import claimed_releasing, hold_item
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.transitions import Refusal, Timing, create_task
+from common.engine.core.entries import Refusal, Timing, create_task
 from tests.support.builders import counter_ids, make_step
 
 NOW = 1000.0
@@ -113,3 +113,19 @@ def test_a_stop_ends_a_claimed_normal_run_as_failed_and_owes_the_settling():
     (event,) = [e for e in stopped.History if e.Event == "stopped"]
     assert (event.Actor, event.Message, event.Phase) == ("olga", "wrong fleet", Phase.NORMAL)
     assert isinstance(stop_item(held, "olga", "r", Timing(NOW + 3)), Refusal)  # nobody claimed it: a cancel's
+
+
+def test_a_step_over_records_whose_every_item_in_flight_a_drain_holds_reads_waiting_as_an_inline_one():
+    from common.secrets.task_views import masked_task_view
+
+    task, held, _ = _held()
+    assert task.Steps[0].Items is None and task.Steps[0].State is StepState.RUNNING
+    assert masked_task_view(task, [], now=NOW + 2)["Steps"][0]["State"] == "running"  # no item found held
+    shown = masked_task_view(task, [held.Run], now=NOW + 2)
+    assert shown["Steps"][0]["State"] == "waiting"
+    assert (shown["WaitingFor"]["Kind"], shown["WaitingFor"]["Key"]) == ("drain", "mod")
+    assert task.to_doc()["Steps"][0]["State"] == "running"  # derived for the view, never stored
+    # Another item claimed before the drain still runs: the step runs.
+    other = new_records(task, 0, [0, 1, 2], Timing(NOW), counter_ids("o"), "oss")[1]
+    claimed = claim_item(other, task, other.Run.DispatchId, "worker", Timing(NOW + 1))
+    assert masked_task_view(task, [held.Run, claimed.Run], now=NOW + 2)["Steps"][0]["State"] == "running"

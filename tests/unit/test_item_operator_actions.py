@@ -1,21 +1,22 @@
-"""Operator actions on the items of a for_each step kept over records (DESIGN.md 9 and 12.4): skip
-of one item that keeps failing, pause and resume, cancel, retry and compensation of failed item
-rollbacks. Each goes through the OSS's own action shell (oss.actions.OperatorActions) on a real
-SQLite store, with the engine's real changes and item relay playing the modules and the broker
+"""Operator actions on the items of a for_each step kept over records
+(docs/design/operator-actions.md and docs/design/item-records.md, "What still holds"): skip of one
+item that keeps failing, pause and resume, cancel, retry and compensation of failed item rollbacks.
+Each goes through the OSS's own action shell (oss.services.actions.OperatorActions) on a real SQLite store,
+with the engine's real changes and item relay playing the modules and the broker
 (tests/support/dag_sim.py); the outcomes are read from the stored task and records."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.engine.kinds import fan_out as fan_out_kind
-from common.engine.kinds.item_actions import republish_pending
+from common.engine.kinds.for_each import records as fan_out_kind
+from common.engine.kinds.for_each.item_actions import republish_pending
 from common.engine.states import Phase, RunState, StepState, TaskStatus
-from common.engine.transitions import Timing
+from common.engine.core.entries import Timing
 from common.errors import ActionRefused
-from common.store.items_sqlite import SqliteItemStore
-from common.store.sqlite import SqliteStore
-from oss.actions import OperatorActions
+from common.store.sqlite.items import SqliteItemStore
+from common.store.sqlite.tasks import SqliteStore
+from oss.services.actions import OperatorActions
 from tests.support.dag_sim import Simulator
 from tests.unit.test_graph_transitions import fan_out, new
 
@@ -100,7 +101,7 @@ def test_pending_items_stay_pending_while_paused_and_resume_starts_what_was_held
 
 
 def test_resume_publishes_again_a_dispatch_whose_claim_a_pause_refused():
-    from common.engine.item_record import ItemRecord
+    from common.engine.kinds.for_each.item_record import ItemRecord
     from common.engine.document import Run
 
     task = new(fan_out(max_parallel=2), {"hosts": ["a", "b"]}, task_id="r")

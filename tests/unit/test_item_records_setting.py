@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.engine.kinds import fan_out
+from common.engine.kinds.for_each import records as fan_out
 from common.errors import ConfigError
 from common.settings import load_settings
 from tests.support.builders import make_step

@@ -1,5 +1,6 @@
-"""The item relay's races on a real SQLite store (DESIGN.md sec. 12.3, 12.4), each interleaving
-forced at the one point where it happens, so each runs the same way every time.
+"""The item relay's races on a real SQLite store (docs/design/item-records.md, "The life of a step
+over records" and "What still holds"), each interleaving forced at the one point where it happens,
+so each runs the same way every time.
 
 - Two "is the step done?" asks overlap: the first decided on the step going forward, the second
   concluded that direction and the step's rollback began; the first's conclusion must not be
@@ -24,19 +25,19 @@ import time
 import pytest
 
 from common.engine.document import Task
-from common.engine.item_record import ItemRecord
-from common.engine.kinds import fan_out
-from common.engine.kinds.fan_out import ITEM_KINDS, inline_view, keeps_records, start_rollback
-from common.engine.kinds.fan_out_transitions import item_failed
-from common.engine.kinds.item_changes import claim_item, finish_item_attempt
+from common.engine.kinds.for_each.item_record import ItemRecord
+from common.engine.kinds.for_each import records as fan_out
+from common.engine.kinds.for_each.records import ITEM_KINDS, inline_view, keeps_records, start_rollback
+from common.engine.kinds.for_each.changes import item_failed
+from common.engine.kinds.for_each.item_changes import claim_item, finish_item_attempt
 from common.engine.operator.actions import cancel, compensate, retry_rollback
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-from common.engine.transitions import AttemptResult, Timing, create_task
-from common.engine.units import new_id
+from common.engine.core.entries import AttemptResult, Timing, create_task
+from common.engine.core.units import new_id
 from common.relay.items import ItemRelay
-from common.store.items_sqlite import SqliteItemStore
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.items import SqliteItemStore
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
 from tests.chaos.invariants import check_task
 from tests.support.builders import make_step
 

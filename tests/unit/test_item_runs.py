@@ -1,6 +1,7 @@
-"""An item run of a step over item records on a real SQLite store (DESIGN.md sec. 12.3): the
-lease keeper renews it on its record and loses it once the record moved on; the fence check and
-rollback_reached read the record; a pause holds the chain's next item until the task resumes."""
+"""An item run of a step over item records on a real SQLite store (docs/design/item-records.md, "The
+life of a step over records"): the lease keeper renews it on its record and loses it once the record
+moved on; the fence check and rollback_reached read the record; a pause holds the chain's next item
+until the task resumes."""
 
 from __future__ import annotations
 
@@ -8,20 +9,20 @@ import time
 
 import pytest
 
-from common.engine.fence import FencingToken, StaleFence, check_fence
-from common.engine.item_record import OWES_SUCCESSOR, ItemRecord
-from common.engine.kinds.fan_out import RECORDS, keeps_records
-from common.engine.kinds.item_changes import claim_item, finish_item_attempt, new_records
+from common.engine.core.fence import FencingToken, StaleFence, check_fence
+from common.engine.kinds.for_each.item_record import OWES_SUCCESSOR, ItemRecord
+from common.engine.kinds.for_each.records import RECORDS, keeps_records
+from common.engine.kinds.for_each.item_changes import claim_item, finish_item_attempt, new_records
 from common.engine.operator.flow import pause, resume
 from common.engine.states import Phase, ResultCode, RunState, StepState
-from common.engine.transitions import AttemptResult, Timing, create_task
-from common.engine.units import new_id
+from common.engine.core.entries import AttemptResult, Timing, create_task
+from common.engine.core.units import new_id
 from common.relay.items import ItemRelay
 from common.runtime.lease import LeaseKeeper
 from common.runtime.registry import CommandContext
-from common.store.items_sqlite import SqliteItemStore
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
+from common.store.sqlite.items import SqliteItemStore
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
 from tests.support.builders import make_step
 
 

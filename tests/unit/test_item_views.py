@@ -1,5 +1,5 @@
-"""What a reader is shown of a for_each step's items (common/engine/kinds/item_views.py) and how
-they are masked (common.masking.masked_items, and the task view's inline items alike)."""
+"""What a reader is shown of a for_each step's items (common/engine/kinds/for_each/item_views.py) and how
+they are masked (common.secrets.task_views.masked_items, and the task view's inline items alike)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from common.engine.document import StepItem
-from common.engine.kinds.item_views import (
+from common.engine.kinds.for_each.item_views import (
     STATES_PATTERN,
     ItemQueryError,
     counts_view,
@@ -20,7 +20,7 @@ from common.engine.kinds.item_views import (
     step_cursor,
 )
 from common.engine.states import StepState
-from common.masking import masked_items, masked_task_view
+from common.secrets.task_views import masked_items, masked_task_view
 from tests.unit.test_graph_transitions import fan_out, new
 
 

@@ -10,10 +10,10 @@ from structlog.testing import capture_logs
 from common.engine.document import StepMessage
 from common.runtime.lease import LeaseKeeper
 from common.engine.states import ResultCode
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.units import AttemptResult
-from common.engine.transitions import Timing, claim, create_task, finish_attempt
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.units import AttemptResult
+from common.engine.core.entries import Timing, claim, create_task, finish_attempt
 from tests.support.builders import make_step
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import threading
 import time
 
-from common.engine.history import HISTORY_LIMIT
+from common.engine.core.history import HISTORY_LIMIT
 from common.engine.document import NotifyTarget, StepMessage, Task
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.units import record
-from common.engine.transitions import Timing, claim, create_task
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.units import record
+from common.engine.core.entries import Timing, claim, create_task
 from tests.support.builders import make_step
 
 
@@ -81,7 +81,7 @@ def test_a_status_change_made_in_place_still_notifies(tmp_path):
 
 def test_the_history_bound_counts_only_the_events_stored_before_the_change(tmp_path):
     """A change adding 80 events to a task of about 30: only those already stored may move to
-    the archive (common.engine.history.overflow), which needs the count from before the edit."""
+    the archive (common.engine.core.history.overflow), which needs the count from before the edit."""
     store = SqliteStore(tmp_path / "t.db")
     try:
         task = created(store)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.engine.gates.lock_modes import EXCLUSIVE, compatible, fits, shares_of
-from common.engine.gates.locks import KeyLock, LockHolder, join, leave
+from common.engine.gates.lock.modes import EXCLUSIVE, compatible, fits, shares_of
+from common.engine.gates.lock.table import KeyLock, LockHolder, join, leave
 from common.errors import FlowError
 from common.flows.loader import parse_flows
 
@@ -182,10 +182,10 @@ def test_an_asymmetric_pair_is_reported_once() -> None:
 
 def test_the_mode_travels_from_the_template_to_the_task_the_step_and_the_child() -> None:
     from common.engine.document import ChildTemplate, LockTemplate
-    from common.engine.gates.lock_transitions import lock_granted
-    from common.engine.kinds.subflow_transitions import start_child
+    from common.engine.gates.lock.changes import lock_granted
+    from common.engine.kinds.sub_flow.changes import start_child
     from common.engine.operator.actions import cancel, retry
-    from common.engine.transitions import Timing, create_task
+    from common.engine.core.entries import Timing, create_task
     from tests.support.builders import counter_ids, make_step
 
     ids = counter_ids("m")

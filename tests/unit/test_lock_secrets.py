@@ -8,10 +8,10 @@ import pytest
 
 from common.errors import FlowError
 from common.flows.loader import parse_flows
-from common.engine.gates.locks import render_key
+from common.engine.gates.lock.table import render_key
 from common.engine.document import LockTemplate
-from common.engine.transitions import Timing, create_task
-from common.engine.unit_parameters import unit_secrets
+from common.engine.core.entries import Timing, create_task
+from common.engine.core.unit_parameters import unit_secrets
 from tests.support.builders import counter_ids, make_step
 
 SECRET_LIST = """version: 1

@@ -1,19 +1,20 @@
-"""Per-key locks, the pure parts (common/engine/gates/locks.py, common/engine/gates/lock_transitions.py): who is granted,
+"""Per-key locks, the pure parts (common/engine/gates/lock/table.py, common/engine/gates/lock/changes.py): who is granted,
 in which order, and what a task's changes owe the lock table."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.engine.gates.locks import (
+from common.engine.gates.lock.table import (
     HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, RELEASED, WAITING, KeyLock, LockKeyError, join, leave,
     render_key, stale_member, template_fields,
 )
-from common.engine.gates.lock_transitions import lock_granted
+from common.engine.gates.lock.changes import lock_granted
 from common.engine.operator.actions import cancel, compensate, retry
+from common.engine.operator.flow import skip
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
-from common.engine.units import step_message
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from common.engine.core.units import step_message
 from tests.support.builders import counter_ids, make_step
 
 IDS = counter_ids("l")
@@ -129,6 +130,16 @@ def test_cancel_while_waiting_leaves_the_line_and_a_retry_queues_again() -> None
     assert [e.DispatchId for e in again.Outbox if e.Kind == LOCK_ACQUIRE] == ["T:lock:g1"]
 
 
+def test_a_skip_that_runs_a_rolled_back_task_again_queues_for_its_lock_as_a_retry_does() -> None:
+    failed = run_to_end(lock_granted(locked_task(), "k", Timing(101.0), IDS), fail_at=1)
+    assert failed.TaskStatus is TaskStatus.ROLLED_BACK and failed.Lock.State == RELEASED
+    again = skip(failed, "ops", "b is done by hand", Timing(120.0), IDS, cursor=1)
+    # Not started until the lock is granted again: nothing runs without the lock.
+    assert again.TaskStatus is TaskStatus.NOT_STARTED and again.Runs == []
+    assert again.Lock.State == WAITING and again.WaitingFor.Kind == "lock"
+    assert [e.DispatchId for e in again.Outbox if e.Kind == LOCK_ACQUIRE] == ["T:lock:g1"]
+
+
 def test_stale_members_are_tasks_gone_done_or_keyed_otherwise() -> None:
     task = locked_task()
     assert stale_member(None, "k")
@@ -144,7 +155,7 @@ def test_a_task_without_lock_is_untouched() -> None:
 
 
 def test_a_sub_flow_child_takes_its_own_types_lock_keyed_by_its_parameters() -> None:
-    from common.engine.kinds.subflow_transitions import start_child
+    from common.engine.kinds.sub_flow.changes import start_child
     from common.engine.document import ChildTemplate, LockTemplate
 
     parent_step = make_step("sub")

@@ -68,3 +68,21 @@ def test_a_look_for_structlog_that_loads_nothing_leaves_the_set_up_waiting() -> 
     )
     assert done.stdout == ""
     assert [line["event"] for line in _lines(done.stderr)] == ["after a look"]
+
+
+def test_a_library_exception_is_one_event_with_its_error_and_where_not_a_traceback() -> None:
+    """pika logs a lost connection with its traceback (logger.exception): in a JSON log that was
+    a traceback of many lines inside one event."""
+    done = subprocess.run([sys.executable, "-c", (
+        "import logging\n"
+        "from common.logging import configure_logging\n"
+        "configure_logging('json', 'info')\n"
+        "try:\n"
+        "    raise ConnectionResetError('Transport indicated EOF amqp://u:hunter2@h/')\n"
+        "except ConnectionResetError:\n"
+        "    logging.getLogger('pika.adapters.utils.io_services_utils').exception('_AsyncBaseTransport._produce() failed')\n"
+    )], capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    [line] = _lines(done.stderr)
+    assert line["event"] == "_AsyncBaseTransport._produce() failed" and line["level"] == "error"
+    assert line["error"].startswith("ConnectionResetError: Transport indicated EOF") and "<string>:5" in line["where"]
+    assert "exception" not in line and "Traceback" not in done.stderr and "hunter2" not in done.stderr

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from common.logging import MASK
-from common.masking import masked_task, masked_task_view
+from common.secrets.scrubber import MASK
+from common.secrets.task_views import masked_task, masked_task_view
 from common.engine.document import StepMessage
 from common.engine.states import ResultCode
-from common.engine.transitions import AttemptResult, Timing, claim, create_task, finish_attempt
+from common.engine.core.entries import AttemptResult, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
 PASSWORD = "correct-horse-battery"
@@ -65,8 +65,8 @@ def test_a_masked_view_is_still_a_task():
 
 
 def test_log_lines_inside_hidden_values_have_the_task_secrets_masked():
-    from common.logging import _mask_processor, hidden_values
-    from common.masking import secret_values
+    from common.secrets.log_lines import mask_log_event as _mask_processor, hidden_values
+    from common.secrets.values import secret_values
 
     event = {"event": "step finished", "error": f"login as root/{PASSWORD} refused", "n": [PASSWORD]}
     with hidden_values(secret_values(secret_task())):

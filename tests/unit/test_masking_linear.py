@@ -12,7 +12,9 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.logging import MASK, mask_secrets, mask_url_passwords
+from common.secrets.scrubber import MASK
+from common.secrets.documents import mask_secrets
+from common.secrets.urls import mask_url_passwords
 
 REFERENCE = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@\s]+@", re.IGNORECASE)
 
@@ -77,7 +79,8 @@ def test_standard_library_log_records_are_masked_too(caplog):
     """uvicorn, pika and pymongo log through the standard library, not structlog."""
     import logging
 
-    from common.logging import configure_logging, hidden_values
+    from common.logging import configure_logging
+    from common.secrets.log_lines import hidden_values
 
     configure_logging("json", "info")
     with caplog.at_level(logging.INFO), hidden_values(["hunter2-secret"]):
@@ -93,7 +96,8 @@ def test_standard_library_lines_are_printed_as_baton_s_own(capsys):
 
     import structlog
 
-    from common.logging import configure_logging, hidden_values
+    from common.logging import configure_logging
+    from common.secrets.log_lines import hidden_values
 
     configure_logging("json", "info")
     with structlog.contextvars.bound_contextvars(task_id="t-1"), hidden_values(["hunter2-secret"]):
@@ -130,7 +134,7 @@ def _operations(action) -> int:
 def _task_with_secrets(size: int):
     """`size` accounts with a password each (the user names stay, and are scrubbed of every
     password), and a message quoting each password (the substring case)."""
-    from common.engine.transitions import Timing, create_task
+    from common.engine.core.entries import Timing, create_task
     from tests.support.builders import counter_ids, make_step
 
     passwords = [f"pw-{i:06d}-canary" for i in range(size)]
@@ -147,7 +151,7 @@ def _growth(work) -> float:
 
 
 def test_showing_a_task_costs_work_linear_in_its_secret_values():
-    from common.masking import masked_task_view
+    from common.secrets.task_views import masked_task_view
 
     tasks = {size: _task_with_secrets(size) for size in (400, 800)}
     view = masked_task_view(tasks[400])
@@ -156,8 +160,8 @@ def test_showing_a_task_costs_work_linear_in_its_secret_values():
 
 
 def test_a_log_line_of_a_task_with_many_secrets_costs_work_linear_in_them():
-    from common.logging import _mask_processor, hidden_values
-    from common.masking import secret_values
+    from common.secrets.log_lines import mask_log_event as _mask_processor, hidden_values
+    from common.secrets.values import secret_values
 
     def log_line(size: int) -> None:
         task = _task_with_secrets(size)
@@ -170,7 +174,7 @@ def test_a_log_line_of_a_task_with_many_secrets_costs_work_linear_in_them():
 
 
 def test_overlapping_secrets_leave_no_part_of_either():
-    from common.scrubbing import Scrubber
+    from common.secrets.scrubber import Scrubber
 
     # "bcdef" is found first by no order of replacement that masks "abcd" whole: both go.
     assert Scrubber(["abcd", "bcdefg"]).text("xabcdefgy") == f"x{MASK}y"
@@ -184,7 +188,7 @@ def test_overlapping_secrets_leave_no_part_of_either():
 def test_every_character_of_every_occurrence_is_masked(text, secrets):
     """The same answer as the obvious quadratic way: find every occurrence of every secret,
     merge those that overlap, mask each merged stretch once."""
-    from common.scrubbing import Scrubber
+    from common.secrets.scrubber import Scrubber
 
     stretches: list[list[int]] = []
     for start, end in sorted((i, i + len(s)) for s in set(secrets) for i in range(len(text)) if text.startswith(s, i)):

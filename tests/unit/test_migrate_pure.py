@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
-from common.engine.gates.task_lock import LockAsk
+from common.engine.gates.lock.task_lock import LockAsk
 from common.engine.operator.migrate import Revision, doubts_about, migrate
 from common.engine.states import StepState, TaskStatus
-from common.engine.transitions import Refusal, Timing, create_task
+from common.engine.core.entries import Refusal, Timing, create_task
 from common.flows.loader import parse_flows
 
 OLD = """

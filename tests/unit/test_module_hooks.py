@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from common.module_hooks import module_hook, module_hooks
-from common.store import mongo_indexes
+from common.store.mongo import indexes as mongo_indexes
 
 
 def test_the_mysql_module_offers_its_reconciler_and_its_job():

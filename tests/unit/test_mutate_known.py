@@ -8,10 +8,10 @@ from typing import Any
 
 from common.engine.document import StepMessage, Task
 from common.engine.states import ResultCode
-from common.engine.units import AttemptResult
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Refusal, Timing, claim, create_task, finish_attempt, renew_lease
+from common.engine.core.units import AttemptResult
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Refusal, Timing, claim, create_task, finish_attempt, renew_lease
 from tests.support.builders import make_step, only_run
 
 

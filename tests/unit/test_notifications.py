@@ -1,15 +1,15 @@
-"""Webhook entries of status changes (common.engine.notifications): written with the change, masked."""
+"""Webhook entries of status changes (common.engine.core.notifications): written with the change, masked."""
 
 import pytest
 
 from common.errors import FlowError
 from common.flows import parse_flows
 from common.engine.document import NotifyTarget, StepMessage
-from common.engine.notifications import WEBHOOK, add_notifications, postpone, task_events
+from common.engine.core.notifications import WEBHOOK, add_notifications, postpone, task_events
 from common.engine.operator.actions import cancel
 from common.engine.states import ResultCode, TaskStatus
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
-from oss.service import notify_targets
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from oss.services.tasks import notify_targets
 from common.settings import load_settings
 from tests.support.builders import counter_ids, make_step, only_run
 
@@ -26,7 +26,7 @@ def new_task(targets):
 
 
 def changed(before, change):
-    """What common.store.mutate writes: the change, a new version, its webhook entries."""
+    """What common.store.tasks.mutate writes: the change, a new version, its webhook entries."""
     after = change(before)
     assert not isinstance(after, Refusal), after
     after.Version = before.Version + 1
@@ -129,7 +129,7 @@ def test_a_broken_notify_names_file_line_and_path(notify, where):
 
 
 def test_a_task_put_in_line_for_its_lock_says_waiting_for_lock_once():
-    from common.engine.gates.lock_transitions import lock_waiting
+    from common.engine.gates.lock.changes import lock_waiting
 
     task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(100.0),
                        ids=counter_ids(), lock=("cluster:eu", 1))

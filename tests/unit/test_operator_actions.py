@@ -7,7 +7,7 @@ import pytest
 from common.engine.document import StepMessage
 from common.engine.operator.actions import cancel, compensate, retry, retry_rollback
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.transitions import (
+from common.engine.core.entries import (
     AttemptResult,
     Refusal,
     Timing,
@@ -210,7 +210,7 @@ def test_retry_restarts_the_flow_at_step_0_as_a_new_generation():
 
 
 def test_a_new_generation_gets_new_idempotency_keys():
-    from common.engine.transitions import idempotency_key, run_key
+    from common.engine.core.entries import idempotency_key, run_key
 
     assert idempotency_key("T", 1, Phase.NORMAL) == "T:1:normal" and run_key("T") == "T"
     assert idempotency_key("T", 1, Phase.NORMAL, 2) == "T:g2:1:normal" and run_key("T", 2) == "T:g2"

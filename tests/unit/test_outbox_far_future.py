@@ -8,9 +8,10 @@ import time
 
 from common.broker.inprocess import InProcessBroker
 from common.relay.outbox import OutboxPublisher
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Timing, create_task
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import make_step
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 YEAR_9999 = 253402300799.0
 
@@ -27,9 +28,7 @@ def test_a_start_in_year_9999_leaves_the_timers_of_every_other_task_working(tmp_
             store.insert(task)
             publisher.flush(task)
             time.sleep(0.1)  # the timer thread is waiting for the far one when the near one comes
-        deadline = time.monotonic() + 5
-        while broker.queue_depth("mod") < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: broker.queue_depth("mod") >= 1, STATE_DEADLINE, "the near one published")
         assert broker.queue_depth("mod") == 1  # the near one was published by its timer
     finally:
         publisher.stop()

@@ -11,10 +11,10 @@ from common.broker.inprocess import InProcessBroker
 from common.engine.document import StepMessage, Task
 from common.relay.outbox import OutboxPublisher
 from common.engine.states import ResultCode
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.units import AttemptResult
-from common.engine.transitions import Timing, claim, create_task, expire, finish_attempt
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.units import AttemptResult
+from common.engine.core.entries import Timing, claim, create_task, expire, finish_attempt
 from tests.support.builders import make_step
 
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from common.engine.codes import AlarmKind, OutboxKind, WaitKind
 from common.engine.document import Alarm, OutboxEntry, Task
 from common.engine.outbox import FLUSHERS, Flusher, body_of, kinds_of
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from common.relay.child_relay import ChildRelay
 from common.relay.lock_relay import LockRelay
 from tests.support.builders import counter_ids, make_step
@@ -36,12 +36,15 @@ STORED_BODIES: dict[str, dict] = {
     "task_finished": {"TaskId": "w", "AwaitedTaskId": "t", "Status": 0},
     "lock_acquire": {"Key": "db:1", "Limit": 1, "TaskId": "t", "Priority": 0, "Seq": 1.5},
     "lock_release": {"Key": "db:1", "TaskId": "t", "Member": "t#1", "Generation": 0},
+    "rate_take": {"Key": "host:db1", "Limit": 10, "Per": 60.0, "TaskId": "t", "Generation": 0},
     "open_items": {"Cursor": 2, "Generation": 0, "Values": ["a", "b"]},
     "cancel_items": {"Cursor": 2, "Generation": 0, "Stop": {"Actor": "olga", "Reason": "wrong fleet"}},
     "rollback_items": {"Cursor": 2, "Generation": 0},
     "resume_items": {"Cursor": 2, "Generation": 0},
     "reopen_item_rollbacks": {"Cursor": 2, "Generation": 0, "Action": "retry-rollback", "Actor": "olga",
                               "Reason": "the host is back"},
+    "redrive_items": {"Cursor": 2, "Generation": 0, "Actor": "olga", "Reason": "the mirror is back"},
+    "wave_gate": {"Cursor": 2, "Generation": 0, "Wave": 0, "Phase": "baking"},
 }
 
 

@@ -10,13 +10,14 @@ from typing import Any
 
 from common.broker.inprocess import InProcessBroker
 from common.relay.outbox import OutboxPublisher
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Timing, create_task
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import make_step
 
 
 class SlowReads:
-    """The real store, whose reads take a while: a mark-sent is still running when stop() comes."""
+    """The real store, whose reads and in-place mark-sents take a while: a mark-sent is still
+    running when stop() comes."""
 
     def __init__(self, inner: SqliteStore):
         self._inner = inner
@@ -24,10 +25,16 @@ class SlowReads:
         self.finished_at: float | None = None
 
     def get(self, task_id: str) -> Any:
+        return self._slowly(self._inner.get, task_id)
+
+    def drop_sent(self, task_id: str, dispatch_id: str) -> bool:
+        return self._slowly(self._inner.drop_sent, task_id, dispatch_id)
+
+    def _slowly(self, call: Any, *args: Any) -> Any:
         self.reading.set()
         time.sleep(0.5)
         try:
-            return self._inner.get(task_id)
+            return call(*args)
         finally:
             self.finished_at = time.monotonic()
 

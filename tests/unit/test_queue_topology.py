@@ -6,7 +6,7 @@ import pytest
 
 from common.broker.rabbitmq.connection import ConnectionSettings, masked_url, split_urls
 from common.broker.rabbitmq.topology import Topology
-from common.engine.units import IN_FLIGHT_BAND, MAX_TASK_PRIORITY
+from common.engine.core.units import IN_FLIGHT_BAND, MAX_TASK_PRIORITY
 from common.errors import ConfigError
 from common.queues import (
     BANDS,
@@ -22,20 +22,29 @@ from common.runtime.inbox import Inbox
 URLS = "amqp://u:s3cret@n1:5672/v, amqp://u:s3cret@n2:5672/v,amqp://n3:5672/v"
 
 
-def test_bands_cover_every_priority_once_and_split_where_in_flight_begins() -> None:
-    covered = sorted(p for band in BANDS for p in range(band.low, band.high + 1))
-    assert covered == list(range(10))
-    assert band_of(IN_FLIGHT_BAND) is BANDS[0] and band_of(MAX_TASK_PRIORITY) is BANDS[1]
+def test_a_band_per_message_priority_highest_first_named_by_phase_and_task_priority() -> None:
+    assert [band.priority for band in BANDS] == list(range(9, -1, -1))
+    assert all(band_of(band.priority) is band for band in BANDS)
+    # A task of priority t: its first step at t, its runs in flight at IN_FLIGHT_BAND + t.
+    for task_priority in range(MAX_TASK_PRIORITY + 1):
+        suffix = f".{task_priority}" if task_priority else ""
+        assert band_of(task_priority).name == "start" + suffix
+        assert band_of(IN_FLIGHT_BAND + task_priority).name == "flight" + suffix
     with pytest.raises(ValueError):
         band_of(10)
 
 
 def test_quorum_names_never_clash_with_classic_ones() -> None:
-    assert band_queues("mysql") == ["mysql.q.flight", "mysql.q.start"]
+    assert band_queues("mysql") == [
+        "mysql.q.flight.4", "mysql.q.flight.3", "mysql.q.flight.2", "mysql.q.flight.1", "mysql.q.flight",
+        "mysql.q.start.4", "mysql.q.start.3", "mysql.q.start.2", "mysql.q.start.1", "mysql.q.start",
+    ]
     assert quorum_dead_letter_queue("mysql") == "mysql.q.dead"
     assert physical_queues("mysql", "classic") == ["mysql"]
     assert physical_queues("mysql.dead", "quorum") == ["mysql.q.dead"]
-    assert physical_queue("mysql", "quorum", 7) == "mysql.q.flight"
+    assert physical_queue("mysql", "quorum", 7) == "mysql.q.flight.2"
+    assert physical_queue("mysql", "quorum", 5) == "mysql.q.flight"
+    assert physical_queue("mysql", "quorum", 4) == "mysql.q.start.4"
     assert physical_queue("mysql", "quorum", 0) == "mysql.q.start"
     assert physical_queue("mysql", "classic", 7) == "mysql"
     with pytest.raises(ValueError, match="quorum"):
@@ -44,7 +53,8 @@ def test_quorum_names_never_clash_with_classic_ones() -> None:
 
 def test_quorum_declarations_twin_first_then_bands_with_at_least_once() -> None:
     declared = Topology("quorum", 5).declarations("mysql")
-    assert [name for name, _ in declared] == ["mysql.q.dead", "mysql.q.flight", "mysql.q.start"]
+    assert [name for name, _ in declared] == ["mysql.q.dead", *band_queues("mysql")]
+    assert all(arguments == declared[1][1] for _, arguments in declared[1:])
     arguments = declared[1][1]
     assert arguments["x-dead-letter-strategy"] == "at-least-once" and arguments["x-overflow"] == "reject-publish"
     assert arguments["x-delivery-limit"] == 5 and arguments["x-dead-letter-routing-key"] == "mysql.q.dead"

@@ -1,11 +1,11 @@
-"""The CLI's text for graph tasks (oss/render.py): `watch` shows the branches in flight, the
+"""The CLI's text for graph tasks (oss/cli/render.py): `watch` shows the branches in flight, the
 summary shows whom each step waits for, items and children; event lines name the item."""
 
 from __future__ import annotations
 import pytest
 
-from common.masking import masked_task
-from oss.render import branches_line, event_line, task_summary, waiting_line
+from common.secrets.task_views import masked_task
+from oss.cli.render import branches_line, event_line, task_summary, waiting_line
 from tests.unit.test_graph_transitions import diamond, do, fan_out, new, start
 from tests.unit.test_sub_flow_transitions import sim  # noqa: F401  (a fixture)
 

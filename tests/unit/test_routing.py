@@ -1,13 +1,14 @@
-"""common.engine.routing.plan on its own: the line table still holds, and the graph rules of
-DESIGN.md sec. 4 (readiness, draining, reverse topological rollback, passing over)."""
+"""common.engine.core.routing.plan on its own: the line table still holds, and the graph rules of
+docs/design/graph-and-routing.md, "Routing" (readiness, draining, reverse topological rollback,
+passing over)."""
 
 from __future__ import annotations
 
 from common.engine.document import Run, StepItem
-from common.engine.routing import Plan, plan
-from common.engine.step_summary import summarize
+from common.engine.core.routing import Plan, plan
+from common.engine.core.step_summary import summarize
 from common.engine.states import Phase, StepState, TaskStatus
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import counter_ids, make_step
 
 W, RUN, OK, F = StepState.WAITING, StepState.RUNNING, StepState.SUCCEEDED, StepState.FAILED
@@ -97,7 +98,7 @@ def test_nothing_more_starts_under_a_cancel():
 
 def test_for_each_items_start_up_to_max_parallel_and_roll_back_likewise():
     task = task_with([OK, RUN, W], [[], [0], [1]])
-    task.Steps[1].ForEach, task.Steps[1].MaxParallel = "xs", 2
+    task.Steps[1].ForEach, task.Steps[1].MaxParallel, task.Steps[1].Kind = "xs", 2, "for_each"
     task.Steps[1].Items = [StepItem(State=s) for s in (OK, RUN, W, W)]
     task.Runs = [run(1, item=1)]
     assert plan(task) == Plan(start=[(1, 2)])

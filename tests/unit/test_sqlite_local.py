@@ -1,12 +1,12 @@
-"""The event log's and inventory's SQLite connections, one per thread (common/store/sqlite_local.py):
-a thread command runs on a thread of its own, so the connections of ended threads must be closed
+"""The event log's and inventory's SQLite connections, one per thread
+(common/store/sqlite/connections.py): a thread command runs on a thread of its own, so the connections of ended threads must be closed
 as new ones open, not piled up (one file descriptor and page cache each)."""
 
 from __future__ import annotations
 
 import threading
 
-from common.store.sqlite_local import LocalConnections
+from common.store.sqlite.connections import LocalConnections
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (x INTEGER)"
 

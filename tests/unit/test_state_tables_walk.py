@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from common.engine.document import LockTemplate, StepMessage, Task
-from common.engine.gates.lock_transitions import lock_granted
-from common.engine.gates.step_locks import unit_lock_granted
-from common.engine.gates.wait_transitions import awaited_finished
+from common.engine.gates.lock.changes import lock_granted
+from common.engine.gates.step_lock.unit_locks import unit_lock_granted
+from common.engine.gates.after_task.changes import awaited_finished
 from common.engine.operator.actions import cancel, compensate, retry, retry_rollback
 from common.engine.operator.flow import pause, resume
 from common.engine.states import (
@@ -29,7 +29,7 @@ from common.engine.states import (
     RunState,
     TaskStatus,
 )
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, create_task, expire, finish_attempt
 from common.engine.states import ResultCode
 from tests.support.builders import counter_ids, make_step
 
@@ -112,8 +112,8 @@ CHECKERS = {"check_transition", "check_step_transition", "check_task_transition"
 # Writes that are no change of state: a step's summary of its items (derived, in set_unit_state
 # after its check), a view of a task's item records that is never written back, and the take-back
 # of an item's start nobody saw (its record as it was before the start, its event dropped too).
-DERIVED = {("common/engine/units.py", "set_unit_state"), ("common/engine/kinds/fan_out.py", "inline_view"),
-           ("common/engine/kinds/item_changes.py", "withdraw_unpublished")}
+DERIVED = {("common/engine/core/units.py", "set_unit_state"), ("common/engine/kinds/for_each/records.py", "inline_view"),
+           ("common/engine/kinds/for_each/item_changes.py", "withdraw_unpublished")}
 
 
 def unchecked_writes(sources: dict[str, str]) -> list[str]:
@@ -146,4 +146,4 @@ def _is_self(target: ast.Attribute) -> bool:
 
 def test_every_machine_is_checked_by_the_one_checker():
     assert {m.name for m in MACHINES} == {"task status", "step state", "run state", "lock state",
-                                          "step lock state", "wait"}
+                                          "step lock state", "wait", "rate state"}

@@ -1,35 +1,34 @@
 """Cancel, pause, resume and skip ask the kind of each step what they mean for it
-(common.engine.kinds.kind.StepKind): a kind added to the registry is asked, with no change to
-common.engine.operator, and a command step keeps the engine's own handling."""
+(common.engine.kinds.kind.StepKind): a kind added to the registry, and declared by a step
+(`Step.Kind`), is asked, with no change to common.engine.operator, and a command step keeps the
+engine's own handling."""
 
 from __future__ import annotations
 
 import pytest
 
 from common.engine.document import OperatorRequest, Run, Task
-from common.engine.kinds import registry
-from common.engine.kinds.command import CommandKind
+from common.engine import registry
+from common.engine.kinds.command.kind import CommandKind
 from common.engine.operator.actions import cancel
 from common.engine.operator.flow import pause, resume, skip
 from common.engine.states import Phase, RunState, StepState
-from common.engine.transitions import Refusal, Timing, claim
+from common.engine.core.entries import Refusal, Timing, claim
 from tests.support.builders import counter_ids, make_step
-from tests.unit.test_graph_transitions import FAIL, do, graph, message, new
+from tests.unit.test_graph_transitions import FAIL, do, graph, message
+from tests.unit.test_graph_transitions import new as new_task
 
 IDS = counter_ids("k")
 
 
 class Watched(CommandKind):
-    """A command in all but the operator's actions: it runs the steps named `w...` and records
-    what cancel, pause and resume ask of it; a cancel it takes over leaves its run alone."""
+    """A command in all but the operator's actions: the steps named `w...` declare it, and it
+    records what cancel, pause and resume ask of it; a cancel it takes over leaves its run alone."""
 
     name = "watched"
 
     def __init__(self) -> None:
         self.asked: list[tuple] = []
-
-    def runs(self, step) -> bool:  # type: ignore[no-untyped-def]
-        return step.Name.startswith("w")
 
     def cancel_run(self, task: Task, run: Run, request: OperatorRequest) -> bool:
         self.asked.append(("cancel", run.Cursor, request.Actor, request.Reason))
@@ -49,8 +48,16 @@ class Watched(CommandKind):
 @pytest.fixture
 def watched(monkeypatch: pytest.MonkeyPatch) -> Watched:
     kind = Watched()
-    monkeypatch.setattr(registry, "KINDS", (kind, *registry.KINDS))
+    monkeypatch.setitem(registry.KINDS, kind.name, kind)
     return kind
+
+
+def new(steps, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """The task of `steps`, those named `w...` declaring the watched kind."""
+    for step in steps:
+        if step.Name.startswith("w"):
+            step.Kind = "watched"
+    return new_task(steps, *args, **kwargs)
 
 
 def done(result):  # type: ignore[no-untyped-def]

@@ -1,15 +1,15 @@
-"""A lock on one step (common/engine/gates/step_locks.py), the pure parts: each unit waits in `waiting_lock`,
+"""A lock on one step (common/engine/gates/step_lock/unit_locks.py), the pure parts: each unit waits in `waiting_lock`,
 holds the key from its grant until it settles (retries keep it), and gives it back or leaves
 the line when it settles, is cancelled, or the task ends."""
 
 from __future__ import annotations
 
-from common.engine.gates.locks import LOCK_ACQUIRE, LOCK_RELEASE
+from common.engine.gates.lock.table import LOCK_ACQUIRE, LOCK_RELEASE
 from common.engine.document import LockTemplate, StepMessage
 from common.engine.operator.actions import cancel
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.gates.step_locks import member_id, parse_member, unit_lock_granted
-from common.engine.transitions import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
+from common.engine.gates.step_lock.unit_locks import member_id, parse_member, unit_lock_granted
+from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
 IDS = counter_ids("s")
@@ -148,3 +148,19 @@ def test_a_pause_gives_back_a_key_granted_to_a_unit_nobody_claimed_yet() -> None
     assert [e.Body["Member"] for e in paused.Outbox if e.Kind == LOCK_RELEASE] == ["T#0"]
     resumed = resume(paused, "ops", "done", Timing(4.0), IDS)
     assert [r.State for r in resumed.Runs] == [RunState.WAITING_LOCK]  # in line again
+
+
+def test_a_step_lock_key_made_too_long_at_run_time_locks_by_a_bounded_key_one_per_value() -> None:
+    from common.engine.gates.lock.table import MAX_KEY_LENGTH
+
+    keys = []
+    for host in ("a" * 60_000, "a" * 59_999 + "b", "h\n1"):
+        task = create_task(task_type="t", steps=[locked_step()], parameters={"host": host}, timing=Timing(1.0),
+                           ids=IDS, task_id="T")  # fmt: skip
+        (entry,) = task.Outbox
+        keys.append(entry.Body["Key"])
+        assert task.UnitLocks[0].Key == entry.Body["Key"]
+    long_one, other_long, with_newline = keys
+    assert len(long_one) <= MAX_KEY_LENGTH and long_one.startswith("host:aaa") and "sha256:" in long_one
+    assert other_long != long_one  # two values never share a key because both were cut
+    assert with_newline == "host:h\\n1"  # no control character in a key: GET /locks?key= finds every one

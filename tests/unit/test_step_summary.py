@@ -1,17 +1,17 @@
-"""A for_each or sub-flow step's own outcome (DESIGN.md 2.1): a step that ran items or a child
-shows when it started and ended, how it ended, how many attempts it took, and its rollback, as a
-plain step does. The pure derivation (common/engine/step_summary.py), then whole flows run by the real
-transitions on a real SQLite store (tests/support/dag_sim)."""
+"""A for_each or sub-flow step's own outcome (docs/design/task-document.md, "Units"): a step that
+ran items or a child shows when it started and ended, how it ended, how many attempts it took, and
+its rollback, as a plain step does. The pure derivation (common/engine/core/step_summary.py), then whole
+flows run by the real transitions on a real SQLite store (tests/support/dag_sim)."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.engine import step_summary
+from common.engine.core import step_summary
 from common.engine.document import StepItem
 from common.engine.states import ResultCode, StepState, TaskStatus
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Timing, create_task
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import counter_ids, make_step
 from tests.support.dag_sim import Simulator
 from tests.unit.test_graph_transitions import N, fan_out, new
@@ -158,9 +158,9 @@ def test_a_sub_flow_root_of_a_delayed_task_starts_when_its_child_is_due(sim):
 
 @pytest.mark.usefixtures("inline_items")
 def test_baton_get_shows_the_steps_outcome_for_a_document_stored_without_it(sim):
-    from common.masking import masked_task
+    from common.secrets.task_views import masked_task
     from common.engine.document import Task
-    from oss.render import task_summary
+    from oss.cli.render import task_summary
 
     simulator = sim(lambda task_type, cursor, item, phase: cursor == 1 and item == 5 and phase is N)
     simulator.submit(new(fan_out(max_parallel=4), {"hosts": [f"h{i}" for i in range(20)]}, task_id="cli20"))

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from common.engine.kinds.subflow_transitions import start_child
+from common.engine.kinds.sub_flow.changes import start_child
 from common.errors import FlowError
 from common.flows.loader import parse_flows
-from common.masking import masked_task_view
-from common.engine.kinds.subflow import START_CHILD
-from common.engine.transitions import Timing, create_task
+from common.secrets.task_views import masked_task_view
+from common.engine.kinds.sub_flow.entries import START_CHILD
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import counter_ids
 
 CANARY = "pw-canary-in-child-7"

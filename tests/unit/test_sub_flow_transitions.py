@@ -1,5 +1,5 @@
-"""Sub-flows (DESIGN.md sec. 6) on the engine: a child task per sub-flow step or per item of a
-for_each one, its outcome concluding the parent's unit, and the parent's cancel, pause, resume
+"""Sub-flows (docs/design/sub-flows.md) on the engine: a child task per sub-flow step or per item of
+a for_each one, its outcome concluding the parent's unit, and the parent's cancel, pause, resume
 and rollback reaching its children. Real ChildRelay on a real SQLite store (tests/support/dag_sim)."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from common.engine.document import ChildTemplate, NotifyTarget
-from common.engine.notifications import add_notifications
+from common.engine.core.notifications import add_notifications
 from common.engine.states import RunState, StepState, TaskStatus
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.engine.transitions import Timing
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.engine.core.entries import Timing
 from tests.support.builders import make_step
 from tests.support.dag_sim import Simulator
 from tests.support.graph_checks import rollback_violations

@@ -2,7 +2,7 @@
 
 import pytest
 
-from common.store.task_filters import decode_cursor, encode_cursor
+from common.store.tasks.filters import decode_cursor, encode_cursor
 
 
 @pytest.mark.parametrize("key", [(1_700_000_000.123456789, "abc"), (0.1 + 0.2, "é/ü"), (5.0, "")])

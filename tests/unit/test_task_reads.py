@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from common.engine.document import Step, Task
-from common.engine.transitions import Timing, create_task
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import make_step
 
 

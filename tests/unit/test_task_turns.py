@@ -1,4 +1,4 @@
-"""Threads of one process take turns on a task (common.store.task_turns): on a real SQLite
+"""Threads of one process take turns on a task (common.store.tasks.turns): on a real SQLite
 store, eight threads changing one document lose no compare-and-set race to each other."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import time
 from typing import Any
 
 from common.engine.document import Task
-from common.store.mutate import mutate
-from common.store.sqlite import SqliteStore
-from common.store.task_turns import _locks, task_turn
-from common.engine.transitions import Timing, create_task
+from common.store.tasks.mutate import mutate
+from common.store.sqlite.tasks import SqliteStore
+from common.store.tasks.turns import _locks, task_turn
+from common.engine.core.entries import Timing, create_task
 from tests.support.builders import make_step
 
 

@@ -1,5 +1,5 @@
-"""A task's deadline and its wait for another task as pure changes (common/engine/gates/task_waits.py,
-common/engine/gates/wait_transitions.py): when the deadline counts, what the sweeper's index says, the
+"""A task's deadline and its wait for another task as pure changes (common/engine/gates/after_task/waits.py,
+common/engine/gates/after_task/changes.py): when the deadline counts, what the sweeper's index says, the
 rollback and its message, and the wake-up on the awaited task's end."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from common.engine.operator.actions import retry
 from common.engine.operator.flow import pause
 from common.engine.states import Phase, StepState, TaskStatus
-from common.engine.gates.task_waits import TASK_FINISHED, WAIT_TASK
-from common.engine.transitions import Refusal, Timing, claim, create_task, expire, finish_attempt
-from common.engine.gates.wait_transitions import awaited_finished, listen_for, recheck_later
+from common.engine.gates.after_task.waits import TASK_FINISHED, WAIT_TASK
+from common.engine.core.entries import Refusal, Timing, claim, create_task, expire, finish_attempt
+from common.engine.gates.after_task.changes import awaited_finished, listen_for, recheck_later
 from tests.support.builders import counter_ids, make_step
 from tests.unit.test_graph_transitions import FAIL, OK, diamond, do, message, runs
 
@@ -128,8 +128,8 @@ def test_a_start_at_given_with_after_task_still_holds_when_the_wait_ends_sooner(
 
 
 def test_a_task_with_a_lock_and_after_task_asks_for_its_lock_only_when_that_task_succeeded():
-    from common.engine.gates.locks import LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
-    from common.engine.gates.task_lock import LOCK_WAIT
+    from common.engine.gates.lock.table import LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
+    from common.engine.gates.lock.task_lock import LOCK_WAIT
 
     waiter = new(after_task="first", lock=("cluster:eu", 5))
     assert waiter.Lock.State == PENDING and waiter.WaitingFor.Kind == WAIT_TASK

@@ -5,7 +5,7 @@ import pytest
 from common.engine.document import StepMessage
 from common.queues import ALARM_QUEUE
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.transitions import (
+from common.engine.core.entries import (
     IN_FLIGHT_BAND,
     AttemptResult,
     Refusal,
@@ -223,7 +223,7 @@ def test_backoff_grows_exponentially_and_is_capped(retry_number, expected):
 
 
 def test_release_hands_the_step_back_without_counting_an_attempt():
-    from common.engine.transitions import release
+    from common.engine.core.entries import release
 
     task = new_task()
     message = message_for(task)
@@ -243,7 +243,7 @@ def test_claim_removes_the_outbox_entry_it_proves_delivered():
 
 def test_release_of_a_step_whose_task_was_cancelled_rolls_it_back_instead():
     from common.engine.operator.actions import cancel
-    from common.engine.transitions import release
+    from common.engine.core.entries import release
 
     task = new_task()
     message = message_for(task)

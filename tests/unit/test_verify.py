@@ -1,14 +1,15 @@
-"""Verifying an unknown outcome (DESIGN.md sec. 13.1): when a verify runs, what each verdict does,
-the call that runs it before the command, and the engine's count and history of verdicts."""
+"""Verifying an unknown outcome (docs/design/runtime.md, "Verifying an unknown outcome"): when a
+verify runs, what each verdict does, the call that runs it before the command, and the engine's
+count and history of verdicts."""
 
 from __future__ import annotations
 
 import pytest
 
 from common.engine.document import UnitState
-from common.engine.kinds.item_changes import finish_item_attempt
+from common.engine.kinds.for_each.item_changes import finish_item_attempt
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-from common.engine.transitions import AttemptResult, Timing
+from common.engine.core.entries import AttemptResult, Timing
 from common.runtime.invoke import call_sync, command_context, result_of
 from common.runtime.registry import CommandRegistry, Verdict
 from common.runtime.verify import ROLLBACK, RETRY, VerifyPlan, plan_for, settle, verify_mode

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from common.flows.schema import NotifyEvent
 from common.engine.document import NotifyTarget
-from common.engine.notifications import EVENTS, STATUS_EVENTS, task_events
+from common.engine.core.notifications import EVENTS, STATUS_EVENTS, task_events
 from common.engine.operator.actions import cancel, retry
 from common.settings import load_settings
 from common.engine.states import TASK_TRANSITIONS, TaskStatus
-from common.engine.transitions import Timing
+from common.engine.core.entries import Timing
 from tests.unit.test_notifications import changed, new_task, webhooks
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "webhooks.md"

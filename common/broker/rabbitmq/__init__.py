@@ -4,8 +4,9 @@ pika connections are not thread-safe, so every connection here has exactly one o
 - the publisher connection belongs to the publisher's I/O thread (publisher_loop.py). Publish,
   declare, queue_depth, purge and ping put a call in its inbox (calls.py) and wait for their own
   answer only;
-- each subscription's connection (consumer.py) belongs to that subscription's I/O thread. Other
-  threads reach it only through `connection.add_callback_threadsafe`, the one thread-safe call.
+- each subscription's connection (consumer.py: one channel, a consumer per band queue) belongs
+  to that subscription's I/O thread. Other threads reach it only through
+  `connection.add_callback_threadsafe`, the one thread-safe call.
 
 Why the publisher is a SelectConnection. A publish must return only once the broker confirmed
 it, and many threads publish at once (a module's workers, the OSS API's request threads). With a
@@ -39,9 +40,10 @@ says which is which). The rest of the package:
                      parameters, and the password-free URL for logs
 - topology.py        a queue and its dead-letter twin, declared with the right arguments (classic,
                      or quorum: one queue per priority band)
-- bands.py           one subscription over the band queues of a quorum-typed queue
 - migrate.py         moving a classic deployment's messages into its quorum queues
 - delivery.py        one received message and the connection it came on
+
+Design: docs/design/queues.md (the queue topology, bands, dead letters, several nodes).
 """
 
 from common.broker.rabbitmq.broker import RabbitBroker

@@ -1,8 +1,9 @@
 """RabbitBroker: the Broker port on RabbitMQ, one publisher connection plus one per subscription.
 
 With quorum queues (common.queues) one queue of the port is one broker queue per priority band:
-publish picks the band of the message's priority, subscribe consumes every band (bands.py), and
-declare, queue_depth and purge cover them all.
+publish picks the band of the message's priority, subscribe consumes every band (one consumer
+each, on the subscription's one channel: consumer.py), and declare, queue_depth and purge cover
+them all.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import threading
 import pika
 
 from common.broker.port import DeliveryHandler, Settled, Subscription
-from common.broker.rabbitmq.bands import BandedSubscription
 from common.broker.rabbitmq.connection import ConnectionSettings, split_urls
 from common.broker.rabbitmq.consumer import RabbitSubscription
 from common.broker.rabbitmq.policy import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_RECONNECT_MAX_SECONDS
 from common.broker.rabbitmq.publisher import Publisher
 from common.broker.rabbitmq.topology import Topology
-from common.errors import BrokerError
+from common.errors import BrokerClosed, BrokerError
 from common.queues import DEFAULT_DELIVERY_LIMIT, QueueType, check_priority, check_queue_type, physical_queue, physical_queues
 
 
@@ -39,7 +39,7 @@ class RabbitBroker:
         self._closed = threading.Event()
         self._publisher = Publisher(self._settings, self._closed)
         self._lock = threading.Lock()  # guards self._subscriptions
-        self._subscriptions: list[Subscription] = []
+        self._subscriptions: list[RabbitSubscription] = []
 
     @property
     def queue_type(self) -> QueueType:
@@ -65,11 +65,11 @@ class RabbitBroker:
         if prefetch < 1:
             raise ValueError("prefetch must be at least 1")
         if self._closed.is_set():
-            raise BrokerError(f"subscribe {queue}: the broker adapter is closed")
-        physical = physical_queues(queue, self._type)
-        parts = [RabbitSubscription(self._settings, one, handler, prefetch, declares=queue) for one in physical]
-        subscription: Subscription = parts[0] if len(parts) == 1 else BandedSubscription(parts)
-        subscription.start()  # type: ignore[attr-defined]  # declares the queues, or raises if refused
+            raise BrokerClosed(f"subscribe {queue}: the broker adapter is closed")
+        subscription = RabbitSubscription(
+            self._settings, queue, handler, prefetch, consumes=physical_queues(queue, self._type)
+        )
+        subscription.start()  # declares the queues, or raises if refused
         self._publisher.remember(queue)
         with self._lock:
             self._subscriptions.append(subscription)

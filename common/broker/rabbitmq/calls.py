@@ -17,7 +17,7 @@ from typing import Any
 import pika
 from pika.channel import Channel
 
-from common.errors import BrokerError
+from common.errors import BrokerClosed, BrokerError
 
 # The header that tells which publish a Basic.Return is about (returns carry no delivery tag).
 PUBLISH_ID_HEADER = "x-baton-publish-id"
@@ -74,7 +74,7 @@ class Inbox:
         waiting: otherwise the thread takes it along with those). BrokerError once shut."""
         with self._lock:
             if not self._open:
-                raise BrokerError(f"{call.what}: the broker adapter is closed")
+                raise BrokerClosed(f"{call.what}: the broker adapter is closed")
             calls = self._queue_of(call)
             calls.append(call)  # type: ignore[arg-type]
             return len(calls) == 1

@@ -2,6 +2,12 @@
 
 Other threads reach the connection only through `connection.add_callback_threadsafe`, the one
 thread-safe pika call: to settle deliveries, and to wake the loop for a pause, resume or stop.
+
+One channel consumes every broker queue behind the port's queue (one classic queue, or the band
+queues of a quorum one, highest band first), each with a consumer of its own and the prefetch
+of its own (`basic.qos` per consumer, not global): a band never waits for another's credit, so
+the head of every band is in the handler's hands, and the handler (a module's inbox) takes the
+highest priority it holds first.
 """
 
 from __future__ import annotations
@@ -42,11 +48,11 @@ class RabbitSubscription:
         handler: DeliveryHandler,
         prefetch: int,
         *,
-        declares: str | None = None,
+        consumes: list[str] | None = None,
     ):
         self._settings = settings
-        self._queue = queue  # the broker queue consumed
-        self._declares = declares or queue  # the port's queue, declared (with its twin) first
+        self._queue = queue  # the port's queue, declared (with its twin) first
+        self._consumes = consumes or [queue]  # the broker queues consumed, highest band first
         self._handler = handler
         self._prefetch = prefetch
         self._link: Link | None = None
@@ -164,16 +170,16 @@ class RabbitSubscription:
         connection = self._settings.connect(f"consumer {self._queue}")
         try:
             channel = connection.channel()
-            declare_pair(channel, self._declares, self._settings.topology)
-            channel.basic_qos(prefetch_count=self._prefetch)
+            declare_pair(channel, self._queue, self._settings.topology)
+            channel.basic_qos(prefetch_count=self._prefetch)  # per consumer: each band has its own
         except BaseException:
             close_quietly(connection)
             raise
         self._generation += 1
         link = Link(connection, channel, self._generation)
-        # The broker cancels our consumer if the queue is deleted: consume again (which fails,
-        # and reconnecting re-declares the queue).
-        channel.add_on_cancel_callback(lambda _frame: setattr(link, "consumer_tag", None))
+        # The broker cancels a consumer if its queue is deleted: consume again (which fails, and
+        # reconnecting re-declares the queue).
+        channel.add_on_cancel_callback(lambda frame: link.cancelled(frame.method.consumer_tag))
         self._link = link
         log.info(
             "broker.connected",
@@ -189,9 +195,7 @@ class RabbitSubscription:
             self._apply_requests(link)
             self._settle_queued()
             link.connection.process_data_events(time_limit=POLL_SECONDS)
-        if link.consumer_tag is not None:
-            link.channel.basic_cancel(link.consumer_tag)
-            link.consumer_tag = None
+        self._cancel_consumers(link)
         # Send the settles already queued by workers before the connection goes.
         self._settle_queued()
         link.connection.process_data_events(0)
@@ -200,18 +204,23 @@ class RabbitSubscription:
     def _apply_requests(self, link: Link) -> None:
         with self._cond:
             paused, wanted = self._paused, self._requested
-        if paused and link.consumer_tag is not None:
-            # pika nacks (requeue) what arrived but was not dispatched yet.
-            link.channel.basic_cancel(link.consumer_tag)
-            link.consumer_tag = None
-        elif not paused and link.consumer_tag is None:
-            link.consumer_tag = link.channel.basic_consume(
-                self._queue, partial(self._on_message, link)
-            )
+        if paused:
+            self._cancel_consumers(link)
+        else:
+            for queue in self._consumes:  # highest band first: its deliveries come first
+                if queue not in link.consumer_tags:
+                    link.consumer_tags[queue] = link.channel.basic_consume(queue, partial(self._on_message, link))
             self._started.set()
         with self._cond:
             self._applied = max(self._applied, wanted)
             self._cond.notify_all()
+
+    @staticmethod
+    def _cancel_consumers(link: Link) -> None:
+        # pika nacks (requeue) what arrived but was not dispatched yet.
+        for queue, tag in list(link.consumer_tags.items()):
+            link.channel.basic_cancel(tag)
+            del link.consumer_tags[queue]
 
     def _on_message(
         self,

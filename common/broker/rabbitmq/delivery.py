@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import pika
@@ -21,7 +21,13 @@ class Link:
     connection: pika.BlockingConnection
     channel: BlockingChannel
     generation: int
-    consumer_tag: str | None = None
+    consumer_tags: dict[str, str] = field(default_factory=dict)  # broker queue -> its consumer's tag
+
+    def cancelled(self, consumer_tag: str) -> None:
+        """The broker cancelled that consumer (its queue was deleted)."""
+        for queue, tag in list(self.consumer_tags.items()):
+            if tag == consumer_tag:
+                del self.consumer_tags[queue]
 
 
 # What settling does: the subscription's, called with (link, delivery tag, settlement).

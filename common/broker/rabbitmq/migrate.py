@@ -9,6 +9,9 @@ nothing more). Then the emptied classic queues are deleted, unless a process sti
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pika
@@ -70,11 +73,26 @@ def _move(channel, source: str) -> int:
         log.debug("broker.message_moved", source=source, target=target)
 
 
+@contextmanager
+def _answers_not_warnings() -> Iterator[None]:
+    """A broker that closes a channel to say "no such queue" (404) or "still in use" (406)
+    answers the question asked: pika's channel logger would print each as a warning beside the
+    command's own report."""
+    logger = logging.getLogger("pika.channel")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _exists(connection: pika.BlockingConnection, queue: str) -> bool:
     """A passive declare on a channel of its own: a missing queue closes that channel only."""
     channel = connection.channel()
     try:
-        channel.queue_declare(queue, passive=True)
+        with _answers_not_warnings():
+            channel.queue_declare(queue, passive=True)
     except pika.exceptions.ChannelClosedByBroker:
         return False
     channel.close()
@@ -84,7 +102,8 @@ def _exists(connection: pika.BlockingConnection, queue: str) -> bool:
 def _delete(connection: pika.BlockingConnection, queue: str, result: Moved) -> None:
     channel = connection.channel()
     try:
-        channel.queue_delete(queue, if_unused=True, if_empty=True)
+        with _answers_not_warnings():  # a refusal is reported as kept, with the broker's reason
+            channel.queue_delete(queue, if_unused=True, if_empty=True)
     except pika.exceptions.ChannelClosedByBroker as exc:
         # Still consumed (a process not restarted yet) or a message published meanwhile: run
         # the command again once every process uses quorum queues.

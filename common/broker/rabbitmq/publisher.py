@@ -30,7 +30,7 @@ from common.broker.rabbitmq.policy import (
 )
 from common.broker.rabbitmq.publisher_loop import PublisherLoop
 from common.broker.rabbitmq.topology import declare_pair_async
-from common.errors import BrokerError
+from common.errors import BrokerClosed, BrokerError
 
 log = structlog.get_logger(__name__)
 
@@ -142,7 +142,7 @@ class Publisher:
 
     def _hand_over(self, call: Call) -> None:
         if self._closed.is_set():
-            raise BrokerError(f"{call.what}: the broker adapter is closed")
+            raise BrokerClosed(f"{call.what}: the broker adapter is closed")
         if self._inbox.put(call):
             self._loop.wake()
 

@@ -32,7 +32,7 @@ from common.broker.rabbitmq.policy import (
     reconnect_delay,
 )
 from common.broker.rabbitmq.publishing import PublishingChannel
-from common.errors import BrokerError
+from common.errors import BrokerClosed, BrokerError
 
 log = structlog.get_logger(__name__)
 
@@ -133,7 +133,7 @@ class PublisherLoop:
         unanswered: list[Call] = [*self._publishing.abandon(), *self._operations.abandon()]
         unanswered = [call for call in unanswered if not call.done]
         if self._shutting_down:
-            self._fail(unanswered + self._inbox.shut(), "the broker adapter is closed")
+            self._fail(unanswered + self._inbox.shut(), "the broker adapter is closed", BrokerClosed)
             self.ioloop.stop()
             return
         now = time.monotonic()
@@ -185,7 +185,7 @@ class PublisherLoop:
             self.ioloop.remove_timeout(self._reconnect_timer)
             self._reconnect_timer = None
         if self._connection is None:
-            self._fail(self._inbox.shut(), "the broker adapter is closed")
+            self._fail(self._inbox.shut(), "the broker adapter is closed", BrokerClosed)
             self.ioloop.stop()
             return
         # Publishes taken before close() get their confirms, within a grace period.
@@ -203,6 +203,6 @@ class PublisherLoop:
             connection.close()  # _on_connection_lost fails what is left and stops the loop
 
     @staticmethod
-    def _fail(calls: list[Call], why: str) -> None:
+    def _fail(calls: list[Call], why: str, error: type[BrokerError] = BrokerError) -> None:
         for call in calls:
-            call.fail(BrokerError(f"{call.what}: {why}"))
+            call.fail(error(f"{call.what}: {why}"))

@@ -1,10 +1,10 @@
-"""What an operator may do to a task, as pure changes in the style of common.engine.transitions.
+"""What an operator may do to a task, as pure changes in the style of common.engine.core.entries.
 
 Each takes the task as read, the operator's name and reason, and "now"; it returns a NEW task to
 write with one compare-and-set, or a Refusal when the action does not fit the task's state (an
 API answers 409). Each records a history event with Actor = the operator and Message = the
 reason. Whatever must be dispatched goes into the outbox, exactly as the engine does it; the
-caller publishes it with OutboxPublisher.flush after the write. DESIGN.md sec. 9.
+caller publishes it with OutboxPublisher.flush after the write. docs/design/operator-actions.md.
 
 - cancel: every pending normal run (nobody claimed it, or it waits out a retry backoff) is fenced
   at once: its dispatch is dropped, so a late delivery is refused by the claim. Claimed runs
@@ -25,13 +25,12 @@ caller publishes it with OutboxPublisher.flush after the write. DESIGN.md sec. 9
 
 from __future__ import annotations
 
-from common.engine.advance import advance, dispatch, enter_rollback
-from common.engine.gates.task_lock import request_again
+from common.engine.core.advance import advance, dispatch, enter_rollback
 from common.engine.document import OperatorRequest, Task
-from common.engine.routing import Unit, unit_state, units
+from common.engine.core.units import Unit, unit_state, units
 from common.engine.states import FINAL_STATUSES, Phase, ResultCode, StepState, TaskStatus, UNCLAIMED, set_waiting
-from common.engine.kinds.registry import kind_of
-from common.engine.units import (
+from common.engine.registry import kind_of, retry_gates
+from common.engine.core.units import (
     AttemptResult,
     IdFactory,
     Refusal,
@@ -75,7 +74,7 @@ def cancel(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     for cursor, step in enumerate(new.Steps):  # runs the task does not hold (items in records)
         kind_of(step).cancel_step(new, cursor, request, stop_running)
     if new.Runs and all(r.State not in UNCLAIMED for r in new.Runs):
-        return new  # the claimed runs' outcomes route into rollback (common.engine.advance.conclude)
+        return new  # the claimed runs' outcomes route into rollback (common.engine.core.advance.conclude)
     # Pending runs are fenced now; draining runs finish; routing rolls back once they are gone.
     new.TaskMessage = cancel_message(request)
     enter_rollback(new, timing, actor)
@@ -92,15 +91,17 @@ def retry(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = 
     new = task.clone()
     new_generation(new, timing.now)
     record(new, timing.now, "retried", actor=actor, message=reason)
-    request_again(new, timing.now)  # a task type with a lock queues for it again
+    retry_gates(new, timing.now)  # a task type with a lock queues for it again; a deadline restarts
     advance(new, timing, actor, ids)
     return new
 
 
 def new_generation(task: Task, now: float) -> None:
-    """A rolled-back task back to not started, every step waiting (retry, skip)."""
+    """A rolled-back task back to not started, every step waiting (retry, skip); the caller
+    records why, then lets the gates begin the new generation (common.engine.registry.retry_gates)."""
     for step in task.Steps:
         reset_step(step)
+        kind_of(step).reset(step)
     task.Generation += 1
     task.Parameters = dict(task.SubmittedParameters)
     task.TaskCursor = 0
@@ -108,22 +109,17 @@ def new_generation(task: Task, now: float) -> None:
     task.TaskMessage = ""
     task.TimeStart = task.TimeEnd = None
     set_waiting(task, None)  # the operator runs it now, whatever it waited for
-    if task.DeadlineSeconds is not None:  # a new generation gets its time again
-        task.Deadline = now + task.DeadlineSeconds
     set_status(task, TaskStatus.NOT_STARTED)
 
 
 def retry_rollback(
     task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id
 ) -> Task | Refusal:
-    check_reason(reason)
-    failed = _failed_rollbacks(task)
-    if isinstance(failed, Refusal):
-        return failed
-    new = task.clone()
-    _reopen(new)
+    reopened = _reopened(task, actor, reason, timing)
+    if isinstance(reopened, Refusal):
+        return reopened
+    new, failed, request = reopened
     record(new, timing.now, "rollback_retried", actor=actor, message=reason)
-    request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
     for unit in failed:
         if kind_of(new.Steps[unit[0]]).reopen_rollback(new, unit, "retry", request, ids):
             continue  # the kind's own way (items in records: their relay retries each)
@@ -135,13 +131,10 @@ def retry_rollback(
 def compensate(
     task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id
 ) -> Task | Refusal:
-    check_reason(reason)
-    failed = _failed_rollbacks(task)
-    if isinstance(failed, Refusal):
-        return failed
-    new = task.clone()
-    _reopen(new)
-    request = OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
+    reopened = _reopened(task, actor, reason, timing)
+    if isinstance(reopened, Refusal):
+        return reopened
+    new, failed, request = reopened
     for unit in failed:
         if kind_of(new.Steps[unit[0]]).reopen_rollback(new, unit, "compensate", request, ids):
             record(new, timing.now, "compensated", actor=actor, message=reason, unit=unit, phase=Phase.ROLLBACK)
@@ -169,6 +162,18 @@ def _failed_rollbacks(task: Task) -> list[Unit] | Refusal:
     if not failed:
         return Refusal("no unit's rollback failed")
     return failed
+
+
+def _reopened(task: Task, actor: str, reason: str, timing: Timing) -> tuple[Task, list[Unit], OperatorRequest] | Refusal:
+    """A copy of a ROLLBACK_FAILED task rolling back again, its units whose rollback failed, and
+    the operator's request (retry_rollback and compensate), or why it cannot."""
+    check_reason(reason)
+    failed = _failed_rollbacks(task)
+    if isinstance(failed, Refusal):
+        return failed
+    new = task.clone()
+    _reopen(new)
+    return new, failed, OperatorRequest(Actor=actor, Reason=reason, Time=timing.now)
 
 
 def _reopen(task: Task) -> None:

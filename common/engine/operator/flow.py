@@ -1,5 +1,6 @@
 """Operator actions on the flow forward, as pure changes in the style of common.engine.operator.actions
-(DESIGN.md sec. 9): pause, resume, skip. Each records a history event with the operator and reason.
+(docs/design/operator-actions.md): pause, resume, skip. Each records a history event with the
+operator and reason.
 
 - pause (not started or running, no cancel asked): `Paused = {Actor, Reason, Time}`; routing
   starts no new unit while it is set. Claimed runs finish (a retry of a unit already running is
@@ -12,10 +13,12 @@
   paused is resumed (`resume_child`), one an operator paused by itself stays paused.
 - skip: an operator marks a unit `operator_skipped`; the flow goes on as if it had succeeded
   (its dependents start; it has no output; nothing of it is rolled back). Two moments fit,
-  because a unit that fails for good starts the task's rollback at once:
+  because a unit that fails for good starts the task's rollback at once (and one held before
+  its claim may be taken over by hand):
   * a running task, a unit that keeps failing (its last attempt failed, its retry is pending or
     running): its run is removed (a claimed command loses its lease and is stopped), no more
-    attempts;
+    attempts; or a unit a gate holds before any claim (a delayed start not due yet, a drained
+    module: common.engine.core.held_view), whose unclaimed run is removed the same way;
   * a rolled-back task, a unit whose normal phase failed: the task runs again as a new
     generation (like retry) with that step skipped (the whole step: a `for_each` step fixes
     its items again when it starts).
@@ -23,14 +26,13 @@
 
 from __future__ import annotations
 
-from common.engine.advance import advance
+from common.engine.core.advance import advance
 from common.engine.document import OperatorRequest, Task
 from common.engine.operator.actions import check_reason, new_generation
-from common.engine.routing import Unit, unit_state
-from common.engine.states import Phase, ResultCode, StepState, TaskStatus, UNCLAIMED
-from common.engine.gates.step_locks import release_unit
-from common.engine.kinds.registry import kind_of
-from common.engine.units import (
+from common.engine.core.units import Unit, unit_state
+from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
+from common.engine.registry import kind_of, release_unit, retry_gates, run_hold
+from common.engine.core.units import (
     IdFactory,
     Refusal,
     Timing,
@@ -74,6 +76,8 @@ def resume(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory =
     check_reason(reason)
     if task.Paused is None:
         return Refusal(f"task is {task.TaskStatus.name} and not paused: nothing to resume")
+    if task.Held is not None:
+        return Refusal("task is held by a failure: redrive it, roll it back or cancel it")
     new = task.clone()
     new.Paused = None
     record(new, timing.now, "resumed", actor=actor, message=reason)
@@ -96,9 +100,12 @@ def skip(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = n
                        "(running task) or after it failed (rolled-back task)")  # fmt: skip
     state = unit_state(task, unit)
     run = next((r for r in task.Runs if r.unit == unit and r.Phase is Phase.NORMAL), None)
-    if state.State is not StepState.RUNNING or run is None or state.Code in (None, ResultCode.OK):
-        return Refusal(f"{unit_name(task, unit)} is {state.State.value} and has not failed an attempt: "
-                       "only a step that keeps failing can be skipped")  # fmt: skip
+    # A gate (a delayed start, a drained module) keeps its run from any claim: nothing of it ran.
+    held = run is not None and run.State is RunState.PENDING and run_hold(task, run, timing.now) is not None
+    if not held and (state.State is not StepState.RUNNING or run is None or state.Code in (None, ResultCode.OK)):
+        return Refusal(f"{unit_name(task, unit)} is {state.State.value} and has not failed an attempt: only a step that "
+                       "keeps failing, or one held before its claim (a delayed start, a drained module), "
+                       "can be skipped")  # fmt: skip
     if (refused := kind_of(task.Steps[cursor]).skip_refused(task, run)) is not None:
         return Refusal(refused)
     new = task.clone()
@@ -125,6 +132,7 @@ def _skip_in_new_generation(task: Task, unit: Unit, actor: str, reason: str, tim
     new = task.clone()
     new_generation(new, timing.now)
     record(new, timing.now, "retried", actor=actor, message=f"skipping {unit_name(new, unit)}: {reason}")
+    retry_gates(new, timing.now)  # as a retry: its lock asked for again, a deadline restarted
     _mark(new, unit, actor, reason, timing.now)
     advance(new, timing, actor, ids)
     return new
@@ -146,6 +154,6 @@ def _unit(task: Task, cursor: int, item: int | None) -> Unit:
         raise ValueError(f"item {item}: step {cursor} has {count} items")
     if item is None and count and task.TaskStatus is not TaskStatus.ROLLED_BACK:
         raise ValueError(f"step {cursor} runs {count} items: name the item to skip")
-    if item is not None and (elsewhere := kind.item_skip_elsewhere(cursor, item)) is not None:
+    if item is not None and (elsewhere := kind.item_skip_elsewhere(task.Steps[cursor], cursor, item)) is not None:
         raise ValueError(elsewhere)
     return cursor, item

@@ -1,5 +1,5 @@
-"""Moving a task in flight to the revision of its type that flows.yaml holds now (DESIGN.md
-sec. 9), as a pure change in the style of the other operator actions.
+"""Moving a task in flight to the revision of its type that flows.yaml holds now
+(docs/design/operator-actions.md), as a pure change in the style of the other operator actions.
 
 Only where nothing is in doubt: runs, messages in flight, fencing tokens, the history and the
 rollback all name steps by their index, so every step the task has touched must stay where it
@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from common.engine.advance import advance
+from common.engine.core.advance import advance
 from common.engine.document import Step, Task
-from common.engine.gates.task_lock import LockAsk, asked
+from common.engine.gates.lock.task_lock import LockAsk, asked
 from common.engine.operator.actions import check_reason
 from common.engine.states import StepState, TaskStatus
-from common.engine.units import IdFactory, Refusal, Timing, new_id, record
-from common.flows.versions import step_definition
+from common.engine.core.units import IdFactory, Refusal, Timing, new_id, record
+from common.engine.core.step_doc import step_definition
 
 
 @dataclass(frozen=True)

@@ -15,17 +15,18 @@ claim is in at least one of the two, and readers look in the host documents firs
 closed claims, so a closed key is always found and never reserved again. A crash between the two
 leaves a closed claim in both places, which the next move finishes. The grace period keeps a
 reservation that checked its key just before the claim moved from placing the key again.
-`prune_closed` (BATON_RESOURCE_CLAIM_RETENTION_DAYS, oss.claim_retention) deletes them at last.
+`prune_closed` (BATON_RESOURCE_CLAIM_RETENTION_DAYS, oss.services.claim_retention) deletes them
+at last.
 
 A key must name one claim across ALL hosts: a unique index on `claims.key` (MongoDB enforces a
 unique multikey index across documents) refuses the same key pushed onto a second host by a
 concurrent caller; `claims.key: {$ne: key}` in the filter covers the same host. mongomock does not
 enforce the cross-document part, but this adapter serializes every mongomock call of a process
-(see common.store.mongo), so it holds there too.
+(see common.store.mongo.base), so it holds there too.
 
 Every write call is idempotent as a whole (it reads the claim or host first and writes on a
 condition), so a call whose outcome a failover left unknown simply runs again
-(common.store.mongo_base.again) and finds what the first run did.
+(common.store.mongo.base.again) and finds what the first run did.
 
 A release closes several claims, possibly on several hosts, so it cannot be one atomic write: it
 first records which claims it releases (`inventory_releases`, `_id` = its key, written once), then
@@ -63,9 +64,9 @@ from modules.resource.inventory.port import (
     UnknownClaim,
     UnknownHost,
 )
-from common.store.mongo_base import MongoAdapter, again
-from common.store.mongo_client import PING_SECONDS
-from common.store.mongo_errors import adapter_edge
+from common.store.mongo.base import MongoAdapter, again
+from common.store.mongo.client import PING_SECONDS
+from common.store.mongo.errors import adapter_edge
 
 COLLECTION = "inventory_hosts"
 CLOSED_COLLECTION = "inventory_closed_claims"

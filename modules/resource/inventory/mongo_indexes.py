@@ -1,11 +1,11 @@
-"""The inventory's MongoDB indexes, offered to common.store.mongo_indexes through the resource
+"""The inventory's MongoDB indexes, offered to common.store.mongo.indexes through the resource
 module's `mongo_indexes` hook: created, checked and migrated with the rest of baton's."""
 
 from __future__ import annotations
 
 from pymongo import ASCENDING
 
-from common.store.mongo_indexes import IndexSpec, ModuleIndexes
+from common.store.mongo.indexes import IndexSpec, ModuleIndexes
 
 INDEXES = ModuleIndexes(
     specs={

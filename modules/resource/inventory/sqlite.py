@@ -25,7 +25,7 @@ from modules.resource.inventory.port import (
     UnknownClaim,
     UnknownHost,
 )
-from common.store.sqlite_local import LocalConnections, immediate, translated
+from common.store.sqlite.connections import LocalConnections, immediate, translated
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS inventory_hosts (

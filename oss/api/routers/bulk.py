@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from common.input_limits import NO_CONTROL_PATTERN
 from common.engine.states import parse_task_status
+from oss.api.access import scope_for
 from oss.api.auth import Context, Operator
 from oss.api.errors import ApiError
 from oss.api.schemas import (
@@ -23,7 +24,7 @@ from oss.api.schemas import (
     at_least_one_of,
     error_responses,
 )
-from oss.bulk import MAX_TASKS, BulkActions
+from oss.services.bulk import MAX_TASKS, BulkActions
 
 router = APIRouter(prefix="/api/v1", tags=["operator actions"])
 BULK_ACTIONS = ("cancel", "retry", "retry-rollback", "pause", "resume")
@@ -82,7 +83,8 @@ def bulk_action(
     }
     bulk = BulkActions(context.store, context.service.actions, context.clock, context.settings.redeliver_after_seconds)
     try:
-        result = bulk.run(action, filters, actor=token.name, reason=body.reason, dry_run=body.dry_run, limit=body.limit)
+        result = bulk.run(action, filters, actor=token.name, reason=body.reason, dry_run=body.dry_run, limit=body.limit,
+                          scope=scope_for(token, "operator"))  # only its namespaces where it is an operator
     except ValueError as exc:
         raise ApiError(422, "the request is not valid", fields=[("body", str(exc))]) from None
     return BulkOutcome(

@@ -6,13 +6,13 @@ step_succeeded, rollback_failed, cancelled ...: who, when, which step), followed
 the server looks are all sent (from the history), with one `task` after them. A `for_each` step
 kept over item records changes its items without changing the task: while its items run, an
 event `progress` carries its counts by state whenever they changed since the last one sent
-(`{Step, Name, ItemCount, ItemCounts}`; one grouped count per such step and look; DESIGN.md
-12.5); the task's own events and the step-level ones still come as `change`, and a `task` again
-when a module drain holds or lets go such items (its `WaitingFor`). The stream ends with
-`end` once the task is final and its outbox empty, or with `timeout` after `timeout` seconds.
-Event ids are "<version>.<history length>": a client that reconnects with `Last-Event-ID` gets
-only what came after. The server looks at the task every BATON_EVENT_POLL_SECONDS: the client
-does not poll, and one stream costs one read by id per period.
+(`{Step, Name, ItemCount, ItemCounts}`; one grouped count per such step and look;
+docs/design/item-records.md, "Views and limits"); the task's own events and the step-level ones
+still come as `change`, and a `task` again when a module drain holds or lets go such items (its
+`WaitingFor`). The stream ends with `end` once the task is final and its outbox empty, or with
+`timeout` after `timeout` seconds. Event ids are "<version>.<history length>": a client that
+reconnects with `Last-Event-ID` gets only what came after. The server looks at the task every
+BATON_EVENT_POLL_SECONDS: the client does not poll, and one stream costs one read by id per period.
 """
 
 from __future__ import annotations
@@ -28,19 +28,16 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from common.errors import UnreadableTask
-from common.engine.history import with_full_history
+from common.engine.views import counts_view, held_view, keeps_records, records_counts, settled, with_full_history
 from common.engine.document import Task, WaitCondition
-from common.engine.gates.drain import drain_wait
-from common.engine.kinds.fan_out import keeps_records
-from common.engine.kinds.item_views import counts_view
-from common.engine.notifications import settled
-from common.store.items_port import ItemStore
+from common.store.items.port import ItemStore
+from oss.api.access import read_visible
+from oss.api.scoped_views import view_shown
 from oss.api.auth import Context, Reader
-from oss.api.errors import ApiError
 from oss.api.query import ASCII_NUMBER
 from oss.api.schemas import error_responses
 from oss.api.views import task_view
-from oss.item_views import item_runs
+from oss.services.item_views import item_runs
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 KEEP_ALIVE_SECONDS = 15.0
@@ -72,7 +69,7 @@ def progress_events(task: Task, items: ItemStore, counted: dict[int, tuple[int, 
         version, sent = counted.get(cursor, (-1, None))
         if not step.ItemsOpen and version == task.Version:
             continue
-        counts = counts_view(items.count_by_state(task.TaskId, task.Generation, cursor))
+        counts = counts_view(records_counts(step, items.count_by_state(task.TaskId, task.Generation, cursor)))
         counted[cursor] = (task.Version, counts)
         if counts != sent:
             found.append({"Step": cursor, "Name": step.Name, "ItemCount": step.ItemCount, "ItemCounts": counts})
@@ -83,12 +80,14 @@ def _wait_doc(wait: WaitCondition | None) -> dict | None:
     return None if wait is None else wait.model_dump(mode="json")
 
 
-def _wait_changed(task: Task, items: ItemStore, shown: list[dict | None]) -> bool:
+def _wait_changed(task: Task, items: ItemStore, shown: list[dict | None], now: float) -> bool:
     """Whether the task's `WaitingFor` moved without a change of the task: a drain holds, or
-    lets go, an item kept in a record of its own (one small page per step whose items run)."""
-    if not shown or not any(keeps_records(step) and step.ItemsOpen for step in task.Steps):
+    lets go, an item kept in a record of its own (one small page per step whose items run), or
+    a delayed start came due."""
+    if not shown:
         return False
-    return _wait_doc(drain_wait(task, item_runs(task, items))) != shown[0]
+    runs = item_runs(task, items) if any(keeps_records(step) and step.ItemsOpen for step in task.Steps) else []
+    return _wait_doc(task.WaitingFor or held_view(task, now, runs).wait) != shown[0]
 
 
 def _ended(task: Task) -> bool:
@@ -114,9 +113,8 @@ async def task_events(
     last_event_id: Annotated[str, Header(max_length=40, pattern=EVENT_ID,
                                          description="Resume after this event id")] = None,  # type: ignore[assignment]  # fmt: skip
 ) -> StreamingResponse:
-    task = await run_in_threadpool(context.store.get, task_id)
-    if task is None:
-        raise ApiError(404, "no such task")  # the id asked for is not echoed
+    # 404 for a missing id, or one outside the token's namespaces (a task's type and labels never change)
+    task = await run_in_threadpool(read_visible, context.store, token, task_id)
     seen_version, seen_events = _resume_point(last_event_id)
     poll = context.settings.event_poll_seconds
 
@@ -133,10 +131,12 @@ async def task_events(
                     yield sse("progress", json.dumps(progress))
             moved = current is not None and current.Version > seen_version
             if current is not None and not moved and context.items is not None:
-                moved = await run_in_threadpool(_wait_changed, current, context.items, shown_wait)
+                moved = await run_in_threadpool(_wait_changed, current, context.items, shown_wait, context.clock())
             if current is not None and moved:
                 full = await run_in_threadpool(with_full_history, context.store, current)
                 shown = task_view(full, context.clock(), items=context.items)
+                if token.scope is not None:  # the other tasks it names, only those in scope
+                    shown = await run_in_threadpool(view_shown, context.store, token, shown)
                 for event in shown.History[seen_events:]:
                     yield sse("change", event.model_dump_json())
                 seen_version, seen_events = current.Version, len(shown.History)

@@ -7,17 +7,23 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import structlog
 
 from fastapi import APIRouter, Depends, FastAPI, Response
 from fastapi.responses import JSONResponse
 
 from common.errors import BatonError
-from common.logging import mask_secrets
-from oss.api.auth import Context, reader
+from common.secrets.documents import mask_secrets
+from oss.api.auth import Context, every_task_reader
 from oss.api.metrics import CONTENT_TYPE
 from oss.api.schemas import Health, Readiness, error_responses
 
+log = structlog.get_logger(__name__)
 router = APIRouter(tags=["health"])
+# What /readyz says of a part that failed. It needs no token: the store's host and port, or the
+# driver's words, would tell anyone who asks where the store is and what runs there. The
+# detail goes to the log.
+PROBE_FAILED = "failed: no usable answer (the OSS log says why)"
 # The longest /readyz waits for a probe: past the adapters' own ~2 s, a probe stuck elsewhere
 # (a connection that hangs) still gets its answer.
 PROBE_DEADLINE_SECONDS = 3.0
@@ -49,13 +55,16 @@ async def readyz(context: Context) -> Any:
 
 async def _check(part: str, ping: Callable[[], None], checks: dict[str, str]) -> None:
     checks[part] = f"failed: no answer within {PROBE_DEADLINE_SECONDS:g} s"
-    with anyio.move_on_after(PROBE_DEADLINE_SECONDS):
+    with anyio.move_on_after(PROBE_DEADLINE_SECONDS) as deadline:
         try:
             await anyio.to_thread.run_sync(ping, abandon_on_cancel=True)
         except BatonError as exc:  # the adapters turn every failure into StoreError / BrokerError
-            checks[part] = f"failed: {mask_secrets(str(exc))}"
+            log.warning("readiness probe failed", part=part, error=mask_secrets(str(exc)))
+            checks[part] = PROBE_FAILED
             return
         checks[part] = "ok"
+    if deadline.cancelled_caught:
+        log.warning("readiness probe failed", part=part, error=checks[part].removeprefix("failed: "))
 
 
 def add_metrics_route(app: FastAPI, public: bool) -> None:
@@ -71,10 +80,10 @@ def add_metrics_route(app: FastAPI, public: bool) -> None:
         methods=["GET"],
         tags=["health"],
         summary="Prometheus metrics",
-        dependencies=[] if public else [Depends(reader)],
+        dependencies=[] if public else [Depends(every_task_reader)],  # its counts are every team's
         response_class=Response,
         responses={
             200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Metrics"},
-            **({} if public else error_responses(401)),
+            **({} if public else error_responses(401, 403)),
         },
     )

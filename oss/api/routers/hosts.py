@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from oss.api.auth import Context, Operator, Reader
+from oss.api.auth import Context, Reader, SharedOperator
 from oss.api.errors import ApiError
 from oss.api.schemas import JsonInt, error_responses
-from oss.hosts_service import HostsService, resource_inventory
+from oss.services.hosts import HostsService, resource_inventory
+from oss.api.parts import app_part
 
 if TYPE_CHECKING:
     from modules.resource.inventory import Host
@@ -53,10 +54,7 @@ class HostCreate(BaseModel):
 
 def hosts_service(request: Request, context: Context) -> HostsService:
     """One per app, opened on first use beside the task store (as `baton hosts` does)."""
-    state = request.app.state
-    if getattr(state, "hosts", None) is None:
-        state.hosts = HostsService.open(context.settings)
-    return state.hosts  # type: ignore[no-any-return]
+    return app_part(request, "hosts", lambda: HostsService.open(context.settings))
 
 
 Hosts = Annotated[HostsService, Depends(hosts_service)]
@@ -70,19 +68,19 @@ def list_hosts(hosts: Hosts, token: Reader) -> HostList:
 
 @router.post("/hosts", response_model=HostView, status_code=201, summary="Add a host (again: no change)",
              responses=error_responses(401, 403, 409, 422, 503))  # fmt: skip
-def add_host(body: HostCreate, hosts: Hosts, token: Operator) -> HostView:
+def add_host(body: HostCreate, hosts: Hosts, token: SharedOperator) -> HostView:
     return _view(_answer(lambda: hosts.add(body.name, body.cpu, body.memory_mb, body.storage_gb)))
 
 
 @router.post("/hosts/{name}/drain", response_model=HostView, summary="No new reservations on this host",
              responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
-def drain_host(name: HostInPath, hosts: Hosts, token: Operator) -> HostView:
+def drain_host(name: HostInPath, hosts: Hosts, token: SharedOperator) -> HostView:
     return _view(_answer(lambda: hosts.drain(name)))
 
 
 @router.post("/hosts/{name}/activate", response_model=HostView, summary="Take new reservations again",
              responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
-def activate_host(name: HostInPath, hosts: Hosts, token: Operator) -> HostView:
+def activate_host(name: HostInPath, hosts: Hosts, token: SharedOperator) -> HostView:
     return _view(_answer(lambda: hosts.activate(name)))
 
 

@@ -3,32 +3,30 @@
 The task view shows a fan-out step's counts by state, never its items (a step may hold 10,000):
 they come here, in item order, `limit` at a time, filtered by state, masked as the task view
 masks them. Whether the step keeps its items inline or in records of their own, the answer is
-the same (DESIGN.md 12.5).
+the same (docs/design/item-records.md, "Views and limits").
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from common.engine.kinds.item_views import (
-    DEFAULT_PAGE,
-    MAX_PAGE,
-    STATES_PATTERN,
-    ItemQueryError,
-    parse_item_query,
-    step_cursor,
-)
+from common.engine.views import DEFAULT_PAGE, MAX_PAGE, STATES_PATTERN, ItemQueryError, parse_item_query, step_cursor
+from oss.api.access import read_visible
+from oss.api.scoped_views import view_shown
 from oss.api.auth import Context, Reader
 from oss.api.errors import ApiError
 from oss.api.query import ASCII_INT
 from oss.api.schemas import ItemPage, error_responses
-from oss.item_views import item_page
+from oss.services.item_views import item_page
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 STATES = "One state (e.g. failed) or several, comma-separated: only items in them"
-_FIELDS = {"step": "path.step", "state": "query.state", "after": "query.after", "limit": "query.limit"}
+_FIELDS = {"step": "path.step", "state": "query.state", "after": "query.after", "limit": "query.limit",
+           "failed": "query.failed"}
+FAILED = ("true: only items whose normal phase ended failed, whatever their state now (the item that failed "
+          "still shows once rolled back); with state, those of them in one of its states now")
 
 
 @router.get("/tasks/{task_id}/steps/{step}/items", response_model=ItemPage,
@@ -43,16 +41,15 @@ def step_items(
     after: Annotated[int | None, Query(ge=0, le=10**9, description="NextAfter of the page before: items past it"),
                      ASCII_INT] = None,  # fmt: skip
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE), ASCII_INT] = DEFAULT_PAGE,
+    failed: Annotated[Literal["true", "false"], Query(description=FAILED)] = "false",
 ) -> ItemPage:
     """Items in index order with their value, state, attempts, times, message and output
     (secrets masked). `NextAfter` asks for the next page. 404 for no such task or no such step,
     409 for a step that is not a for_each step (both name `path.step`), 422 naming the query
     parameter at fault. A for_each step not started yet has no items."""
-    task = context.store.get(task_id)
-    if task is None:
-        raise ApiError(404, "no such task")  # the id asked for is not echoed
+    task = read_visible(context.store, token, task_id)  # 404 for a missing id, or one outside its namespaces
     try:
-        query = parse_item_query(state, after, limit)
+        query = parse_item_query(state, after, limit, failed == "true")
     except ItemQueryError as exc:  # the query's own form (the schema lets little through)
         raise ApiError(422, "the request is not valid", fields=[(_FIELDS[exc.field], str(exc))]) from None
     try:
@@ -60,4 +57,4 @@ def step_items(
     except ItemQueryError as exc:  # what the task has, not the request's form: 404 or 409
         raise ApiError(404 if exc.missing else 409, str(exc), fields=[(_FIELDS[exc.field], str(exc))]) from None
     assert context.items is not None  # create_app always opens it
-    return ItemPage.model_validate(item_page(task, cursor, query, context.items))
+    return view_shown(context.store, token, ItemPage.model_validate(item_page(task, cursor, query, context.items)))

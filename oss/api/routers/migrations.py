@@ -7,11 +7,12 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from common.input_limits import NO_CONTROL_PATTERN
+from oss.api.access import may_see_type, scope_for
 from oss.api.auth import Context, Operator
 from oss.api.errors import ApiError
 from oss.api.schemas import JsonInt, Reason, error_responses
-from oss.migrations import Migrations
-from oss.action_names import MAX_BULK_TASKS
+from oss.services.migrations import Migrations
+from oss.services.action_names import MAX_BULK_TASKS
 
 router = APIRouter(prefix="/api/v1", tags=["operator actions"])
 
@@ -52,13 +53,13 @@ def migrate_task_type(name: str, body: Migration, context: Context, token: Opera
     with the operator and reason. 409 `unknown_revision`: `to` names no revision this service
     runs (it names its `version` label or content hash). A task moves only when every step it has started is unchanged
     and in its place in the new revision; the others are listed with what is in doubt."""
-    if name not in context.flows:
+    if name not in context.flows or not may_see_type(token, name):
         raise ApiError(404, "no such task type")  # the name asked for is not echoed
     migrations = Migrations(context.store, context.flows, context.service.actions, context.clock,
                             context.settings.redeliver_after_seconds)  # fmt: skip
     try:
         result = migrations.run(name, body.to, actor=token.name, reason=body.reason, dry_run=body.dry_run,
-                                limit=body.limit)  # fmt: skip
+                                limit=body.limit, scope=scope_for(token, "operator"))  # fmt: skip
     except ValueError as exc:  # a revision this service does not run: the request is fine, the state is not
         raise ApiError(409, str(exc), code="unknown_revision") from None
     return MigrationOutcome(

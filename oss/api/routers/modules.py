@@ -10,10 +10,11 @@ from pydantic import BaseModel, Field
 
 from common.queues import module_queue
 from common.store.side_stores import open_module_registry
-from common.store.modules_port import ModuleRegistration, ModuleRegistry, is_live
+from common.store.side.modules import ModuleRegistration, ModuleRegistry, is_live
 from oss.api.auth import Context, Reader
 from oss.api.routers.module_drains import DrainView, Drains, drain_view
 from oss.api.schemas import error_responses
+from oss.api.parts import app_part
 
 router = APIRouter(prefix="/api/v1", tags=["modules"])
 
@@ -44,10 +45,7 @@ class ModuleList(BaseModel):
 
 def module_registry(request: Request, context: Context) -> ModuleRegistry:
     """One per app, opened on first use beside the task store."""
-    state = request.app.state
-    if getattr(state, "module_registry", None) is None:
-        state.module_registry = open_module_registry(context.settings.store_url)
-    return state.module_registry  # type: ignore[no-any-return]
+    return app_part(request, "module_registry", lambda: open_module_registry(context.settings.store_url))
 
 
 Modules = Annotated[ModuleRegistry, Depends(module_registry)]

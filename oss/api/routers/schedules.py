@@ -14,13 +14,18 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from common.errors import DuplicateSchedule
 from common.cron import CRON_PROBLEM, cron_pattern, is_cron
 from common.input_limits import NO_CONTROL_PATTERN
-from common.reserved import RESERVED_LABEL_SCHEMA
+from common.access import at_least
+from common.reserved import RESERVED_LABEL_SCHEMA, SCHEDULE_LABEL
+from common.scheduling import Schedule
 from common.scheduling import MAX_INTERVAL_SECONDS, MIN_INTERVAL_SECONDS, Missed, Overlap, ScheduleError
+from oss.api.access import may_create, role_of
 from oss.api.auth import Context, Operator, Reader
 from oss.api.query import ASCII_INT
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, NO_OTHER_KEYS, JsonInt, LabelKey, LabelValue, error_responses
-from oss.schedules_service import ScheduleService
+from oss.services.schedules import ScheduleService, UnknownSchedule
+from oss.settings import ApiToken, Role
+from oss.api.parts import app_part
 
 router = APIRouter(prefix="/api/v1", tags=["schedules"])
 ScheduleName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
@@ -105,12 +110,8 @@ class ScheduleList(BaseModel):
 
 def schedules_service(request: Request, context: Context) -> ScheduleService:
     """One per app, opened on first use beside the task store."""
-    state = request.app.state
-    if getattr(state, "schedules", None) is None:
-        state.schedules = ScheduleService.open(
-            context.settings.store_url, context.flows, context.clock, context.settings.input_limits
-        )
-    return state.schedules  # type: ignore[no-any-return]
+    return app_part(request, "schedules", lambda: ScheduleService.open(
+        context.settings.store_url, context.flows, context.clock, context.settings.input_limits))
 
 
 Schedules = Annotated[ScheduleService, Depends(schedules_service)]
@@ -120,6 +121,7 @@ Schedules = Annotated[ScheduleService, Depends(schedules_service)]
              responses=error_responses(401, 403, 404, 409, 413, 422, 503))  # fmt: skip
 def create_schedule(body: CreateSchedule, schedules: Schedules, token: Operator, response: Response) -> dict:
     """Its parameters are checked against the task type now, as a submission's would be."""
+    may_create(token, body.task_type, {**body.labels, SCHEDULE_LABEL: body.name}, "operator")
     try:
         created = schedules.create(
             name=body.name, task_type=body.task_type, parameters=body.parameters, cron=body.cron,
@@ -138,18 +140,22 @@ def create_schedule(body: CreateSchedule, schedules: Schedules, token: Operator,
             responses=error_responses(401, 422, 503))  # fmt: skip
 def list_schedules(schedules: Schedules, token: Reader,
                    limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 100) -> dict:  # fmt: skip
-    return {"items": [schedules.shown(s) for s in schedules.list(limit)]}
+    if token.scope is None:
+        return {"items": [schedules.shown(s) for s in schedules.list(limit)]}
+    mine = [s for s in schedules.list(SCOPED_SCAN) if _may(token, s, "read")]  # its namespaces' only
+    return {"items": [schedules.shown(s) for s in mine[:limit]]}
 
 
 @router.get("/schedules/{schedule}", response_model=ScheduleView, summary="One schedule, by id or name",
             responses=error_responses(401, 404, 422, 503))  # fmt: skip
 def get_schedule(schedule: str, schedules: Schedules, token: Reader) -> dict:
-    return schedules.shown(schedules.get(schedule))
+    return schedules.shown(_mine(schedules, token, schedule, "read"))
 
 
 @router.post("/schedules/{schedule}/pause", response_model=ScheduleView, summary="Pause: no tick runs",
              responses=error_responses(401, 403, 404, 409, 422, 503))  # fmt: skip
 def pause_schedule(schedule: str, schedules: Schedules, token: Operator) -> dict:
+    _mine(schedules, token, schedule, "operator")
     return schedules.shown(schedules.pause(schedule))
 
 
@@ -157,11 +163,35 @@ def pause_schedule(schedule: str, schedules: Schedules, token: Operator) -> dict
              summary="Resume: the next tick is the first after now (ticks while paused are not run)",
              responses=error_responses(401, 403, 404, 409, 422, 503))  # fmt: skip
 def resume_schedule(schedule: str, schedules: Schedules, token: Operator) -> dict:
+    _mine(schedules, token, schedule, "operator")
     return schedules.shown(schedules.resume(schedule))
 
 
 @router.delete("/schedules/{schedule}", status_code=204, summary="Delete (the tasks it created stay)",
                responses=error_responses(401, 403, 404, 422, 503))  # fmt: skip
 def delete_schedule(schedule: str, schedules: Schedules, token: Operator) -> Response:
+    _mine(schedules, token, schedule, "operator")
     schedules.delete(schedule)
     return Response(status_code=204)
+
+
+SCOPED_SCAN = 500  # schedules a scoped token's listing looks through for those of its namespaces
+
+
+def _may(token: ApiToken, schedule: Schedule, needed: Role) -> bool:
+    """A schedule is in a namespace when the tasks it creates are (its labels and `schedule`)."""
+    role = role_of(token, schedule.TaskType, {**schedule.Labels, SCHEDULE_LABEL: schedule.Name})
+    return role is not None and at_least(role, needed)
+
+
+def _mine(schedules: ScheduleService, token: ApiToken, id_or_name: str, needed: Role) -> Schedule:
+    """The schedule, if the token may do what needs `needed` on it: else the answer for a name
+    that names none (outside its namespaces), or 403 (inside, with too low a role)."""
+    found = schedules.get(id_or_name)
+    if token.scope is None:
+        return found
+    if not _may(token, found, "read"):
+        raise UnknownSchedule("no such schedule")
+    if not _may(token, found, needed):
+        raise ApiError(403, f"{token.name} may only read this schedule; this needs {needed}")
+    return found

@@ -9,25 +9,29 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import StringConstraints
 
-from common.engine.history import with_full_history
+from common.engine.views import with_full_history
 from common.input_limits import NO_CONTROL_PATTERN
-from common.masking import masked_task
+from common.secrets.task_views import masked_task
 from common.engine.states import TaskStatus, parse_task_status
-from common.store.modules_port import live_modules
-from common.store.task_filters import CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches
-from common.store.paging import iterate_tasks
+from common.store.side.modules import live_modules
+from common.store.tasks.filters import (
+    CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches,
+)
+from common.store.tasks.paging import iterate_tasks
+from oss.api.access import may_submit, read_visible, repeats_in_scope, scope_for
+from oss.api.scoped_views import plan_shown, view_shown
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
-from oss.api.routers.locks import Locks
+from oss.api.routers.locks import Locks, Rates
 from oss.api.routers.module_drains import Drains
 from oss.api.routers.modules import Modules
-from oss.dry_run import dry_run
-from oss.plans import Plan
+from oss.services.dry_run import dry_run
+from oss.services.plans import Plan
 from oss.api.views import task_summary, task_view
-from oss.item_views import item_runs
+from oss.services.item_views import item_runs
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
@@ -49,7 +53,7 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
         **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
-def create_task(body: CreateTask, context: Context, token: Submitter, locks: Locks, registry: Modules,
+def create_task(body: CreateTask, context: Context, token: Submitter, locks: Locks, rates: Rates, registry: Modules,
                 drains: Drains) -> Response:
     """Validate the parameters against the task type's schema, then write the whole task and
     dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
@@ -66,12 +70,18 @@ def create_task(body: CreateTask, context: Context, token: Submitter, locks: Loc
         "user_id": body.user_id,
         "labels": body.labels,
         "after_task": body.after_task,
+        "submitted_by": token.name,  # who an approval step may refuse as approver (not_submitter)
     }
+    may_submit(context.store, token, body.task_type, body.labels or {}, body.after_task)
     if body.dry_run:
-        plan = dry_run(context.service, locks, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
-                       task_type=body.task_type, parameters=body.parameters, drains=drains, **request)  # fmt: skip
-        return Response(plan.model_dump_json(), status_code=200, media_type="application/json")
-    submission = context.service.submit(body.task_type, body.parameters, **request)
+        with repeats_in_scope(context.store, token):
+            plan = dry_run(context.service, locks, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
+                           task_type=body.task_type, parameters=body.parameters, drains=drains, rates=rates,
+                           **request)  # fmt: skip
+        shown = plan_shown(context.store, token, plan)
+        return Response(shown, status_code=200, media_type="application/json")
+    with repeats_in_scope(context.store, token):
+        submission = context.service.submit(body.task_type, body.parameters, **request)
     task = submission.task
     location = f"/api/v1/tasks/{task.TaskId}"
     if submission.created:
@@ -99,6 +109,8 @@ def list_tasks(
     created_from: Annotated[Moment | None, Query(description="ISO-8601 or epoch; inclusive")] = None,
     created_to: Annotated[Moment | None, Query(description="ISO-8601 or epoch; exclusive")] = None,
     q: Annotated[str | None, Query(max_length=256, pattern=NO_CONTROL_PATTERN, description=SEARCH)] = None,
+    failed_items: Annotated[bool, Query(description="Only tasks that ended with items failed within a for_each "
+                                        "step's failure budget")] = False,
     cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor of the page before")] = None,
     limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 50,
 ) -> TaskPage:
@@ -111,6 +123,8 @@ def list_tasks(
         "created_from": created_from,
         "created_to": created_to,
         "search": search,
+        "scope": scope_for(token),  # a scoped token's namespaces: in the store's query, so counts hold to them
+        "failed_items": failed_items,
     }
     # one more than asked tells whether another page exists
     tasks = context.store.list_tasks(**wanted, after=_after(cursor), limit=limit + 1)
@@ -126,12 +140,12 @@ def list_tasks(
     else:
         counts = context.store.count_tasks(TaskFilter(**{**wanted, "status": None}))
     chosen = wanted["status"]
-    return TaskPage(
+    return view_shown(context.store, token, TaskPage(  # the other tasks they name, only those in scope
         items=shown,
         next_cursor=encode_cursor(page_key(page[-1])) if more else None,
         total=sum(counts.values()) if chosen is None else counts.get(chosen, 0),
         counts={status.name: counts.get(status, 0) for status in TaskStatus},
-    )
+    ))
 
 
 SEARCH_COUNT_LIMIT = 20_000
@@ -155,13 +169,12 @@ def get_task(task_id: str, context: Context, token: Reader, registry: Modules) -
     last), for a delayed start not reached yet when it starts, and `Waiting` when no live
     module serves the queue its step waits in. 409 when the stored document cannot be read (an
     alarm names it)."""
-    task = context.store.get(task_id)
-    if task is None:
-        raise ApiError(404, "no such task")  # the id asked for is not echoed
+    task = read_visible(context.store, token, task_id)  # 404 for a missing id, or one outside its namespaces
     now = context.clock()
     task = with_full_history(context.store, task)
-    return task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl),
-                     items=context.items)
+    shown = task_view(task, now, live_modules(registry.registrations(), now, context.settings.module_ttl),
+                      items=context.items)
+    return view_shown(context.store, token, shown)  # other tasks it names, only those in the token's scope
 
 
 def _status(text: str) -> TaskStatus:

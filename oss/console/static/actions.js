@@ -41,6 +41,16 @@ const ACTIONS = {
     label: "Resume",
     help: "Clear the pause: every step that became ready is dispatched.",
   },
+  // A task held by a failure (on_failure: hold): nothing was rolled back, nothing new starts.
+  redrive: {
+    label: "Redrive",
+    help: "Go on from where it stopped: the failed items run again, then the ones never started; what succeeded never runs again.",
+  },
+  rollback: {
+    label: "Roll back",
+    danger: true,
+    help: "Roll the task back, as the failure would have without the hold: every applied item is rolled back.",
+  },
   skip: {
     label: "Skip failed step",
     danger: true,
@@ -49,8 +59,14 @@ const ACTIONS = {
 };
 
 // The unit an operator may skip (common/engine/operator/flow.py decides): a running task's unit that
-// keeps failing (its retry pending or running), or the step that failed in a rolled-back task.
+// keeps failing (its retry pending or running), one a gate holds before its claim (a delayed
+// start, a drained module), or the step that failed in a rolled-back task.
 export function skippableUnit(task) {
+  if (task.Held && !task.CancelRequested) {  // the failed item that holds the task
+    const s = task.Steps[task.Held.Cursor];
+    const item = task.Held.Item ?? null;
+    return { step: task.Held.Cursor, item, name: `step ${task.Held.Cursor} (${s.Name})${item === null ? "" : ` item ${item}`}` };
+  }
   const failed = (unit) => unit.Code !== null && unit.Code !== undefined && unit.Code !== 0;
   for (const [step, s] of task.Steps.entries()) {
     if (task.TaskStatus === 4) {
@@ -62,6 +78,12 @@ export function skippableUnit(task) {
       for (const [u, item] of units) {
         if (u.State === "running" && failed(u)) {
           return { step, item, name: `step ${step} (${s.Name})${item === null ? "" : ` item ${item}`}` };
+        }
+        // Shown waiting with a run nobody may claim yet (a delayed start, a drained module): an
+        // operator may do it by hand.
+        const run = (task.Runs ?? []).find((r) => r.Cursor === step && (r.Item ?? null) === item && r.Phase === 0);
+        if (u.State === "waiting" && run && run.State === "pending" && (run.HeldBy || task.ScheduledFor)) {
+          return { step, item, held: true, name: `step ${step} (${s.Name})${item === null ? "" : ` item ${item}`}` };
         }
       }
     }
@@ -77,7 +99,10 @@ export function fittingActions(task) {
   switch (task.TaskStatus) {
     case 1: case 2: {
       if (task.CancelRequested) return [];
-      const running = (task.Runs ?? []).some((r) => r.State === "running") ? ["cancel-now"] : [];
+      if (task.Held) return ["redrive", "rollback", "cancel", ...skip];
+      // A claimed run: the task's own, or one of an item kept in a record of its own (`ItemRuns`).
+      const claimed = [...(task.Runs ?? []), ...(task.ItemRuns ?? [])].some((r) => r.State === "running");
+      const running = claimed ? ["cancel-now"] : [];
       return ["cancel", ...running, task.Paused ? "resume" : "pause", ...skip];
     }
     case 4: return ["retry", ...skip];
@@ -100,7 +125,10 @@ export function actionBar(task, perform) {
   const unit = skippableUnit(task);
   return el("div", { class: "action-bar" }, names.map((name) => {
     let action = name === "cancel" && !task.TimeStart ? CANCEL_BEFORE_START : ACTIONS[name];
-    if (name === "skip") action = { ...action, label: `Skip ${unit.name}` };
+    if (name === "skip") {
+      action = { ...action, label: `Skip ${unit.name}`, ...(unit.held ? { help: "Nothing has run it yet (it waits for " +
+        "its start time or a drained module): the flow goes on as if it succeeded; do its work by hand." } : {}) };
+    }
     const extra = name === "skip" ? { step: unit.step, ...(unit.item === null ? {} : { item: unit.item }) } : { ...action.body };
     return el("div", { class: "action" },
       el("button", { type: "button", class: action.danger ? "danger" : "primary", dataset: { action: name },
@@ -117,4 +145,22 @@ export function actionLabel(name) {
 // The API path of an action: its own name, unless it is a variant of another (cancel-now).
 export function actionEndpoint(name) {
   return ACTIONS[name]?.endpoint ?? name;
+}
+
+// The actions a step's kind offers while the step waits for people (an approval step's approve
+// and reject): the task view says which (`Steps[].Shown.Actions`), so no kind needs code here.
+// `performStep(step, action, reason)` returns a promise of the task as written.
+export function stepActionBar(task, performStep) {
+  const offered = task.Steps.flatMap((step) => (step.Shown?.Actions ?? []).map((action) => ({ step, action })));
+  if (!offered.length) return null;
+  return el("div", { class: "action-bar step-actions" }, offered.map(({ step, action }) => {
+    const title = `${action.Label} ${step.Name}`;
+    return el("div", { class: "action" },
+      el("button", { type: "button", class: action.Name === "reject" ? "danger" : "primary",
+        dataset: { stepAction: action.Name, step: step.Name }, text: title,
+        onclick: () => askReason({ title, help: action.Summary, danger: action.Name === "reject",
+          placeholder: "Why? Recorded in the task's history with your name." },
+        (reason) => performStep(step.Name, action.Name, reason)) }),
+      el("span", { class: "muted small", text: action.Summary }));
+  }));
 }

@@ -11,6 +11,7 @@ const BULK_ACTIONS = ["cancel", "retry", "retry-rollback", "pause", "resume"];
 
 // The list's filters as the bulk API's body; null when none of them is a bulk filter.
 export function bulkFilter(params) {
+  if (params.failed_items) return null;  // bulk actions select by the other filters only: none here
   const body = {};
   if (params.task_type) body.task_type = params.task_type;
   if (params.status) body.status = params.status;

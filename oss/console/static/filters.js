@@ -6,7 +6,7 @@ import { el, stamp } from "./dom.js";
 import { TASK_STATUSES } from "./labels.js";
 import { go } from "./route.js";
 
-export const FILTERS = ["q", "task_type", "status", "user_id", "label", "created_from", "created_to"];
+export const FILTERS = ["q", "task_type", "status", "user_id", "label", "created_from", "created_to", "failed_items"];
 
 export function pick(params) {
   return Object.fromEntries(FILTERS.map((key) => [key, params[key]]).filter(([, v]) => v));
@@ -46,6 +46,10 @@ export function filterForm(params) {
     field("Label", text("label", "key=value")),
     field("Created from", time("created_from")),
     field("Created before", time("created_to")),
+    // Tasks that ended with items failed within a for_each step's budget (docs/fan-out.md).
+    el("label", { class: "field check" }, el("span", { text: "Failed items" }),
+      el("input", { name: "failed_items", id: "f-failed-items", type: "checkbox", value: "true",
+        checked: params.failed_items === "true" })),
     el("div", { class: "filter-buttons" },
       el("button", { type: "submit", class: "primary", text: "Filter" }),
       el("button", { type: "button", text: "Clear", onclick: () => go("tasks", "", {}) })));

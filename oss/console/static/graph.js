@@ -42,7 +42,7 @@ export function flowGraph(task) {
     return { column, row: rows[column] - 1 };
   });
   // Every box is as tall as the tallest (a for_each step's item marks add rows): rows line up.
-  const boxH = Math.max(...steps.map((step) => BOX_H + marksHeight(step.Items ?? [])));
+  const boxH = Math.max(...steps.map((step) => BOX_H + (step.Items ? marksHeight(step.Items) : step.ItemCounts ? MARK + 2 * MARK_GAP : 0)));
   const height = Math.max(...rows) * (boxH + GAP_Y) - GAP_Y + 2 * PAD;
   const width = (Math.max(...depth) + 1) * (BOX_W + GAP_X) - GAP_X + 2 * PAD;
   const at = ({ column, row }) => ({ x: PAD + column * (BOX_W + GAP_X), y: PAD + row * (boxH + GAP_Y) });
@@ -69,7 +69,8 @@ export function flowGraph(task) {
 function node(task, step, index, { x, y }, boxH) {
   const state = stepState(step.State);
   const failed = failedHere(step);
-  const runs = (task.Runs ?? []).filter((run) => run.Cursor === index).length;
+  // Its runs in flight: the task's own, and those of its items kept in records (`ItemRuns`).
+  const runs = [...(task.Runs ?? []), ...(task.ItemRuns ?? [])].filter((run) => run.Cursor === index).length;
   // Units whose command answered "not done yet" (check again later): their progress in the title.
   const waiting = (step.Items && step.Items.length ? step.Items : [step]).filter((u) => u.WaitingSince != null);
   // The step that failed says so first: "✖ failed → rolled back".
@@ -77,7 +78,8 @@ function node(task, step, index, { x, y }, boxH) {
   const status = said +
     `${runs > 1 ? ` · ${runs} running` : ""}${waiting.length ? " · checking again" : ""}`;
   const about = detail(step);
-  const child = step.ChildTaskId ? "child ↗" : null;
+  const childTask = step.Shown?.Child; // the child task it runs, as its kind says
+  const child = childTask ? "child ↗" : null;
   const room = BOX_W - 2 * INSET;
   const group = svg("g", { class: `node ${state.css}${failed ? " failed-here" : ""}`, "data-step": index,
     "data-state": step.State, ...(failed ? { "data-failed": "true" } : {}), transform: `translate(${x},${y})` },
@@ -87,8 +89,9 @@ function node(task, step, index, { x, y }, boxH) {
   text(INSET, 36, fit(status, room, failed ? `600 ${FONTS.state}` : FONTS.state), "state"),
   text(INSET, 53, fit(about, room, FONTS.detail), "detail"));
   if (step.Items && step.Items.length) group.append(itemMarks(step.Items));
+  else if (step.ItemCounts && step.ItemCount) group.append(countBar(step.ItemCounts, step.ItemCount));
   if (child) {
-    const link = svg("a", { href: hashFor("task", step.ChildTaskId), class: "child-link" },
+    const link = svg("a", { href: hashFor("task", childTask), class: "child-link" },
       text(BOX_W - INSET, 19, child, "child"));
     group.append(link);
   }
@@ -99,14 +102,9 @@ function node(task, step, index, { x, y }, boxH) {
   return group;
 }
 
+// What the step does, as its kind describes it (the API's `Shown`): the same for every kind.
 function detail(step) {
-  const items = step.Items ?? [];
-  const count = step.ForEach
-    ? `${step.ForEach}${step.Items ? `: ${items.filter((item) => item.State === "succeeded").length}/${items.length}` : ""}`
-    : "";
-  if (step.Flow) return `${count ? `for_each ${count} · ` : ""}sub-flow ${step.Flow}`; // the count first: it is kept
-  if (step.ForEach) return `for_each ${count}`;
-  return `${step.NormalModule} · ${step.NormalCommand}`;
+  return step.Shown?.Note ?? "";
 }
 
 // Item marks: one per item, in rows under the detail line; past MAX_MARK_ROWS rows of them, one
@@ -150,6 +148,23 @@ function itemBar(items, top) {
         class: `item-segment ${stepState(run.state).css}`, "data-state": run.state, "data-count": run.count });
       const title = svg("title");
       title.textContent = `items ${run.first}-${run.first + run.count - 1}: ${stepState(run.state).label}`;
+      segment.append(title);
+      return segment;
+    }));
+}
+
+// A step over records (its items are not in the task): one bar of its counts by state, each
+// segment as long as its share of the items (its title counts them).
+function countBar(counts, total) {
+  const scale = (BOX_W - 2 * INSET) / total;
+  let x = 0;
+  return svg("g", { class: "items item-bar count-bar", transform: `translate(${INSET},${BOX_H - 4})` },
+    Object.entries(counts).map(([state, count]) => {
+      const segment = svg("rect", { x, y: 0, width: Math.max(count * scale, 1), height: MARK,
+        class: `item-segment ${stepState(state).css}`, "data-state": state, "data-count": count });
+      x += count * scale;
+      const title = svg("title");
+      title.textContent = `${count} of ${total} items: ${stepState(state).label}`;
       segment.append(title);
       return segment;
     }));

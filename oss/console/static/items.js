@@ -5,6 +5,8 @@
 import { call } from "./api.js";
 import { el, replace, when, asText } from "./dom.js";
 import { errorBanner } from "./widgets.js";
+import { FINAL } from "./labels.js";
+import { hashFor } from "./route.js";
 
 export const PAGE = 25;
 
@@ -12,51 +14,86 @@ export const PAGE = 25;
 export function itemTables(task, memory) {
   const steps = task.Steps.map((step, index) => [step, index]).filter(([step]) => step.ItemCounts);
   if (!steps.length) return null;
-  return steps.map(([step, index]) => itemTable(task.TaskId, step, index, memory));
+  return steps.map(([step, index]) => itemTable(task, step, index, memory));
 }
 
-function itemTable(taskId, step, index, memory) {
-  const view = memory.get(index) ?? { state: null, afters: [null] }; // the `after` of each page walked
+// The "failed" filter: items whose normal phase ended failed, whatever their state now (the item
+// that failed a rolled-back task reads "rolled back"): GET ...?failed=true.
+const FAILED = "@failed";
+
+// A state as the table says it: an item still waiting in a task that ended never started.
+function stateLabel(state, final) {
+  return final && state === "waiting" ? "never started" : state.replaceAll("_", " ");
+}
+
+function itemTable(task, step, index, memory) {
+  const taskId = task.TaskId;
+  const final = FINAL.has(task.TaskStatus);
+  // A step that ended with failed items (within its budget), or that holds the task, shows those
+  // first: they are what an operator looks at; "all" is one click away.
+  const withFailed = (step.FailedItems ?? 0) > 0 || task.Held?.Cursor === index;
+  const view = memory.get(index) ?? { state: withFailed ? FAILED : null, afters: [null] }; // the `after` of each page walked
   memory.set(index, view);
   const total = step.ItemCount ?? (step.Items ?? []).length;
   const filters = el("div", { class: "item-counts", role: "group", "aria-label": `Filter the items of ${step.Name}` });
   const body = el("div", { class: "items-page", "aria-live": "polite" });
-  const drawFilters = () => replace(filters, [["all", null, total], ...Object.entries(step.ItemCounts).map(([s, n]) => [s, s, n])]
-    .map(([label, state, count]) => el("button", {
-      type: "button", class: "item-filter", dataset: { state: state ?? "" }, "aria-pressed": String(view.state === state),
-      text: `${label.replaceAll("_", " ")} ${count}`,
-      onclick: () => { view.state = state; view.afters = [null]; drawFilters(); load(); },
-    })));
+  const button = (label, state, title) => el("button", {
+    type: "button", class: "item-filter", dataset: { state: state ?? "" }, "aria-pressed": String(view.state === state),
+    text: label, title, onclick: () => { view.state = state; view.afters = [null]; drawFilters(); load(); },
+  });
+  const failedButton = () => button(withFailed && step.FailedItems ? `failed ${step.FailedItems}` : "failed", FAILED,
+    "Items whose normal phase ended failed, whatever became of them since (rolled back, say)");
+  const drawFilters = () => replace(filters,
+    withFailed ? failedButton() : null,
+    button(`all ${total}`, null),
+    Object.entries(step.ItemCounts).map(([s, n]) => button(`${stateLabel(s, final)} ${n}`, s)),
+    withFailed ? null : failedButton());
   const load = async () => {
     const query = new URLSearchParams({ limit: String(PAGE) });
-    if (view.state) query.set("state", view.state);
+    if (view.state === FAILED) query.set("failed", "true");
+    else if (view.state) query.set("state", view.state);
     const after = view.afters[view.afters.length - 1];
     if (after !== null) query.set("after", String(after));
     try {
       const page = await call("GET", `/tasks/${encodeURIComponent(taskId)}/steps/${index}/items?${query}`);
-      replace(body, table(page), nav(page, view, load));
+      replace(body, table(page, final), nav(page, view, load));
     } catch (error) {
       replace(body, errorBanner(error));
     }
   };
+  // Jump to an item by its index: the page that starts with it (in the filter shown).
+  const jump = el("input", { type: "number", min: "0", max: String(Math.max(total - 1, 0)), class: "items-jump",
+    "aria-label": `Go to item (0 to ${Math.max(total - 1, 0)})`, placeholder: "item #" });
+  const go = el("form", { class: "items-go", onsubmit: (event) => {
+    event.preventDefault();
+    const at = Number.parseInt(jump.value, 10);
+    if (!Number.isInteger(at) || at < 0 || at >= total) return;
+    view.afters = [null, ...(at > 0 ? [at - 1] : [])];
+    load();
+  } }, jump, el("button", { type: "submit", class: "items-go-button", text: "Go" }));
   drawFilters();
   load();
   return el("div", { class: "items", dataset: { step: String(index) } },
-    el("h3", { text: `${step.Name}: ${total} items` }), filters, body);
+    el("h3", { text: `${step.Name}: ${total} items` }), filters, go, body);
 }
 
-function table(page) {
+function table(page, final) {
   if (!page.Items.length) return el("p", { class: "muted", text: "No items here." });
-  const head = ["Item", "State", "Value", "Attempts", "Started", "Ended", "Message"];
+  const head = ["Item", "State", "Value", "Attempts", "Started", "Ended", "Rollback", "Message"];
   return el("div", { class: "table-fit" }, el("table", { class: "items-table" },
     el("thead", {}, el("tr", {}, head.map((name) => el("th", { scope: "col", text: name })))),
     el("tbody", {}, page.Items.map((item) => el("tr", { dataset: { item: String(item.Item), state: item.State } },
-      el("td", { class: "c-item", text: String(item.Item) }),
-      el("td", { class: "c-state", text: item.State.replaceAll("_", " ") }),
+      el("td", { class: "c-item" }, String(item.Item),
+        // An item of a for_each sub-flow step runs a child task of its own.
+        item.ChildTaskId ? el("a", { class: "item-child", href: hashFor("task", item.ChildTaskId), text: " child ↗",
+          title: `child task ${item.ChildTaskId}` }) : null),
+      el("td", { class: "c-state", text: stateLabel(item.State, final) }),
       el("td", { class: "c-value" }, el("code", { text: asText(item.Value) })),
       el("td", { text: String(item.Attempts) }),
       el("td", {}, when(item.TimeStart)),
       el("td", {}, when(item.TimeEnd)),
+      el("td", { class: "c-rollback" }, item.RollbackTimeStart
+        ? [when(item.RollbackTimeStart), " → ", when(item.RollbackTimeEnd)] : "—"),
       el("td", { class: "c-message", text: [item.Message, item.RollbackMessage].filter(Boolean).join(" · ") }))))));
 }
 

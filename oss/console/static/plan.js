@@ -7,8 +7,8 @@ import { call } from "./api.js";
 import { el, replace, when } from "./dom.js";
 import { errorBanner } from "./widgets.js";
 
-const STARTS = { now: "Now", at: "At its start time", after_task: "After another task succeeds",
-  lock: "Once its lock is free", never: "Never" };
+const STARTS = { now: "Now", freeze: "Once its freeze window ends", at: "At its start time",
+  after_task: "After another task succeeds", lock: "Once its lock is free", never: "Never" };
 
 export function showPlan(root, _arg, params) {
   const type = el("select", { name: "task_type", id: "plan-type", required: "" });
@@ -56,7 +56,7 @@ export function showPlan(root, _arg, params) {
 
 function planView(plan) {
   const start = el("div", { class: "card", id: "plan-start" },
-    el("h2", { text: `Starts: ${STARTS[plan.start.when]}` }),
+    el("h2", { text: `Starts: ${STARTS[plan.start.when] ?? plan.start.when}` }), // a reason added later: its name
     plan.start.at ? el("p", {}, "Start time: ", when(plan.start.at)) : null,
     el("ul", {}, plan.start.reasons.map((reason) => el("li", { text: reason }))),
     plan.existing_task_id ? el("p", { class: "banner info",
@@ -72,9 +72,13 @@ function planView(plan) {
 function stepsTable(steps, depth = 0) {
   const rows = [];
   const add = (step, level) => {
-    const what = step.normal ? `${step.normal.module}.${step.normal.command}` : `sub-flow ${step.sub_flow.task_type}`;
+    // Another kind (an approval step) as it describes itself.
+    const what = step.normal ? `${step.normal.module}.${step.normal.command}`
+      : step.sub_flow ? `sub-flow ${step.sub_flow.task_type}` : step.note ?? "";
     const fanOut = step.for_each ? `${step.for_each.items ?? "?"} items of ${step.for_each.parameter}` +
-      (step.for_each.max_parallel ? `, ${step.for_each.max_parallel} at a time` : "") : "";
+      (step.for_each.max_parallel ? `, ${step.for_each.max_parallel} at a time` : "") +
+      (step.for_each.tolerate ? `, tolerates ${step.for_each.tolerate} failing` : "") +
+      (step.for_each.on_failure === "hold" ? ", holds at a failure" : "") : "";
     rows.push(el("tr", { dataset: { step: step.name } },
       el("td", { class: `depth-${Math.min(level, 3)}`, text: step.name }), // a sub-flow's steps indented
       el("td", { text: what }),

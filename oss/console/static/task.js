@@ -9,13 +9,18 @@ import { FINAL, taskStatus } from "./labels.js";
 import { followTask } from "./stream.js";
 import { hashFor } from "./route.js";
 import { badge, labels, errorBanner } from "./widgets.js";
-import { actionBar, actionEndpoint, actionLabel } from "./actions.js";
+import { actionBar, actionEndpoint, actionLabel, stepActionBar } from "./actions.js";
 import { timeline } from "./timeline.js";
 import { history } from "./history.js";
 import { flowGraph } from "./graph.js";
 import { itemTables } from "./items.js";
 
 const MASK = "***";
+
+function sameCounts(a, b) {
+  const sorted = (counts) => JSON.stringify(Object.entries(counts ?? {}).sort());
+  return sorted(a) === sorted(b);
+}
 
 export function showTask(root, taskId) {
   const header = el("section", { class: "card task-head" });
@@ -42,9 +47,11 @@ export function showTask(root, taskId) {
   };
   // Items of a step over records change without a new task version: their counts come as
   // `progress` events, drawn at most once a second (each draw reads the page shown again).
+  // The stream's first count of a step repeats what the task view showed: redrawn, the table
+  // would be replaced under the operator (a half-typed item index lost) for nothing.
   const progress = (event) => {
     const step = shown?.Steps[event.Step];
-    if (!step) return;
+    if (!step || sameCounts(step.ItemCounts, event.ItemCounts)) return;
     step.ItemCounts = event.ItemCounts;
     itemsDue ??= setTimeout(() => { itemsDue = null; drawItems(shown); }, 1000);
   };
@@ -54,7 +61,7 @@ export function showTask(root, taskId) {
     version = task.Version;
     shown = task;
     replace(header, ...summary(task));
-    replace(actions, el("h2", { text: "Operator actions" }), actionBar(task, perform));
+    replace(actions, el("h2", { text: "Operator actions" }), stepActionBar(task, performStep), actionBar(task, perform));
     replace(flow, el("h2", { text: "Flow" }), flowGraph(task),
       task.Parent ? el("p", { class: "muted" }, "A sub-flow of task ",
         el("a", { href: hashFor("task", task.Parent.TaskId), text: task.Parent.TaskId }),
@@ -82,10 +89,14 @@ export function showTask(root, taskId) {
     }
   };
 
-  async function perform(action, reason, extra = {}) {
+  // A step's action (approve, reject): the one route every kind's actions share.
+  const performStep = (step, action, reason) => perform(action, reason, {},
+    `/tasks/${encodeURIComponent(taskId)}/steps/${encodeURIComponent(step)}/actions/${encodeURIComponent(action)}`);
+
+  async function perform(action, reason, extra = {}, path = null) {
     replace(outcome, el("div", { class: "banner info", text: `${actionLabel(action)}: sending…` }));
     try {
-      const task = await call("POST", `/tasks/${encodeURIComponent(taskId)}/${actionEndpoint(action)}`, { reason, ...extra });
+      const task = await call("POST", path ?? `/tasks/${encodeURIComponent(taskId)}/${actionEndpoint(action)}`, { reason, ...extra });
       const status = taskStatus(task);
       replace(outcome, el("div", { class: "banner ok", role: "status",
         text: `${actionLabel(action)} done: the task is now ${status.label} (${status.name}).` }));
@@ -119,7 +130,10 @@ function summary(task) {
       task.ScheduledFor ? fact("Scheduled", "starts at ", when(task.ScheduledFor)) : [],
       task.WaitingFor && !["freeze", "drain"].includes(task.WaitingFor.Kind) ? fact("Waiting for",
         `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""}` +
-        `${task.WaitingFor.Kind === "lock" ? lockMode(task.Lock, " (", ")") : ""} since `, when(task.WaitingFor.Since)) : [],
+        `${task.WaitingFor.Kind === "lock" ? lockMode(task.Lock, " (", ")") : ""}` +
+        `${task.WaitingFor.Kind === "rate" ? rateText(task.Rate) : ""}`,
+        task.WaitingFor.Kind === "rate" && task.Rate?.NextAt ? [", next slot at ", when(task.Rate.NextAt)] : [],
+        " since ", when(task.WaitingFor.Since)) : [],
       // A freeze window the task was created in: it starts once the window ends (the sweeper lets it go).
       task.WaitingFor?.Kind === "freeze" ? el("div", { class: "frozen" }, el("dt", { text: "Waiting for" }), el("dd", {},
         "freeze window ", el("strong", { text: task.WaitingFor.Key }), " to end at ", when(task.WaitingFor.Until))) : [],
@@ -129,19 +143,33 @@ function summary(task) {
         when(task.WaitingFor.Since), ")")) : [],
       task.Lock ? fact("Lock", `${task.Lock.Key} (${lockMode(task.Lock, "", ", ")}limit ${task.Lock.Limit}): ${task.Lock.State}` +
         (task.Lock.State === "kept" ? ", held until an operator ends the task" : "")) : [],
+      // Its task type's rate (docs/guide/rate-limits.md): the slot it took is its start.
+      task.Rate && task.Rate.State === "taken" ? fact("Rate", `${task.Rate.Key}${rateText(task.Rate)}: slot taken at `,
+        when(task.Rate.Since)) : [],
       fact("Created", when(task.TimeCreate)),
       fact("Started", when(task.TimeStart)),
       fact("Ended", when(task.TimeEnd)),
       fact("Took", duration(task.TimeStart, task.TimeEnd, FINAL.has(task.TaskStatus)) || "—"),
-      fact("Step", `${task.TaskCursor + 1} of ${task.Steps.length} reached`),
+      // A task no step of which ever ran (delayed, held, cancelled before its start) reached none.
+      fact("Step", task.TimeStart ? `${task.TaskCursor + 1} of ${task.Steps.length} reached`
+        : `none of ${task.Steps.length} started${FINAL.has(task.TaskStatus) ? "" : " yet"}`),
       // A retry runs the flow again as a new generation; the history keeps every run's events.
       task.Generation ? fact("Run", `${task.Generation + 1} (retried ${task.Generation}×)`) : [],
       task.IdempotencyKey ? fact("Idempotency key", task.IdempotencyKey) : [],
       // The revision of its task type it runs (`baton flows diff` tells revisions apart).
       task.FlowHash ? fact("Flow version", task.FlowVersion ? `${task.FlowVersion} (${task.FlowHash})` : task.FlowHash) : [],
       cancel ? fact("Cancel", `requested by ${cancel.Actor}: ${cancel.Reason} (`, when(cancel.Time), ")") : [],
-      // DESIGN.md sec. 10: a pause, a wait for another task, a deadline.
-      task.Paused ? el("div", { class: "paused" }, el("dt", { text: "Paused" }), el("dd", {},
+      // A failure held the task (on_failure: hold): what failed, and why; the actions decide.
+      task.Held ? el("div", { class: "held" }, el("dt", { text: "Held" }), el("dd", {},
+        `step ${task.Held.Cursor} (${task.Steps[task.Held.Cursor].Name})` +
+        `${task.Held.Item === null || task.Held.Item === undefined ? "" : ` item ${task.Held.Item}`} failed: ` +
+        `${task.Held.Message} (`, when(task.Held.Time), "): redrive it or roll it back")) : [],
+      // Items that failed within their step's budget, each rolled back on its own.
+      task.FailedItems ? el("div", { class: "failed-items" }, el("dt", { text: "Failed items" }), el("dd", {},
+        `${task.FailedItems}, within their steps' budgets (`,
+        task.Steps.filter((s) => s.FailedItems).map((s) => `${s.Name}: ${s.FailedItems}`).join(", "), ")")) : [],
+      // docs/design/operations.md: a pause, a wait for another task, a deadline.
+      task.Paused && !task.Held ? el("div", { class: "paused" }, el("dt", { text: "Paused" }), el("dd", {},
         `by ${task.Paused.Actor}: ${task.Paused.Reason} (`, when(task.Paused.Time), ")")) : [],
       task.WaitingFor?.Kind === "task" ? fact("Waiting for", "task ",
         el("a", { href: hashFor("task", task.WaitingFor.TaskId), text: task.WaitingFor.TaskId }), " to succeed") : [],
@@ -164,6 +192,10 @@ function parameters(task) {
 }
 
 // A lock's mode, named when it is not the default (exclusive): "mode resize".
+function rateText(rate) {
+  return rate ? `: ${rate.Limit} per ${rate.Per}s` : "";
+}
+
 function lockMode(lock, before, after) {
   return lock && lock.Mode && lock.Mode !== "exclusive" ? `${before}mode ${lock.Mode}${after}` : "";
 }

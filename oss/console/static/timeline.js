@@ -18,8 +18,9 @@ export function timeline(task) {
 }
 
 function stepItem(task, step, index) {
-  // The step's runs in flight: one for a plain step, one per running item of a for_each step.
-  const runs = (task.Runs ?? []).filter((run) => run.Cursor === index);
+  // The step's runs in flight: one for a plain step, one per running item of a for_each step
+  // (those of items kept in records come apart, in `ItemRuns`).
+  const runs = [...(task.Runs ?? []), ...(task.ItemRuns ?? [])].filter((run) => run.Cursor === index);
   const active = runs.length ? runs[0] : null;
   const inPhase = (phase) => runs.filter((run) => run.Phase === phase);
   const scheduled = Boolean(task.ScheduledFor) && active !== null;
@@ -28,7 +29,7 @@ function stepItem(task, step, index) {
   const undone = step.RollbackModule === null && !step.Flow ? null : phaseOutcome("rollback", step.RollbackCode);
   const failed = failedHere(step);
   const ended = FINAL.has(task.TaskStatus);
-  const items = step.Items && step.Items.length ? step.Items.length : 0;
+  const items = step.Items && step.Items.length ? step.Items.length : step.ItemCount ?? 0;
   const attempts = (task.Attempts ?? []).filter((a) => a.Run === task.Generation && a.Cursor === index);
   return el("li", {
     class: `step ${failed ? "st-failed failed-here" : state.css}`,
@@ -40,6 +41,7 @@ function stepItem(task, step, index) {
     outcomeBadges(state, normal, undone, step.State),
     failed ? el("span", { class: "failed-flag", text: "✖ the step that failed" }) : null),
   progressNotes(step),
+  waveNote(step),
   phaseRow("normal", {
     module: step.NormalModule ?? "sub-flow", command: step.NormalCommand ?? step.Flow, outcome: normal,
     message: step.Message,
@@ -126,8 +128,12 @@ function activeRun(active, count, checking, lockMode) {
     ? "waiting for its child task"
     : active.State === "waiting_lock"
       ? `${item}waiting for the step's lock${lockMode ? ` (mode ${lockMode})` : ""}${more}`
+      : active.State === "waiting_rate"
+      ? `${item}attempt ${active.Attempt} waiting for a start slot of the step's rate${more}`
       : active.State === "running"
       ? `${item}running attempt ${active.Attempt} on ${active.Owner ?? "?"}${more}`
+      : active.HeldBy
+      ? `${item}held: module ${active.HeldBy} is drained; it runs once the module is undrained${more}`
       : checking && checking(active)
         ? `${item}not done yet: checks again later${more}`
         : `${item}dispatched, attempt ${active.Attempt}: waiting for a worker${more}`;
@@ -139,6 +145,22 @@ function activeRun(active, count, checking, lockMode) {
 function waitingUnits(step) {
   const units = step.Items && step.Items.length ? step.Items.map((unit, i) => [unit, i]) : [[step, null]];
   return units.filter(([unit]) => unit.WaitingSince !== null && unit.WaitingSince !== undefined);
+}
+
+// A for_each step in waves (docs/fan-out.md, "Waves"): which wave, what it waits for, and each
+// ended wave's items done and failed.
+function waveNote(step) {
+  const wave = step.Wave;
+  if (!wave) return null;
+  const where = `wave ${wave.Index + 1} of ${wave.Ends.length}`;
+  const phase = wave.Phase === "paused" ? [`${where} ended: waits for an operator's continue`]
+    : wave.Phase === "baking" ? [`${where} ended: baking until `, when(wave.Until)]
+      : wave.Phase === "checking" ? [`${where} ended: its check runs as task ${wave.Check}`] : [`${where} running`];
+  const tallies = (wave.Tallies ?? []).map(([done, failed], i) =>
+    `wave ${i + 1}: ${done} done${failed ? `, ${failed} failed` : ""}`).join(" · ");
+  return el("div", { class: "wave-note", dataset: { phase: wave.Phase } },
+    el("span", { class: "wave-where" }, ...phase),
+    tallies ? el("span", { class: "muted small", text: ` (${tallies})` }) : null);
 }
 
 function progressNotes(step) {

@@ -1,0 +1,148 @@
+"""A `for_each` whose items come from a source a page at a time (docs/design/item-sources.md), at
+fleet scale: one task over 1,000 hosts, then one over 100,000, that a module's command returns 500
+at a time, on a real module process, the real RabbitMQ and a SQLite store, with the sweeper and
+an OSS process running. 0.3 % of the hosts (every item whose index ends in 000, 333 or 666 per
+thousand) fail for good under a budget of 1 %: the task must end successful with exactly those
+items failed and rolled back (checked, and said in the row when not). Printed per size: items per
+second from submission to the end, the module process's RSS after the run (its growth from the
+small run to the large one), and the task view and a page of its failed items over HTTP.
+Prints figures, asserts nothing: `python -m bench.source_fleet` alone, or part of `make bench`;
+BATON_BENCH_SOURCE_SIZES (default "1000,100000"; "0" skips it) and BATON_BENCH_SOURCE_PARALLEL
+(max_parallel, default 64) size it.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.api import oss_ready
+from common.engine.changes import use_records
+from common.engine.states import FINAL_STATUSES, StepState, TaskStatus
+from tests.support.cluster import Cluster, wait_until
+from tests.support.ports import free_port
+from bench.procstat import usage
+from common.store.items.open import open_item_store_for
+from tests.support.vhosts import rabbitmq_vhost
+
+SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_SIZES", "1000,100000").split(","))
+PARALLEL = int(os.environ.get("BATON_BENCH_SOURCE_PARALLEL", "64"))
+TOKEN = "bench-source-token-0123456789"
+SAMPLES = 20
+
+
+def flows(parallel: int) -> str:
+    return f"""
+version: 1
+defaults: {{timeout: 60, retry: 0}}
+task_types:
+  source_fleet:
+    parameters:
+      host_count: {{type: integer, required: true}}
+    steps:
+      - name: patch
+        for_each:
+          source: {{module: sourcebench, command: hosts, page_size: 500}}
+        max_parallel: {parallel}
+        tolerate: {{percent: 1}}
+        normal:   {{module: sourcebench, command: patch}}
+        rollback: {{module: sourcebench, command: unpatch}}
+"""
+
+
+def failing(size: int) -> list[int]:
+    """The items the bench's `patch` fails for good: 0.3 %."""
+    return [i for i in range(size) if i % 1000 in (0, 333, 666)]
+
+
+def _timed(client: httpx.Client, path: str) -> float:
+    """The median wall ms of SAMPLES requests, after a warm-up."""
+    for _ in range(3):
+        assert client.get(path).status_code == 200
+    spent = []
+    for _ in range(SAMPLES):
+        started = time.perf_counter()
+        response = client.get(path)
+        spent.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.text
+    return statistics.median(spent)
+
+
+def run_source(cluster: Cluster, client: httpx.Client, module_pid: int, size: int) -> dict:
+    started = time.perf_counter()
+    task_id = cluster.submit("source_fleet", host_count=size).TaskId
+    while (task := cluster.store.get(task_id)).TaskStatus not in FINAL_STATUSES or task.Outbox:
+        time.sleep(0.1)
+    seconds = time.perf_counter() - started
+    expected = failing(size)
+    step = task.Steps[0]
+    items = open_item_store_for(cluster.store)
+    try:
+        failed = [r.Item for r in items.page_items(task_id, task.Generation, 0, limit=len(expected) + 1,
+                                                   states=[StepState.ROLLED_BACK])]
+    finally:
+        items.close()
+    exact = task.TaskStatus is TaskStatus.SUCCESS and step.FailedItems == len(expected) and failed == expected
+    rss = usage(module_pid)
+    return {
+        "rate": size / seconds, "exact": exact, "status": task.TaskStatus.name, "failed": step.FailedItems,
+        "rss": rss.rss_bytes if rss is not None else 0,
+        "view_ms": _timed(client, f"/api/v1/tasks/{task_id}"),
+        "page_ms": _timed(client, f"/api/v1/tasks/{task_id}/steps/0/items?after={size // 2}&limit=100"),
+        "failed_ms": _timed(client, f"/api/v1/tasks/{task_id}/steps/0/items?failed=true&limit=100"),
+    }
+
+
+def source_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES, parallel: int = PARALLEL) -> dict:
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30", "BATON_REDELIVER_AFTER_SECONDS": "60",
+           "BATON_ITEM_RECORDS": "1", "BATON_API_TOKENS": f"bench:{TOKEN}:read"}
+    use_records(True)  # this process (the service) opens the root step
+    cluster = Cluster(workdir, amqp_url, flows(parallel), extra_env=env)
+    port = free_port()
+    try:
+        module = cluster.start_module("sourcebench", registry="bench.source_commands:sourcebench")
+        cluster.start_sweeper()
+        cluster.start_oss(port, BATON_OSS_SWEEPER="false")
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: oss_ready(base), 60, "OSS ready")
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            run_source(cluster, client, module.popen.pid, 50)  # warm-up: imports, caches, queues
+            runs = {size: run_source(cluster, client, module.popen.pid, size) for size in sizes}
+        return {"parallel": parallel, "runs": runs}
+    finally:
+        cluster.stop_all()
+
+
+def rows(result: dict) -> list[tuple[str, str, str]]:
+    out = []
+    for size, run in result["runs"].items():
+        what = f"for_each over a source, {size:,} items, 0.3% failing under a 1% budget (max_parallel {result['parallel']})"
+        verdict = "ended successful, exactly those items failed and rolled back" if run["exact"] else \
+            f"NOT as expected: {run['status']}, {run['failed']} failed"
+        out.append((what, f"{run['rate']:.0f} items/s", verdict))
+        out.append((f"  its task view / a page of 100 items / a page of its failed items, {size:,} items",
+                    f"{run['view_ms']:.1f} / {run['page_ms']:.1f} / {run['failed_ms']:.1f} ms", "median over HTTP"))
+        out.append((f"  module RSS after the run of {size:,} items", f"{run['rss'] / 2**20:.0f} MiB", ""))
+    runs = result["runs"]
+    if len(runs) >= 2:
+        small, large = min(runs), max(runs)
+        out.append((f"module RSS growth from {small:,} to {large:,} items from a source",
+                    f"{(runs[large]['rss'] - runs[small]['rss']) / 2**20:+.1f} MiB", ""))
+    return out
+
+
+def main() -> None:
+    with rabbitmq_vhost("baton-bench-source") as url, tempfile.TemporaryDirectory() as tmp:
+        result = source_figures(Path(tmp), url)
+    for name, value, note in rows(result):
+        print(f"  {name}: {value}  {note}")
+
+
+if __name__ == "__main__":
+    main()

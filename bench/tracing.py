@@ -1,0 +1,213 @@
+"""Step transitions with tracing on (every span exported over OTLP/HTTP to a receiver on this
+machine) beside tracing off, in the same run; and what the tracing hooks cost a step while off.
+
+The same cluster as bench/engine.py (one process per module, SQLite, no-op commands), started
+once per setting, alternating off, on, off, on ... so a change in the machine's load weighs on
+both; the best run of each is printed. The receiver takes the exporters' requests and counts
+them without decoding (a collector would run elsewhere). With tracing on, the submissions of
+this process carry a trace too (its own provider, switched in for those runs only).
+
+Two measures of a step's own tracing work, alone in this process and in CPU time, so that they
+hold on a loaded machine where the cluster's figures move by tens of percent: the hooks a step
+calls while on, and the encoding of its spans into an OTLP request (baton's encoder, and the
+SDK's for the same spans).
+"""
+
+from __future__ import annotations
+
+import time
+import timeit
+from pathlib import Path
+
+from bench.engine import FLOWS, MODULES, throughput
+from tests.support.cluster import Cluster
+from tests.support.otlp_receiver import OtlpReceiver
+
+SETTINGS = ("off", "on")
+
+
+def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 2) -> list[tuple[str, str, str]]:
+    receiver = OtlpReceiver(decode=False).start()
+    runs: dict[str, list[float]] = {setting: [] for setting in SETTINGS}
+    cpu: dict[str, dict[str, float]] = {}
+    try:
+        for round_ in range(rounds):
+            for setting in SETTINGS:
+                rate, spent = _one_run(workdir / f"{setting}-{round_}", amqp_url, setting, tasks, receiver)
+                runs[setting].append(rate)
+                if rate >= max(runs[setting]):
+                    cpu[setting] = spent
+    finally:
+        receiver.stop()
+    best = {setting: max(found) for setting, found in runs.items()}
+    rows = []
+    for setting in SETTINGS:
+        each = ", ".join(f"{rate:.0f}" for rate in runs[setting])
+        note = f"best of {rounds} ({each}); {tasks} tasks, 1 process per module"
+        if setting == "on":
+            note = f"{best['on'] / best['off']:.0%} of off; {receiver.requests} export requests; " + note
+        label = "tracing on (OTLP/HTTP to a local receiver)" if setting == "on" else "tracing off"
+        rows.append((f"baton, {label}: step transitions", f"{best[setting]:.0f} /s", note))
+        rows.append((f"baton, {label}: module CPU per transition", f"{_modules(cpu[setting]):.2f} ms",
+                     _cpu_note(cpu, setting)))
+    rows.append(_off_cost_row())
+    rows.extend(_on_cost_rows())
+    return rows
+
+
+def _modules(spent: dict[str, float]) -> float:
+    return sum(ms for role, ms in spent.items() if role != "RabbitMQ")
+
+
+def _cpu_note(cpu: dict[str, dict[str, float]], setting: str) -> str:
+    note = "module processes and children, in the best run"
+    if setting == "on":
+        note = f"{_modules(cpu['on']) / _modules(cpu['off']) - 1:+.0%} on off; " + note
+    return note
+
+
+def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int, receiver: OtlpReceiver) -> tuple[float, dict[str, float]]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {"BATON_FAULT_INJECTION": "0"}
+    if setting == "on":
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+    cluster = Cluster(workdir, amqp_url, FLOWS, extra_env=env)
+    provider = _submitting_provider(receiver) if setting == "on" else None
+    try:
+        for module in MODULES:
+            cluster.start_module(module, name=f"{module}-{setting}")
+        _switch(provider)
+        throughput(cluster, min(200, tasks))  # warm-up: imports, caches, queues
+        result = throughput(cluster, tasks)
+    finally:
+        _switch(None)
+        if provider is not None:
+            provider.shutdown()
+        cluster.stop_all()
+    time.sleep(1)
+    return result["transitions_per_second"], result["cpu_ms_per_transition"]
+
+
+def _submitting_provider(receiver: OtlpReceiver):  # type: ignore[no-untyped-def]
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from common.tracing.exporter import OtlpExporter
+    from common.tracing.scrub import ScrubbingProcessor
+
+    provider = TracerProvider()  # as OSS's (common.tracing.setup), its endpoint given here
+    processor = ScrubbingProcessor([BatchSpanProcessor(OtlpExporter(endpoint=f"{receiver.endpoint}/v1/traces"))])
+    provider.add_span_processor(processor)
+    provider.processor = processor  # type: ignore[attr-defined]  (kept for _switch)
+    return provider
+
+
+def _switch(provider) -> None:  # type: ignore[no-untyped-def]
+    from common.tracing.setup import install_provider
+
+    install_provider(provider, getattr(provider, "processor", None))
+
+
+def _off_cost_row() -> tuple[str, str, str]:
+    """The calls a step makes into the tracing hooks while tracing is off, timed alone."""
+    from common.engine.document import StepMessage
+    from common.engine.states import Phase
+    from common.tracing import attempts
+
+    message = StepMessage(TaskId="t", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1, Retry=0,
+                          DispatchId="d", Attempt=1)  # fmt: skip
+
+    def one_step() -> None:
+        attempt = attempts.begin(message, "m")
+        with attempt.current():
+            with attempt.child("claim"):
+                pass
+            attempt.claimed(None)  # type: ignore[arg-type]
+            attempt.start_command("process")
+            attempt.command_traceparent()
+            with attempt.in_command():
+                pass
+        attempt.command_ended(None)
+        with attempt.child("commit"):
+            pass
+        attempt.end(None)
+
+    _switch(None)
+    runs = 200_000
+    seconds = min(timeit.repeat(one_step, number=runs, repeat=3)) / runs
+    return ("tracing off: a step's calls into the tracing hooks", f"{seconds * 1e9:.0f} ns",
+            "per step, alone in one process; no span object is made")
+
+
+def _on_cost_rows() -> list[tuple[str, str, str]]:
+    """A step's spans with tracing on, alone in one process (CPU time, best of three): the
+    hooks as a step calls them, then the encoding of its spans into an OTLP request, by baton's
+    encoder and, for the same spans, by the SDK's. The HTTP request is left out (one per
+    batch of 512 steps)."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from common.engine.changes import AttemptResult
+    from common.engine.document import StepMessage
+    from common.engine.states import Phase, ResultCode
+    from common.tracing import attempts
+    from common.tracing.carrier import TraceContext
+    from common.tracing.otlp_encoding import encode_request
+
+    records: list = []
+
+    class Keep:
+        on_end = records.append
+
+    trace = TraceContext(TraceParent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                         Link="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b8-01")  # fmt: skip
+    result = AttemptResult(ResultCode.OK)
+
+    steps = 512
+    messages = [StepMessage(TaskId=f"task-{n:08d}", Cursor=2, Type=Phase.NORMAL, Module="mod", Command="noop",
+                            Timeout=30, Retry=0, DispatchId=f"dispatch-{n:08d}", Attempt=1, Trace=trace)
+                for n in range(steps)]  # fmt: skip
+
+    def one_step(message: StepMessage) -> None:
+        attempt = attempts.begin(message, "mod")
+        with attempt.current():
+            with attempt.child("claim"):
+                pass
+            attempt.start_command("async")
+            with attempt.in_command():
+                pass
+            attempt.command_ended(result)
+            with attempt.child("commit"):
+                pass
+        attempt.end(result)
+
+    from common.tracing.setup import install_provider
+
+    install_provider(TracerProvider(), Keep(), step_records=True)
+    try:
+        hooks = min(timeit.repeat(lambda: [one_step(m) for m in messages], number=1, repeat=3, timer=time.process_time))
+        batch = records[-steps:]
+        ours = min(timeit.repeat(lambda: encode_request(batch), number=1, repeat=3, timer=time.process_time))
+        readable = [span for record in batch for span in record.readable()]
+        theirs = min(timeit.repeat(lambda: encode_spans(readable).SerializePartialToString(), number=1, repeat=3,
+                                   timer=time.process_time))  # fmt: skip
+    finally:
+        _switch(None)
+    each = 1e6 / steps
+    return [("tracing on: a step's spans, the hooks", f"{hooks * each:.1f} µs", "per step (4 spans), alone in one process"),
+            ("tracing on: a step's spans, OTLP encoding", f"{ours * each:.1f} µs",
+             f"per step; the SDK's encoder for the same spans: {theirs * each:.1f} µs")]
+
+
+if __name__ == "__main__":  # these rows alone: python -m bench.tracing
+    import os
+    import tempfile
+
+    from common.logging import configure_logging
+    from tests.support.vhosts import rabbitmq_vhost
+
+    configure_logging(level="warning")
+    with rabbitmq_vhost("baton-bench-tracing") as url, tempfile.TemporaryDirectory() as tmp:
+        found = tracing_rows(Path(tmp), url, int(os.environ.get("BATON_BENCH_TRACING_TASKS", "1000")))
+    for name, value, note in found:
+        print(f"  {name:<66}  {value:>12}  {note}")

@@ -1,0 +1,62 @@
+"""What the plug-ins' folders declare, found by folder so a new plug-in adds it without a line
+outside its folder: a kind's step fields (`STEP_PART` in its `fields.py`), a gate's task fields
+(`TASK_PART`), the names it offers the engine's face (`DOCUMENT`, `CHANGES`, `VIEWS` in its
+`face.py`), and a gate's modules beside its class that the core asks (`sweep.py`, `shown.py`)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+PLUG_INS = ("common.engine.kinds", "common.engine.gates")
+
+
+def declared_parts(package: str, attribute: str, listed: tuple[Any, ...] = (), module: str = "fields") -> tuple[Any, ...]:
+    """The `attribute` of each `<package>.<folder>.<module>` module that has one, in the folders'
+    order, but for the parts `listed` already (named where the document is assembled)."""
+    parts = []
+    for found in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda m: m.name):
+        name = f"{package}.{found.name}.{module}"
+        if found.ispkg and importlib.util.find_spec(name) is not None:
+            part = getattr(importlib.import_module(name), attribute, None)
+            if part is not None and part not in listed:
+                parts.append(part)
+    return tuple(parts)
+
+
+def beside(plug_ins: Iterable[object], module: str) -> tuple[ModuleType, ...]:
+    """The `module` of each plug-in's folder that has one, in the plug-ins' order (a gate's
+    `sweep.py`, its `shown.py`): the folder of the plug-in's class."""
+    found = []
+    for plug_in in plug_ins:
+        name = f"{type(plug_in).__module__.rpartition('.')[0]}.{module}"
+        if importlib.util.find_spec(name) is not None:
+            found.append(importlib.import_module(name))
+    return tuple(dict.fromkeys(found))  # two gates of one folder (a rate's) share it
+
+
+def declared_exports(attribute: str) -> dict[str, tuple[str, ...]]:
+    """What every plug-in's `face.py` offers one of the engine's public modules (`attribute`:
+    `DOCUMENT`, `CHANGES` or `VIEWS`), as `{home module: (names...)}`: the kinds', then the gates'."""
+    exports: dict[str, tuple[str, ...]] = {}
+    for face in _faces():
+        exports.update(getattr(face, attribute, {}))
+    return exports
+
+
+@cache
+def _faces() -> tuple[ModuleType, ...]:
+    """Every plug-in's `face.py`, found once by a look at the folders (a reader such as `baton get`
+    pays no more than listing two folders and importing these few small modules)."""
+    found = []
+    for package in PLUG_INS:
+        root = Path(importlib.import_module(package).__file__ or "").parent
+        found += [importlib.import_module(f"{package}.{folder.name}.face")
+                  for folder in sorted(root.iterdir(), key=lambda p: p.name) if (folder / "face.py").is_file()]
+    return tuple(found)

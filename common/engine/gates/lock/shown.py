@@ -1,0 +1,17 @@
+"""What the lock gate says of a task in `baton get`'s summary (common.engine.core.gate_text): its
+lock, once no longer waited for (held, kept, released)."""
+
+from __future__ import annotations
+
+from common.engine.document import Task
+from common.engine.gates.lock.task_lock import asked, described
+
+
+def task_lines(task: Task) -> list[str]:
+    if task.Lock is None or task.Lock.State == "waiting":  # a wait is the waiting line's
+        return []
+    note = "  (held until an operator ends the task)" if task.Lock.State == "kept" else ""
+    return [f"lock {task.Lock.Key} ({described(asked(task.Lock))}): {task.Lock.State}{note}"]
+
+
+TASK_LINES = task_lines

@@ -1,0 +1,26 @@
+"""What the rate gate says of a task in `baton get`'s summary (common.engine.core.gate_text): the
+start slot its task type's rate gave it, and a step whose attempt waits for a slot of its own rate."""
+
+from __future__ import annotations
+
+from common.engine.document import Task
+from common.engine.gates.freeze.window import utc_text
+from common.engine.gates.rate.task_rate import per_text
+
+
+def task_lines(task: Task) -> list[str]:
+    if task.Rate is None or task.Rate.State != "taken":
+        return []
+    return [f"rate {task.Rate.Key} ({task.Rate.Limit} per {per_text(task.Rate.Per)}): "
+            f"slot taken at {utc_text(task.Rate.Since or 0.0)}"]
+
+
+def step_note(task: Task, index: int) -> str:
+    rate = task.Steps[index].Rate
+    if rate is None or not any(r.Cursor == index and r.State == "waiting_rate" for r in task.Runs):
+        return ""
+    return f"waiting for a start slot of rate {rate.Key}: {rate.Limit} per {per_text(rate.Per)}"
+
+
+TASK_LINES = task_lines
+STEP_NOTE = step_note

@@ -1,0 +1,159 @@
+"""The engine's plug-ins, in the order they are asked: the kinds of step and the gates.
+
+A step's kind is a folder of common/engine/kinds/ whose `StepKind` subclass is listed in `KINDS`;
+a gate is a folder of common/engine/gates/ whose `Gate` subclass is listed in `GATES`. The engine
+calls the hooks of these tables and never names a kind or a gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from common.engine.core.units import Unit
+from common.engine.document import Run, Step, Task, WaitCondition
+from common.engine.gates.after_task.gate import AfterTaskGate
+from common.engine.gates.deadline.gate import DeadlineGate
+from common.engine.gates.drain.gate import DrainGate
+from common.engine.gates.freeze.gate import FreezeGate
+from common.engine.gates.gate import Gate, Hold
+from common.engine.gates.lock.gate import LockGate
+from common.engine.gates.pause.gate import PauseGate
+from common.engine.gates.rate.gate import RateGate
+from common.engine.gates.rate.step_gate import StepRateGate
+from common.engine.gates.start_at.gate import StartAtGate
+from common.engine.gates.step_lock.gate import StepLockGate
+from common.engine.kinds.approve.kind import ApproveKind
+from common.engine.kinds.command.kind import CommandKind
+from common.engine.kinds.for_each.kind import ForEachKind
+from common.engine.kinds.kind import StepKind
+from common.engine.kinds.sub_flow.kind import SubFlowKind
+from common.spec.parts import FlowsPart
+
+__all__ = ["GATES", "KINDS", "UnknownKind", "child_asks", "earliest_due", "end_task", "enter_gates", "expiry", "flows_parts",
+           "gate_of_wait", "held", "kind_declared_by", "kind_of", "open_after", "release_unit", "retry_gates", "run_hold",
+           "taken"]
+
+_COMMAND, _SUB_FLOW = CommandKind(), SubFlowKind()
+# The kinds of step, by the name a step declares (`Step.Kind`); a for_each step's items each run
+# as a command or a child task. In flows.yaml, a step's keys declare its kind in this order (a
+# step with `for_each` and `flow` is a for_each step whose items run child tasks); one that
+# declares none runs a command.
+KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
+    _COMMAND, ForEachKind(unit_kinds={"command": _COMMAND, "sub_flow": _SUB_FLOW}), _SUB_FLOW, ApproveKind(),
+)}
+
+
+class UnknownKind(LookupError):
+    """A step declares a kind this process does not know (one newer than its code)."""
+
+
+def kind_of(step: Step) -> StepKind:
+    kind = KINDS.get(step.Kind)
+    if kind is None:
+        raise UnknownKind(f"step {step.Name} is of kind {step.Kind!r}, which this process does not run "
+                          f"(it runs {', '.join(KINDS)})")
+    return kind
+
+
+# The gates, in the one order every hook is called in. A task's creation enters each, then opens
+# them in turn: a task created in a freeze window that waits for another task and takes a lock
+# waits for the window, then for the task, then asks for its lock, then takes a start slot of its
+# rate (WaitKind declares its waits in this order). A task's end releases its units' step locks
+# before its own lock.
+GATES: tuple[Gate, ...] = (
+    FreezeGate(), AfterTaskGate(), StepLockGate(), StepRateGate(), LockGate(), RateGate(), PauseGate(), StartAtGate(),
+    DeadlineGate(), DrainGate(),
+)
+
+
+def flows_parts() -> list[FlowsPart]:
+    """Every plug-in's part of flows.yaml, the kinds' then the gates', in the registry's order."""
+    return [part for part in (*(kind.spec for kind in KINDS.values()), *(gate.spec for gate in GATES)) if part]
+
+
+def kind_declared_by(step_spec: Any) -> str:
+    """The kind a validated flows.yaml step declares: the first kind whose declaring key it has,
+    in the registry's order (`for_each`, then `flow`), else the kind no key declares (a command)."""
+    for kind in KINDS.values():
+        key = kind.spec.declared_by
+        if key is not None and getattr(step_spec, key, None) is not None:
+            return kind.name
+    return next(kind.name for kind in KINDS.values() if kind.spec.declared_by is None)
+
+
+def enter_gates(task: Task, asks: Mapping[str, Any], now: float) -> None:
+    """In place, at the task's creation: each gate takes the submission's ask of it, then the
+    first that has a wait to begin begins it. TypeError for an ask no gate takes."""
+    unknown = sorted(set(asks) - {gate.asks for gate in GATES})
+    if unknown:
+        raise TypeError(f"no gate takes {', '.join(unknown)}")
+    for gate in GATES:
+        gate.enter(task, asks.get(gate.asks) if gate.asks else None, now, starts=earliest_due(task, now, now))
+    open_after(task, None, now)
+
+
+def open_after(task: Task, gate_name: str | None, now: float) -> None:
+    """In place: the gate named `gate_name` let the task go (None: none was open yet); the next
+    gates open in turn until one holds the task."""
+    names = [gate.name for gate in GATES]
+    for gate in GATES[names.index(gate_name) + 1 if gate_name is not None else 0:]:
+        if gate.open(task, now):
+            return
+
+
+def release_unit(task: Task, unit: Unit, now: float) -> None:
+    """In place: `unit` settled, or left before it ran: each gate takes back what it held."""
+    for gate in GATES:
+        gate.release(task, unit, now)
+
+
+def end_task(task: Task, now: float) -> None:
+    """In place, from the task's final change: what each kind, then each gate, owes for it."""
+    for kind in KINDS.values():
+        kind.on_task_end(task, now)
+    for gate in GATES:
+        gate.on_task_end(task, now)
+
+
+def child_asks(body: dict[str, Any]) -> dict[str, Any]:
+    """What a sub-flow's child asks of the gates, from its parent's start entry, by each gate's
+    `asks` (create_task's keywords)."""
+    return {gate.asks: ask for gate in GATES if gate.asks and (ask := gate.child_ask(body)) is not None}
+
+
+def retry_gates(task: Task, now: float) -> None:
+    """In place, from an operator's retry: each gate's part of the new generation."""
+    for gate in GATES:
+        gate.on_retry(task, now)
+
+
+def gate_of_wait(kind: Any) -> Gate | None:
+    """The gate whose wait a task's `WaitingFor` of this kind is."""
+    return next((gate for gate in GATES if gate.wait_kind == kind), None)
+
+
+def run_hold(task: Task, run: Run, now: float) -> WaitCondition | None:
+    """What an unclaimed run waits for, if a gate keeps it from its claim now (the first gate's
+    in the registry's order), else None."""
+    return next((wait for gate in GATES if (wait := gate.holds_run(task, run, now)) is not None), None)
+
+
+def held(task: Task) -> Hold:
+    """The most any gate holds of the task's forward work."""
+    return max((gate.holds(task) for gate in GATES), default=Hold.NONE)
+
+
+def earliest_due(task: Task, now: float, base: float) -> float:
+    """When a dispatch made now may be due: `base`, or later if a gate says so."""
+    return max([base] + [due for gate in GATES if (due := gate.due(task, now)) is not None])
+
+
+def expiry(task: Task, now: float) -> str | None:
+    """Why the task must roll back now, if a gate says it must."""
+    return next((why for gate in GATES if (why := gate.expired(task, now)) is not None), None)
+
+
+def taken(task: Task, run: Run, due_at: float) -> bool:
+    """In place: the first gate that holds the new run takes it (it is not published)."""
+    return any(gate.takes(task, run, due_at) for gate in GATES)

@@ -1,0 +1,58 @@
+"""What the item relay reads of a step's item records (docs/design/item-records.md): whether any
+is in some states, the first in a state with its message, every one in some states a page at a
+time, and whether the step's current direction has settled. Reads only: the relay changes."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+
+from common.engine.document import ItemRecord, Task
+from common.engine.states import APPLIED, StepState, TaskStatus
+from common.store.items.port import ItemStore
+
+PAGE = 500
+FORWARD_OPEN = (StepState.WAITING, StepState.RUNNING)  # in this order: see settled
+
+
+class ItemLooks:
+    def __init__(self, items: ItemStore) -> None:
+        self._items = items
+
+    def any(self, task: Task, cursor: int, states: Collection[StepState]) -> bool:
+        return self._items.exists_in_states(task.TaskId, task.Generation, cursor, states)
+
+    def first(self, task: Task, cursor: int, state: StepState) -> tuple[int, str] | None:
+        found = self._items.page_items(task.TaskId, task.Generation, cursor, limit=1, states=[state])
+        if not found:
+            return None
+        record = found[0]
+        return record.Item, record.Message if state is StepState.FAILED else record.RollbackMessage
+
+    def pages(self, task: Task, cursor: int, states: Collection[StepState]) -> Iterator[ItemRecord]:
+        after = None
+        while True:
+            page = self._items.page_items(task.TaskId, task.Generation, cursor, after=after, limit=PAGE, states=states)
+            yield from page
+            if len(page) < PAGE:
+                return
+            after = page[-1].Item
+
+    def settled(self, task: Task, cursor: int) -> tuple[tuple[int, str] | None] | None:
+        """None while an item has work left in the step's direction; else the first failure of
+        that direction (wrapped: None is a failure's absence)."""
+        step = task.Steps[cursor]
+        # The states are asked in the order an item passes through them (waiting, running; applied,
+        # rolling back): an item that moves on between two look-ups is seen by the later one. In
+        # the other order an item started in between was missed by both, and the step settled
+        # under it (its run dispatched again after the task ended).
+        if step.State is StepState.RUNNING:
+            going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
+            if self.any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
+                return None
+            return (self.first(task, cursor, StepState.FAILED),)
+        failure = self.first(task, cursor, StepState.ROLLBACK_FAILED)
+        if failure is None and self.any(task, cursor, APPLIED):
+            return None
+        if self.any(task, cursor, [StepState.ROLLING_BACK]):
+            return None
+        return (failure,)

@@ -1,0 +1,29 @@
+"""Which names hold a secret.
+
+A parameter or output key is secret when it is named like one (`SECRET_KEY`: masked wherever a
+task is shown or logged, at any depth, declared or not). In the raw flows data, a name is secret
+too when its task type declares it `secret: true`; a `for_each` step's `item` is secret when its
+list is: the checks that keep one from being shown (a lock key) or passed on as plain (a
+sub-flow's inputs) ask `secret_name` and `secret_source`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SECRET_KEY = re.compile(r"pass(word)?|secret|token|credential|api_?key", re.IGNORECASE)
+
+
+def secret_name(name: Any, declared: Any) -> bool:
+    if not isinstance(name, str):
+        return False
+    spec = declared.get(name) if isinstance(declared, dict) else None
+    return bool(SECRET_KEY.search(name)) or (isinstance(spec, dict) and spec.get("secret") is True)
+
+
+def secret_source(name: Any, step: dict[str, Any], declared: Any) -> bool:
+    """`name` as a step of the type may use it: a parameter, or the step's `item`."""
+    if name == "item" and "for_each" in step:
+        return secret_name(step["for_each"], declared)
+    return secret_name(name, declared)

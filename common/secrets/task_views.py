@@ -1,0 +1,89 @@
+"""A task as it may be shown, every secret masked as common.secrets.documents describes: the whole
+task document (its inline items' outputs among it), the items of a step kept in records, an
+alarm about it. The view keeps the document's shape, so it still validates as a Task.
+
+The engine's document model is imported when a view is made, not with this module: a command
+that only imports it starts without building the model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from common.secrets.documents import mask_parameters, mask_secrets, scrub_strings
+from common.secrets.scrubber import Scrubber
+from common.secrets.urls import redacted_url
+from common.secrets.values import secret_values, secret_leaves
+
+if TYPE_CHECKING:
+    from common.engine.document import Alarm, Run, Task
+
+
+def masked_task_view(task: Task, item_runs: Iterable[Run] = (), now: float | None = None) -> dict[str, Any]:
+    """The whole task document, JSON-able, with every secret masked. `item_runs`: the runs of its
+    items kept in records, as a reader found them (oss.services.item_views.item_runs), for
+    `WaitingFor`. `now`: the time of the view (a unit a gate holds, a delayed start not due yet
+    or a drained module, is shown `waiting`: common.engine.core.held_view); the clock's when None."""
+    from common.engine.views import held_view, show_held
+
+    doc = task.to_doc()
+    show_held(doc, held_view(task, time.time() if now is None else now, item_runs))  # derived, never stored
+    return masked_doc(doc)
+
+
+def masked_doc(doc: dict[str, Any]) -> dict[str, Any]:
+    """A task document as stored or dumped, every secret masked: what masked_task_view shows,
+    without the document model (`baton list` reads the stored JSON). Changes `doc` itself: give
+    it a fresh one (decoded or dumped for this view)."""
+    names = set(doc.get("SecretParameters") or ())
+    values = set(secret_leaves(doc.get("Parameters") or {}, names))  # secret_values(task), before the masks
+    values |= set(secret_leaves(doc.get("SubmittedParameters") or {}, names))
+    for field in ("Parameters", "SubmittedParameters"):
+        doc[field] = mask_parameters(doc.get(field) or {}, names)
+    for target in doc.get("Notify") or []:  # a webhook URL often carries a token (its query)
+        if target.get("Url"):
+            target["Url"] = redacted_url(target["Url"])
+    for entry in doc.get("Outbox") or []:  # step messages and a child's start carry a copy of the parameters
+        if "://" in (entry.get("Queue") or ""):  # a webhook entry is queued for its receiver's URL
+            entry["Queue"] = redacted_url(entry["Queue"])
+        body = entry["Body"]
+        if isinstance(body.get("Parameters"), dict):
+            body["Parameters"] = mask_parameters(body["Parameters"], names | set(body.get("SecretParameters") or []))
+    for step in doc.get("Steps") or ():  # an item's output joins the parameters only when its step succeeds
+        for item in step.get("Items") or ():
+            values.update(secret_leaves(item["Output"], ()))
+            item["Output"] = mask_secrets(item["Output"])
+    return scrub_strings(doc, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
+
+
+def masked_items(task: Task, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items of a `for_each` step as shown (common.engine.kinds.for_each.item_views.item_doc), masked as
+    the task view masks its inline items: the task's secret values scrubbed from every string.
+    An output's secret-looking keys are masked too, with their values scrubbed wherever they
+    are quoted: an item's output joins the task's parameters only when its step succeeds."""
+    outputs = [item.get("Output") or {} for item in items]
+    # An item's value too: a source's items never pass through the task's parameters, whose
+    # masking would have hidden their secret-looking keys (docs/design/item-sources.md, "Secrets").
+    held = [{"Value": item.get("Value"), **output} for item, output in zip(items, outputs)]
+    values = set(secret_values(task)) | {v for both in held for v in secret_leaves(both, ())}
+    shown = [{**item, **({"Output": mask_secrets(item["Output"])} if "Output" in item else {}),
+              **({"Value": mask_secrets(item["Value"])} if isinstance(item.get("Value"), dict | list) else {})}
+             for item in items]
+    return scrub_strings(shown, Scrubber(sorted(values, key=len, reverse=True)))  # type: ignore[no-any-return]
+
+
+def masked_alarm(alarm: Alarm, task: Task | None) -> Alarm:
+    """An alarm's text may quote a failure message: scrub the secrets of the task it is about."""
+    from common.engine.document import Alarm
+
+    values = secret_values(task) if task is not None else []
+    return Alarm.model_validate(scrub_strings(alarm.model_dump(mode="json"), Scrubber(values)))
+
+
+def masked_task(task: Task, item_runs: Iterable[Run] = (), now: float | None = None) -> Task:
+    """masked_task_view as a Task, for code that renders Task objects."""
+    from common.engine.document import Task
+
+    return Task.from_doc(masked_task_view(task, item_runs, now))

@@ -1,0 +1,70 @@
+"""Which values are secret: those of the parameters a task type declares secret, and of any key
+named like a secret (common.secrets.names), at any depth, as text. They are what a view, a log
+line or a webhook scrubs from every string it shows (common.secrets.documents, log_lines).
+
+Values shorter than MIN_SCRUBBED characters are not scrubbed from text: they would mangle
+ordinary words, and flows.yaml can demand a longer secret with min_length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Any, Protocol
+
+from common.secrets.names import SECRET_KEY
+
+MIN_SCRUBBED = 4
+
+
+class HasParameters(Protocol):
+    """A task, as far as its secrets go."""
+
+    Parameters: dict[str, Any]
+    SubmittedParameters: dict[str, Any]
+    SecretParameters: list[str]
+
+
+def secret_values(task: HasParameters) -> list[str]:
+    """The task's secret values as text, for common.secrets.log_lines.hidden_values."""
+    names = set(task.SecretParameters)
+    values = set(secret_leaves(task.Parameters, names))
+    values |= set(secret_leaves(task.SubmittedParameters, names))
+    return sorted(values, key=len, reverse=True)
+
+
+def parameter_secret_values(parameters: dict[str, Any], secret_names: Collection[str]) -> list[str]:
+    """The secret values of parameters that are not (yet) a task's: a schedule's, say."""
+    return sorted(set(secret_leaves(parameters, set(secret_names))), key=len, reverse=True)
+
+
+def secret_leaves(parameters: dict[str, Any], names: Collection[str]) -> Iterator[str]:
+    """The values under a key in `names` or named like a secret, at any depth (a command's
+    output may name `password` anywhere), each leaf as text."""
+    for key, value in parameters.items():
+        if key in names or SECRET_KEY.search(key):
+            yield from _leaves(value)
+        elif isinstance(value, dict):
+            yield from secret_leaves(value, ())
+        elif isinstance(value, list):
+            yield from _secret_values_in_list(value)
+
+
+def _secret_values_in_list(values: list[Any]) -> Iterator[str]:
+    """A list's keys are its indices, never secret-looking: only the dicts in it may name a
+    secret. Its plain values are passed over without a look (a for_each list of 10,000 hosts)."""
+    for value in values:
+        if isinstance(value, dict | list):  # one look per plain value
+            yield from secret_leaves(value, ()) if isinstance(value, dict) else _secret_values_in_list(value)
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    elif value is not None and not isinstance(value, bool):
+        text = str(value)
+        if len(text) >= MIN_SCRUBBED:
+            yield text

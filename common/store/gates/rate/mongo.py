@@ -1,0 +1,26 @@
+"""Rate documents on MongoDB: collection `task_rates`, `Key` unique (docs/design/rates.md)."""
+
+from __future__ import annotations
+
+from common.engine.document import KeyRate
+from common.store.mongo.indexes import ASCENDING, IndexSpec
+from common.store.mongo.keyed import MongoKeyedDocuments
+
+
+class MongoRateStore(MongoKeyedDocuments[KeyRate]):
+    WHAT = "mongodb task rates"
+    COLLECTION = "task_rates"
+    COLLECTIONS = [COLLECTION]
+    DOCUMENT = KeyRate
+    NAMED = "rate"
+
+    def list_rates(self, *, limit: int = 100) -> list[KeyRate]:
+        return self.documents(limit)
+
+
+# Added to the MongoDB index catalog (common.store.mongo.indexes.catalog) by common.store.gates.
+INDEXES = {
+    MongoRateStore.COLLECTION: [
+        IndexSpec("key", [("Key", ASCENDING)], {"unique": True}),
+    ],
+}

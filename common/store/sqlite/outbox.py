@@ -1,0 +1,84 @@
+"""The SQLite task store's outbox queries (see common.store.tasks.port), beside it to keep that
+file within its size: which of some outbox entries are still unsent, read from the JSON without
+parsing the documents (a publisher checks a batch of deferred mark-sents for the price of one light
+query instead of one full read each); and the mark-sent of one entry as one statement on the stored
+document (docs/design/stores.md, "Writes")."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from common.store.sqlite.connections import translated
+
+# SQLite's default limit of bound parameters is 999 on old builds: stay well below it.
+_CHUNK = 400
+
+
+# `->` and `->>` (SQLite 3.38): `->` gives an entry's DueAt as the JSON text it was written as.
+# From a double, SQLite would print the number again with 15 digits, where the encoder wrote as
+# many as it takes to read the same float back.
+DROPS_IN_PLACE = sqlite3.sqlite_version_info >= (3, 38)
+
+# The document as mark_sent through mutate would write it: the entry removed, Version bumped,
+# OutboxDue the earliest DueAt left (null when none), in one pass over the outbox (each pass
+# parses the document again). Only on a document it can edit exactly:
+# - one entry with that DispatchId (the change removes every one);
+# - `outbox_due` set: a document this version marked unreadable has it cleared (and stays
+#   for the read-change-write way, which reports it);
+# - strict JSON: a float written as `Infinity` or `NaN` fails `json_valid`, where SQLite's JSON
+#   functions would write it back otherwise;
+# - the current format (a format 1 document, with `Active`, is upgraded by a Python write);
+# - Version in the document and in its column agree.
+_DROP_SENT = """
+UPDATE tasks SET
+    version = tasks.version + 1,
+    outbox_due = m.due,
+    doc = json_set(
+        json_remove(tasks.doc, '$.Outbox[' || m.idx || ']'),
+        '$.Version', tasks.version + 1,
+        '$.OutboxDue', json(coalesce((SELECT o.value -> '$.DueAt' FROM json_each(tasks.doc, '$.Outbox') AS o
+                                      WHERE o.value ->> '$.DueAt' = m.due LIMIT 1), 'null')))
+FROM (
+    SELECT count(*) FILTER (WHERE o.value ->> '$.DispatchId' = :dispatch) AS hits,
+           max(o.key) FILTER (WHERE o.value ->> '$.DispatchId' = :dispatch) AS idx,
+           min(o.value ->> '$.DueAt') FILTER (WHERE o.value ->> '$.DispatchId' IS NOT :dispatch) AS due
+    FROM tasks AS t, json_each(t.doc, '$.Outbox') AS o
+    WHERE t.task_id = :task AND t.outbox_due IS NOT NULL AND json_valid(t.doc)  -- before the outbox is read
+) AS m
+WHERE tasks.task_id = :task
+    AND m.hits = 1
+    AND json_type(tasks.doc, '$.Active') IS NULL
+    AND json_extract(tasks.doc, '$.Version') = tasks.version
+"""
+
+
+class OutboxQuery:
+    _conn: Any  # SqliteStore's: this thread's connection
+    _write_lock: Any  # SqliteStore's: one writer at a time among the process's threads
+
+    @translated
+    def drop_sent(self, task_id: str, dispatch_id: str) -> bool:
+        if not DROPS_IN_PLACE:
+            return False
+        conn = self._conn()
+        with self._write_lock:
+            cursor = conn.execute(_DROP_SENT, {"task": task_id, "dispatch": dispatch_id})
+        return cursor.rowcount == 1
+
+    @translated
+    def in_outbox(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        wanted = set(entries)
+        task_ids = sorted({task_id for task_id, _ in wanted})
+        found: set[tuple[str, str]] = set()
+        for start in range(0, len(task_ids), _CHUNK):
+            chunk = task_ids[start:start + _CHUNK]
+            sql = (
+                "SELECT tasks.task_id, json_extract(o.value, '$.DispatchId')"
+                " FROM tasks, json_each(tasks.doc, '$.Outbox') AS o"
+                f" WHERE tasks.task_id IN ({', '.join('?' * len(chunk))})"
+            )
+            rows = self._conn().execute(sql, chunk).fetchall()  # never leave a read open
+            found.update(pair for pair in rows if pair in wanted)
+        return found

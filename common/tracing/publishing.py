@@ -1,0 +1,26 @@
+"""A traced task's step message on its way to a module's queue names, as its `Link`, the span it
+is published from (a step's commit, a submission, a sub-flow's start), so the attempt that runs
+it links back to what made it. Published outside the task's trace (a timer's retry after its
+backoff, the sweeper's relay), it names none. No span of its own: the hop is the attempt's
+(kind CONSUMER, with the messaging.* attributes), and a span per publish would cost every step
+as much again as its attempt's.
+"""
+
+from __future__ import annotations
+
+import json
+
+from common.engine.document import OutboxEntry
+
+
+def traced_message(entry: OutboxEntry) -> bytes:
+    from opentelemetry.trace import get_current_span
+
+    from common.tracing.attempts import traceparent
+
+    body = entry.Body
+    current = get_current_span().get_span_context()
+    task_trace = str(body["Trace"].get("TraceParent", ""))
+    if current.is_valid and task_trace[3:35] == f"{current.trace_id:032x}":
+        body = {**body, "Trace": {**body["Trace"], "Link": traceparent(current.trace_id, current.span_id)}}
+    return json.dumps(body, separators=(",", ":")).encode()

@@ -1,0 +1,114 @@
+"""A step's finished spans (the attempt, claim, command, commit: common/tracing/attempts.py) as
+one record handed to the span processor, and the two forms an exporter can take them in.
+
+A record goes through the provider's processors as one item (the batch processor queues it and
+exports it from its own thread). An exporter of baton's (common/tracing/exporter.py) writes its
+spans straight into the OTLP request (`otlp_spans`): no SDK span object is built for them. Any
+other exporter (the console's, a test's in-memory one) gets the SDK's `ReadableSpan`s
+(`readable`), built from the same record: both forms say the same thing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from common.tracing import otlp_encoding as wire
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_UNSET = Status(StatusCode.UNSET)
+_KINDS = {0: SpanKind.INTERNAL, 4: SpanKind.CONSUMER}
+
+
+class StepSpan:
+    """One span under way: its ids, times, name and attributes."""
+
+    __slots__ = ("name", "span_id", "parent_id", "start", "end", "attributes", "kind", "error", "links")
+
+    def __init__(self, name: str, span_id: int, parent_id: int, kind: int = 0, attributes: dict[str, Any] | None = None):
+        self.name = name
+        self.span_id = span_id
+        self.parent_id = parent_id
+        self.start = time.time_ns()
+        self.end = 0
+        self.attributes = attributes or {}
+        self.kind = kind  # SpanKind's value: 0 INTERNAL, 4 CONSUMER
+        self.error: str | None = None  # the (masked) message of a span that did not end OK
+        self.links: list[int] = []  # span ids in the same trace
+
+
+class StepSpans:
+    """A step's finished spans, all in one trace, all of baton's scope."""
+
+    __slots__ = ("trace_id", "spans", "resource", "instrumentation_scope")
+    # What a span processor reads before it queues an item: a step's spans are sampled (a step
+    # whose trace is not makes none).
+    context = SpanContext(1, 1, is_remote=False, trace_flags=_SAMPLED)
+
+    def __init__(self, trace_id: int, spans: list[StepSpan], resource: Any, scope: Any):
+        self.trace_id = trace_id
+        self.spans = spans
+        self.resource = resource
+        self.instrumentation_scope = scope
+
+    def otlp_spans(self) -> list[bytes]:
+        """Each span as an OTLP `Span` message's bytes."""
+        trace = self.trace_id.to_bytes(16, "big")
+        return [_encoded(trace, span) for span in self.spans]
+
+    def readable(self) -> list[Any]:
+        """The same spans as the SDK's ReadableSpan."""
+        from opentelemetry.sdk.trace import ReadableSpan
+
+        return [_readable(ReadableSpan, self, span) for span in self.spans]
+
+
+# Every parent and link of a step's span is marked remote (made outside the SDK's tracer):
+# Span.flags "is_remote known" and "remote"; Link.flags the same.
+_FLAGS = b"\x85\x01" + wire.FIXED32(0x300)
+_LINK_FLAGS = b"\x35" + wire.FIXED32(0x300)
+_KIND_FIELD = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER (the SDK's value plus one)
+_NO_STATUS = b"\x7a\x00"  # 15 status: present and empty, as the SDK's encoder writes UNSET
+
+
+def _encoded(trace: bytes, span: StepSpan) -> bytes:
+    out = bytearray(b"\x0a\x10")  # 1 trace_id
+    out += trace
+    out += b"\x12\x08"  # 2 span_id
+    out += span.span_id.to_bytes(8, "big")
+    out += b"\x22\x08"  # 4 parent_span_id
+    out += span.parent_id.to_bytes(8, "big")
+    out += wire.string(5, span.name)
+    out += _KIND_FIELD[span.kind]
+    out += b"\x39"  # 7 start_time_unix_nano
+    out += wire.FIXED64(span.start)
+    out += b"\x41"  # 8 end_time_unix_nano
+    out += wire.FIXED64(span.end)
+    out += wire.attributes(9, span.attributes)
+    for linked in span.links:  # 13 links: trace_id, span_id, flags
+        out += wire.message(13, b"\x0a\x10" + trace + b"\x12\x08" + linked.to_bytes(8, "big") + _LINK_FLAGS)
+    if span.error is None:
+        out += _NO_STATUS
+    else:  # 15 status: 2 message, 3 code ERROR
+        out += wire.message(15, wire.string(2, span.error) + b"\x18\x02")
+    out += _FLAGS
+    return bytes(out)
+
+
+def _readable(readable: type, record: StepSpans, span: StepSpan) -> Any:
+    trace_id = record.trace_id
+    return readable(
+        name=span.name,
+        context=SpanContext(trace_id, span.span_id, is_remote=False, trace_flags=_SAMPLED),
+        parent=SpanContext(trace_id, span.parent_id, is_remote=True, trace_flags=_SAMPLED),
+        resource=record.resource,
+        attributes=span.attributes,
+        links=[Link(SpanContext(trace_id, linked, is_remote=True, trace_flags=_SAMPLED)) for linked in span.links],
+        kind=_KINDS[span.kind],
+        status=Status(StatusCode.ERROR, span.error) if span.error is not None else _UNSET,
+        start_time=span.start,
+        end_time=span.end,
+        instrumentation_scope=record.instrumentation_scope,
+    )

@@ -1,0 +1,60 @@
+"""`baton callback TOKEN --succeed|--fail|--heartbeat`: answer a command that waits for a
+callback (docs/guide/callbacks.md), as another system would with `POST /api/v1/callbacks/{token}`.
+
+Like the other commands that change tasks, it reaches the store itself; the token is its only
+credential, and it is never printed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from oss.cli.common import EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, declare_queues, fail, opened_parts
+
+
+def _output(value: str | None) -> dict:
+    if value is None:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"must be a JSON object ({exc.msg})", param_hint="--output") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter(f"must be a JSON object, not {type(parsed).__name__}", param_hint="--output")
+    return parsed
+
+
+@click.command(name="callback", help="Call back a step that waits for it: TOKEN is what its command gave "
+               "out (ctx.callback_token()). Exactly one of --succeed (with --output, merged into the task's "
+               "parameters), --fail (with --message; --no-retry: the step's retries do not apply) or "
+               "--heartbeat. Exit 3: no such token; 4: answered already, or its wait is over.")  # fmt: skip
+@click.argument("token")
+@click.option("--succeed", "action", flag_value="succeed", help="The work is done: the step succeeds.")
+@click.option("--fail", "action", flag_value="fail", help="The work failed: the step fails.")
+@click.option("--heartbeat", "action", flag_value="heartbeat", help="Still at work: the wait's heartbeat.")
+@click.option("--output", help="With --succeed: a JSON object merged into the task's parameters.")
+@click.option("--message", default="", help="With --fail: why (the task's message and history).")
+@click.option("--no-retry", is_flag=True, help="With --fail: the step's retries do not apply.")
+def callback(token: str, action: str | None, output: str | None, message: str, no_retry: bool) -> None:
+    from common.errors import InvalidInput
+    from oss.services.callbacks import CallbackNotTaken
+
+    if action is None:
+        raise click.UsageError("say how it went: --succeed, --fail or --heartbeat")
+    if output is not None and action != "succeed":
+        raise click.BadParameter("goes with --succeed only", param_hint="--output")
+    answer = _output(output)
+    with opened_parts() as parts:
+        declare_queues(parts)
+        try:
+            taken = parts.service.callbacks.answer(token, action, answer, message, retryable=not no_retry)
+        except CallbackNotTaken as exc:
+            fail(EXIT_NO_TASK if exc.status == 404 else EXIT_REFUSED, f"callback refused: {exc}")
+        except InvalidInput as exc:
+            fail(EXIT_USAGE, f"callback: {exc}")
+    click.echo(f"{action}: taken; the wait is {taken.state}")
+
+
+COMMANDS = [callback]

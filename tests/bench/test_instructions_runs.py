@@ -1,0 +1,21 @@
+"""bench.instructions runs under valgrind and prints its figure (never what the figure is)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.cluster import REPO
+
+pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+@pytest.mark.skipif(shutil.which("callgrind_control") is None, reason="valgrind is not installed")
+def test_the_instruction_count_is_printed():
+    done = subprocess.run([sys.executable, "-m", "bench.instructions", "1", "3"], cwd=REPO, capture_output=True,
+                          text=True, timeout=840, check=True)  # fmt: skip
+    assert re.search(r"an async no-op transition in one module process .*: \d+\.\d\d M instructions", done.stdout), done

@@ -1,0 +1,108 @@
+"""The rate store contract (common/store/gates/rate/{sqlite,mongo}.py through its table.py),
+run against every backend: SQLite, mongomock and SecantusDB (docs/design/rates.md).
+
+A slot is taken by one compare-and-set; taking again gives a member its own slot back; and a race
+for the last slots of a window, between threads or between processes each with its own handle,
+has exactly as many winners as there were slots."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from typing import Any
+
+import pytest
+
+from common.engine.document import KeyRate, RateStart
+from common.engine.gates.rate.window import Full, Taken
+from common.store.gates.rate.table import RateTable
+from tests.contract.inventory_fixtures import Backend, backend, rate_store  # noqa: F401
+
+NOW = 1_700_000_000.0
+
+
+def test_compare_and_set_inserts_once_and_lets_one_writer_win(rate_store: Any) -> None:
+    first = KeyRate(Key="k", Limit=2, Per=60.0, Version=1)
+    assert rate_store.compare_and_set(first, 0) is True
+    assert rate_store.compare_and_set(KeyRate(Key="k", Version=1), 0) is False  # exists already
+    assert rate_store.get("k") == first and rate_store.get("missing") is None
+    a = first.model_copy(update={"Starts": [RateStart(Member="a", At=NOW)], "Version": 2})
+    b = first.model_copy(update={"Starts": [RateStart(Member="b", At=NOW)], "Version": 2})
+    assert rate_store.compare_and_set(a, 1) is True
+    assert rate_store.compare_and_set(b, 1) is False
+    assert rate_store.get("k") == a
+    with pytest.raises(ValueError):
+        rate_store.compare_and_set(a.model_copy(update={"Version": 9}), 2)
+
+
+def test_take_up_to_the_limit_then_full_until_the_oldest_leaves(rate_store: Any) -> None:
+    table = RateTable(rate_store)
+    assert table.take("k", "a", limit=2, per=60.0, now=NOW) == Taken(NOW)
+    assert table.take("k", "a", limit=2, per=60.0, now=NOW + 5) == Taken(NOW)  # its own slot again
+    assert table.take("k", "b", limit=2, per=60.0, now=NOW + 10) == Taken(NOW + 10)
+    assert table.take("k", "c", limit=2, per=60.0, now=NOW + 20) == Full(NOW + 60)
+    assert table.take("k", "c", limit=2, per=60.0, now=NOW + 60) == Taken(NOW + 60)
+    stored = table.get("k")
+    assert [(s.Member, s.At) for s in stored.Starts] == [("b", NOW + 10), ("c", NOW + 60)] and stored.Version == 3
+    for key in ("z", "y"):
+        table.take(key, "a", limit=1, per=1.0, now=NOW)
+    assert [rate.Key for rate in table.list_rates()] == ["k", "y", "z"]
+    assert [rate.Key for rate in table.list_rates(limit=2)] == ["k", "y"] and table.list_rates(limit=0) == []
+
+
+def test_threads_racing_for_the_last_slots_take_exactly_those(backend: Backend) -> None:
+    handles = [RateTable(backend.open_rate_store()) for _ in range(8)]
+    handles[0].take("k", "first", limit=3, per=60.0, now=NOW)
+    start = threading.Barrier(len(handles))
+    won: list[str] = []
+
+    def race(index: int) -> None:
+        start.wait(timeout=30)
+        if isinstance(handles[index].take("k", f"t{index}", limit=3, per=60.0, now=NOW + 1), Taken):
+            won.append(f"t{index}")
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(handles))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    stored = handles[0].get("k")
+    assert len(won) == 2 and sorted(s.Member for s in stored.Starts) == sorted(["first", *won])
+    for handle in handles:
+        handle.close()
+
+
+def _take_in_process(kind: str, path: str | None, url: str | None, database: str | None, worker: int,
+                     start: Any, wins: Any) -> None:
+    """Entry point of a spawned process: take slots with its own handle, on its own clock."""
+    from common.store.gates.rate.mongo import MongoRateStore
+    from common.store.gates.rate.sqlite import SqliteRateStore
+
+    table = RateTable(SqliteRateStore(path) if kind == "sqlite" else MongoRateStore(url, database))
+    try:
+        start.wait(timeout=60)
+        for n in range(5):
+            if isinstance(table.take("k", f"p{worker}.{n}", limit=4, per=3600.0), Taken):
+                with wins.get_lock():
+                    wins.value += 1
+    finally:
+        table.close()
+
+
+def test_processes_racing_take_no_more_than_the_limit(backend: Backend) -> None:
+    if not backend.shared_by_processes:
+        pytest.skip("mongomock lives inside one process: the thread race covers it")
+    context = multiprocessing.get_context("spawn")
+    workers = 4
+    start, wins = context.Barrier(workers), context.Value("i", 0)
+    processes = [context.Process(target=_take_in_process, args=(backend.kind, backend.sqlite_path, backend.mongo_url,
+                                                                 backend.database, w, start, wins))
+                 for w in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    setup = RateTable(backend.open_rate_store())
+    assert wins.value == 4 and len(setup.get("k").Starts) == 4
+    setup.close()

@@ -1,0 +1,198 @@
+"""docs/fan-out.md, "A failure budget", run for real: its flows.yaml on a real module process
+(tests/support/patch_commands.py counts side effects in a ledger), a sweeper and OSS in processes
+of their own, the real RabbitMQ, the task submitted over REST and read over REST and through the
+`baton` CLI as its own process.
+
+- Within the budget: each failed host's own rollback ran once, no other host was undone, the
+  step after ran; the task succeeded with failed items, as the task view, the list and its
+  filter, `baton get`, `baton get --items` and `baton list --failed-items` say.
+- Past the budget: the task rolls back; every host that was patched, and each failed one, is
+  undone exactly once (the one rolled back within the budget is not undone again).
+
+docs/fan-out.md, "Hold and redrive", likewise: past the budget the task holds (nothing undone,
+nothing new started); two OSS processes asked to redrive it at once, exactly one does (the other
+answers 409) and the task ends succeeded, every host patched exactly once across the first run
+and the redrive; `baton rollback` of another held task rolls back each patched host once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import textwrap
+import threading
+
+import pytest
+
+from common.engine.kinds.for_each import records as fan_out
+from common.engine.states import FINAL_STATUSES, TaskStatus
+from tests.deploy.support import http
+from tests.support.cluster import wait_until
+from tests.support.doc_examples import blocks
+from tests.support.ledger_commands import read_ledger
+from tests.support.oss_deployment import answers as answers_ready
+from tests.support.oss_deployment import baton, oss_deployment
+from tests.support.ports import free_port
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+PAGE = "docs/fan-out.md"
+(FLOWS,) = blocks(PAGE, "A failure budget", "yaml")
+(HELD_STEP,) = blocks(PAGE, "Hold and redrive", "yaml")
+HELD = """
+  patch_held:
+    parameters:
+      hosts: {type: array, required: true}
+    steps:
+""" + textwrap.indent(HELD_STEP, "      ")
+
+
+@pytest.fixture(scope="module")
+def deployment(rabbitmq_url, tmp_path_factory):
+    kept, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
+    workdir = tmp_path_factory.mktemp("budget")
+    ledger = workdir / "ledger.jsonl"
+    env = {"BATON_TEST_LEDGER": str(ledger), "BATON_ITEM_RECORDS": "true"}
+    try:
+        with oss_deployment(workdir, rabbitmq_url, "version: 1\n" + FLOWS + HELD,
+                            {"fleet": "tests.support.patch_commands:fleet"}, extra_env=env) as (cluster, base):
+            cluster.ledger = ledger
+            yield cluster, base
+    finally:
+        fan_out.RECORDS_ENABLED = kept
+
+
+def submit(base: str, hosts: int, failing: list[int], task_type: str = "patch_fleet", times: int | None = None) -> str:
+    faults = [{"command": "patch", "item": item, "action": "fail", "retryable": False,
+               **({"times": times} if times else {})} for item in failing]  # fmt: skip
+    status, created = http("POST", f"{base}/api/v1/tasks", {
+        "task_type": task_type, "parameters": {"hosts": [f"h{i}" for i in range(hosts)], "_baton_faults": faults}})
+    assert status == 201, created
+    return created["task_id"]
+
+
+def final(cluster, base: str, task_id: str) -> dict:
+    def ended() -> bool:
+        task = cluster.store.get(task_id)
+        return task.TaskStatus in FINAL_STATUSES and not task.Outbox
+
+    wait_until(ended, 300, f"task {task_id} final")
+    status, task = http("GET", f"{base}/api/v1/tasks/{task_id}")
+    assert status == 200, task
+    return task
+
+
+def effects(cluster, task_id: str, op: str) -> Counter:
+    return Counter(n["item"] for n in read_ledger(cluster.ledger) if n["task"] == task_id and n["op"] == op)
+
+
+def test_within_the_budget_the_failed_hosts_roll_back_on_their_own_and_the_task_succeeds(deployment):
+    cluster, base = deployment
+    task_id = submit(base, hosts=200, failing=[17, 150])  # 1 % of 200: 2 may fail
+    task = final(cluster, base, task_id)
+
+    assert task["TaskStatusName"] == "SUCCESS", task["TaskMessage"]
+    assert task["FailedItems"] == 2 and task["TaskMessage"] == "succeeded with 2 failed items (patch)"
+    patch = task["Steps"][0]
+    assert patch["FailedItems"] == 2 and patch["ItemCounts"] == {"succeeded": 198, "rolled_back": 2}
+    assert patch["Tolerate"] == {"Percent": 1.0}
+    assert "tolerates 1% of items, 2 failed" in patch["Shown"]["Note"]
+    # The side effects: every other host patched once, each failed host undone once, nothing
+    # else undone, and the step after ran.
+    assert effects(cluster, task_id, "patch") == Counter(set(range(200)) - {17, 150})
+    assert effects(cluster, task_id, "unpatch") == Counter({17: 1, 150: 1})
+    assert sum(effects(cluster, task_id, "report").values()) == 1
+
+    listed = http("GET", f"{base}/api/v1/tasks?failed_items=true")[1]
+    assert task_id in [t["TaskId"] for t in listed["items"]]
+    assert all(t["FailedItems"] for t in listed["items"])
+    failed = http("GET", f"{base}/api/v1/tasks/{task_id}/steps/patch/items?state=rolled_back")[1]
+    assert [i["Item"] for i in failed["Items"]] == [17, 150]
+    assert all(i["Code"] != 0 and i["Message"] for i in failed["Items"])
+
+    shown = baton(cluster, "get", task_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "message: succeeded with 2 failed items (patch)" in shown.stdout
+    (line,) = [line for line in shown.stdout.splitlines() if line.startswith("  [0] patch")]
+    assert "198 succeeded" in line and "2 rolled_back" in line and "2 of 200 items failed within its budget" in line, line
+    items = baton(cluster, "get", task_id, "--items", "patch", "--state", "rolled_back")
+    assert items.returncode == 0 and "h17" in items.stdout and "h150" in items.stdout, items.stdout
+    listing = baton(cluster, "list", "--failed-items")
+    assert listing.returncode == 0 and task_id in listing.stdout, listing.stderr
+
+
+def test_past_the_budget_the_task_rolls_back_each_host_once(deployment):
+    cluster, base = deployment
+    # 1 % of 100: the second failure is one too many. Both in one chain (max_parallel 20: items
+    # 5, 25, 45, 65, 85 run one after the other), so 65 fails second whatever the timing.
+    task_id = submit(base, hosts=100, failing=[5, 65])
+    task = final(cluster, base, task_id)
+
+    assert task["TaskStatusName"] == "ROLLED_BACK", task["TaskMessage"]
+    assert "item 65 failed" in task["TaskMessage"] and task.get("FailedItems") is None
+    patched = effects(cluster, task_id, "patch")
+    undone = effects(cluster, task_id, "unpatch")
+    assert set(undone) == set(patched) | {5, 65} and set(undone.values()) == {1}
+    assert not effects(cluster, task_id, "report")
+    listed = http("GET", f"{base}/api/v1/tasks?failed_items=true")[1]
+    assert task_id not in [t["TaskId"] for t in listed["items"]]
+    assert TaskStatus[task["TaskStatusName"]] is TaskStatus.ROLLED_BACK
+
+
+def held(cluster, base: str, task_id: str) -> dict:
+    wait_until(lambda: cluster.store.get(task_id).Held is not None, 300, f"task {task_id} held")
+    return http("GET", f"{base}/api/v1/tasks/{task_id}")[1]
+
+
+def test_a_held_task_redriven_by_two_operators_at_once_is_redriven_once_and_succeeds(deployment):
+    cluster, base = deployment
+    port = free_port()
+    cluster.start_oss(port, name="oss2")  # a second OSS process on the same store and broker
+    other = f"http://127.0.0.1:{port}"
+    wait_until(lambda: answers_ready(other), 60, "the second OSS ready")
+    # Hosts 10, 30, 50 fail within the budget of 3; host 70 holds the task. All four are in one
+    # chain (max_parallel 20: 10, 30, 50, 70 run one after the other), so which failure is the
+    # fourth never depends on timing. Each fails its first attempt only: the redrive's succeeds.
+    task_id = submit(base, hosts=80, failing=[10, 30, 50, 70], task_type="patch_held", times=1)
+    task = held(cluster, base, task_id)
+    assert task["TaskStatusName"] == "RUNNING" and task["Held"]["Item"] == 70, task["TaskMessage"]
+    assert task["TaskMessage"].startswith("held: step 0 (patch) item 70 failed")
+    assert task["Paused"]["Actor"] == "baton"
+    assert set(effects(cluster, task_id, "unpatch")) == {10, 30, 50}  # only the tolerated ones, on their own
+    assert http("POST", f"{base}/api/v1/tasks/{task_id}/resume", {"reason": "go"})[0] == 409
+
+    answers = []
+    go = threading.Barrier(2)
+
+    def redrive(url: str, who: str) -> None:
+        go.wait()
+        answers.append(http("POST", f"{url}/api/v1/tasks/{task_id}/redrive", {"reason": f"{who}: mirror back"})[0])
+
+    threads = [threading.Thread(target=redrive, args=(url, who)) for url, who in ((base, "a"), (other, "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == [200, 409], answers
+
+    task = final(cluster, base, task_id)
+    assert task["TaskStatusName"] == "SUCCESS" and task["FailedItems"] == 3, task["TaskMessage"]
+    assert [e["Event"] for e in task["History"]].count("redriven") == 1
+    patched = effects(cluster, task_id, "patch")
+    assert patched == Counter(set(range(80)) - {10, 30, 50})  # each once, across the run and the redrive
+    assert effects(cluster, task_id, "unpatch") == Counter({10: 1, 30: 1, 50: 1})
+
+
+def test_baton_rollback_of_a_held_task_undoes_each_patched_host_once(deployment):
+    cluster, base = deployment
+    task_id = submit(base, hosts=60, failing=[5, 15, 25, 35], task_type="patch_held")
+    held(cluster, base, task_id)
+    refused = baton(cluster, "redrive", "no-such-task", "--reason", "x")
+    assert refused.returncode == 3, refused.stderr
+    done = baton(cluster, "rollback", task_id, "--reason", "bad patch")
+    assert done.returncode == 0, done.stderr
+    again = baton(cluster, "redrive", task_id, "--reason", "too late")
+    assert again.returncode == 4 and "not held" in again.stderr, again.stderr
+    task = final(cluster, base, task_id)
+    assert task["TaskStatusName"] == "ROLLED_BACK", task["TaskMessage"]
+    patched, undone = effects(cluster, task_id, "patch"), effects(cluster, task_id, "unpatch")
+    assert set(undone) == set(patched) | {5, 15, 25, 35} and set(undone.values()) == {1}

@@ -1,0 +1,71 @@
+"""`baton act`, `baton approve` and `baton reject` through click's runner on a temporary SQLite
+store: who and why in the step and the history, `baton get`'s waiting line, and the exit codes
+of what they refuse (3: no such task, step or action; 4: a second decision, a step that waits
+no more)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from common.store.sqlite.tasks import SqliteStore
+from oss.cli import main
+
+FLOWS = """
+version: 1
+task_types:
+  guarded:
+    steps:
+      - name: ask
+        approve: {count: 2, timeout: 1h}
+      - name: work
+        normal: {module: resource, command: check_resource}
+"""
+
+
+@pytest.fixture
+def cli(tmp_path: Any):
+    flows = tmp_path / "flows.yaml"
+    flows.write_text(FLOWS)
+    env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_FLOWS_PATH": str(flows),
+           "BATON_BROKER_URL": f"memory://cli-{uuid.uuid4().hex}"}
+    store = SqliteStore(tmp_path / "baton.db")
+
+    def run(*args: str):
+        return CliRunner().invoke(main, list(args), env=env)
+
+    yield run, store
+    store.close()
+
+
+def test_approve_and_reject_from_the_command_line(cli) -> None:
+    run, store = cli
+    planned = run("submit", "guarded", "--plan")
+    assert planned.exit_code == 0 and "approval: 0/2 by operator" in planned.output, planned.output
+    created = run("submit", "guarded", "--json")
+    assert created.exit_code == 0, created.output
+    task_id = json.loads(created.stdout)["TaskId"]
+    shown = run("get", task_id)
+    assert "waiting for step ask: 2 more approvals by operator" in shown.output, shown.output
+    assert "items" not in shown.output  # its approvals are not items
+
+    assert run("approve", task_id, "ask", "--reason", "ok", "--as", "ann").exit_code == 0
+    assert "items" not in run("get", task_id).output
+    again = run("act", task_id, "0", "reject", "--reason", "changed my mind", "--as", "ann")
+    assert again.exit_code == 4 and "decided already" in again.output
+    assert run("act", task_id, "nope", "approve", "--reason", "x").exit_code == 3
+    assert run("act", task_id, "ask", "bless", "--reason", "x").exit_code == 3
+    assert run("approve", "no-such-task", "ask", "--reason", "x").exit_code == 3
+    assert run("approve", task_id, "ask", "--reason", " ").exit_code == 2
+
+    second = run("approve", task_id, "ask", "--reason", "looked at the diff", "--as", "bo", "--json")
+    assert second.exit_code == 0, second.output
+    task = store.get(task_id)
+    assert [(d.Actor, d.Reason) for d in task.Steps[0].Decisions] == [("ann", "ok"), ("bo", "looked at the diff")]
+    assert task.Steps[0].State == "succeeded" and task.Runs[0].Cursor == 1  # the next step was dispatched
+    late = run("reject", task_id, "ask", "--reason", "too late", "--as", "cy")
+    assert late.exit_code == 4 and "waits for no reject" in late.output

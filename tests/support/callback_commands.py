@@ -1,0 +1,45 @@
+"""The `tickets` module of docs/guide/callbacks.md, run as written: its python block is executed
+here with a stand-in change board, and module processes serve `registry`
+(tests/e2e/test_callbacks.py, tests/e2e/test_callbacks_kill_loop.py).
+
+The stand-in board is what the other system hears: each token a command gives out is appended to
+a file of the directory $BATON_TEST_BOARD named after the step's idempotency key, one a line;
+a withdrawal writes `<key>.withdrawn`. $BATON_TEST_BOARD_DELAY seconds pass after a token is
+written before the command returns (it has given its token out and not yet waits: where a
+callback is kept, and where a kill lands, in the kill loop).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+from tests.support.doc_examples import blocks
+
+PAGE = "docs/guide/callbacks.md"
+
+
+def board_file(key: str) -> Path:
+    return Path(os.environ["BATON_TEST_BOARD"]) / re.sub(r"[^A-Za-z0-9_.-]", "_", key)
+
+
+class ChangeBoard:
+    def submit(self, summary: str, *, callback: str, key: str) -> None:
+        with board_file(key).open("a") as tokens:
+            tokens.write(callback + "\n")
+        time.sleep(float(os.environ.get("BATON_TEST_BOARD_DELAY", "0")))
+
+    def withdraw(self, *, key: str) -> None:
+        board_file(key).with_suffix(".withdrawn").write_text("withdrawn\n")
+
+
+def _load() -> object:
+    (code,) = blocks(PAGE, "A command that waits for a callback", "python")
+    namespace: dict = {"change_board": ChangeBoard()}
+    exec(compile(code, PAGE, "exec"), namespace)  # noqa: S102 - the guide's own example
+    return namespace["registry"]
+
+
+registry = _load()

@@ -1,0 +1,125 @@
+"""The logging of every step, made cheaper without losing a line or a field: a hot-path logger
+assembled once per configuration (and again after any reconfiguration), step fields bound with
+tokens, and every line of a step through a real module runtime carrying the step's fields."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import structlog
+
+from common.broker.inprocess import InProcessBroker
+from common.flows import parse_flows
+from common.logging import HotPathLogger, bound_fields, configure_logging
+from common.queues import module_queue
+from common.runtime.module import ModuleRuntime
+from common.settings import load_settings
+from common.engine.states import FINAL_STATUSES
+from common.store.sqlite.tasks import SqliteStore
+from oss.services.tasks import TaskService
+from tests.support.cluster import wait_until
+
+STEP_FIELDS = {"task_id", "task_type", "step", "item", "phase", "attempt", "module", "command"}
+
+
+@pytest.fixture
+def restore_logging():
+    yield
+    configure_logging()  # the test session's own set-up again
+
+
+def test_a_hot_path_logger_follows_every_reconfiguration(capsys, restore_logging):
+    log = HotPathLogger("hot")
+    configure_logging("json", "info")
+    log.info("first", n=1)
+    log.debug("dropped at info")
+    [line] = capsys.readouterr().err.splitlines()
+    assert json.loads(line) | {"timestamp": None} == {"event": "first", "n": 1, "level": "info", "timestamp": None}
+
+    configure_logging("console", "debug")
+    log.debug("now shown", n=2)
+    text = capsys.readouterr().err
+    assert "now shown" in text and not text.lstrip().startswith("{")
+
+    with structlog.testing.capture_logs() as captured:
+        log.warning("captured", n=3)
+    assert captured == [{"event": "captured", "n": 3, "log_level": "warning"}]
+    assert capsys.readouterr().err == ""
+
+    configure_logging("json", "error")
+    log.warning("below the level")
+    log.error("shown", password="hunter22")
+    [line] = capsys.readouterr().err.splitlines()
+    assert json.loads(line)["event"] == "shown" and "hunter22" not in line
+
+
+def test_a_hot_path_logger_is_assembled_once_per_configuration(restore_logging):
+    log = HotPathLogger("hot")
+    configure_logging("json", "info")
+    log.debug("x")
+    made = log._bound
+    log.info("y")
+    assert log._bound is made
+    configure_logging("json", "info")
+    log.debug("z")
+    assert log._bound is not made
+
+
+def test_bound_fields_are_on_every_line_inside_and_restored_after():
+    with structlog.testing.capture_logs(processors=[structlog.contextvars.merge_contextvars]) as captured:
+        log = structlog.get_logger("t")
+        with bound_fields(task_id="outer", step=0):
+            with bound_fields(task_id="inner", phase="normal"):
+                log.info("inside")
+                with pytest.raises(RuntimeError), bound_fields(task_id="raised"):
+                    raise RuntimeError
+                log.info("after a raise")
+            log.info("outer again")
+        log.info("outside")
+    fields = [{k: v for k, v in e.items() if k in {"task_id", "step", "phase"}} for e in captured]
+    assert fields == [
+        {"task_id": "inner", "step": 0, "phase": "normal"},
+        {"task_id": "inner", "step": 0, "phase": "normal"},
+        {"task_id": "outer", "step": 0},
+        {},
+    ]
+
+
+FLOWS = """
+version: 1
+task_types:
+  two:
+    steps:
+      - name: a
+        normal: {module: mysql, command: noop}
+      - name: b
+        normal: {module: mysql, command: noop}
+"""
+
+
+def test_every_step_line_of_a_module_carries_the_steps_fields(tmp_path):
+    store = SqliteStore(str(tmp_path / "baton.db"))
+    broker = InProcessBroker()
+    settings = load_settings(concurrency=1, lease_seconds=5)
+    service = TaskService(store, broker, parse_flows(FLOWS, "flows.yaml"), settings)
+    broker.declare(module_queue("mysql"))
+    runtime = ModuleRuntime(registry_ref="modules.mysql.commands:registry", settings=settings, store=store, broker=broker)
+    runtime.start()
+    try:
+        with structlog.testing.capture_logs(processors=[structlog.contextvars.merge_contextvars]) as captured:
+            task = service.submit("two", {}).task
+            wait_until(lambda: store.get(task.TaskId).TaskStatus in FINAL_STATUSES, 20, "final")
+            wait_until(lambda: sum(e["event"] == "step finished" for e in captured) == 2, 10, "both lines")
+    finally:
+        runtime.stop(grace=1)
+        service.close()
+        broker.close()
+        store.close()
+    finished = [e for e in captured if e["event"] == "step finished"]
+    assert [(e["task_id"], e["task_type"], e["step"], e["phase"], e["attempt"], e["module"], e["command"])
+            for e in finished] == [(task.TaskId, "two", n, "normal", 1, "mysql", "noop") for n in (0, 1)]
+    assert all(STEP_FIELDS <= e.keys() and e["ok"] is True for e in finished)
+    # Once the step is done, its fields are off the threads that ran it.
+    assert structlog.contextvars.get_contextvars().keys().isdisjoint(STEP_FIELDS)
+
