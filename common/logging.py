@@ -30,14 +30,19 @@ def bound_fields(**fields: Any) -> Iterator[None]:
     """Every line written inside the block carries `fields`; afterwards each key is as it was
     (unset, or its outer value). structlog's `bound_contextvars` does the same but first reads
     the whole context to know what to restore; the tokens of the values set restore it exactly,
-    for less, and the runtime binds a step's fields at every transition."""
-    from structlog.contextvars import bind_contextvars, reset_contextvars
+    for less, and the runtime binds a step's fields at every transition.
+
+    Each token is reset through its own variable, not through structlog's registry of them: two
+    threads binding a field for the first time at once may each make a variable, and the registry
+    keeps only the later, which would refuse the earlier one's token."""
+    from structlog.contextvars import bind_contextvars
 
     tokens = bind_contextvars(**fields)
     try:
         yield
     finally:
-        reset_contextvars(**tokens)
+        for token in tokens.values():
+            token.var.reset(token)
 
 
 class HotPathLogger:

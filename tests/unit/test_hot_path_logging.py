@@ -123,3 +123,39 @@ def test_every_step_line_of_a_module_carries_the_steps_fields(tmp_path):
     # Once the step is done, its fields are off the threads that ran it.
     assert structlog.contextvars.get_contextvars().keys().isdisjoint(STEP_FIELDS)
 
+
+def test_threads_binding_a_field_for_the_first_time_at_once_each_restore_their_own(monkeypatch, restore_logging):
+    """structlog makes the variable behind a field the first time the field is bound, and two
+    threads that do so at once may each make one: the later replaces the earlier in structlog's
+    registry. A module's first deliveries after a start bind the step fields on several threads
+    at once; the thread whose variable was replaced must still restore its own, not fail."""
+    import contextvars
+    import threading
+    import time
+    import types
+
+    def slow_var(*args, **kwargs):  # widens the window between structlog's lookup and its store
+        time.sleep(0.02)
+        return contextvars.ContextVar(*args, **kwargs)
+
+    monkeypatch.setattr(structlog.contextvars, "contextvars", types.SimpleNamespace(ContextVar=slow_var, copy_context=contextvars.copy_context))
+    configure_logging("json", "info")
+    started, bound, failures, lines = threading.Barrier(4), threading.Barrier(4), [], []
+
+    def bind_and_log(n: int) -> None:
+        started.wait()
+        try:
+            with bound_fields(first_bound_here=n):
+                bound.wait()  # every thread's variable is made before any block ends
+                lines.append(structlog.contextvars.get_contextvars().get("first_bound_here"))
+        except Exception as exc:  # noqa: BLE001 - what the thread raised is the finding
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=bind_and_log, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert sorted(lines) == [0, 1, 2, 3]  # each thread's lines carried its own value
+    assert "first_bound_here" not in structlog.contextvars.get_contextvars()
