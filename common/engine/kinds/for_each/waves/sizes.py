@@ -46,11 +46,7 @@ def source_ends(waves: Sequence[WaveSpecDoc], wave: WaveState, fetched: int, tot
     the source reported, or its last page); once the last page came, the open wave's end is cut
     at the final count and every later wave's is fixed from it."""
     ends = list(wave.Ends)
-    if done:
-        ends = [min(end, fetched) for end in ends]
-        while len(ends) <= wave.Index:  # an open wave still unsized, past the last item: empty
-            ends.append(ends[-1] if ends else 0)
-        return wave_ends(waves, fetched, ends, total if total is not None else fetched)
+    base = total if total is not None else fetched if done else None  # what a percentage is of
     while len(ends) <= wave.Index:
         start = ends[-1] if ends else 0
         size = spec_of(waves, len(ends)).Size
@@ -58,11 +54,13 @@ def source_ends(waves: Sequence[WaveSpecDoc], wave: WaveState, fetched: int, tot
             ends.append(OPEN_END)
         elif isinstance(size, int):
             ends.append(start + size)
-        elif total is not None:
-            ends.append(start + size_of(size, total, 0))
+        elif base is not None:
+            ends.append(start + size_of(size, base, 0))
         else:
-            break  # a percentage of a count not known yet: sized by the page that brings it
-    return ends
+            return ends  # a percentage of a count not known yet: sized by the page that brings it
+    if not done:
+        return ends
+    return wave_ends(waves, fetched, [min(end, fetched) for end in ends], base)
 
 
 def growing(step: Any) -> bool:
