@@ -172,3 +172,18 @@ def test_a_cancel_while_a_check_runs_cancels_the_check(stores, stop_running):
     assert entry.Body.get("StopRunning", False) is stop_running
     assert [e.Event for e in after.History].count("wave_check_cancelled") == 1
     assert after.TaskStatus is TaskStatus.ROLLING_BACK  # the check has nothing to undo: nothing waits for it
+
+
+def test_a_rest_waves_own_budget_while_its_source_pages_is_of_what_is_known():
+    from common.engine.kinds.for_each.source_doc import SourcePaging
+    from common.engine.kinds.for_each.tolerance_doc import Tolerance
+    from common.engine.kinds.for_each.waves.budget import refuses_place, wave_budget
+
+    step = make_step("each")
+    step.Waves = [*_waves(2), *_waves("rest", Tolerate=Tolerance(Percent=10))]
+    step.Wave = WaveState(Ends=[2, OPEN_END], Index=1)
+    step.Paging = SourcePaging(Fetched=22)
+    assert wave_budget(step, 5)[1:] == (2, 22)  # 10 % of the 20 known so far: 2 places
+    assert refuses_place(step, 5, [3]) is None and "wave's budget" in refuses_place(step, 5, [3, 4])
+    step.Paging.Total = 102
+    assert wave_budget(step, 5)[1:] == (2, 102)  # of the total the source reported
