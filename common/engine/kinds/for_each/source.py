@@ -107,8 +107,8 @@ def _resize_waves(task: Task, cursor: int, now: float) -> None:
         return
     assert step.Wave is not None
     entry = f"{entry_id(task, cursor, RESUME_ITEMS)}:wave{step.Wave.Index}:sized"
-    task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body={"Cursor": cursor, "Generation": task.Generation},
-                                   DueAt=now))
+    body = {"Cursor": cursor, "Generation": task.Generation}
+    task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body=body, DueAt=now))
     start, end = bounds(step.Wave.Ends, step.Wave.Index)
     record(task, now, "wave_sized", actor="baton", unit=(cursor, None), message=f"{where(step)}: {end - start} items")
 

@@ -104,4 +104,3 @@ def check_finished(task: Task, body: dict[str, Any], timing: Timing, ids: IdFact
     else:
         open_next(new, cursor, timing, BATON, "check passed")
     return new
-

@@ -12,8 +12,8 @@ from common.engine.kinds.for_each.budget import FAILED_FORWARD
 from common.engine.kinds.for_each.waves.sizes import bounds, growing, is_last, wave_count
 from common.engine.states import StepState
 
-__all__ = ["CHECK_ITEMS", "FAILED_FORWARD", "WAVE_OPEN", "check_items", "open_wave", "pages_in", "wave_chains", "wave_count", "wave_item",
-           "wants_check"]
+__all__ = ["CHECK_ITEMS", "FAILED_FORWARD", "WAVE_OPEN", "check_items", "open_wave", "pages_in", "wave_chains",
+           "wave_count", "wave_item", "wants_check"]
 
 # In the order an item passes through them (a tolerated item rolls back going forward): an item
 # that moves on between two look-ups is seen by the later one, as the step's own settling asks.
