@@ -269,6 +269,9 @@ def test_kill_9_through_waves_a_failure_budget_a_hold_and_its_redrive(make_clust
         wait_until(lambda: not [r for r in item_runs(cluster, rollout_id, [StepState.RUNNING])
                                 if r.Run is not None and r.Run.State.value == "running"],
                    STATE_DEADLINE, "the held rollout's running items concluded")
+        # Every replica up again, so the kill at the redrive finds one to kill, another serving.
+        wait_until(lambda: all(cluster.procs[n].popen.poll() is None and cluster.is_ready(cluster.procs[n])
+                               for n in REPLICAS), STATE_DEADLINE, "every replica up before the redrive")
         before = {r.Item for r in item_runs(cluster, rollout_id, [StepState.SUCCEEDED])}
         waiting_at_hold = len(item_runs(cluster, rollout_id, [StepState.WAITING]))
         redriven_at = time.time()
@@ -303,6 +306,13 @@ def test_kill_9_through_waves_a_failure_budget_a_hold_and_its_redrive(make_clust
     assert not rerun & before, sorted(rerun & before)  # the redrive ran no item that had succeeded
     assert holding in rerun and waiting_at_hold > 0
     assert [e.Event for e in rollout.History].count("redriven") == 1
+    # No item of a wave claimed before its wave opened (the kills notwithstanding).
+    opened = [e.Time for e in rollout.History if e.Event == "wave_started"]
+    assert len(opened) == len(ends) - 1, opened
+    for end, at in zip(ends, opened):
+        early = sorted({e.Item for e in rollout.History if e.Event == "claimed" and e.Item is not None
+                        and e.Item >= end and e.Time < at})
+        assert not early, (end, early)
     assert {phase for phase, _ in kills} == {"first run", "redrive"} and restarts >= len(kills)
 
     # The failed health check: the first wave ran and was checked, the next never claimed.
@@ -314,4 +324,5 @@ def test_kill_9_through_waves_a_failure_budget_a_hold_and_its_redrive(make_clust
     (check,) = [t for t in tasks.values() if t.Parent is not None and t.Parent.TaskId == checked_id]
     assert [e.Event for e in checked.History].count("wave_check_started") == 1
     assert [i["Item"] for i in check.Parameters["items"]] == list(range(first_wave)), check.Parameters
-    assert "injected failure in check_wave" in check.TaskMessage, check.TaskMessage  # the check ran and failed
+    # The check ran and failed (its injected failure; or a kill cost its one attempt first).
+    assert check.TaskStatus is not TaskStatus.SUCCESS and any(e.Event == "claimed" for e in check.History), check.TaskMessage
