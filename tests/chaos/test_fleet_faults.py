@@ -14,6 +14,11 @@ exact rollbacks in order, nothing owed, queues empty) and, from the module's own
 (its ledger), that every unit of a successful task was applied and committed once, and every
 unit of a rolled-back task that was committed or applied was undone and its rollback committed
 exactly once, and none that never ran (tests/chaos/ledger_checks.py).
+
+The second scenario (test_kill_9_through_waves_a_failure_budget_a_hold_and_its_redrive): a
+rollout in waves whose failures within its budget roll back on their own, whose failure past it
+holds the task, and whose redrive by an operator (the CLI) ends it, under the same kill -9 loop;
+beside it, a rollout whose wave's health check fails, so the next wave never starts.
 """
 
 from __future__ import annotations
