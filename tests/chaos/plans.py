@@ -126,7 +126,7 @@ task_types:
         max_parallel: 4
         tolerate: {count: 3}
         on_failure: hold
-        waves: ["10%", "30%", rest]
+        waves: [{size: "10%", tolerate: {count: 1}}, "30%", rest]  # the canary: a budget of its own too
         between_waves: {bake: 1s}
         normal:   {module: fleet, command: apply, retry: 5}
         rollback: {module: fleet, command: undo, retry: 8}

@@ -194,12 +194,12 @@ def test_kill_9_during_a_big_for_each_and_hundreds_of_async_commands_in_flight(m
 
 # --- waves, a failure budget, a hold and its redrive -------------------------------------------------
 
-ROLLOUT_BUDGET = 3  # chaos_rollout's `tolerate: {count: 3}`
 
 
 def rollout_plan(count: int) -> tuple[list[int], int, list[int]]:
     """chaos_rollout's waves (10 %, 30 %, rest: sizes rounded up) as the items where each ends, the
-    items failing for good within the budget (one in the canary, two in the second wave), and the
+    items failing for good within the step's budget of 3 (one in the canary, within its own budget
+    of 1, two in the second wave), and the
     one past it (halfway through the last wave). Waves order them whatever the kills slow down:
     the budget is spent before the item that holds can start."""
     first = -(-count // 10)
