@@ -39,9 +39,7 @@ FEATURES: dict[str, Feature] = {
     "rate": Feature(("common/engine/gates/rate", "common/store/gates/rate"),
                     ("WaitKind.RATE", "OutboxKind.RATE_TAKE", "Flusher.RATES", "RunState.WAITING_RATE")),
     "approve": Feature(("common/engine/kinds/approve",)),
-    "lock": Feature(("common/engine/gates/lock", "common/store/side/locks.py", "common/store/side/locks_table.py",
-                     "common/store/sqlite/locks.py", "common/store/mongo/locks.py", "common/relay/lock_relay.py",
-                     "common/relay/lock_reclaim.py"),
+    "lock": Feature(("common/engine/gates/lock", "common/store/gates/lock"),
                     ("WaitKind.LOCK", "OutboxKind.LOCK_ACQUIRE", "OutboxKind.LOCK_RELEASE", "Flusher.LOCKS")),
 }
 

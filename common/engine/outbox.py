@@ -23,7 +23,7 @@ class Flusher(StrEnum):
     BROKER = "broker"  # published to a module queue; the claim removes it
     WEBHOOK = "webhook"  # POSTed by the webhook deliverer (common.relay.webhooks)
     CHILDREN = "children"  # a change of another task (common.relay.child_relay)
-    LOCKS = "locks"  # a change of the lock table (common.relay.lock_relay)
+    LOCKS = "locks"  # a change of the lock table (common.store.gates.lock.relay)
     ITEMS = "items"  # a change of a step's item records (common.relay.items)
     RATES = "rates"  # a slot taken in the rate table (its relay: common.store.gates.rate)
 
