@@ -31,7 +31,8 @@ class MongoKeyedDocuments(MongoAdapter, Generic[KeyedDocument]):
         super().__init_subclass__(**kwargs)
         if cls.COLLECTION:
             cls.COLLECTIONS = [cls.COLLECTION]
-            cls.WHAT = f"mongodb {cls.COLLECTION.replace('_', ' ')}"
+            if "WHAT" not in vars(cls):  # named by its collection unless it says otherwise
+                cls.WHAT = f"mongodb {cls.COLLECTION.replace('_', ' ')}"
 
     def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
         super().__init__(url_or_client, database, **options)
