@@ -1,4 +1,4 @@
-"""The lock store contract (common/store/locks_*.py through common/store/side/locks_table.py), run
+"""The lock store contract (common/store/gates/lock/table.py), run
 against every backend: SQLite, mongomock and SecantusDB (same ids as the inventory's suite).
 
 Taking, waiting, releasing and reclaiming are idempotent, and a race for the last slot, between
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from common.engine.gates.lock.table import KeyLock
-from common.store.side.locks_table import LockTable
+from common.store.gates.lock.table import LockTable
 from tests.contract.inventory_fixtures import Backend, backend, lock_store  # noqa: F401
 
 NOW = 1_700_000_000.0
@@ -89,8 +89,8 @@ def test_threads_racing_for_the_last_slot_have_one_winner(backend: Backend) -> N
 def _join_in_process(kind: str, path: str | None, url: str | None, database: str | None, worker: int,
                      start: Any, wins: Any) -> None:
     """Entry point of a spawned process: ask for the lock with its own handle."""
-    from common.store.mongo.locks import MongoLockStore
-    from common.store.sqlite.locks import SqliteLockStore
+    from common.store.gates.lock.mongo import MongoLockStore
+    from common.store.gates.lock.sqlite import SqliteLockStore
 
     table = LockTable(SqliteLockStore(path) if kind == "sqlite" else MongoLockStore(url, database))
     try:

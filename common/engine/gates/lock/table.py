@@ -3,11 +3,11 @@
 A task type may declare `lock: {key: "cluster:{cluster}", limit: 5}`: at most `limit` tasks
 whose rendered key is the same run at once; the others wait, best priority first, then in
 submission order. One document per key holds who holds it and who waits; every change to it is
-one compare-and-set on its `Version` (common/store/side/locks_table.py applies these functions), so
+one compare-and-set on its `Version` (common/store/gates/lock/table.py applies these functions), so
 two processes racing for the last slot cannot both win.
 
 The task side (common/engine/gates/lock/changes.py) keeps `Task.Lock` and `Task.WaitingFor`; the outbox
-entries `lock_acquire` and `lock_release` connect the two documents (common/relay/lock_relay.py).
+entries `lock_acquire` and `lock_release` connect the two documents (common/store/gates/lock/relay.py).
 """
 
 from __future__ import annotations
