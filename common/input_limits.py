@@ -216,6 +216,9 @@ def check_input(limits: InputLimits, identifiers: tuple[str, ...] = (), **fields
             found = json_problems(value, limits, name) if value is not None else []
         if name in identifiers and not found:
             found = identifier_problems(value, name)
+        if name == "actor" and not found and isinstance(value, str) and (not value.strip() or value != value.strip()):
+            # Who acts is a person an approval counts once: "" or " ann" beside "ann" would count twice.
+            found = [(name, "must name who acts, without spaces around it")]
         elif name == "reason" and not found:
             found = free_text_problems(value, name)
         problems += found
