@@ -7,7 +7,11 @@ thread wait for the builder instead)."""
 
 from __future__ import annotations
 
+import dis
+import json
+import sys
 import threading
+from collections.abc import Callable
 
 from common.secrets.scrubber import MASK, Scrubber
 
@@ -52,3 +56,79 @@ def test_a_scrubber_shared_by_threads_masks_in_each_while_its_automaton_is_built
     for thread in threads:
         thread.join()
     assert seen == {"first": f"error: password {MASK} refused", "second": f"error: password xa{MASK} refused"}
+
+
+class _HeldStores:
+    """Holds a thread before each attribute store in HotPathLogger.__getattr__ (opcode tracing):
+    the only way to stop a thread between two stores that run no Python code of their own."""
+
+    def __init__(self) -> None:
+        from common.logging import HotPathLogger
+
+        self._code = HotPathLogger.__getattr__.__code__
+        self._stores = {i.offset for i in dis.get_instructions(self._code) if i.opname == "STORE_ATTR"}
+        self.gates: dict[str, Callable[[int], None]] = {}  # thread name -> called before its n-th store
+
+    def run(self, name: str, fn: Callable[[], None]) -> threading.Thread:
+        count = [0]
+
+        def trace(frame, event, _arg):
+            if frame.f_code is not self._code:
+                return None
+            frame.f_trace_opcodes = True
+            if event == "opcode" and frame.f_lasti in self._stores:
+                count[0] += 1
+                self.gates[name](count[0])
+            return trace
+
+        def body() -> None:
+            sys.settrace(trace)
+            try:
+                fn()
+            finally:
+                sys.settrace(None)
+
+        thread = threading.Thread(target=body, name=name)
+        thread.start()
+        return thread
+
+
+def test_a_hot_path_logger_assembled_by_two_threads_across_a_reconfiguration_follows_the_new_one(capsys):
+    """Two threads assemble a hot-path logger at once, one under the configuration that was, the
+    other under the one that replaced it (a test's capture_logs while a module's threads log): it
+    must end up following the configuration in place, never keep the older one's logger marked
+    as the newer one's."""
+    from common.logging import HotPathLogger, configure_logging
+
+    log = HotPathLogger("raced")
+    held = _HeldStores()
+    old_may_store, new_between, new_may_go = threading.Event(), threading.Event(), threading.Event()
+    old_holding = threading.Event()
+
+    def old_gate(n: int) -> None:  # the thread of the old configuration stores after the new one began
+        old_holding.set()
+        old_may_store.wait(WINDOW)
+
+    def new_gate(n: int) -> None:  # the new one pauses between its stores, if it makes more than one
+        if n > 1:
+            new_between.set()
+            new_may_go.wait(WINDOW)
+
+    held.gates = {"old": old_gate, "new": new_gate}
+    try:
+        configure_logging("console", "info")
+        old = held.run("old", lambda: log.info("under the old configuration"))
+        assert old_holding.wait(WINDOW)
+        configure_logging("json", "info")
+        new = held.run("new", lambda: (log.info("under the new configuration"), new_between.set()))
+        assert new_between.wait(WINDOW)  # held between its stores, or done if it makes one
+        old_may_store.set()
+        old.join()
+        new_may_go.set()
+        new.join()
+        capsys.readouterr()
+        log.info("after both")
+        [line] = capsys.readouterr().err.splitlines()
+    finally:
+        configure_logging()
+    assert json.loads(line)["event"] == "after both"  # the JSON configuration's line
