@@ -132,3 +132,40 @@ def test_a_hot_path_logger_assembled_by_two_threads_across_a_reconfiguration_fol
     finally:
         configure_logging()
     assert json.loads(line)["event"] == "after both"  # the JSON configuration's line
+
+
+def test_a_connection_a_thread_opens_while_its_store_closes_is_closed_too(tmp_path, monkeypatch):
+    """A thread's first use of a SQLite store opens its connection; the store closed meanwhile
+    (the process stopping) must not leave that one open and in the thread's hands: close() would
+    have missed it, and a store used after its close can crash the process."""
+    from common.errors import StoreClosed
+    from common.store.sqlite import connections
+    from common.store.sqlite.connections import LocalConnections
+
+    conns = LocalConnections(str(tmp_path / "t.db"), "CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+    connecting, closed = threading.Event(), threading.Event()
+    connect = connections.connect
+
+    def slow_connect(path: str):  # the thread is past the "closed?" look, opening its connection
+        connecting.set()
+        closed.wait(WINDOW)
+        return connect(path)
+
+    monkeypatch.setattr(connections, "connect", slow_connect)
+    got: list[object] = []
+
+    def first_use() -> None:
+        try:
+            got.append(conns.get())
+        except StoreClosed as exc:
+            got.append(exc)
+
+    thread = threading.Thread(target=first_use)
+    thread.start()
+    assert connecting.wait(WINDOW)
+    conns.close()
+    closed.set()
+    thread.join()
+    [answer] = got
+    assert isinstance(answer, StoreClosed), answer
+    assert conns.open_count() == 0
