@@ -169,3 +169,52 @@ def test_a_connection_a_thread_opens_while_its_store_closes_is_closed_too(tmp_pa
     [answer] = got
     assert isinstance(answer, StoreClosed), answer
     assert conns.open_count() == 0
+
+
+def test_an_attempt_asking_for_its_callback_token_on_two_threads_at_once_gets_one_token():
+    """`ctx.callback_token()` gives the same token for every call of one attempt. An async
+    command gathering two `callback_token_async()` asks on two executor threads at once: the
+    second must get the first's token, not register one of its own (which the store refuses:
+    the run has its token already, and the command fails for good)."""
+    import asyncio
+
+    from common.engine.states import Phase
+    from common.runtime.registry import CommandContext
+
+    second_in, registered = threading.Event(), []
+
+    def open_callback(task_id: str, dispatch_id: str, owner: str, hashed: str) -> None:
+        if not registered:  # the first registration is held until the other caller came in
+            registered.append(hashed)
+            second_in.wait(WINDOW)
+            return
+        second_in.set()
+        registered.append(hashed)
+
+    ctx = CommandContext(task_id="t" * 32, task_type="change", module="tickets", command="give", cursor=1,
+                         phase=Phase.NORMAL, attempt=1, idempotency_key="k", parameters={}, dispatch_id="d1",
+                         owner="w", open_callback=open_callback)
+    # The other caller, waiting for the first's token, lets the first go on.
+    object.__setattr__(ctx, "_token_lock", _SeenWhenContended(second_in))
+
+    async def both() -> list[str]:
+        return list(await asyncio.gather(ctx.callback_token_async(), ctx.callback_token_async()))
+
+    first, second = asyncio.run(both())
+    assert first == second and len(registered) == 1
+
+
+class _SeenWhenContended:
+    """A lock that tells when a thread finds it held (then waits for it as usual)."""
+
+    def __init__(self, seen: threading.Event):
+        self._lock = threading.Lock()
+        self._seen = seen
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            self._seen.set()
+            self._lock.acquire()
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
