@@ -53,24 +53,30 @@ class HotPathLogger:
     factory or context class are other objects than those it was made with (configure_logging,
     structlog.configure, a test's capture_logs)."""
 
-    __slots__ = ("_name", "_made_with", "_bound")
+    __slots__ = ("_name", "_made")
 
     def __init__(self, name: str):
         self._name = name
-        self._made_with: dict[str, Any] = {}
-        self._bound: Any = None
+        # (the configuration it was assembled under, the bound logger): one attribute set in one
+        # store. Two threads may assemble one at once, and either is right only with its own
+        # configuration: kept in two attributes, a thread of an older configuration could store
+        # its logger between the newer one's two stores and stay, marked as the newer one's.
+        self._made: tuple[dict[str, Any], Any] | None = None
 
     def __getattr__(self, method: str) -> Any:
         structlog = sys.modules.get("structlog") or importlib.import_module("structlog")
-        config, made = structlog.get_config(), self._made_with
-        # Compared one by one, without a loop: this runs for every line, a debug one included.
-        if not made or config["processors"] is not made["processors"] \
-                or config["wrapper_class"] is not made["wrapper_class"] \
-                or config["logger_factory"] is not made["logger_factory"] \
-                or config["context_class"] is not made["context_class"]:
-            # Two threads may both assemble one: either is right, and the last one stays.
-            self._bound, self._made_with = structlog.get_logger(self._name).bind(), config
-        return getattr(self._bound, method)
+        config, made = structlog.get_config(), self._made
+        if made is not None:
+            was = made[0]
+            # Compared one by one, without a loop: this runs for every line, a debug one included.
+            if config["processors"] is was["processors"] and config["wrapper_class"] is was["wrapper_class"] \
+                    and config["logger_factory"] is was["logger_factory"] \
+                    and config["context_class"] is was["context_class"]:
+                return getattr(made[1], method)
+        # Assembled after the configuration was read: at worst newer than its mark, and so
+        # assembled again at the next line; never kept under a newer configuration's mark.
+        made = self._made = (config, structlog.get_logger(self._name).bind())
+        return getattr(made[1], method)
 
 
 def exception_summary(exc: BaseException) -> str:

@@ -211,16 +211,24 @@ class ModuleRuntime:
             return
         for delivery in stale:
             delivery.requeue()
-        if self._pause():
+        if self._pause(unless_idle=True):
             log.warning("every slot busy; consuming paused", given_back=len(stale))
 
-    def _pause(self) -> bool:
+    def _pause(self, *, unless_idle: bool = False) -> bool:
+        """Stop consuming until a slot frees (`_resume_if_idle`). `unless_idle`: not when no
+        command runs, as the last may have ended since the deliveries were found waiting: no
+        later end would resume.
+
+        The flag and the subscriptions change under one lock, here and on resuming: flipped
+        under it but applied after, a resume could run between this one's flag and its pause,
+        and leave the subscriptions paused under a flag that says consuming (for good: a
+        resume looks at the flag)."""
         with self._pause_lock:
-            if self._paused:
+            if self._paused or (unless_idle and self._dispatcher.slots.in_use() == 0):
                 return False
             self._paused = True
-        for subscription in self._subscriptions:
-            subscription.pause()
+            for subscription in self._subscriptions:
+                subscription.pause()
         return True
 
     def _resume_if_idle(self) -> None:
@@ -228,9 +236,9 @@ class ModuleRuntime:
             if not self._paused or self._stopping.is_set() or self.failed.is_set():
                 return
             self._paused = False
+            for subscription in self._subscriptions:
+                subscription.resume()
         log.info("a slot is free; consuming resumed")
-        for subscription in self._subscriptions:
-            subscription.resume()
 
 
 def _settle_by_outcome(handle_body: BodyHandler) -> Handle:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +84,10 @@ class CommandContext:
     # there is no store.
     open_callback: Callable[[str, str, str, str], None] | None = None
     _token: list[str] = field(default_factory=list, repr=False)  # the token given out, once asked
+    # Two threads of one attempt may ask at once (an async command gathering two
+    # callback_token_async, which run on executor threads): the second waits for the first's
+    # token instead of registering its own, which the store refuses (the run has one already).
+    _token_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def callback_token(self) -> str:
         """A token for another system to call back with (`POST /api/v1/callbacks/{token}`),
@@ -90,15 +95,16 @@ class CommandContext:
         `ctx.await_callback(...)`. The same token for every call in one attempt. Treat it as a
         secret: it is the other system's only credential. Raises CommandFailed for an item of a
         for_each step, or when this attempt lost its claim."""
-        if self._token:
-            return self._token[0]
-        if self.open_callback is None:
-            raise RuntimeError("this command runs without a store: it cannot wait for a callback")
-        if self.item_index is not None:
-            raise CommandFailed("an item of a for_each step may not wait for a callback", retryable=False)
-        token = new_token(self.task_id)
-        self.open_callback(self.task_id, self.dispatch_id, self.owner, token_hash(token))
-        self._token.append(token)
+        with self._token_lock:
+            if self._token:
+                return self._token[0]
+            if self.open_callback is None:
+                raise RuntimeError("this command runs without a store: it cannot wait for a callback")
+            if self.item_index is not None:
+                raise CommandFailed("an item of a for_each step may not wait for a callback", retryable=False)
+            token = new_token(self.task_id)
+            self.open_callback(self.task_id, self.dispatch_id, self.owner, token_hash(token))
+            self._token.append(token)
         hide_too(token)  # a log line of the command that quotes it shows it masked
         return token
 

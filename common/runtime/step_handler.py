@@ -104,20 +104,23 @@ class StepHandler:
         kind = self._dispatcher.kind_of(message.Command)
 
         def start() -> None:
-            started = False
+            # Set once the command started: its end frees the slot then, even if something
+            # raises here afterwards (leaving a block), which would otherwise free it twice.
+            began: list[bool] = []
             attempt = attempts.begin(message, self._config.module)  # its spans (none when untraced)
             try:
                 with attempt.current():
-                    started = self._claim_and_start(delivery, message, attempt)
+                    self._claim_and_start(delivery, message, attempt, began)
             finally:
-                if not started:  # refused, given back, or a bug: the slot is free again
+                if not began:  # refused, given back, or a bug: the slot is free again
                     attempt.end()
                     self._dispatcher.release(kind)
 
         if self._dispatcher.admit(kind, delivery, start):
             start()
 
-    def _claim_and_start(self, delivery: Delivery, message: StepMessage, attempt: NoAttempt) -> bool:
+    def _claim_and_start(self, delivery: Delivery, message: StepMessage, attempt: NoAttempt,
+                         began: list[bool]) -> bool:
         """True once the command started: its end then commits and frees the slot."""
         with bound_fields(
             task_id=message.TaskId, step=message.Cursor, item=message.Item, phase=message.Type.label,
@@ -161,7 +164,7 @@ class StepHandler:
             # error message a command wrote, whatever thread or task the command runs in.
             hidden = self._secrets(claimed, record)  # the command's and its outcome's, too
             with bound_fields(task_type=claimed.TaskType), hidden_values(hidden):
-                return self._start(claimed, message, attempt, hidden, record)
+                return self._start(claimed, message, attempt, hidden, record, began)
 
     def _claim_outcome(self, message: StepMessage, timing: Timing) -> tuple[Task | None, ItemRecord | None]:
         """After a StoreError during the claim: the task if OUR claim was written after all.
@@ -191,7 +194,7 @@ class StepHandler:
         return (task, None) if ours else (None, None)
 
     def _start(self, task: Task, message: StepMessage, attempt: NoAttempt, hidden: list[str],
-               record: ItemRecord | None = None) -> bool:
+               record: ItemRecord | None, began: list[bool]) -> bool:
         # The item's value: from its record, or from the step's inline items.
         parameters = command_parameters(task, message.Cursor, message.Item, *([record.Value] if record else []))
         self._crash_point(parameters, message, "after_claim")
@@ -240,6 +243,7 @@ class StepHandler:
             self._leases.give_up(lease)  # never started: the lease lapses, the sweeper re-runs it
             attempt.command_ended(None)
             raise
+        began.append(True)
         return True
 
     def _verify_plan(self, task: Task, message: StepMessage, record: ItemRecord | None) -> VerifyPlan | None:

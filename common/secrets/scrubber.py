@@ -25,6 +25,9 @@ MASK = "***"
 _GRAM = 4  # the leading characters of each secret that the prefilter looks for
 _FEW = 8  # up to this many values, searching for each directly is cheaper than the prefilter
 
+# Aho-Corasick: per node, its transitions; the longest secret ending there (0: none); its failure link.
+_Automaton = tuple[list[dict[str, int]], list[int], list[int]]
+
 
 class Scrubber:
     def __init__(self, values: Iterable[str]):
@@ -35,10 +38,11 @@ class Scrubber:
         self._gram = min(self._gram, _GRAM)
         self._grams = frozenset(s[: self._gram] for s in secrets)
         # The automaton, built when a string first holds a secret that is not the whole of it:
-        # most views never need it (secret list items are whole strings).
-        self._goto: list[dict[str, int]] = []
-        self._longest: list[int] = []  # per node: the longest secret ending there (0: none)
-        self._fail: list[int] = []
+        # most views never need it (secret list items are whole strings). A log line's scrubber
+        # is shared by every thread of a step's context (the command's, the store thread's): the
+        # automaton is built apart and set in one assignment, so another thread sees none (and
+        # builds its own) or a finished one, never one without its failure links yet.
+        self._automaton: _Automaton | None = None
 
     def __bool__(self) -> bool:
         return bool(self._whole)
@@ -74,9 +78,10 @@ class Scrubber:
         return not self._grams.isdisjoint(text[i : i + size] for i in range(len(text) - size + 1))
 
     def _masked(self, text: str) -> str:
-        if not self._goto:
-            self._build()
-        goto, fail, longest = self._goto, self._fail, self._longest
+        automaton = self._automaton
+        if automaton is None:
+            automaton = self._automaton = self._build()
+        goto, longest, fail = automaton
         spans: list[list[int]] = []  # [start, end) of the masks, in order, never overlapping
         node = 0
         for end, char in enumerate(text, start=1):
@@ -100,37 +105,42 @@ class Scrubber:
         parts.append(text[done:])
         return "".join(parts)
 
-    def _build(self) -> None:
-        self._goto, self._longest, self._fail = [{}], [0], [0]
+    def _build(self) -> _Automaton:
+        automaton: _Automaton = ([{}], [0], [0])
         for secret in self._whole:
-            self._add(secret)
-        self._link()
+            self._add(automaton, secret)
+        self._link(automaton)
+        return automaton
 
-    def _add(self, secret: str) -> None:
+    @staticmethod
+    def _add(automaton: _Automaton, secret: str) -> None:
+        goto, longest, fail = automaton
         node = 0
         for char in secret:
-            step = self._goto[node].get(char)
+            step = goto[node].get(char)
             if step is None:
-                step = len(self._goto)
-                self._goto[node][char] = step
-                self._goto.append({})
-                self._longest.append(0)
-                self._fail.append(0)
+                step = len(goto)
+                goto[node][char] = step
+                goto.append({})
+                longest.append(0)
+                fail.append(0)
             node = step
-        self._longest[node] = len(secret)
+        longest[node] = len(secret)
 
-    def _link(self) -> None:
+    @staticmethod
+    def _link(automaton: _Automaton) -> None:
         """Failure links, breadth first: the longest proper suffix of a node's text that is a
         prefix of some secret; a node with no secret of its own ends the longest its link ends."""
-        queue = deque(self._goto[0].values())
+        goto, longest, fail = automaton
+        queue = deque(goto[0].values())
         while queue:
             node = queue.popleft()
-            for char, child in self._goto[node].items():
-                link = self._fail[node]
-                while link and char not in self._goto[link]:
-                    link = self._fail[link]
-                target = self._goto[link].get(char, 0)
-                self._fail[child] = target if target != child else 0
-                if not self._longest[child]:
-                    self._longest[child] = self._longest[self._fail[child]]
+            for char, child in goto[node].items():
+                link = fail[node]
+                while link and char not in goto[link]:
+                    link = fail[link]
+                target = goto[link].get(char, 0)
+                fail[child] = target if target != child else 0
+                if not longest[child]:
+                    longest[child] = longest[fail[child]]
                 queue.append(child)

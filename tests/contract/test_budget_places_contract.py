@@ -2,8 +2,9 @@
 backend: SQLite, mongomock and SecantusDB, a real wire-protocol server. Six items of a step with a
 budget of 3 fail together; six relays, each in a thread of its own with its own connection (six
 replicas), decide them at once, and each decision is then repeated (the sweeper's relay, a
-redelivered outcome): exactly three items take a place and roll back on their own, each once,
-and the task goes backward on a fourth, never on one that holds a place."""
+redelivered outcome): exactly three items take a place and roll back on their own, each once
+(or with the step, when another turned the task backward before their own decision), and the
+task goes backward on a fourth, never on one that holds a place."""
 
 from __future__ import annotations
 
@@ -67,7 +68,10 @@ def test_items_failing_together_on_many_replicas_take_exactly_the_budgets_places
     places = stored.Steps[0].ToleratedItems
     assert len(places) == BUDGET == len(set(places)), places
     tolerated = [i for i in range(FAILING) if _item(items, task.TaskId, i).Tolerated]
-    assert sorted(tolerated) == sorted(places)
+    assert set(tolerated) <= set(places)
+    # A place whose item is not tolerated: the task turned backward between the place and the
+    # item's decision, and the step's rollback took the record (tests/unit/test_item_budget_places.py).
+    assert all(_item(items, task.TaskId, i).State is StepState.ROLLING_BACK for i in places), places
     for item in tolerated:  # its own rollback dispatched once: attempt 1, one "tolerated" event
         record = _item(items, task.TaskId, item)
         assert record.State is StepState.ROLLING_BACK and record.Run.Attempt == 1

@@ -71,6 +71,10 @@ class Interleaved(SqliteItemStore):
         self._once("page_items")
         return super().page_items(*args, **kwargs)
 
+    def compare_and_set_item(self, *args, **kwargs):  # a record's decision, after what it read
+        self._once("compare_and_set_item")
+        return super().compare_and_set_item(*args, **kwargs)
+
 
 @pytest.fixture
 def stores(tmp_path, monkeypatch):

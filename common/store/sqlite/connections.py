@@ -33,6 +33,9 @@ class LocalConnections:
         self._local = threading.local()
         self._open: weakref.WeakSet[_Handle] = weakref.WeakSet()
         self._closed = False
+        # Guards _open and _closed: a thread's first use may open its connection while another
+        # thread closes the store, and neither may miss the other (see _adopt).
+        self._lock = threading.Lock()
         conn = connect(path)
         try:
             schema(conn) if callable(schema) else create_schema(conn, schema)
@@ -56,23 +59,31 @@ class LocalConnections:
 
     def close(self) -> None:
         """Close every thread's connection. Later calls raise StoreError."""
-        self._closed = True
-        for handle in list(self._open):
+        with self._lock:
+            self._closed = True
+            handles, self._open = list(self._open), weakref.WeakSet()
+        for handle in handles:
             handle.conn.close()
-        self._open = weakref.WeakSet()
 
     def _adopt(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         # The handle lives as long as this thread's locals: when the thread ends, the connection
-        # is closed with it, and the weak set stops seeing it.
+        # is closed with it, and the weak set stops seeing it. Added under the lock, after a
+        # last look at _closed: a connection opened while the store closed would otherwise stay
+        # open and in use, missed by close() (or break its walk over the set).
         handle = _Handle(conn)
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise StoreClosed(f"sqlite {self.path}: store is closed")
+            self._open.add(handle)
         self._local.handle = handle
-        self._open.add(handle)
         return conn
 
     def _forget_after_fork(self) -> None:
         _ABANDONED.extend(handle.conn for handle in self._open)
         self._local = threading.local()
         self._open = weakref.WeakSet()
+        self._lock = threading.Lock()  # the parent's may have been held by a thread the child lacks
 
 
 class _Handle:
