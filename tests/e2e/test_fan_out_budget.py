@@ -17,21 +17,20 @@ and the redrive; `baton rollback` of another held task rolls back each patched h
 
 from __future__ import annotations
 
-from collections import Counter
-
 import textwrap
 import threading
+from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
-from common.engine.states import FINAL_STATUSES, TaskStatus
+from common.engine.states import TaskStatus
 from tests.deploy.support import http
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
-from tests.support.ledger_commands import read_ledger
+from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults
+from tests.support.fleet_deployment import submit as submit_task
 from tests.support.oss_deployment import answers as answers_ready
-from tests.support.oss_deployment import baton, oss_deployment
+from tests.support.oss_deployment import baton
 from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
@@ -48,41 +47,12 @@ HELD = """
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory):
-    kept, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
-    workdir = tmp_path_factory.mktemp("budget")
-    ledger = workdir / "ledger.jsonl"
-    env = {"BATON_TEST_LEDGER": str(ledger), "BATON_ITEM_RECORDS": "true"}
-    try:
-        with oss_deployment(workdir, rabbitmq_url, "version: 1\n" + FLOWS + HELD,
-                            {"fleet": "tests.support.patch_commands:fleet"}, extra_env=env) as (cluster, base):
-            cluster.ledger = ledger
-            yield cluster, base
-    finally:
-        fan_out.RECORDS_ENABLED = kept
+    with fleet_deployment(tmp_path_factory.mktemp("budget"), rabbitmq_url, "version: 1\n" + FLOWS + HELD) as deployed:
+        yield deployed
 
 
 def submit(base: str, hosts: int, failing: list[int], task_type: str = "patch_fleet", times: int | None = None) -> str:
-    faults = [{"command": "patch", "item": item, "action": "fail", "retryable": False,
-               **({"times": times} if times else {})} for item in failing]  # fmt: skip
-    status, created = http("POST", f"{base}/api/v1/tasks", {
-        "task_type": task_type, "parameters": {"hosts": [f"h{i}" for i in range(hosts)], "_baton_faults": faults}})
-    assert status == 201, created
-    return created["task_id"]
-
-
-def final(cluster, base: str, task_id: str) -> dict:
-    def ended() -> bool:
-        task = cluster.store.get(task_id)
-        return task.TaskStatus in FINAL_STATUSES and not task.Outbox
-
-    wait_until(ended, 300, f"task {task_id} final")
-    status, task = http("GET", f"{base}/api/v1/tasks/{task_id}")
-    assert status == 200, task
-    return task
-
-
-def effects(cluster, task_id: str, op: str) -> Counter:
-    return Counter(n["item"] for n in read_ledger(cluster.ledger) if n["task"] == task_id and n["op"] == op)
+    return submit_task(base, task_type, {"hosts": [f"h{i}" for i in range(hosts)], "_baton_faults": patch_faults(failing, times)})
 
 
 def test_within_the_budget_the_failed_hosts_roll_back_on_their_own_and_the_task_succeeds(deployment):

@@ -27,14 +27,14 @@ from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
 from tests.deploy.support import http
-from tests.e2e.test_fan_out_budget import effects, final
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
+from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults
+from tests.support.fleet_deployment import submit as submit_task
 from tests.support.ledger_commands import read_ledger
 from tests.support.oss_deployment import answers as answers_ready
-from tests.support.oss_deployment import baton, oss_deployment
+from tests.support.oss_deployment import baton
 from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
@@ -45,27 +45,15 @@ HOSTS = 12  # waves of 1, 5 and 6
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory):
-    kept, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
-    workdir = tmp_path_factory.mktemp("waves")
-    ledger = workdir / "ledger.jsonl"
-    env = {"BATON_TEST_LEDGER": str(ledger), "BATON_ITEM_RECORDS": "true"}
     flows = "version: 1\n" + FLOWS.replace("bake: 5m", f"bake: {BAKE}s")
-    try:
-        with oss_deployment(workdir, rabbitmq_url, flows, {"fleet": "tests.support.patch_commands:fleet"},
-                            extra_env=env) as (cluster, base):
-            cluster.ledger = ledger
-            yield cluster, base
-    finally:
-        fan_out.RECORDS_ENABLED = kept
+    with fleet_deployment(tmp_path_factory.mktemp("waves"), rabbitmq_url, flows) as deployed:
+        yield deployed
 
 
 def submit(base: str, failing: list[int] = (), check_fails: bool = False) -> str:
-    faults = [{"command": "patch", "item": item, "action": "fail", "retryable": False} for item in failing]
+    faults = patch_faults(failing)
     faults += [{"command": "check_wave", "action": "fail", "retryable": False}] if check_fails else []
-    status, created = http("POST", f"{base}/api/v1/tasks", {
-        "task_type": "patch_in_waves", "parameters": {"hosts": [f"h{i}" for i in range(HOSTS)], "_baton_faults": faults}})
-    assert status == 201, created
-    return created["task_id"]
+    return submit_task(base, "patch_in_waves", {"hosts": [f"h{i}" for i in range(HOSTS)], "_baton_faults": faults})
 
 
 def test_the_dry_run_plan_lists_the_waves_and_their_gates(deployment):
