@@ -12,19 +12,15 @@ import pytest
 from modules.resource.inventory.port import Capacity, ClaimClosed, ClaimState, NoCapacity
 from tests.contract.inventory_amounts import HOST, NOW, SMALL, reserve
 from tests.contract.inventory_fixtures import Backend, backend  # noqa: F401  (fixtures are found by name)
-from tests.support.races import open_where, race_processes, race_threads, won
+from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 
 def test_concurrent_reservations_from_threads_never_overbook(backend: Backend) -> None:
     setup = backend.open_inventory()
     setup.add_host("db-a", Capacity(3, 3072, 30), NOW)
     setup.add_host("db-b", Capacity(2, 2048, 20), NOW)
-    handles = [backend.open_inventory() for _ in range(16)]  # each thread its own, like processes
-    try:
-        results = race_threads(16, lambda i: reserve(handles[i], f"k{i}"))
-    finally:
-        for handle in handles:
-            handle.close()
+    with handles(backend.open_inventory, 16) as inventories:  # each thread its own, like processes
+        results = race_threads(16, lambda i: reserve(inventories[i], f"k{i}"))
     placed = [r for r in results if not isinstance(r, Exception)]
     refused = [r for r in results if isinstance(r, NoCapacity)]
     assert len(placed) == 5 and len(refused) == 11, results
@@ -38,16 +34,12 @@ def test_the_same_key_from_many_threads_takes_capacity_once(backend: Backend) ->
     setup = backend.open_inventory()
     setup.add_host("db-a", HOST, NOW)
     setup.add_host("db-b", HOST, NOW)
-    handles = [backend.open_inventory() for _ in range(8)]
-    try:
-        results = race_threads(8, lambda i: reserve(handles[i], "same"))
+    with handles(backend.open_inventory, 8) as inventories:
+        results = race_threads(8, lambda i: reserve(inventories[i], "same"))
         assert all(not isinstance(r, Exception) for r in results), results
         assert len({(r.key, r.host) for r in results}) == 1
         assert sum((h.used for h in setup.list_hosts(NOW)), Capacity()) == SMALL
-        restored = race_threads(8, lambda i: handles[i].restore("same", NOW + 1))
-    finally:
-        for handle in handles:
-            handle.close()
+        restored = race_threads(8, lambda i: inventories[i].restore("same", NOW + 1))
     assert {r.state for r in restored} == {ClaimState.RESTORED}
     assert sum((h.used for h in setup.list_hosts(NOW + 1)), Capacity()) == Capacity()
     setup.close()
@@ -58,25 +50,21 @@ def test_deduct_racing_expiry_ends_one_way_only(backend: Backend) -> None:
     setup.add_host("db-1", Capacity(10, 10 * 1024, 100), NOW)
     for i in range(10):
         reserve(setup, f"k{i}", ttl=10)
-    handles = [backend.open_inventory() for _ in range(2)]
     expiring = NOW + 10
 
     def work(i: int) -> Any:
         if i == 0:
-            return handles[0].expire_due(expiring)
+            return inventories[0].expire_due(expiring)
         outcomes = []
         for k in range(10):
             try:
-                outcomes.append(handles[1].deduct(f"k{k}", expiring - 0.001).state)
+                outcomes.append(inventories[1].deduct(f"k{k}", expiring - 0.001).state)
             except ClaimClosed as exc:
                 outcomes.append(exc.claim.state)
         return outcomes
 
-    try:
+    with handles(backend.open_inventory, 2) as inventories:
         expired, outcomes = race_threads(2, work)
-    finally:
-        for handle in handles:
-            handle.close()
     deducted = outcomes.count(ClaimState.DEDUCTED)
     assert deducted + expired == 10, (expired, outcomes)
     assert setup.get_host("db-1", expiring).used.cpu == deducted

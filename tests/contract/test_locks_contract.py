@@ -15,7 +15,7 @@ import pytest
 from common.engine.gates.lock.table import KeyLock
 from common.store.side.locks_table import LockTable
 from tests.contract.inventory_fixtures import Backend, backend, lock_store  # noqa: F401
-from tests.support.races import open_where, race_processes, race_threads, won
+from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 NOW = 1_700_000_000.0
 
@@ -64,15 +64,13 @@ def test_listing_is_by_key(lock_store: Any) -> None:
 
 
 def test_threads_racing_for_the_last_slot_have_one_winner(backend: Backend) -> None:
-    handles = [LockTable(backend.open_lock_store()) for _ in range(8)]
-    handles[0].join("k", "holder", priority=0, seq=0, limit=2, now=NOW)
-    granted = race_threads(len(handles), lambda i: ids(handles[i].join("k", f"t{i}", priority=0, seq=i + 1, limit=2, now=NOW)))
-    won = [task_id for each in granted for task_id in each]
-    lock = handles[0].get("k")
-    assert len(won) == 1 and [h.TaskId for h in lock.Holders] == ["holder", won[0]]
-    assert len(lock.Waiters) == len(handles) - 1
-    for handle in handles:
-        handle.close()
+    with handles(lambda: LockTable(backend.open_lock_store()), 8) as tables:
+        tables[0].join("k", "holder", priority=0, seq=0, limit=2, now=NOW)
+        granted = race_threads(8, lambda i: tables[i].join("k", f"t{i}", priority=0, seq=i + 1, limit=2, now=NOW))
+        won = [task_id for each in granted for task_id in ids(each)]
+        lock = tables[0].get("k")
+        assert len(won) == 1 and [h.TaskId for h in lock.Holders] == ["holder", won[0]]
+        assert len(lock.Waiters) == 7
 
 
 def _join_in_process(where: tuple, worker: int, start: Any, wins: Any) -> None:
@@ -136,11 +134,9 @@ def test_a_lock_document_written_before_modes_reads_as_exclusive(lock_store: Any
 
 
 def test_threads_racing_in_modes_that_exclude_each_other_have_one_winner(backend: Backend) -> None:
-    handles = [LockTable(backend.open_lock_store()) for _ in range(6)]
-    handles[0].join("i", "reader", priority=0, seq=0, limit=10, now=NOW, mode="backup", shares=SHARES["backup"])
-    granted = race_threads(len(handles), lambda i: join_in(handles[i], f"r{i}", "resize", i + 1))
-    won = [task_id for each in granted for task_id in each]
-    lock = handles[0].get("i")
-    assert len(won) == 1 and [(h.TaskId, h.Mode) for h in lock.Holders] == [("reader", "backup"), (won[0], "resize")]
-    for handle in handles:
-        handle.close()
+    with handles(lambda: LockTable(backend.open_lock_store()), 6) as tables:
+        tables[0].join("i", "reader", priority=0, seq=0, limit=10, now=NOW, mode="backup", shares=SHARES["backup"])
+        granted = race_threads(6, lambda i: join_in(tables[i], f"r{i}", "resize", i + 1))
+        won = [task_id for each in granted for task_id in each]
+        lock = tables[0].get("i")
+        assert len(won) == 1 and [(h.TaskId, h.Mode) for h in lock.Holders] == [("reader", "backup"), (won[0], "resize")]

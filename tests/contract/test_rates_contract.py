@@ -15,7 +15,7 @@ from common.engine.document import KeyRate, RateStart
 from common.engine.gates.rate.window import Full, Taken
 from common.store.gates.rate.table import RateTable
 from tests.contract.inventory_fixtures import Backend, backend, rate_store  # noqa: F401
-from tests.support.races import open_where, race_processes, race_threads, won
+from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 NOW = 1_700_000_000.0
 
@@ -50,14 +50,12 @@ def test_take_up_to_the_limit_then_full_until_the_oldest_leaves(rate_store: Any)
 
 
 def test_threads_racing_for_the_last_slots_take_exactly_those(backend: Backend) -> None:
-    handles = [RateTable(backend.open_rate_store()) for _ in range(8)]
-    handles[0].take("k", "first", limit=3, per=60.0, now=NOW)
-    taken = race_threads(len(handles), lambda i: handles[i].take("k", f"t{i}", limit=3, per=60.0, now=NOW + 1))
-    won = [f"t{i}" for i, answer in enumerate(taken) if isinstance(answer, Taken)]
-    stored = handles[0].get("k")
-    assert len(won) == 2 and sorted(s.Member for s in stored.Starts) == sorted(["first", *won])
-    for handle in handles:
-        handle.close()
+    with handles(lambda: RateTable(backend.open_rate_store()), 8) as tables:
+        tables[0].take("k", "first", limit=3, per=60.0, now=NOW)
+        taken = race_threads(8, lambda i: tables[i].take("k", f"t{i}", limit=3, per=60.0, now=NOW + 1))
+        won = [f"t{i}" for i, answer in enumerate(taken) if isinstance(answer, Taken)]
+        stored = tables[0].get("k")
+        assert len(won) == 2 and sorted(s.Member for s in stored.Starts) == sorted(["first", *won])
 
 
 def _take_in_process(where: tuple, worker: int, start: Any, wins: Any) -> None:

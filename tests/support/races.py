@@ -4,10 +4,22 @@ lives (tests/contract/inventory_fixtures.py's Backend)."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+
+@contextlib.contextmanager
+def handles(open_one: Callable[[], Any], count: int) -> Iterator[list[Any]]:
+    """`count` handles on one store, each its own as each process has, closed at the end."""
+    opened = [open_one() for _ in range(count)]
+    try:
+        yield opened
+    finally:
+        for handle in opened:
+            handle.close()
 
 
 def race_threads(workers: int, work: Callable[[int], Any]) -> list[Any]:
