@@ -18,7 +18,6 @@ and the redrive; `baton rollback` of another held task rolls back each patched h
 from __future__ import annotations
 
 import textwrap
-import threading
 from collections import Counter
 
 import pytest
@@ -27,11 +26,9 @@ from common.engine.states import TaskStatus
 from tests.deploy.support import http
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
-from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults
+from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults, posted_at_once, second_oss
 from tests.support.fleet_deployment import submit as submit_task
-from tests.support.oss_deployment import answers as answers_ready
 from tests.support.oss_deployment import baton
-from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 PAGE = "docs/fan-out.md"
@@ -115,10 +112,7 @@ def held(cluster, base: str, task_id: str) -> dict:
 
 def test_a_held_task_redriven_by_two_operators_at_once_is_redriven_once_and_succeeds(deployment):
     cluster, base = deployment
-    port = free_port()
-    cluster.start_oss(port, name="oss2")  # a second OSS process on the same store and broker
-    other = f"http://127.0.0.1:{port}"
-    wait_until(lambda: answers_ready(other), 60, "the second OSS ready")
+    other = second_oss(cluster)
     # Hosts 10, 30, 50 fail within the budget of 3; host 70 holds the task. All four are in one
     # chain (max_parallel 20: 10, 30, 50, 70 run one after the other), so which failure is the
     # fourth never depends on timing. Each fails its first attempt only: the redrive's succeeds.
@@ -130,19 +124,8 @@ def test_a_held_task_redriven_by_two_operators_at_once_is_redriven_once_and_succ
     assert set(effects(cluster, task_id, "unpatch")) == {10, 30, 50}  # only the tolerated ones, on their own
     assert http("POST", f"{base}/api/v1/tasks/{task_id}/resume", {"reason": "go"})[0] == 409
 
-    answers = []
-    go = threading.Barrier(2)
-
-    def redrive(url: str, who: str) -> None:
-        go.wait()
-        answers.append(http("POST", f"{url}/api/v1/tasks/{task_id}/redrive", {"reason": f"{who}: mirror back"})[0])
-
-    threads = [threading.Thread(target=redrive, args=(url, who)) for url, who in ((base, "a"), (other, "b"))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(answers) == [200, 409], answers
+    answers = posted_at_once([base, other], f"/api/v1/tasks/{task_id}/redrive", ["a: mirror back", "b: mirror back"])
+    assert answers == [200, 409], answers
 
     task = final(cluster, base, task_id)
     assert task["TaskStatusName"] == "SUCCESS" and task["FailedItems"] == 3, task["TaskMessage"]

@@ -22,7 +22,6 @@ the `baton` CLI as its own process.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 import pytest
@@ -30,12 +29,10 @@ import pytest
 from tests.deploy.support import http
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
-from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults
+from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults, posted_at_once, second_oss
 from tests.support.fleet_deployment import submit as submit_task
 from tests.support.ledger_commands import read_ledger
-from tests.support.oss_deployment import answers as answers_ready
 from tests.support.oss_deployment import baton
-from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 (FLOWS,) = blocks("docs/fan-out.md", "Waves", "yaml")
@@ -77,10 +74,7 @@ def paused(cluster, task_id: str) -> bool:
 
 def test_the_canary_waits_for_one_continue_then_the_waves_run_in_order(deployment):
     cluster, base = deployment
-    port = free_port()
-    cluster.start_oss(port, name="oss2")  # a second OSS process on the same store and broker
-    other = f"http://127.0.0.1:{port}"
-    wait_until(lambda: answers_ready(other), 60, "the second OSS ready")
+    other = second_oss(cluster)
     task_id = submit(base)
     wait_until(lambda: paused(cluster, task_id), 120, "the canary's wave paused")
 
@@ -95,20 +89,9 @@ def test_the_canary_waits_for_one_continue_then_the_waves_run_in_order(deploymen
     assert shown.returncode == 0 and "wave 1 of 3 ended (waits for continue; ended: 1 done)" in shown.stdout, shown.stdout
     assert f"waits for continue: baton continue {task_id} patch --reason ..." in shown.stdout, shown.stdout
 
-    answers = []
-    go = threading.Barrier(2)
-
-    def act(url: str, who: str) -> None:
-        go.wait()
-        answers.append(http("POST", f"{url}/api/v1/tasks/{task_id}/steps/patch/actions/continue",
-                            {"reason": f"{who}: canary healthy"})[0])
-
-    threads = [threading.Thread(target=act, args=(url, who)) for url, who in ((base, "a"), (other, "b"))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(answers) == [200, 409], answers
+    answers = posted_at_once([base, other], f"/api/v1/tasks/{task_id}/steps/patch/actions/continue",
+                             ["a: canary healthy", "b: canary healthy"])
+    assert answers == [200, 409], answers
     late = baton(cluster, "continue", task_id, "patch", "--reason", "me too")
     assert late.returncode == 4 and "waits for no continue" in late.stderr, late.stderr
 

@@ -1,7 +1,8 @@
 """The deployment the docs/fan-out.md examples run on: an OSS deployment of real processes
 (tests/support/oss_deployment.py) whose `fleet` module serves tests/support/patch_commands.py,
 with item records on and every command's side effect noted in a ledger; and the few REST calls
-those tests make of it (submit with injected faults, wait for the end, count the effects)."""
+those tests make of it (submit with injected faults, wait for the end, count the effects, two
+operators acting at once through two OSS)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from common.engine.states import FINAL_STATUSES
 from tests.deploy.support import http
 from tests.support.cluster import Cluster, wait_until
 from tests.support.ledger_commands import read_ledger
-from tests.support.oss_deployment import oss_deployment
+from tests.support.oss_deployment import answers, oss_deployment
+from tests.support.ports import free_port
+from tests.support.races import race_threads
 
 REGISTRY = "tests.support.patch_commands:fleet"
 
@@ -63,3 +66,17 @@ def final(cluster: Cluster, base: str, task_id: str, seconds: float = 300) -> di
 def effects(cluster: Cluster, task_id: str, op: str) -> Counter:
     """How many times each item of the task ran `op`, from the ledger."""
     return Counter(n["item"] for n in read_ledger(cluster.ledger) if n["task"] == task_id and n["op"] == op)
+
+
+def second_oss(cluster: Cluster) -> str:
+    """The base URL of a second OSS process on the same store and broker, once it answers."""
+    port = free_port()
+    cluster.start_oss(port, name="oss2")
+    other = f"http://127.0.0.1:{port}"
+    wait_until(lambda: answers(other), 60, "the second OSS ready")
+    return other
+
+
+def posted_at_once(bases: list[str], path: str, reasons: list[str]) -> list[int]:
+    """One POST of `path` to each OSS, released together, each with its reason; their statuses, sorted."""
+    return sorted(race_threads(len(bases), lambda i: http("POST", f"{bases[i]}{path}", {"reason": reasons[i]})[0]))
