@@ -15,6 +15,7 @@ import pytest
 from common.engine.gates.lock.table import KeyLock
 from common.store.side.locks_table import LockTable
 from tests.contract.inventory_fixtures import Backend, backend, lock_store  # noqa: F401
+from tests.support.key_store_contract import check_compare_and_set
 from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 NOW = 1_700_000_000.0
@@ -26,15 +27,8 @@ def ids(granted: list[Any]) -> list[str]:
 
 def test_compare_and_set_inserts_once_and_lets_one_writer_win(lock_store: Any) -> None:
     first = KeyLock(Key="k", Limit=2, Version=1)
-    assert lock_store.compare_and_set(first, 0) is True
-    assert lock_store.compare_and_set(KeyLock(Key="k", Version=1), 0) is False  # exists already
-    assert lock_store.get("k") == first and lock_store.get("missing") is None
-    a, b = first.model_copy(update={"Limit": 3, "Version": 2}), first.model_copy(update={"Limit": 4, "Version": 2})
-    assert lock_store.compare_and_set(a, 1) is True
-    assert lock_store.compare_and_set(b, 1) is False
-    assert lock_store.get("k") == a
-    with pytest.raises(ValueError):
-        lock_store.compare_and_set(a.model_copy(update={"Version": 9}), 2)
+    rewrites = first.model_copy(update={"Limit": 3, "Version": 2}), first.model_copy(update={"Limit": 4, "Version": 2})
+    check_compare_and_set(lock_store, first, KeyLock(Key="k", Version=1), rewrites)
 
 
 def test_take_wait_release_in_order_and_idempotent(lock_store: Any) -> None:

@@ -15,6 +15,7 @@ from common.engine.document import KeyRate, RateStart
 from common.engine.gates.rate.window import Full, Taken
 from common.store.gates.rate.table import RateTable
 from tests.contract.inventory_fixtures import Backend, backend, rate_store  # noqa: F401
+from tests.support.key_store_contract import check_compare_and_set
 from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 NOW = 1_700_000_000.0
@@ -22,16 +23,8 @@ NOW = 1_700_000_000.0
 
 def test_compare_and_set_inserts_once_and_lets_one_writer_win(rate_store: Any) -> None:
     first = KeyRate(Key="k", Limit=2, Per=60.0, Version=1)
-    assert rate_store.compare_and_set(first, 0) is True
-    assert rate_store.compare_and_set(KeyRate(Key="k", Version=1), 0) is False  # exists already
-    assert rate_store.get("k") == first and rate_store.get("missing") is None
-    a = first.model_copy(update={"Starts": [RateStart(Member="a", At=NOW)], "Version": 2})
-    b = first.model_copy(update={"Starts": [RateStart(Member="b", At=NOW)], "Version": 2})
-    assert rate_store.compare_and_set(a, 1) is True
-    assert rate_store.compare_and_set(b, 1) is False
-    assert rate_store.get("k") == a
-    with pytest.raises(ValueError):
-        rate_store.compare_and_set(a.model_copy(update={"Version": 9}), 2)
+    rewrites = tuple(first.model_copy(update={"Starts": [RateStart(Member=m, At=NOW)], "Version": 2}) for m in "ab")
+    check_compare_and_set(rate_store, first, KeyRate(Key="k", Version=1), rewrites)
 
 
 def test_take_up_to_the_limit_then_full_until_the_oldest_leaves(rate_store: Any) -> None:
