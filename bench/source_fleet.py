@@ -6,6 +6,9 @@ thousand) fail for good under a budget of 1 %: the task must end successful with
 items failed and rolled back (checked, and said in the row when not). Printed per size: items per
 second from submission to the end, the module process's RSS after the run (its growth from the
 small run to the large one), and the task view and a page of its failed items over HTTP.
+The same rollout in waves `[100, "10%", rest]` (docs/design/waves.md, "Waves over a source") runs
+beside it at the sizes BATON_BENCH_SOURCE_WAVE_SIZES names (default "1000"; "0" skips it), its
+rate printed beside the run without waves of the same size in the same process.
 Prints figures, asserts nothing: `python -m bench.source_fleet` alone, or part of `make bench`;
 BATON_BENCH_SOURCE_SIZES (default "1000,100000"; "0" skips it) and BATON_BENCH_SOURCE_PARALLEL
 (max_parallel, default 64) size it.
@@ -27,6 +30,8 @@ from tests.support.cluster import Cluster, wait_until
 from tests.support.ports import free_port
 
 SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_SIZES", "1000,100000").split(","))
+WAVE_SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_WAVE_SIZES", "1000").split(",")
+                   if int(size) > 0)
 PARALLEL = int(os.environ.get("BATON_BENCH_SOURCE_PARALLEL", "64"))
 TOKEN = "bench-source-token-0123456789"
 SAMPLES = 20
@@ -48,6 +53,18 @@ task_types:
         tolerate: {{percent: 1}}
         normal:   {{module: sourcebench, command: patch}}
         rollback: {{module: sourcebench, command: unpatch}}
+  source_fleet_waves:
+    parameters:
+      host_count: {{type: integer, required: true}}
+    steps:
+      - name: patch
+        for_each:
+          source: {{module: sourcebench, command: hosts, page_size: 500}}
+        max_parallel: {parallel}
+        tolerate: {{percent: 1}}
+        waves: [100, "10%", rest]
+        normal:   {{module: sourcebench, command: patch}}
+        rollback: {{module: sourcebench, command: unpatch}}
 """
 
 
@@ -56,8 +73,9 @@ def failing(size: int) -> list[int]:
     return [i for i in range(size) if i % 1000 in (0, 333, 666)]
 
 
-def run_source(cluster: Cluster, client: httpx.Client, module_pid: int, size: int) -> dict:
-    task, seconds = run_to_end(cluster, "source_fleet", sent=True, poll=0.1, host_count=size)
+def run_source(cluster: Cluster, client: httpx.Client, module_pid: int, size: int,
+               task_type: str = "source_fleet") -> dict:
+    task, seconds = run_to_end(cluster, task_type, sent=True, poll=0.1, host_count=size)
     expected = failing(size)
     step = task.Steps[0]
     items = open_item_store_for(cluster.store)
@@ -67,6 +85,8 @@ def run_source(cluster: Cluster, client: httpx.Client, module_pid: int, size: in
     finally:
         items.close()
     exact = task.TaskStatus is TaskStatus.SUCCESS and step.FailedItems == len(expected) and failed == expected
+    if step.Wave is not None:  # in waves: each wave ran, and ended where its size says
+        exact = exact and len(step.Wave.Tallies) == len(step.Wave.Ends) - 1 and step.Wave.Ends[0] == min(100, size)
     rss = usage(module_pid)
     path = f"/api/v1/tasks/{task.TaskId}"
     return {
@@ -78,7 +98,8 @@ def run_source(cluster: Cluster, client: httpx.Client, module_pid: int, size: in
     }
 
 
-def source_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES, parallel: int = PARALLEL) -> dict:
+def source_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES, parallel: int = PARALLEL,
+                   wave_sizes: tuple[int, ...] = WAVE_SIZES) -> dict:
     port = free_port()
     with records_cluster(workdir, amqp_url, flows(parallel), "sourcebench", "bench.source_commands:sourcebench",
                          {"BATON_API_TOKENS": f"bench:{TOKEN}:read"}) as (cluster, module):
@@ -88,7 +109,12 @@ def source_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES,
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
             run_source(cluster, client, module.popen.pid, 50)  # warm-up: imports, caches, queues
             runs = {size: run_source(cluster, client, module.popen.pid, size) for size in sizes}
-    return {"parallel": parallel, "runs": runs}
+            in_waves = {}
+            for size in wave_sizes:  # beside a run without waves of the same size: the baseline
+                if size not in runs:
+                    runs[size] = run_source(cluster, client, module.popen.pid, size)
+                in_waves[size] = run_source(cluster, client, module.popen.pid, size, "source_fleet_waves")
+    return {"parallel": parallel, "runs": runs, "waves": in_waves}
 
 
 def rows(result: dict) -> list[tuple[str, str, str]]:
@@ -101,6 +127,12 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
         out.append((f"  its task view / a page of 100 items / a page of its failed items, {size:,} items",
                     f"{run['view_ms']:.1f} / {run['page_ms']:.1f} / {run['failed_ms']:.1f} ms", "median over HTTP"))
         out.append((f"  module RSS after the run of {size:,} items", f"{run['rss'] / 2**20:.0f} MiB", ""))
+    for size, run in result.get("waves", {}).items():
+        plain = result["runs"][size]
+        verdict = "ended successful, exactly those items failed, every wave ran" if run["exact"] else \
+            f"NOT as expected: {run['status']}, {run['failed']} failed"
+        out.append((f'the same {size:,} items in waves [100, "10%", rest]',
+                    f"{run['rate']:.0f} items/s (without waves: {plain['rate']:.0f})", verdict))
     runs = result["runs"]
     if len(runs) >= 2:
         small, large = min(runs), max(runs)

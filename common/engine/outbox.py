@@ -69,6 +69,9 @@ class ChildActionBody(_Body):
     ParentTaskId: str
     Actor: str
     Reason: str
+    # A cancel that stops the child's running runs too (a wave's check, docs/design/waves.md):
+    # left out when false, so the release before reads it.
+    StopRunning: bool = Field(False, exclude_if=lambda value: not value)
 
 
 class ChildFinishedBody(_Body):

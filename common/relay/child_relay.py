@@ -53,7 +53,8 @@ class ChildRelay:
             OutboxKind.CHILD_FINISHED: lambda e: self._change(
                 body_of(e.Kind, e.Body).TaskId, lambda t: child_finished(t, e.Body, self._timing())),
             OutboxKind.UNDO_CHILD: self._undo_child,
-            OutboxKind.CANCEL_CHILD: lambda e: self._act(e, lambda t, b: cancel(t, _parent(b), _why(b), self._timing())),
+            OutboxKind.CANCEL_CHILD: lambda e: self._act(e, lambda t, b: cancel(t, _parent(b), _why(b), self._timing(),
+                                                                             stop_running=b.StopRunning)),
             OutboxKind.PAUSE_CHILD: lambda e: self._act(e, lambda t, b: pause(t, _parent(b), _why(b), self._timing())),
             OutboxKind.RESUME_CHILD: lambda e: self._act(e, lambda t, b: _resume_if_paused_by_parent(t, b, self._timing())),
             OutboxKind.TASK_FINISHED: self._awaited_finished,  # a task waiting for this one (gates.task_waits)

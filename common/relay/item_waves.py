@@ -10,7 +10,7 @@ import structlog
 
 from common.engine.changes import Refusal, wave_ended, wave_gate_due
 from common.engine.document import ItemRecord, Task
-from common.engine.views import WAVE_OPEN, open_wave, wants_check, wave_item
+from common.engine.views import CHECK_ITEMS, FAILED_FORWARD, WAVE_OPEN, check_items, open_wave, pages_in, wants_check, wave_count
 
 log = structlog.get_logger(__name__)
 
@@ -37,6 +37,9 @@ class WaveEntries:
         if found is None:
             return
         index, start, end = found
+        for last in pages_in(task, cursor, start, end):  # a page fixed, its records not all inserted yet
+            if self._items.get_item(task_id, task.Generation, cursor, last) is None:
+                return  # its items never ran: theirs is the ask that ends the wave
         for state in WAVE_OPEN:
             if self._first_in(task, cursor, start, end, [state]):
                 return
@@ -46,7 +49,7 @@ class WaveEntries:
                                                                  self._ids, seen))
         if not isinstance(changed, Refusal):
             wave = changed.Steps[cursor].Wave
-            log.info("wave ended", task_id=task_id, step=cursor, wave=index + 1, waves=len(wave.Ends),
+            log.info("wave ended", task_id=task_id, step=cursor, wave=index + 1, waves=wave_count(changed.Steps[cursor]),
                      phase=wave.Phase, done=wave.Tallies[-1][0], failed=wave.Tallies[-1][1])
             self._flush_task(changed)
 
@@ -54,12 +57,14 @@ class WaveEntries:
         """The wave's items as its check sees them, read only when its gate runs a check."""
         if not wants_check(task.Steps[cursor]):
             return None
-        return [wave_item(r) for r in self._first_in(task, cursor, start, end, None, end - start)]
+        failed = self._first_in(task, cursor, start, end, FAILED_FORWARD, CHECK_ITEMS)
+        first = self._first_in(task, cursor, start, end, None, min(end - start, CHECK_ITEMS + len(failed)))
+        return check_items(failed, first, CHECK_ITEMS)
 
     def _wave_gate(self, task: Task, cursor: int, body: dict) -> None:
         wave = task.Steps[cursor].Wave
         seen = None
-        if wave is not None and wave.Index == body["Wave"]:
+        if wave is not None and wave.Index == body["Wave"] and wave.Index < len(wave.Ends):
             start = wave.Ends[wave.Index - 1] if wave.Index else 0
             seen = self._wave_items(task, cursor, start, wave.Ends[wave.Index])
         changed = self._write_task(task.TaskId, lambda t: wave_gate_due(t, cursor, body["Wave"], body["Phase"],

@@ -130,6 +130,8 @@ class ItemRelay(OperatorEntries, WaveEntries, SourcePages):
             self._start_page_chains(now, cursor, first, len(values))
         if last:
             self.check_settled(task.TaskId, cursor)
+        elif first and now.Steps[cursor].Wave is not None:
+            self.check_wave_ended(task.TaskId, cursor)  # a page that completes a wave whose items ended
 
     def _cancel(self, task: Task, cursor: int, stop: dict | None = None) -> None:
         """Withdraw the step's unclaimed normal runs; `stop` (an operator's cancel that stops

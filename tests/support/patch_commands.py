@@ -24,7 +24,9 @@ def unpatch(ctx: CommandContext) -> dict:
 @fleet.command()
 def check_wave(ctx: CommandContext) -> dict:
     """A wave's health check: it sees the wave's items; a drill fails it through `_baton_faults`."""
-    _note(ctx, "check", wave=ctx.parameters["wave"], items=[i["Item"] for i in ctx.parameters["items"]])
+    _note(ctx, "check", wave=ctx.parameters["wave"], items=[i["Item"] for i in ctx.parameters["items"]],
+          item_count=ctx.parameters.get("item_count"), truncated=ctx.parameters.get("items_truncated"),
+          failed=ctx.parameters.get("failed"), page=ctx.parameters.get("items_page"))
     return {"healthy": len(ctx.parameters["items"])}
 
 
@@ -37,11 +39,15 @@ def report(ctx: CommandContext) -> dict:
 @fleet.command()
 def hosts(ctx: CommandContext) -> dict:
     """A source of hosts a page at a time (docs/design/item-sources.md): `h0 ... h<host_count - 1>`,
-    paged by index. `source_fails_at`: a page starting at that index fails for good."""
+    paged by index. `source_fails_at`: a page starting at that index fails for good; `hide_total`:
+    the pages say nothing of the count."""
     after, size = ctx.parameters.get("page_after"), ctx.parameters["page_size"]
     count = int(ctx.parameters.get("host_count", 0))
     first = 0 if after is None else int(after)
     if ctx.parameters.get("source_fails_at") == first:
         raise RuntimeError(f"inventory unreachable at host {first}")
     last = min(first + size, count)
-    return {"items": [f"h{i}" for i in range(first, last)], "next": last if last < count else None, "total": count}
+    page = {"items": [f"h{i}" for i in range(first, last)], "next": last if last < count else None, "total": count}
+    if ctx.parameters.get("hide_total"):
+        del page["total"]
+    return page

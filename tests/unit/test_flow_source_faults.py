@@ -39,9 +39,6 @@ CASES = {
         "for_each:\n", "for_each: {src: x}\n") % PARALLEL, [
         "flows.yaml:6: task_types.t.steps[0].for_each.source: required key is missing",
         'flows.yaml:6: task_types.t.steps[0].for_each.src: unknown key; did you mean "source"? allowed keys here: source']),
-    "with waves": (STEP % ("", PARALLEL + "        waves: [1, rest]\n"), [
-        "flows.yaml:9: task_types.t.steps[0].waves: waves are not supported on a for_each over a source (its "
-        "item count is known only once its pages are fetched): remove one of them"]),
     "a number": (STEP.replace("          source: {module: m, command: c%s}\n", "").replace(
         "for_each:\n", "for_each: 5\n") % PARALLEL, ["flows.yaml:6: task_types.t.steps[0].for_each: must be text (got 5)"]),
 }
@@ -64,3 +61,14 @@ def test_a_source_command_its_module_does_not_serve_is_named():
     text = STEP.replace("command: c%s}", "command: hosts%s}") % ("", PARALLEL)
     found = problems(text, known={"m": {"c"}})  # it serves the items' command, not the source's
     assert len(found) == 1 and 'no command "hosts"' in found[0], found
+
+
+def test_waves_over_a_source_are_built_into_the_step():
+    step = only_step(STEP % ("", PARALLEL + '        waves: [100, "10%", rest]\n'))
+    assert step.Source is not None and [w.Size for w in step.Waves] == [100, "10%", "rest"]
+
+
+def test_a_wrong_wave_over_a_source_is_named_with_its_line_and_path():
+    assert problems(STEP % ("", PARALLEL + '        waves: [0, rest]\n')) == [
+        'flows.yaml:9: task_types.t.steps[0].waves[0].size: must be a number of items (>= 1), a percentage like "10%" '
+        '(above 0, at most 100) or "rest" (got 0)']

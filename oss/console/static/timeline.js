@@ -152,10 +152,13 @@ function waitingUnits(step) {
 function waveNote(step) {
   const wave = step.Wave;
   if (!wave) return null;
-  const where = `wave ${wave.Index + 1} of ${wave.Ends.length}`;
+  // Over a source with pages left, the waves are fixed as the pages come: their number is not known.
+  const growing = step.Paging && !step.Paging.Done;
+  const where = growing ? `wave ${wave.Index + 1}` : `wave ${wave.Index + 1} of ${wave.Ends.length}`;
   const phase = wave.Phase === "paused" ? [`${where} ended: waits for an operator's continue`]
     : wave.Phase === "baking" ? [`${where} ended: baking until `, when(wave.Until)]
-      : wave.Phase === "checking" ? [`${where} ended: its check runs as task ${wave.Check}`] : [`${where} running`];
+      : wave.Phase === "checking" ? [`${where} ended: its check runs as task ${wave.Check}`]
+        : wave.Index >= wave.Ends.length ? [`${where} waits for its source's count`] : [`${where} running`];
   const tallies = (wave.Tallies ?? []).map(([done, failed], i) =>
     `wave ${i + 1}: ${done} done${failed ? `, ${failed} failed` : ""}`).join(" · ");
   return el("div", { class: "wave-note", dataset: { phase: wave.Phase } },

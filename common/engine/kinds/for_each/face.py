@@ -38,6 +38,9 @@ VIEWS = {
     "common.engine.kinds.for_each.budget": ("describe_budget",),
     "common.engine.kinds.for_each.item_tolerance": ("budget_place",),
     # A step's waves: what the relay asks of their records, what a plan says of them.
-    "common.engine.kinds.for_each.waves.relay_reads": ("WAVE_OPEN", "open_wave", "wave_chains", "wave_item", "wants_check"),
+    "common.engine.kinds.for_each.waves.relay_reads": (
+        "CHECK_ITEMS", "FAILED_FORWARD", "WAVE_OPEN", "check_items", "open_wave", "pages_in", "wave_chains",
+        "wave_count", "wave_item", "wants_check",
+    ),
     "common.engine.kinds.for_each.waves.shown": ("plan_waves",),
 }

@@ -21,6 +21,7 @@ from common.engine.kinds.for_each.item_limits import over_limit
 from common.engine.kinds.for_each.item_views import keeps_records
 from common.engine.kinds.for_each.spec import ForEachPart
 from common.engine.kinds.for_each.waves.act import ACTION as CONTINUE_ACTION, continue_wave, waits_for_continue
+from common.engine.kinds.for_each.waves.cancel import cancel_check
 from common.engine.kinds.for_each.waves.sizes import fix_waves
 from common.engine.kinds.for_each.waves.shown import describe_wave
 from common.engine.kinds.kind import ActRequest, StepKind, StepShown
@@ -73,6 +74,7 @@ class ForEachKind(StepKind):
                 step.Items = []
                 return "a source's items need records: BATON_ITEM_RECORDS is false here"
             _source().open_source(task, cursor, timing, actor)
+            fix_waves(step)  # the first wave's end, when its size can be known before any page
             return None
         values = task.Parameters.get(step.ForEach or "")
         too_long = over_limit(step, values)
@@ -153,6 +155,10 @@ class ForEachKind(StepKind):
 
     def on_backward(self, task: Task, cursor: int, now: float) -> None:
         task.Held = None  # going backward, nothing waits for an operator's redrive any more
+        if task.Steps[cursor].Wave is not None:  # a wave's check running: cancelled (a cancel's did it already)
+            asked = task.CancelRequested
+            actor, reason = (asked.Actor, asked.Reason) if asked is not None else ("baton", task.TaskMessage or "backward")
+            cancel_check(task, cursor, actor, reason, now)
         if task.Steps[cursor].Source is not None:  # no page is fetched any more
             _source().stop_fetching(task, cursor, now, "backward")
         _records().withdraw_unclaimed(task, cursor, now)  # the items in records: their relay does it
@@ -179,6 +185,8 @@ class ForEachKind(StepKind):
         return self._items(task.Steps[run.Cursor]).cancel_run(task, run, request)
 
     def cancel_step(self, task: Task, cursor: int, request: OperatorRequest, stop_running: bool) -> None:
+        if task.Steps[cursor].Wave is not None:  # its check is the step's running work now
+            cancel_check(task, cursor, request.Actor, request.Reason, request.Time, stop_running)
         if stop_running:  # the claimed item runs are stopped by the entry that withdraws the rest
             _records().stop_claimed(task, cursor, request)
 
@@ -240,7 +248,7 @@ class ForEachKind(StepKind):
             fanned += f", tolerates {describe_budget(step.Tolerate)}"
         if step.FailedItems:
             fanned += f", {step.FailedItems} failed"
-        wave = describe_wave(step.Wave, counts) if step.Wave is not None else None
+        wave = describe_wave(step.Wave, counts, step) if step.Wave is not None else None
         if wave is not None:
             fanned += f", {wave}"
         unit = self._items(step).describe(step)  # what each item runs, said after the count

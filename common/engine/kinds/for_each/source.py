@@ -16,6 +16,8 @@ from common.engine.core.units import AttemptResult, Timing, drop_outbox, record,
 from common.engine.document import OutboxEntry, Run, Step, Task
 from common.engine.kinds.for_each.item_views import RECORDS
 from common.engine.kinds.for_each.records import OPEN_ITEMS, entry_id
+from common.engine.kinds.for_each.waves.opening import RESUME_ITEMS, where
+from common.engine.kinds.for_each.waves.sizes import bounds, resize
 from common.engine.kinds.for_each.source_doc import SourcePaging
 from common.engine.states import UNCLAIMED, Phase, TaskStatus
 
@@ -78,6 +80,7 @@ def conclude_page(task: Task, run: Run, result: AttemptResult, timing: Timing, a
         page = f"the source has more than the step's max_items ({step.MaxItems}) items"  # a runaway source
     if isinstance(page, str):
         paging.Done, paging.Failed = True, page or "the source failed"
+        resize(step)
         step.Message = task.TaskMessage = f"source of step {step.Name} failed: {paging.Failed}"
         record(task, timing.now, "source_failed", actor=actor, message=paging.Failed, unit=(cursor, None))
         return BACKWARD
@@ -91,10 +94,23 @@ def conclude_page(task: Task, run: Run, result: AttemptResult, timing: Timing, a
     paging.Page, paging.After, paging.Total = paging.Page + 1, following, total if total is not None else paging.Total
     record(task, timing.now, "page_fetched", actor=actor, unit=(cursor, None),
            message=f"page {paging.Page}: {len(items)} items, {paging.Fetched} in all")
-    if following is None:
-        paging.Done = True
-        return None
-    return FETCH
+    paging.Done = following is None
+    _resize_waves(task, cursor, timing.now)
+    return None if paging.Done else FETCH
+
+
+def _resize_waves(task: Task, cursor: int, now: float) -> None:
+    """In place: the waves the count now known fixes (docs/design/waves.md, "Waves over a
+    source"); an open wave that waited for its size starts its chains (an entry, as its opening)."""
+    step = task.Steps[cursor]
+    if not resize(step):
+        return
+    assert step.Wave is not None
+    entry = f"{entry_id(task, cursor, RESUME_ITEMS)}:wave{step.Wave.Index}:sized"
+    body = {"Cursor": cursor, "Generation": task.Generation}
+    task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body=body, DueAt=now))
+    start, end = bounds(step.Wave.Ends, step.Wave.Index)
+    record(task, now, "wave_sized", actor="baton", unit=(cursor, None), message=f"{where(step)}: {end - start} items")
 
 
 def stop_fetching(task: Task, cursor: int, now: float, suffix: str) -> None:
@@ -109,6 +125,7 @@ def stop_fetching(task: Task, cursor: int, now: float, suffix: str) -> None:
         drop_outbox(task, run.DispatchId)
         record(task, now, "cancelled", run, actor="baton", message="the task went backward: no page is fetched")
     step.Paging.Done = True
+    resize(step)  # every wave fixed from what was fetched: nothing more comes
     body = {"Cursor": cursor, "Generation": task.Generation, "Values": [], "From": step.Paging.Fetched, "Last": True}
     task.Outbox.append(OutboxEntry(DispatchId=f"{entry_id(task, cursor, OPEN_ITEMS)}:{suffix}", Kind=OPEN_ITEMS,
                                    Body=body, DueAt=now))

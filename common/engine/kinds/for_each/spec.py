@@ -107,10 +107,6 @@ class ForEachPart(FlowsPart):
                     where = path + ("for_each",)
                     problems.append(at(lines.key(where), where, f"a for_each over a source is not supported "
                                        f"with {inline}: its items live in records"))
-            if "waves" in step:  # a wave's size and its items are fixed when the step opens
-                where = path + ("waves",)
-                problems.append(at(lines.key(where), where, "waves are not supported on a for_each over a source "
-                                   "(its item count is known only once its pages are fetched): remove one of them"))
             return problems
         if not isinstance(name, str):
             return problems

@@ -8,7 +8,7 @@ from __future__ import annotations
 from common.engine.document import Step
 from common.engine.kinds.for_each.budget import budget, budget_base
 from common.engine.kinds.for_each.tolerance_doc import Tolerance
-from common.engine.kinds.for_each.waves.sizes import bounds, spec_of, wave_of
+from common.engine.kinds.for_each.waves.sizes import OPEN_END, bounds, spec_of, wave_of
 
 
 def wave_budget(step: Step, item: int) -> tuple[Tolerance, int, int] | None:
@@ -20,6 +20,9 @@ def wave_budget(step: Step, item: int) -> tuple[Tolerance, int, int] | None:
     if tolerance is None:
         return None
     start, end = bounds(step.Wave.Ends, index)
+    if end == OPEN_END and step.Paging is not None:  # a `rest` wave while its source pages: of what is known
+        paging = step.Paging
+        end = max(start, paging.Total if paging.Total is not None else paging.Fetched)
     return tolerance, start, end
 
 

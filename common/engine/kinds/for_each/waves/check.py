@@ -17,12 +17,15 @@ from common.engine.core.units import IdFactory, Refusal, Timing, record
 from common.engine.document import OutboxEntry, ParentLink, Step, Task
 from common.engine.kinds.for_each.waves.fields import CHECKING
 from common.engine.kinds.for_each.waves.opening import BATON, open_next, pause, where
-from common.engine.kinds.for_each.waves.sizes import spec_of
+from common.engine.kinds.for_each.waves.sizes import bounds, spec_of, wave_count
 from common.engine.states import TaskStatus
 from common.reserved import RESERVED_PREFIX
 
 START_CHILD = OutboxKind.START_CHILD
 CHECK_STEP = "check"
+# The most items a wave's check is given in its `items` (docs/design/waves.md, "A wave's check"):
+# the failed ones first; the whole wave is paged through the items API (`items_page`).
+CHECK_ITEMS = 500
 
 
 def check_task_id(task: Task, cursor: int, index: int) -> str:
@@ -44,7 +47,13 @@ def start_check(task: Task, cursor: int, wave_items: list[dict[str, Any]], now: 
     assert check is not None
     child_id = check_task_id(task, cursor, wave.Index)
     wave.Phase, wave.Until, wave.Check = CHECKING, None, child_id
-    parameters: dict[str, Any] = {"wave": wave.Index + 1, "waves": len(wave.Ends), "items": wave_items}
+    start, end = bounds(wave.Ends, wave.Index)
+    done, failed = wave.Tallies[wave.Index] if len(wave.Tallies) > wave.Index else (None, None)
+    parameters: dict[str, Any] = {
+        "wave": wave.Index + 1, "waves": wave_count(step), "items": wave_items, "item_count": end - start,
+        "done": done, "failed": failed, "items_truncated": len(wave_items) < end - start,
+        "items_page": {"task": task.TaskId, "step": step.Name, "after": start - 1 if start else None, "until": end},
+    }
     parameters.update({k: v for k, v in task.Parameters.items() if k.startswith(RESERVED_PREFIX)})  # drills' faults
     only = Step(Name=CHECK_STEP, NormalModule=check.Module, NormalCommand=check.Command, After=[])
     dispatch = f"{child_id}:start"
@@ -93,5 +102,5 @@ def check_finished(task: Task, body: dict[str, Any], timing: Timing, ids: IdFact
     if spec_of(step.Waves, step.Wave.Index).Pause:
         pause(new, cursor, timing.now)
     else:
-        open_next(new, cursor, timing, BATON, f"check passed; wave {step.Wave.Index + 2} of {len(step.Wave.Ends)}")
+        open_next(new, cursor, timing, BATON, "check passed")
     return new

@@ -15,7 +15,7 @@ from common.engine.kinds.for_each.waves.check import start_check
 from common.engine.kinds.for_each.waves.failing import fail
 from common.engine.kinds.for_each.waves.fields import BAKING, PAUSED, RUNNING
 from common.engine.kinds.for_each.waves.opening import BATON, open_next, pause, wait, where
-from common.engine.kinds.for_each.waves.sizes import spec_of
+from common.engine.kinds.for_each.waves.sizes import growing, is_last, spec_of
 from common.engine.states import StepState, TaskStatus
 
 
@@ -31,8 +31,10 @@ def wave_ended(task: Task, cursor: int, index: int, counts: Mapping[StepState, i
     wave = step.Wave
     if wave is None or wave.Index != index or wave.Phase != RUNNING:
         return Refusal("the wave ended already")
-    if index == len(wave.Ends) - 1:
+    if is_last(step):
         return Refusal("the last wave: the step settles")
+    if index >= len(wave.Ends) or (growing(step) and wave.Ends[index] > step.Paging.Fetched):
+        return Refusal("items of the wave are still to come from its source")
     if not _forward(task) or task.Held is not None or step.State is not StepState.RUNNING:
         return Refusal("the step does not go forward now")
     new = task.clone()
@@ -81,5 +83,5 @@ def wave_gate_due(task: Task, cursor: int, index: int, phase: str, timing: Timin
         fail(new, cursor, f"{where(step)}: nobody continued before its pause's timeout", timing, ids)
     else:
         why = "bake ended" if phase == BAKING else "pause timed out: continued"
-        open_next(new, cursor, timing, BATON, f"{why}; wave {index + 2} of {len(wave.Ends)}")
+        open_next(new, cursor, timing, BATON, why)
     return new

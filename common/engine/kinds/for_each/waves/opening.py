@@ -8,7 +8,7 @@ from common.engine.codes import OutboxKind
 from common.engine.core.units import Timing, record
 from common.engine.document import OutboxEntry, Step, Task
 from common.engine.kinds.for_each.waves.fields import PAUSED, RUNNING
-from common.engine.kinds.for_each.waves.sizes import spec_of
+from common.engine.kinds.for_each.waves.sizes import resize, spec_of, wave_count
 
 RESUME_ITEMS = OutboxKind.RESUME_ITEMS  # its flusher starts each idle chain's next waiting item
 WAVE_GATE = OutboxKind.WAVE_GATE
@@ -24,7 +24,10 @@ def _entry_id(task: Task, cursor: int, kind: str) -> str:
 def where(step: Step) -> str:
     wave = step.Wave
     assert wave is not None
-    return f"wave {wave.Index + 1} of {len(wave.Ends)}"
+    count = wave_count(step)
+    if count is None:
+        return f"wave {wave.Index + 1}"  # a source's step whose count is not known yet
+    return f"wave {wave.Index + 1} of {'about ' if step.Paging is not None and not step.Paging.Done else ''}{count}"
 
 
 def wait(task: Task, cursor: int, phase: str, until: float | None, now: float) -> None:
@@ -57,7 +60,9 @@ def open_next(task: Task, cursor: int, timing: Timing, actor: str, reason: str) 
     wave = step.Wave
     assert wave is not None
     wave.Index, wave.Phase, wave.Until = wave.Index + 1, RUNNING, None
+    resize(step)  # a source's step: the new wave's end, when its size can be known yet
     body = {"Cursor": cursor, "Generation": task.Generation}
     entry = f"{_entry_id(task, cursor, RESUME_ITEMS)}:wave{wave.Index}"
     task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body=body, DueAt=timing.now))
-    record(task, timing.now, "wave_started", actor=actor, unit=(cursor, None), message=reason or where(step))
+    record(task, timing.now, "wave_started", actor=actor, unit=(cursor, None),
+           message=f"{reason}; {where(step)}" if reason else where(step))

@@ -11,7 +11,8 @@ from common.engine.kinds.for_each.budget import describe
 from common.engine.kinds.for_each.budget import FAILED_FORWARD
 from common.engine.kinds.for_each.waves.fields import BAKING, CHECKING, PAUSED, RUNNING, WaveSpecDoc, WaveState
 from common.engine.states import StepState
-from common.engine.kinds.for_each.waves.sizes import spec_of, wave_ends
+from common.engine.document import Step
+from common.engine.kinds.for_each.waves.sizes import OPEN_END, spec_of, wave_count, wave_ends
 
 
 DONE = (StepState.SUCCEEDED.value, StepState.OPERATOR_SKIPPED.value)
@@ -22,15 +23,22 @@ def _clock(when: float) -> str:
     return dt.datetime.fromtimestamp(when, dt.UTC).strftime("%H:%M:%S UTC")
 
 
-def describe_wave(wave: WaveState, counts: Mapping[str, int] | None = None) -> str:
+def describe_wave(wave: WaveState, counts: Mapping[str, int] | None = None, step: Step | None = None) -> str:
     """"wave 2 of 4 ended (baking until 14:05:00 UTC; ended: 1 done, 10 done 1 failed)"; a wave
-    running, with the step's items counted by state: "wave 3 of 4 (40/100 done, 1 failed; ...)"."""
-    shown = f"wave {wave.Index + 1} of {len(wave.Ends)}" + (" ended" if wave.Phase in (BAKING, CHECKING, PAUSED) else "")
+    running, with the step's items counted by state: "wave 3 of 4 (40/100 done, 1 failed; ...)".
+    `step`: a source's step, whose count may not be known yet ("wave 2 of about 11", "wave 2")."""
+    growing = step is not None and step.Paging is not None and not step.Paging.Done
+    count = wave_count(step) if step is not None else len(wave.Ends)
+    of = "" if count is None else f" of {'about ' if growing else ''}{count}"
+    shown = f"wave {wave.Index + 1}{of}" + (" ended" if wave.Phase in (BAKING, CHECKING, PAUSED) else "")
     waits = []
-    if wave.Phase == RUNNING and counts is not None:  # this wave's: the step's, less the waves before it
+    if wave.Phase == RUNNING and wave.Index >= len(wave.Ends):
+        waits.append("waits for its source's count to be sized")
+    elif wave.Phase == RUNNING and counts is not None:  # this wave's: the step's, less the waves before it
         done = sum(counts.get(state, 0) for state in DONE) - sum(t[0] for t in wave.Tallies)
         failed = sum(counts.get(state, 0) for state in FAILED) - sum(t[1] for t in wave.Tallies)
-        size = wave.Ends[wave.Index] - (wave.Ends[wave.Index - 1] if wave.Index else 0)
+        start = wave.Ends[wave.Index - 1] if wave.Index else 0
+        size = "?" if wave.Ends[wave.Index] == OPEN_END else wave.Ends[wave.Index] - start
         waits.append(f"{done}/{size} done" + (f", {failed} failed" if failed else ""))
     if wave.Phase == BAKING and wave.Until is not None:
         waits.append(f"baking until {_clock(wave.Until)}")
