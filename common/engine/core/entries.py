@@ -26,7 +26,6 @@ from common.engine.core.advance import advance, conclude, dispatch, with_delay
 from common.engine.core.parking import lapsed as parked_lapsed
 from common.engine.gates.drain.gate import DRAIN_RECHECK_SECONDS
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
-from common.engine.core.units import unit_state
 from common.engine.registry import enter_gates, expiry, kind_of
 from common.tracing.carrier import TraceContext
 from common.engine.states import Phase, ResultCode, RunState, TaskStatus, move_run
@@ -49,7 +48,6 @@ from common.engine.core.units import (
     record,
     remove_run,
     run_key,
-    set_status,
 )
 
 __all__ = [
