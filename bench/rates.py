@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from common.store.gates.rate.table import RateTable
-from common.store.side.locks_table import LockTable
-from common.store.sqlite.locks import SqliteLockStore
+from common.store.gates.lock.table import LockTable
+from common.store.gates.lock.sqlite import SqliteLockStore
 from common.store.gates.rate.sqlite import SqliteRateStore
 
 

@@ -201,12 +201,14 @@ def quoted(text: str, limit: int = 64) -> str:
     return '"' + shown.replace("\n", "\\n").replace("\t", "\\t").replace('"', '\\"') + '"'
 
 
-def check_input(limits: InputLimits, identifiers: tuple[str, ...] = (), **fields: Any) -> None:
+def check_input(limits: InputLimits, identifiers: tuple[str, ...] = (), *, free_text: tuple[str, ...] = ("reason",),
+                **fields: Any) -> None:
     """Raise InvalidInput naming every problem of these request fields (None: absent).
 
     A dict or list is checked as JSON (parameters, labels); a string as one bounded text field.
     The fields named in `identifiers` (ids, keys, labels, an actor) must hold no control or
-    invisible character either; a `reason` no control character but tab and newline.
+    invisible character either; the fields named in `free_text` (a reason, a callback's message) no
+    control character but tab and newline.
     """
     problems: list[Problem] = []
     for name, value in fields.items():
@@ -216,7 +218,10 @@ def check_input(limits: InputLimits, identifiers: tuple[str, ...] = (), **fields
             found = json_problems(value, limits, name) if value is not None else []
         if name in identifiers and not found:
             found = identifier_problems(value, name)
-        elif name == "reason" and not found:
+        if name == "actor" and not found and isinstance(value, str) and (not value.strip() or value != value.strip()):
+            # Who acts is a person an approval counts once: "" or " ann" beside "ann" would count twice.
+            found = [(name, "must name who acts, without spaces around it")]
+        elif name in free_text and not found:
             found = free_text_problems(value, name)
         problems += found
     if problems:

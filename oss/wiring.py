@@ -11,7 +11,7 @@ from common.broker.factory import open_broker
 from common.broker.port import Broker
 from common.flows import FlowCatalog, load_flows
 from common.module_hooks import module_hook, module_hooks
-from common.relay.lock_reclaim import LockReclaim
+from common.relay.gate_reclaims import GateReclaims
 from common.relay.outbox import OutboxPublisher, mark_delay_for
 from common.settings import Settings
 from common.relay.schedule_runner import ScheduleRunner
@@ -66,11 +66,11 @@ def build_sweeper(settings: Settings, store: TaskStore, broker: Broker, service:
     modules = open_module_registry(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
     drains = open_module_drains(settings.store_url, timeout_seconds=settings.effective_store_timeout, indexes="none")
     unserved = UnservedWatch(store, modules, broker, settings.unserved_alarm_seconds, settings.module_ttl, drains)
-    locks = LockReclaim(OutboxPublisher(
+    reclaims = GateReclaims(OutboxPublisher(
         store, broker, time.time, mark_delay_for(settings.relay_grace_seconds),
         lease=settings.lease_seconds, redeliver_after=settings.redeliver_after_seconds,
     ))
-    jobs: list[Job] = [schedules, unserved, locks]
+    jobs: list[Job] = [schedules, unserved, reclaims]
     for resource in (load() for load in module_hooks("inventory_settings")):  # the resource module's
         if resource.claim_retention_seconds > 0:
             inventory = module_hook("inventory").open_configured_inventory(

@@ -77,8 +77,13 @@ def query_text(value: Any) -> str:
 
 
 def segment(value: str | int) -> str:
-    """A path segment: an id with a `/` or `?` in it stays one segment (and one id)."""
-    return quote(str(value), safe="")
+    """A path segment: an id with a `/` or `?` in it stays one segment (and one id). `.` and `..`
+    are written %2E: as dot segments, httpx would remove them and the call would name another
+    route (the task list for `get_task(".")`). An empty one would too: ValueError."""
+    text = str(value)
+    if not text:
+        raise ValueError("an id or name in a path is never empty")
+    return "%2E" * len(text) if text in (".", "..") else quote(text, safe="")
 
 
 class endpoint(Generic[P, T]):  # noqa: N801  (used as a decorator)

@@ -9,6 +9,7 @@ from enum import Enum, IntEnum, StrEnum
 from typing import Any
 
 from common.engine.codes import DERIVED_WAITS, WaitKind
+from common.engine.core.declared import declared
 
 
 class TaskStatus(IntEnum):
@@ -129,39 +130,38 @@ STEP_TRANSITIONS: frozenset[tuple[StepState, StepState]] = frozenset(
 )
 
 
-class RunState(StrEnum):
-    """State of one of the task's runs (`Runs[].State`)."""
-
-    PENDING = "pending"  # dispatched, nobody has claimed it
-    RUNNING = "running"  # claimed by `Owner`, leased until `Deadline`
-    WAITING_CHILD = "waiting_child"  # a sub-flow step waiting for its child task to end
-    WAITING_LOCK = "waiting_lock"  # a step with its own lock waiting for it (common/engine/gates/step_lock/unit_locks.py)
-    WAITING_RATE = "waiting_rate"  # a step with its own rate waiting for a slot (common/engine/gates/rate/unit_rate.py)
+_RUNS = declared("RUN_STATES")
+# State of one of the task's runs (`Runs[].State`): the engine's own, and each plug-in's
+# (`RUN_STATES` in its folder's declares.py: a sub-flow's run its child runs, a step's run waiting
+# for its own lock or rate).
+RunState = StrEnum("RunState", [  # type: ignore[misc]
+    ("PENDING", "pending"),  # dispatched, nobody has claimed it
+    ("RUNNING", "running"),  # claimed by `Owner`, leased until `Deadline`
+    *((member, value) for member, (value, _) in _RUNS.items()),
     # Parked by its step's kind: it waits for someone outside the flow (approvers, another system)
     # and holds no slot of any module; its kind says what it waits for (`StepKind.describe_wait`),
     # what ends it (`StepKind.act`) and what its deadline means (`StepKind.lapse`).
-    PARKED = "parked"
+    ("PARKED", "parked"),
+], module=__name__)
+RunState.__doc__ = "State of one of the task's runs (`Runs[].State`)."
 
 
 RUN_TRANSITIONS: frozenset[tuple[RunState, RunState]] = frozenset(
     {
         # A run is born PENDING (common.engine.core.units.add_run) and leaves `Runs` when it concludes.
         (RunState.PENDING, RunState.RUNNING),  # claimed by a module
-        (RunState.PENDING, RunState.WAITING_CHILD),  # a sub-flow step: its child task runs it
-        (RunState.PENDING, RunState.WAITING_LOCK),  # its step's own lock first (gates.step_locks)
-        (RunState.WAITING_LOCK, RunState.PENDING),  # granted: published now
-        (RunState.PENDING, RunState.WAITING_RATE),  # its step's own rate first (gates.rate)
-        (RunState.WAITING_RATE, RunState.PENDING),  # a slot taken: published now
         (RunState.PENDING, RunState.PARKED),  # its kind parks it: no module claims it
         (RunState.RUNNING, RunState.PARKED),  # its command waits for a callback (kinds/command/callback)
     }
+    | {(RunState(old), RunState(new)) for rows in declared("RUN_TRANSITIONS").values() for old, new in rows}
 )
 
 
-# Runs whose command never started (nobody claimed them): a cancel or pause may drop them. A
-# parked run has nothing under way either: a cancel fences it at once (a pause leaves it: its
-# attempt has begun, as a claimed run's has).
-UNCLAIMED = (RunState.PENDING, RunState.WAITING_LOCK, RunState.WAITING_RATE, RunState.PARKED)
+# Runs whose command never started (nobody claimed them): a cancel or pause may drop them (a
+# plug-in's run state says whether it is one). A parked run has nothing under way either: a
+# cancel fences it at once (a pause leaves it: its attempt has begun, as a claimed run's has).
+UNCLAIMED = (RunState.PENDING, *(RunState(value) for value, unclaimed in _RUNS.values() if unclaimed),
+             RunState.PARKED)
 
 
 class ResultCode(IntEnum):

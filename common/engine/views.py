@@ -20,7 +20,7 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     # The units a gate holds after their dispatch (a delayed start, a drain), shown waiting.
     "common.engine.core.held_view": ("HeldView", "held_view", "show_held"),
     # What each gate says of a task in a summary (its lock, a start slot taken, a step's rate).
-    "common.engine.core.gate_text": ("gate_lines", "gate_notes"),
+    "common.engine.core.gate_text": ("gate_lines", "gate_notes", "start_phrases"),
     **declared_exports("VIEWS"),  # each kind's and gate's, in its folder's face.py
 }
 __all__ = sorted(name for names in EXPORTS.values() for name in names)

@@ -15,6 +15,7 @@ from common.spec.problems import describe
 from common.flows.messages import schema_problems
 from common.spec.problems import ROOT, Problem, raise_problems
 from common.flows.schema import FlowsFile
+from common.flows.wide_numbers import wide_numbers
 from common.flows.yaml_source import read_yaml
 
 
@@ -56,6 +57,9 @@ def parse_flows(
         if not problems:  # a syntax error already says why there is no mapping
             problems.append(_not_a_mapping(source.data))
         raise_problems(filename, problems)
+    wide = wide_numbers(source.data, source.lines)
+    if wide:  # alone: the schema and the checks below would compare and build with numbers no store holds
+        raise_problems(filename, problems + wide)
     spec = None
     try:
         spec = FlowsFile.model_validate(source.data)

@@ -1,5 +1,5 @@
 """Documents kept one per key and written whole by compare-and-set on their Version: a lock
-key's (common.store.side.locks), a rate key's (common.store.gates.rate.port). Their adapters share
+key's (common.store.gates.lock.port), a rate key's (common.store.gates.rate.port). Their adapters share
 common.store.sqlite.keyed and common.store.mongo.keyed; what differs is the table and the
 document's type.
 

@@ -1,6 +1,6 @@
-"""Open the event log, the schedules, the lock documents, the module registry, the module
-drains and a gate's own table (common.store.gates) named by a store URL (as open_store), or a
-gate's table beside an open task store. A module's own store (the resource inventory) has its
+"""Open the event log, the schedules, the module registry, the module drains and a gate's own
+table (common.store.gates) named by a store URL (as open_store), or a gate's table beside an
+open task store. A module's own store (the resource inventory) has its
 opener in its module.
 
 They live beside the tasks: in the same SQLite file, or the same MongoDB database, so one
@@ -17,7 +17,6 @@ from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapte
 from common.store.gates import gate_table
 from common.store.side.drains import ModuleDrains
 from common.store.side.events import EventLog
-from common.store.side.locks import LockStore
 from common.store.side.modules import ModuleRegistry
 from common.store.side.schedules import ScheduleStore
 
@@ -25,7 +24,6 @@ open_event_log = opener(EventLog, "common.store.sqlite.events:SqliteEventLog", "
 open_schedule_store = opener(
     ScheduleStore, "common.store.sqlite.schedules:SqliteScheduleStore", "common.store.mongo.schedules:MongoScheduleStore"
 )
-open_lock_store = opener(LockStore, "common.store.sqlite.locks:SqliteLockStore", "common.store.mongo.locks:MongoLockStore")
 open_module_registry = opener(
     ModuleRegistry, "common.store.sqlite.modules:SqliteModuleRegistry", "common.store.mongo.modules:MongoModuleRegistry"
 )

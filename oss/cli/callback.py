@@ -31,20 +31,28 @@ def _output(value: str | None) -> dict:
                "parameters), --fail (with --message; --no-retry: the step's retries do not apply) or "
                "--heartbeat. Exit 3: no such token; 4: answered already, or its wait is over.")  # fmt: skip
 @click.argument("token")
-@click.option("--succeed", "action", flag_value="succeed", help="The work is done: the step succeeds.")
-@click.option("--fail", "action", flag_value="fail", help="The work failed: the step fails.")
-@click.option("--heartbeat", "action", flag_value="heartbeat", help="Still at work: the wait's heartbeat.")
+# One flag each, not one shared destination: click keeps the last of flags that share one, so
+# `--fail --succeed` was a success. Counted, two outcomes are the usage error they are.
+@click.option("--succeed", is_flag=True, help="The work is done: the step succeeds.")
+@click.option("--fail", "failed", is_flag=True, help="The work failed: the step fails.")
+@click.option("--heartbeat", is_flag=True, help="Still at work: the wait's heartbeat.")
 @click.option("--output", help="With --succeed: a JSON object merged into the task's parameters.")
 @click.option("--message", default="", help="With --fail: why (the task's message and history).")
 @click.option("--no-retry", is_flag=True, help="With --fail: the step's retries do not apply.")
-def callback(token: str, action: str | None, output: str | None, message: str, no_retry: bool) -> None:
+def callback(token: str, succeed: bool, failed: bool, heartbeat: bool, output: str | None, message: str,
+             no_retry: bool) -> None:  # fmt: skip
     from common.errors import InvalidInput
     from oss.services.callbacks import CallbackNotTaken
 
-    if action is None:
-        raise click.UsageError("say how it went: --succeed, --fail or --heartbeat")
+    given = [name for name, on in (("succeed", succeed), ("fail", failed), ("heartbeat", heartbeat)) if on]
+    if len(given) != 1:
+        raise click.UsageError("say how it went: exactly one of --succeed, --fail or --heartbeat"
+                               + (f" (got --{' --'.join(given)})" if given else ""))
+    action = given[0]
     if output is not None and action != "succeed":
         raise click.BadParameter("goes with --succeed only", param_hint="--output")
+    if no_retry and action != "fail":
+        raise click.BadParameter("goes with --fail only", param_hint="--no-retry")
     answer = _output(output)
     with opened_parts() as parts:
         declare_queues(parts)

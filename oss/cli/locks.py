@@ -15,8 +15,8 @@ from oss.cli.common import echo_json, settings
 @click.option("--json", "as_json", is_flag=True, help="One object per key.")
 def locks(key: str | None, as_json: bool) -> None:
     """Busy lock keys: limit, holders (mode, since when) and waiters (in the order they will be granted)."""
-    from common.store.side_stores import open_lock_store
-    from common.store.side.locks_table import LockTable
+    from common.store.gates.lock.table import open_lock_store
+    from common.store.gates.lock.table import LockTable
     from oss.services.lock_views import lock_view
 
     loaded = settings(client=True, existing_store=True)

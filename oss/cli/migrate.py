@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 def migrate(task_type: str, to: str, reason: str, limit: int, actor: str, apply_: bool, as_json: bool) -> None:
     import time
 
+    from common.errors import InvalidInput
     from oss.services.migrations import Migrations
 
     if not reason.strip():
@@ -45,6 +46,8 @@ def migrate(task_type: str, to: str, reason: str, limit: int, actor: str, apply_
         parts.store.ping()  # a store that is down says so before the flows are looked at
         try:
             result = migrations.run(task_type, to, actor=actor, reason=reason.strip(), dry_run=not apply_, limit=limit)
+        except InvalidInput as exc:
+            fail(EXIT_USAGE, f"migrate: {exc}")
         except ValueError as exc:
             fail(EXIT_USAGE, str(exc))
     _report(result, as_json)

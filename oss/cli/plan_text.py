@@ -12,8 +12,8 @@ def plan_lines(plan: Plan) -> list[str]:
     lines = [f"plan of a {plan.task_type} task (nothing was created)"]
     if plan.existing_task_id is not None:
         lines.append(f"  the idempotency key names task {plan.existing_task_id}: submitting would answer it, not create one")
-    start = {"now": "now", "freeze": "once its freeze window ends", "at": f"at {when(plan.start.at)}", "after_task": "after another task",
-             "lock": "once its lock is free", "rate": "once a start slot of its rate frees", "never": "never"}[plan.start.when]  # fmt: skip
+    # As the plan says it (each gate's words), a delayed start with its time as the CLI writes times.
+    start = f"at {when(plan.start.at)}" if plan.start.when == "at" else plan.start.text or plan.start.when
     lines.append(f"  starts: {start}" + "".join(f"\n    - {reason}" for reason in plan.start.reasons))
     lines.append("  steps:")
     lines += [line for step in plan.steps for line in _step_lines(step, "    ")]

@@ -94,8 +94,9 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
 
 def _print_plan(parts: Any, task_type: str, parameters: dict[str, Any], request: dict[str, Any], as_json: bool) -> None:
     from common.store.gates.rate.table import open_rate_table
-    from common.store.side_stores import open_lock_store, open_module_drains, open_module_registry
-    from common.store.side.locks_table import LockTable
+    from common.store.gates.lock.table import open_lock_store
+    from common.store.side_stores import open_module_drains, open_module_registry
+    from common.store.gates.lock.table import LockTable
     from oss.services.dry_run import dry_run
     from oss.cli.plan_text import plan_lines
 

@@ -116,7 +116,7 @@ class OperatorActions:
         """A person's action on a step that waits for people (approve, reject), written with one
         compare-and-set: two processes acting at once are applied one after the other, each on
         what the other wrote. UnknownTask; ActionForbidden (who asks may not); ActionRefused."""
-        check_input(self._limits, reason=reason, actor=actor)
+        check_input(self._limits, ("actor",), reason=reason, actor=actor)  # both go into the step and its history
         check_reason(reason)
         if self._store.get(task_id) is None:
             raise UnknownTask("no such task")

@@ -17,6 +17,7 @@ import structlog
 
 from common.secrets.free_text import masked_free_text
 from common.errors import ActionRefused, UnknownTask, UnreadableTask
+from common.input_limits import InputLimits, check_input
 from common.secrets.log_lines import hidden_values
 from common.secrets.values import secret_values
 from common.engine.document import Task
@@ -64,6 +65,7 @@ class BulkActions:
         if action not in ACTIONS:
             raise ValueError("unknown action")
         require_a_filter(filters)
+        check_input(InputLimits(), ("actor",), actor=actor, reason=reason)  # a dry run refuses what the run would
         result = BulkResult(action, dry_run)
         tasks, result.truncated = self._matching({**filters, "scope": scope}, min(limit, MAX_TASKS))
         result.matched = len(tasks)

@@ -60,7 +60,8 @@ class Callbacks:
         """Take the callback. InvalidInput (422) for an output or message over the limits;
         CallbackNotTaken for an unknown token (404), one answered already (409), or one whose
         wait is over (410)."""
-        check_input(self._limits, output=output, message=message)
+        # The message is another system's free text, bound for the history and the console: a reason's rules.
+        check_input(self._limits, free_text=("message",), output=output, message=message)
         if ANSWER_KEY in output:
             raise InvalidInput([(f"output.{ANSWER_KEY}", "is baton's own key: a callback's output may not hold it")])
         task_id = task_of(token)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.store.side.drains import ModuleDrains
-from common.store.side.locks_table import LockTable
+from common.store.gates.lock.table import LockTable
 from common.store.side.modules import ModuleRegistry
 from common.store.gates.rate.table import RateTable
 from oss.services.plans import Plan, lock_keys, plan_of

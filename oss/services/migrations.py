@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from common.errors import ActionRefused, StoreError, UnknownTask, UnreadableTask
-from common.input_limits import quoted
+from common.input_limits import InputLimits, check_input, quoted
 from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
 from common.engine.document import Task
@@ -61,6 +61,7 @@ class Migrations:
             limit: int = 1000, scope: Scope | None = None) -> MigrationResult:  # fmt: skip
         """ValueError: an unknown type, or `to` naming a revision the service does not run.
         `scope`: only the tasks in these namespaces (a scoped token's) are matched and moved."""
+        check_input(InputLimits(), ("actor",), actor=actor, reason=reason)  # both go into every moved task's history
         flow = self._target(task_type, to)
         result = MigrationResult(task_type, flow.content_hash, flow.version, dry_run)
         tasks, result.truncated = self._in_flight(task_type, min(limit, MAX_BULK_TASKS), scope)

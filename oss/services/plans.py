@@ -10,7 +10,7 @@ step and whether they are live, and when it would start.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +29,7 @@ from common.engine.views import (
     per_text,
     render_key,
     slots_left,
+    start_phrases,
     unit_secrets,
     utc_text,
 )
@@ -114,8 +115,13 @@ class PlanModule(BaseModel):
     drained: bool = Field(False, description="Drained for a deploy: its steps would wait until it is undrained")
 
 
+# A start nothing holds, one that never comes, and each gate's (its shown.py's PLAN_START).
+START_PHRASES = {"now": "now", "never": "never", **start_phrases()}
+
+
 class PlanStart(BaseModel):
-    when: Literal["now", "freeze", "at", "after_task", "lock", "rate", "never"]
+    when: str = Field(description=f"{', '.join(START_PHRASES)}: what holds the start first (now: nothing)")
+    text: str = Field("", description='How it reads, as what holds it says it: "once its lock is free"')
     at: float | None = Field(None, description="The delayed start (epoch seconds), when one was asked")
     reasons: list[str] = Field(description="Everything that holds the start, in the order it applies")
 
@@ -279,7 +285,7 @@ def _start(task: Task, awaited: Task | None, locks: list[PlanLock], rate: PlanRa
         reasons.append(f"once freeze window {wait.Key} ends at {utc_text(wait.Until)}")
     if awaited is not None and awaited.TaskStatus is not TaskStatus.SUCCESS:
         if awaited.TaskStatus in (TaskStatus.ROLLED_BACK, TaskStatus.ROLLBACK_FAILED):
-            return PlanStart(when="never", at=task.StartAt,
+            return PlanStart(when="never", text=START_PHRASES["never"], at=task.StartAt,
                              reasons=[f"task {awaited.TaskId} it would wait for ended {awaited.TaskStatus.name.lower()}"])  # fmt: skip
         when = "after_task" if when == "now" else when
         reasons.append(f"after task {awaited.TaskId} succeeds (now {awaited.TaskStatus.name.lower()})")
@@ -295,4 +301,4 @@ def _start(task: Task, awaited: Task | None, locks: list[PlanLock], rate: PlanRa
         when = "rate" if when == "now" else when
         reasons.append(f"once a start slot of rate {rate.key} frees at {utc_text(rate.next_slot_at)} "
                        f"({rate.limit} per {per_text(rate.per_seconds)}, none left now)")
-    return PlanStart(when=when, at=task.StartAt, reasons=reasons)  # type: ignore[arg-type]
+    return PlanStart(when=when, text=START_PHRASES[when], at=task.StartAt, reasons=reasons)

@@ -56,7 +56,7 @@ def test_success_without_an_api_token_merges_the_output_and_a_repeat_is_refused_
 
 def test_failure_rolls_the_task_back(api: Api) -> None:
     task_id, token = waiting(api)
-    answer = back(api, token, "fail", message="the board said no", retryable=False)
+    answer = back(api, token, "fail", message="the board said no:\n\tnot in the freeze", retryable=False)
     assert answer.status_code == 200 and answer.json()["state"] == "failed"
     task = api.store.get(task_id)
     assert task.TaskStatus is TaskStatus.ROLLING_BACK and "the board said no" in task.TaskMessage
@@ -102,6 +102,10 @@ def test_unknown_forged_and_malformed_tokens_are_404_word_for_word_and_name_noth
     ({"action": "succeed", "output": {"a": "x" * 70_000}}, "output.a"),
     ({"action": "fail", "retryable": "yes"}, "retryable"),
     ({"action": "succeed", "extra": 1}, "extra"),
+    # the other system's words reach the history, `baton get` and the console: as a reason's rules
+    ({"action": "fail", "message": "no\x1b[2J"}, "message"),
+    ({"action": "fail", "message": "rejected \u202eby nobody"}, "message"),
+    ({"action": "fail", "message": "nul\x00"}, "message"),
 ])
 def test_a_bad_body_is_422_naming_the_field_and_changes_nothing(api: Api, body: dict, field: str) -> None:
     task_id, token = waiting(api)

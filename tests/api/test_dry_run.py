@@ -97,7 +97,7 @@ def test_a_plan_shows_the_graph_counts_sub_flow_locks_and_modules_and_creates_no
     assert [(lock["key"], lock["scope"], lock["free"]) for lock in shown["locks"]] == [
         ("cluster:eu", "task", True), ("host:h1", "each_host", True), ("host:h2", "each_host", True),
         ("host:h3", "each_host", True), ("host:h4", "each_host", True)]  # fmt: skip
-    assert shown["start"] == {"when": "now", "at": None, "reasons": []}
+    assert shown["start"] == {"when": "now", "text": "now", "at": None, "reasons": []}
     # The child's modules count too: resource serves only its sub-flow.
     assert [(m["module"], m["live"], m["needed"]) for m in shown["modules"]] == [
         ("monitor", False, ["noop"]), ("mysql", False, ["noop", "noop_rollback"]),
@@ -114,7 +114,7 @@ def test_a_plan_names_the_holders_it_would_wait_for_and_the_live_modules(api):
     shown = plan(api, "rotate", {"cluster": "eu"})
     task_lock = shown["locks"][0]
     assert (task_lock["key"], task_lock["holders"], task_lock["free"]) == ("cluster:eu", [holder], False)
-    assert shown["start"]["when"] == "lock"
+    assert (shown["start"]["when"], shown["start"]["text"]) == ("lock", "once its lock is free")
     assert shown["start"]["reasons"] == [f"once lock cluster:eu is free (held by {holder}; 0 in line)"]
     modules = {m["module"]: m for m in shown["modules"]}
     assert modules["monitor"]["live"] and modules["monitor"]["missing"] == []
@@ -130,7 +130,7 @@ def test_a_plan_names_the_holders_it_would_wait_for_and_the_live_modules(api):
 def test_a_plan_says_when_it_would_start_after_a_task_or_at_its_time_or_never(api):
     later = time.time() + 3600
     assert plan(api, "create_db", {"name": "db1"}, start_at=later)["start"] == {
-        "when": "at", "at": pytest.approx(later), "reasons": ["at its start time"]}  # fmt: skip
+        "when": "at", "text": "at its start time", "at": pytest.approx(later), "reasons": ["at its start time"]}  # fmt: skip
     running = api.create()["task_id"]
     after = plan(api, "create_db", {"name": "db2"}, after_task=running)["start"]
     assert after["when"] == "after_task" and running in after["reasons"][0]

@@ -48,6 +48,7 @@ def test_the_route_names_what_it_refuses_and_counts_each_person_once(api: Api) -
     assert missing.status_code == 404 and missing.json()["error"]["fields"][0]["path"] == "step"
     unknown = act(api, task_id, action="bless")
     assert unknown.status_code == 404 and unknown.json()["error"]["fields"][0]["path"] == "action"
+    assert unknown.json()["error"]["message"] == "step ask (approve) has no action 'bless' (its actions: approve, reject)"
     assert act(api, "no-such-task").status_code == 404
     assert act(api, task_id, body={}).status_code == 422
     assert act(api, task_id, body={"reason": "x", "extra": 1}).status_code == 422

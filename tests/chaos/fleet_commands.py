@@ -10,6 +10,11 @@ units were applied and undone, and how often, independently of the task document
 `apply`/`undo` are `process` commands (a command child each: the for_each items); the others
 are `async` (a coroutine on the module's event loop) that await a gate file and `seconds` first,
 so hundreds of them are in flight at once in one module process.
+
+Where BATON_TEST_EFFECTS names a directory, `apply`/`undo` keep their effect once per idempotency
+key, as a real module keeps it (a file created with O_EXCL): the line then says whether this run
+made the effect (`made`) or found it made by an earlier run of the same unit. `check_wave` is a
+wave's health check (it notes the wave and its items).
 """
 
 from __future__ import annotations
@@ -24,10 +29,10 @@ from common.runtime.registry import CommandContext, CommandRegistry
 fleet = CommandRegistry("fleet")
 
 
-def note(ctx: CommandContext, op: str) -> None:
+def note(ctx: CommandContext, op: str, **extra: object) -> None:
     line = json.dumps({"op": op, "task": ctx.task_id, "cursor": ctx.cursor, "item": ctx.item_index,
                        "phase": ctx.phase.label, "attempt": ctx.attempt, "pid": os.getpid(),
-                       "time": time.time()}) + "\n"
+                       "key": ctx.idempotency_key, "time": time.time(), **extra}) + "\n"
     fd = os.open(os.environ["BATON_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
@@ -35,16 +40,37 @@ def note(ctx: CommandContext, op: str) -> None:
         os.close(fd)
 
 
+def effect(ctx: CommandContext, op: str) -> dict:
+    """`{"made": ...}` where effects are kept once per idempotency key, else nothing."""
+    folder = os.environ.get("BATON_TEST_EFFECTS")
+    if not folder:
+        return {}
+    path = os.path.join(folder, f"{op}-{ctx.idempotency_key}".replace(":", "_").replace("/", "_"))
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return {"made": False}  # made by an earlier run of the same unit: nothing more to do
+    return {"made": True}
+
+
 @fleet.command()
 def apply(ctx: CommandContext) -> dict:
-    note(ctx, "apply")
+    time.sleep(float(ctx.parameters.get("work_seconds", 0)))  # the work a kill may cut short
+    note(ctx, "apply", **effect(ctx, "apply"))
     return {"applied": ctx.item_index if ctx.item_index is not None else ctx.cursor}
 
 
 @fleet.command()
 def undo(ctx: CommandContext) -> dict:
-    note(ctx, "undo")
+    note(ctx, "undo", **effect(ctx, "undo"))
     return {}
+
+
+@fleet.command()
+def check_wave(ctx: CommandContext) -> dict:
+    items = [entry["Item"] for entry in ctx.parameters.get("items", [])]
+    note(ctx, "check", wave=ctx.parameters.get("wave"), items=items)
+    return {"checked": len(items)}
 
 
 async def _await_then_note(ctx: CommandContext, op: str) -> dict:

@@ -3,7 +3,11 @@
 Replaying History, every step's (and item's) state changes only along
 common.engine.states.STEP_TRANSITIONS and the task's along TASK_TRANSITIONS; the replay ends in
 the document's state; nothing but what the final change records follows the task_* event (a
-sub-flow child's `undo_requested` excepted); every claim follows its dispatch."""
+sub-flow child's `undo_requested` excepted); every claim follows its dispatch.
+
+An item failed within its step's budget rolls back while the task goes forward (its rollback
+leaves the task RUNNING); a task held by a failed item stays RUNNING, and its redrive
+(`redriven`) dispatches each item failed then once more: failed -> running, once per redrive."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from tests.chaos.history_units import (
     OUTCOMES,
     AttemptKey,
     attempt_key,
+    tolerated_units,
     unit_name,
     unit_of,
 )
@@ -30,6 +35,8 @@ def check_forward(task: Task, violation) -> None:
     status = TaskStatus.NOT_STARTED
     dispatched: set[AttemptKey] = set()
     final_seen = False
+    tolerated = tolerated_units(task)
+    redriven: set[int] = set()  # the units failed when the last redrive came: each dispatched again once
 
     def move_task(new: TaskStatus, why: str) -> None:
         nonlocal status
@@ -49,10 +56,15 @@ def check_forward(task: Task, violation) -> None:
             violation("forward", f"event {index} '{name}' names step {cursor}, outside the flow")
             continue
         target: StepState | None = None
+        if name == "redriven":
+            redriven = {unit for unit, state in states.items() if state is StepState.FAILED and unit not in tolerated}
         if name == "dispatched":
             dispatched.add(attempt_key(event))
             target = StepState.RUNNING if event.Phase is Phase.NORMAL else StepState.ROLLING_BACK
-            if event.Phase is Phase.ROLLBACK and status is TaskStatus.RUNNING:
+            if event.Phase is Phase.NORMAL and unit_of(event) in redriven:
+                redriven.discard(unit_of(event))
+                states[unit_of(event)] = StepState.WAITING  # the redrive runs it again
+            if event.Phase is Phase.ROLLBACK and status is TaskStatus.RUNNING and unit_of(event) not in tolerated:
                 move_task(TaskStatus.ROLLING_BACK, "first rollback dispatched")
         elif name == "cancelled" and states.get(unit_of(event)) is StepState.RUNNING:
             # A dispatch nobody claimed, fenced when another unit failed: a first attempt never

@@ -16,7 +16,7 @@ from common.engine.core.entries import (
     mark_sent,
 )
 from common.engine.document import HistoryEvent, StepMessage, Task
-from common.engine.states import Phase, ResultCode
+from common.engine.states import Phase, ResultCode, StepState
 from tests.chaos.invariants import check_task
 from tests.support.builders import counter_ids, make_step, only_run
 
@@ -104,3 +104,35 @@ def graph_rolled_back() -> Task:
     for item in (0, 1):
         task = g_do(task, 1, item=item, phase=G_R)
     return g_do(task, 0, phase=G_R)
+
+
+def graph_rollout() -> Task:
+    """A fan-out of four items that succeeded, as a step with a failure budget and `on_failure:
+    hold` leaves it (the History the engine writes over item records, put inline): item 1 failed
+    for good within the budget and was rolled back on its own; item 2 failed past it, the task
+    held, an operator redrove it, and its second attempt succeeded. Times follow the order."""
+    from tests.unit.test_graph_transitions import do as g_do
+    from tests.unit.test_graph_transitions import fan_out, new
+
+    task = g_do(new(fan_out(max_parallel=4), {"hosts": [1, 2, 3, 4]}), 0)
+    for item in range(4):
+        task = g_do(task, 1, item=item)
+    task = g_do(task, 2)
+    history = []
+    for e in task.History:
+        if e.Event == "step_succeeded" and e.Item == 1:
+            undo = e.model_copy(update={"Phase": Phase.ROLLBACK})
+            history += [e.model_copy(update={"Event": "step_failed"}), undo.model_copy(update={"Event": "dispatched"}),
+                        undo.model_copy(update={"Event": "claimed"}), undo.model_copy(update={"Event": "rollback_succeeded"})]
+        elif e.Event == "step_succeeded" and e.Item == 2:
+            again = e.model_copy(update={"Attempt": 2})
+            history += [e.model_copy(update={"Event": "step_failed"}), e.model_copy(update={"Event": "held", "Phase": None}),
+                        e.model_copy(update={"Event": "redriven", "Phase": None}),
+                        again.model_copy(update={"Event": "dispatched"}), again.model_copy(update={"Event": "claimed"}), again]
+        else:
+            history.append(e)
+    task.History = [e.model_copy(update={"Time": float(index)}) for index, e in enumerate(history)]
+    step = task.Steps[1]
+    step.ToleratedItems, step.FailedItems = [1], 1
+    step.Items[1].State = StepState.ROLLED_BACK
+    return task

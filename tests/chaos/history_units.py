@@ -39,3 +39,10 @@ def phase_key(event: HistoryEvent) -> PhaseKey:
 def attempt_key(event: HistoryEvent) -> AttemptKey:
     return (*phase_key(event), event.Attempt if event.Attempt is not None else -1)
 
+
+
+def tolerated_units(task) -> set[int]:
+    """The items failed within their step's budget (`ToleratedItems`): each rolled back on its own
+    while the task goes on (docs/design/item-records.md, "A failure budget")."""
+    return {(cursor + 1) * ITEM_BASE + item for cursor, step in enumerate(task.Steps)
+            for item in getattr(step, "ToleratedItems", None) or []}

@@ -115,6 +115,35 @@ task_types:
       - name: finish
         normal:   {module: fleet, command: apply, retry: 5}
         rollback: {module: fleet, command: undo, retry: 8}
+  chaos_rollout:
+    description: a for_each in waves with a bake between them and a failure budget, held past it, on the fleet module
+    parameters:
+      nodes: {type: array, required: true}
+      work_seconds: {type: number, default: 0}
+    steps:
+      - name: roll
+        for_each: nodes
+        max_parallel: 4
+        tolerate: {count: 3}
+        on_failure: hold
+        waves: [{size: "10%", tolerate: {count: 1}}, "30%", rest]  # the canary: a budget of its own too
+        between_waves: {bake: 1s}
+        normal:   {module: fleet, command: apply, retry: 5}
+        rollback: {module: fleet, command: undo, retry: 8}
+  chaos_rollout_checked:
+    description: a for_each in waves whose first wave's health check decides whether the rest start
+    parameters:
+      nodes: {type: array, required: true}
+      work_seconds: {type: number, default: 0}
+    steps:
+      - name: roll
+        for_each: nodes
+        max_parallel: 4
+        waves:
+          - {size: "25%", check: {module: fleet, command: check_wave}}
+          - rest
+        normal:   {module: fleet, command: apply, retry: 5}
+        rollback: {module: fleet, command: undo, retry: 8}
   chaos_async:
     description: two async steps on the fleet module, each awaiting the file `gate`, then `seconds`
     parameters:

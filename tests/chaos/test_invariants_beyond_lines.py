@@ -15,6 +15,7 @@ from tests.chaos.hand_made import (
     drive,
     fail_at,
     graph_rolled_back,
+    graph_rollout,
     new_task,
     ok,
     rules,
@@ -147,3 +148,45 @@ def test_the_lock_release_may_follow_the_final_event_but_nothing_else():
     task.History.append(final.model_copy(update={"Event": "claimed"}))
     assert any("after the task's final event" in v.detail for v in check_task(task)[0])
 
+
+
+# --- a failure budget, a hold and its redrive ------------------------------------------------------
+
+
+def _details(task: Task) -> list[str]:
+    violations, _ = check_task(task)
+    return [f"[{v.rule}] {v.detail}" for v in violations]
+
+
+@pytest.mark.usefixtures("inline_items")
+def test_a_rollout_with_a_tolerated_item_and_a_redriven_one_passes():
+    task = graph_rollout()
+    assert task.TaskStatus is TaskStatus.SUCCESS and _details(task) == []
+
+
+@pytest.mark.usefixtures("inline_items")
+def test_a_rollback_in_a_success_of_an_item_not_tolerated_is_caught():
+    task = graph_rollout()
+    task.Steps[1].ToleratedItems = []
+    found = _details(task)
+    assert "[rollback] SUCCESS but rollbacks ran" in found, found
+    assert any(d.startswith("[forward] task status ROLLING_BACK -> SUCCESS") for d in found), found
+
+
+@pytest.mark.usefixtures("inline_items")
+def test_an_item_dispatched_again_after_failing_without_a_redrive_is_caught():
+    task = graph_rollout()
+    task.History = [e for e in task.History if e.Event != "redriven"]
+    found = _details(task)
+    assert "[once] step 1 item 2 normal: outcome committed 2 times" in found, found
+    assert any(d.startswith("[forward] step 1 item 2: failed -> running") for d in found), found
+
+
+@pytest.mark.usefixtures("inline_items")
+def test_a_redrive_concluding_again_an_item_that_had_succeeded_or_was_tolerated_is_caught():
+    for item in (0, 1):
+        task = graph_rollout()
+        at = next(i for i, e in enumerate(task.History) if e.Event == "redriven")
+        last = next(e for e in task.History if e.Item == item and e.Event in ("step_succeeded", "step_failed"))
+        task.History.insert(at + 1, last.model_copy(update={"Event": "step_succeeded", "Attempt": 2}))
+        assert f"[once] step 1 item {item} normal: outcome committed 2 times" in _details(task), (item, _details(task))

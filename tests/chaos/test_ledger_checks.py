@@ -7,7 +7,7 @@ import pytest
 
 from common.engine.states import TaskStatus
 from tests.chaos.ledger_checks import check_ledger
-from tests.chaos.hand_made import drive, fail_at, graph_rolled_back, new_task, succeed
+from tests.chaos.hand_made import drive, fail_at, graph_rolled_back, graph_rollout, new_task, succeed
 
 pytestmark = pytest.mark.usefixtures("inline_items")
 
@@ -19,7 +19,8 @@ def clean_ledger(task) -> list[dict]:
     for index, e in enumerate(task.History):
         op = {"step_succeeded": "apply", "rollback_succeeded": "undo"}.get(e.Event)
         if op:
-            lines.append({"op": op, "task": task.TaskId, "cursor": e.Cursor, "item": e.Item, "time": float(index)})
+            lines.append({"op": op, "task": task.TaskId, "cursor": e.Cursor, "item": e.Item, "time": float(index),
+                          "key": f"{task.TaskId}:{e.Cursor}.{e.Item}:{op}"})
     return lines
 
 
@@ -90,3 +91,34 @@ def test_effects_of_a_unit_the_task_does_not_have_are_caught():
     task = drive(new_task(), succeed)
     stray = {"op": "apply", "task": task.TaskId, "cursor": 1, "item": 7, "time": 1.0}
     assert any("effects of a unit the task does not have" in v for v in violations(task, [*clean_ledger(task), stray]))
+
+
+def test_a_rollout_with_a_tolerated_item_and_a_redriven_one_passes():
+    task = graph_rollout()
+    report = check_ledger([task], clean_ledger(task))
+    assert report.violations == [] and report.undone == 1  # the tolerated item's debris, once
+
+
+def test_a_tolerated_item_left_with_its_debris_or_undone_twice_is_caught():
+    task = graph_rollout()
+    kept = [n for n in clean_ledger(task) if n["op"] != "undo"]
+    assert any("step 1 item 1: tolerated" in v and "0 undo effect(s)" in v for v in violations(task, kept))
+    twice = next(e for e in task.History if e.Event == "rollback_succeeded")
+    task.History.append(twice.model_copy())
+    assert any("step 1 item 1: tolerated" in v and "rollback committed 2 times" in v
+               for v in violations(task, clean_ledger(task)))
+
+
+def test_an_item_that_succeeded_applied_again_after_the_redrive_is_caught():
+    task = graph_rollout()
+    redriven = next(e.Time for e in task.History if e.Event == "redriven")
+    again = {"op": "apply", "task": task.TaskId, "cursor": 1, "item": 0, "time": redriven + 0.5,
+             "key": f"{task.TaskId}:1.0:apply"}
+    assert any("step 1 item 0: applied again after a redrive" in v for v in violations(task, [*clean_ledger(task), again]))
+
+
+def test_an_effect_made_under_a_second_idempotency_key_is_caught():
+    task = graph_rollout()
+    ledger = clean_ledger(task)
+    other = dict(next(n for n in ledger if n["item"] == 2), key="another", time=0.5)
+    assert any("step 1 item 2: apply made under 2 idempotency keys" in v for v in violations(task, [*ledger, other]))

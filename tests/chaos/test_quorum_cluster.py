@@ -28,8 +28,8 @@ import pytest
 from common.broker.rabbitmq import RabbitBroker
 from common.queues import dead_letter_queue, physical_queues
 from common.engine.states import TaskStatus
-from common.store.side.locks_table import LockTable
-from common.store.side_stores import open_lock_store
+from common.store.gates.lock.table import LockTable
+from common.store.gates.lock.table import open_lock_store
 from tests.chaos.evidence import assert_clean, log_events
 from tests.chaos.harness import ChaosCluster, Feeder
 from tests.chaos.lock_checks import lock_violations

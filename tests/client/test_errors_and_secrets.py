@@ -78,3 +78,34 @@ def test_a_password_in_the_url_is_not_shown_either() -> None:
     with pytest.raises(ValueError) as refused:
         BatonClient("ftp://bob:hunter2@baton.example")
     assert "hunter2" not in str(refused.value)
+
+
+@pytest.mark.parametrize("task_id", [".", ".."])
+def test_a_dot_id_stays_the_id_and_never_names_another_route(task_id: str) -> None:
+    # Sent as written, `.` and `..` are dot segments: httpx removes them, so `get_task(".")` asked
+    # for the task list (and failed reading it as a task) and `cancel("..")` posted elsewhere.
+    import httpx
+
+    seen: list[bytes] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.raw_path)
+        return httpx.Response(404, content=body("not_found", "no such task"))
+
+    client = BatonClient("http://baton.test", SECRET, retry=RetryPolicy(attempts=1),
+                         http={"transport": httpx.MockTransport(answer)})  # fmt: skip
+    for call in (lambda: client.get_task(task_id), lambda: client.cancel(task_id, "why"),
+                 lambda: client.act("t1", task_id, "approve", "ok"), lambda: client.list_items(task_id, task_id)):
+        with pytest.raises(NotFound):
+            call()
+    client.close()
+    assert [path.split(b"/")[4] for path in seen] == [task_id.replace(".", "%2E").encode()] * 2 + [b"t1"] + [
+        task_id.replace(".", "%2E").encode()]
+    assert seen[2].split(b"/")[6] == task_id.replace(".", "%2E").encode()
+
+
+def test_an_empty_id_is_refused_before_anything_is_sent() -> None:
+    client = BatonClient("http://127.0.0.1:9", SECRET, retry=RetryPolicy(attempts=1))
+    with pytest.raises(ValueError, match="empty"):
+        client.get_task("")  # it would name the task list
+    client.close()

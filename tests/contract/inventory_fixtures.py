@@ -21,8 +21,8 @@ from modules.resource.inventory.mongo import MongoInventory
 from modules.resource.inventory.sqlite import SqliteInventory
 from common.store.mongo.items import MongoItemStore
 from common.store.sqlite.items import SqliteItemStore
-from common.store.mongo.locks import MongoLockStore
-from common.store.sqlite.locks import SqliteLockStore
+from common.store.gates.lock.mongo import MongoLockStore
+from common.store.gates.lock.sqlite import SqliteLockStore
 from common.store.gates.rate.mongo import MongoRateStore
 from common.store.gates.rate.sqlite import SqliteRateStore
 from common.store.mongo.modules import MongoModuleRegistry

@@ -1,13 +1,13 @@
-"""The lock outbox entries and the sweeper's reclaim (common/relay/lock_relay.py) on every task store
+"""The lock outbox entries and the sweeper's reclaim (common/store/gates/lock/relay.py) on every task store
 kind, with the lock documents opened beside it
-(common.store.side.locks_table.open_lock_store_for)."""
+(common.store.gates.lock.table.open_lock_store_for)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from common.engine.gates.lock.table import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING
-from common.relay.lock_relay import LockRelay
+from common.store.gates.lock.relay import LockRelay
 from common.engine.document import Task
 from common.engine.states import TaskStatus
 from common.engine.core.entries import Timing, create_task

@@ -1,4 +1,4 @@
-"""The lock store contract (common/store/locks_*.py through common/store/side/locks_table.py), run
+"""The lock store contract (common/store/gates/lock/table.py), run
 against every backend: SQLite, mongomock and SecantusDB (same ids as the inventory's suite).
 
 Taking, waiting, releasing and reclaiming are idempotent, and a race for the last slot, between
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from common.engine.gates.lock.table import KeyLock
-from common.store.side.locks_table import LockTable
+from common.store.gates.lock.table import LockTable
 from tests.contract.inventory_fixtures import Backend, backend, lock_store  # noqa: F401
 from tests.support.key_store_contract import check_compare_and_set
 from tests.support.races import handles, open_where, race_processes, race_threads, won
@@ -69,8 +69,8 @@ def test_threads_racing_for_the_last_slot_have_one_winner(backend: Backend) -> N
 
 def _join_in_process(where: tuple, worker: int, start: Any, wins: Any) -> None:
     """Entry point of a spawned process: ask for the lock with its own handle."""
-    from common.store.mongo.locks import MongoLockStore
-    from common.store.sqlite.locks import SqliteLockStore
+    from common.store.gates.lock.mongo import MongoLockStore
+    from common.store.gates.lock.sqlite import SqliteLockStore
 
     table = LockTable(open_where(where, SqliteLockStore, MongoLockStore))
     try:

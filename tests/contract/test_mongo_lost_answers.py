@@ -26,7 +26,7 @@ from common.scheduling import Schedule
 from modules.resource.inventory.mongo import MongoInventory
 from modules.resource.inventory.port import Capacity, ClaimState
 from common.store.mongo.items import MongoItemStore
-from common.store.mongo.locks import MongoLockStore
+from common.store.gates.lock.mongo import MongoLockStore
 from common.store.mongo.tasks import MongoStore
 from common.store.tasks.mutate import mutate
 from common.store.mongo.schedules import MongoScheduleStore

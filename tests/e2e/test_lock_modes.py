@@ -13,8 +13,8 @@ import pytest
 
 from common.engine.document import Task
 from common.engine.states import TaskStatus
-from common.store.side_stores import open_lock_store
-from common.store.side.locks_table import LockTable
+from common.store.gates.lock.table import open_lock_store
+from common.store.gates.lock.table import LockTable
 from tests.support.cluster import Cluster, wait_until
 from tests.support.test_store import cluster_mongo_url
 

@@ -13,6 +13,7 @@ OSS serving REST, a module and a sweeper, and the `baton` CLI as its own process
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -92,6 +93,10 @@ def test_the_eleventh_task_waits_and_every_view_says_so(deployment):
     shown = baton(cluster, "get", waiting["TaskId"])
     assert shown.returncode == 0, shown.stderr
     assert "waiting for rate host:db1: 10 per 3600s, next slot at 20" in shown.stdout, shown.stdout
+    # the line reads as the guide shows it, its times aside (the window here is an hour)
+    (line,) = blocks(PAGE, "What a waiting task shows", "text")
+    shape = re.sub(r"\d", r"\\d", re.escape(line.strip().replace("per 60s", "per 3600s")))
+    assert re.search(shape, shown.stdout), (line, shown.stdout)
 
     status, plan = http("POST", f"{base}/api/v1/tasks", {"task_type": "create_database", "parameters": {"host": "db1"},
                                                           "dry_run": True})

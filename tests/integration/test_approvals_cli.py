@@ -69,3 +69,21 @@ def test_approve_and_reject_from_the_command_line(cli) -> None:
     assert task.Steps[0].State == "succeeded" and task.Runs[0].Cursor == 1  # the next step was dispatched
     late = run("reject", task_id, "ask", "--reason", "too late", "--as", "cy")
     assert late.exit_code == 4 and "waits for no reject" in late.output
+
+
+@pytest.mark.parametrize("actor", ["", "   ", " ann", "\x1b[31mann", "ann\u202e"])
+def test_who_acts_is_a_name_a_blank_or_hidden_one_is_refused_and_nothing_is_recorded(cli, actor: str) -> None:
+    # `--as` is the person an approval counts: a blank name, or one that differs from another only by
+    # spaces or invisible characters, would let one person count twice; an escape would drive the
+    # terminal of whoever reads the history. Every action that records who acted refuses it alike.
+    run, store = cli
+    task_id = json.loads(run("submit", "guarded", "--json").stdout)["TaskId"]
+    assert run("approve", task_id, "ask", "--reason", "ok", "--as", "ann").exit_code == 0
+    version = store.get(task_id).Version
+    for args in (("approve", task_id, "ask"), ("act", task_id, "ask", "reject"), ("pause", task_id),
+                 ("bulk", "cancel", "--type", "guarded", "--apply"), ("bulk", "cancel", "--type", "guarded"),
+                 ("migrate", "--type", "guarded", "--to", store.get(task_id).FlowHash, "--apply")):
+        refused = run(*args, "--reason", "why not", "--as", actor)
+        assert refused.exit_code == 2 and "actor" in refused.output, (args, refused.output)
+    task = store.get(task_id)
+    assert task.Version == version and [d.Actor for d in task.Steps[0].Decisions] == ["ann"]

@@ -8,7 +8,7 @@ import sqlite3
 import time
 
 from common.broker.inprocess import InProcessBroker
-from common.relay.lock_reclaim import LockReclaim
+from common.relay.gate_reclaims import GateReclaims as LockReclaim
 from common.engine.document import ChildTemplate, LockTemplate, StepMessage, Task
 from common.relay.outbox import OutboxPublisher
 from common.queues import module_queue

@@ -186,3 +186,19 @@ def test_a_source_past_the_steps_max_items_fails_the_step(stores):
     done = tasks.get(task.TaskId)
     assert done.TaskStatus is TaskStatus.ROLLED_BACK and "max_items (5)" in done.Steps[0].Paging.Failed
     assert done.Steps[0].ItemCount == 4 and len(items.page_items(task.TaskId, 0, 0, limit=10)) == 4
+
+
+@pytest.mark.parametrize("first", [None, "h4"])
+def test_a_source_that_answers_the_cursor_it_was_asked_with_fails_instead_of_paging_forever(stores, first):
+    # Its next page would be asked with the same cursor, answer the same, and so on: a loop that
+    # never ends (an empty page grows no count that max_items could stop).
+    tasks, items = stores
+    task = _created(tasks)
+    if first is not None:
+        _fetch(tasks, items, task.TaskId, ["h0"], first)
+    _fetch(tasks, items, task.TaskId, [], first if first is not None else "start")
+    if first is None:  # the first page is asked with no cursor: its own answer is new, the next one repeats it
+        _fetch(tasks, items, task.TaskId, [], "start")
+    done = tasks.get(task.TaskId)
+    assert done.TaskStatus is TaskStatus.ROLLED_BACK, [e.Event for e in done.History]
+    assert "the cursor it was asked with" in done.Steps[0].Paging.Failed

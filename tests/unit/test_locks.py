@@ -216,3 +216,19 @@ def test_a_delayed_start_asks_for_the_lock_only_when_due() -> None:
     task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(100.0), ids=IDS,
                        lock=("k", 1), start_at=500.0)
     assert [(e.Kind, e.DueAt) for e in task.Outbox] == [(LOCK_ACQUIRE, 500.0)]
+
+
+@pytest.mark.parametrize("one, other", [
+    (3, 3.0),  # one number, as two JSON clients write it
+    ({"region": "eu", "zone": 1}, {"zone": 1, "region": "eu"}),  # one mapping, its keys in another order
+    ([{"a": 1, "b": 2.0}], [{"b": 2, "a": 1}]),
+    ({"password": "pw", "n": 1}, {"n": 1.0, "password": "pw"}),  # a digest, of the same value
+])
+def test_one_value_makes_one_key_however_its_json_was_written(one, other):
+    # Two keys for one value would let two tasks hold one exclusive lock (or share no rate window).
+    assert render_key("db:{shard}", {"shard": one}) == render_key("db:{shard}", {"shard": other})
+
+
+def test_values_that_differ_still_make_keys_that_differ():
+    keys = {render_key("db:{shard}", {"shard": value}) for value in (3, 3.5, "3.5", True, None, {"a": 1}, {"a": 2})}
+    assert len(keys) == 6  # 3.5 and "3.5" are written alike in a key, as they were

@@ -14,7 +14,7 @@ from common.engine.document import Alarm, OutboxEntry, Task
 from common.engine.outbox import FLUSHERS, Flusher, body_of, kinds_of
 from common.engine.core.entries import Timing, create_task
 from common.relay.child_relay import ChildRelay
-from common.relay.lock_relay import LockRelay
+from common.store.gates.lock.relay import LockRelay
 from tests.support.builders import counter_ids, make_step
 
 # As stored documents hold them (the strings are the document format: they never change).

@@ -79,7 +79,9 @@ class PlanModule(Answer):
 
 
 class PlanStart(Answer):
-    when: str = Field(description="now, freeze, at, after_task, lock, rate or never")
+    when: str = Field(description="What holds the start first: now (nothing), never, or a gate (freeze, at, after_task, "
+                                  "lock, rate, or one added later)")
+    text: str = Field("", description='How it reads, as what holds it says it: "once its lock is free"')
     at: float | None = None
     reasons: list[str]
 

@@ -1,7 +1,9 @@
 """What the plug-ins' folders declare, found by folder so a new plug-in adds it without a line
 outside its folder: a kind's step fields (`STEP_PART` in its `fields.py`), a gate's task fields
 (`TASK_PART`), the names it offers the engine's face (`DOCUMENT`, `CHANGES`, `VIEWS` in its
-`face.py`), and a gate's modules beside its class that the core asks (`sweep.py`, `shown.py`)."""
+`face.py`), a gate's modules beside its class that the core asks (`sweep.py`, `shown.py`), and
+its members of the engine's shared tables (`declares.py`: its waits, outbox kinds, flushers and
+run states, read by common.engine.codes, states and outbox as they are built)."""
 
 from __future__ import annotations
 
@@ -59,4 +61,35 @@ def _faces() -> tuple[ModuleType, ...]:
         root = Path(importlib.import_module(package).__file__ or "").parent
         found += [importlib.import_module(f"{package}.{folder.name}.face")
                   for folder in sorted(root.iterdir(), key=lambda p: p.name) if (folder / "face.py").is_file()]
+    return tuple(found)
+
+
+def declared(attribute: str) -> dict[str, Any]:
+    """Every plug-in's `declares.py`'s `attribute` (a mapping of member names) merged, the
+    kinds' then the gates', in the folders' order. ValueError naming both folders when two
+    declare one member: a member is one folder's."""
+    return merged_declarations(attribute, _declarations())
+
+
+def merged_declarations(attribute: str, modules: Iterable[ModuleType]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for module in modules:
+        for member, value in getattr(module, attribute, {}).items():
+            if member in merged:
+                raise ValueError(f"{attribute} {member} is declared by {owner[member]} and by {module.__name__}")
+            merged[member], owner[member] = value, module.__name__
+    return merged
+
+
+@cache
+def _declarations() -> tuple[ModuleType, ...]:
+    """Every plug-in folder's `declares.py`, a folder's within it too (a for_each's waves). Each
+    imports nothing of the engine but common.engine.core.bodies: the shared tables are built from
+    them before any other module of the engine can be imported."""
+    found = []
+    for package in PLUG_INS:
+        root = Path(importlib.import_module(package).__file__ or "").parent
+        for path in sorted(root.rglob("declares.py")):
+            found.append(importlib.import_module(".".join((package, *path.relative_to(root).with_suffix("").parts))))
     return tuple(found)

@@ -1,6 +1,7 @@
-"""What each gate says of a task as people read it (`baton get`'s summary): its folder's `shown.py`
-(`TASK_LINES(task)`: lines about the task, `STEP_NOTE(task, index)`: a note on one step's line),
-found by folder and asked in the registry's order, so the summary names no gate."""
+"""What each gate says of a task as people read it (`baton get`'s summary, a dry run's plan): its
+folder's `shown.py` (`TASK_LINES(task)`: lines about the task, `STEP_NOTE(task, index)`: a note on
+one step's line, `PLAN_START`: how a plan says a start it holds first), found by folder and asked
+in the registry's order, so the summary and the plan's words name no gate."""
 
 from __future__ import annotations
 
@@ -28,3 +29,10 @@ def gate_notes(task: Task, index: int) -> str:
     """What the gates note on step `index`'s line ("waiting for a start slot of rate ..."), each
     after two spaces."""
     return "".join(f"  {note}" for step_note in _shown()[1] if (note := step_note(task, index)))
+
+
+@cache
+def start_phrases() -> dict[str, str]:
+    """How a plan says its start when a gate holds it first (its `when` -> "once its lock is
+    free"), each gate's `PLAN_START`, in the registry's order."""
+    return dict(m.PLAN_START for m in beside(GATES, "shown") if hasattr(m, "PLAN_START"))

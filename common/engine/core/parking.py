@@ -84,7 +84,7 @@ def act_on_step(task: Task, step: str | int, action: str, request: ActRequest, t
     names = [a.name for a in kind.actions]
     if action not in names:
         offered = ", ".join(names) or "none"
-        return NoSuch(f"step {task.Steps[cursor].Name} is a {kind.name} step: no action {action!r} (its actions: {offered})",
+        return NoSuch(f"step {task.Steps[cursor].Name} ({kind.name}) has no action {action!r} (its actions: {offered})",
                       "action")
     if parked_run(task, cursor) is None and kind.waits_unparked(task, cursor):
         new = task.clone()

@@ -24,6 +24,9 @@ class GateTable:
     mongo_indexes: str | None = None  # "module:NAME": {collection: [IndexSpec, ...]}
     relay: str | None = None  # "module:Class", built with (task store, timing, flush)
     flusher: Flusher | None = None  # the outbox entries its relay carries
+    # How often the sweeper calls its relay's `reclaim()` (what crashes leave in the table), in
+    # seconds; None: its relay has none (common.relay.gate_reclaims).
+    reclaim_every: float | None = None
 
 
 @cache

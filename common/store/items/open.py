@@ -1,4 +1,4 @@
-"""Open the item records beside a task store, as common.store.side.locks_table opens the lock
+"""Open the item records beside a task store, as common.store.gates.lock.table opens the lock
 documents: whoever holds a task store reaches a step's items with what it has."""
 
 from __future__ import annotations

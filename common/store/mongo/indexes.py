@@ -117,9 +117,6 @@ SPECS: dict[str, list[IndexSpec]] = {
     "module_drains": [
         IndexSpec("module", [("Module", ASCENDING)], {"unique": True}),
     ],
-    "task_locks": [
-        IndexSpec("key", [("Key", ASCENDING)], {"unique": True}),
-    ],
     "schedules": [
         IndexSpec("schedule_id", [("ScheduleId", ASCENDING)], {"unique": True}),
         IndexSpec("name", [("Name", ASCENDING)], {"unique": True}),

@@ -13,15 +13,26 @@ from common.store.keyed import KeyedDocument, check_next_version
 from common.store.mongo import marks
 from common.store.mongo.base import MongoAdapter
 from common.store.mongo.errors import adapter_edge
+from common.store.mongo.indexes import IndexSpec
 
 _NO_ID = {"_id": False, marks.FIELD: False}
 _edge = adapter_edge(None)  # errors named by the adapter's WHAT
 
 
 class MongoKeyedDocuments(MongoAdapter, Generic[KeyedDocument]):
-    COLLECTION = ""  # a subclass's collection (and its COLLECTIONS: [COLLECTION])
+    """A subclass names its COLLECTION, DOCUMENT and NAMED; its COLLECTIONS (whose indexes it
+    prepares) and WHAT (how its errors name it) follow from the collection."""
+
+    COLLECTION = ""
     DOCUMENT: type[KeyedDocument]
     NAMED = ""  # how a wrong Version names the document ("lock")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.COLLECTION:
+            cls.COLLECTIONS = [cls.COLLECTION]
+            if "WHAT" not in vars(cls):  # named by its collection unless it says otherwise
+                cls.WHAT = f"mongodb {cls.COLLECTION.replace('_', ' ')}"
 
     def __init__(self, url_or_client: str | Any, database: str = "baton", **options: Any):
         super().__init__(url_or_client, database, **options)
@@ -52,3 +63,9 @@ class MongoKeyedDocuments(MongoAdapter, Generic[KeyedDocument]):
                 return False
             return True
         return self.write_versioned(self._documents, {"Key": keyed.Key}, expected_version, doc)
+
+
+def key_indexes(adapter: type[MongoKeyedDocuments[Any]]) -> dict[str, list[IndexSpec]]:
+    """The one index of a keyed collection, `Key` unique, as a gate's table adds it to the
+    MongoDB index catalog (common.store.gates)."""
+    return {adapter.COLLECTION: [IndexSpec("key", [("Key", ASCENDING)], {"unique": True})]}

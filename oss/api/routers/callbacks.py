@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from common.engine.commands import ANSWER_KEY
 from common.flows.json_schema import PLAIN_KEY, STORED_JSON
+from common.input_limits import FREE_TEXT_PATTERN
 from oss.api.auth import Context
 from oss.api.callback_rate import CallbackRate
 from oss.api.errors import ApiError
@@ -54,7 +55,7 @@ def document_callback_body(document: dict[str, Any], max_string: int) -> None:
         propertyNames={"allOf": [{"pattern": PLAIN_KEY}, {"not": {"enum": [ANSWER_KEY]}}]},
         additionalProperties={"$ref": f"#/components/schemas/{STORED_JSON}"},
     )
-    properties["message"]["maxLength"] = max_string
+    properties["message"].update(maxLength=max_string, pattern=FREE_TEXT_PATTERN)
 
 
 def _limiter(request: Request) -> CallbackRate:

@@ -11,8 +11,8 @@ from common.engine.views import MAX_KEY_LENGTH
 from common.errors import UnreadableTask
 from common.input_limits import NO_CONTROL_PATTERN
 from common.store.gates.rate.table import RateTable, open_rate_table
-from common.store.side_stores import open_lock_store
-from common.store.side.locks_table import LockTable
+from common.store.gates.lock.table import open_lock_store
+from common.store.gates.lock.table import LockTable
 from oss.api.access import sees
 from oss.api.auth import Context, Reader
 from oss.settings import ApiToken

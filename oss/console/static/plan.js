@@ -7,8 +7,11 @@ import { call } from "./api.js";
 import { el, replace, when } from "./dom.js";
 import { errorBanner } from "./widgets.js";
 
-const STARTS = { now: "Now", freeze: "Once its freeze window ends", at: "At its start time",
-  after_task: "After another task succeeds", lock: "Once its lock is free", never: "Never" };
+// As the plan says it: what holds the start first gives its words (a gate added later too).
+function startText(start) {
+  const text = start.text || start.when;
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
 
 export function showPlan(root, _arg, params) {
   const type = el("select", { name: "task_type", id: "plan-type", required: "" });
@@ -56,7 +59,7 @@ export function showPlan(root, _arg, params) {
 
 function planView(plan) {
   const start = el("div", { class: "card", id: "plan-start" },
-    el("h2", { text: `Starts: ${STARTS[plan.start.when] ?? plan.start.when}` }), // a reason added later: its name
+    el("h2", { text: `Starts: ${startText(plan.start)}` }),
     plan.start.at ? el("p", {}, "Start time: ", when(plan.start.at)) : null,
     el("ul", {}, plan.start.reasons.map((reason) => el("li", { text: reason }))),
     plan.existing_task_id ? el("p", { class: "banner info",

@@ -1,5 +1,5 @@
 """What the lock gate says of a task in `baton get`'s summary (common.engine.core.gate_text): its
-lock, once no longer waited for (held, kept, released)."""
+lock, once no longer waited for (held, kept, released); and how a plan says a start it holds."""
 
 from __future__ import annotations
 
@@ -15,3 +15,5 @@ def task_lines(task: Task) -> list[str]:
 
 
 TASK_LINES = task_lines
+# How a dry run's plan says its start when the lock holds it first (its `when`, its words).
+PLAN_START = ("lock", "once its lock is free")

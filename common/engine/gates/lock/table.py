@@ -3,11 +3,11 @@
 A task type may declare `lock: {key: "cluster:{cluster}", limit: 5}`: at most `limit` tasks
 whose rendered key is the same run at once; the others wait, best priority first, then in
 submission order. One document per key holds who holds it and who waits; every change to it is
-one compare-and-set on its `Version` (common/store/side/locks_table.py applies these functions), so
+one compare-and-set on its `Version` (common/store/gates/lock/table.py applies these functions), so
 two processes racing for the last slot cannot both win.
 
 The task side (common/engine/gates/lock/changes.py) keeps `Task.Lock` and `Task.WaitingFor`; the outbox
-entries `lock_acquire` and `lock_release` connect the two documents (common/relay/lock_relay.py).
+entries `lock_acquire` and `lock_release` connect the two documents (common/store/gates/lock/relay.py).
 """
 
 from __future__ import annotations
@@ -135,10 +135,23 @@ def render_key(template: str, parameters: dict[str, Any], secret: Collection[str
 def _part(name: str, value: Any, secret: Collection[str]) -> str:
     """A value as its part of a key. Control and invisible characters are written as escapes: a
     key is a name (GET /locks?key= takes no newline, NUL or bidi control) and is shown on one line."""
-    text = value if isinstance(value, str) else str(value)
+    text = value if isinstance(value, str) else str(_canonical(value))
     if name in secret or SECRET_KEY.search(name) or mask_secrets(value) != value:
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
     return escaped(text)
+
+
+def _canonical(value: Any) -> Any:
+    """One value, one spelling: JSON's 3 and 3.0 are one number, and a mapping is the same in
+    any key order. Else two tasks on one shard would make two keys, and both hold an exclusive
+    lock. What was already canonical (an int, a mapping in key order) is written as before."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:  # past it, 1e+300 stays short
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _canonical(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_canonical(item) for item in value]
+    return value
 
 
 # --- decisions on the lock document ----------------------------------------------------------------

@@ -1,5 +1,6 @@
 """What the rate gate says of a task in `baton get`'s summary (common.engine.core.gate_text): the
-start slot its task type's rate gave it, and a step whose attempt waits for a slot of its own rate."""
+start slot its task type's rate gave it, and a step whose attempt waits for a slot of its own rate;
+and how a plan says a start it holds."""
 
 from __future__ import annotations
 
@@ -24,3 +25,5 @@ def step_note(task: Task, index: int) -> str:
 
 TASK_LINES = task_lines
 STEP_NOTE = step_note
+# How a dry run's plan says its start when the rate holds it first (its `when`, its words).
+PLAN_START = ("rate", "once a start slot of its rate frees")

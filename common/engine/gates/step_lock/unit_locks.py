@@ -4,7 +4,7 @@ its first dispatch until it settles (retries keep it); rollbacks take no lock.
 
 The unit's run waits in state `waiting_lock` (no deadline, nothing published) and the task's
 `UnitLocks` says so; the lock table's member is `<TaskId>#<cursor>[.<item>]`, so the relay and
-the sweeper's reclaim (common/relay/lock_relay.py) treat it like a task's own lock. Pure: the callers
+the sweeper's reclaim (common/store/gates/lock/relay.py) treat it like a task's own lock. Pure: the callers
 in common.engine.core.advance change the task in place.
 """
 

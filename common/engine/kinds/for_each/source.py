@@ -20,6 +20,7 @@ from common.engine.kinds.for_each.waves.opening import RESUME_ITEMS, where
 from common.engine.kinds.for_each.waves.sizes import bounds, resize
 from common.engine.kinds.for_each.source_doc import SourcePaging
 from common.engine.states import UNCLAIMED, Phase, TaskStatus
+from common.input_limits import quoted
 
 PAGE_AFTER, PAGE_SIZE = "page_after", "page_size"  # what a page's command is given besides the task's parameters
 FETCH, BACKWARD = "fetch", "backward"  # what a page's end asks of the engine
@@ -78,6 +79,9 @@ def conclude_page(task: Task, run: Run, result: AttemptResult, timing: Timing, a
     page = read_page(result.output, step.Source.PageSize) if result.ok and step.Source else result.message
     if not isinstance(page, str) and step.MaxItems is not None and paging.Fetched + len(page[0]) > step.MaxItems:
         page = f"the source has more than the step's max_items ({step.MaxItems}) items"  # a runaway source
+    if not isinstance(page, str) and page[1] is not None and page[1] == paging.After:
+        # Asked again with it, it would answer the same, for ever: a loop no count stops (its pages may be empty).
+        page = f"the source's next cursor is the cursor it was asked with ({quoted(str(page[1]))}): it would page forever"
     if isinstance(page, str):
         paging.Done, paging.Failed = True, page or "the source failed"
         resize(step)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from common.engine.document import KeyRate
-from common.store.mongo.indexes import ASCENDING, IndexSpec
-from common.store.mongo.keyed import MongoKeyedDocuments
+from common.store.mongo.keyed import MongoKeyedDocuments, key_indexes
 
 
 class MongoRateStore(MongoKeyedDocuments[KeyRate]):
-    WHAT = "mongodb task rates"
     COLLECTION = "task_rates"
-    COLLECTIONS = [COLLECTION]
     DOCUMENT = KeyRate
     NAMED = "rate"
 
@@ -19,8 +16,4 @@ class MongoRateStore(MongoKeyedDocuments[KeyRate]):
 
 
 # Added to the MongoDB index catalog (common.store.mongo.indexes.catalog) by common.store.gates.
-INDEXES = {
-    MongoRateStore.COLLECTION: [
-        IndexSpec("key", [("Key", ASCENDING)], {"unique": True}),
-    ],
-}
+INDEXES = key_indexes(MongoRateStore)

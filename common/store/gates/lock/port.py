@@ -1,7 +1,7 @@
 """The lock store port: one document per lock key (common.engine.gates.lock.table.KeyLock).
 
 Adapters only read and compare-and-set whole documents; the decisions (who waits, who is
-granted) are pure functions applied by common.store.side.locks_table.LockTable, which retries a lost
+granted) are pure functions applied by common.store.gates.lock.table.LockTable, which retries a lost
 race on a fresh read. Documents are never deleted: a deleted and re-created key would restart
 its Version, and a writer holding an old read could then win a compare-and-set it must lose.
 """

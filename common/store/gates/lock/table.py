@@ -2,7 +2,8 @@
 document with a compare-and-set, re-read and re-decided when another writer won the race.
 
 `open_lock_store_for` opens the lock documents beside a task store (same SQLite file, same
-MongoDB database), so whoever flushes an outbox can apply lock entries with what it has.
+MongoDB database), so whoever flushes an outbox can apply lock entries with what it has;
+`open_lock_store` opens them on a store URL (the API's and the CLI's lock views).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 from common.engine.views import EXCLUSIVE, EXCLUSIVE_SHARES
 from common.engine.document import KeyLock, LockHolder
 from common.engine.changes import join, leave
-from common.store.beside import open_beside
-from common.store.side.locks import LockStore
+from common.store.gates.lock.port import LockStore
+from common.store.side_stores import open_gate_table, open_gate_table_beside
 from common.store.retry import compare_and_set_loop
 
 Decision = Callable[[KeyLock, float], tuple[KeyLock, list[str]]]
@@ -65,5 +66,9 @@ class LockTable:
 
 def open_lock_store_for(task_store: Any) -> LockStore:
     """The lock documents beside `task_store` (a SqliteStore or a MongoStore)."""
-    return open_beside(task_store, "common.store.sqlite.locks:SqliteLockStore",  # type: ignore[no-any-return]
-                       "common.store.mongo.locks:MongoLockStore", "lock store")
+    return open_gate_table_beside("lock", task_store)  # type: ignore[no-any-return]
+
+
+def open_lock_store(url: str, **options: Any) -> LockStore:
+    """The lock documents on a store URL (`options`: open_gate_table's, as `indexes="none"`)."""
+    return open_gate_table("lock", url, **options)  # type: ignore[no-any-return]

@@ -1,5 +1,5 @@
 """Lock documents on SQLite, in the task store's file (table `task_locks`; `locks` is the
-sweeper's lease-lock table)."""
+sweeper's lease-lock table; docs/design/locks.md)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from common.engine.codes import OutboxKind
 from common.engine.document import LockHolder, OutboxEntry, Task
 from common.engine.states import LockState
 from common.engine.outbox import LockAcquireBody, LockReleaseBody, body_of
-from common.store.side.locks_table import LockTable, open_lock_store_for
+from common.store.gates.lock.table import LockTable, open_lock_store_for
 from common.store.tasks.mutate import mutate
 from common.store.tasks.port import TaskStore
 

@@ -1,0 +1,93 @@
+"""A plug-in declares its members of the engine's shared tables in its folder (docs/design/engine.md,
+"What a plug-in declares"): its waits, outbox kinds (with their bodies and flushers) and run states
+are in its `declares.py`, which imports nothing of the engine (the tables are built from them
+before anything else of the engine exists, and `baton get` reads them without pydantic: a body is
+named, "module:Class", and imported by common.engine.outbox); the shared tables' modules name
+no plug-in's member; a member is one folder's; the stored waits stand in the registry's order of
+the gates. Each checker is shown to name a planted breach."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from common.engine.codes import DERIVED_WAITS, WaitKind
+from common.engine.core.declared import _declarations, merged_declarations
+from common.engine.registry import GATES
+from tests.architecture.import_graph import import_graph
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLES = ("common/engine/codes.py", "common/engine/states.py", "common/engine/outbox.py")
+
+
+def declares_breaches(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(declares module, engine module it imports) for every import of the engine."""
+    return {(importer, target) for importer, targets in graph.items() if importer.endswith(".declares")
+            for target in targets if target.startswith("common.engine")}
+
+
+def declared_values() -> set[str]:
+    """Every stored string a plug-in declares: its waits', outbox kinds', flushers', run states'."""
+    values: set[str] = set()
+    for module in _declarations():
+        for attribute in ("WAITS", "OUTBOX_KINDS", "RUN_STATES"):
+            values |= {row[0] for row in getattr(module, attribute, {}).values()}
+        for attribute in ("DERIVED_WAITS", "FLUSHERS"):
+            values |= set(getattr(module, attribute, {}).values())
+    return values
+
+
+def members_named(source: str, values: set[str]) -> set[str]:
+    """The plug-ins' members a shared table's module spells out itself (as a string constant)."""
+    return {node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in values}
+
+
+def test_a_declares_module_imports_nothing_of_the_engine():
+    assert declares_breaches(import_graph(ROOT, ("common",))) == set()
+
+
+def test_a_planted_engine_import_in_a_declares_module_is_named(tmp_path):
+    for name, text in {
+        "common/__init__.py": "",
+        "common/engine/gates/lock/declares.py": "from common.engine.codes import OutboxKind\n",
+        "common/engine/gates/lock/bodies.py": "from common.engine.core.bodies import Body\n",  # a body may
+        "common/engine/kinds/for_each/waves/declares.py": "def later():\n    from common.engine.kinds.for_each import bodies\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert declares_breaches(import_graph(tmp_path, ("common",))) == {
+        ("common.engine.gates.lock.declares", "common.engine.codes"),
+        ("common.engine.gates.lock.declares", "common.engine.codes.OutboxKind"),
+        ("common.engine.kinds.for_each.waves.declares", "common.engine.kinds.for_each"),
+        ("common.engine.kinds.for_each.waves.declares", "common.engine.kinds.for_each.bodies"),
+    }
+
+
+def test_the_shared_tables_name_no_plug_ins_member():
+    values = declared_values()
+    assert {"lock_acquire", "waiting_rate", "freeze", "locks", "drain"} <= values  # found by folder
+    for table in TABLES:
+        assert members_named((ROOT / table).read_text(), values) == set(), table
+
+
+def test_a_planted_member_in_a_shared_table_is_named():
+    planted = 'OutboxKind = StrEnum("OutboxKind", [("PUBLISH", "publish"), ("LOCK_ACQUIRE", "lock_acquire")])\n'
+    assert members_named(planted, declared_values()) == {"lock_acquire"}
+
+
+def test_a_member_declared_by_two_folders_is_named():
+    one = SimpleNamespace(__name__="common.engine.gates.lock.declares", WAITS={"LOCK": ("lock", 30)})
+    two = SimpleNamespace(__name__="common.engine.gates.step_lock.declares", WAITS={"LOCK": ("lock", 35)})
+    with pytest.raises(ValueError, match="WAITS LOCK is declared by common.engine.gates.lock.declares and by "
+                                         "common.engine.gates.step_lock.declares"):
+        merged_declarations("WAITS", [one, two])
+
+
+def test_the_stored_waits_stand_in_the_registrys_order_of_the_gates():
+    stored = [kind for kind in WaitKind if kind not in DERIVED_WAITS]
+    assert stored == [gate.wait_kind for gate in GATES if gate.wait_kind in stored]
+    assert list(WaitKind)[len(stored):] == [kind for kind in WaitKind if kind in DERIVED_WAITS]  # shown ones last
