@@ -17,21 +17,17 @@ BATON_BENCH_SOURCE_SIZES (default "1000,100000"; "0" skips it) and BATON_BENCH_S
 from __future__ import annotations
 
 import os
-import statistics
-import tempfile
-import time
 from pathlib import Path
 
 import httpx
 
 from bench.api import oss_ready
-from common.engine.changes import use_records
-from common.engine.states import FINAL_STATUSES, StepState, TaskStatus
+from bench.procstat import usage
+from bench.records_cluster import median_ms, print_alone, records_cluster, run_to_end
+from common.engine.states import StepState, TaskStatus
+from common.store.items.open import open_item_store_for
 from tests.support.cluster import Cluster, wait_until
 from tests.support.ports import free_port
-from bench.procstat import usage
-from common.store.items.open import open_item_store_for
-from tests.support.vhosts import rabbitmq_vhost
 
 SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_SIZES", "1000,100000").split(","))
 WAVE_SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_WAVE_SIZES", "1000").split(",")
@@ -77,31 +73,14 @@ def failing(size: int) -> list[int]:
     return [i for i in range(size) if i % 1000 in (0, 333, 666)]
 
 
-def _timed(client: httpx.Client, path: str) -> float:
-    """The median wall ms of SAMPLES requests, after a warm-up."""
-    for _ in range(3):
-        assert client.get(path).status_code == 200
-    spent = []
-    for _ in range(SAMPLES):
-        started = time.perf_counter()
-        response = client.get(path)
-        spent.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, response.text
-    return statistics.median(spent)
-
-
 def run_source(cluster: Cluster, client: httpx.Client, module_pid: int, size: int,
                task_type: str = "source_fleet") -> dict:
-    started = time.perf_counter()
-    task_id = cluster.submit(task_type, host_count=size).TaskId
-    while (task := cluster.store.get(task_id)).TaskStatus not in FINAL_STATUSES or task.Outbox:
-        time.sleep(0.1)
-    seconds = time.perf_counter() - started
+    task, seconds = run_to_end(cluster, task_type, sent=True, poll=0.1, host_count=size)
     expected = failing(size)
     step = task.Steps[0]
     items = open_item_store_for(cluster.store)
     try:
-        failed = [r.Item for r in items.page_items(task_id, task.Generation, 0, limit=len(expected) + 1,
+        failed = [r.Item for r in items.page_items(task.TaskId, task.Generation, 0, limit=len(expected) + 1,
                                                    states=[StepState.ROLLED_BACK])]
     finally:
         items.close()
@@ -109,26 +88,21 @@ def run_source(cluster: Cluster, client: httpx.Client, module_pid: int, size: in
     if step.Wave is not None:  # in waves: each wave ran, and ended where its size says
         exact = exact and len(step.Wave.Tallies) == len(step.Wave.Ends) - 1 and step.Wave.Ends[0] == min(100, size)
     rss = usage(module_pid)
+    path = f"/api/v1/tasks/{task.TaskId}"
     return {
         "rate": size / seconds, "exact": exact, "status": task.TaskStatus.name, "failed": step.FailedItems,
         "rss": rss.rss_bytes if rss is not None else 0,
-        "view_ms": _timed(client, f"/api/v1/tasks/{task_id}"),
-        "page_ms": _timed(client, f"/api/v1/tasks/{task_id}/steps/0/items?after={size // 2}&limit=100"),
-        "failed_ms": _timed(client, f"/api/v1/tasks/{task_id}/steps/0/items?failed=true&limit=100"),
+        "view_ms": median_ms(client, path, SAMPLES, warm_up=3),
+        "page_ms": median_ms(client, f"{path}/steps/0/items?after={size // 2}&limit=100", SAMPLES, warm_up=3),
+        "failed_ms": median_ms(client, f"{path}/steps/0/items?failed=true&limit=100", SAMPLES, warm_up=3),
     }
 
 
 def source_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES, parallel: int = PARALLEL,
                    wave_sizes: tuple[int, ...] = WAVE_SIZES) -> dict:
-    workdir.mkdir(parents=True, exist_ok=True)
-    env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30", "BATON_REDELIVER_AFTER_SECONDS": "60",
-           "BATON_ITEM_RECORDS": "1", "BATON_API_TOKENS": f"bench:{TOKEN}:read"}
-    use_records(True)  # this process (the service) opens the root step
-    cluster = Cluster(workdir, amqp_url, flows(parallel), extra_env=env)
     port = free_port()
-    try:
-        module = cluster.start_module("sourcebench", registry="bench.source_commands:sourcebench")
-        cluster.start_sweeper()
+    with records_cluster(workdir, amqp_url, flows(parallel), "sourcebench", "bench.source_commands:sourcebench",
+                         {"BATON_API_TOKENS": f"bench:{TOKEN}:read"}) as (cluster, module):
         cluster.start_oss(port, BATON_OSS_SWEEPER="false")
         base = f"http://127.0.0.1:{port}"
         wait_until(lambda: oss_ready(base), 60, "OSS ready")
@@ -140,9 +114,7 @@ def source_figures(workdir: Path, amqp_url: str, sizes: tuple[int, ...] = SIZES,
                 if size not in runs:
                     runs[size] = run_source(cluster, client, module.popen.pid, size)
                 in_waves[size] = run_source(cluster, client, module.popen.pid, size, "source_fleet_waves")
-        return {"parallel": parallel, "runs": runs, "waves": in_waves}
-    finally:
-        cluster.stop_all()
+    return {"parallel": parallel, "runs": runs, "waves": in_waves}
 
 
 def rows(result: dict) -> list[tuple[str, str, str]]:
@@ -169,12 +141,5 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def main() -> None:
-    with rabbitmq_vhost("baton-bench-source") as url, tempfile.TemporaryDirectory() as tmp:
-        result = source_figures(Path(tmp), url)
-    for name, value, note in rows(result):
-        print(f"  {name}: {value}  {note}")
-
-
 if __name__ == "__main__":
-    main()
+    print_alone("baton-bench-source", source_figures, rows)

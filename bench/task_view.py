@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from bench.api import oss_ready
+from bench.records_cluster import timed_gets
 from common.engine.codes import OutboxKind
 from common.engine.changes import Timing, create_task, new_records, use_records
 from common.engine.views import keeps_records
@@ -63,15 +64,7 @@ def build_task(store: SqliteStore, items: SqliteItemStore, task_id: str, size: i
 
 
 def _timed(client: httpx.Client, path: str, samples: int) -> dict[str, float]:
-    for _ in range(5):  # warm-up: the first requests pay for imports and caches
-        assert client.get(path).status_code == 200
-    spent = []
-    for _ in range(samples):
-        started = time.perf_counter()
-        response = client.get(path)
-        spent.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, response.text
-    spent.sort()
+    spent = timed_gets(client, path, samples, warm_up=5)  # the first requests pay for imports and caches
     return {"p50": statistics.median(spent), "p95": spent[min(len(spent) - 1, int(len(spent) * 0.95))]}
 
 
@@ -121,7 +114,7 @@ def view_rows(workdir: Path) -> list[tuple[str, str, str]]:
         (f"task view (GET /tasks/ID) of a for_each over {size:,} items in records",
          f"p50 {large['p50']:.1f} ms", f"p95 {large['p95']:.1f} ms; 10 items: p50 {small['p50']:.1f} ms; "
          f"the step settled: p50 {settled['p50']:.1f} ms"),
-        (f"a page of 100 of its items (GET /tasks/ID/steps/0/items)", f"p50 {page['p50']:.1f} ms",
+        ("a page of 100 of its items (GET /tasks/ID/steps/0/items)", f"p50 {page['p50']:.1f} ms",
          f"p95 {page['p95']:.1f} ms"),
     ]
 

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, StringConstraints, create_model, field_validator
 
 from common.cron import CRON_PROBLEM, is_cron
-from common.flows.freeze import DURATION_PROBLEM, parse_duration
+from common.spec.durations import checked_duration
 from common.engine.registry import flows_parts
 from common.engine.views import EVENTS
 from common.secrets.urls import redacted_url
@@ -161,12 +161,7 @@ class FreezeSpec(_Spec):
             raise ValueError(CRON_PROBLEM)
         return value
 
-    @field_validator("duration")
-    @classmethod
-    def _duration(cls, value: float | str) -> float | str:
-        if parse_duration(value) is None:
-            raise ValueError(f"{DURATION_PROBLEM} (got {describe(value)})")
-        return value
+    _duration = field_validator("duration")(checked_duration)
 
     @field_validator("timezone")
     @classmethod

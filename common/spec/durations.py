@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from common.spec.problems import describe
+
 # "64h", "1h30m", "90s", "2d": whole numbers of days, hours, minutes and seconds, largest first.
 DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 MAX_DURATION_SECONDS = 366 * 86400.0  # a year at most, as a schedule's interval
@@ -24,3 +26,11 @@ def parse_duration(value: object) -> float | None:
     else:
         return None
     return seconds if 0 < seconds <= MAX_DURATION_SECONDS else None
+
+
+def checked_duration(value: float | str) -> float | str:
+    """A field validator's check of a duration (kept as written: the flow's hash and its plan
+    show what the operator wrote): the value, or ValueError saying what a duration is."""
+    if parse_duration(value) is None:
+        raise ValueError(f"{DURATION_PROBLEM} (got {describe(value)})")
+    return value

@@ -5,8 +5,6 @@ way only. Backends as in tests/contract/test_inventory_contract.py."""
 
 from __future__ import annotations
 
-import multiprocessing
-import threading
 from typing import Any
 
 import pytest
@@ -14,37 +12,15 @@ import pytest
 from modules.resource.inventory.port import Capacity, ClaimClosed, ClaimState, NoCapacity
 from tests.contract.inventory_amounts import HOST, NOW, SMALL, reserve
 from tests.contract.inventory_fixtures import Backend, backend  # noqa: F401  (fixtures are found by name)
-
-def _race(workers: int, work: Any) -> list[Any]:
-    """Run work(i) on `workers` threads released together; their results (or exceptions)."""
-    barrier = threading.Barrier(workers)
-    results: list[Any] = [None] * workers
-
-    def run(i: int) -> None:
-        barrier.wait(timeout=30)
-        try:
-            results[i] = work(i)
-        except Exception as exc:  # collected: the test looks at every outcome
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
+from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 
 def test_concurrent_reservations_from_threads_never_overbook(backend: Backend) -> None:
     setup = backend.open_inventory()
     setup.add_host("db-a", Capacity(3, 3072, 30), NOW)
     setup.add_host("db-b", Capacity(2, 2048, 20), NOW)
-    handles = [backend.open_inventory() for _ in range(16)]  # each thread its own, like processes
-    try:
-        results = _race(16, lambda i: reserve(handles[i], f"k{i}"))
-    finally:
-        for handle in handles:
-            handle.close()
+    with handles(backend.open_inventory, 16) as inventories:  # each thread its own, like processes
+        results = race_threads(16, lambda i: reserve(inventories[i], f"k{i}"))
     placed = [r for r in results if not isinstance(r, Exception)]
     refused = [r for r in results if isinstance(r, NoCapacity)]
     assert len(placed) == 5 and len(refused) == 11, results
@@ -58,16 +34,12 @@ def test_the_same_key_from_many_threads_takes_capacity_once(backend: Backend) ->
     setup = backend.open_inventory()
     setup.add_host("db-a", HOST, NOW)
     setup.add_host("db-b", HOST, NOW)
-    handles = [backend.open_inventory() for _ in range(8)]
-    try:
-        results = _race(8, lambda i: reserve(handles[i], "same"))
+    with handles(backend.open_inventory, 8) as inventories:
+        results = race_threads(8, lambda i: reserve(inventories[i], "same"))
         assert all(not isinstance(r, Exception) for r in results), results
         assert len({(r.key, r.host) for r in results}) == 1
         assert sum((h.used for h in setup.list_hosts(NOW)), Capacity()) == SMALL
-        restored = _race(8, lambda i: handles[i].restore("same", NOW + 1))
-    finally:
-        for handle in handles:
-            handle.close()
+        restored = race_threads(8, lambda i: inventories[i].restore("same", NOW + 1))
     assert {r.state for r in restored} == {ClaimState.RESTORED}
     assert sum((h.used for h in setup.list_hosts(NOW + 1)), Capacity()) == Capacity()
     setup.close()
@@ -78,45 +50,39 @@ def test_deduct_racing_expiry_ends_one_way_only(backend: Backend) -> None:
     setup.add_host("db-1", Capacity(10, 10 * 1024, 100), NOW)
     for i in range(10):
         reserve(setup, f"k{i}", ttl=10)
-    handles = [backend.open_inventory() for _ in range(2)]
     expiring = NOW + 10
 
     def work(i: int) -> Any:
         if i == 0:
-            return handles[0].expire_due(expiring)
+            return inventories[0].expire_due(expiring)
         outcomes = []
         for k in range(10):
             try:
-                outcomes.append(handles[1].deduct(f"k{k}", expiring - 0.001).state)
+                outcomes.append(inventories[1].deduct(f"k{k}", expiring - 0.001).state)
             except ClaimClosed as exc:
                 outcomes.append(exc.claim.state)
         return outcomes
 
-    try:
-        expired, outcomes = _race(2, work)
-    finally:
-        for handle in handles:
-            handle.close()
+    with handles(backend.open_inventory, 2) as inventories:
+        expired, outcomes = race_threads(2, work)
     deducted = outcomes.count(ClaimState.DEDUCTED)
     assert deducted + expired == 10, (expired, outcomes)
     assert setup.get_host("db-1", expiring).used.cpu == deducted
     setup.close()
 
 
-def _reserve_in_process(kind: str, path: str | None, url: str | None, database: str | None,
-                        worker: int, keys: int, start: Any, placed: Any) -> None:
+def _reserve_in_process(where: tuple, worker: int, start: Any, placed: Any, keys: int) -> None:
     """Entry point of a spawned process: reserve `keys` distinct keys with its own handle."""
     from modules.resource.inventory.mongo import MongoInventory
     from modules.resource.inventory.sqlite import SqliteInventory
 
-    inv: Any = SqliteInventory(path) if kind == "sqlite" else MongoInventory(url, database)
+    inv: Any = open_where(where, SqliteInventory, MongoInventory)
     try:
         start.wait(timeout=60)
         for k in range(keys):
             try:
                 reserve(inv, f"p{worker}-{k}")
-                with placed.get_lock():
-                    placed.value += 1
+                won(placed)
             except NoCapacity:
                 pass
     finally:
@@ -129,23 +95,8 @@ def test_concurrent_reservations_from_processes_never_overbook(backend: Backend)
     setup = backend.open_inventory()
     setup.add_host("db-a", Capacity(7, 7 * 1024, 70), NOW)
     setup.add_host("db-b", Capacity(5, 5 * 1024, 50), NOW)
-    context = multiprocessing.get_context("spawn")
-    workers, keys = 4, 6  # 24 attempts for 12 places
-    start = context.Barrier(workers)
-    placed = context.Value("i", 0)
-    processes = [
-        context.Process(
-            target=_reserve_in_process,
-            args=(backend.kind, backend.sqlite_path, backend.mongo_url, backend.database, w, keys, start, placed),
-        )
-        for w in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-        assert process.exitcode == 0
-    assert placed.value == 12
+    placed = race_processes(backend, _reserve_in_process, 4, 6)  # 4 workers of 6 keys: 24 attempts for 12 places
+    assert placed == 12
     hosts = {h.name: h for h in setup.list_hosts(NOW)}
     assert hosts["db-a"].free == Capacity() and hosts["db-b"].free == Capacity()
     assert len(setup.list_claims(NOW, live_only=True)) == 12

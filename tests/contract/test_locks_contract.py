@@ -8,8 +8,6 @@ exclude each other has one winner too."""
 
 from __future__ import annotations
 
-import multiprocessing
-import threading
 from typing import Any
 
 import pytest
@@ -17,6 +15,8 @@ import pytest
 from common.engine.gates.lock.table import KeyLock
 from common.store.gates.lock.table import LockTable
 from tests.contract.inventory_fixtures import Backend, backend, lock_store  # noqa: F401
+from tests.support.key_store_contract import check_compare_and_set
+from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 NOW = 1_700_000_000.0
 
@@ -27,15 +27,8 @@ def ids(granted: list[Any]) -> list[str]:
 
 def test_compare_and_set_inserts_once_and_lets_one_writer_win(lock_store: Any) -> None:
     first = KeyLock(Key="k", Limit=2, Version=1)
-    assert lock_store.compare_and_set(first, 0) is True
-    assert lock_store.compare_and_set(KeyLock(Key="k", Version=1), 0) is False  # exists already
-    assert lock_store.get("k") == first and lock_store.get("missing") is None
-    a, b = first.model_copy(update={"Limit": 3, "Version": 2}), first.model_copy(update={"Limit": 4, "Version": 2})
-    assert lock_store.compare_and_set(a, 1) is True
-    assert lock_store.compare_and_set(b, 1) is False
-    assert lock_store.get("k") == a
-    with pytest.raises(ValueError):
-        lock_store.compare_and_set(a.model_copy(update={"Version": 9}), 2)
+    rewrites = first.model_copy(update={"Limit": 3, "Version": 2}), first.model_copy(update={"Limit": 4, "Version": 2})
+    check_compare_and_set(lock_store, first, KeyLock(Key="k", Version=1), rewrites)
 
 
 def test_take_wait_release_in_order_and_idempotent(lock_store: Any) -> None:
@@ -65,39 +58,25 @@ def test_listing_is_by_key(lock_store: Any) -> None:
 
 
 def test_threads_racing_for_the_last_slot_have_one_winner(backend: Backend) -> None:
-    handles = [LockTable(backend.open_lock_store()) for _ in range(8)]
-    handles[0].join("k", "holder", priority=0, seq=0, limit=2, now=NOW)
-    start = threading.Barrier(len(handles))
-    won: list[str] = []
-
-    def race(index: int) -> None:
-        start.wait(timeout=30)
-        won.extend(ids(handles[index].join("k", f"t{index}", priority=0, seq=index + 1, limit=2, now=NOW)))
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(handles))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    lock = handles[0].get("k")
-    assert len(won) == 1 and [h.TaskId for h in lock.Holders] == ["holder", won[0]]
-    assert len(lock.Waiters) == len(handles) - 1
-    for handle in handles:
-        handle.close()
+    with handles(lambda: LockTable(backend.open_lock_store()), 8) as tables:
+        tables[0].join("k", "holder", priority=0, seq=0, limit=2, now=NOW)
+        granted = race_threads(8, lambda i: tables[i].join("k", f"t{i}", priority=0, seq=i + 1, limit=2, now=NOW))
+        won = [task_id for each in granted for task_id in ids(each)]
+        lock = tables[0].get("k")
+        assert len(won) == 1 and [h.TaskId for h in lock.Holders] == ["holder", won[0]]
+        assert len(lock.Waiters) == 7
 
 
-def _join_in_process(kind: str, path: str | None, url: str | None, database: str | None, worker: int,
-                     start: Any, wins: Any) -> None:
+def _join_in_process(where: tuple, worker: int, start: Any, wins: Any) -> None:
     """Entry point of a spawned process: ask for the lock with its own handle."""
     from common.store.gates.lock.mongo import MongoLockStore
     from common.store.gates.lock.sqlite import SqliteLockStore
 
-    table = LockTable(SqliteLockStore(path) if kind == "sqlite" else MongoLockStore(url, database))
+    table = LockTable(open_where(where, SqliteLockStore, MongoLockStore))
     try:
         start.wait(timeout=60)
         if table.join("k", f"p{worker}", priority=0, seq=worker, limit=3, now=NOW):
-            with wins.get_lock():
-                wins.value += 1
+            won(wins)
     finally:
         table.close()
 
@@ -108,19 +87,10 @@ def test_processes_racing_for_the_last_slot_have_one_winner(backend: Backend) ->
     setup = LockTable(backend.open_lock_store())
     setup.join("k", "h1", priority=0, seq=-2, limit=3, now=NOW)
     setup.join("k", "h2", priority=0, seq=-1, limit=3, now=NOW)
-    context = multiprocessing.get_context("spawn")
     workers = 4
-    start, wins = context.Barrier(workers), context.Value("i", 0)
-    processes = [context.Process(target=_join_in_process, args=(backend.kind, backend.sqlite_path, backend.mongo_url,
-                                                                 backend.database, w, start, wins))
-                 for w in range(workers)]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-        assert process.exitcode == 0
+    wins = race_processes(backend, _join_in_process, workers)
     lock = setup.get("k")
-    assert wins.value == 1 and len(lock.Holders) == 3 and len(lock.Waiters) == workers - 1
+    assert wins == 1 and len(lock.Holders) == 3 and len(lock.Waiters) == workers - 1
     setup.close()
 
 
@@ -158,21 +128,9 @@ def test_a_lock_document_written_before_modes_reads_as_exclusive(lock_store: Any
 
 
 def test_threads_racing_in_modes_that_exclude_each_other_have_one_winner(backend: Backend) -> None:
-    handles = [LockTable(backend.open_lock_store()) for _ in range(6)]
-    handles[0].join("i", "reader", priority=0, seq=0, limit=10, now=NOW, mode="backup", shares=SHARES["backup"])
-    start = threading.Barrier(len(handles))
-    won: list[str] = []
-
-    def race(index: int) -> None:
-        start.wait(timeout=30)
-        won.extend(join_in(handles[index], f"r{index}", "resize", index + 1))
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(handles))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    lock = handles[0].get("i")
-    assert len(won) == 1 and [(h.TaskId, h.Mode) for h in lock.Holders] == [("reader", "backup"), (won[0], "resize")]
-    for handle in handles:
-        handle.close()
+    with handles(lambda: LockTable(backend.open_lock_store()), 6) as tables:
+        tables[0].join("i", "reader", priority=0, seq=0, limit=10, now=NOW, mode="backup", shares=SHARES["backup"])
+        granted = race_threads(6, lambda i: join_in(tables[i], f"r{i}", "resize", i + 1))
+        won = [task_id for each in granted for task_id in each]
+        lock = tables[0].get("i")
+        assert len(won) == 1 and [(h.TaskId, h.Mode) for h in lock.Holders] == [("reader", "backup"), (won[0], "resize")]

@@ -7,8 +7,6 @@ has exactly as many winners as there were slots."""
 
 from __future__ import annotations
 
-import multiprocessing
-import threading
 from typing import Any
 
 import pytest
@@ -17,22 +15,16 @@ from common.engine.document import KeyRate, RateStart
 from common.engine.gates.rate.window import Full, Taken
 from common.store.gates.rate.table import RateTable
 from tests.contract.inventory_fixtures import Backend, backend, rate_store  # noqa: F401
+from tests.support.key_store_contract import check_compare_and_set
+from tests.support.races import handles, open_where, race_processes, race_threads, won
 
 NOW = 1_700_000_000.0
 
 
 def test_compare_and_set_inserts_once_and_lets_one_writer_win(rate_store: Any) -> None:
     first = KeyRate(Key="k", Limit=2, Per=60.0, Version=1)
-    assert rate_store.compare_and_set(first, 0) is True
-    assert rate_store.compare_and_set(KeyRate(Key="k", Version=1), 0) is False  # exists already
-    assert rate_store.get("k") == first and rate_store.get("missing") is None
-    a = first.model_copy(update={"Starts": [RateStart(Member="a", At=NOW)], "Version": 2})
-    b = first.model_copy(update={"Starts": [RateStart(Member="b", At=NOW)], "Version": 2})
-    assert rate_store.compare_and_set(a, 1) is True
-    assert rate_store.compare_and_set(b, 1) is False
-    assert rate_store.get("k") == a
-    with pytest.raises(ValueError):
-        rate_store.compare_and_set(a.model_copy(update={"Version": 9}), 2)
+    rewrites = tuple(first.model_copy(update={"Starts": [RateStart(Member=m, At=NOW)], "Version": 2}) for m in "ab")
+    check_compare_and_set(rate_store, first, KeyRate(Key="k", Version=1), rewrites)
 
 
 def test_take_up_to_the_limit_then_full_until_the_oldest_leaves(rate_store: Any) -> None:
@@ -51,40 +43,25 @@ def test_take_up_to_the_limit_then_full_until_the_oldest_leaves(rate_store: Any)
 
 
 def test_threads_racing_for_the_last_slots_take_exactly_those(backend: Backend) -> None:
-    handles = [RateTable(backend.open_rate_store()) for _ in range(8)]
-    handles[0].take("k", "first", limit=3, per=60.0, now=NOW)
-    start = threading.Barrier(len(handles))
-    won: list[str] = []
-
-    def race(index: int) -> None:
-        start.wait(timeout=30)
-        if isinstance(handles[index].take("k", f"t{index}", limit=3, per=60.0, now=NOW + 1), Taken):
-            won.append(f"t{index}")
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(handles))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    stored = handles[0].get("k")
-    assert len(won) == 2 and sorted(s.Member for s in stored.Starts) == sorted(["first", *won])
-    for handle in handles:
-        handle.close()
+    with handles(lambda: RateTable(backend.open_rate_store()), 8) as tables:
+        tables[0].take("k", "first", limit=3, per=60.0, now=NOW)
+        taken = race_threads(8, lambda i: tables[i].take("k", f"t{i}", limit=3, per=60.0, now=NOW + 1))
+        won = [f"t{i}" for i, answer in enumerate(taken) if isinstance(answer, Taken)]
+        stored = tables[0].get("k")
+        assert len(won) == 2 and sorted(s.Member for s in stored.Starts) == sorted(["first", *won])
 
 
-def _take_in_process(kind: str, path: str | None, url: str | None, database: str | None, worker: int,
-                     start: Any, wins: Any) -> None:
+def _take_in_process(where: tuple, worker: int, start: Any, wins: Any) -> None:
     """Entry point of a spawned process: take slots with its own handle, on its own clock."""
     from common.store.gates.rate.mongo import MongoRateStore
     from common.store.gates.rate.sqlite import SqliteRateStore
 
-    table = RateTable(SqliteRateStore(path) if kind == "sqlite" else MongoRateStore(url, database))
+    table = RateTable(open_where(where, SqliteRateStore, MongoRateStore))
     try:
         start.wait(timeout=60)
         for n in range(5):
             if isinstance(table.take("k", f"p{worker}.{n}", limit=4, per=3600.0), Taken):
-                with wins.get_lock():
-                    wins.value += 1
+                won(wins)
     finally:
         table.close()
 
@@ -92,17 +69,7 @@ def _take_in_process(kind: str, path: str | None, url: str | None, database: str
 def test_processes_racing_take_no_more_than_the_limit(backend: Backend) -> None:
     if not backend.shared_by_processes:
         pytest.skip("mongomock lives inside one process: the thread race covers it")
-    context = multiprocessing.get_context("spawn")
-    workers = 4
-    start, wins = context.Barrier(workers), context.Value("i", 0)
-    processes = [context.Process(target=_take_in_process, args=(backend.kind, backend.sqlite_path, backend.mongo_url,
-                                                                 backend.database, w, start, wins))
-                 for w in range(workers)]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-        assert process.exitcode == 0
+    wins = race_processes(backend, _take_in_process, 4)
     setup = RateTable(backend.open_rate_store())
-    assert wins.value == 4 and len(setup.get("k").Starts) == 4
+    assert wins == 4 and len(setup.get("k").Starts) == 4
     setup.close()

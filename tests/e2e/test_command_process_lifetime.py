@@ -10,17 +10,16 @@ kill (measured: well under a tenth), the module's forkserver and resource tracke
 
 from __future__ import annotations
 
-import signal
 import time
 
 import pytest
 
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import wait_until
+from tests.support.ledger_cluster import REGISTRY, ledger_cluster
 from tests.support.ledger_commands import read_ledger
 from tests.support.process_tree import alive, descendants
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
-REGISTRY = "tests.support.ledger_commands:ledger"
 STATE_DEADLINE = 120  # for states reached on a loaded machine (a start, a claim), not a measure
 OUTLIVED_AT_MOST = 1.0  # seconds a command process may outlive its killed module
 
@@ -39,17 +38,8 @@ task_types:
 
 @pytest.fixture
 def cluster(rabbitmq_url, tmp_path):
-    effects = tmp_path / "effects"
-    effects.mkdir()
-    env = {"BATON_TEST_LEDGER": str(tmp_path / "ledger.jsonl"), "BATON_TEST_EFFECTS": str(effects)}
-    cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, extra_env=env)
-    cluster.ledger = tmp_path / "ledger.jsonl"
-    cluster.effects = effects
-    try:
-        cluster.start_sweeper()
+    with ledger_cluster(tmp_path, rabbitmq_url, FLOWS) as cluster:
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def _role(pid: int, command: int, helper: int) -> str:

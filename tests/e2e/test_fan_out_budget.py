@@ -17,22 +17,18 @@ and the redrive; `baton rollback` of another held task rolls back each patched h
 
 from __future__ import annotations
 
-from collections import Counter
-
 import textwrap
-import threading
+from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
-from common.engine.states import FINAL_STATUSES, TaskStatus
+from common.engine.states import TaskStatus
 from tests.deploy.support import http
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
-from tests.support.ledger_commands import read_ledger
-from tests.support.oss_deployment import answers as answers_ready
-from tests.support.oss_deployment import baton, oss_deployment
-from tests.support.ports import free_port
+from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults, posted_at_once, second_oss
+from tests.support.fleet_deployment import submit as submit_task
+from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 PAGE = "docs/fan-out.md"
@@ -48,41 +44,12 @@ HELD = """
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory):
-    kept, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
-    workdir = tmp_path_factory.mktemp("budget")
-    ledger = workdir / "ledger.jsonl"
-    env = {"BATON_TEST_LEDGER": str(ledger), "BATON_ITEM_RECORDS": "true"}
-    try:
-        with oss_deployment(workdir, rabbitmq_url, "version: 1\n" + FLOWS + HELD,
-                            {"fleet": "tests.support.patch_commands:fleet"}, extra_env=env) as (cluster, base):
-            cluster.ledger = ledger
-            yield cluster, base
-    finally:
-        fan_out.RECORDS_ENABLED = kept
+    with fleet_deployment(tmp_path_factory.mktemp("budget"), rabbitmq_url, "version: 1\n" + FLOWS + HELD) as deployed:
+        yield deployed
 
 
 def submit(base: str, hosts: int, failing: list[int], task_type: str = "patch_fleet", times: int | None = None) -> str:
-    faults = [{"command": "patch", "item": item, "action": "fail", "retryable": False,
-               **({"times": times} if times else {})} for item in failing]  # fmt: skip
-    status, created = http("POST", f"{base}/api/v1/tasks", {
-        "task_type": task_type, "parameters": {"hosts": [f"h{i}" for i in range(hosts)], "_baton_faults": faults}})
-    assert status == 201, created
-    return created["task_id"]
-
-
-def final(cluster, base: str, task_id: str) -> dict:
-    def ended() -> bool:
-        task = cluster.store.get(task_id)
-        return task.TaskStatus in FINAL_STATUSES and not task.Outbox
-
-    wait_until(ended, 300, f"task {task_id} final")
-    status, task = http("GET", f"{base}/api/v1/tasks/{task_id}")
-    assert status == 200, task
-    return task
-
-
-def effects(cluster, task_id: str, op: str) -> Counter:
-    return Counter(n["item"] for n in read_ledger(cluster.ledger) if n["task"] == task_id and n["op"] == op)
+    return submit_task(base, task_type, {"hosts": [f"h{i}" for i in range(hosts)], "_baton_faults": patch_faults(failing, times)})
 
 
 def test_within_the_budget_the_failed_hosts_roll_back_on_their_own_and_the_task_succeeds(deployment):
@@ -145,10 +112,7 @@ def held(cluster, base: str, task_id: str) -> dict:
 
 def test_a_held_task_redriven_by_two_operators_at_once_is_redriven_once_and_succeeds(deployment):
     cluster, base = deployment
-    port = free_port()
-    cluster.start_oss(port, name="oss2")  # a second OSS process on the same store and broker
-    other = f"http://127.0.0.1:{port}"
-    wait_until(lambda: answers_ready(other), 60, "the second OSS ready")
+    other = second_oss(cluster)
     # Hosts 10, 30, 50 fail within the budget of 3; host 70 holds the task. All four are in one
     # chain (max_parallel 20: 10, 30, 50, 70 run one after the other), so which failure is the
     # fourth never depends on timing. Each fails its first attempt only: the redrive's succeeds.
@@ -160,19 +124,8 @@ def test_a_held_task_redriven_by_two_operators_at_once_is_redriven_once_and_succ
     assert set(effects(cluster, task_id, "unpatch")) == {10, 30, 50}  # only the tolerated ones, on their own
     assert http("POST", f"{base}/api/v1/tasks/{task_id}/resume", {"reason": "go"})[0] == 409
 
-    answers = []
-    go = threading.Barrier(2)
-
-    def redrive(url: str, who: str) -> None:
-        go.wait()
-        answers.append(http("POST", f"{url}/api/v1/tasks/{task_id}/redrive", {"reason": f"{who}: mirror back"})[0])
-
-    threads = [threading.Thread(target=redrive, args=(url, who)) for url, who in ((base, "a"), (other, "b"))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(answers) == [200, 409], answers
+    answers = posted_at_once([base, other], f"/api/v1/tasks/{task_id}/redrive", ["a: mirror back", "b: mirror back"])
+    assert answers == [200, 409], answers
 
     task = final(cluster, base, task_id)
     assert task["TaskStatusName"] == "SUCCESS" and task["FailedItems"] == 3, task["TaskMessage"]

@@ -17,15 +17,14 @@ from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
 from common.engine.states import StepState, TaskStatus
 from common.store.items.open import open_item_store_for
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import wait_until
+from tests.support.ledger_cluster import REGISTRY, ledger_cluster
 from tests.support.ledger_commands import read_ledger
 from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(900)]
-REGISTRY = "tests.support.ledger_commands:ledger"
 ITEMS, CHAINS = 200, 8  # a hundred items after the hold: the redrive runs for seconds, under kills
 KILLS_PER_PHASE, PERIOD = 3, 2.0  # each kill costs its items a lease and a redelivery: a few seconds
 # All three in one chain (item % CHAINS == 4: its items run one after the other), so the third
@@ -59,19 +58,9 @@ task_types:
 
 
 @pytest.fixture
-def cluster(rabbitmq_url, tmp_path, monkeypatch):
-    effects = tmp_path / "effects"
-    effects.mkdir()
-    monkeypatch.setattr(fan_out, "RECORDS_ENABLED", True)
-    env = {"BATON_TEST_LEDGER": str(tmp_path / "ledger.jsonl"), "BATON_TEST_EFFECTS": str(effects),
-           "BATON_ITEM_RECORDS": "1"}
-    cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, extra_env=env)
-    cluster.ledger, cluster.effects = tmp_path / "ledger.jsonl", effects
-    try:
-        cluster.start_sweeper()
+def cluster(rabbitmq_url, tmp_path):
+    with ledger_cluster(tmp_path, rabbitmq_url, FLOWS, records=True) as cluster:
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def made(cluster, task_id: str, op: str) -> Counter:

@@ -16,15 +16,14 @@ from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
 from common.engine.kinds.for_each.records import keeps_records
 from common.engine.states import StepState, TaskStatus
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import wait_until
 from tests.support.graph_checks import rollback_violations
+from tests.support.ledger_cluster import REGISTRY, ledger_cluster
 from tests.support.ledger_commands import read_ledger
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
-REGISTRY = "tests.support.ledger_commands:ledger"
 ITEMS = 300
 CHAINS = 8
 
@@ -55,20 +54,9 @@ task_types:
 
 
 @pytest.fixture
-def cluster(rabbitmq_url, tmp_path, monkeypatch):
-    effects = tmp_path / "effects"
-    effects.mkdir()
-    monkeypatch.setattr(fan_out, "RECORDS_ENABLED", True)  # this process: the service's own changes
-    env = {"BATON_TEST_LEDGER": str(tmp_path / "ledger.jsonl"), "BATON_TEST_EFFECTS": str(effects),
-           "BATON_ITEM_RECORDS": "1"}
-    cluster = Cluster(tmp_path, rabbitmq_url, FLOWS, extra_env=env)
-    cluster.ledger = tmp_path / "ledger.jsonl"
-    cluster.effects = effects
-    try:
-        cluster.start_sweeper()
+def cluster(rabbitmq_url, tmp_path):
+    with ledger_cluster(tmp_path, rabbitmq_url, FLOWS, records=True) as cluster:
         yield cluster
-    finally:
-        cluster.stop_all()
 
 
 def notes(cluster, task_id: str, op: str, cursor: int) -> list[dict]:

@@ -20,13 +20,14 @@ from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
 from common.engine.states import FINAL_STATUSES
 from tests.deploy.support import http
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
+from tests.support.fleet_deployment import REGISTRY, effects, final, fleet_deployment, patch_faults
+from tests.support.fleet_deployment import submit as submit_task
 from tests.support.ledger_commands import read_ledger
-from tests.support.oss_deployment import baton, oss_deployment
+from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 (FLOWS,) = blocks("docs/fan-out.md", "Items from a source", "yaml")
@@ -58,47 +59,19 @@ FLAKY = """
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory):
-    kept, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
-    workdir = tmp_path_factory.mktemp("source")
-    ledger = workdir / "ledger.jsonl"
-    env = {"BATON_TEST_LEDGER": str(ledger), "BATON_ITEM_RECORDS": "true"}
-    try:
-        with oss_deployment(workdir, rabbitmq_url, "version: 1\n" + FLOWS + FLAKY,
-                            {"fleet": "tests.support.patch_commands:fleet"}, extra_env=env) as (cluster, base):
-            cluster.ledger = ledger
-            yield cluster, base
-    finally:
-        fan_out.RECORDS_ENABLED = kept
+    with fleet_deployment(tmp_path_factory.mktemp("source"), rabbitmq_url, "version: 1\n" + FLOWS + FLAKY) as deployed:
+        yield deployed
 
 
 def submit(base: str, failing: list[int], task_type: str = "patch_inventory", **parameters: object) -> str:
-    faults = [{"command": "patch", "item": item, "action": "fail", "retryable": False} for item in failing]
-    status, created = http("POST", f"{base}/api/v1/tasks", {
-        "task_type": task_type, "parameters": {"host_count": HOSTS, "_baton_faults": faults, **parameters}})
-    assert status == 201, created
-    return created["task_id"]
-
-
-def final(cluster, base: str, task_id: str) -> dict:
-    def ended() -> bool:
-        task = cluster.store.get(task_id)
-        return task.TaskStatus in FINAL_STATUSES and not task.Outbox
-
-    wait_until(ended, 600, f"task {task_id} final")
-    status, task = http("GET", f"{base}/api/v1/tasks/{task_id}")
-    assert status == 200, task
-    return task
-
-
-def effects(cluster, task_id: str, op: str) -> Counter:
-    return Counter(n["item"] for n in read_ledger(cluster.ledger) if n["task"] == task_id and n["op"] == op)
+    return submit_task(base, task_type, {"host_count": HOSTS, "_baton_faults": patch_faults(failing), **parameters})
 
 
 def test_items_from_a_source_run_once_each_and_the_failed_ones_roll_back_within_the_budget(deployment):
     cluster, base = deployment
     failing = [17, 1500, 1999]  # the first page's, a middle page's and the last page's last item
     task_id = submit(base, failing)
-    task = final(cluster, base, task_id)
+    task = final(cluster, base, task_id, seconds=600)  # 2,000 hosts
 
     assert task["TaskStatusName"] == "SUCCESS", task["TaskMessage"]
     assert task["FailedItems"] == 3 and task["TaskMessage"] == "succeeded with 3 failed items (patch)"
@@ -122,7 +95,7 @@ def test_items_from_a_source_run_once_each_and_the_failed_ones_roll_back_within_
 def test_a_source_failing_for_good_fails_the_step_and_undoes_what_ran(deployment):
     cluster, base = deployment
     task_id = submit(base, [], "patch_inventory_flaky", source_fails_at=1000)  # its third page (500 a page)
-    task = final(cluster, base, task_id)
+    task = final(cluster, base, task_id, seconds=600)
 
     assert task["TaskStatusName"] == "ROLLED_BACK", task["TaskMessage"]
     patch = task["Steps"][0]
@@ -137,17 +110,14 @@ def test_a_module_killed_while_it_fetched_each_page_stores_each_item_once(deploy
     cluster, base = deployment
     hosts = 500
     crash = [{"command": "hosts", "action": "crash", "at": "before_commit", "times": 1}]  # each page's first attempt
-    status, created = http("POST", f"{base}/api/v1/tasks", {
-        "task_type": "patch_inventory_crashy", "parameters": {"host_count": hosts, "_baton_faults": crash}})
-    assert status == 201, created
-    task_id, kills = created["task_id"], 0
+    task_id, kills = submit_task(base, "patch_inventory_crashy", {"host_count": hosts, "_baton_faults": crash}), 0
 
     def settled_or_restarted() -> bool:
         nonlocal kills
         proc = cluster.procs["fleet"]
         if proc.popen.poll() is not None:  # killed itself at the crash point: start it again
             kills += 1
-            cluster.start_module("fleet", registry="tests.support.patch_commands:fleet")
+            cluster.start_module("fleet", registry=REGISTRY)
         task = cluster.store.get(task_id)
         return task.TaskStatus in FINAL_STATUSES and not task.Outbox
 

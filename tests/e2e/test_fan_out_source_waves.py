@@ -20,14 +20,14 @@ from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
 from common.engine.states import FINAL_STATUSES, RunState
 from tests.deploy.support import http
-from tests.e2e.test_fan_out_source import effects, final
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
+from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults
+from tests.support.fleet_deployment import submit as submit_task
 from tests.support.ledger_commands import read_ledger
-from tests.support.oss_deployment import baton, oss_deployment
+from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 (FLOWS,) = blocks("docs/fan-out.md", "Waves over a source", "yaml")
@@ -38,26 +38,13 @@ FAILING = [150, 1200]
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory):
-    kept, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
-    workdir = tmp_path_factory.mktemp("source-waves")
-    ledger = workdir / "ledger.jsonl"
-    env = {"BATON_TEST_LEDGER": str(ledger), "BATON_ITEM_RECORDS": "true"}
-    try:
-        with oss_deployment(workdir, rabbitmq_url, "version: 1\n" + FLOWS,
-                            {"fleet": "tests.support.patch_commands:fleet"}, extra_env=env) as (cluster, base):
-            cluster.ledger = ledger
-            yield cluster, base
-    finally:
-        fan_out.RECORDS_ENABLED = kept
+    with fleet_deployment(tmp_path_factory.mktemp("source-waves"), rabbitmq_url, "version: 1\n" + FLOWS) as deployed:
+        yield deployed
 
 
 def submit(base: str, hosts: int = HOSTS, faults: list[dict] = (), **parameters: object) -> str:
-    faults = [*faults, *({"command": "patch", "item": item, "action": "fail", "retryable": False} for item in FAILING)]
-    status, created = http("POST", f"{base}/api/v1/tasks", {
-        "task_type": "patch_inventory_in_waves",
-        "parameters": {"host_count": hosts, "_baton_faults": faults, **parameters}})
-    assert status == 201, created
-    return created["task_id"]
+    return submit_task(base, "patch_inventory_in_waves", {
+        "host_count": hosts, "_baton_faults": [*faults, *patch_faults(FAILING)], **parameters})
 
 
 def wave_of(item: int) -> int:
@@ -68,7 +55,7 @@ def wave_of(item: int) -> int:
 def test_a_rollout_from_a_source_runs_in_waves_each_checked(deployment, hide_total):
     cluster, base = deployment
     task_id = submit(base, hide_total=hide_total)
-    task = final(cluster, base, task_id)
+    task = final(cluster, base, task_id, seconds=600)
 
     assert task["TaskStatusName"] == "SUCCESS", task["TaskMessage"]
     assert task["FailedItems"] == 2, task["TaskMessage"]
@@ -123,7 +110,7 @@ def test_a_cancel_stopping_what_runs_stops_a_hanging_check_and_the_rollout_rolls
 
     done = baton(cluster, "cancel", task_id, "--reason", "the canary looks wrong", "--stop-running")
     assert done.returncode == 0, done.stderr
-    task = final(cluster, base, task_id)
+    task = final(cluster, base, task_id, seconds=600)
     assert task["TaskStatusName"] == "ROLLED_BACK", task["TaskMessage"]
     assert "wave_check_cancelled" in [e["Event"] for e in task["History"]]
 

@@ -22,20 +22,17 @@ the `baton` CLI as its own process.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 import pytest
 
-from common.engine.kinds.for_each import records as fan_out
 from tests.deploy.support import http
-from tests.e2e.test_fan_out_budget import effects, final
 from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
+from tests.support.fleet_deployment import effects, final, fleet_deployment, patch_faults, posted_at_once, second_oss
+from tests.support.fleet_deployment import submit as submit_task
 from tests.support.ledger_commands import read_ledger
-from tests.support.oss_deployment import answers as answers_ready
-from tests.support.oss_deployment import baton, oss_deployment
-from tests.support.ports import free_port
+from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 (FLOWS,) = blocks("docs/fan-out.md", "Waves", "yaml")
@@ -45,27 +42,15 @@ HOSTS = 12  # waves of 1, 5 and 6
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory):
-    kept, fan_out.RECORDS_ENABLED = fan_out.RECORDS_ENABLED, True
-    workdir = tmp_path_factory.mktemp("waves")
-    ledger = workdir / "ledger.jsonl"
-    env = {"BATON_TEST_LEDGER": str(ledger), "BATON_ITEM_RECORDS": "true"}
     flows = "version: 1\n" + FLOWS.replace("bake: 5m", f"bake: {BAKE}s")
-    try:
-        with oss_deployment(workdir, rabbitmq_url, flows, {"fleet": "tests.support.patch_commands:fleet"},
-                            extra_env=env) as (cluster, base):
-            cluster.ledger = ledger
-            yield cluster, base
-    finally:
-        fan_out.RECORDS_ENABLED = kept
+    with fleet_deployment(tmp_path_factory.mktemp("waves"), rabbitmq_url, flows) as deployed:
+        yield deployed
 
 
 def submit(base: str, failing: list[int] = (), check_fails: bool = False) -> str:
-    faults = [{"command": "patch", "item": item, "action": "fail", "retryable": False} for item in failing]
+    faults = patch_faults(failing)
     faults += [{"command": "check_wave", "action": "fail", "retryable": False}] if check_fails else []
-    status, created = http("POST", f"{base}/api/v1/tasks", {
-        "task_type": "patch_in_waves", "parameters": {"hosts": [f"h{i}" for i in range(HOSTS)], "_baton_faults": faults}})
-    assert status == 201, created
-    return created["task_id"]
+    return submit_task(base, "patch_in_waves", {"hosts": [f"h{i}" for i in range(HOSTS)], "_baton_faults": faults})
 
 
 def test_the_dry_run_plan_lists_the_waves_and_their_gates(deployment):
@@ -89,10 +74,7 @@ def paused(cluster, task_id: str) -> bool:
 
 def test_the_canary_waits_for_one_continue_then_the_waves_run_in_order(deployment):
     cluster, base = deployment
-    port = free_port()
-    cluster.start_oss(port, name="oss2")  # a second OSS process on the same store and broker
-    other = f"http://127.0.0.1:{port}"
-    wait_until(lambda: answers_ready(other), 60, "the second OSS ready")
+    other = second_oss(cluster)
     task_id = submit(base)
     wait_until(lambda: paused(cluster, task_id), 120, "the canary's wave paused")
 
@@ -107,20 +89,9 @@ def test_the_canary_waits_for_one_continue_then_the_waves_run_in_order(deploymen
     assert shown.returncode == 0 and "wave 1 of 3 ended (waits for continue; ended: 1 done)" in shown.stdout, shown.stdout
     assert f"waits for continue: baton continue {task_id} patch --reason ..." in shown.stdout, shown.stdout
 
-    answers = []
-    go = threading.Barrier(2)
-
-    def act(url: str, who: str) -> None:
-        go.wait()
-        answers.append(http("POST", f"{url}/api/v1/tasks/{task_id}/steps/patch/actions/continue",
-                            {"reason": f"{who}: canary healthy"})[0])
-
-    threads = [threading.Thread(target=act, args=(url, who)) for url, who in ((base, "a"), (other, "b"))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(answers) == [200, 409], answers
+    answers = posted_at_once([base, other], f"/api/v1/tasks/{task_id}/steps/patch/actions/continue",
+                             ["a: canary healthy", "b: canary healthy"])
+    assert answers == [200, 409], answers
     late = baton(cluster, "continue", task_id, "patch", "--reason", "me too")
     assert late.returncode == 4 and "waits for no continue" in late.stderr, late.stderr
 

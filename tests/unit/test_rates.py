@@ -135,6 +135,19 @@ task_types:
         normal: {module: m, command: c}
 """
 
+STEP_FLOWS = """\
+version: 1
+task_types:
+  t:
+    parameters:
+      host: {type: string}
+      hosts: {type: array, default: []}
+    steps:
+      - name: create
+        rate: {key: "host:{host}", limit: 2, per: 1m}
+        normal: {module: m, command: c, retry: 1}
+"""
+
 
 def test_flows_declares_a_rate_and_its_window_in_seconds() -> None:
     flow = parse_flows(FLOWS).get("create_db")
@@ -145,21 +158,32 @@ def test_flows_declares_a_rate_and_its_window_in_seconds() -> None:
     assert not flow.validate({}).ok  # the key names host: required
 
 
-@pytest.mark.parametrize(("edit", "expected"), [
-    (("per: 60s", "per: 0"), "flows.yaml:4: task_types.create_db.rate.per: must be seconds or a duration"),
-    (("per: 60s", "per: 2d"), "flows.yaml:4: task_types.create_db.rate.per: must be seconds or a duration"),
-    (("per: 60s", "per: 90000"), "flows.yaml:4: task_types.create_db.rate.per:"),
-    (("limit: 10", "limit: 0"), "flows.yaml:4: task_types.create_db.rate.limit:"),
-    (("limit: 10", "limit: 100001"), "flows.yaml:4: task_types.create_db.rate.limit:"),
-    (("limit: 10, ", ""), "flows.yaml:4: task_types.create_db.rate.limit:"),
-    (("per: 60s", "per: 60s, burst: 2"), "flows.yaml:4: task_types.create_db.rate.burst:"),
-    (("host:{host}", "host:{region}"), 'flows.yaml:4: task_types.create_db.rate.key: names unknown parameter "region"'),
-    (("host:{host}", "host:{password}"), 'flows.yaml:4: task_types.create_db.rate.key: names secret parameter'),
-    (("host:{host}", "host:{host!r}"), "flows.yaml:4: task_types.create_db.rate.key: not a key template"),
+@pytest.mark.parametrize(("flows", "edit", "expected"), [
+    (FLOWS, ("per: 60s", "per: 0"), "flows.yaml:4: task_types.create_db.rate.per: must be seconds or a duration"),
+    (FLOWS, ("per: 60s", "per: 2d"), "flows.yaml:4: task_types.create_db.rate.per: must be seconds or a duration"),
+    (FLOWS, ("per: 60s", "per: 90000"), "flows.yaml:4: task_types.create_db.rate.per:"),
+    (FLOWS, ("limit: 10", "limit: 0"), "flows.yaml:4: task_types.create_db.rate.limit:"),
+    (FLOWS, ("limit: 10", "limit: 100001"), "flows.yaml:4: task_types.create_db.rate.limit:"),
+    (FLOWS, ("limit: 10, ", ""), "flows.yaml:4: task_types.create_db.rate.limit:"),
+    (FLOWS, ("per: 60s", "per: 60s, burst: 2"), "flows.yaml:4: task_types.create_db.rate.burst:"),
+    (FLOWS, ("host:{host}", "host:{region}"),
+     'flows.yaml:4: task_types.create_db.rate.key: names unknown parameter "region"'),
+    (FLOWS, ("host:{host}", "host:{password}"), 'flows.yaml:4: task_types.create_db.rate.key: names secret parameter'),
+    (FLOWS, ("host:{host}", "host:{host!r}"), "flows.yaml:4: task_types.create_db.rate.key: not a key template"),
+    # A step's rate.
+    (STEP_FLOWS, ("        normal: {module: m, command: c, retry: 1}",
+                  "        for_each: hosts\n        normal: {module: m, command: c}"),
+     "flows.yaml:9: task_types.t.steps[0].rate: a for_each step takes no rate"),
+    (STEP_FLOWS, ("        normal: {module: m, command: c, retry: 1}",
+                  "        lock: {key: h}\n        normal: {module: m, command: c}"),
+     "flows.yaml:9: task_types.t.steps[0].rate: a step takes a lock or a rate, not both"),
+    (STEP_FLOWS, ("host:{host}", "host:{nope}"),
+     'flows.yaml:9: task_types.t.steps[0].rate.key: names unknown parameter "nope"'),
+    (STEP_FLOWS, ("per: 1m", "per: -1"), "flows.yaml:9: task_types.t.steps[0].rate.per:"),
 ])
-def test_a_bad_rate_is_refused_with_file_line_and_path(edit: tuple[str, str], expected: str) -> None:
-    text = FLOWS.replace(*edit)
-    assert text != FLOWS
+def test_a_bad_rate_is_refused_with_file_line_and_path(flows: str, edit: tuple[str, str], expected: str) -> None:
+    text = flows.replace(*edit)
+    assert text != flows
     with pytest.raises(FlowError) as caught:
         parse_flows(text, "flows.yaml")
     assert any(p.startswith(expected) for p in caught.value.problems), caught.value.problems
@@ -190,20 +214,6 @@ def test_a_retried_task_asks_for_a_new_slot_as_a_new_member() -> None:
     assert entry.Body["Generation"] == again.Generation == 1
 
 
-STEP_FLOWS = """\
-version: 1
-task_types:
-  t:
-    parameters:
-      host: {type: string}
-      hosts: {type: array, default: []}
-    steps:
-      - name: create
-        rate: {key: "host:{host}", limit: 2, per: 1m}
-        normal: {module: m, command: c, retry: 1}
-"""
-
-
 def test_each_attempt_of_a_rated_step_waits_for_a_slot_then_is_published() -> None:
     from common.engine.core.entries import AttemptResult, claim, finish_attempt
     from common.engine.core.units import step_message
@@ -230,23 +240,6 @@ def test_each_attempt_of_a_rated_step_waits_for_a_slot_then_is_published() -> No
     assert [e.DueAt for e in failed.Outbox if e.Kind is OutboxKind.RATE_TAKE] == [137.0]  # not before its backoff
     stopped = cancel(failed, "op", "enough", Timing(133.0))
     assert stopped.Runs == [] or all(r.Phase is not Phase.NORMAL for r in stopped.Runs)  # unclaimed: withdrawn
-
-
-@pytest.mark.parametrize(("edit", "expected"), [
-    (("        normal: {module: m, command: c, retry: 1}", "        for_each: hosts\n        normal: {module: m, command: c}"),
-     "flows.yaml:9: task_types.t.steps[0].rate: a for_each step takes no rate"),
-    (("        normal: {module: m, command: c, retry: 1}",
-      "        lock: {key: h}\n        normal: {module: m, command: c}"),
-     "flows.yaml:9: task_types.t.steps[0].rate: a step takes a lock or a rate, not both"),
-    (("host:{host}", "host:{nope}"), 'flows.yaml:9: task_types.t.steps[0].rate.key: names unknown parameter "nope"'),
-    (("per: 1m", "per: -1"), "flows.yaml:9: task_types.t.steps[0].rate.per:"),
-])
-def test_a_bad_step_rate_is_refused_with_file_line_and_path(edit: tuple[str, str], expected: str) -> None:
-    text = STEP_FLOWS.replace(*edit)
-    assert text != STEP_FLOWS
-    with pytest.raises(FlowError) as caught:
-        parse_flows(text, "flows.yaml")
-    assert any(p.startswith(expected) for p in caught.value.problems), caught.value.problems
 
 
 def test_a_step_without_a_rate_is_written_and_hashed_as_before() -> None:

@@ -26,7 +26,6 @@ from common.engine.core.advance import advance, conclude, dispatch, with_delay
 from common.engine.core.parking import lapsed as parked_lapsed
 from common.engine.gates.drain.gate import DRAIN_RECHECK_SECONDS
 from common.engine.document import ParentLink, Run, Step, StepMessage, Task
-from common.engine.core.units import unit_state
 from common.engine.registry import enter_gates, expiry, kind_of
 from common.tracing.carrier import TraceContext
 from common.engine.states import Phase, ResultCode, RunState, TaskStatus, move_run
@@ -49,7 +48,6 @@ from common.engine.core.units import (
     record,
     remove_run,
     run_key,
-    set_status,
 )
 
 __all__ = [
@@ -144,12 +142,10 @@ def claim(task: Task, message: StepMessage, owner: str, timing: Timing) -> Task 
 
 def renew_lease(task: Task, dispatch_id: str, owner: str, timing: Timing) -> Task | Refusal:
     """Push the lease deadline out; refused once the claim is no longer ours."""
-    refusal = _check_owner(task, dispatch_id, owner)
-    if refusal:
-        return refusal
-    new = task.clone()
-    run = new.run(dispatch_id)
-    assert run is not None
+    owned = _owned(task, dispatch_id, owner)
+    if isinstance(owned, Refusal):
+        return owned
+    new, run = owned
     run.Deadline = timing.now + timing.lease
     return new
 
@@ -163,12 +159,10 @@ def finish_attempt(
     ids: IdFactory = new_id,
 ) -> Task | Refusal:
     """Record how the owner's attempt ended and decide what comes next (retry, route, finish)."""
-    refusal = _check_owner(task, dispatch_id, owner)
-    if refusal:
-        return refusal
-    new = task.clone()
-    run = new.run(dispatch_id)
-    assert run is not None
+    owned = _owned(task, dispatch_id, owner)
+    if isinstance(owned, Refusal):
+        return owned
+    new, run = owned
     conclude(new, run, result, timing, actor=owner, ids=ids)
     return new
 
@@ -178,12 +172,10 @@ def release(task: Task, dispatch_id: str, owner: str, timing: Timing, ids: IdFac
 
     Not counted as an attempt: the command did not fail, its process was stopped under it.
     """
-    refusal = _check_owner(task, dispatch_id, owner)
-    if refusal:
-        return refusal
-    new = task.clone()
-    run = new.run(dispatch_id)
-    assert run is not None
+    owned = _owned(task, dispatch_id, owner)
+    if isinstance(owned, Refusal):
+        return owned
+    new, run = owned
     record(new, timing.now, "released", run, actor=owner, message="module shutting down")
     stopping = new.CancelRequested is not None or new.TaskStatus is TaskStatus.ROLLING_BACK
     if stopping and run.Phase is Phase.NORMAL:
@@ -254,13 +246,18 @@ def noted(task: Task, now: float, event: str, *, actor: str, message: str = "", 
 # --- the parts ---------------------------------------------------------------------------------
 
 
-def _check_owner(task: Task, dispatch_id: str, owner: str) -> Refusal | None:
+def _owned(task: Task, dispatch_id: str, owner: str) -> tuple[Task, Run] | Refusal:
+    """A copy of the task to change and its run `dispatch_id`, while `owner` still holds that
+    run's claim: a worker's word about a run it no longer holds is refused."""
     run = task.run(dispatch_id)
     if run is None:
         return Refusal("stale dispatch: the task has moved on")
     if run.State is not RunState.RUNNING or run.Owner != owner:
         return Refusal(f"claim lost: run is {run.State.value}, owned by {run.Owner}")
-    return None
+    new = task.clone()
+    copied = new.run(dispatch_id)
+    assert copied is not None  # the copy has every run the task has
+    return new, copied
 
 
 def _redispatch(task: Task, run: Run, timing: Timing) -> None:

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from common.spec.durations import DURATION_PROBLEM, parse_duration
+from common.spec.durations import checked_duration, parse_duration
 from common.spec.keys import Spec
 from common.spec.parts import BuildContext, FlowsPart, StepContext, mapping
-from common.spec.problems import Lines, Path, Problem, at, describe
+from common.spec.problems import Lines, Path, Problem, at
 
 MAX_APPROVERS = 100
 
@@ -25,12 +25,7 @@ class ApproveSpec(Spec):
     timeout: float | str | None = None  # seconds, or "4h", "30m", "2d"
     on_timeout: Literal["reject", "approve"] = "reject"
 
-    @field_validator("timeout")
-    @classmethod
-    def _timeout(cls, value: float | str) -> float | str:
-        if parse_duration(value) is None:
-            raise ValueError(f"{DURATION_PROBLEM} (got {describe(value)})")
-        return value
+    _timeout = field_validator("timeout")(checked_duration)
 
 
 class ApprovePart(FlowsPart):

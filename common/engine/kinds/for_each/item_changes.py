@@ -98,11 +98,9 @@ def claim_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, tim
 
 
 def renew_item_lease(record: ItemRecord, dispatch_id: str, owner: str, timing: Timing) -> ItemRecord | Refusal:
-    refusal = _check_owner(record, dispatch_id, owner)
-    if refusal:
-        return refusal
-    new = copy_record(record)
-    assert new.Run is not None
+    new = _owned(record, dispatch_id, owner)
+    if isinstance(new, Refusal):
+        return new
     new.Run.Deadline = timing.now + timing.lease
     return new
 
@@ -111,11 +109,9 @@ def finish_item_attempt(record: ItemRecord, task: Task, dispatch_id: str, owner:
                         timing: Timing, ids: IdFactory) -> ItemRecord | Refusal:
     """Record how the owner's attempt ended: retry it, check again later, or conclude the item
     and note what that owes the step."""
-    refusal = _check_owner(record, dispatch_id, owner)
-    if refusal:
-        return refusal
-    new = copy_record(record)
-    assert new.Run is not None
+    new = _owned(record, dispatch_id, owner)
+    if isinstance(new, Refusal):
+        return new
     _conclude(new, new.Run, task, result, timing, owner, ids)
     return new
 
@@ -124,12 +120,10 @@ def release_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, t
                  ids: IdFactory) -> ItemRecord | Refusal:
     """Give a claimed run back (its module shuts down): dispatched again, no attempt counted;
     a normal run of a task going backward concludes as failed instead (it drains)."""
-    refusal = _check_owner(record, dispatch_id, owner)
-    if refusal:
-        return refusal
-    new = copy_record(record)
+    new = _owned(record, dispatch_id, owner)
+    if isinstance(new, Refusal):
+        return new
     run = new.Run
-    assert run is not None
     _event(new, timing.now, "released", run, owner, "module shutting down")
     if run.Phase is Phase.NORMAL and not _forward(task):
         _conclude(new, run, task, AttemptResult(ResultCode.FAILED, "stopped by a module shutdown"), timing, owner, ids)
@@ -309,13 +303,16 @@ def dispatch_item(task: Task, record: ItemRecord, phase: Phase, attempt: int, ti
     _event(record, timing.now, "dispatched", run, actor)
 
 
-def _check_owner(record: ItemRecord, dispatch_id: str, owner: str) -> Refusal | None:
+def _owned(record: ItemRecord, dispatch_id: str, owner: str) -> ItemRecord | Refusal:
+    """A copy of the record to change, while `owner` still holds the claim of its run
+    `dispatch_id` (the copy's `Run` is that run): a worker's word about a run it no longer holds
+    is refused."""
     run = record.Run
     if run is None or run.DispatchId != dispatch_id:
         return Refusal("stale dispatch: the item has moved on")
     if run.State is not RunState.RUNNING or run.Owner != owner:
         return Refusal(f"claim lost: run is {run.State.value}, owned by {run.Owner}")
-    return None
+    return copy_record(record)
 
 
 def set_item_state(record: ItemRecord, state: StepState) -> None:
