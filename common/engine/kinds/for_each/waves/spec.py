@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from common.engine.kinds.for_each.tolerance_doc import Tolerance
 from common.engine.kinds.for_each.waves.fields import WaveCheck, WaveSpecDoc
-from common.spec.durations import DURATION_PROBLEM, parse_duration
+from common.spec.durations import checked_duration, parse_duration
 from common.spec.keys import Identifier, Spec
 from common.spec.problems import describe
 
@@ -31,12 +31,6 @@ def size_problem(value: object) -> str | None:
     return None if found and 0 < float(found.group(1)) <= 100 else SIZE_PROBLEM
 
 
-def _duration(value: float | str) -> float | str:
-    if parse_duration(value) is None:
-        raise ValueError(f"{DURATION_PROBLEM} (got {describe(value)})")
-    return value
-
-
 class PauseSpec(Spec):
     """`pause: true`, or `pause: {timeout, on_timeout}`: wait for an operator's continue, at most
     `timeout` when given."""
@@ -45,7 +39,7 @@ class PauseSpec(Spec):
     timeout: float | str | None = None
     on_timeout: Literal["continue", "fail"] | None = None
 
-    _timeout = field_validator("timeout")(_duration)
+    _timeout = field_validator("timeout")(checked_duration)
 
     @model_validator(mode="before")
     @classmethod
@@ -84,7 +78,7 @@ class GateSpec(Spec):
     check: CheckSpec | None = None
     pause: PauseSpec | None = None
 
-    _bake = field_validator("bake")(_duration)
+    _bake = field_validator("bake")(checked_duration)
 
 
 class WaveSpec(GateSpec):
