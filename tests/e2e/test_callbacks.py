@@ -36,6 +36,18 @@ FLOWS = "version: 1\ndefaults: {timeout: 10, retry: 0}\n" + GUIDE + """\
       - name: approve_change
         normal:   {module: tickets, command: open_change_async}
         rollback: {module: tickets, command: withdraw_change}
+  change_first_beat:
+    parameters:
+      summary:   {type: string, required: true}
+      wait:      {type: integer, default: 14400}
+      heartbeat: {type: integer, default: 600}
+    steps:
+      - name: prepare
+        normal:   {module: resource, command: check_resource}
+        rollback: {module: resource, command: restore_resource}
+      - name: approve_change
+        normal:   {module: tickets, command: open_change_first_beat_only, retry: 1}
+        rollback: {module: tickets, command: withdraw_change}
 """
 MODULES = {"resource": "tests.support.standin_commands:resource", "tickets": "tests.support.callback_commands:registry"}
 
@@ -140,7 +152,7 @@ def test_heartbeats_keep_the_wait_alive_through_the_client(deployment):
 
 def test_a_missed_heartbeat_times_the_attempt_out_and_the_retry_has_a_token_of_its_own(deployment):
     _, base = deployment
-    task_id = submit(base, heartbeat=1)
+    task_id = submit(base, "change_first_beat", heartbeat=1)  # the retry beats every 10 minutes
     first = parked_token(base, task_id, attempt=1)
     second = parked_token(base, task_id, attempt=2)  # nobody beat: attempt 1 timed out, retried
     assert first != second

@@ -11,6 +11,7 @@ callback is kept, and where a kill lands, in the kill loop).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -39,7 +40,18 @@ def _load() -> object:
     (code,) = blocks(PAGE, "A command that waits for a callback", "python")
     namespace: dict = {"change_board": ChangeBoard()}
     exec(compile(code, PAGE, "exec"), namespace)  # noqa: S102 - the guide's own example
-    return namespace["registry"]
+    registry, open_change = namespace["registry"], namespace["open_change"]
+
+    @registry.command()
+    def open_change_first_beat_only(ctx):  # type: ignore[no-untyped-def]
+        """The guide's open_change whose retry beats every 10 minutes, whatever `heartbeat` says:
+        a test of a missed heartbeat then reaches the retry's token before it times out too,
+        however loaded the machine."""
+        if ctx.attempt > 1:
+            ctx = dataclasses.replace(ctx, parameters={**ctx.parameters, "heartbeat": 600})
+        return open_change(ctx)
+
+    return registry
 
 
 registry = _load()
