@@ -180,13 +180,18 @@ def test_module_queue_purged_mid_run_then_module_down_past_redeliver_after(make_
     began = time.monotonic()
     feeder = Feeder(cluster, count, seconds=scale(1.0, 3.0), seed=51).start()
     drained: list[dict] = []
-    stop_at = time.monotonic() + scale(4.0, 10.0)
-    # However fast mysql runs on this machine, the first purge finds a backlog: mysql is frozen
-    # (SIGSTOP, for less than a lease) until one builds and is purged.
-    thaw = freeze_until_backlog(cluster, "mysql", within=scale(1.5, 1.5))
-    drained += drain(cluster.broker_url, "mysql")
-    thaw()
-    purges, last = 1, time.monotonic()
+    # However fast or loaded the machine, a purge finds a backlog: mysql is frozen (SIGSTOP, for
+    # less than a lease) until one builds and is purged, again after a thaw (its lease renewed)
+    # while the feeder's tasks have not yet reached it.
+    purges = 0
+    while not drained and purges < 20:
+        thaw = freeze_until_backlog(cluster, "mysql", within=1.5)
+        drained += drain(cluster.broker_url, "mysql")
+        thaw()
+        purges += 1
+        if not drained:
+            time.sleep(1.0)  # a lease's renewal before the next freeze
+    stop_at, last = time.monotonic() + scale(4.0, 10.0), time.monotonic()
     while len(drained) < want and time.monotonic() < stop_at:
         if cluster.broker.queue_depth("mysql"):
             removed = drain(cluster.broker_url, "mysql")  # a purge that says what it removed
