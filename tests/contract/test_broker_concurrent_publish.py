@@ -182,7 +182,14 @@ def test_rabbitmq_publishes_in_flight_at_a_forced_close_confirm_or_fail_never_li
         delivered.update(d.message_id or "" for d in received.deliveries)
         return tally.confirmed <= delivered
 
-    eventually(all_confirmed_arrived, timeout=30, what="every confirmed publish delivered")
+    # Thousands of publishes to take back: a state waited for (a loaded machine is slow to drain
+    # them), and if one never comes, how many and which.
+    try:
+        eventually(all_confirmed_arrived, timeout=180, what="every confirmed publish delivered")
+    except AssertionError:
+        missing = sorted(tally.confirmed - delivered)
+        raise AssertionError(f"{len(missing)} of {len(tally.confirmed)} confirmed publishes never "
+                             f"delivered, e.g. {missing[:5]}") from None
     assert delivered - {"warm-up"} <= tally.confirmed | tally.failed
     rabbit.publish(queue, b"after", message_id="after")  # and the adapter works on
     eventually(lambda: "after" in {d.message_id for d in received.deliveries}, what="after")
@@ -193,38 +200,49 @@ def test_rabbitmq_publishes_in_flight_when_the_vhost_goes_fail_in_bounded_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The broker refuses every reconnect (its vhost is gone): publishes end in BrokerError
-    within the adapter's deadline, none hangs, and none claims a confirm it did not get."""
-    with rabbitmq_vhost("baton-contract-gone") as url:
-        broker = RabbitBroker(url)
-        try:
-            queue = unique_queue()
-            broker.declare(queue)
-            broker.publish(queue, b"warm-up")
-            abandoned = count_abandoned(monkeypatch)
-            tally, stop = Tally(), threading.Event()
-            deleted_at: list[float] = []
+    within the adapter's deadline, none hangs, and none claims a confirm it did not get.
 
-            def keep_publishing(t: int) -> None:
-                n = 0
-                while not stop.is_set():
-                    tally.publish(broker, queue, f"{t}-{n}")
-                    n += 1
+    The deletion must catch publishes in flight (sent, not yet confirmed); on a loaded machine
+    the publishing threads may all wait for a core as it lands: again with a new vhost, up to
+    five rounds."""
+    abandoned = count_abandoned(monkeypatch)
+    for round_no in range(5):
+        with rabbitmq_vhost(f"baton-contract-gone-{round_no}") as url:
+            broker = RabbitBroker(url)
+            try:
+                tally = _publish_while_the_vhost_goes(broker, url)
+                if sum(abandoned) == 0:
+                    continue
+                assert tally.failed, "publishes after the vhost went must fail"
+                assert tally.longest < LONGEST_PUBLISH
+                with pytest.raises(BrokerError):
+                    broker.publish(unique_queue(), b"nowhere to go")
+                return
+            finally:
+                broker.close()
+    pytest.fail("no publish was in flight when the vhost went, in five rounds")
 
-            def delete_vhost() -> None:
-                time.sleep(0.3)
-                rabbitmqctl("delete_vhost", vhost_of(url))
-                deleted_at.append(time.monotonic())
-                time.sleep(1.0)
-                stop.set()
 
-            deleter = threading.Thread(target=delete_vhost)
-            deleter.start()
-            run_threads(8, keep_publishing, timeout=LONGEST_PUBLISH + 30)
-            deleter.join()
-            assert sum(abandoned) > 0, "no publish was in flight when the vhost went"
-            assert tally.failed, "publishes after the vhost went must fail"
-            assert tally.longest < LONGEST_PUBLISH
-            with pytest.raises(BrokerError):
-                broker.publish(queue, b"nowhere to go")
-        finally:
-            broker.close()
+def _publish_while_the_vhost_goes(adapter: RabbitBroker, url: str) -> Tally:
+    target = unique_queue()
+    adapter.declare(target)
+    adapter.publish(target, b"warm-up")
+    tally, stop = Tally(), threading.Event()
+
+    def keep_publishing(t: int) -> None:
+        n = 0
+        while not stop.is_set():
+            tally.publish(adapter, target, f"{t}-{n}")
+            n += 1
+
+    def delete_vhost() -> None:
+        time.sleep(0.3)
+        rabbitmqctl("delete_vhost", vhost_of(url))
+        time.sleep(1.0)
+        stop.set()
+
+    deleter = threading.Thread(target=delete_vhost)
+    deleter.start()
+    run_threads(8, keep_publishing, timeout=LONGEST_PUBLISH + 30)
+    deleter.join()
+    return tally
