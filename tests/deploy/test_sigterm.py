@@ -12,12 +12,11 @@ import pytest
 
 from common.engine.states import TaskStatus
 from tests.deploy.support import BIN, ENTRYPOINT
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import STATE_DEADLINE, Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
 GRACE = 1.0
-MARGIN = 5.0  # stopping the command, giving the step back, closing connections
 FLOWS = """
 version: 1
 task_types:
@@ -61,10 +60,10 @@ def test_sigterm_during_a_step_stops_in_time_and_the_task_still_ends(rabbitmq_ur
 
         sent = time.monotonic()
         replicas[name].send_signal(signal.SIGTERM)
-        code = replicas[name].wait(timeout=GRACE + MARGIN + 10)
-        took = time.monotonic() - sent
-        print(f"{name} stopped {took:.2f}s after SIGTERM")
-        assert took <= GRACE + MARGIN, f"{name} took {took:.1f}s to stop (grace {GRACE}s)"
+        # Stopped by the grace period (exit 1 and its log lines below), not by the command's 4 s
+        # timeout: how many seconds that takes is the machine's load, printed, not asserted.
+        code = replicas[name].wait(timeout=STATE_DEADLINE)
+        print(f"{name} stopped {time.monotonic() - sent:.2f}s after SIGTERM")
         assert code == 1, "exit 1: a running step had to be stopped (0 when every step finished)"
 
         final = cluster.wait_final(task.TaskId, timeout=30)
@@ -74,9 +73,11 @@ def test_sigterm_during_a_step_stops_in_time_and_the_task_still_ends(rabbitmq_ur
     events = [(e.Event, e.Actor, e.Time) for e in final.History]
     released = next(e for e in events if e[0] == "released")
     assert released[1] == owner
-    # claimed again at once by the other replica: not after the 60 s lease
+    # claimed again by the other replica because it was given back: a lapsed lease would show
+    # as the sweeper's failed attempt ("lease of ... lapsed") before the next claim
     again = next(e for e in events if e[0] == "claimed" and e[2] >= released[2])
-    assert again[1] != owner and again[2] - released[2] < 20, events  # the lease is 60 s: not lapsed
+    assert again[1] != owner, events
+    assert not [e for e in final.History if "lapsed" in e.Message], events
     log = cluster.procs[name].log_text()
     assert (
         "grace period over; stopping running commands" in log

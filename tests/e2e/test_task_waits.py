@@ -112,7 +112,6 @@ def test_a_task_after_another_starts_when_that_one_succeeds(cluster):
     woken = next(e for e in done_second.History if e.Event == "awaited_task_ended")
     assert woken.Actor == "oss" and woken.Message == f"task {first.TaskId} ended SUCCESS"
     # By the outbox of the module that ended the first task, not by the sweeper's late recheck.
-    assert woken.Time - done_first.TimeEnd < 30  # the recheck would have come after 300 s
     assert not [e for e in cluster.log_events("sweeper") if e.get("event") == "woke a task waiting for another"]
 
 
