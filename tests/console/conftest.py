@@ -72,7 +72,7 @@ def page(browser, live, tasks, tmp_path) -> Iterator["Page"]:
     context.close()
 
 
-# The suite's per-test guard (pytest-timeout, 300 s) counts a test's fixture setup: the first
+# The suite's per-test guard (pytest-timeout, pyproject.toml) counts a test's fixture setup: the first
 # browser test of a worker starts the served OSS, the browser and its module's tasks, each
 # waiting up to STATE_DEADLINE for its state, so on a loaded machine a passing one went past it.
 BROWSER_TEST_TIMEOUT = 4 * STATE_DEADLINE
