@@ -197,7 +197,7 @@ def test_a_message_queued_before_the_drain_is_held_at_the_claim(deployment):
     cluster.kill("mysql", signal.SIGTERM)  # nobody consumes the mysql queue now
     task_id = submit(base)
     wait_until(lambda: task(base, task_id)["Steps"][0]["State"] == "succeeded", 60, "the resource step")
-    time.sleep(0.5)  # its mysql step's message is in the queue, unclaimed
+    wait_until(lambda: cluster.broker.queue_depth("mysql") >= 1, 60, "its mysql step's message queued, unclaimed")
     drained = baton(cluster, "modules", "drain", "mysql", "--reason", "deploy 1.5", "--as", "ops:olga")
     assert drained.returncode == 0, drained.stderr
     cluster.restart("mysql")
