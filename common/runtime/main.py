@@ -61,12 +61,13 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
     )
     stop = threading.Event()
     stop_on_signals(stop)
+    # Served before "module started" is logged: whoever waits for that line may scrape at once.
+    runtime.metrics.serve(settings.metrics_port)
     try:
         runtime.start()
     except BatonError as exc:
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
         sys.exit(EXIT_UNAVAILABLE)
-    runtime.metrics.serve(settings.metrics_port)
     while not stop.wait(1.0) and not runtime.failed.is_set():
         pass
     if runtime.failed.is_set():  # stuck thread commands: only a new process stops a hung call

@@ -119,11 +119,13 @@ def sweeper() -> None:
     parts.service.declare_queues()
     sweeper_ = build_sweeper(loaded, parts.store, parts.broker, parts.service)
     stop = threading.Event()
+    # BATON_METRICS_PORT, like a module's; served before "sweeper started" is logged, as a
+    # module's is before its own line: whoever waits for that line may scrape at once.
+    sweeper_.metrics.serve(loaded.metrics_port)
     thread = threading.Thread(target=sweeper_.run, args=(stop,), name="baton-sweeper")
     thread.start()
     # The modules' own jobs (the mysql reconciler: BATON_RECONCILE_INTERVAL_SECONDS).
     jobs = [start(loaded, parts.store, stop) for start in module_hooks("background_job")]
-    sweeper_.metrics.serve(loaded.metrics_port)  # BATON_METRICS_PORT, like a module's
     run_until_signalled(stop)
     # Every thread that uses the store ends before it closes (common.background).
     if join_all([thread, *jobs], loaded.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS):

@@ -23,6 +23,7 @@ from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, fi
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.support.builders import only_run
+from tests.support.cluster import STATE_DEADLINE
 
 FLOWS = """
 version: 1
@@ -167,7 +168,7 @@ def wide_task_done(tmp_path: Path, items: int) -> Iterator[tuple[TestClient, Sql
                                   headers=auth())  # fmt: skip
             assert created.status_code == 201, created.text
             task_id = created.json()["task_id"]
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + STATE_DEADLINE
             while store.get(task_id).TaskStatus not in FINAL_STATUSES:
                 assert time.monotonic() < deadline, "the task did not end"
                 time.sleep(0.1)

@@ -5,12 +5,14 @@ in again) in a time zone east of UTC with a half-hour offset, so a time shown wi
 or in UTC, would be seen."""
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.api.conftest import api  # noqa: F401
 from tests.console.browser import TIMEOUT_MS, TIME_ZONE, launch
 from tests.console.live import LiveConsole, live_console
+from tests.support.cluster import STATE_DEADLINE
 from tests.support.services import require
 from tests.support.threads import no_baton_thread_outlives_the_session  # noqa: F401  (tests/support/threads.py says why)
 
@@ -68,3 +70,17 @@ def page(browser, live, tasks, tmp_path) -> Iterator["Page"]:
     page.shots = tmp_path  # type: ignore[attr-defined]
     yield page
     context.close()
+
+
+# The suite's per-test guard (pytest-timeout, pyproject.toml) counts a test's fixture setup: the first
+# browser test of a worker starts the served OSS, the browser and its module's tasks, each
+# waiting up to STATE_DEADLINE for its state, so on a loaded machine a passing one went past it.
+BROWSER_TEST_TIMEOUT = 4 * STATE_DEADLINE
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents and "page" in getattr(item, "fixturenames", ()) \
+                and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(BROWSER_TEST_TIMEOUT))

@@ -13,6 +13,7 @@ import pytest
 from common.engine.kinds.for_each import records as fan_out
 from tests.console.browser import assert_clean, give_reason, row, save_screenshot, sign_in
 from tests.console.live import LiveConsole
+from tests.support.cluster import STATE_DEADLINE
 
 try:
     from playwright.sync_api import expect
@@ -28,7 +29,7 @@ def fail(item: int, **more) -> dict:
 
 
 def wait_held(live: LiveConsole, task_id: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + max(timeout, STATE_DEADLINE)  # as tests.support.cluster.wait_until
     while time.monotonic() < deadline:
         if live.store.get(task_id).Held is not None:
             return

@@ -12,6 +12,7 @@ import pytest
 from common.engine.kinds.for_each import records as fan_out
 from tests.console.browser import assert_clean, give_reason, save_screenshot, sign_in
 from tests.console.live import LiveConsole
+from tests.support.cluster import STATE_DEADLINE
 
 try:
     from playwright.sync_api import expect
@@ -23,7 +24,7 @@ NODES = [f"n{i}" for i in range(5)]
 
 
 def wait_paused(live: LiveConsole, task_id: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + max(timeout, STATE_DEADLINE)  # as tests.support.cluster.wait_until
     while time.monotonic() < deadline:
         wave = live.store.get(task_id).Steps[0].Wave
         if wave is not None and wave.Phase == "paused":

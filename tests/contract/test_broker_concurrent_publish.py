@@ -31,8 +31,6 @@ from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
 )
 from tests.support.vhosts import rabbitmq_vhost, rabbitmqctl
 
-pytestmark = pytest.mark.timeout(120)
-
 # However the broker misbehaves, no publish may take longer than this.
 LONGEST_PUBLISH = PUBLISH_DEADLINE_SECONDS + ANSWER_SLACK_SECONDS + 5.0
 

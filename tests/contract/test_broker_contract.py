@@ -36,8 +36,6 @@ from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
     vhost_of,
 )
 
-pytestmark = pytest.mark.timeout(60)
-
 
 def test_round_trip(broker: Broker, queue: str) -> None:
     broker.publish(queue, b'{"step": 1}', priority=3, message_id="m-1")

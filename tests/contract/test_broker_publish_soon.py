@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from common.broker.port import Broker
 from common.errors import BrokerError, UnroutableMessage
 from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
@@ -18,8 +16,6 @@ from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
     queue,
     unique_queue,
 )
-
-pytestmark = pytest.mark.timeout(60)
 
 
 class Outcomes:

@@ -18,7 +18,7 @@ from common.queues import BANDS, band_of, band_queue, dead_letter_queue, quorum_
 from common.runtime.inbox import Inbox
 from tests.contract.broker_fixtures import Collector, acking, eventually, queue_definitions, unique_queue, vhost_of
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.timeout(90)]
+pytestmark = pytest.mark.rabbitmq
 
 
 @pytest.fixture

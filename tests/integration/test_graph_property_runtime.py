@@ -28,6 +28,7 @@ from common.store.sqlite.tasks import SqliteStore
 from oss.services.tasks import TaskService
 from tests.support.graph_checks import join_violations, rollback_violations
 from tests.support.item_view import with_items
+from tests.support.cluster import STATE_DEADLINE
 
 EXAMPLES = 60 if os.environ.get("BATON_CHAOS") == "full" else 15
 CHILD = """
@@ -127,7 +128,7 @@ def test_the_running_engine_rolls_back_random_graphs_in_reverse_topological_orde
 
 def _wait_final(store, task_id, timeout=60.0):
     """The task and its sub-flow children, once every one of them is final."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + max(timeout, STATE_DEADLINE)
     while True:
         parent = store.get(task_id)
         children = [store.get(s.ChildTaskId) for s in parent.Steps if s.ChildTaskId]

@@ -18,7 +18,7 @@ from modules.monitor.alarms import alarm_consumer
 from oss.services.tasks import TaskService
 from tests.support.cluster import wait_until
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.rabbitmq
 
 FLOWS = """
 version: 1

@@ -147,7 +147,7 @@ class Cluster:
         assert proc.popen is not None
         proc.popen.send_signal(sig)
         if sig in (signal.SIGKILL, signal.SIGTERM):
-            proc.popen.wait(timeout=30)
+            proc.popen.wait(timeout=STATE_DEADLINE)  # a graceful stop on a loaded machine
 
     def stop_all(self) -> None:
         for proc in self.procs.values():

@@ -146,6 +146,10 @@ async def hang_handoff(ctx: CommandContext) -> dict:
 
 @kinds.command()
 async def undo(ctx: CommandContext) -> dict:
+    """Awaits the file `undo_gate` (if given): a test decides when the rollback may end."""
+    gate = ctx.parameters.get("undo_gate")
+    while gate and not Path(gate).exists():
+        await asyncio.sleep(0.2)
     return {}
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from tests.deploy.support import TOKEN, TOKENS, http
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, Cluster, wait_until
 from tests.support.ports import free_port
 
 
@@ -54,7 +54,7 @@ def baton(cluster: Cluster, *args: str, flows: str | None = None) -> subprocess.
         path.write_text(flows)
         env["BATON_FLOWS_PATH"] = str(path)
     return subprocess.run([sys.executable, "-m", "oss", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+                          text=True, timeout=STATE_DEADLINE)  # fmt: skip
 
 
 def stream_events(base: str, task_id: str, *, seconds: float = 1,

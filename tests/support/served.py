@@ -11,6 +11,8 @@ from typing import Any
 
 import uvicorn
 
+from tests.support.cluster import STATE_DEADLINE
+
 
 @contextlib.contextmanager
 def served(app: Any) -> Iterator[str]:
@@ -23,7 +25,7 @@ def served(app: Any) -> Iterator[str]:
     )
     thread.start()
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + STATE_DEADLINE  # imports and a first request at load 20-45
         while not server.started:
             assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
             time.sleep(0.02)

@@ -50,9 +50,15 @@ def drop_instance(ctx: CommandContext) -> dict:
 
 @mysql.command()
 def nap(ctx: CommandContext) -> dict:
-    """A step that takes a while (tests/e2e/test_task_waits.py: a deadline passing while it runs)."""
+    """A step that takes a while (tests/e2e/test_task_waits.py: a deadline passing while it runs):
+    until the file `nap_gate` exists, when given (the test says when it may end), then
+    `nap_seconds`."""
     import time
+    from pathlib import Path
 
+    gate = ctx.parameters.get("nap_gate")
+    while gate and not Path(gate).exists():
+        time.sleep(0.1)
     time.sleep(float(ctx.parameters.get("nap_seconds", 1)))
     return {"napped": True}
 

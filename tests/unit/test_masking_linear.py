@@ -54,8 +54,8 @@ HOSTILE = {  # each of these made some part of the old pattern rescan the rest o
 
 def _slowest_ratio(unit: str) -> float:
     """CPU time of 1 MB over CPU time of 50 KB of the same pattern (best of five each: noise only
-    adds). The thread's CPU time, not the clock's: on a loaded machine the clock also counts the
-    time the thread waited for a core, which says nothing of the algorithm."""
+    adds). The thread's CPU time, not the wall clock: on a loaded machine the wall clock counts
+    the time the thread waited for a core, which made a linear pass look quadratic."""
 
     def best(size: int) -> float:
         text = (unit * (size // len(unit) + 1))[:size]
