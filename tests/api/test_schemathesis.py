@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import CHECKS, load_all_checks
@@ -97,6 +97,11 @@ def test_every_operation_passes_every_check(api_schema: schemathesis.BaseSchema,
             database=None,
         )
         def fuzz(case: schemathesis.Case, pick: st.DataObject) -> None:
+            if mode is GenerationMode.NEGATIVE and any(isinstance(v, dict) for v in (case.query or {}).values()):
+                # A URL holds no object: the request sends a mapping's keys as the parameter's
+                # values (none for an empty one), a request the schema allows, not the invalid one
+                # the case stands for.
+                reject()
             guided(case, pick).call_and_validate(headers=auth(ROLES[role]), checks=ALL_CHECKS)
 
         try:

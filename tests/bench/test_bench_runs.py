@@ -41,6 +41,7 @@ REDUCED = {
     "BATON_BENCH_ITEM_STEPS": "50,200",
     "BATON_BENCH_FLEET_SIZES": "20,40",
     "BATON_BENCH_SOURCE_SIZES": "200,400",  # a 1 % budget holds its failing item 0
+    "BATON_BENCH_SOURCE_WAVE_SIZES": "400",  # beside the run of 400 without waves, not one of its own
     "BATON_BENCH_CLI_RUNS": "2",
     "BATON_BENCH_VIEW_ITEMS": "300",
     "BATON_BENCH_VIEW_SAMPLES": "3",
@@ -97,6 +98,8 @@ ROWS = (
     *(rf"its task view / a page of 100 items / a page of its failed items, {size} items +[\d.]+ / [\d.]+ / [\d.]+ ms"
       for size in (200, 400)),
     r"module RSS growth from 200 to 400 items from a source +[+-][\d.]+ MiB",
+    r'the same 400 items in waves \[100, "10%", rest\] +\d+ items/s \(without waves: \d+\) +ended successful, '
+    r"exactly those items failed, every wave ran",
     r"rate at 40 items as a share of the rate at 20 +\d+%",
     r"30 async commands in flight in one module process, each awaiting 1 s +[\d.]+ s",
     r"that module's peak RSS, its children included +\d+ MiB +1 process\(es\)",
