@@ -26,6 +26,8 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 FLOWS = """
 version: 1
 defaults: {timeout: 10, retry: 0}
+# A nap ends at its gate, opened by the test once it saw what it waits for: its timeout must not
+# end it first (the deadline, 10 s, would otherwise race the nap's own 10 s timeout).
 task_types:
   in_a_window:
     deadline: 10
@@ -34,7 +36,7 @@ task_types:
         normal:   {module: resource, command: step_a}
         rollback: {module: resource, command: undo_a}
       - name: slow
-        normal:   {module: mysql, command: nap}
+        normal:   {module: mysql, command: nap, timeout: 600}
         rollback: {module: mysql, command: undo_b}
       - name: c
         normal:   {module: resource, command: step_c}
@@ -42,7 +44,7 @@ task_types:
   napper:
     steps:
       - name: slow
-        normal:   {module: mysql, command: nap}
+        normal:   {module: mysql, command: nap, timeout: 600}
         rollback: {module: mysql, command: undo_b}
       - name: c
         normal:   {module: resource, command: step_c}
