@@ -20,7 +20,7 @@ BATON_BENCH_FLEET_SIZES (default "1000,10000"; "0" skips it): one for_each over 
 each size, end to end, items per second and the ratio (bench/fleet.py).
 BATON_BENCH_SOURCE_SIZES (default "1000,100000"; "0" skips it): one for_each over items from a
 source of each size, 0.3 % failing under a 1 % budget: items per second, the module's RSS, the task
-view and an items page (bench/source_fleet.py); BATON_BENCH_SOURCE_WAVE_SIZES (default "1000"): the
+view and an items page (bench/source_fleet.py); BATON_BENCH_SOURCE_WAVE_SIZES (default "1000,100000"): the
 same in waves [100, "10%", rest], beside the run without waves of its size.
 BATON_BENCH_VIEW_ITEMS (default 10000) and BATON_BENCH_VIEW_SAMPLES (50): the task view of a
 for_each over that many items in records, next to one of 10 items (bench/task_view.py).

@@ -7,7 +7,7 @@ items failed and rolled back (checked, and said in the row when not). Printed pe
 second from submission to the end, the module process's RSS after the run (its growth from the
 small run to the large one), and the task view and a page of its failed items over HTTP.
 The same rollout in waves `[100, "10%", rest]` (docs/design/waves.md, "Waves over a source") runs
-beside it at the sizes BATON_BENCH_SOURCE_WAVE_SIZES names (default "1000"; "0" skips it), its
+beside it at the sizes BATON_BENCH_SOURCE_WAVE_SIZES names (default "1000,100000"; "0" skips it), its
 rate printed beside the run without waves of the same size in the same process.
 Prints figures, asserts nothing: `python -m bench.source_fleet` alone, or part of `make bench`;
 BATON_BENCH_SOURCE_SIZES (default "1000,100000"; "0" skips it) and BATON_BENCH_SOURCE_PARALLEL
@@ -30,7 +30,7 @@ from tests.support.cluster import Cluster, wait_until
 from tests.support.ports import free_port
 
 SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_SIZES", "1000,100000").split(","))
-WAVE_SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_WAVE_SIZES", "1000").split(",")
+WAVE_SIZES = tuple(int(size) for size in os.environ.get("BATON_BENCH_SOURCE_WAVE_SIZES", "1000,100000").split(",")
                    if int(size) > 0)
 PARALLEL = int(os.environ.get("BATON_BENCH_SOURCE_PARALLEL", "64"))
 TOKEN = "bench-source-token-0123456789"
