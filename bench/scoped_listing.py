@@ -38,7 +38,7 @@ def fill(store: SqliteStore, size: int) -> None:
 def page_and_counts_ms(store: SqliteStore, scope: Scope | None, samples: int, labels: dict | None = None) -> float:
     def once() -> float:
         started = time.perf_counter()
-        store.list_tasks(scope=scope, labels=labels, limit=51)
+        store.list_tasks(TaskFilter(scope=scope, labels=labels), limit=51)
         store.count_tasks(TaskFilter(scope=scope, labels=labels or {}))
         return (time.perf_counter() - started) * 1000
 

@@ -28,8 +28,9 @@ from baton_client.models.listing import ItemView, TaskSummary
 from baton_client.models.task import TaskDetail
 from baton_client.retries import Failure, RetryPolicy, retry_delay
 from baton_client.transport import (
-    STREAM_READ_SECONDS, failure_of, from_environment, http_options, log_retry, shown_url, transport_error,
-)  # fmt: skip
+    Answered, STREAM_READ_SECONDS, after_try, failure_of, from_environment, http_options,
+    log_retry, shown_url, transport_error,
+)
 
 T = TypeVar("T")
 
@@ -63,22 +64,16 @@ class AsyncBatonClient(Calls):
         attempt = 0
         while True:
             attempt += 1
+            answer, error = None, None
             try:
                 answer = await self._http.request(call.method, call.path, params=call.query(), json=call.json())
             except httpx.TransportError as exc:
-                failure = failure_of(exc)
-                delay = retry_delay(self._retry, attempt, failure, call.safe, random.random())
-                if delay is None:
-                    raise transport_error(call, failure, exc, attempt) from exc
-            else:
-                if answer.status_code != 503 or 503 in call.ok:
-                    return call.result(answer.status_code, answer.content)
-                failure = Failure.UNAVAILABLE
-                delay = retry_delay(self._retry, attempt, failure, call.safe, random.random())
-                if delay is None:
-                    raise error_for_answer(503, answer.content)
-            log_retry(call, self._retry, attempt, failure, delay)
-            await asyncio.sleep(delay)
+                error = exc
+            step = after_try(call, self._retry, attempt, random.random(), answer, error)
+            if isinstance(step, Answered):
+                return step.value
+            log_retry(call, self._retry, attempt, step.failure, step.delay)
+            await asyncio.sleep(step.delay)
 
     async def events(self, task_id: str, *, last_event_id: str | None = None,
                      timeout: float | None = None) -> AsyncGenerator[TaskEvent, None]:  # fmt: skip

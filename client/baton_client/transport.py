@@ -1,5 +1,6 @@
 """What both clients share around the wire: their httpx options, how a transport failure is
-classed and reported, and the log line of a retry (stdlib logging, logger "baton_client").
+classed and reported, what follows one try of a call (its result, an error, or a retry), and the
+log line of a retry (stdlib logging, logger "baton_client").
 
 A log line names the call's method and path, the attempt and the delay; never a header (the
 token), a query string or a body.
@@ -10,20 +11,22 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import httpx
 
 from baton_client.auth import BearerAuth, Token
 from baton_client.call import Call
-from baton_client.errors import BatonError, OutcomeUnknown, Unavailable
-from baton_client.retries import Failure, RetryPolicy
+from baton_client.errors import BatonError, OutcomeUnknown, Unavailable, error_for_answer
+from baton_client.retries import Failure, RetryPolicy, retry_delay
 
 log = logging.getLogger("baton_client")
 log.addHandler(logging.NullHandler())  # a library logs; the application decides where to
 # The event stream's read timeout: the server sends a keep-alive comment every 15 s at least.
 STREAM_READ_SECONDS = 60.0
 URL_VARIABLE, TOKEN_VARIABLE = "BATON_API_URL", "BATON_API_TOKEN"  # as `baton watch --api` reads them
+T = TypeVar("T")
 
 
 def http_options(base_url: str, token: str | Token | None, timeout: float,
@@ -70,3 +73,38 @@ def log_retry(call: Call[Any], policy: RetryPolicy, attempt: int, failure: Failu
         extra={"baton_call": call.describe(), "baton_attempt": attempt, "baton_failure": failure.name,
                "baton_delay": delay},
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Answered(Generic[T]):
+    """The call is done: its result."""
+
+    value: T
+
+
+@dataclass(frozen=True)
+class SendAgain:
+    """The call is sent again after `delay` seconds, for this failure."""
+
+    failure: Failure
+    delay: float
+
+
+def after_try(call: Call[T], policy: RetryPolicy, attempt: int, spread: float, answer: httpx.Response | None,
+              error: httpx.TransportError | None) -> Answered[T] | SendAgain:  # fmt: skip
+    """What follows try number `attempt` of `call`, which got `answer` or failed with `error`: its
+    result, a retry, or the error the caller sees (raised). Both clients loop on it; `spread` is
+    the retry delay's random draw (retries.RetryPolicy.delay)."""
+    if error is not None:
+        failure = failure_of(error)
+        delay = retry_delay(policy, attempt, failure, call.safe, spread)
+        if delay is None:
+            raise transport_error(call, failure, error, attempt) from error
+        return SendAgain(failure, delay)
+    assert answer is not None
+    if answer.status_code != 503 or 503 in call.ok:
+        return Answered(call.result(answer.status_code, answer.content))
+    delay = retry_delay(policy, attempt, Failure.UNAVAILABLE, call.safe, spread)
+    if delay is None:
+        raise error_for_answer(503, answer.content)
+    return SendAgain(Failure.UNAVAILABLE, delay)

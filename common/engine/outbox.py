@@ -57,9 +57,6 @@ FLUSHERS: dict[OutboxKind, tuple[type[BaseModel], Flusher]] = {
     OutboxKind.WEBHOOK: (WebhookBody, Flusher.WEBHOOK),
     **{OutboxKind(value): (_body(body), Flusher(by)) for value, body, by in declared("OUTBOX_KINDS").values()},
 }
-# A plug-in's bodies are read here by the relays that flush them (`from common.engine.outbox
-# import LockAcquireBody`), as the engine's own are.
-globals().update({body.__name__: body for body, _ in FLUSHERS.values()})
 
 
 def kinds_of(flusher: Flusher) -> frozenset[OutboxKind]:

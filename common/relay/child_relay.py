@@ -10,6 +10,7 @@ undo already applied is refused), so the sweeper's relay may repeat any of them 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -33,8 +34,11 @@ from common.engine.states import TaskStatus
 from common.store.tasks.mutate import mutate
 from common.store.tasks.port import TaskStore
 from common.engine.codes import OutboxKind
-from common.engine.outbox import ChildActionBody, UndoChildBody, body_of
+from common.engine.outbox import body_of
 from common.tracing import task_spans
+
+if TYPE_CHECKING:  # the bodies are the sub-flow kind's own; body_of reads an entry as one
+    from common.engine.kinds.sub_flow.bodies import ChildActionBody, UndoChildBody
 
 log = structlog.get_logger(__name__)
 

@@ -26,7 +26,7 @@ from common.engine.document import Task
 from common.engine.states import TaskStatus
 from common.store.tasks.port import TaskStore
 from common.store.tasks.mutate import mutate
-from common.store.tasks.filters import page_key
+from common.store.tasks.filters import TaskFilter, page_key
 from common.engine.changes import noted
 from modules.mysql import provision
 from modules.mysql.server import LockBusy, OwnedInstance, Server
@@ -139,7 +139,7 @@ class Reconciler:
     def _tasks(self, status: TaskStatus) -> Iterator[Task]:
         after = None
         while True:
-            page = self._store.list_tasks(status=status, after=after, limit=PAGE)
+            page = self._store.list_tasks(TaskFilter(status=status, after=after), limit=PAGE)
             yield from page
             if len(page) < PAGE:
                 return

@@ -270,7 +270,7 @@ def _listed(task_filter: Any, limit: int, as_json: bool) -> tuple[list[dict[str,
     from oss.cli.render import held_note
 
     with opened_store() as store:
-        found = store.list_tasks(**{k: v for k, v in vars(task_filter).items() if k != "search"}, limit=limit)
+        found = store.list_tasks(task_filter, limit=limit)
         with ItemReads(store) as items:
             docs = [masked_task_view(t, items.runs(t)) for t in found]
     in_flight = (TaskStatus.NOT_STARTED, TaskStatus.RUNNING)

@@ -24,6 +24,7 @@ from common.engine.document import Task
 from common.store.tasks import unreadable
 from common.store.tasks.port import TaskStore
 from common.access import Scope
+from common.store.tasks.filters import TaskFilter
 from common.store.tasks.paging import iterate_tasks
 from common.engine.changes import Refusal, Timing
 from oss.services.action_names import MAX_BULK_TASKS as MAX_TASKS
@@ -60,7 +61,7 @@ class BulkActions:
         limit: int = 1000,
         scope: Scope | None = None,
     ) -> BulkResult:
-        """`filters` as TaskStore.list_tasks takes them; at least one must be given. `scope`:
+        """`filters`: the fields of a TaskFilter; at least one must be given. `scope`:
         only tasks in these namespaces (a scoped token's) are matched, counted or changed."""
         if action not in ACTIONS:
             raise ValueError("unknown action")
@@ -86,7 +87,7 @@ class BulkActions:
         return result
 
     def _matching(self, filters: Mapping[str, Any], limit: int) -> tuple[list[Task], bool]:
-        found = list(iterate_tasks(self._store, limit + 1, **filters))  # one more: are there more?
+        found = list(iterate_tasks(self._store, limit + 1, TaskFilter(**filters)))  # one more: are there more?
         return found[:limit], len(found) > limit
 
     def _dry(self, action: str, task: Task, actor: str, reason: str) -> str | None:

@@ -26,6 +26,7 @@ from common.engine.changes import Refusal, Revision, Timing, migrate
 from common.engine.states import TaskStatus
 from common.store.tasks import unreadable
 from common.access import Scope
+from common.store.tasks.filters import TaskFilter
 from common.store.tasks.paging import iterate_tasks
 from common.store.tasks.port import TaskStore
 from oss.services.action_names import MAX_BULK_TASKS
@@ -107,7 +108,8 @@ class Migrations:
     def _in_flight(self, task_type: str, limit: int, scope: Scope | None) -> tuple[list[Task], bool]:
         found: list[Task] = []
         for status in IN_FLIGHT:
-            found += iterate_tasks(self._store, limit + 1 - len(found), task_type=task_type, status=status, scope=scope)
+            found += iterate_tasks(self._store, limit + 1 - len(found),
+                                   TaskFilter(task_type=task_type, status=status, scope=scope))
             if len(found) > limit:
                 break
         return found[:limit], len(found) > limit

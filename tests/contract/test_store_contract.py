@@ -20,6 +20,7 @@ from common.engine.states import ResultCode, TaskStatus
 from common.errors import DuplicateTask
 from common.store.mongo.tasks import MongoStore
 from common.store.sqlite.tasks import SqliteStore
+from common.store.tasks.filters import TaskFilter
 from tests.contract.store_documents import (
     NOW,
     claimed,
@@ -235,9 +236,9 @@ def test_sqlite_file_from_before_user_id_gets_the_column(tmp_path: Any) -> None:
         )
         conn.commit()
     store = SqliteStore(path)
-    assert [t.TaskId for t in store.list_tasks(user_id="alice")] == [task.TaskId]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(user_id="alice"))] == [task.TaskId]
     store.insert(new_task(user_id="bob"))
-    assert len(store.list_tasks(user_id="bob")) == 1
+    assert len(store.list_tasks(TaskFilter(user_id="bob"))) == 1
     store.close()
 
 

@@ -26,14 +26,14 @@ def test_list_tasks_filters_newest_first(store: Any) -> None:
     everything = [*reversed(redis), *reversed(mysql)]
     assert ids(store.list_tasks()) == ids(everything)
     assert ids(store.list_tasks(limit=3)) == ids(everything[:3])
-    assert ids(store.list_tasks(task_type="create_mysql")) == ids(list(reversed(mysql)))
-    assert ids(store.list_tasks(status=TaskStatus.RUNNING)) == [redis[0].TaskId, mysql[1].TaskId]
-    assert ids(store.list_tasks(status=TaskStatus.RUNNING, task_type="create_mysql")) == [
+    assert ids(store.list_tasks(TaskFilter(task_type="create_mysql"))) == ids(list(reversed(mysql)))
+    assert ids(store.list_tasks(TaskFilter(status=TaskStatus.RUNNING))) == [redis[0].TaskId, mysql[1].TaskId]
+    assert ids(store.list_tasks(TaskFilter(status=TaskStatus.RUNNING, task_type="create_mysql"))) == [
         mysql[1].TaskId
     ]
-    waiting_redis = store.list_tasks(status=TaskStatus.NOT_STARTED, task_type="create_redis")
+    waiting_redis = store.list_tasks(TaskFilter(status=TaskStatus.NOT_STARTED, task_type="create_redis"))
     assert ids(waiting_redis) == [redis[1].TaskId]
-    assert store.list_tasks(status=TaskStatus.SUCCESS) == []
+    assert store.list_tasks(TaskFilter(status=TaskStatus.SUCCESS)) == []
     assert store.list_tasks(limit=0) == []
     assert running[0].TaskStatus is TaskStatus.RUNNING
 
@@ -52,8 +52,8 @@ def test_list_tasks_by_owner_label_and_time_range(store: Any) -> None:
     for task in tasks:
         store.insert(task)
 
-    def ids(**filters: Any) -> list[int]:
-        return [tasks.index(t) for t in store.list_tasks(**filters)]
+    def ids(limit: int = 100, **filters: Any) -> list[int]:
+        return [tasks.index(t) for t in store.list_tasks(TaskFilter(**filters), limit=limit)]
 
     assert ids(user_id="alice") == [4, 2, 0]
     assert ids(labels={"team": "db"}) == [4, 3, 1, 0]
@@ -76,8 +76,8 @@ def test_list_tasks_with_failed_items(store: Any) -> None:
     tasks[0].TaskStatus = tasks[2].TaskStatus = TaskStatus.SUCCESS
     for task in tasks:
         store.insert(task)
-    assert [t.TaskId for t in store.list_tasks(failed_items=True)] == [tasks[2].TaskId, tasks[0].TaskId]
-    assert len(store.list_tasks(failed_items=False)) == 3
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(failed_items=True))] == [tasks[2].TaskId, tasks[0].TaskId]
+    assert len(store.list_tasks(TaskFilter(failed_items=False))) == 3
     assert store.count_tasks(TaskFilter(failed_items=True)) == {TaskStatus.SUCCESS: 2}
     assert store.get(tasks[0].TaskId).FailedItems == 3 and store.get(tasks[1].TaskId).FailedItems is None
 
@@ -87,9 +87,9 @@ def test_list_tasks_breaks_ties_on_time_by_task_id(store: Any) -> None:
     for task in same_time:
         store.insert(task)
     assert [t.TaskId for t in store.list_tasks()] == ["t-3", "t-2", "t-1"]
-    assert [t.TaskId for t in store.list_tasks(after=(NOW, "t-3"))] == ["t-2", "t-1"]
-    assert [t.TaskId for t in store.list_tasks(after=(NOW, "t-1"))] == []
-    assert [t.TaskId for t in store.list_tasks(after=(NOW + 1, ""))] == ["t-3", "t-2", "t-1"]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(after=(NOW, "t-3")))] == ["t-2", "t-1"]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(after=(NOW, "t-1")))] == []
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(after=(NOW + 1, "")))] == ["t-3", "t-2", "t-1"]
 
 
 def test_pages_list_every_task_once_while_tasks_are_inserted(store: Any) -> None:
@@ -100,7 +100,7 @@ def test_pages_list_every_task_once_while_tasks_are_inserted(store: Any) -> None
     seen: list[str] = []
     after = None
     for page_number in range(100):
-        page = store.list_tasks(after=after, limit=4, labels=None)
+        page = store.list_tasks(TaskFilter(after=after, labels=None), limit=4)
         if not page:
             break
         seen += [t.TaskId for t in page]
@@ -113,6 +113,6 @@ def test_pages_list_every_task_once_while_tasks_are_inserted(store: Any) -> None
 def test_filtered_pages(store: Any) -> None:
     for i in range(7):
         store.insert(new_task(NOW + i, task_id=f"t-{i}", user_id="alice" if i % 2 else "bob"))
-    first = store.list_tasks(user_id="bob", limit=2)
-    second = store.list_tasks(user_id="bob", limit=2, after=page_key(first[-1]))
+    first = store.list_tasks(TaskFilter(user_id="bob"), limit=2)
+    second = store.list_tasks(TaskFilter(user_id="bob", after=page_key(first[-1])), limit=2)
     assert [t.TaskId for t in first + second] == ["t-6", "t-4", "t-2", "t-0"]

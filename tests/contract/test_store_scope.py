@@ -54,7 +54,7 @@ WEB = Namespace("web", "read", frozenset(), {"app/tier-x": "web"})  # a key with
 ])  # fmt: skip
 def test_a_scope_selects_its_namespaces_tasks_in_lists_and_counts(store: Any, scope: Any, expected: list[str]) -> None:
     made = tasks(store)
-    assert [t.TaskId for t in store.list_tasks(scope=scope)] == expected
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(scope=scope))] == expected
     counts = store.count_tasks(TaskFilter(scope=scope))
     assert sum(counts.values()) == len(expected)
     if scope is not None:  # the store agrees with the Python decision the API makes on one task
@@ -63,9 +63,9 @@ def test_a_scope_selects_its_namespaces_tasks_in_lists_and_counts(store: Any, sc
 
 def test_a_scope_goes_with_the_other_filters_and_pages(store: Any) -> None:
     tasks(store)
-    assert [t.TaskId for t in store.list_tasks(scope=(ALL_OF_PAYMENTS,), task_type="report")] == ["t2"]
-    assert [t.TaskId for t in store.list_tasks(scope=(ALL_OF_PAYMENTS,), labels={"team": "shop"})] == []
-    assert [t.TaskId for t in store.list_tasks(scope=(DBS, REPORTS), search="t", limit=2)] == ["t4", "t3"]
-    first = store.list_tasks(scope=(DBS,), limit=1)
-    assert [t.TaskId for t in store.list_tasks(scope=(DBS,), after=(first[0].TimeCreate, "t4"))] == ["t0"]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(scope=(ALL_OF_PAYMENTS,), task_type="report"))] == ["t2"]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(scope=(ALL_OF_PAYMENTS,), labels={"team": "shop"}))] == []
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(scope=(DBS, REPORTS), search="t"), limit=2)] == ["t4", "t3"]
+    first = store.list_tasks(TaskFilter(scope=(DBS,)), limit=1)
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(scope=(DBS,), after=(first[0].TimeCreate, "t4")))] == ["t0"]
     assert store.count_tasks(TaskFilter(scope=(DBS,), status=TaskStatus.NOT_STARTED)) == {TaskStatus.NOT_STARTED: 2}

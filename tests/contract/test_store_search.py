@@ -56,7 +56,7 @@ def tasks_to_search(store: Any) -> list[Task]:
 )
 def test_search_by_id_prefix_or_text(store: Any, text: str, expected: list[int]) -> None:
     tasks = tasks_to_search(store)
-    found = [tasks.index(t) for t in store.list_tasks(search=text)]
+    found = [tasks.index(t) for t in store.list_tasks(TaskFilter(search=text))]
     assert found == expected
     # The Python form (the API's check on the masked view) agrees with the store.
     assert [i for i in reversed(range(len(tasks))) if search_matches(tasks[i], text)] == expected
@@ -64,10 +64,10 @@ def test_search_by_id_prefix_or_text(store: Any, text: str, expected: list[int])
 
 def test_search_goes_with_the_other_filters_and_pages(store: Any) -> None:
     tasks = tasks_to_search(store)
-    assert [t.TaskId for t in store.list_tasks(search="mysql", task_type="drop_mysql")] == ["cd00ab12"]
-    assert [t.TaskId for t in store.list_tasks(search="mysql", limit=1)] == ["cd00ab12"]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(search="mysql", task_type="drop_mysql"))] == ["cd00ab12"]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(search="mysql"), limit=1)] == ["cd00ab12"]
     after = (tasks[2].TimeCreate, tasks[2].TaskId)
-    assert [t.TaskId for t in store.list_tasks(search="mysql", after=after)] == ["ab12cd34"]
+    assert [t.TaskId for t in store.list_tasks(TaskFilter(search="mysql", after=after))] == ["ab12cd34"]
 
 
 def test_count_tasks_per_status(store: Any) -> None:

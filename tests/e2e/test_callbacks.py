@@ -19,14 +19,12 @@ from baton_client import BatonClient, Gone
 from tests.deploy.support import http, wait_task_final
 from tests.support.callback_commands import board_file
 from tests.support.cluster import wait_until
-from tests.support.doc_examples import blocks
-from tests.support.oss_deployment import baton, oss_deployment
-from tests.support.test_store import cluster_mongo_url
+from tests.support.callback_deployment import GUIDE_FLOWS, callback_deployment
+from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
-(GUIDE,) = blocks("docs/guide/callbacks.md", "A command that waits for a callback", "yaml")
-FLOWS = "version: 1\ndefaults: {timeout: 10, retry: 0}\n" + GUIDE + """\
+FLOWS = GUIDE_FLOWS + """\
   change_async:
     parameters:
       summary:   {type: string, required: true}
@@ -49,20 +47,12 @@ FLOWS = "version: 1\ndefaults: {timeout: 10, retry: 0}\n" + GUIDE + """\
         normal:   {module: tickets, command: open_change_first_beat_only, retry: 1}
         rollback: {module: tickets, command: withdraw_change}
 """
-MODULES = {"resource": "tests.support.standin_commands:resource", "tickets": "tests.support.callback_commands:registry"}
 
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory, request):
-    workdir = tmp_path_factory.mktemp("callbacks")
-    board = workdir / "board"
-    board.mkdir()
-    with oss_deployment(workdir, rabbitmq_url, FLOWS, MODULES, mongo_url=cluster_mongo_url(request),
-                        extra_env={"BATON_TEST_BOARD": str(board)}) as (cluster, base):
-        import os
-
-        os.environ["BATON_TEST_BOARD"] = str(board)  # board_file() here reads the same directory
-        yield cluster, base
+    with callback_deployment(tmp_path_factory.mktemp("callbacks"), rabbitmq_url, request, FLOWS) as deployed:
+        yield deployed
 
 
 def submit(base: str, task_type: str = "change", **parameters: int) -> str:

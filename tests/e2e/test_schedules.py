@@ -17,6 +17,7 @@ import pytest
 from common.flows import load_flows
 from common.scheduling import Overlap
 from common.engine.states import FINAL_STATUSES
+from common.store.tasks.filters import TaskFilter
 from oss.services.schedules import ScheduleService
 from tests.support.cluster import Cluster, wait_until
 
@@ -46,7 +47,7 @@ def test_a_schedule_every_second_creates_one_task_per_tick_across_two_sweepers(r
                                 interval_seconds=1.0, overlap=Overlap.ALLOW)  # fmt: skip
 
         def created():
-            return cluster.store.list_tasks(labels={"schedule": "pulse"}, limit=10_000)
+            return cluster.store.list_tasks(TaskFilter(labels={"schedule": "pulse"}), limit=10_000)
 
         def newest_tick() -> float:
             return max((int(t.IdempotencyKey.rsplit(":", 1)[1]) / 1000 for t in created()), default=0.0)

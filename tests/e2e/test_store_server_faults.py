@@ -28,6 +28,7 @@ import pytest
 
 from common.errors import BatonError
 from common.engine.states import FINAL_STATUSES, TaskStatus
+from common.store.tasks.filters import TaskFilter
 from modules.resource.inventory.factory import open_inventory
 from modules.resource.inventory.port import Capacity, ClaimState
 from tests.chaos.plans import FULL, scale
@@ -148,7 +149,7 @@ def check_everything(cluster: Cluster, submitter: Submitter) -> None:
     # A submission that timed out may still have been written (the server applies it when it
     # runs again): its outcome was unknown to the caller, not "not created". Every task that
     # exists is checked and deleted, acknowledged or not.
-    created = [t.TaskId for t in cluster.store.list_tasks(task_type="create_mysql_instance", limit=100_000)]
+    created = [t.TaskId for t in cluster.store.list_tasks(TaskFilter(task_type="create_mysql_instance"), limit=100_000)]
     assert set(acknowledged) <= set(created), "an acknowledged task is gone"
     tasks = settle(cluster, created, timeout=scale(120, 300))
     for task in tasks:

@@ -17,6 +17,7 @@ from common.settings import load_settings
 from common.engine.states import TaskStatus
 from common.store.sqlite.schedules import SqliteScheduleStore
 from common.store.sqlite.tasks import SqliteStore
+from common.store.tasks.filters import TaskFilter
 from oss.services.schedules import ScheduleService
 from oss.services.tasks import TaskService
 
@@ -65,7 +66,7 @@ class World:
         self.runner.run_due(at)
 
     def created(self, name: str = "backups") -> list[Any]:
-        return self.tasks.list_tasks(labels={"schedule": name}, limit=1000)
+        return self.tasks.list_tasks(TaskFilter(labels={"schedule": name}), limit=1000)
 
 
 @pytest.fixture

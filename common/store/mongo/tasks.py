@@ -29,7 +29,7 @@ from common.store.mongo import marks
 from common.store.mongo.base import MongoAdapter, again
 from common.store.mongo.client import PING_SECONDS
 from common.store.mongo.errors import adapter_edge
-from common.store.tasks.filters import PageKey, TaskFilter, mongo_query
+from common.store.tasks.filters import ALL_TASKS, PageKey, TaskFilter, mongo_query
 
 
 def _no_id() -> dict[str, bool]:
@@ -147,25 +147,8 @@ class MongoStore(MongoAdapter):
         return [HistoryEvent.model_validate(row["Event"]) for row in rows]
 
     @_adapter_edge
-    def list_tasks(
-        self,
-        *,
-        status: TaskStatus | None = None,
-        task_type: str | None = None,
-        user_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        created_from: float | None = None,
-        created_to: float | None = None,
-        after: PageKey | None = None,
-        search: str | None = None,
-        scope: Scope | None = None,
-        failed_items: bool = False,
-        limit: int = 100,
-    ) -> list[Task]:
-        query = mongo_query(
-            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after, search, scope,
-                       failed_items)
-        )
+    def list_tasks(self, task_filter: TaskFilter = ALL_TASKS, *, limit: int = 100) -> list[Task]:
+        query = mongo_query(task_filter)
         return self._find_tasks(query, _LISTING_ORDER, limit, placeholders=True)
 
     @_adapter_edge

@@ -38,7 +38,7 @@ from common.store.sqlite import (
     waiting as sqlite_waiting,
 )
 from common.store.tasks import unreadable
-from common.store.tasks.filters import PageKey, TaskFilter, sql_where
+from common.store.tasks.filters import ALL_TASKS, PageKey, TaskFilter, sql_where
 
 PING_TIMEOUT_MS = 2_000
 _PING = """
@@ -236,25 +236,8 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
         return self._tasks(sql, (due_before,), limit)
 
     @_translated
-    def list_tasks(
-        self,
-        *,
-        status: TaskStatus | None = None,
-        task_type: str | None = None,
-        user_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        created_from: float | None = None,
-        created_to: float | None = None,
-        after: PageKey | None = None,
-        search: str | None = None,
-        scope: Scope | None = None,
-        failed_items: bool = False,
-        limit: int = 100,
-    ) -> list[Task]:
-        where, params = sql_where(
-            TaskFilter(status, task_type, user_id, dict(labels or {}), created_from, created_to, after, search, scope,
-                       failed_items)
-        )
+    def list_tasks(self, task_filter: TaskFilter = ALL_TASKS, *, limit: int = 100) -> list[Task]:
+        where, params = sql_where(task_filter)
         sql = f"SELECT {_ROW} FROM tasks {where} ORDER BY time_create DESC, task_id DESC LIMIT ?"
         return self._tasks(sql, tuple(params), limit, placeholders=True)
 

@@ -45,6 +45,13 @@ class TaskFilter:
     scope: Scope | None = None  # only tasks in one of these namespaces (common/access.py); None: all
     failed_items: bool = False  # only tasks that ended with items failed within a budget
 
+    def __post_init__(self) -> None:
+        # a copy of the labels asked for (None: no label filter): the filter stays as it was made
+        object.__setattr__(self, "labels", dict(self.labels or {}))
+
+
+ALL_TASKS = TaskFilter()
+
 
 def sql_where(f: TaskFilter) -> tuple[str, list[Any]]:
     """A WHERE clause ("" when nothing is filtered) and its parameters, for the tasks table."""

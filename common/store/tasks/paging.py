@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import replace
 
 from common.engine.document import Task
 from common.store.tasks.port import TaskStore
-from common.store.tasks.filters import page_key
+from common.store.tasks.filters import TaskFilter, page_key
 
 PAGE = 500
 
 
-def iterate_tasks(store: TaskStore, limit: int, **filters: Any) -> Iterator[Task]:
-    """At most `limit` tasks; `filters` as TaskStore.list_tasks takes them."""
-    after, given = None, 0
+def iterate_tasks(store: TaskStore, limit: int, task_filter: TaskFilter) -> Iterator[Task]:
+    """At most `limit` tasks the filter selects (its `after`, if any, is where the first page starts)."""
+    after, given = task_filter.after, 0
     while given < limit:
         wanted = min(PAGE, limit - given)
-        page = store.list_tasks(**filters, after=after, limit=wanted)
+        page = store.list_tasks(replace(task_filter, after=after), limit=wanted)
         yield from page
         given += len(page)
         if len(page) < wanted:

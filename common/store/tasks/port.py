@@ -8,13 +8,12 @@ late or stale worker can never overwrite a newer outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
-from common.access import Scope
 from common.engine.document import Alarm, HistoryEvent, Task
 from common.engine.states import TaskStatus
-from common.store.tasks.filters import PageKey, TaskFilter
+from common.store.tasks.filters import ALL_TASKS, TaskFilter
 
 
 class TaskStore(Protocol):
@@ -71,30 +70,11 @@ class TaskStore(Protocol):
     def prune_history(self, before: float) -> int:
         """Delete archived events older than `before` (their `Time`); how many went."""
 
-    def list_tasks(
-        self,
-        *,
-        status: TaskStatus | None = None,
-        task_type: str | None = None,
-        user_id: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        created_from: float | None = None,
-        created_to: float | None = None,
-        after: PageKey | None = None,
-        search: str | None = None,
-        scope: Scope | None = None,
-        failed_items: bool = False,
-        limit: int = 100,
-    ) -> list[Task]:
-        """Newest first: TimeCreate descending, then TaskId descending (see task_filters).
-
-        Every filter given must hold: `labels` all match (keys without '.' and not starting
-        with '$'), created_from <= TimeCreate < created_to, `search` as task_filters says.
-        `scope`: only tasks in one of its namespaces (common/access.py; () holds none).
-        `failed_items`: only tasks that ended with items failed within a for_each step's budget.
-        `after`: the page key of the last task of the previous page; the answer starts
-        strictly after it.
-        """
+    def list_tasks(self, task_filter: TaskFilter = ALL_TASKS, *, limit: int = 100) -> list[Task]:
+        """At most `limit` tasks the filter selects, newest first: TimeCreate descending, then
+        TaskId descending (common/store/tasks/filters.py says what each field of the filter holds
+        to; `after` is the page key of the last task of the previous page: the answer starts
+        strictly after it)."""
 
     def count_tasks(self, task_filter: TaskFilter) -> dict[TaskStatus, int]:
         """How many tasks match, per status (statuses with none are left out)."""

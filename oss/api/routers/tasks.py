@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections import Counter
 
 from typing import Annotated
@@ -115,19 +117,19 @@ def list_tasks(
     limit: Annotated[int, Query(ge=1, le=500), ASCII_INT] = 50,
 ) -> TaskPage:
     search = q.strip() if q and q.strip() else None
-    wanted = {
-        "status": _status(status.value) if status else None,
-        "task_type": task_type,
-        "user_id": user_id,
-        "labels": dict(item.split("=", 1) for item in label or []),
-        "created_from": created_from,
-        "created_to": created_to,
-        "search": search,
-        "scope": scope_for(token),  # a scoped token's namespaces: in the store's query, so counts hold to them
-        "failed_items": failed_items,
-    }
+    wanted = TaskFilter(
+        status=_status(status.value) if status else None,
+        task_type=task_type,
+        user_id=user_id,
+        labels=dict(item.split("=", 1) for item in label or []),
+        created_from=created_from,
+        created_to=created_to,
+        search=search,
+        scope=scope_for(token),  # a scoped token's namespaces: in the store's query, so counts hold to them
+        failed_items=failed_items,
+    )
     # one more than asked tells whether another page exists
-    tasks = context.store.list_tasks(**wanted, after=_after(cursor), limit=limit + 1)
+    tasks = context.store.list_tasks(replace(wanted, after=_after(cursor)), limit=limit + 1)
     page = tasks[:limit]
     more = len(tasks) > limit
     now = context.clock()
@@ -135,11 +137,9 @@ def list_tasks(
     shown = [task_summary(t, now, item_runs(t, context.items)) for t in page]
     if search:  # a task matched only through a masked secret is not shown (see search_matches)
         shown = [s for s, t in zip(shown, page) if search_matches(masked_task(t), search)]
-    if search:
-        counts = _searched_counts(context, {**wanted, "status": None}, search)
-    else:
-        counts = context.store.count_tasks(TaskFilter(**{**wanted, "status": None}))
-    chosen = wanted["status"]
+    every_status = replace(wanted, status=None)
+    counts = _searched_counts(context, every_status, search) if search else context.store.count_tasks(every_status)
+    chosen = wanted.status
     return view_shown(context.store, token, TaskPage(  # the other tasks they name, only those in scope
         items=shown,
         next_cursor=encode_cursor(page_key(page[-1])) if more else None,
@@ -151,12 +151,12 @@ def list_tasks(
 SEARCH_COUNT_LIMIT = 20_000
 
 
-def _searched_counts(context: ApiContext, wanted: dict, search: str) -> dict[TaskStatus, int]:
+def _searched_counts(context: ApiContext, wanted: TaskFilter, search: str) -> dict[TaskStatus, int]:
     """Counts per status of what a search shows. The store's own count would include tasks
     that matched only through a masked secret (a failure message quoting a password): a reader
     could then probe a secret's text through the counts. A search scans every task anyway; this
     masks and checks only the matches, up to SEARCH_COUNT_LIMIT of them."""
-    matches = iterate_tasks(context.store, SEARCH_COUNT_LIMIT, **wanted)
+    matches = iterate_tasks(context.store, SEARCH_COUNT_LIMIT, wanted)
     counts = Counter(t.TaskStatus for t in matches if search_matches(masked_task(t), search))
     return dict(counts)
 

@@ -14,6 +14,7 @@ table and writing the task) is granted again. Locks never leak, whichever proces
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -23,10 +24,13 @@ from common.engine.views import parse_member, unit_lock
 from common.engine.codes import OutboxKind
 from common.engine.document import LockHolder, OutboxEntry, Task
 from common.engine.states import LockState
-from common.engine.outbox import LockAcquireBody, LockReleaseBody, body_of
+from common.engine.outbox import body_of
 from common.store.gates.lock.table import LockTable, open_lock_store_for
 from common.store.tasks.mutate import mutate
 from common.store.tasks.port import TaskStore
+
+if TYPE_CHECKING:  # the lock gate's own bodies; body_of reads an entry as one
+    from common.engine.gates.lock.bodies import LockAcquireBody, LockReleaseBody
 
 log = structlog.get_logger(__name__)
 

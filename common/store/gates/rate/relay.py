@@ -11,6 +11,7 @@ waits holds nothing in the table: a cancelled one leaves nothing to reclaim.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -19,13 +20,16 @@ from common.engine.changes import (
 )
 from common.engine.codes import OutboxKind, WaitKind
 from common.engine.document import OutboxEntry, Task
-from common.engine.outbox import RateTakeBody, body_of
+from common.engine.outbox import body_of
 from common.engine.states import RunState
 from common.engine.views import per_text
 from common.errors import StoreError
 from common.store.gates.rate.table import RateTable, open_rate_store_for
 from common.store.tasks.mutate import mutate
 from common.store.tasks.port import TaskStore
+
+if TYPE_CHECKING:  # the rate gate's own body; body_of reads an entry as one
+    from common.engine.gates.rate.bodies import RateTakeBody
 
 log = structlog.get_logger(__name__)
 
