@@ -123,6 +123,20 @@ class Upgrade:
                 counted[line["key"], line["item"]] += 1 if line["op"] == "begun" else -1
         return any(count > 0 for count in counted.values())
 
+    def errors(self) -> dict[str, list[dict]]:
+        """The error lines each process logged: a release refusing what the other wrote says so there."""
+        return {name: [e for e in self.cluster.log_events(name) if e.get("level") in ("error", "critical")]
+                for name in self.cluster.procs}  # fmt: skip
+
+    def wait(self, condition, what: str) -> None:
+        """wait_until, failing with the processes' errors (why the releases did not get along)."""
+        try:
+            wait_until(condition, 120, what)
+        except AssertionError as exc:
+            errors = {name: [e.get("reason") or e.get("error") or e["event"] for e in lines[:3]]
+                      for name, lines in self.errors().items() if lines}  # fmt: skip
+            raise AssertionError(f"{exc}; errors logged: {errors}") from None
+
     def handovers(self) -> Counter[str]:
         """How often a step ran on one release right after the task's previous step ran on a
         release: "previous>current" is a current process claiming what a previous one committed."""
@@ -174,22 +188,22 @@ def test_tasks_in_flight_survive_a_rolling_upgrade_and_both_releases_side_by_sid
     # One at a time, each with a command of its own in flight, as a rollout replaces pods.
     for name, sig in [("first1", signal.SIGTERM), ("first2", signal.SIGKILL), ("second1", signal.SIGTERM),
                       ("second2", signal.SIGTERM), ("sweeper", signal.SIGTERM)]:  # fmt: skip
-        wait_until(lambda: upgrade.in_flight(name), 120, f"a command in flight on {name}")
+        upgrade.wait(lambda: upgrade.in_flight(name), f"a command in flight on {name}")
         cluster.kill(name, sig)
         upgrade.start(name, NEW)
         upgrade.submit(LATER_WAVE)
         if name == "first2":  # `first` all current, `second` all previous: each must take over from the other
             upgrade.submit(WAVE)
-            wait_until(lambda: {"current>previous", "previous>current"} <= set(upgrade.handovers()), 120,
-                       "steps handed over between the releases both ways")  # fmt: skip
+            upgrade.wait(lambda: {"current>previous", "previous>current"} <= set(upgrade.handovers()),
+                         "steps handed over between the releases both ways")
     replaced = time.monotonic()
     with cluster.starting():  # the previous release beside the current one, on the same queues
         for name in ["first_old", "second_old"]:
             upgrade.start(name, OLD)
     upgrade.submit(WAVE)
     old_pids = {cluster.procs[name].popen.pid for name in ("first_old", "second_old")}
-    wait_until(lambda: old_pids <= {int(OWNER_PID.search(line["owner"]).group(1)) for line in upgrade.ledger()
-                                    if line["op"] == "apply"}, 120, "both previous replicas applied a step")  # fmt: skip
+    upgrade.wait(lambda: old_pids <= {int(OWNER_PID.search(line["owner"]).group(1)) for line in upgrade.ledger()
+                                      if line["op"] == "apply"}, "both previous replicas applied a step")  # fmt: skip
 
     tasks = [cluster.wait_final(task_id, 240) for task_id in upgrade.planned]
     ended = time.monotonic()
@@ -202,8 +216,7 @@ def test_tasks_in_flight_survive_a_rolling_upgrade_and_both_releases_side_by_sid
         for task in tasks:
             status, answer = http("GET", f"{base}/api/v1/tasks/{task.TaskId}", timeout=60)
             assert status == 200 and answer["TaskStatus"] == task.TaskStatus, (name, status, answer)
-    refused = {name: [e for e in cluster.log_events(name) if e.get("level") in ("error", "critical")]
-               for name in cluster.procs}  # fmt: skip
+    refused = upgrade.errors()
     assert not any(refused.values()), {name: events[:3] for name, events in refused.items() if events}
     print(f"\nrolling upgrade from {previous_release.RELEASE}: {len(tasks)} tasks ({Counter(t.TaskStatus.name for t in tasks)}), "
           f"{report.units} units, {report.extra_applies} extra applies, {report.extra_undos} extra undos; "
