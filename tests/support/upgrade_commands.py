@@ -5,8 +5,9 @@ process of either release imports the same commands (its `tests` package is its 
 
 Every command notes a line in the ledger file BATON_TEST_LEDGER names (one write with O_APPEND:
 lines of concurrent processes never interleave): `begun` as it starts, then `apply` or `undo` once
-its effect is made. The effect is kept once per idempotency key, as a real module keeps it (a file
-created with O_EXCL in BATON_TEST_EFFECTS). A line names the unit (task, step, item), the key and
+its effect is made, or `failed` as a planned failure ends it (a command begun and not ended is in
+flight). The effect is kept once per idempotency key, as a real module keeps it (a file created
+with O_EXCL in BATON_TEST_EFFECTS). A line names the unit (task, step, item), the key and
 `owner`, the module process that claimed it (`module@host:pid:...`): which release ran it.
 """
 
@@ -44,6 +45,7 @@ def apply(ctx: CommandContext) -> dict:
     note(ctx, "begun")
     time.sleep(float(ctx.parameters.get("work_seconds", 0)))  # the work a replacement finds in flight
     if ctx.cursor == ctx.parameters.get("fail_at"):
+        note(ctx, "failed")
         raise CommandFailed(f"step {ctx.cursor} fails for good, as planned", retryable=False)
     effect(ctx, "apply")
     note(ctx, "apply")
