@@ -1,7 +1,7 @@
 """A rolling upgrade replaces processes one by one: while it runs, the previous release's modules
 read task documents and step messages the new code wrote. Its models forbid unknown fields, so
 every field added since must be left out while it has its default (tests/contract/previous_release/).
-Tracing is the documented exception: it is turned on once every process is upgraded."""
+The release is the commit tests/support/previous_release.py pins."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.support import FAIL, Api, open_api
+from tests.support.previous_release import RELEASE
 
 SCHEMAS = json.loads((Path(__file__).parent / "previous_release" / "documents.schema.json").read_text())
 
@@ -64,7 +65,13 @@ def test_the_previous_release_reads_every_step_message_written_now(written: list
 
 def test_the_check_can_fail() -> None:
     # A field the previous release does not know is caught, so the checks above mean something.
-    assert not _validator("Task").is_valid({**_minimal_task(), "Trace": None})
+    assert _validator("Task").is_valid(_minimal_task())
+    assert not _validator("Task").is_valid({**_minimal_task(), "FieldOfANewerRelease": None})
+
+
+def test_the_schema_is_the_pinned_release_s() -> None:
+    # Moving the pin without regenerating the schema would check against the wrong release.
+    assert SCHEMAS["release"] == RELEASE, "regenerate it: python -m tests.support.previous_release (its docstring)"
 
 
 def _minimal_task() -> dict[str, Any]:
@@ -90,4 +97,4 @@ def test_a_fan_out_without_a_budget_or_a_hold_is_written_as_the_previous_release
     assert "Tolerate" not in document["Steps"][0] and "FailedItems" not in document and "Held" not in document
     assert _validator("Task").is_valid(document)
     task.Steps[0].Tolerate = Tolerance(Count=1)
-    assert not _validator("Task").is_valid(json.loads(task.to_json()))  # the check sees it
+    assert _validator("Task").is_valid(json.loads(task.to_json()))  # the previous release has budgets

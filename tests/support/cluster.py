@@ -93,9 +93,10 @@ class Cluster:
     def start_sweeper(self, name: str = "sweeper", checkout: Path = REPO, **env: str) -> Proc:
         return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started", cwd=checkout)
 
-    def start_oss(self, port: int, name: str = "oss", **env: str) -> Proc:
+    def start_oss(self, port: int, name: str = "oss", checkout: Path = REPO, **env: str) -> Proc:
         """`baton oss`, the REST API, on `port`: ready once uvicorn listens (its own line)."""
-        return self._start(name, [sys.executable, "-m", "oss", "oss", "--port", str(port)], env, ready="Uvicorn running on")
+        return self._start(name, [sys.executable, "-m", "oss", "oss", "--port", str(port)], env, ready="Uvicorn running on",
+                           cwd=checkout)  # fmt: skip
 
     @contextlib.contextmanager
     def starting(self):
