@@ -161,6 +161,11 @@ class StepKind:
         """In place: `request` takes `action` on step `cursor`, which `waits_unparked`; why not, or None."""
         return Refusal(f"a {self.name} step takes no action {action!r}")
 
+    def child_ended(self, task: Task, body: dict, timing: Timing, ids: Callable[[], str]) -> Task | Refusal | None:
+        """A child task of step `body["Cursor"]` ended that is none of its units' (a wave's check):
+        the change's answer, or None: a unit's child, concluded as a sub-flow's."""
+        return None
+
     def on_backward(self, task: Task, cursor: int, now: float) -> None:
         """In place: what the task turning backward does to step `cursor` beyond its runs."""
         return None
