@@ -32,6 +32,14 @@ def declared_parts(package: str, attribute: str, listed: tuple[Any, ...] = (), m
     return tuple(parts)
 
 
+def composed(name: str, parts: tuple[Any, ...]) -> Any:
+    """One document part made of `parts` (their fields in their order), or None when there is none:
+    a kind's extensions' parts offered as the kind's own."""
+    if len(parts) <= 1:
+        return parts[0] if parts else None
+    return type(name, tuple(reversed(parts)), {"__module__": parts[0].__module__})
+
+
 def beside(plug_ins: Iterable[object], module: str) -> tuple[ModuleType, ...]:
     """The `module` of each plug-in's folder that has one, in the plug-ins' order (a gate's
     `sweep.py`, its `shown.py`): the folder of the plug-in's class."""
