@@ -233,6 +233,11 @@ class StepKind:
         found them, when they are kept in records of their own)."""
         return StepShown(kind=self.name, note=f"{step.NormalModule} · {step.NormalCommand}")
 
+    def describe_run(self, task: Task, run: Run) -> str | None:
+        """What a run of the step waits for in a state of the kind's own (a child task), as the
+        task view's `RunWaits` says it, or None."""
+        return None
+
     def describe_wait(self, step: Step, run: Run) -> str:
         """What a parked run of the step waits for, as `WaitingFor` shows it (its `Key`)."""
         return self.describe(step).note

@@ -222,6 +222,9 @@ class ForEachKind(StepKind):
 
         redrive_records(task, cursor, request, ids)
 
+    def describe_run(self, task: Task, run: Run) -> str | None:
+        return self._items(task.Steps[run.Cursor]).describe_run(task, run)  # an item's child task
+
     def skip_refused(self, task: Task, run: Run) -> str | None:
         return self._items(task.Steps[run.Cursor]).skip_refused(task, run)
 
