@@ -1,5 +1,6 @@
-"""What a task waits for, in its gate's words (`WaitShown` of the task view): the console draws
-its "Waiting for" line from these alone, so a new gate needs no code there."""
+"""What a task waits for, in its gate's words (`WaitShown` of the task view), and what a held run
+waits for (`RunWaits`): the console draws its "Waiting for" line and its timeline from these
+alone, so a new gate needs no code there."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def test_a_task_waiting_for_another_names_it_as_a_link_and_since_when(api):
     assert shown["WaitShown"] == {"Kind": "task", "Style": "", "Words": [
         {"Kind": "text", "Value": "task "}, {"Kind": "task", "Value": running},
         {"Kind": "text", "Value": " to succeed, since "}, {"Kind": "time", "Value": since}]}
-    assert api.get(f"/api/v1/tasks/{running}", token=READER).json()["WaitShown"] is None  # it waits for nothing
+    free = api.get(f"/api/v1/tasks/{running}", token=READER).json()
+    assert free["WaitShown"] is None and free["RunWaits"] == {}  # it waits for nothing
 
 
 def test_a_run_a_drained_module_holds_shows_the_module_strong(api):
@@ -32,7 +34,9 @@ def test_a_run_a_drained_module_holds_shows_the_module_strong(api):
                           Attempt=run.Attempt)
     now = time.time()
     mutate(api.store, task_id, lambda t: drain_hold(t, message, "resource", "olga", "deploy 2.0", Timing(now)))
-    shown = api.get(f"/api/v1/tasks/{task_id}", token=READER).json()["WaitShown"]
+    view = api.get(f"/api/v1/tasks/{task_id}", token=READER).json()
+    assert view["RunWaits"] == {run.DispatchId: "held: module resource is drained; it runs once the module is undrained"}
+    shown = view["WaitShown"]
     assert shown["Kind"] == "drain" and shown["Style"] == "drained"
     assert [(w["Kind"], w["Value"]) for w in shown["Words"]] == [
         ("text", "module "), ("strong", "resource"), ("text", " to be undrained (drained since "), ("time", now),

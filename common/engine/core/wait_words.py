@@ -1,12 +1,16 @@
 """A wait as people read it beside "Waiting for", as plain data every surface renders the same
 way (the console draws it from the task view; a new gate needs no code there): words, each plain
 text, a name shown strong, a time (epoch seconds, shown in the reader's zone) or another task (a
-link), and a style the console gives its line (`frozen`, `drained`). A gate says its own
-(`Gate.wait_words`); a wait of no gate (a parked step's) reads as its kind and key."""
+link), and a style the console gives its line (`frozen`, `drained`). A gate says its own in its
+folder's `shown.py` (`WAIT_WORDS(task, wait)`; else its kind, its `describe_wait`, since and
+until when), and what a run it holds waits for (`RUN_WAIT(task, run)`); a kind of step says the
+latter as `describe_run`. A wait of no gate (a parked step's) reads as its kind and key."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from common.engine.document import WaitCondition
@@ -31,13 +35,25 @@ def plain_words(wait: WaitCondition, what: str) -> WaitWords:
     return WaitWords(kind=kind, words=tuple(words))
 
 
+@cache
+def _said(attribute: str) -> dict[int, Callable[..., Any]]:
+    """Each gate's `shown.py`'s `attribute`, by the gate's place in the registry's order."""
+    from common.engine.core.declared import beside
+    from common.engine.registry import GATES  # the registry imports every plug-in: asked at run time
+
+    return {index: getattr(module, attribute) for index, gate in enumerate(GATES)
+            for module in beside((gate,), "shown") if hasattr(module, attribute)}
+
+
 def run_words(task: Any, run: Any) -> str | None:
     """What an unfinished run waits for in a state of a plug-in's own (a child task, the step's
     lock, a drained module's hold), as its step's kind or a gate says it; None: nothing of its own."""
-    from common.engine.registry import GATES, kind_of
+    from common.engine.registry import kind_of
 
     said = kind_of(task.Steps[run.Cursor]).describe_run(task, run)
-    return said if said is not None else next((s for gate in GATES if (s := gate.describe_run(task, run)) is not None), None)
+    if said is not None:
+        return said
+    return next((text for _, ask in sorted(_said("RUN_WAIT").items()) if (text := ask(task, run)) is not None), None)
 
 
 def wait_words(task: Any, wait: WaitCondition | None) -> WaitWords | None:
@@ -45,7 +61,10 @@ def wait_words(task: Any, wait: WaitCondition | None) -> WaitWords | None:
     too), by the gate whose wait it is; None when it waits for nothing."""
     if wait is None:
         return None
-    from common.engine.registry import gate_of_wait  # the registry imports every plug-in: asked at run time
+    from common.engine.registry import GATES, gate_of_wait
 
     gate = gate_of_wait(wait.Kind)
-    return gate.wait_words(task, wait) if gate is not None else plain_words(wait, wait.Key or wait.TaskId or "")
+    if gate is None:
+        return plain_words(wait, wait.Key or wait.TaskId or "")
+    own = _said("WAIT_WORDS").get(GATES.index(gate))
+    return own(task, wait) if own is not None else plain_words(wait, gate.describe_wait(task, wait))

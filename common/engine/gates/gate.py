@@ -17,7 +17,6 @@ from typing import Any
 
 from common.engine.codes import WaitKind
 from common.engine.core.units import Unit
-from common.engine.core.wait_words import WaitWords, plain_words
 from common.engine.document import Run, Task, WaitCondition
 from common.spec.parts import FlowsPart
 
@@ -98,16 +97,6 @@ class Gate:
     def describe_wait(self, task: Task, wait: WaitCondition) -> str:
         """What its wait names, as a person reads it ("cluster:a (mode backup)")."""
         return wait.Key or wait.TaskId or ""
-
-    def describe_run(self, task: Task, run: Run) -> str | None:
-        """What a run it holds waits for, as the task view's `RunWaits` says it (the console's
-        timeline), or None: not a run it holds."""
-        return None
-
-    def wait_words(self, task: Task, wait: WaitCondition) -> WaitWords:
-        """Its wait as the task view's `WaitShown` says it (the console's "Waiting for" line):
-        by default its kind, what `describe_wait` names, since when and until when."""
-        return plain_words(wait, self.describe_wait(task, wait))
 
 
 class TaskWaitGate(Gate):

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from common.engine.codes import WaitKind
-from common.engine.core.wait_words import TASK, TEXT, TIME, WaitWords
-from common.engine.document import Task, WaitCondition
+from common.engine.document import Task
 from common.engine.gates.after_task.waits import task_finished_entries, waiting_for_task
 from common.engine.gates.gate import TaskWaitGate
 from common.engine.states import set_waiting
@@ -17,10 +16,6 @@ class AfterTaskGate(TaskWaitGate):
     name = "after_task"
     asks = "after_task"
     wait_kind = WaitKind.TASK
-
-    def wait_words(self, task: Task, wait: WaitCondition) -> WaitWords:
-        words = ((TEXT, "task "), (TASK, wait.TaskId), (TEXT, " to succeed, since "), (TIME, wait.Since))
-        return WaitWords(kind=str(wait.Kind), words=words)
 
     def enter(self, task: Task, ask: Any, now: float, starts: float) -> None:
         task.AfterTask = ask  # the id it named: a repeat of the idempotency key must name the same

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 from common.engine.codes import WaitKind
 from common.engine.document import Run, StepMessage, Task, WaitCondition
-from common.engine.core.wait_words import STRONG, TEXT, TIME, WaitWords
 from common.engine.gates.gate import Gate
 from common.engine.states import RunState
 from common.engine.core.units import Refusal, Timing, delivered_run, drop_outbox, record
@@ -47,15 +46,6 @@ class DrainGate(Gate):
 
     name = "drain"
     wait_kind = WAIT_DRAIN
-
-    def describe_run(self, task: Task, run: Run) -> str | None:
-        return None if run.HeldBy is None else f"held: module {run.HeldBy} is drained; it runs once the module is undrained"
-
-    def wait_words(self, task: Task, wait: WaitCondition) -> WaitWords:
-        """It goes once an operator undrains the module (a deploy)."""
-        words = ((TEXT, "module "), (STRONG, wait.Key), (TEXT, " to be undrained (drained since "), (TIME, wait.Since),
-                 (TEXT, ")"))
-        return WaitWords(kind=str(wait.Kind), words=words, style="drained")
 
     def holds_run(self, task: Task, run: Run, now: float) -> WaitCondition | None:
         if run.HeldBy is None or run.State is not RunState.PENDING:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from common.engine.core.units import record
-from common.engine.core.wait_words import STRONG, TEXT, TIME, WaitWords
-from common.engine.document import Task, WaitCondition
+from common.engine.document import Task
 from common.engine.gates.freeze.window import WAIT_FREEZE, freeze_message, frozen, waiting_for_freeze
 from common.engine.gates.gate import Gate, Hold
 from common.engine.states import set_waiting
@@ -28,11 +27,6 @@ class FreezeGate(Gate):
 
     def holds(self, task: Task) -> Hold:
         return Hold.ALL if frozen(task) else Hold.NONE
-
-    def wait_words(self, task: Task, wait: WaitCondition) -> WaitWords:
-        """It starts once the window ends (the sweeper lets it go)."""
-        words = ((TEXT, "freeze window "), (STRONG, wait.Key), (TEXT, " to end at "), (TIME, wait.Until))
-        return WaitWords(kind=str(wait.Kind), words=words, style="frozen")
 
     def due(self, task: Task, now: float) -> float | None:
         return task.WaitingFor.Until if frozen(task) and task.WaitingFor is not None else None

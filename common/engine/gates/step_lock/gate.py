@@ -8,7 +8,6 @@ from common.engine.document import Run, Task
 from common.engine.gates.gate import Gate
 from common.engine.gates.step_lock.spec import StepLockPart
 from common.engine.gates.step_lock.unit_locks import must_wait, release_all_units, release_unit, wait_for_lock
-from common.engine.states import RunState
 
 
 class StepLockGate(Gate):
@@ -26,9 +25,3 @@ class StepLockGate(Gate):
 
     def on_task_end(self, task: Task, now: float) -> None:
         release_all_units(task, now)  # a cancelled or drained unit may still hold one
-
-    def describe_run(self, task: Task, run: Run) -> str | None:
-        if run.State is not RunState.WAITING_LOCK:
-            return None
-        lock = task.Steps[run.Cursor].Lock
-        return "waiting for the step's lock" + (f" (mode {lock.Mode})" if lock is not None and lock.Mode else "")
