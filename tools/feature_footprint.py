@@ -35,7 +35,7 @@ class Feature:
 FEATURES: dict[str, Feature] = {
     "callbacks": Feature(("common/engine/kinds/command/callback",)),
     "waves": Feature(("common/engine/kinds/for_each/waves",), ("OutboxKind.WAVE_GATE",)),
-    "source": Feature(("common/engine/kinds/for_each/source.py", "common/engine/kinds/for_each/source_doc.py")),
+    "source": Feature(("common/engine/kinds/for_each/source",)),
     "rate": Feature(("common/engine/gates/rate", "common/store/gates/rate"),
                     ("WaitKind.RATE", "OutboxKind.RATE_TAKE", "Flusher.RATES", "RunState.WAITING_RATE")),
     "approve": Feature(("common/engine/kinds/approve",)),

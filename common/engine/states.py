@@ -151,7 +151,6 @@ RUN_TRANSITIONS: frozenset[tuple[RunState, RunState]] = frozenset(
         # A run is born PENDING (common.engine.core.units.add_run) and leaves `Runs` when it concludes.
         (RunState.PENDING, RunState.RUNNING),  # claimed by a module
         (RunState.PENDING, RunState.PARKED),  # its kind parks it: no module claims it
-        (RunState.RUNNING, RunState.PARKED),  # its command waits for a callback (kinds/command/callback)
     }
     | {(RunState(old), RunState(new)) for rows in declared("RUN_TRANSITIONS").values() for old, new in rows}
 )

@@ -21,6 +21,8 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     "common.engine.core.held_view": ("HeldView", "held_view", "show_held"),
     # What each gate says of a task in a summary (its lock, a start slot taken, a step's rate).
     "common.engine.core.gate_text": ("gate_lines", "gate_notes", "start_phrases"),
+    # What a task waits for, in words every surface renders alike (the console's "Waiting for").
+    "common.engine.core.wait_words": ("WaitWords", "run_words", "wait_words"),
     **declared_exports("VIEWS"),  # each kind's and gate's, in its folder's face.py
 }
 __all__ = sorted(name for names in EXPORTS.values() for name in names)

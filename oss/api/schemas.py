@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
@@ -170,6 +170,24 @@ class StepShownView(BaseModel):
         "POST /api/v1/tasks/{id}/steps/{step}/actions/{action} with a reason")
 
 
+class WaitWordView(BaseModel):
+    """One word of a wait as people read it."""
+
+    Kind: Literal["text", "strong", "time", "task"] = Field(
+        description="text; strong (a name to stand out); time (epoch seconds, shown in the reader's zone); "
+        "task (another task's id, a link)")
+    Value: str | float | None = Field(description="The text, the name, the time or the task id")
+
+
+class WaitShownView(BaseModel):
+    """What the task waits for as its gate says it, beside "Waiting for": the same words on every
+    surface, so a wait of a new gate needs no code of its own there."""
+
+    Kind: str = Field(description="As `WaitingFor.Kind`")
+    Words: list[WaitWordView] = Field(description="In reading order")
+    Style: str = Field("", description="A name the console styles the line by (frozen, drained), or empty")
+
+
 class StepDetail(Step):
     """A step as shown: a for_each step that started adds its items' counts by state, and every
     step how its kind describes it."""
@@ -195,6 +213,12 @@ class TaskDetail(Task):
     Waiting: str | None = Field(
         None, description='Why its step is not taken, e.g. "no live module serves queue dnz"; null: nothing to say'
     )
+    RunWaits: dict[str, str] = Field(
+        default_factory=dict, description="Of its runs and `ItemRuns` that wait in a state of their step's kind or "
+        "of a gate (a child task, the step's lock, a drained module), what each waits for, by `DispatchId`")
+    WaitShown: WaitShownView | None = Field(
+        None, description="What it waits for (`WaitingFor`, a drained module's hold too) as its gate says it; "
+        "null: it waits for nothing")
     ItemRuns: list[Run] = Field(
         default_factory=list,
         description="The runs in flight of the items of steps over records (their first ones, by item index, "

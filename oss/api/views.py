@@ -10,14 +10,25 @@ from common.secrets.task_views import masked_alarm, masked_task, masked_task_vie
 from common.engine.codes import OutboxKind
 from common.engine.document import Alarm, Run, Step, Task
 from common.engine.registry import kind_of
-from common.engine.views import offered_actions
+from common.engine.views import offered_actions, run_words, wait_words
 from common.engine.states import Phase, RunState, TaskStatus
 from common.engine.views import describe_budget
 from common.relay.unserved import waiting_notice
 from common.store.items.port import ItemStore
 from oss.api.attempts import attempts
 from oss.services.item_views import item_attempts, item_counts, item_runs
-from oss.api.schemas import AlarmView, PhaseView, StepActionView, StepShownView, StepView, TaskDetail, TaskSummary, TaskTypeView
+from oss.api.schemas import (
+    AlarmView,
+    PhaseView,
+    StepActionView,
+    StepShownView,
+    StepView,
+    TaskDetail,
+    TaskSummary,
+    TaskTypeView,
+    WaitShownView,
+    WaitWordView,
+)
 
 
 def task_view(task: Task, now: float, live_modules: Collection[str] | None = None,
@@ -39,9 +50,21 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
     shown.TaskStatusName = task.TaskStatus.name
     shown.ItemRuns = list(in_flight)  # a run holds no parameters: nothing in it to mask
+    shown.WaitShown = wait_shown(shown)
+    shown.RunWaits = {run.DispatchId: said for run in (*shown.Runs, *shown.ItemRuns)
+                      if (said := run_words(shown, run)) is not None}
     if live_modules is not None:
         shown.Waiting = waiting_notice(task, live_modules, in_flight)
     return shown
+
+
+def wait_shown(shown: TaskDetail) -> WaitShownView | None:
+    """Its wait in its gate's words, from the task as shown (masked: a key may quote a secret)."""
+    said = wait_words(shown, shown.WaitingFor)
+    if said is None:
+        return None
+    return WaitShownView(Kind=said.kind, Style=said.style,
+                         Words=[WaitWordView(Kind=kind, Value=value) for kind, value in said.words])
 
 
 def scheduled_for(task: Task, now: float) -> float | None:

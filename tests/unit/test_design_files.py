@@ -1,4 +1,4 @@
-"""docs/design/engine.md, "The files today", lists every module of common/engine/ and
+"""docs/design/engine-files.md, "The files today", lists every module of common/engine/ and
 common/relay/: a file added, moved or removed without the design saying so fails here, and so
 does a listed file that is gone."""
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def listed() -> set[str]:
-    design = (ROOT / "docs" / "design" / "engine.md").read_text()
+    design = (ROOT / "docs" / "design" / "engine-files.md").read_text()
     section = design.split("## The files today", 1)[1]
     return {f"common/{name}" for name in re.findall(r"`((?:engine|relay)/[\w/]+\.py)`", section)}
 
@@ -26,7 +26,7 @@ def on_disk() -> set[str]:
 
 
 def test_the_design_lists_every_engine_and_relay_module() -> None:
-    assert on_disk() - listed() == set(), "files the design does not list (docs/design/engine.md)"
+    assert on_disk() - listed() == set(), "files the design does not list (docs/design/engine-files.md)"
 
 
 def test_every_module_the_design_lists_exists() -> None:

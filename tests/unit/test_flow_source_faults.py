@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.engine.kinds.for_each.source_doc import ItemSource
+from common.engine.kinds.for_each.source.fields import ItemSource
 from tests.unit.test_flows import only_step, problems
 
 STEP = """\

@@ -15,8 +15,8 @@ from common.engine.core.units import Refusal, new_id, step_message
 from common.engine.document import Task
 from common.engine.kinds.for_each.item_changes import claim_item
 from common.engine.kinds.for_each.records import ITEM_KINDS
-from common.engine.kinds.for_each.source import read_page
-from common.engine.kinds.for_each.source_doc import ItemSource
+from common.engine.kinds.for_each.source.paging import read_page
+from common.engine.kinds.for_each.source.fields import ItemSource
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from common.store.tasks.mutate import mutate
 from tests.support.builders import make_step

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from common.engine.core.entries import AttemptResult, create_task
-from common.engine.kinds.for_each.source_doc import ItemSource
+from common.engine.kinds.for_each.source.fields import ItemSource
 from common.engine.kinds.for_each.waves.fields import CHECKING, RUNNING, WaveCheck, WaveState
 from common.engine.kinds.for_each.waves.shown import describe_wave
 from common.engine.kinds.for_each.waves.sizes import OPEN_END, source_ends
@@ -175,9 +175,10 @@ def test_a_cancel_while_a_check_runs_cancels_the_check(stores, stop_running):
 
 
 def test_a_rest_waves_own_budget_while_its_source_pages_is_of_what_is_known():
-    from common.engine.kinds.for_each.source_doc import SourcePaging
+    from common.engine.kinds.for_each.source.fields import SourcePaging
     from common.engine.kinds.for_each.tolerance_doc import Tolerance
-    from common.engine.kinds.for_each.waves.budget import refuses_place, wave_budget
+    from common.engine.kinds.for_each.budget import refuses_place
+    from common.engine.kinds.for_each.waves.budget import wave_budget
 
     step = make_step("each")
     step.Waves = [*_waves(2), *_waves("rest", Tolerate=Tolerance(Percent=10))]

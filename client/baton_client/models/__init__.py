@@ -14,6 +14,7 @@ from baton_client.models.plan import (
 from baton_client.models.task import (
     FINAL_STATUSES, AttemptView, BackoffPolicy, ChildTemplate, HeldUnit, HistoryEvent, NotifyTarget, OperatorRequest,
     OutboxEntry, ParentLink, Run, Step, StepDetail, StepItem, TaskDetail, TaskStatus, Tolerance, WaitCondition,
+    ShownWait, WaitWord,
 )  # fmt: skip
 from baton_client.models.task_types import PhaseView, StepView, TaskTypeView
 
@@ -24,5 +25,5 @@ __all__ = [
     "PhaseView", "Plan", "PlanCommand", "PlanForEach", "PlanLock", "PlanModule", "PlanRate", "PlanStart", "PlanStep",
     "PlanSubFlow", "Readiness", "Refusal", "Refused", "Run", "ScheduleView", "Step", "StepDetail", "StepItem",
     "StepView", "TaskCreated", "TaskDetail", "TaskPage", "TaskStatus", "TaskSummary", "TaskTypeView", "Tolerance",
-    "WaitCondition", "WaiterView", "WorkerView",
+    "ShownWait", "WaitCondition", "WaitWord", "WaiterView", "WorkerView",
 ]

@@ -4,6 +4,7 @@ Times are UNIX epoch seconds."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from enum import IntEnum
 from typing import Any
 
@@ -235,6 +236,34 @@ class WaitCondition(Answer):
     Until: float | None = None
 
 
+class WaitWord(Answer):
+    """One word of a wait as people read it: `Kind` text, strong (a name), time (epoch seconds) or
+    task (another task's id)."""
+
+    Kind: str
+    Value: str | float | None = None
+
+
+class ShownWait(Answer):
+    """What the task waits for as its gate says it (the console's "Waiting for" line): the same
+    for every gate, a new one's too."""
+
+    Kind: str
+    Words: list[WaitWord] = Field(default_factory=list)
+    Style: str = ""
+
+    @property
+    def text(self) -> str:
+        """The words as one line, a time in UTC ("freeze window maintenance to end at 2026-01-05 06:00:00Z")."""
+        return "".join(_word_text(word) for word in self.Words)
+
+
+def _word_text(word: WaitWord) -> str:
+    if word.Kind == "time" and isinstance(word.Value, (int, float)):
+        return datetime.fromtimestamp(word.Value, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return "" if word.Value is None else str(word.Value)
+
+
 class TraceContext(Answer):
     """The task's trace: the W3C traceparent and tracestate of its root span (docs/guide/tracing.md)."""
 
@@ -312,6 +341,8 @@ class TaskDetail(Answer):
     Attempts: list[AttemptView] = Field(default_factory=list)
     TaskStatusName: str = ""
     Waiting: str | None = None
+    WaitShown: ShownWait | None = None  # what it waits for, in its gate's words
+    RunWaits: dict[str, str] = Field(default_factory=dict)  # what a run in a plug-in's state waits for, by DispatchId
     ItemRuns: list[Run] = Field(default_factory=list)  # the runs in flight of items kept in records
 
     @property

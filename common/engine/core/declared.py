@@ -32,6 +32,14 @@ def declared_parts(package: str, attribute: str, listed: tuple[Any, ...] = (), m
     return tuple(parts)
 
 
+def composed(name: str, parts: tuple[Any, ...]) -> Any:
+    """One document part made of `parts` (their fields in their order), or None when there is none:
+    a kind's extensions' parts offered as the kind's own."""
+    if len(parts) <= 1:
+        return parts[0] if parts else None
+    return type(name, tuple(reversed(parts)), {"__module__": parts[0].__module__})
+
+
 def beside(plug_ins: Iterable[object], module: str) -> tuple[ModuleType, ...]:
     """The `module` of each plug-in's folder that has one, in the plug-ins' order (a gate's
     `sweep.py`, its `shown.py`): the folder of the plug-in's class."""
@@ -54,13 +62,18 @@ def declared_exports(attribute: str) -> dict[str, tuple[str, ...]]:
 
 @cache
 def _faces() -> tuple[ModuleType, ...]:
-    """Every plug-in's `face.py`, found once by a look at the folders (a reader such as `baton get`
-    pays no more than listing two folders and importing these few small modules)."""
+    """Every plug-in's `face.py`, a kind's extension's within its folder too (a for_each's
+    waves), found once by a look at the folders (a reader such as `baton get` pays no more than
+    listing the folders and importing these few small modules)."""
+    return _found("face.py")
+
+
+def _found(file: str) -> tuple[ModuleType, ...]:
     found = []
     for package in PLUG_INS:
         root = Path(importlib.import_module(package).__file__ or "").parent
-        found += [importlib.import_module(f"{package}.{folder.name}.face")
-                  for folder in sorted(root.iterdir(), key=lambda p: p.name) if (folder / "face.py").is_file()]
+        for path in sorted(root.rglob(file)):
+            found.append(importlib.import_module(".".join((package, *path.relative_to(root).with_suffix("").parts))))
     return tuple(found)
 
 
@@ -87,9 +100,4 @@ def _declarations() -> tuple[ModuleType, ...]:
     """Every plug-in folder's `declares.py`, a folder's within it too (a for_each's waves). Each
     imports nothing of the engine but common.engine.core.bodies: the shared tables are built from
     them before any other module of the engine can be imported."""
-    found = []
-    for package in PLUG_INS:
-        root = Path(importlib.import_module(package).__file__ or "").parent
-        for path in sorted(root.rglob("declares.py")):
-            found.append(importlib.import_module(".".join((package, *path.relative_to(root).with_suffix("").parts))))
-    return tuple(found)
+    return _found("declares.py")

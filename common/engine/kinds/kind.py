@@ -161,6 +161,11 @@ class StepKind:
         """In place: `request` takes `action` on step `cursor`, which `waits_unparked`; why not, or None."""
         return Refusal(f"a {self.name} step takes no action {action!r}")
 
+    def child_ended(self, task: Task, body: dict, timing: Timing, ids: Callable[[], str]) -> Task | Refusal | None:
+        """A child task of step `body["Cursor"]` ended that is none of its units' (a wave's check):
+        the change's answer, or None: a unit's child, concluded as a sub-flow's."""
+        return None
+
     def on_backward(self, task: Task, cursor: int, now: float) -> None:
         """In place: what the task turning backward does to step `cursor` beyond its runs."""
         return None
@@ -227,6 +232,11 @@ class StepKind:
         """The step as plain data for every surface (`counts`: its items by state, as a reader
         found them, when they are kept in records of their own)."""
         return StepShown(kind=self.name, note=f"{step.NormalModule} · {step.NormalCommand}")
+
+    def describe_run(self, task: Task, run: Run) -> str | None:
+        """What a run of the step waits for in a state of the kind's own (a child task), as the
+        task view's `RunWaits` says it, or None."""
+        return None
 
     def describe_wait(self, step: Step, run: Run) -> str:
         """What a parked run of the step waits for, as `WaitingFor` shows it (its `Key`)."""

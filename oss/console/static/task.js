@@ -128,19 +128,9 @@ function summary(task) {
       fact("Priority", String(task.Priority)),
       fact("Labels", labels(task.Labels)),
       task.ScheduledFor ? fact("Scheduled", "starts at ", when(task.ScheduledFor)) : [],
-      task.WaitingFor && !["freeze", "drain"].includes(task.WaitingFor.Kind) ? fact("Waiting for",
-        `${task.WaitingFor.Kind} ${task.WaitingFor.Key ?? task.WaitingFor.TaskId ?? ""}` +
-        `${task.WaitingFor.Kind === "lock" ? lockMode(task.Lock, " (", ")") : ""}` +
-        `${task.WaitingFor.Kind === "rate" ? rateText(task.Rate) : ""}`,
-        task.WaitingFor.Kind === "rate" && task.Rate?.NextAt ? [", next slot at ", when(task.Rate.NextAt)] : [],
-        " since ", when(task.WaitingFor.Since)) : [],
-      // A freeze window the task was created in: it starts once the window ends (the sweeper lets it go).
-      task.WaitingFor?.Kind === "freeze" ? el("div", { class: "frozen" }, el("dt", { text: "Waiting for" }), el("dd", {},
-        "freeze window ", el("strong", { text: task.WaitingFor.Key }), " to end at ", when(task.WaitingFor.Until))) : [],
-      // A step held by a drained module (a deploy): it goes once an operator undrains the module.
-      task.WaitingFor?.Kind === "drain" ? el("div", { class: "drained" }, el("dt", { text: "Waiting for" }), el("dd", {},
-        "module ", el("strong", { text: task.WaitingFor.Key }), " to be undrained (drained since ",
-        when(task.WaitingFor.Since), ")")) : [],
+      // What it waits for, in its gate's words as the API serves them (a freeze window, a drained
+      // module, its lock, another task, ...): a new gate needs no code here.
+      task.WaitShown ? waitShown(task.WaitShown) : [],
       task.Lock ? fact("Lock", `${task.Lock.Key} (${lockMode(task.Lock, "", ", ")}limit ${task.Lock.Limit}): ${task.Lock.State}` +
         (task.Lock.State === "kept" ? ", held until an operator ends the task" : "")) : [],
       // Its task type's rate (docs/guide/rate-limits.md): the slot it took is its start.
@@ -171,8 +161,6 @@ function summary(task) {
       // docs/design/operations.md: a pause, a wait for another task, a deadline.
       task.Paused && !task.Held ? el("div", { class: "paused" }, el("dt", { text: "Paused" }), el("dd", {},
         `by ${task.Paused.Actor}: ${task.Paused.Reason} (`, when(task.Paused.Time), ")")) : [],
-      task.WaitingFor?.Kind === "task" ? fact("Waiting for", "task ",
-        el("a", { href: hashFor("task", task.WaitingFor.TaskId), text: task.WaitingFor.TaskId }), " to succeed") : [],
       task.Deadline ? fact("Deadline", when(task.Deadline), ` (${task.DeadlineSeconds} s)`) : []),
   ];
 }
@@ -191,11 +179,21 @@ function parameters(task) {
   })));
 }
 
-// A lock's mode, named when it is not the default (exclusive): "mode resize".
+// A wait's words: plain text, a name shown strong, a time in the reader's zone, another task linked.
+function waitShown(shown) {
+  const word = ({ Kind, Value }) => Kind === "strong" ? el("strong", { text: String(Value ?? "") })
+    : Kind === "time" ? when(Value)
+    : Kind === "task" ? el("a", { href: hashFor("task", Value), text: String(Value ?? "") })
+    : String(Value ?? "");
+  return el("div", shown.Style ? { class: shown.Style } : {}, el("dt", { text: "Waiting for" }),
+    el("dd", {}, ...shown.Words.map(word)));
+}
+
 function rateText(rate) {
   return rate ? `: ${rate.Limit} per ${rate.Per}s` : "";
 }
 
+// A lock's mode, named when it is not the default (exclusive): "mode resize".
 function lockMode(lock, before, after) {
   return lock && lock.Mode && lock.Mode !== "exclusive" ? `${before}mode ${lock.Mode}${after}` : "";
 }

@@ -47,7 +47,7 @@ function stepItem(task, step, index) {
     message: step.Message,
     start: step.TimeStart, end: step.TimeEnd, attempts: step.Attempts, retry: step.NormalRetry, items, ended,
     checking: (run) => waitingUnits(step).some(([, item]) => item === (run.Item ?? null)),
-    lockMode: step.Lock && step.Lock.Mode,
+    waits: task.RunWaits ?? {},
   }, inPhase(0), attempts.filter((a) => a.Phase === 0), scheduled && task.ScheduledFor),
   step.RollbackModule === null && !step.Flow
     ? el("div", { class: "phase phase-rollback none" },
@@ -59,6 +59,7 @@ function stepItem(task, step, index) {
       message: step.RollbackMessage, start: step.RollbackTimeStart, end: step.RollbackTimeEnd,
       attempts: step.RollbackAttempts, retry: step.RollbackRetry ?? 0, items, ended,
       checking: (run) => waitingUnits(step).some(([, item]) => item === (run.Item ?? null)),
+      waits: task.RunWaits ?? {},
     }, inPhase(1), attempts.filter((a) => a.Phase === 1), null));
 }
 
@@ -94,7 +95,7 @@ function phaseRow(phase, run, inFlight, attempts, startsAt) {
         text: `attempts ${run.attempts}/${run.retry + 1}` }),
     run.outcome ? el("span", { class: `code ${run.outcome.css}`, text: run.outcome.label }) : null,
     startsAt ? el("span", { class: "active-run scheduled" }, "scheduled: starts at ", when(startsAt))
-      : active ? activeRun(active, inFlight.length, run.checking, run.lockMode) : null,
+      : active ? activeRun(active, inFlight.length, run.checking, run.waits) : null,
     ...attemptsAndMessage(attempts, run.message, run.ended));
 }
 
@@ -121,19 +122,18 @@ function attemptList(attempts, ended) {
   a.Message ? el("pre", { class: "phase-message", text: a.Message }) : null)));
 }
 
-function activeRun(active, count, checking, lockMode) {
+// What the run in flight does: what its step's kind or a gate says it waits for (`RunWaits`, as the
+// API serves it: a child task, the step's lock, a drained module), else running or dispatched.
+function activeRun(active, count, checking, waits) {
   const item = active.Item === null || active.Item === undefined ? "" : `item ${active.Item}: `;
   const more = count > 1 ? ` (+${count - 1} more items in flight)` : "";
-  const text = active.State === "waiting_child"
-    ? "waiting for its child task"
-    : active.State === "waiting_lock"
-      ? `${item}waiting for the step's lock${lockMode ? ` (mode ${lockMode})` : ""}${more}`
-      : active.State === "waiting_rate"
+  const said = waits && waits[active.DispatchId];
+  const text = said
+    ? `${item}${said}${more}`
+    : active.State === "waiting_rate"  // the step rate's words until its gate says them (RunWaits)
       ? `${item}attempt ${active.Attempt} waiting for a start slot of the step's rate${more}`
       : active.State === "running"
       ? `${item}running attempt ${active.Attempt} on ${active.Owner ?? "?"}${more}`
-      : active.HeldBy
-      ? `${item}held: module ${active.HeldBy} is drained; it runs once the module is undrained${more}`
       : checking && checking(active)
         ? `${item}not done yet: checks again later${more}`
         : `${item}dispatched, attempt ${active.Attempt}: waiting for a worker${more}`;

@@ -7,16 +7,13 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from common.engine.core.declared import composed, declared_parts
 from common.engine.core.doc_base import Doc
 from common.engine.core.unit_doc import BackoffPolicy
-from common.engine.kinds.command.callback.fields import CallbackRunFields, SpentToken
 from common.engine.states import Phase
 
 
-class CommandFields(Doc):
-    # Its callback tokens spent (docs/design/callbacks.md): state, not definition.
-    STATE: ClassVar[frozenset[str]] = frozenset({"Callbacks"})
-
+class CommandOwnFields(Doc):
     # A sub-flow step runs no command of its own: its Normal* fields are None.
     NormalModule: str | None = None
     NormalCommand: str | None = None
@@ -29,9 +26,6 @@ class CommandFields(Doc):
     RollbackRetry: int | None = None
     RollbackBackoff: BackoffPolicy = Field(default_factory=BackoffPolicy)
     MaxWait: float | None = None  # seconds a phase may keep answering "check again" (None: no bound)
-    # The callback tokens of its runs whose wait is over, and how it ended: a late or repeated
-    # callback is told why it changes nothing. Left out while empty.
-    Callbacks: list[SpentToken] = Field(default_factory=list, exclude_if=lambda spent: not spent)
 
     def module(self, phase: Phase) -> str:
         return self.NormalModule if phase is Phase.NORMAL else self.RollbackModule  # type: ignore[return-value]
@@ -49,4 +43,15 @@ class CommandFields(Doc):
         return self.NormalBackoff if phase is Phase.NORMAL else self.RollbackBackoff
 
 
-RUN_PART = CallbackRunFields  # a run's callback wait (common/engine/core/task_doc.py finds it here)
+# Each extension's part of the step (`STEP_PART` in its `fields.py`: its callbacks' spent tokens),
+# its fields after the kind's own, in their folders' order.
+EXTENSION_PARTS = declared_parts("common.engine.kinds.command", "STEP_PART")
+
+
+class CommandFields(*EXTENSION_PARTS, CommandOwnFields):  # type: ignore[misc]
+    # The fields of the kind and of its extensions that are state, not definition.
+    STATE: ClassVar[frozenset[str]] = frozenset().union(*(getattr(part, "STATE", ()) for part in EXTENSION_PARTS))
+
+
+# Its extensions' part of a run (a callback's wait): common/engine/core/task_doc.py finds it here.
+RUN_PART = composed("CommandRunFields", declared_parts("common.engine.kinds.command", "RUN_PART"))

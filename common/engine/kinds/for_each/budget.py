@@ -46,3 +46,23 @@ def failed_forward(counts: Mapping[StepState, int]) -> int:
 
 
 describe_budget = describe  # the views' name for it
+
+
+def has_budget(step: Any, item: int) -> bool:
+    """Whether a failure budget covers item `item`: the step's, or one of its extensions' (its wave's)."""
+    from common.engine.kinds.for_each.extending import extensions  # the kind's plug-ins, found once
+
+    return step.Tolerate is not None or any(extension.has_budget(step, item) for extension in extensions())
+
+
+def refuses_place(step: Any, item: int, taken: list[int]) -> str | None:
+    """Why `item`, failed for good, may not take a place in the budgets (None: it may), `taken`
+    the items holding places already: the step's budget full, or its wave's."""
+    from common.engine.kinds.for_each.extending import extensions
+
+    if not has_budget(step, item):
+        return "the step has no failure budget"
+    if step.Tolerate is not None and len(taken) >= budget(step.Tolerate, budget_base(step)):
+        return f"past the budget: {len(taken)} items took its places"
+    return next((refused for extension in extensions()
+                 if (refused := extension.refuses_place(step, item, taken)) is not None), None)

@@ -5,7 +5,6 @@ DOCUMENT = {
         "ItemRecord", "OWES_FAILED", "OWES_ROLLBACK_SUCCESSOR", "OWES_SETTLED", "OWES_SUCCESSOR", "OWES_TOLERATE",
         "item_record_id",
     ),
-    "common.engine.kinds.for_each.waves.fields": ("WaveSpecDoc",),
 }
 CHANGES = {
     # The changes of a step's item records, and of the task they belong to.
@@ -20,7 +19,6 @@ CHANGES = {
     "common.engine.kinds.for_each.item_drain": ("claimed_releasing", "hold_item"),
     "common.engine.kinds.for_each.item_tolerance": ("take_budget_place", "tolerate_item"),
     "common.engine.kinds.for_each.hold": ("redrive_item",),
-    "common.engine.kinds.for_each.waves.gate": ("wave_ended", "wave_gate_due"),
     # Set once, where a process wires the engine: whether for_each steps keep their items in records.
     "common.engine.kinds.for_each.records": ("use_records", "wire_records"),
 }
@@ -37,10 +35,4 @@ VIEWS = {
     "common.engine.kinds.for_each.item_limits": ("too_many_items",),
     "common.engine.kinds.for_each.budget": ("describe_budget",),
     "common.engine.kinds.for_each.item_tolerance": ("budget_place",),
-    # A step's waves: what the relay asks of their records, what a plan says of them.
-    "common.engine.kinds.for_each.waves.relay_reads": (
-        "CHECK_ITEMS", "FAILED_FORWARD", "WAVE_OPEN", "check_items", "open_wave", "pages_in", "wave_chains",
-        "wave_count", "wave_item", "wants_check",
-    ),
-    "common.engine.kinds.for_each.waves.shown": ("plan_waves",),
 }

@@ -3,16 +3,15 @@ limits, and its items: inline (`Items`), or in records of their own (docs/design
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
+from common.engine.core.declared import declared_parts
 from common.engine.core.doc_base import Doc
 from common.engine.core.unit_doc import UnitState
 from common.engine.states import Phase
-from common.engine.kinds.for_each.source_doc import ItemSource, SourcePaging
 from common.engine.kinds.for_each.tolerance_doc import Tolerance
-from common.engine.kinds.for_each.waves.fields import WaveSpecDoc, WaveState
 
 __all__ = ["ForEachFields", "ForEachTaskFields", "HeldUnit", "StepItem", "Tolerance"]
 
@@ -30,7 +29,7 @@ def _unset(value: object) -> bool:
     return value is None
 
 
-class ForEachFields(Doc):
+class ForEachOwnFields(Doc):
     ForEach: str | None = None  # the list parameter this step fans out over
     MaxParallel: int | None = None  # items running at once (None: all)
     MaxItems: int | None = None  # the longest list it fans out over (None: the input limits only)
@@ -56,27 +55,24 @@ class ForEachFields(Doc):
     # with one compare-and-set of the task, so items failing together are decided one at a time
     # and an item's failure is counted once, however often its decision is repeated.
     ToleratedItems: list[int] | None = Field(None, exclude_if=_unset)
-    # Its waves (docs/design/waves.md): as built from flows.yaml, and where the step stands in
-    # them once it opened. Left out when unset: a step without waves is stored as before.
-    Waves: list[WaveSpecDoc] | None = Field(None, exclude_if=_unset)
-    Wave: WaveState | None = Field(None, exclude_if=_unset)
-    # Its items from a module's command, a page at a time, instead of a list parameter, and how
-    # far the paging got (docs/design/item-sources.md). Left out when None.
-    Source: ItemSource | None = Field(None, exclude_if=_unset)
-    Paging: SourcePaging | None = Field(None, exclude_if=_unset)
-
 
     def module_of(self, item: int | None, phase: Phase) -> str:
-        """The module a unit's run goes to: the source's for a page (the step's own unit, forward)."""
-        if self.Source is not None and item is None and phase is Phase.NORMAL:
-            return self.Source.Module
-        return self.module(phase)  # type: ignore[attr-defined]  # the command part of the step
+        """The module a unit's run goes to (an extension's part may say otherwise: a source's page)."""
+        return self.module(phase)  # type: ignore[attr-defined, no-any-return]  # the command part of the step
 
     def command_of(self, item: int | None, phase: Phase) -> str:
-        """The command a unit's run runs: the source's for a page."""
-        if self.Source is not None and item is None and phase is Phase.NORMAL:
-            return self.Source.Command
-        return self.command(phase)  # type: ignore[attr-defined]
+        """The command a unit's run runs."""
+        return self.command(phase)  # type: ignore[attr-defined, no-any-return]
+
+
+# Each extension's part of the step (`STEP_PART` in its `fields.py`: its waves, its source), its
+# fields after the kind's own, in their folders' order.
+EXTENSION_PARTS = declared_parts("common.engine.kinds.for_each", "STEP_PART")
+
+
+class ForEachFields(*EXTENSION_PARTS, ForEachOwnFields):  # type: ignore[misc]
+    # The fields of the kind and of its extensions that are state, not definition.
+    STATE: ClassVar[frozenset[str]] = frozenset().union(*(getattr(part, "STATE", ()) for part in EXTENSION_PARTS))
 
 
 class HeldUnit(Doc):

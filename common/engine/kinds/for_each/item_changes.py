@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from common.backoff import exponential
 from common.engine.core.check_again import check_message, decide_check, note_verdict
-from common.engine.document import HistoryEvent, Run, Task
+from common.engine.document import HistoryEvent, Run, Step, Task
 from common.engine.gates.drain.gate import DRAIN_RECHECK_SECONDS
 from common.engine.gates.deadline.gate import overdue
-from common.engine.kinds.for_each.waves.budget import has_budget
-from common.engine.kinds.for_each.waves.sizes import may_start
+from common.engine.kinds.for_each.budget import has_budget
+from common.engine.kinds.for_each.extending import extensions
 from common.engine.kinds.for_each.item_record import (
     OWES_FAILED,
     OWES_ROLLBACK_SUCCESSOR,
@@ -41,6 +41,11 @@ from common.engine.core.units import (
 ITEM_HISTORY_LIMIT = 30  # an item's own events: claims, attempts, outcomes (a retry loop is bounded)
 
 
+def _may_start(step: Step, item: int) -> bool:
+    """Whether item `item` may start now: every extension of the step lets it (its wave opened)."""
+    return all(extension.item_may_start(step, item) for extension in extensions())
+
+
 def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFactory,
                 actor: str, first: int = 0) -> list[ItemRecord]:
     """The records of a step opening over `values`: the head of each chain dispatched, the rest
@@ -51,7 +56,7 @@ def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFa
     records = []
     for index, value in enumerate(values, start=first):  # `first`: a source's page (docs/design/item-sources.md)
         record = ItemRecord(TaskId=task.TaskId, Generation=task.Generation, Cursor=cursor, Item=index, Value=value)
-        if index < chains and may_start(task.Steps[cursor], index):  # only the first wave's
+        if index < chains and _may_start(task.Steps[cursor], index):  # only the first wave's
             dispatch_item(task, record, Phase.NORMAL, 1, timing, timing.now, actor, ids)
         records.append(record)
     return records
@@ -170,7 +175,7 @@ def start_successor(record: ItemRecord, task: Task, timing: Timing, ids: IdFacto
         return Refusal("started already")
     if not _forward(task) or task.Paused is not None:
         return Refusal("the task starts no new item now")
-    if not may_start(task.Steps[record.Cursor], record.Item):
+    if not _may_start(task.Steps[record.Cursor], record.Item):
         return Refusal("its wave has not opened yet")
     new = copy_record(record)
     dispatch_item(task, new, Phase.NORMAL, 1, timing, timing.now, actor, ids)

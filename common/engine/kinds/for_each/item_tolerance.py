@@ -9,7 +9,7 @@ a budget."""
 from __future__ import annotations
 
 from common.engine.document import Task
-from common.engine.kinds.for_each.waves.budget import refuses_place
+from common.engine.kinds.for_each.budget import refuses_place
 from common.engine.kinds.for_each.item_changes import (
     copy_record,
     dispatch_item,

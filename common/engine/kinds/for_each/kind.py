@@ -12,27 +12,18 @@ kind asks the kind its items run as (`unit_kinds`).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 from common.engine.core.units import AttemptResult, Refusal, Timing, Unit, record, set_unit_state
 from common.engine.document import OperatorRequest, OutboxEntry, Run, Step, Task
 from common.engine.kinds.for_each.budget import describe as describe_budget
+from common.engine.kinds.for_each.extending import extensions
 from common.engine.kinds.for_each.fields import StepItem
 from common.engine.kinds.for_each.item_limits import over_limit
 from common.engine.kinds.for_each.item_views import keeps_records
 from common.engine.kinds.for_each.spec import ForEachPart
-from common.engine.kinds.for_each.waves.act import ACTION as CONTINUE_ACTION, continue_wave, waits_for_continue
-from common.engine.kinds.for_each.waves.cancel import cancel_check
-from common.engine.kinds.for_each.waves.sizes import fix_waves
-from common.engine.kinds.for_each.waves.shown import describe_wave
-from common.engine.kinds.kind import ActRequest, StepKind, StepShown
-from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-
-
-def _source():  # type: ignore[no-untyped-def]
-    """The changes of a step whose items come from a source: imported when one changes."""
-    from common.engine.kinds.for_each import source
-
-    return source
+from common.engine.kinds.kind import ActRequest, StepAction, StepKind, StepShown
+from common.engine.states import ResultCode, StepState, TaskStatus
 
 
 def _records():  # type: ignore[no-untyped-def]
@@ -46,10 +37,14 @@ def _records():  # type: ignore[no-untyped-def]
 class ForEachKind(StepKind):
     name = "for_each"
     spec = ForEachPart()
-    actions = (CONTINUE_ACTION,)  # a paused wave's (docs/design/waves.md)
 
     def __init__(self, unit_kinds: Mapping[str, StepKind]) -> None:
         self._unit_kinds = dict(unit_kinds)  # "command", "sub_flow": what one item runs as
+
+    @property
+    def actions(self) -> tuple[StepAction, ...]:  # type: ignore[override]
+        """Its extensions' (a paused wave's continue)."""
+        return tuple(action for extension in extensions() for action in extension.actions)
 
     def _items(self, step: Step) -> StepKind:
         return self._unit_kinds["sub_flow" if step.Flow is not None else "command"]
@@ -57,11 +52,14 @@ class ForEachKind(StepKind):
     # --- routing and dispatch --------------------------------------------------------------------
 
     def waits_unparked(self, task: Task, cursor: int) -> bool:
-        return waits_for_continue(task, cursor)
+        return any(extension.waits_unparked(task, cursor) for extension in extensions())
 
     def act_unparked(self, task: Task, cursor: int, action: str, request: ActRequest, timing: Timing,
                      ids: Callable[[], str]) -> Refusal | None:
-        return continue_wave(task, cursor, request, timing, ids)
+        for extension in extensions():
+            if any(offered.name == action for offered in extension.actions):
+                return extension.act_unparked(task, cursor, action, request, timing, ids)
+        return super().act_unparked(task, cursor, action, request, timing, ids)
 
     def opens(self, step: Step) -> bool:
         return True
@@ -69,13 +67,12 @@ class ForEachKind(StepKind):
     def open(self, task: Task, cursor: int, timing: Timing, actor: str) -> str | None:
         """Fix the step's items from its list parameter, as it is at this moment."""
         step = task.Steps[cursor]
-        if step.Source is not None:  # its items come a page at a time (docs/design/item-sources.md)
-            if not _records().records_for(step):
-                step.Items = []
-                return "a source's items need records: BATON_ITEM_RECORDS is false here"
-            _source().open_source(task, cursor, timing, actor)
-            fix_waves(step)  # the first wave's end, when its size can be known before any page
-            return None
+        own = next((extension for extension in extensions() if extension.opens_own(step)), None)
+        if own is not None:  # an extension fixes its items (a source: a page at a time)
+            failed = own.open_own(task, cursor, timing, actor)
+            if failed is None:
+                self._opened(step)
+            return failed
         values = task.Parameters.get(step.ForEach or "")
         too_long = over_limit(step, values)
         if not isinstance(values, list) or too_long:
@@ -84,9 +81,10 @@ class ForEachKind(StepKind):
         record(task, timing.now, "items_fixed", actor=actor, message=f"{len(values)} items", unit=(cursor, None))
         if values and _records().records_for(step):
             _records().open_records(task, cursor, list(values), timing.now)
-            fix_waves(step)
+            self._opened(step)
             return None
-        if (step.Tolerate is not None or step.OnFailure is not None or step.Waves) and values:  # records only
+        records_only = any(extension.needs_records(step) for extension in extensions())
+        if (step.Tolerate is not None or step.OnFailure is not None or records_only) and values:
             step.Items = []
             return "tolerate, on_failure and waves need its items in records: BATON_ITEM_RECORDS is false here"
         step.Items = [StepItem(Value=value) for value in values]
@@ -95,6 +93,10 @@ class ForEachKind(StepKind):
             set_unit_state(task, (cursor, None), StepState.SUCCEEDED)
             task.Parameters[step.Name] = []
         return None
+
+    def _opened(self, step: Step) -> None:
+        for extension in extensions():
+            extension.opened(step)
 
     def units_to_start(self, step: Step, cursor: int, busy: StepState, startable: Collection[StepState]) -> list[Unit]:
         """In item order, keeping at most `MaxParallel` busy."""
@@ -126,13 +128,23 @@ class ForEachKind(StepKind):
         self._items(task.Steps[run.Cursor]).before_conclude(task, run, timing)
 
     def concludes_own(self, step: Step, run: Run) -> bool:
-        return step.Source is not None and run.Item is None and run.Phase is Phase.NORMAL  # a page of its source
+        return any(extension.concludes_own(step, run) for extension in extensions())  # a page of its source
 
     def conclude_own(self, task: Task, run: Run, result: AttemptResult, timing: Timing, actor: str) -> str | None:
-        return _source().conclude_page(task, run, result, timing, actor)
+        step = task.Steps[run.Cursor]
+        own = next(extension for extension in extensions() if extension.concludes_own(step, run))
+        return own.conclude_own(task, run, result, timing, actor)
 
     def first_units(self, step: Step, cursor: int) -> list[Unit]:
-        return [(cursor, None)] if step.Source is not None and step.Paging is not None else []  # its first page
+        return [unit for extension in extensions() for unit in extension.first_units(step, cursor)]
+
+    def child_ended(self, task: Task, body: dict[str, Any], timing: Timing,
+                    ids: Callable[[], str]) -> Task | Refusal | None:
+        for extension in extensions():  # a wave's check
+            ended = extension.child_ended(task, body, timing, ids)
+            if ended is not None:
+                return ended
+        return None
 
     def absorb_output(self, task: Task, run: Run, result: AttemptResult) -> None:
         """An item keeps its output until the whole step is done, then the list goes under the
@@ -155,20 +167,17 @@ class ForEachKind(StepKind):
 
     def on_backward(self, task: Task, cursor: int, now: float) -> None:
         task.Held = None  # going backward, nothing waits for an operator's redrive any more
-        if task.Steps[cursor].Wave is not None:  # a wave's check running: cancelled (a cancel's did it already)
-            asked = task.CancelRequested
-            actor, reason = (asked.Actor, asked.Reason) if asked is not None else ("baton", task.TaskMessage or "backward")
-            cancel_check(task, cursor, actor, reason, now)
-        if task.Steps[cursor].Source is not None:  # no page is fetched any more
-            _source().stop_fetching(task, cursor, now, "backward")
+        for extension in extensions():  # a wave's check cancelled; a source fetches no more pages
+            extension.on_backward(task, cursor, now)
         _records().withdraw_unclaimed(task, cursor, now)  # the items in records: their relay does it
 
     def reset(self, step: Step) -> None:
         # A step over item records: the new generation opens records of its own (the old ones
         # keep their generation in their key, so nothing of them is read again).
         step.Items, step.ItemStore, step.ItemCount, step.ItemsOpen, step.ItemsReopen = None, None, None, False, None
-        step.FailedItems, step.ToleratedItems, step.Paging = None, None, None
-        step.Wave = None  # a new generation's waves start again at the first
+        step.FailedItems, step.ToleratedItems = None, None
+        for extension in extensions():
+            extension.reset(step)
         self._items(step).reset(step)
 
     def on_task_end(self, task: Task, now: float) -> None:
@@ -185,8 +194,8 @@ class ForEachKind(StepKind):
         return self._items(task.Steps[run.Cursor]).cancel_run(task, run, request)
 
     def cancel_step(self, task: Task, cursor: int, request: OperatorRequest, stop_running: bool) -> None:
-        if task.Steps[cursor].Wave is not None:  # its check is the step's running work now
-            cancel_check(task, cursor, request.Actor, request.Reason, request.Time, stop_running)
+        for extension in extensions():  # a wave's check is the step's running work then
+            extension.cancel_step(task, cursor, request, stop_running)
         if stop_running:  # the claimed item runs are stopped by the entry that withdraws the rest
             _records().stop_claimed(task, cursor, request)
 
@@ -213,6 +222,9 @@ class ForEachKind(StepKind):
 
         redrive_records(task, cursor, request, ids)
 
+    def describe_run(self, task: Task, run: Run) -> str | None:
+        return self._items(task.Steps[run.Cursor]).describe_run(task, run)  # an item's child task
+
     def skip_refused(self, task: Task, run: Run) -> str | None:
         return self._items(task.Steps[run.Cursor]).skip_refused(task, run)
 
@@ -235,22 +247,15 @@ class ForEachKind(StepKind):
         else:  # kept in records: counted by the reader (none given: not shown)
             done = counts.get(StepState.SUCCEEDED.value, 0) if counts is not None and total is not None else None
         fanned = f"for_each {step.ForEach}" + (f": {done}/{total}" if done is not None else "")
-        if step.Source is not None:  # the items so far, and the count the source reported while it pages
-            paging = step.Paging
-            fanned = f"for_each source {step.Source.Module}.{step.Source.Command}" + (
-                f": {done}/{total}" if done is not None else "")
-            if paging is None or (paging.Page == 0 and not paging.Done):  # no page came yet (a dry-run plan)
-                fanned += " (count unknown until its source runs)"
-            elif not paging.Done:
-                fanned += f" (paging: {paging.Fetched} fetched" + (
-                    f" of {paging.Total})" if paging.Total is not None else ", count unknown)")
+        for extension in extensions():  # what it fans out over, said its own way (a source's)
+            fanned = extension.describe_items(step, done, total) or fanned
         if step.Tolerate is not None:
             fanned += f", tolerates {describe_budget(step.Tolerate)}"
         if step.FailedItems:
             fanned += f", {step.FailedItems} failed"
-        wave = describe_wave(step.Wave, counts, step) if step.Wave is not None else None
-        if wave is not None:
-            fanned += f", {wave}"
+        more = {field: text for extension in extensions() for field, text in extension.describe_more(step, counts).items()}
+        for text in more.values():  # a wave's
+            fanned += f", {text}"
         unit = self._items(step).describe(step)  # what each item runs, said after the count
         return StepShown(
             kind=self.name,
@@ -259,5 +264,5 @@ class ForEachKind(StepKind):
             total=total,
             done=done,
             children=tuple(item.ChildTaskId for item in items or () if item.ChildTaskId),
-            wave=wave,
+            **more,
         )

@@ -9,10 +9,10 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
+from common.engine.core.declared import declared_parts
 from common.engine.kinds.for_each.item_limits import too_many_items
 from common.engine.kinds.for_each.fields import Tolerance
-from common.engine.kinds.for_each.waves.spec import GateSpec, WavesKey, build_waves, check_sizes
-from common.engine.kinds.for_each.source_doc import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ItemSource
+from common.engine.kinds.for_each.spec_part import ForEachSpecPart
 from common.spec.keys import Identifier, Spec
 from common.spec.parts import BuildContext, FlowsPart, StepContext, mapping
 from common.spec.problems import Lines, Path, Problem, at, describe
@@ -32,33 +32,30 @@ class ToleranceSpec(Spec):
         return self
 
 
-class SourceSpec(Spec):
-    """A module's command that returns the items a page at a time (docs/design/item-sources.md)."""
-
-    module: Identifier
-    command: Identifier
-    page_size: Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE
-
-
-class ForEachSourceSpec(Spec):
-    """`for_each: {source: {...}}`: the items come from a source instead of a list parameter."""
-
-    source: SourceSpec
+# Each extension's part (its `spec.py`'s `PART`: its waves, its source), in their folders' order.
+EXTENSION_PARTS: tuple[ForEachSpecPart, ...] = declared_parts("common.engine.kinds.for_each", "PART", module="spec")
+_FORMS = [part for part in EXTENSION_PARTS if part.form is not None]
 
 
 def _for_each_form(value: Any) -> str:
-    return "~source" if isinstance(value, dict) else "~parameter"  # "~": a form's tag, no key (common.flows.messages)
+    form = next((part.form for part in _FORMS if part.takes_form(value)), None)
+    return form[0] if form is not None else "~parameter"  # "~": a form's tag, no key (common.flows.messages)
 
 
-# A list parameter's name, or a source: told apart by the value's shape, so a problem names the
-# form the user wrote (a union would report both forms' complaints).
-ForEachKey = Annotated[Union[Annotated[Identifier, Tag("~parameter")], Annotated[ForEachSourceSpec, Tag("~source")]],
+# A list parameter's name, or an extension's form (a source): told apart by the value's shape, so
+# a problem names the form the user wrote (a union would report both forms' complaints).
+ForEachKey = Annotated[Union[(Annotated[Identifier, Tag("~parameter")],
+                              *(Annotated[part.form[1], Tag(part.form[0])] for part in _FORMS))],
                        Discriminator(_for_each_form)]
+
+
+def _extension_keys() -> dict[str, tuple[Any, Any]]:
+    return {key: value for part in EXTENSION_PARTS for key, value in part.step_keys.items()}
 
 
 class ForEachPart(FlowsPart):
     step_keys = {
-        # a parameter declared `type: array`, or `{source: {module, command, page_size}}`
+        # a parameter declared `type: array`, or an extension's form (`{source: {...}}`)
         "for_each": (ForEachKey | None, None),
         "max_parallel": (Annotated[int, Field(ge=1)] | None, None),  # items running at once
         # The longest list this step fans out over: a longer one is refused at submission (422) or,
@@ -70,44 +67,29 @@ class ForEachPart(FlowsPart):
         # An item failing for good past the budget: the task rolls back (the default), or holds
         # for an operator to redrive it or roll it back.
         "on_failure": (Literal["rollback", "hold"] | None, None),
-        # Its items in successive batches, with a gate between them (docs/fan-out.md, "Waves").
-        "waves": (WavesKey | None, None),
-        "between_waves": (GateSpec | None, None),
+        **_extension_keys(),  # its waves'
     }
     declared_by = "for_each"
 
     def check_step(self, step: dict[str, Any], path: Path, context: StepContext, lines: Lines) -> list[Problem]:
         problems = []
-        for limit in ("max_parallel", "max_items", "tolerate", "on_failure", "waves", "between_waves"):
+        limits = ("max_parallel", "max_items", "tolerate", "on_failure", *(k for p in EXTENSION_PARTS for k in p.needs_for_each))
+        for limit in limits:
             if limit in step and "for_each" not in step:
                 where = path + (limit,)
                 problems.append(at(lines.key(where), where, f"{limit} limits a for_each step: add for_each"))
-        if "between_waves" in step and "waves" not in step:
-            where = path + ("between_waves",)
-            problems.append(at(lines.key(where), where, "between_waves is the gate between a step's waves: add waves"))
-        waves = step.get("waves")
-        if isinstance(waves, list) and (wrong := check_sizes(waves)) is not None:
-            where = path + ("waves",)
-            problems.append(at(lines.value(where), where, f"waves {wrong}"))
-        for key in ("tolerate", "on_failure", "waves"):
+        for part in EXTENSION_PARTS:
+            problems += part.check_step(step, path, context, lines)
+        for key in ("tolerate", "on_failure", *(k for p in EXTENSION_PARTS for k in p.needs_records)):
             for inline in ("flow", "lock"):  # their items stay in the task document: not there yet
                 if key in step and "for_each" in step and inline in step:
                     where = path + (key,)
                     problems.append(at(lines.key(where), where, f"{key} is not supported on a for_each step "
                                        f"with {inline}: remove one of them"))
         name = step.get("for_each")
-        if isinstance(name, dict):  # items from a source: its chains are fixed when it opens
-            for needed in ("max_parallel",):
-                if needed not in step:
-                    where = path + ("for_each",)
-                    problems.append(at(lines.key(where), where, f"a for_each over a source needs {needed} "
-                                       "(its items arrive a page at a time): add it"))
-            for inline in ("flow", "lock"):
-                if inline in step:
-                    where = path + ("for_each",)
-                    problems.append(at(lines.key(where), where, f"a for_each over a source is not supported "
-                                       f"with {inline}: its items live in records"))
-            return problems
+        form = next((part for part in _FORMS if part.takes_form(name)), None)
+        if form is not None:  # an extension's form (a source)
+            return problems + form.check_form(step, path, lines)
         if not isinstance(name, str):
             return problems
         where = path + ("for_each",)
@@ -133,11 +115,11 @@ class ForEachPart(FlowsPart):
         policy = spec.on_failure or getattr(build, "on_failure", None)
         holds = policy == "hold" and spec.for_each is not None and spec.flow is None and spec.lock is None
         over = spec.for_each
-        source = None if not isinstance(over, ForEachSourceSpec) else ItemSource(
-            Module=over.source.module, Command=over.source.command, PageSize=over.source.page_size)
-        return {"ForEach": over if isinstance(over, str) else None, "MaxParallel": spec.max_parallel,
-                "MaxItems": spec.max_items, "Tolerate": budget, "OnFailure": "hold" if holds else None,
-                "Source": source, "Waves": build_waves(spec.waves, spec.between_waves)}
+        fields = {"ForEach": over if isinstance(over, str) else None, "MaxParallel": spec.max_parallel,
+                  "MaxItems": spec.max_items, "Tolerate": budget, "OnFailure": "hold" if holds else None}
+        for part in EXTENSION_PARTS:
+            fields.update(part.step_fields(spec))
+        return fields
 
     def check_task(self, task_type: dict[str, Any], path: Path, lines: Lines) -> list[Problem]:
         if task_type.get("on_failure") != "hold":

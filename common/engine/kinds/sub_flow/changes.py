@@ -59,11 +59,14 @@ def start_child(body: dict[str, Any], timing: Timing, ids: IdFactory = new_id, t
 
 def child_finished(parent: Task, body: dict[str, Any], timing: Timing, ids: IdFactory = new_id) -> Task | Refusal:
     """The child `body["ChildTaskId"]` ended: conclude the parent's run waiting for it (or, a
-    wave's health check run as a child, go on with the parent's waves)."""
-    from common.engine.kinds.for_each.waves.check import check_finished, is_wave_check  # a for_each step's
+    wave's health check run as a child, go on with the parent's waves: its step's kind says)."""
+    from common.engine.registry import kind_of  # the registry imports this kind's class: asked at run time
 
-    if is_wave_check(parent, body):
-        return check_finished(parent, body, timing, ids)
+    cursor = body.get("Cursor")
+    if isinstance(cursor, int) and 0 <= cursor < len(parent.Steps):
+        own = kind_of(parent.Steps[cursor]).child_ended(parent, body, timing, ids)
+        if own is not None:  # a child the step runs of its own, not a unit's
+            return own
     unit = (body["Cursor"], body.get("Item"))
     step = parent.Steps[unit[0]] if 0 <= unit[0] < len(parent.Steps) else None
     if step is None or child_task_id(parent, *unit) != body["ChildTaskId"]:

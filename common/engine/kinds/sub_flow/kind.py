@@ -68,6 +68,9 @@ class SubFlowKind(StepKind):
     def reset(self, step: Step) -> None:
         step.ChildTaskId = None
 
+    def describe_run(self, task: Task, run: Run) -> str | None:
+        return "waiting for its child task" if run.State is RunState.WAITING_CHILD else None
+
     def describe(self, step: Step, counts: Mapping[str, int] | None = None) -> StepShown:
         return StepShown(kind=self.name, note=f"sub-flow {step.Flow}", child=step.ChildTaskId)
 

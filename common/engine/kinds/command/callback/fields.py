@@ -5,7 +5,7 @@ for no callback is written as before."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -53,3 +53,17 @@ class CallbackRunFields(Doc):
     """A run's part: its command's callback token (its hash) and, once parked, the wait."""
 
     Callback: CallbackWait | None = Field(None, exclude_if=lambda wait: wait is None)
+
+
+class CallbackStepFields(Doc):
+    """A step's part: the callback tokens of its runs whose wait is over, and how it ended, so a
+    late or repeated callback is told why it changes nothing. State, not definition; left out
+    while empty."""
+
+    STATE: ClassVar[frozenset[str]] = frozenset({"Callbacks"})
+
+    Callbacks: list[SpentToken] = Field(default_factory=list, exclude_if=lambda spent: not spent)
+
+
+STEP_PART = CallbackStepFields  # composed into the command kind's fields (command/fields.py)
+RUN_PART = CallbackRunFields  # composed into the command kind's part of a run (command/fields.py)

@@ -1,12 +1,12 @@
 """A failure budget per wave (docs/design/waves.md, "Budgets per wave"): an item failing for good
 is tolerated only within its wave's budget (when its wave gives one) and within the step's (when
 the step gives one). Pure: the places already taken (the step's ToleratedItems) decide whether
-one more may be taken (common.engine.kinds.for_each.item_tolerance)."""
+one more may be taken (common.engine.kinds.for_each.budget.refuses_place)."""
 
 from __future__ import annotations
 
 from common.engine.document import Step
-from common.engine.kinds.for_each.budget import budget, budget_base
+from common.engine.kinds.for_each.budget import budget
 from common.engine.kinds.for_each.tolerance_doc import Tolerance
 from common.engine.kinds.for_each.waves.sizes import OPEN_END, bounds, spec_of, wave_of
 
@@ -26,18 +26,10 @@ def wave_budget(step: Step, item: int) -> tuple[Tolerance, int, int] | None:
     return tolerance, start, end
 
 
-def has_budget(step: Step, item: int) -> bool:
-    return step.Tolerate is not None or wave_budget(step, item) is not None
-
-
-def refuses_place(step: Step, item: int, taken: list[int]) -> str | None:
-    """Why `item`, failed for good, may not take a place in the budgets (None: it may), `taken`
-    the items holding places already: the step's budget full, or its wave's."""
+def refuses_wave_place(step: Step, item: int, taken: list[int]) -> str | None:
+    """Why `item`, failed for good, may not take a place in its wave's budget (None: it may, or
+    its wave gives none), `taken` the items holding places in the step's budgets already."""
     own = wave_budget(step, item)
-    if step.Tolerate is None and own is None:
-        return "the step has no failure budget"
-    if step.Tolerate is not None and len(taken) >= budget(step.Tolerate, budget_base(step)):
-        return f"past the budget: {len(taken)} items took its places"
     if own is not None:
         tolerance, start, end = own
         in_wave = sum(1 for place in taken if start <= place < end)

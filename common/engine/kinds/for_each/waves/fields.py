@@ -47,3 +47,14 @@ class WaveState(Doc):
     Until: float | None = Field(None, exclude_if=_unset)
     Tallies: list[list[int]] = Field(default_factory=list)  # [done, failed] per wave that ended
     Check: str | None = Field(None, exclude_if=_unset)  # checking: the child task that runs the check
+
+
+class WavesFields(Doc):
+    """The step document's part of waves: as built from flows.yaml, and where the step stands in
+    them once it opened. Left out when unset: a step without waves is stored as before."""
+
+    Waves: list[WaveSpecDoc] | None = Field(None, exclude_if=_unset)
+    Wave: WaveState | None = Field(None, exclude_if=_unset)
+
+
+STEP_PART = WavesFields  # composed into the for_each kind's fields (for_each/fields.py)

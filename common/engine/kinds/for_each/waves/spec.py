@@ -11,10 +11,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from common.engine.kinds.for_each.tolerance_doc import Tolerance
+from common.engine.kinds.for_each.spec_part import ForEachSpecPart
 from common.engine.kinds.for_each.waves.fields import WaveCheck, WaveSpecDoc
 from common.spec.durations import checked_duration, parse_duration
 from common.spec.keys import Identifier, Spec
-from common.spec.problems import describe
+from common.spec.parts import StepContext
+from common.spec.problems import Lines, Path, Problem, at, describe
 
 PERCENT = re.compile(r"^(\d+(\.\d+)?)%$")
 SIZE_PROBLEM = 'must be a number of items (>= 1), a percentage like "10%" (above 0, at most 100) or "rest"'
@@ -135,3 +137,30 @@ def build_waves(waves: WavesKey | None, between: GateSpec | None) -> list[dict[s
             doc.Tolerate = Tolerance(Count=own.tolerate.count, Percent=own.tolerate.percent)
         built.append(doc.model_dump(mode="json"))
     return built
+
+
+class WavesPart(ForEachSpecPart):
+    # Its items in successive batches, with a gate between them (docs/fan-out.md, "Waves").
+    step_keys = {
+        "waves": (WavesKey | None, None),
+        "between_waves": (GateSpec | None, None),
+    }
+    needs_for_each = ("waves", "between_waves")
+    needs_records = ("waves",)
+
+    def check_step(self, step: dict[str, Any], path: Path, context: StepContext, lines: Lines) -> list[Problem]:
+        problems = []
+        if "between_waves" in step and "waves" not in step:
+            where = path + ("between_waves",)
+            problems.append(at(lines.key(where), where, "between_waves is the gate between a step's waves: add waves"))
+        waves = step.get("waves")
+        if isinstance(waves, list) and (wrong := check_sizes(waves)) is not None:
+            where = path + ("waves",)
+            problems.append(at(lines.value(where), where, f"waves {wrong}"))
+        return problems
+
+    def step_fields(self, spec: Any) -> dict[str, Any]:
+        return {"Waves": build_waves(spec.waves, spec.between_waves)}
+
+
+PART = WavesPart()

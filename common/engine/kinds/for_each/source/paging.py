@@ -5,7 +5,7 @@ inside the caller's one compare-and-set.
 A page is a run of the step's own unit (the step, no item) on the source's module. Its outcome
 fixes the page: the values go into an `open_items` entry with the index of its first item, and
 the cursor advances, in the same write; a second outcome of the same page is fenced like any
-stale outcome. Imported by a change only (the kind loads it when a source step changes).
+stale outcome. Imported by a change only (the extension loads it when a source step changes).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from common.engine.core.units import AttemptResult, Timing, drop_outbox, record,
 from common.engine.document import OutboxEntry, Run, Step, Task
 from common.engine.kinds.for_each.item_views import RECORDS
 from common.engine.kinds.for_each.records import OPEN_ITEMS, entry_id
-from common.engine.kinds.for_each.waves.opening import RESUME_ITEMS, where
-from common.engine.kinds.for_each.waves.sizes import bounds, resize
-from common.engine.kinds.for_each.source_doc import SourcePaging
+from common.engine.kinds.for_each.extending import extensions
+from common.engine.kinds.for_each.source.fields import SourcePaging
 from common.engine.states import UNCLAIMED, Phase, TaskStatus
 from common.input_limits import quoted
 
@@ -84,7 +83,7 @@ def conclude_page(task: Task, run: Run, result: AttemptResult, timing: Timing, a
         page = f"the source's next cursor is the cursor it was asked with ({quoted(str(page[1]))}): it would page forever"
     if isinstance(page, str):
         paging.Done, paging.Failed = True, page or "the source failed"
-        resize(step)
+        _count_known(task, cursor, timing.now, final=True)
         step.Message = task.TaskMessage = f"source of step {step.Name} failed: {paging.Failed}"
         record(task, timing.now, "source_failed", actor=actor, message=paging.Failed, unit=(cursor, None))
         return BACKWARD
@@ -99,22 +98,15 @@ def conclude_page(task: Task, run: Run, result: AttemptResult, timing: Timing, a
     record(task, timing.now, "page_fetched", actor=actor, unit=(cursor, None),
            message=f"page {paging.Page}: {len(items)} items, {paging.Fetched} in all")
     paging.Done = following is None
-    _resize_waves(task, cursor, timing.now)
+    _count_known(task, cursor, timing.now, final=False)
     return None if paging.Done else FETCH
 
 
-def _resize_waves(task: Task, cursor: int, now: float) -> None:
-    """In place: the waves the count now known fixes (docs/design/waves.md, "Waves over a
-    source"); an open wave that waited for its size starts its chains (an entry, as its opening)."""
-    step = task.Steps[cursor]
-    if not resize(step):
-        return
-    assert step.Wave is not None
-    entry = f"{entry_id(task, cursor, RESUME_ITEMS)}:wave{step.Wave.Index}:sized"
-    body = {"Cursor": cursor, "Generation": task.Generation}
-    task.Outbox.append(OutboxEntry(DispatchId=entry, Kind=RESUME_ITEMS, Body=body, DueAt=now))
-    start, end = bounds(step.Wave.Ends, step.Wave.Index)
-    record(task, now, "wave_sized", actor="baton", unit=(cursor, None), message=f"{where(step)}: {end - start} items")
+def _count_known(task: Task, cursor: int, now: float, final: bool) -> None:
+    """In place: the step's extensions hear that more of its items are known (its waves are
+    sized from the count); `final`: no more come."""
+    for extension in extensions():
+        extension.count_known(task, cursor, now, final)
 
 
 def stop_fetching(task: Task, cursor: int, now: float, suffix: str) -> None:
@@ -129,7 +121,7 @@ def stop_fetching(task: Task, cursor: int, now: float, suffix: str) -> None:
         drop_outbox(task, run.DispatchId)
         record(task, now, "cancelled", run, actor="baton", message="the task went backward: no page is fetched")
     step.Paging.Done = True
-    resize(step)  # every wave fixed from what was fetched: nothing more comes
+    _count_known(task, cursor, now, final=True)  # every wave fixed from what was fetched: nothing more comes
     body = {"Cursor": cursor, "Generation": task.Generation, "Values": [], "From": step.Paging.Fetched, "Last": True}
     task.Outbox.append(OutboxEntry(DispatchId=f"{entry_id(task, cursor, OPEN_ITEMS)}:{suffix}", Kind=OPEN_ITEMS,
                                    Body=body, DueAt=now))

@@ -1,4 +1,4 @@
-"""What of the command kind the engine's face offers outside code (common/engine/core/declared.py)."""
+"""What of a command's callbacks the engine's face offers outside code (common/engine/core/declared.py)."""
 
 # A callback of a command that waits for it (docs/design/callbacks.md).
 CHANGES = {"common.engine.kinds.command.callback.changes": ("CallbackRefused", "CallbackTaken", "answer_callback")}
