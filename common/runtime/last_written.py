@@ -6,9 +6,9 @@ the claim's compare-and-set says which (`mutate(..., known=...)`: a lease renewa
 or another replica makes the version filter match nothing, and the claim reads as usual). The
 read and validation of the whole document was the largest part of a claim.
 
-A task is kept right before its commit's flush, the last reader of it, which picks the entries
-it publishes before the first goes out: the claim may only come after that. It is given to one
-claim only (`take` removes it), which edits it in place, like a task just read. Only tasks whose
+A task is kept once its commit's flush has picked the entries it publishes (`owed`), before the
+first goes out: nothing of this process reads it after that. It is given to one claim only
+(`take` removes it), which edits it in place, like a task just read. Only tasks whose
 outbox holds nothing but fresh messages for this module's queue, due now, are kept: no timer of
 a retry's backoff, and no relay, ever holds one of its entries.
 """

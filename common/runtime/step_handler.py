@@ -291,10 +291,11 @@ class StepHandler:
         self._crash_point(parameters, message, "after_commit")
         status, hidden = committed.TaskStatus.name, secret_values(committed)  # its output may hold new ones
         self._count_outcome(committed, message, labels)
-        if message.Item is None:  # the last use of `committed` here but the flush's, which reads it first
+        owed = self._publisher.owed(committed)
+        if message.Item is None:  # the last use of `committed` here: its next claim here may take it now
             self._last.keep(committed, self._clock())
         # What comes next goes out first: the next step's module starts while this one logs.
-        self._publisher.flush(committed, lambda: self._crash_point(parameters, message, "after_publish"))
+        self._publisher.flush(committed, lambda: self._crash_point(parameters, message, "after_publish"), owed)
         with hidden_values(hidden):
             if result.check_again is not None:  # the run ended; the unit's next check is in the outbox
                 log.info("step checks again later", seconds=result.check_again, progress=result.message,
