@@ -175,6 +175,8 @@ def main() -> None:
                     rows.append(("of which a module's store work, alone in one process (read, claim, commit)",
                                  f"{alone['cpu_ms_per_transition']:.2f} ms",
                                  f"document {alone['document_bytes']:,} bytes; the rest: threads, broker, log, child"))
+                    rows.append(("  the same, a step after one in the same module (claimed without a read)",
+                                 f"{alone['kept_cpu_ms_per_transition']:.2f} ms", "the same run, tasks taking turns"))
                     marks = mark_sent_cpu(FLOWS, int(os.environ.get("BATON_BENCH_DOCUMENT_TASKS", "600")))
                     rows.append(("a deferred mark-sent on SQLite, its entry unclaimed: CPU in place",
                                  f"{marks['in_place']:.0f} us", f"as a read-change-write: {marks['read_change_write']:.0f} us"))

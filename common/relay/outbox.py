@@ -94,28 +94,36 @@ class OutboxPublisher:
                                finished=self._count_finished)
         self._relays = {Flusher.CHILDREN: self._children, Flusher.ITEMS: self.items, **self.gate_relays}
 
-    def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None) -> None:
+    @staticmethod
+    def owed(task: Task) -> list[OutboxEntry]:
+        """What a flush of `task` publishes: not an entry published already by the change that
+        added it (its claim has not come yet), or left to the relay by a writer that died:
+        publishing every unclaimed entry at every commit sent a for_each's items again and again
+        (a hundred items left a thousand duplicates in the queue, in front of every other task's
+        steps)."""
+        return [e for e in task.Outbox if e.Kind != OutboxKind.PUBLISH or task.is_fresh(e)]
+
+    def flush(self, task: Task, before_mark_sent: Callable[[], None] | None = None,
+              owed: list[OutboxEntry] | None = None) -> None:  # fmt: skip
         """Publish the entries the change that wrote `task` added (every entry of a task not
         written by common.store.tasks.mutate), without waiting for the broker's confirms: the caller
         goes on (its next step, its answer). Entries due later (a retry's backoff) wait in a
-        timer. Whatever fails stays in the outbox for the relay, as with `publish`."""
+        timer. Whatever fails stays in the outbox for the relay, as with `publish`.
+
+        `owed`: `owed(task)` as the caller took it, before it let another thread's change edit
+        the task (common/runtime/last_written.py); the flush then reads nothing of it but its id."""
         now = self._clock()
-        for entry in task.Outbox:
-            if entry.Kind == OutboxKind.PUBLISH and not task.is_fresh(entry):
-                # Published already by the change that added it (its claim has not come yet),
-                # or left to the relay by a writer that died: publishing every unclaimed entry
-                # at every commit sent a for_each's items again and again (a hundred items left
-                # a thousand duplicates in the queue, in front of every other task's steps).
-                continue
+        task_id = task.TaskId
+        for entry in self.owed(task) if owed is None else owed:
             if entry.DueAt > now:
                 if entry.DueAt - now <= TIMER_HORIZON:
-                    self._timers.at(entry.DueAt, lambda e=entry: self.publish(task.TaskId, e))
+                    self._timers.at(entry.DueAt, lambda e=entry: self.publish(task_id, e))
                 # Due later (a start_at days away): the relay publishes it when due. A timer for
                 # it would hold memory for as long (any client can ask for year 9999) for no gain.
             elif entry.Kind == OutboxKind.PUBLISH:
-                self._publish_soon(task.TaskId, entry, before_mark_sent)
+                self._publish_soon(task_id, entry, before_mark_sent)
             else:  # a webhook, a lock or a child's signal: no broker confirm to wait for
-                self.publish(task.TaskId, entry, before_mark_sent)
+                self.publish(task_id, entry, before_mark_sent)
 
     def publish(
         self,

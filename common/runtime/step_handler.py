@@ -22,7 +22,9 @@ from common.secrets.documents import scrubbed_text
 from common.secrets.values import secret_leaves, secret_values
 from common.metrics import RuntimeMetrics
 from common.engine.document import ItemRecord, StepMessage, Task
+from common.runtime.claim_outcome import claimed_after_error
 from common.runtime.item_runs import ItemRuns, names_record, record_key
+from common.runtime.last_written import LastWritten
 from common.relay.outbox import OutboxPublisher
 from common.backoff import retry_delay
 from common.runtime.crash_points import crash_point
@@ -41,9 +43,10 @@ from common.engine.changes import (
 )
 from common.runtime.inbox import TrackedDelivery
 from common.runtime.invoke import CommandRequest
+from common.queues import module_queue
 from common.runtime.lease import Lease, LeaseKeeper
 from common.store.tasks.mutate import mutate
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode, RunState
+from common.engine.states import FINAL_STATUSES, Phase, ResultCode
 from common.engine.views import command_parameters, unit_state
 from common.runtime.verify import VerifyPlan, plan_for
 from common.store.tasks.port import TaskStore
@@ -66,6 +69,7 @@ class HandlerConfig:
     # unknown verdicts before an attempt ends OUTCOME_UNKNOWN (docs/design/runtime.md, "Verifying an
     # unknown outcome")
     verify_limit: int = 3
+    last_written: int = 256  # tasks kept for their next step's claim here (common/runtime/last_written.py)
 
 
 class StepHandler:
@@ -94,6 +98,7 @@ class StepHandler:
         self._item_runs = ItemRuns(store, publisher, config.owner)  # steps over item records
         self._dead_letters = DeadLetters(config.module, broker, self._metrics, clock, config.delivery_limit)
         self._holds = DrainHolds(config.module, config.owner, store, self._item_runs, self._dead_letters, drains)
+        self._last = LastWritten(module_queue(config.module), config.last_written)  # claimed without a read
 
     def handle(self, delivery: TrackedDelivery) -> None:
         """Parse, then claim and start the command once a slot of its kind is free (parked
@@ -138,12 +143,14 @@ class StepHandler:
                     if read is not None and names_record(read, message):
                         claimed, record = read, self._item_runs.claim(read, message, timing, self._holds.undrain)
                     else:
-                        claimed = mutate(self._store, message.TaskId, lambda t: self._holds.claim(t, message, timing))
+                        known = self._last.take(message.TaskId) if message.Item is None else None
+                        claimed = mutate(self._store, message.TaskId, lambda t: self._holds.claim(t, message, timing),
+                                         known=known)  # fmt: skip
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
                 self._dead_letters.send(delivery, str(exc), message)
                 return False
             except StoreError as exc:
-                claimed, record = self._claim_outcome(message, timing)
+                claimed, record = claimed_after_error(self._store, self._item_runs, self._config.owner, message, timing)
                 if claimed is None:
                     log.warning("store unreachable; delivery given back", error=str(exc))
                     time.sleep(STORE_RETRY_PAUSE)
@@ -165,33 +172,6 @@ class StepHandler:
             hidden = self._secrets(claimed, record)  # the command's and its outcome's, too
             with bound_fields(task_type=claimed.TaskType), hidden_values(hidden):
                 return self._start(claimed, message, attempt, hidden, record, began)
-
-    def _claim_outcome(self, message: StepMessage, timing: Timing) -> tuple[Task | None, ItemRecord | None]:
-        """After a StoreError during the claim: the task if OUR claim was written after all.
-
-        A timeout or a dropped connection leaves the write's fate unknown. Giving the delivery back
-        would waste the attempt: its redelivery finds the task "already claimed" (by us) and the
-        step waits for the lease to lapse (a `retry: 0` step then rolls back). Ours means this
-        owner, this dispatch, and the lease deadline this very call wrote: a duplicate delivery
-        of the same dispatch running in this process has its own deadline (or renewed it since),
-        so it is never taken for ours. None when it was not written, or the store cannot tell.
-        An item of a step over records: the task and the record, when the record says so."""
-        try:
-            task = self._store.get(message.TaskId)
-        except StoreError:
-            return None, None
-        if task is not None and names_record(task, message):
-            record = self._item_runs.claimed_after_error(task, message, timing)
-            return (task, record) if record is not None else (None, None)
-        active = task.run(message.DispatchId) if task is not None else None
-        ours = (
-            active is not None
-            and active.DispatchId == message.DispatchId
-            and active.State is RunState.RUNNING
-            and active.Owner == self._config.owner
-            and active.Deadline == timing.now + timing.lease
-        )
-        return (task, None) if ours else (None, None)
 
     def _start(self, task: Task, message: StepMessage, attempt: NoAttempt, hidden: list[str],
                record: ItemRecord | None, began: list[bool]) -> bool:
@@ -309,19 +289,23 @@ class StepHandler:
         if committed is None:
             return
         self._crash_point(parameters, message, "after_commit")
+        status, hidden = committed.TaskStatus.name, secret_values(committed)  # its output may hold new ones
+        self._count_outcome(committed, message, labels)
+        owed = self._publisher.owed(committed)
+        if message.Item is None:  # the last use of `committed` here: its next claim here may take it now
+            self._last.keep(committed, self._clock())
         # What comes next goes out first: the next step's module starts while this one logs.
-        self._publisher.flush(committed, lambda: self._crash_point(parameters, message, "after_publish"))
-        with hidden_values(secret_values(committed)):  # the command's output may hold new ones
+        self._publisher.flush(committed, lambda: self._crash_point(parameters, message, "after_publish"), owed)
+        with hidden_values(hidden):
             if result.check_again is not None:  # the run ended; the unit's next check is in the outbox
                 log.info("step checks again later", seconds=result.check_again, progress=result.message,
-                         elapsed=elapsed, task_status=committed.TaskStatus.name)
+                         elapsed=elapsed, task_status=status)
             elif result.callback is not None:  # parked (or ended at once by a kept answer): its token never logged
                 log.info("step waits for a callback", timeout=result.callback[0], heartbeat=result.callback[1],
-                         elapsed=elapsed, task_status=committed.TaskStatus.name)
+                         elapsed=elapsed, task_status=status)
             else:
                 log.info("step finished", ok=result.ok, code=result.code.name, error=result.message or None,
-                         seconds=elapsed, task_status=committed.TaskStatus.name)
-        self._count_outcome(committed, message, labels)
+                         seconds=elapsed, task_status=status)
 
     def _conclude_item(self, task: Task, message: StepMessage, claimed: ItemRecord, result: AttemptResult,
                        delay: float, elapsed: float, labels: tuple[str, str, str], parameters: dict) -> None:

@@ -122,6 +122,7 @@ _REPLACE_TASK = {
     for changed in itertools.product((False, True), repeat=len(_INDEXED))
 }
 _ALL_CHANGED = (True,) * len(_INDEXED)
+_COLUMNS_NOTED = 4096  # tasks whose indexed columns a store remembers (a few hundred bytes each)
 # One statement, so atomic without an explicit transaction: insert the lock, or take it over only
 # when it is ours already or has lapsed. `changes()` is 0 exactly when someone else holds it.
 _TAKE_LOCK = """
@@ -174,7 +175,8 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         except OSError as e:
             raise StoreError(f"sqlite {self.path}: cannot create its folder: {e}") from e
-        self._local = threading.local()  # this thread's last read (_changed_columns)
+        # The indexed columns of each task as last read or written here, by version (_changed_since_read).
+        self._columns: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self._conns = LocalConnections(self.path, _create_schema)
         # One writer at a time among this process's threads. SQLite has one write lock per file;
         # a connection that finds it taken sleeps in its busy handler (1, 2, 5, 10... ms) although
@@ -198,7 +200,7 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
     def get(self, task_id: str) -> Task | None:
         task = self._one(f"SELECT {_ROW} FROM tasks WHERE task_id = ?", (task_id,))
         if task is not None:
-            self._local.last_read = (task.TaskId, task.Version, _indexed_values(task))
+            self._note_columns(task.TaskId, task.Version, _indexed_values(task))
         return task
 
     @_translated
@@ -223,7 +225,10 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
         conn = self._conn()
         with self._write_lock:  # the document is encoded before: only the statement waits
             cursor = conn.execute(_REPLACE_TASK[changed], row)
-        return cursor.rowcount == 1
+        if cursor.rowcount != 1:
+            return False
+        self._note_columns(task.TaskId, task.Version, values)
+        return True
 
     @_translated
     def due_for_sweep(self, now: float, limit: int) -> list[Task]:
@@ -328,14 +333,25 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
         """Which indexed columns differ from the row the UPDATE will match, when known.
 
         A task's document at a given Version is unique (only one compare-and-set can create it),
-        so the columns this thread last read for (task_id, version) are exactly those of the row
-        `WHERE task_id = ? AND version = ?` matches; if that read was of another task or version,
-        assume everything changed.
+        so the columns this process last read or wrote for (task_id, version), on any thread, are
+        exactly those of the row `WHERE task_id = ? AND version = ?` matches; if that was of
+        another version, assume everything changed. (A module commits on the task its claim
+        wrote, and claims on the task its commit wrote, without reading: common.store.tasks.mutate.)
         """
-        last = getattr(self._local, "last_read", None)
-        if last is None or last[0] != task_id or last[1] != version:
+        last = self._columns.get(task_id)
+        if last is None or last[0] != version:
             return _ALL_CHANGED
-        return tuple(old != new for old, new in zip(last[2], values))
+        return tuple(old != new for old, new in zip(last[1], values))
+
+    def _note_columns(self, task_id: str, version: int, values: tuple[Any, ...]) -> None:
+        columns = self._columns
+        columns.pop(task_id, None)  # to the end: the oldest noted goes first
+        columns[task_id] = (version, values)
+        if len(columns) > _COLUMNS_NOTED:
+            try:
+                del columns[next(iter(columns))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread's note or drop meanwhile
+                pass
 
     def _conn(self) -> sqlite3.Connection:
         return self._conns.get()
