@@ -96,3 +96,44 @@ def before_and_after(workdir: Path, amqp_url: str, flows_path: Path, revision: s
 def _median(runs: list[dict]) -> dict:
     return {**runs[0], **{key: statistics.median(r[key] for r in runs)
                           for key in ("submissions_per_second", "oss_cpu_ms_per_submission", "refused")}}
+
+
+def rest_note(api: dict) -> str:
+    refused = f"; {api['refused']} answers not 201" if api["refused"] else ""
+    return f"OSS CPU {api['oss_cpu_ms_per_submission']:.2f} ms per submission{refused}"
+
+
+def rest_rows(work: Path, url: str, flows_path: Path, seconds: float) -> list[tuple[str, str, str]]:
+    """The REST row; with BATON_BENCH_REST_BEFORE, the same for that git revision beside it."""
+    revision = os.environ.get("BATON_BENCH_REST_BEFORE")
+    if not revision:
+        api = submissions(work, url, flows_path, seconds=seconds)
+        return [(f"OSS submissions through the REST API ({api['clients']} clients, one process)",
+                 f"{api['submissions_per_second']:.0f} /s", rest_note(api))]
+    before, after = before_and_after(work / "rest", url, flows_path, revision, seconds)
+    return [(f"OSS submissions through the REST API ({after['clients']} clients, one process)",
+             f"{after['submissions_per_second']:.0f} /s", rest_note(after)),
+            (f"  the same, the OSS of {revision} (rounds alternating with this checkout's)",
+             f"{before['submissions_per_second']:.0f} /s", rest_note(before))]
+
+
+def main() -> None:
+    """`python -m bench.api`: the REST rows alone (BATON_BENCH_REST_SECONDS, default 5)."""
+    import tempfile
+
+    from bench.engine import FLOWS
+    from common.logging import configure_logging
+    from tests.support.vhosts import rabbitmq_vhost
+
+    configure_logging(level="warning")
+    with rabbitmq_vhost("baton-bench-api") as url, tempfile.TemporaryDirectory() as tmp:
+        flows_path = Path(tmp) / "flows.yaml"
+        flows_path.write_text(FLOWS)
+        rows = rest_rows(Path(tmp), url, flows_path, float(os.environ.get("BATON_BENCH_REST_SECONDS", "5")))
+    print(f"\nbaton REST submissions: {os.cpu_count()} cores, RabbitMQ and SQLite on this machine")
+    for name, value, note in rows:
+        print(f"  {name:<70}  {value:>8}  {note}")
+
+
+if __name__ == "__main__":
+    main()

@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.api import before_and_after, submissions
+from bench.api import rest_note, rest_rows
 from bench.baseline import run_baseline
 from bench.cli_start import rows as cli_start_rows
 from bench.document import document_cpu, mark_sent_cpu
@@ -102,26 +102,6 @@ def _rss_row(label: str, points: list[tuple[int, int]]) -> list[tuple[str, str, 
              f"{(last[1] - first[1]) / 2**20:+.1f} MiB from the first tenth to the last")]
 
 
-def _rest_note(api: dict) -> str:
-    refused = f"; {api['refused']} answers not 201" if api["refused"] else ""
-    return f"OSS CPU {api['oss_cpu_ms_per_submission']:.2f} ms per submission{refused}"
-
-
-def _rest_rows(work: Path, url: str, flows_path: Path) -> list[tuple[str, str, str]]:
-    """The REST row; with BATON_BENCH_REST_BEFORE, the same beside it for that git revision
-    (bench/api.py), measured in alternating rounds."""
-    revision = os.environ.get("BATON_BENCH_REST_BEFORE")
-    if not revision:
-        api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
-        return [(f"OSS submissions through the REST API ({api['clients']} clients, one process)",
-                 f"{api['submissions_per_second']:.0f} /s", _rest_note(api))]
-    before, after = before_and_after(work / "rest", url, flows_path, revision, SIZES["rest_seconds"])
-    return [(f"OSS submissions through the REST API ({after['clients']} clients, one process)",
-             f"{after['submissions_per_second']:.0f} /s", _rest_note(after)),
-            (f"  the same, the OSS of {revision} (rounds alternating with this checkout's)",
-             f"{before['submissions_per_second']:.0f} /s", _rest_note(before))]
-
-
 def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
     tasks = int(os.environ.get("BATON_BENCH_MONGO_TASKS", "500"))
     if tasks <= 0:
@@ -146,7 +126,7 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
         (f"baton on Mongo: latency, under load ({loaded['background_tasks_per_second']:.0f} tasks/s)",
          f"p50 {loaded['p50_ms']:.1f} ms", f"p99 {loaded['p99_ms']:.1f} ms"),
         ("baton on Mongo: OSS submissions through the REST API", f"{result['rest']['submissions_per_second']:.0f} /s",
-         _rest_note(result["rest"])),
+         rest_note(result["rest"])),
     ]
     rows += _rss_row("baton on Mongo: largest module RSS", result["rss"])
     two = result["two_per_module"]
@@ -233,7 +213,7 @@ def main() -> None:
             rows.extend(source_rows(source_figures(work / "source", url)))
         rows.extend(view_rows(work / "task_view"))
         rows.extend(scoped_rows(work))
-        rows.extend(_rest_rows(work, url, flows_path))
+        rows.extend(rest_rows(work, url, flows_path, SIZES["rest_seconds"]))
         celery_tasks = int(os.environ.get("BATON_BENCH_CELERY_TASKS", "1000"))
         if celery_tasks > 0:
             rows.extend(celery_rows(work / "celery", url))
