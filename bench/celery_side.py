@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -94,15 +95,18 @@ def _celery_round(workdir: Path, amqp_url: str, no_loss: bool, tasks: int, sampl
     env = {**os.environ, "PYTHONPATH": str(REPO), "BENCH_CELERY_BROKER": amqp_url,
            "BENCH_CELERY_NO_LOSS": "1" if no_loss else "0"}
     log = (workdir / f"celery-{'no-loss' if no_loss else 'default'}.log").open("a")
+    name = f"bench-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
     worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", celery_app.__name__, "worker", "-Q", QUEUE,
-                               "--loglevel", "WARNING", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
+                               "--loglevel", "WARNING", "-n", name],
                               cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
     channel = connection.channel()
     channel.queue_declare(DONE)
     channel.queue_purge(DONE)
     try:
-        wait_until(lambda: bool(app.control.ping(timeout=1.0)), 120, "the Celery worker answers")
+        wait_until(lambda: bool(app.control.ping(destination=[name], timeout=1.0)), 120, "the Celery worker answers")
+        # Each control call returns once this worker answered (without `limit`, after its timeout).
+        only = {"destination": [name], "reply": True, "limit": 1, "timeout": 60.0}
 
         def submit(count: int) -> list[str]:
             ids = [uuid.uuid4().hex for _ in range(count)]
@@ -111,15 +115,15 @@ def _celery_round(workdir: Path, amqp_url: str, no_loss: bool, tasks: int, sampl
             return ids
 
         ended = _ends(channel)
-        app.control.cancel_consumer(QUEUE, reply=True)
+        app.control.cancel_consumer(QUEUE, **only)
         submit(min(50, tasks))  # warm-up: the pool's children import the tasks
-        app.control.add_consumer(QUEUE, reply=True)
+        app.control.add_consumer(QUEUE, **only)
         ended(min(50, tasks))
-        app.control.cancel_consumer(QUEUE, reply=True)
+        app.control.cancel_consumer(QUEUE, **only)
         submit(tasks)
         cpu, broker = _tree_cpu(worker.pid), _cpu(rabbit)
         started = time.perf_counter()
-        app.control.add_consumer(QUEUE, reply=True)
+        app.control.add_consumer(QUEUE, **only)
         ended(tasks)
         figures = _rates(tasks, time.perf_counter() - started, _tree_cpu(worker.pid) - cpu, _cpu(rabbit) - broker)
         seconds = []
