@@ -26,6 +26,9 @@ BATON_BENCH_VIEW_ITEMS (default 10000) and BATON_BENCH_VIEW_SAMPLES (50): the ta
 for_each over that many items in records, next to one of 10 items (bench/task_view.py).
 BATON_BENCH_SCOPE_TASKS (default 20000) and BATON_BENCH_SCOPE_SAMPLES (20): a page of tasks and
 its counts for an unscoped token, a label filter and tokens limited to namespaces (bench/scoped_listing.py).
+BATON_BENCH_REST_BEFORE (unset): a git revision whose OSS is measured beside this checkout's (bench/api.py).
+BATON_BENCH_CELERY_TASKS (default 1000; 0 skips it), BATON_BENCH_CELERY_SAMPLES (100) and
+BATON_BENCH_CELERY_ROUNDS (2): the same no-op flow on baton and on Celery side by side (bench/celery_side.py).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.api import submissions
+from bench.api import rest_note, rest_rows
 from bench.baseline import run_baseline
 from bench.cli_start import rows as cli_start_rows
 from bench.document import document_cpu, mark_sent_cpu
@@ -46,6 +49,7 @@ from bench.kinds import kinds_rows
 from bench.masking import masking_seconds
 from bench.rates import rows as rate_rows
 from bench.callbacks import rows as callback_rows
+from bench.celery_side import celery_rows
 from bench.items import item_rows
 from bench.priority_order import priority_rows
 from bench.queues import queue_type_rows
@@ -98,11 +102,6 @@ def _rss_row(label: str, points: list[tuple[int, int]]) -> list[tuple[str, str, 
              f"{(last[1] - first[1]) / 2**20:+.1f} MiB from the first tenth to the last")]
 
 
-def _rest_note(api: dict) -> str:
-    refused = f"; {api['refused']} answers not 201" if api["refused"] else ""
-    return f"OSS CPU {api['oss_cpu_ms_per_submission']:.2f} ms per submission{refused}"
-
-
 def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
     tasks = int(os.environ.get("BATON_BENCH_MONGO_TASKS", "500"))
     if tasks <= 0:
@@ -127,7 +126,7 @@ def _mongo_rows(work: Path, url: str) -> list[tuple[str, str, str]]:
         (f"baton on Mongo: latency, under load ({loaded['background_tasks_per_second']:.0f} tasks/s)",
          f"p50 {loaded['p50_ms']:.1f} ms", f"p99 {loaded['p99_ms']:.1f} ms"),
         ("baton on Mongo: OSS submissions through the REST API", f"{result['rest']['submissions_per_second']:.0f} /s",
-         _rest_note(result["rest"])),
+         rest_note(result["rest"])),
     ]
     rows += _rss_row("baton on Mongo: largest module RSS", result["rss"])
     two = result["two_per_module"]
@@ -216,9 +215,10 @@ def main() -> None:
             rows.extend(source_rows(source_figures(work / "source", url)))
         rows.extend(view_rows(work / "task_view"))
         rows.extend(scoped_rows(work))
-        api = submissions(work, url, flows_path, seconds=SIZES["rest_seconds"])
-        rows.append((f"OSS submissions through the REST API ({api['clients']} clients, one process)",
-                     f"{api['submissions_per_second']:.0f} /s", _rest_note(api)))
+        rows.extend(rest_rows(work, url, flows_path, SIZES["rest_seconds"]))
+        celery_tasks = int(os.environ.get("BATON_BENCH_CELERY_TASKS", "1000"))
+        if celery_tasks > 0:
+            rows.extend(celery_rows(work / "celery", url))
     rows.append(_masking_row())
     rows.extend(rate_rows(int(os.environ.get("BATON_BENCH_RATE_TAKES", "2000"))))
     rows.extend(callback_rows(int(os.environ.get("BATON_BENCH_CALLBACK_TASKS", "500"))))

@@ -23,6 +23,8 @@ async def known_query_only(request: Request) -> None:  # pure: see oss/api/auth.
     if not isinstance(route, APIRoute):
         return
     authenticate_first(request)  # a caller without a token learns nothing of what the route takes
+    if not request.scope.get("query_string"):  # nothing to check (a submission has no query)
+        return
     declared = _names(route.dependant)  # a walk of a few nodes: not worth a cache
     unknown = sorted({name for name in request.query_params if name not in declared})
     if unknown:

@@ -50,6 +50,9 @@ REDUCED = {
     "BATON_BENCH_QUEUE_TASKS": "20",
     "BATON_BENCH_PRIORITY_TASKS": "10",
     "BATON_BENCH_TRACING_TASKS": "20",
+    "BATON_BENCH_CELERY_TASKS": "10",
+    "BATON_BENCH_CELERY_SAMPLES": "3",
+    "BATON_BENCH_CELERY_ROUNDS": "2",
 }
 
 # The rows `make bench` must print, one pattern per row (a number, then the row's unit).
@@ -111,6 +114,11 @@ ROWS = (
     r"the step settled: p50 [\d.]+ ms",
     r"a page of 100 of its items .* p50 [\d.]+ ms",
     r"OSS submissions through the REST API \(\d+ clients, one process\) +\d+ /s",
+    *(rf"beside Celery, {way}: {what}" for way in ("baton, async commands", "baton, process commands",
+                                                  "Celery, default settings", "Celery, no-loss settings")
+      for what in (r"no-op step transitions +\d+ /s +\d+% of Celery's defaults",
+                   r"CPU per three-step task +[\d.]+ ms +[\d.]+ ms the module or worker with its children, [\d.]+ ms RabbitMQ",
+                   r"latency, one task at a time +p50 [\d.]+ ms +p95 [\d.]+ ms")),
     r"showing a task with 200 secret values .* \d+ ms +the same task with a plain key: \d+ ms",
     r"a rate's start slot on SQLite \(limit 10\) +\d+\.\d+ ms +a lock's join and leave: \d+\.\d+ ms",
     r"a rate's start slot on SQLite, the window holding up to 100 +\d+\.\d+ ms +mean over the window's filling",

@@ -8,7 +8,7 @@ from collections import Counter
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import StringConstraints
 
 from common.engine.views import with_full_history
@@ -27,9 +27,9 @@ from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
-from oss.api.routers.locks import Locks, Rates
-from oss.api.routers.module_drains import Drains
-from oss.api.routers.modules import Modules
+from oss.api.routers.locks import lock_table, rate_table
+from oss.api.routers.module_drains import module_drains
+from oss.api.routers.modules import Modules, module_registry
 from oss.services.dry_run import dry_run
 from oss.services.plans import Plan
 from oss.api.views import task_summary, task_view
@@ -55,8 +55,7 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
         **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
-def create_task(body: CreateTask, context: Context, token: Submitter, locks: Locks, rates: Rates, registry: Modules,
-                drains: Drains) -> Response:
+def create_task(body: CreateTask, context: Context, token: Submitter, request: Request) -> Response:
     """Validate the parameters against the task type's schema, then write the whole task and
     dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
     the existing task when the idempotency key was used before for the same request, even by a
@@ -65,7 +64,7 @@ def create_task(body: CreateTask, context: Context, token: Submitter, locks: Loc
     waits for the window's end (`WaitingFor` kind freeze); policy refuse, 409 `frozen` naming the
     window and its end, and nothing is created. With `dry_run`: the same checks and answers to a refused request, then 200 with the plan,
     and nothing created, published or asked for."""
-    request = {
+    options = {
         "idempotency_key": body.idempotency_key,
         "priority": body.priority,
         "start_at": body.start_at,  # (the validator made it epoch seconds)
@@ -76,14 +75,18 @@ def create_task(body: CreateTask, context: Context, token: Submitter, locks: Loc
     }
     may_submit(context.store, token, body.task_type, body.labels or {}, body.after_task)
     if body.dry_run:
+        # The parts only a dry run reads, opened here rather than as the route's dependencies: each
+        # dependency costs every submission a solve and a hand-over to the thread pool and back.
+        locks, rates = lock_table(request, context), rate_table(request, context)
+        registry, drains = module_registry(request, context), module_drains(request, context)
         with repeats_in_scope(context.store, token):
             plan = dry_run(context.service, locks, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
                            task_type=body.task_type, parameters=body.parameters, drains=drains, rates=rates,
-                           **request)  # fmt: skip
+                           **options)  # fmt: skip
         shown = plan_shown(context.store, token, plan)
         return Response(shown, status_code=200, media_type="application/json")
     with repeats_in_scope(context.store, token):
-        submission = context.service.submit(body.task_type, body.parameters, **request)
+        submission = context.service.submit(body.task_type, body.parameters, **options)
     task = submission.task
     location = f"/api/v1/tasks/{task.TaskId}"
     if submission.created:
