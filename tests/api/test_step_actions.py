@@ -46,6 +46,11 @@ def test_the_route_names_what_it_refuses_and_counts_each_person_once(api: Api) -
 
     missing = act(api, task_id, step="nope")
     assert missing.status_code == 404 and missing.json()["error"]["fields"][0]["path"] == "step"
+    for spelled in ("00", "01"):  # not step 0 or 1: an index has one spelling
+        zeros = act(api, task_id, step=spelled)
+        assert zeros.status_code == 422 and zeros.json()["error"]["fields"][0]["path"] == "path.step", zeros.text
+        assert repr(spelled) in zeros.json()["error"]["fields"][0]["message"]
+    assert act(api, task_id, step="1").status_code == 404  # the task has step 0 only
     unknown = act(api, task_id, action="bless")
     assert unknown.status_code == 404 and unknown.json()["error"]["fields"][0]["path"] == "action"
     assert unknown.json()["error"]["message"] == "step ask (approve) has no action 'bless' (its actions: approve, reject)"
