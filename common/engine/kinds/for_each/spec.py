@@ -81,27 +81,27 @@ class ForEachPart(FlowsPart):
         for limit in ("max_parallel", "max_items", "tolerate", "on_failure", "waves", "between_waves"):
             if limit in step and "for_each" not in step:
                 where = path + (limit,)
-                problems.append(at(lines.key(where), where, f"{limit} limits a for_each step: add for_each"))
+                problems.append(at(lines.key(where), where, "only a for_each step takes it: add for_each, or remove it"))
         if "between_waves" in step and "waves" not in step:
             where = path + ("between_waves",)
-            problems.append(at(lines.key(where), where, "between_waves is the gate between a step's waves: add waves"))
+            problems.append(at(lines.key(where), where, "the gate between a step's waves: add waves, or remove it"))
         waves = step.get("waves")
         if isinstance(waves, list) and (wrong := check_sizes(waves)) is not None:
             where = path + ("waves",)
-            problems.append(at(lines.value(where), where, f"waves {wrong}"))
+            problems.append(at(lines.value(where), where, wrong))
         for key in ("tolerate", "on_failure", "waves"):
             for inline in ("flow", "lock"):  # their items stay in the task document: not there yet
                 if key in step and "for_each" in step and inline in step:
                     where = path + (key,)
-                    problems.append(at(lines.key(where), where, f"{key} is not supported on a for_each step "
-                                       f"with {inline}: remove one of them"))
+                    problems.append(at(lines.key(where), where, f"not supported on a for_each step with {inline} "
+                                       "(its items stay in the task document): remove one of them"))
         name = step.get("for_each")
         if isinstance(name, dict):  # items from a source: its chains are fixed when it opens
             for needed in ("max_parallel",):
                 if needed not in step:
                     where = path + ("for_each",)
-                    problems.append(at(lines.key(where), where, f"a for_each over a source needs {needed} "
-                                       "(its items arrive a page at a time): add it"))
+                    problems.append(at(lines.key(where), where, f"items from a source need {needed} (they arrive "
+                                       f"a page at a time): add {needed}"))
             for inline in ("flow", "lock"):
                 if inline in step:
                     where = path + ("for_each",)

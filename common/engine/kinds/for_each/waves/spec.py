@@ -104,7 +104,7 @@ class WaveSpec(GateSpec):
 def check_sizes(waves: list) -> str | None:
     """What is wrong with the list as a whole (the sizes one by one are checked by their model)."""
     if not waves:
-        return "needs at least one wave"
+        return "give at least one wave"
     sizes = [wave.get("size") if isinstance(wave, dict) else wave for wave in waves]
     if "rest" in sizes[:-1]:
         return 'only the last wave may be "rest": it takes every item left'
