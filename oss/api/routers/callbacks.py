@@ -64,9 +64,10 @@ def document_callback_body(document: dict[str, Any], max_string: int) -> None:
 def callback(token: Annotated[str, Path(max_length=MAX_TOKEN)], body: CallbackBody, context: Context) -> CallbackAccepted:
     """The callback of a command that gave this token out and waits for it: no API token (the
     token is the credential). 404: no such token; 409: answered already; 410: its wait is over
-    (it timed out, its attempt ended); nothing changes then."""
+    (it timed out, its attempt ended); 422: bad body, or an output key that is a secret
+    parameter of the task; nothing changes then."""
     try:
         answered = context.service.callbacks.answer(token, body.action, body.output, body.message, body.retryable)
     except CallbackNotTaken as exc:
-        raise ApiError(exc.status, str(exc)) from None
+        raise ApiError(exc.status, str(exc), fields=[(exc.field, str(exc))] if exc.field else ()) from None
     return CallbackAccepted(accepted=body.action, state=answered.state)  # type: ignore[arg-type]
