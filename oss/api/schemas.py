@@ -160,6 +160,9 @@ class StepShownView(BaseModel):
     `baton get` show beside its name and state."""
 
     Kind: str = Field(description="command, for_each, sub_flow, or a kind added later")
+    State: str | None = Field(None, description="How the step's state reads for its kind where `State` says less "
+                              "(the surfaces show it instead): `rejected` for an approval step a person or its "
+                              "timeout rejected (stored `failed`, then `skipped` once the rollback passed it)")
     Note: str = Field("", description='What it does, in one line: "mysql · create_db", "for_each hosts: 3/5"')
     Total: int | None = Field(None, description="A step with items: how many, once fixed")
     Done: int | None = Field(None, description="Of its items, how many succeeded")

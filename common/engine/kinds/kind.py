@@ -32,6 +32,9 @@ class StepShown:
     child: str | None = None  # the child task it runs
     children: tuple[str, ...] = field(default_factory=tuple)  # the child tasks its items run
     wave: str | None = None  # a step in waves: "wave 2 of 4 ended (baking until ...)"
+    # How its state reads for its kind where the stored state says less: an approval step that was
+    # rejected is stored `failed`, then `skipped` once passed over backward; it reads `rejected`.
+    state: str | None = None
 
 
 @dataclass(frozen=True)
