@@ -30,6 +30,7 @@ from oss.api.access import check_task_types
 from oss.api.auth import authenticate_first
 from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
+from common.store.tasks.ended import count_ends
 from oss.api.callback_gate import CallbackRateGate
 from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
@@ -90,6 +91,7 @@ def create_app(
         owned.append(broker)
     service = TaskService(store, broker, flows, settings, clock)
     metrics = ApiMetrics()
+    count_ends(store, metrics.count_task_end)  # before its sweeper (in lifespan) could name its own
     context = ApiContext(settings, store, broker, flows, service, metrics, settings.tokens, clock, service.items)
 
     @asynccontextmanager

@@ -39,7 +39,7 @@ from common.engine.changes import (
     skip,
     skip_item,
 )
-from common.engine.step_index import BadStepIndex, NoSuchUnit, step_index
+from common.step_index import BadStepIndex, NoSuchUnit, step_index
 from common.engine.views import keeps_records
 from common.relay.outbox import OutboxPublisher
 from common.store.tasks.mutate import mutate

@@ -24,7 +24,7 @@ from common.engine.document import Run, Task, WaitCondition
 from common.engine.kinds.kind import ActRequest, StepAction
 from common.engine.registry import kind_of
 from common.engine.states import Phase, RunState
-from common.engine.step_index import BadStepIndex, step_index
+from common.step_index import BadStepIndex, step_index
 
 
 def parked_run(task: Task, cursor: int) -> Run | None:

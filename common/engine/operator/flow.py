@@ -32,7 +32,7 @@ from common.engine.operator.actions import check_reason, new_generation
 from common.engine.core.units import Unit, unit_state
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.engine.registry import kind_of, release_unit, retry_gates, run_hold
-from common.engine.step_index import NoSuchUnit
+from common.step_index import NoSuchUnit
 from common.engine.core.units import (
     IdFactory,
     Refusal,

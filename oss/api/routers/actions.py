@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from fastapi import APIRouter
 
-from common.engine.step_index import BadStepIndex, NoSuchUnit, step_index
+from common.step_index import BadStepIndex, NoSuchUnit, step_index
 from common.engine.views import with_full_history
 from oss.services.actions import ACTIONS, SKIP
 from oss.api.access import read_visible, role_of

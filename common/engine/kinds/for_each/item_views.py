@@ -16,7 +16,7 @@ from typing import Any
 from common.engine.codes import OutboxKind
 from common.engine.document import Step, StepItem, Task
 from common.engine.states import ResultCode, StepState
-from common.engine.step_index import BadStepIndex, step_index
+from common.step_index import BadStepIndex, step_index
 
 # A step's ItemStore when its items live in records of their own (common.engine.kinds.for_each.records):
 # here, with the views that branch on it, so a reader (`baton get`) does not load the engine.
