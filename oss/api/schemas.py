@@ -238,7 +238,8 @@ class TaskSummary(BaseModel):
     TaskStatusName: str
     TaskMessage: str
     TaskCursor: int
-    StepStates: list[str] = Field(description="Each step's State, in order: progress at a glance")
+    StepStates: list[str] = Field(description="Each step's State, in order: progress at a glance (as its kind "
+                                  "reads it: `rejected` for a rejected approval step, as `Shown.State`)")
     TimeCreate: float
     TimeStart: float | None
     TimeEnd: float | None

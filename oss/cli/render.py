@@ -50,7 +50,7 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
 
 def _state(step: Step) -> str:
     """Its state as its kind reads it (an approval step rejected: `rejected`), else the stored one."""
-    return kind_of(step).describe(step).state or step.State.value
+    return kind_of(step).shown_state(step) or step.State.value
 
 
 def event_line(task: Task, event: HistoryEvent) -> str:

@@ -76,6 +76,8 @@ def test_a_rejected_approval_step_reads_rejected_and_its_document_stays_as_old_r
     step = api.get(f"/api/v1/tasks/{task_id}").json()["Steps"][0]
     assert step["Shown"]["State"] == "rejected", step["Shown"]
     assert step["State"] in ("failed", "skipped")  # stored as before: a reader of the previous version reads it
+    listed = api.get("/api/v1/tasks", task_type="guarded").json()["items"]
+    assert [t["StepStates"] for t in listed if t["TaskId"] == task_id] == [["rejected"]], listed
     approved = api.client.post("/api/v1/tasks", json={"task_type": "guarded", "parameters": {}}, headers=auth(SUBMITTER))
     assert api.get(f"/api/v1/tasks/{approved.json()['task_id']}").json()["Steps"][0]["Shown"]["State"] is None
 

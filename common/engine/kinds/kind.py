@@ -226,6 +226,11 @@ class StepKind:
 
     # --- how it is shown ---------------------------------------------------------------------------
 
+    def shown_state(self, step: Step) -> str | None:
+        """How the step's state reads for this kind where the stored one says less (StepShown.state),
+        or None: cheap, as a task list asks it of every step."""
+        return None
+
     def describe(self, step: Step, counts: Mapping[str, int] | None = None) -> StepShown:
         """The step as plain data for every surface (`counts`: its items by state, as a reader
         found them, when they are kept in records of their own)."""

@@ -82,7 +82,10 @@ class ApproveKind(StepKind):
         rule = _rule(step)
         # Its approvals are not items: told in the note, not in `total`/`done`.
         return StepShown(kind=self.name, note=f"approval: {len(_approvers(step))}/{rule.Count} by {'/'.join(rule.Roles)}",
-                         state=REJECTED if rejected(step) else None)
+                         state=self.shown_state(step))
+
+    def shown_state(self, step: Step) -> str | None:
+        return REJECTED if rejected(step) else None
 
     def describe_wait(self, step: Step, run: Run) -> str:
         rule = _rule(step)
