@@ -6,7 +6,12 @@ Each process serves its registry on BATON_METRICS_PORT (0: not served). Names ar
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+if TYPE_CHECKING:
+    from common.engine.document import Task
 
 STEP_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)
 
@@ -46,6 +51,10 @@ class RuntimeMetrics:
             "baton_sweeper_actions_total", "What the sweeper healed",
             ["action"], registry=r,  # lease_lapsed | redispatched | relayed
         )
+
+    def count_task_end(self, task: Task) -> None:
+        """A task a write of this process ended (common.store.tasks.ended)."""
+        self.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
 
     def serve(self, port: int, address: str = "0.0.0.0") -> None:
         """Serve /metrics on `port` from a daemon thread (prometheus_client's own server)."""

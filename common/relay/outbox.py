@@ -90,8 +90,7 @@ class OutboxPublisher:
         # The items of steps over records (docs/design/item-records.md), beside the tasks.
         self.item_store = items if items is not None else open_item_store_for(store)
         self.item_outbox = ItemOutbox(self.item_store, broker, clock, self._timers.at, mark_delay, TIMER_HORIZON)
-        self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush,
-                               finished=self._count_finished)
+        self.items = ItemRelay(store, self.item_store, timing, self.flush, self.item_outbox.flush)
         self._relays = {Flusher.CHILDREN: self._children, Flusher.ITEMS: self.items, **self.gate_relays}
 
     @staticmethod
@@ -204,12 +203,6 @@ class OutboxPublisher:
         for relay in self.gate_relays.values():
             relay.close()
         self.item_store.close()
-
-    def _count_finished(self, task: Task) -> None:
-        """A task the item relay ended (its last items settled): counted as a module's own commit
-        that ends a task is (common.runtime.step_handler)."""
-        if self._metrics:
-            self._metrics.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
 
     def _mark_sent(self, task_id: str, dispatch_id: str) -> None:
         try:

@@ -35,6 +35,7 @@ from common.engine.document import Run, Task
 from common.relay.outbox import OutboxPublisher
 from common.engine.states import RunState
 from common.store.tasks.mutate import mutate
+from common.store.tasks.ended import count_ends
 from common.store.tasks.port import TaskStore
 from common.engine.registry import expiry
 from common.engine.changes import Refusal, Timing, expire, new_id, sweep_waits
@@ -90,6 +91,7 @@ class Sweeper:
         on_unclaimed_items: Callable[[list[tuple[Task, Run]]], None] | None = None,
     ):
         self.metrics = metrics or RuntimeMetrics()
+        count_ends(store, self.metrics.count_task_end)  # its timeouts' ends (in OSS: OSS's counter, named first)
         self._jobs = tuple(jobs)
         self._on_unclaimed_items = on_unclaimed_items
         self._store = store

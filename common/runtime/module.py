@@ -31,6 +31,7 @@ from common.runtime.waiting_line import overtake_after
 from common.settings import Settings
 from common.store.side.drains import ModuleDrains
 from common.store.side.modules import ModuleRegistry
+from common.store.tasks.ended import count_ends
 from common.store.tasks.port import TaskStore
 from common.engine.changes import new_id
 
@@ -66,6 +67,7 @@ class ModuleRuntime:
         drains: ModuleDrains | None = None,
     ):
         self.metrics = metrics or RuntimeMetrics()
+        count_ends(store, self.metrics.count_task_end)  # a task its writes end: counted here, once
         registry = load_registry(registry_ref)
         self.module = registry.module
         self.owner = f"{self.module}@{socket.gethostname()}:{os.getpid()}:{new_id()[:6]}"

@@ -46,7 +46,7 @@ from common.runtime.invoke import CommandRequest
 from common.queues import module_queue
 from common.runtime.lease import Lease, LeaseKeeper
 from common.store.tasks.mutate import mutate
-from common.engine.states import FINAL_STATUSES, Phase, ResultCode
+from common.engine.states import Phase, ResultCode
 from common.engine.views import command_parameters, unit_state
 from common.runtime.verify import VerifyPlan, plan_for
 from common.store.tasks.port import TaskStore
@@ -332,8 +332,6 @@ class StepHandler:
         again = (message.Cursor, message.Item, message.Type, message.Attempt + 1)
         if any((r.Cursor, r.Item, r.Phase, r.Attempt) == again for r in task.Runs):
             self._metrics.retries.labels(*labels).inc()
-        if task.TaskStatus in FINAL_STATUSES:
-            self._metrics.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
 
     def _release(self, task: Task, message: StepMessage, record: ItemRecord | None) -> None:
         """Shutdown stopped the command: hand the step straight back instead of failing it."""

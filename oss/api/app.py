@@ -30,6 +30,8 @@ from oss.api.access import check_task_types
 from oss.api.auth import authenticate_first
 from oss.api.context import ApiContext
 from oss.api.errors import install_error_handlers
+from common.store.tasks.ended import count_ends
+from oss.api.callback_gate import CallbackRateGate
 from oss.api.limits import BodyLimit
 from oss.api.metrics import ApiMetrics, MetricsMiddleware
 from oss.api.openapi_doc import install_openapi
@@ -89,6 +91,7 @@ def create_app(
         owned.append(broker)
     service = TaskService(store, broker, flows, settings, clock)
     metrics = ApiMetrics()
+    count_ends(store, metrics.count_task_end)  # before its sweeper (in lifespan) could name its own
     context = ApiContext(settings, store, broker, flows, service, metrics, settings.tokens, clock, service.items)
 
     @asynccontextmanager
@@ -143,6 +146,7 @@ def create_app(
     mount_console(app)  # the web console at /console/, and / redirects there
     # The last added runs first: metrics see every answer, the 413s of the body limit included.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(CallbackRateGate)  # the callback route's rate, before its body is read or checked
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(TracingMiddleware)  # outermost: a request's span holds all of it
     return app

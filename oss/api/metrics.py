@@ -8,6 +8,7 @@ series stays bounded whatever ids clients send; paths no route matches share one
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -33,6 +34,15 @@ class ApiMetrics:
             "baton_api_request_seconds", "Time to answer an API request", ["method", "route"],
             registry=self.registry,
         )  # fmt: skip
+        # As a module's and the sweeper's: the tasks a write of this process ended (an operator's
+        # action, an approval, a callback, its sweeper's timeouts; common.store.tasks.ended).
+        self.tasks_finished = Counter(
+            "baton_tasks_finished_total", "Tasks that reached a final status here", ["task_type", "status"],
+            registry=self.registry,
+        )  # fmt: skip
+
+    def count_task_end(self, task: Any) -> None:
+        self.tasks_finished.labels(task.TaskType, task.TaskStatus.name).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

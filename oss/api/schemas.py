@@ -160,6 +160,9 @@ class StepShownView(BaseModel):
     `baton get` show beside its name and state."""
 
     Kind: str = Field(description="command, for_each, sub_flow, or a kind added later")
+    State: str | None = Field(None, description="How the step's state reads for its kind where `State` says less "
+                              "(the surfaces show it instead): `rejected` for an approval step a person or its "
+                              "timeout rejected (stored `failed`, then `skipped` once the rollback passed it)")
     Note: str = Field("", description='What it does, in one line: "mysql · create_db", "for_each hosts: 3/5"')
     Total: int | None = Field(None, description="A step with items: how many, once fixed")
     Done: int | None = Field(None, description="Of its items, how many succeeded")
@@ -259,7 +262,8 @@ class TaskSummary(BaseModel):
     TaskStatusName: str
     TaskMessage: str
     TaskCursor: int
-    StepStates: list[str] = Field(description="Each step's State, in order: progress at a glance")
+    StepStates: list[str] = Field(description="Each step's State, in order: progress at a glance (as its kind "
+                                  "reads it: `rejected` for a rejected approval step, as `Shown.State`)")
     TimeCreate: float
     TimeStart: float | None
     TimeEnd: float | None

@@ -44,7 +44,7 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
     for cursor, step in enumerate(shown.Steps):  # each as its kind describes it: a surface needs no code per kind
         said = kind_of(step).describe(step, step.ItemCounts)
         offered = [StepActionView(Name=a.name, Label=a.label, Summary=a.summary) for a in offered_actions(task, cursor)]
-        step.Shown = StepShownView(Kind=said.kind, Note=said.note, Total=said.total, Done=said.done, Child=said.child,
+        step.Shown = StepShownView(Kind=said.kind, State=said.state, Note=said.note, Total=said.total, Done=said.done, Child=said.child,
                                    Children=list(said.children), Actions=offered)
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
@@ -100,7 +100,7 @@ def task_summary(task: Task, now: float, in_flight: Collection[Run] = ()) -> Tas
         TaskStatusName=shown.TaskStatus.name,
         TaskMessage=shown.TaskMessage,
         TaskCursor=shown.TaskCursor,
-        StepStates=[step.State.value for step in shown.Steps],
+        StepStates=[kind_of(step).shown_state(step) or step.State.value for step in shown.Steps],
         TimeCreate=shown.TimeCreate,
         TimeStart=shown.TimeStart,
         TimeEnd=shown.TimeEnd,

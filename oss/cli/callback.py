@@ -59,7 +59,8 @@ def callback(token: str, succeed: bool, failed: bool, heartbeat: bool, output: s
         try:
             taken = parts.service.callbacks.answer(token, action, answer, message, retryable=not no_retry)
         except CallbackNotTaken as exc:
-            fail(EXIT_NO_TASK if exc.status == 404 else EXIT_REFUSED, f"callback refused: {exc}")
+            code = EXIT_NO_TASK if exc.status == 404 else EXIT_USAGE if exc.status == 422 else EXIT_REFUSED
+            fail(code, f"callback refused: {exc}")
         except InvalidInput as exc:
             fail(EXIT_USAGE, f"callback: {exc}")
     click.echo(f"{action}: taken; the wait is {taken.state}")

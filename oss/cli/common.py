@@ -194,6 +194,18 @@ class AsciiFloatRange(_Ascii, click.FloatRange):
     pass
 
 
+class AsciiIndex(AsciiIntRange):
+    """A step's or an item's index: its one spelling, so "00" is refused, not read as 0."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value[1:2] and value.startswith("0"):
+            self.fail(f"{value!r}: an index is written in digits without leading zeros (0, 1, 12)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str]:
     labels: dict[str, str] = {}
     for number, pair in enumerate(pairs, 1):

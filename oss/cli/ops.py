@@ -12,7 +12,7 @@ import click
 
 from oss.services.action_names import ACTION_NAMES, SKIP
 from oss.cli.common import (
-    AsciiIntRange, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, declare_queues, fail, opened_parts,
+    AsciiIndex, EXIT_NO_TASK, EXIT_REFUSED, EXIT_USAGE, declare_queues, fail, opened_parts,
     task_json,
 )
 
@@ -48,9 +48,9 @@ def _command(action: str) -> click.Command:
     @click.option("--json", "as_json", is_flag=True)
     @click.option("--stop-running", is_flag=True, hidden=action != "cancel",
                   help="Stop claimed steps now instead of letting them finish (they are rolled back).")
-    @click.option("--step", "cursor", type=AsciiIntRange(0), required=action == SKIP, hidden=action != SKIP,
+    @click.option("--step", "cursor", type=AsciiIndex(), required=action == SKIP, hidden=action != SKIP,
                   help="The step's index (skip only).")
-    @click.option("--item", type=AsciiIntRange(0), hidden=action != SKIP, help="A for_each step's item (skip only).")
+    @click.option("--item", type=AsciiIndex(), hidden=action != SKIP, help="A for_each step's item (skip only).")
     def run(task_id: str, reason: str, actor: str, as_json: bool, stop_running: bool, cursor: int | None,
             item: int | None) -> None:  # fmt: skip
         from common.errors import ActionRefused, InvalidInput, UnknownTask

@@ -37,7 +37,7 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
     for index, step in enumerate(task.Steps):
         duration = f"{step.TimeEnd - step.TimeStart:.3f}s" if step.TimeEnd and step.TimeStart else "-"
         lines.append(
-            f"  [{index}] {step.Name:<20} {step.State.value:<16} attempts {step.Attempts}"
+            f"  [{index}] {step.Name:<20} {_state(step):<16} attempts {step.Attempts}"
             f"  {duration}{_graph_note(task, index, (item_counts or {}).get(index))}"
             f"{'  ' + step.Message if step.Message else ''}{gate_notes(task, index)}"
         )
@@ -46,6 +46,11 @@ def task_summary(task: Task, item_counts: dict[int, dict[str, int]] | None = Non
             lines.append(f"      waits for continue: baton continue {task.TaskId} {step.Name} --reason ...")
     lines.append(f"  parameters: {mask_secrets(task.Parameters)}")
     return "\n".join(lines)
+
+
+def _state(step: Step) -> str:
+    """Its state as its kind reads it (an approval step rejected: `rejected`), else the stored one."""
+    return kind_of(step).shown_state(step) or step.State.value
 
 
 def event_line(task: Task, event: HistoryEvent) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import structlog
 
-from common.errors import ActionForbidden, ActionRefused, UnknownStepAction, UnknownTask
+from common.errors import ActionForbidden, ActionRefused, InvalidInput, UnknownStepAction, UnknownTask
 from common.input_limits import InputLimits, check_input
 from common.secrets.free_text import masked_free_text
 from common.secrets.log_lines import hidden_values
@@ -39,6 +39,7 @@ from common.engine.changes import (
     skip,
     skip_item,
 )
+from common.step_index import BadStepIndex, NoSuchUnit, step_index
 from common.engine.views import keeps_records
 from common.relay.outbox import OutboxPublisher
 from common.store.tasks.mutate import mutate
@@ -118,6 +119,10 @@ class OperatorActions:
         what the other wrote. UnknownTask; ActionForbidden (who asks may not); ActionRefused."""
         check_input(self._limits, ("actor",), reason=reason, actor=actor)  # both go into the step and its history
         check_reason(reason)
+        try:
+            step_index(step)
+        except BadStepIndex as exc:  # "00" is not step 0: the request's form
+            raise InvalidInput([("step", str(exc))]) from None
         if self._store.get(task_id) is None:
             raise UnknownTask("no such task")
 
@@ -147,7 +152,7 @@ class OperatorActions:
         reason = masked_free_text(reason)
         count = task.Steps[cursor].ItemCount or 0
         if not 0 <= item < count:
-            raise ValueError(f"item {item}: step {cursor} has {count} items")
+            raise NoSuchUnit("item", f"item {item}: step {cursor} has {count} items")
         said = scrubbed_text(reason, task)
         record = self._publisher.item_store.get_item(task.TaskId, task.Generation, cursor, item)
         if record is None:

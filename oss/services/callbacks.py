@@ -32,9 +32,9 @@ log = structlog.get_logger(__name__)
 class CallbackNotTaken(BatonError):
     """A callback that changes nothing: its HTTP status (404, 409, 410) and why."""
 
-    def __init__(self, status: int, reason: str):
+    def __init__(self, status: int, reason: str, field: str | None = None):
         super().__init__(reason)
-        self.status = status
+        self.status, self.field = status, field
 
 
 class _Unchanged(Refusal):
@@ -58,8 +58,8 @@ class Callbacks:
 
     def answer(self, token: str, action: str, output: dict[str, Any], message: str, retryable: bool) -> CallbackAnswer:
         """Take the callback. InvalidInput (422) for an output or message over the limits;
-        CallbackNotTaken for an unknown token (404), one answered already (409), or one whose
-        wait is over (410)."""
+        CallbackNotTaken for an unknown token (404), one answered already (409), one whose wait
+        is over (410), or an output that would set a secret parameter (422)."""
         # The message is another system's free text, bound for the history and the console: a reason's rules.
         check_input(self._limits, free_text=("message",), output=output, message=message)
         if ANSWER_KEY in output:
@@ -82,7 +82,7 @@ class Callbacks:
         written = mutate(self._store, task_id, change)
         if isinstance(written, CallbackRefused):
             log.info("callback refused", task_id=task_id, action=action, status=written.status, reason=written.reason)
-            raise CallbackNotTaken(written.status, written.reason)
+            raise CallbackNotTaken(written.status, written.reason, written.field)
         if not taken:  # no such task: the same answer as an unknown token
             raise CallbackNotTaken(404, "no such callback token")
         outcome = taken[0]

@@ -126,6 +126,33 @@ def test_too_many_callbacks_from_one_address_are_told_to_wait(api: Api) -> None:
     assert answer.status_code == 429 and int(answer.headers["Retry-After"]) >= 1
 
 
+@pytest.mark.parametrize("flood", [
+    {"json": {"action": "finish"}},  # invalid body
+    {"content": b"{not json", "headers": {"Content-Type": "application/json"}},  # not JSON
+])
+def test_a_flood_of_bad_bodies_is_rate_limited_before_they_are_checked(api: Api, flood: dict) -> None:
+    from oss.api.callback_rate import CallbackRate
+
+    api.client.app.state.callback_rate = CallbackRate(rate=0.001, burst=3)  # no refill within the test
+    statuses = [api.client.post("/api/v1/callbacks/" + "x" * 10, **flood).status_code for _ in range(5)]
+    assert statuses == [422] * 3 + [429] * 2, statuses
+    too_long = api.client.post("/api/v1/callbacks/" + "x" * 400, json={"action": "heartbeat"})
+    assert too_long.status_code == 429 and int(too_long.headers["Retry-After"]) >= 1
+
+
+@pytest.mark.parametrize("park", [True, False], ids=["parked", "kept"])
+def test_an_output_may_not_set_a_secret_parameter_422_naming_the_key(api: Api, park: bool) -> None:
+    task_id, token = waiting(api, park=park)
+    version = api.store.get(task_id).Version
+    answer = back(api, token, output={"ticket": "CHG-1", "admin_password": "chosen-by-the-caller"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["fields"][0]["path"] == "output.admin_password", answer.text
+    task = api.store.get(task_id)
+    assert task.Version == version and task.Parameters["admin_password"] == SECRET and "ticket" not in task.Parameters
+    assert back(api, token, output={"ticket": "CHG-1", "name": "db2"}).status_code == 200  # plain ones it may
+    assert api.store.get(task_id).Parameters["admin_password"] == SECRET
+
+
 def test_the_wait_is_shown_in_the_task_view(api: Api) -> None:
     task_id, _ = waiting(api, timeout=4 * 3600, heartbeat=600)
     view = api.get(f"/api/v1/tasks/{task_id}").json()

@@ -153,13 +153,16 @@ def test_a_bad_request_is_a_422_naming_its_field(api, monkeypatch, params, field
     assert field in [f["path"] for f in answer.json()["error"]["fields"]], answer.text
 
 
-@pytest.mark.parametrize(("step", "status"), [("0", 409), ("a", 409), ("7", 404), ("nope", 404)])
+@pytest.mark.parametrize(("step", "status"), [("0", 409), ("a", 409), ("7", 404), ("nope", 404), ("01", 422),
+                                             ("00", 422), ("007", 422)])
 def test_a_step_without_items_is_409_and_no_such_step_404_naming_it(api, monkeypatch, step, status):
     run_fan_out(api, "fe", True, monkeypatch, steps=6)
     answer = page(api, "fe", step=step)
     assert answer.status_code == status, answer.text
     field = "path.step"
     assert field in [f["path"] for f in answer.json()["error"]["fields"]], answer.text
+    if status == 422:  # "01" is not step 1: the value named, as written
+        assert repr(step) in answer.json()["error"]["fields"][0]["message"], answer.text
 
 
 def test_the_token_is_judged_before_the_request_and_an_unknown_task_is_404(api, monkeypatch):
@@ -216,8 +219,10 @@ def test_an_item_over_records_that_keeps_failing_is_skipped_through_the_api(api,
     assert page(api, "fe", state="operator_skipped").json()["Items"][0]["Item"] == 5
     again = api.client.post("/api/v1/tasks/fe/skip", json=body, headers=auth())
     assert again.status_code == 409 and "has not failed an attempt" in again.text
+    version = api.store.get("fe").Version
     beyond = api.client.post("/api/v1/tasks/fe/skip", json={**body, "item": 99}, headers=auth())
-    assert beyond.status_code == 409 and "item 99" in beyond.text
+    assert beyond.status_code == 422 and "item 99" in beyond.text  # a value out of range: the request's
+    assert [f["path"] for f in beyond.json()["error"]["fields"]] == ["item"] and api.store.get("fe").Version == version
 
 
 def test_watch_reads_the_runs_of_items_kept_in_records(api, monkeypatch):

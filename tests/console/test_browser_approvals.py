@@ -62,6 +62,9 @@ def test_reject_from_the_console_rolls_the_task_back(page, live, tasks):
     expect(page.locator(".task-head .badge")).to_have_text("Failed · rolled back")
     expect(page.locator(".task-message")).to_contain_text("rejected by olga: not during the sale")
     expect(page.locator("table.history tr", has_text="approval_refused")).to_contain_text("olga")
+    # Stored `skipped` once the rollback passed it (as older readers know it): it reads rejected.
+    expect(page.locator('g.node[data-step="1"] text.state')).to_have_text("✖ rejected")
+    expect(page.locator('li.step[data-step="1"] .step-head')).to_contain_text("rejected")
     save_screenshot(page, page.shots, "approval-refused")
     final = live.wait_final(task_id)
     assert [s.State for s in final.Steps] == ["rolled_back", "skipped", "waiting"]

@@ -71,6 +71,15 @@ def test_approve_and_reject_from_the_command_line(cli) -> None:
     assert late.exit_code == 4 and "waits for no reject" in late.output
 
 
+def test_a_rejected_step_reads_rejected_in_baton_get(cli) -> None:
+    run, store = cli
+    task_id = json.loads(run("submit", "guarded", "--json").stdout)["TaskId"]
+    assert run("reject", task_id, "ask", "--reason", "not during the sale", "--as", "ann").exit_code == 0
+    line = next(line for line in run("get", task_id).output.splitlines() if "] ask " in line)
+    assert line.split()[2] == "rejected", line  # stored `skipped` once the rollback passed it
+    assert store.get(task_id).Steps[0].State == "skipped"
+
+
 @pytest.mark.parametrize("actor", ["", "   ", " ann", "\x1b[31mann", "ann\u202e"])
 def test_who_acts_is_a_name_a_blank_or_hidden_one_is_refused_and_nothing_is_recorded(cli, actor: str) -> None:
     # `--as` is the person an approval counts: a blank name, or one that differs from another only by

@@ -61,7 +61,7 @@ def test_flows_declares_an_approval_step_with_its_rule():
     ("{roles: [boss]}", 6, "roles"),
     ("{roles: [read]}", 6, "roles"),  # a read token changes nothing
     ("{timeout: soon}", 6, "duration"),
-    ("{on_timeout: approve}", 6, "on_timeout needs a timeout"),
+    ("{on_timeout: approve}", 6, "approve.on_timeout: needs a timeout: add approve.timeout"),
 ])
 def test_a_bad_approve_block_names_its_file_line_and_key(rule, line, says):
     text = FLOWS.replace("{count: 2, roles: [operator], not_submitter: true, timeout: 4h, on_timeout: reject}", rule)

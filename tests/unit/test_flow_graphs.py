@@ -127,11 +127,11 @@ REFUSALS = {
     ),
     "max_parallel without for_each": (
         DIAMOND.replace("        for_each: hosts\n", ""),
-        ["flows.yaml:15: task_types.t.steps[2].max_parallel: max_parallel limits a for_each step: add for_each"],
+        ["flows.yaml:15: task_types.t.steps[2].max_parallel: only a for_each step takes it: add for_each, or remove it"],
     ),
     "max_items without for_each": (
         DIAMOND.replace("        for_each: hosts\n        max_parallel: 2\n", "        max_items: 5\n"),
-        ["flows.yaml:15: task_types.t.steps[2].max_items: max_items limits a for_each step: add for_each"],
+        ["flows.yaml:15: task_types.t.steps[2].max_items: only a for_each step takes it: add for_each, or remove it"],
     ),
     "max_items below 1": (
         DIAMOND.replace("max_parallel: 2", "max_parallel: 2\n        max_items: 0"),

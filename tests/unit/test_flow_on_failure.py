@@ -53,7 +53,7 @@ task_types:
       - name: a
         on_failure: hold
         normal: {module: m, command: c}
-""", "task_types.t.steps[0].on_failure: on_failure limits a for_each step: add for_each"),
+""", "task_types.t.steps[0].on_failure: only a for_each step takes it: add for_each, or remove it"),
     ("""
 version: 1
 task_types:

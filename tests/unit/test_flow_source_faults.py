@@ -23,8 +23,8 @@ WHERE = "flows.yaml:7: task_types.t.steps[0].for_each"
 
 CASES = {
     "no max_parallel": (STEP % ("", ""), [
-        "flows.yaml:6: task_types.t.steps[0].for_each: a for_each over a source needs max_parallel "
-        "(its items arrive a page at a time): add it"]),
+        "flows.yaml:6: task_types.t.steps[0].for_each: items from a source need max_parallel "
+        "(they arrive a page at a time): add max_parallel"]),
     "page_size 0": (STEP % (", page_size: 0", PARALLEL), [f"{WHERE}.source.page_size: must be >= 1 (got 0)"]),
     "page_size too big": (STEP % (", page_size: 6000", PARALLEL),
                           [f"{WHERE}.source.page_size: must be <= 5000 (got 6000)"]),

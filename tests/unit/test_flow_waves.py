@@ -44,8 +44,8 @@ def test_waves_build_each_waves_size_and_gate():
 
 @pytest.mark.parametrize(("line", "said"), [
     ('        waves: [1, rest, 5]\n',
-     'flows.yaml:10: task_types.t.steps[0].waves: waves only the last wave may be "rest": it takes every item left'),
-    ('        waves: []\n', "flows.yaml:10: task_types.t.steps[0].waves: waves needs at least one wave"),
+     'flows.yaml:10: task_types.t.steps[0].waves: only the last wave may be "rest": it takes every item left'),
+    ('        waves: []\n', "flows.yaml:10: task_types.t.steps[0].waves: give at least one wave"),
     ('        waves: [0]\n', 'flows.yaml:10: task_types.t.steps[0].waves[0].size: must be a number of items (>= 1), '
      'a percentage like "10%" (above 0, at most 100) or "rest" (got 0)'),
     ('        waves: [2, "150%"]\n', "flows.yaml:10: task_types.t.steps[0].waves[1].size: must be a number of items"),
@@ -65,7 +65,7 @@ def test_a_wrong_wave_is_refused_naming_its_line_and_path(line, said):
 
 def test_waves_without_for_each_and_between_waves_without_waves_are_refused():
     text = HEAD.replace("        for_each: hosts\n", "") + "        waves: [1]\n"
-    assert any("waves limits a for_each step: add for_each" in p for p in problems(text)), problems(text)
+    assert any("waves: only a for_each step takes it: add for_each, or remove it" in p for p in problems(text)), problems(text)
     text = HEAD + "        between_waves: {bake: 1m}\n"
-    assert problems(text) == ["flows.yaml:10: task_types.t.steps[0].between_waves: between_waves is the gate "
-                              "between a step's waves: add waves"]
+    assert problems(text) == ["flows.yaml:10: task_types.t.steps[0].between_waves: the gate between a step's "
+                              "waves: add waves, or remove it"]

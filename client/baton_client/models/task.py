@@ -147,6 +147,7 @@ class StepShown(Answer):
     """A step as its kind describes it: what the console's graph and `baton get` show."""
 
     Kind: str
+    State: str | None = None  # how its state reads for its kind: "rejected" (an approval step)
     Note: str = ""
     Total: int | None = None
     Done: int | None = None

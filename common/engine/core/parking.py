@@ -24,6 +24,7 @@ from common.engine.document import Run, Task, WaitCondition
 from common.engine.kinds.kind import ActRequest, StepAction
 from common.engine.registry import kind_of
 from common.engine.states import Phase, RunState
+from common.step_index import BadStepIndex, step_index
 
 
 def parked_run(task: Task, cursor: int) -> Run | None:
@@ -66,8 +67,11 @@ class NoSuch(Refusal):
 
 def find_step(task: Task, step: str | int) -> int | None:
     """The cursor of a step named by its name or its index, or None."""
-    if isinstance(step, int) or (step.isascii() and step.isdigit()):  # "٣".isdigit() too: ASCII only
-        index = int(step)
+    try:
+        index = step_index(step)
+    except BadStepIndex:  # callers refuse it as the request's form first (oss.services.actions)
+        return None
+    if index is not None:
         return index if 0 <= index < len(task.Steps) else None
     return next((i for i, s in enumerate(task.Steps) if s.Name == step), None)
 

@@ -32,6 +32,9 @@ class StepShown:
     child: str | None = None  # the child task it runs
     children: tuple[str, ...] = field(default_factory=tuple)  # the child tasks its items run
     wave: str | None = None  # a step in waves: "wave 2 of 4 ended (baking until ...)"
+    # How its state reads for its kind where the stored state says less: an approval step that was
+    # rejected is stored `failed`, then `skipped` once passed over backward; it reads `rejected`.
+    state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,11 @@ class StepKind:
         return None  # its items are in the task
 
     # --- how it is shown ---------------------------------------------------------------------------
+
+    def shown_state(self, step: Step) -> str | None:
+        """How the step's state reads for this kind where the stored one says less (StepShown.state),
+        or None: cheap, as a task list asks it of every step."""
+        return None
 
     def describe(self, step: Step, counts: Mapping[str, int] | None = None) -> StepShown:
         """The step as plain data for every surface (`counts`: its items by state, as a reader

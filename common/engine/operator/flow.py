@@ -32,6 +32,7 @@ from common.engine.operator.actions import check_reason, new_generation
 from common.engine.core.units import Unit, unit_state
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus, UNCLAIMED
 from common.engine.registry import kind_of, release_unit, retry_gates, run_hold
+from common.step_index import NoSuchUnit
 from common.engine.core.units import (
     IdFactory,
     Refusal,
@@ -147,13 +148,13 @@ def _mark(task: Task, unit: Unit, actor: str, reason: str, now: float) -> None:
 
 def _unit(task: Task, cursor: int, item: int | None) -> Unit:
     if not 0 <= cursor < len(task.Steps):
-        raise ValueError(f"step {cursor}: the task has steps 0 to {len(task.Steps) - 1}")
+        raise NoSuchUnit("step", f"step {cursor}: the task has steps 0 to {len(task.Steps) - 1}")
     kind = kind_of(task.Steps[cursor])
     count = kind.item_count(task.Steps[cursor])
     if item is not None and not 0 <= item < count:
-        raise ValueError(f"item {item}: step {cursor} has {count} items")
+        raise NoSuchUnit("item", f"item {item}: step {cursor} has {count} items")
     if item is None and count and task.TaskStatus is not TaskStatus.ROLLED_BACK:
-        raise ValueError(f"step {cursor} runs {count} items: name the item to skip")
+        raise NoSuchUnit("item", f"step {cursor} runs {count} items: name the item to skip")
     if item is not None and (elsewhere := kind.item_skip_elsewhere(task.Steps[cursor], cursor, item)) is not None:
         raise ValueError(elsewhere)
     return cursor, item

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from common.errors import StoreError
 from common.engine.changes import Refusal, add_notifications, trim_history
 from common.engine.document import Task, TaskBefore, lend_to_change
+from common.store.tasks.ended import ended
 from common.store.tasks.port import TaskStore
 from common.store.tasks.turns import task_turn
 
@@ -56,5 +57,6 @@ def _mutate(store: TaskStore, task_id: str, change: Change, max_tries: int, know
         trim_history(store, before, updated)  # the document stays bounded (common.engine.core.history)
         if store.compare_and_set(updated, before.Version):
             updated.mark_fresh(before)  # what a flush publishes (common.relay.outbox)
+            ended(store, before.TaskStatus, updated)  # this write won: its process counts the end
             return updated
     raise StoreError(f"task {task_id}: gave up after {max_tries} lost compare-and-set races")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from fastapi import APIRouter
 
+from common.step_index import BadStepIndex, NoSuchUnit, step_index
 from common.engine.views import with_full_history
 from oss.services.actions import ACTIONS, SKIP
 from oss.api.access import read_visible, role_of
@@ -104,11 +105,14 @@ def skip_task(task_id: str, body: SkipAction, context: Context, token: Operator)
     """The step (or item) is marked operator_skipped and the flow goes on as if it succeeded.
     A RUNNING task: a step that keeps failing (its retry pending or running) is stopped and
     passed. A ROLLED_BACK task: it runs again as a new generation with the step that failed
-    skipped (the whole step). Anything else, or a unit the task does not have: 409."""
+    skipped (the whole step). A step or item index the task does not have (or no item named of
+    a for_each step): 422 naming it. Anything else: 409."""
     in_scope(context, token, task_id)
     try:
         task = context.service.actions.apply(SKIP, task_id, token.name, body.reason, unit=(body.step, body.item))
-    except ValueError as exc:  # the task has no such unit: its document, not the body's form (409)
+    except NoSuchUnit as exc:  # a value out of the task's range: the request's, as any bad value
+        raise ApiError(422, "the request is not valid", fields=[(exc.field, str(exc))]) from None
+    except ValueError as exc:  # what the task's state refuses (an item of a rolled-back task): 409
         raise ApiError(409, f"skip refused: {exc}", fields=[("item" if "item" in str(exc) else "step",
                                                             str(exc))]) from None  # fmt: skip
     return view_shown(context.store, token, task_view(with_full_history(context.store, task), context.clock(),
@@ -125,7 +129,11 @@ def step_action(task_id: str, step: str, action: str, body: StepActionBody, cont
     index. A read token changes nothing (403); the step's kind judges who else may (403: a role
     it does not name, the submitter where it says not) and when (409: it waits for nothing now,
     this person acted already). 404 names a step the task does not have, or an action its kind
-    does not offer; a scoped token acts only in its namespaces where it may submit (404 outside)."""
+    does not offer; 422 an index not written as one ("00"); a scoped token acts only in its namespaces where it may submit (404 outside)."""
+    try:
+        step_index(step)
+    except BadStepIndex as exc:  # the request's form, whatever the task has
+        raise ApiError(422, "the request is not valid", fields=[("path.step", str(exc))]) from None
     role = token.role
     if token.scope is not None:  # its role is the namespace's the task is in
         found = read_visible(context.store, token, task_id, "submit")

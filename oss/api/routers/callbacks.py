@@ -3,22 +3,21 @@ docs/guide/callbacks.md): `POST /api/v1/callbacks/{token}`.
 
 No API token: the callback token is the credential, so the route answers nothing of the task
 (no id, no parameter, no state but the wait's own) and is guarded on its own: the body limit of
-every route, the output within the parameters' limits, and a rate per client address (429).
+every route, the output within the parameters' limits, and a rate per client address (429), checked before
+anything reads the request (oss/api/callback_gate.py).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from common.engine.commands import ANSWER_KEY
 from common.flows.json_schema import PLAIN_KEY, STORED_JSON
 from common.input_limits import FREE_TEXT_PATTERN
 from oss.api.auth import Context
-from oss.api.callback_rate import CallbackRate
 from oss.api.errors import ApiError
 from oss.api.schemas import error_responses
 from oss.services.callbacks import CallbackNotTaken
@@ -58,28 +57,17 @@ def document_callback_body(document: dict[str, Any], max_string: int) -> None:
     properties["message"].update(maxLength=max_string, pattern=FREE_TEXT_PATTERN)
 
 
-def _limiter(request: Request) -> CallbackRate:
-    if getattr(request.app.state, "callback_rate", None) is None:
-        request.app.state.callback_rate = CallbackRate()
-    return request.app.state.callback_rate  # type: ignore[no-any-return]
-
-
 @router.post("/callbacks/{token}", response_model=CallbackAccepted, summary="Call back a step that waits for it",
              responses={**error_responses(404, 409, 413, 422, 503),
                         410: {"description": "The callback's wait is over (it timed out, its attempt ended)"},
                         429: {"description": "Too many callbacks from this address: Retry-After says when"}})
-def callback(token: Annotated[str, Path(max_length=MAX_TOKEN)], body: CallbackBody, request: Request,
-             context: Context) -> CallbackAccepted:
+def callback(token: Annotated[str, Path(max_length=MAX_TOKEN)], body: CallbackBody, context: Context) -> CallbackAccepted:
     """The callback of a command that gave this token out and waits for it: no API token (the
     token is the credential). 404: no such token; 409: answered already; 410: its wait is over
-    (it timed out, its attempt ended); nothing changes then."""
-    address = request.client.host if request.client else "unknown"
-    wait = _limiter(request).wait(address, context.clock())
-    if wait > 0:
-        raise ApiError(429, "too many callbacks from this address; try again later",
-                       headers={"Retry-After": str(max(1, math.ceil(wait)))})
+    (it timed out, its attempt ended); 422: bad body, or an output key that is a secret
+    parameter of the task; nothing changes then."""
     try:
         answered = context.service.callbacks.answer(token, body.action, body.output, body.message, body.retryable)
     except CallbackNotTaken as exc:
-        raise ApiError(exc.status, str(exc)) from None
+        raise ApiError(exc.status, str(exc), fields=[(exc.field, str(exc))] if exc.field else ()) from None
     return CallbackAccepted(accepted=body.action, state=answered.state)  # type: ignore[arg-type]

@@ -46,7 +46,7 @@ def step_items(
     """Items in index order with their value, state, attempts, times, message and output
     (secrets masked). `NextAfter` asks for the next page. 404 for no such task or no such step,
     409 for a step that is not a for_each step (both name `path.step`), 422 naming the query
-    parameter at fault. A for_each step not started yet has no items."""
+    parameter at fault, or `path.step` for an index not written as one ("00"). A for_each step not started yet has no items."""
     task = read_visible(context.store, token, task_id)  # 404 for a missing id, or one outside its namespaces
     try:
         query = parse_item_query(state, after, limit, failed == "true")
@@ -54,7 +54,8 @@ def step_items(
         raise ApiError(422, "the request is not valid", fields=[(_FIELDS[exc.field], str(exc))]) from None
     try:
         cursor = step_cursor(task, step)
-    except ItemQueryError as exc:  # what the task has, not the request's form: 404 or 409
-        raise ApiError(404 if exc.missing else 409, str(exc), fields=[(_FIELDS[exc.field], str(exc))]) from None
+    except ItemQueryError as exc:  # what the task has (404 or 409), or an index written "00" (422)
+        status = 422 if exc.malformed else 404 if exc.missing else 409
+        raise ApiError(status, str(exc), fields=[(_FIELDS[exc.field], str(exc))]) from None
     assert context.items is not None  # create_app always opens it
     return view_shown(context.store, token, ItemPage.model_validate(item_page(task, cursor, query, context.items)))

@@ -4,7 +4,7 @@
 // the length of the longest path from a root to it, so every arrow points right.
 
 import { el } from "./dom.js";
-import { failedHere, stepState } from "./labels.js";
+import { failedHere, shownState, stepState } from "./labels.js";
 import { hashFor } from "./route.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -67,14 +67,15 @@ export function flowGraph(task) {
 }
 
 function node(task, step, index, { x, y }, boxH) {
-  const state = stepState(step.State);
+  const state = shownState(step);
   const failed = failedHere(step);
   // Its runs in flight: the task's own, and those of its items kept in records (`ItemRuns`).
   const runs = [...(task.Runs ?? []), ...(task.ItemRuns ?? [])].filter((run) => run.Cursor === index).length;
   // Units whose command answered "not done yet" (check again later): their progress in the title.
   const waiting = (step.Items && step.Items.length ? step.Items : [step]).filter((u) => u.WaitingSince != null);
   // The step that failed says so first: "✖ failed → rolled back".
-  const said = failed && step.State !== "failed" ? `✖ failed → ${state.label}` : `${failed ? "✖ " : ""}${state.label}`;
+  // A state its kind names (a rejected approval) says it alone: "✖ rejected".
+  const said = failed && step.State !== "failed" && !step.Shown?.State ? `✖ failed → ${state.label}` : `${failed ? "✖ " : ""}${state.label}`;
   const status = said +
     `${runs > 1 ? ` · ${runs} running` : ""}${waiting.length ? " · checking again" : ""}`;
   const about = detail(step);

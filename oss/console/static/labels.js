@@ -41,6 +41,7 @@ export const STEP_STATES = {
   cancelled: { label: "cancelled", css: "st-skipped" },
   compensated: { label: "compensated", css: "st-compensated" },
   operator_skipped: { label: "skipped by an operator", css: "st-compensated" },
+  rejected: { label: "rejected", css: "st-failed" }, // an approval step, as its kind reads it (Shown.State)
   scheduled: { label: "scheduled", css: "st-scheduled" }, // the console's: a delayed step 0
 };
 
@@ -51,6 +52,12 @@ export const LEGEND = [
   ["st-rollback-failed", "rollback failed"], ["st-compensated", "compensated or skipped by hand"],
   ["st-skipped", "skipped (nothing to undo)"], ["st-scheduled", "scheduled (waits for its start time)"],
 ];
+
+// A step's state as its kind reads it where the stored one says less (`Shown.State`: an
+// approval step that was rejected reads "rejected", not "skipped").
+export function shownState(step) {
+  return stepState(step.Shown?.State ?? step.State);
+}
 
 export function stepState(state) {
   return STEP_STATES[state] ?? { label: String(state), css: "st-waiting" };

@@ -4,7 +4,7 @@
 // run with its times, duration and error (the API derives them from the history).
 
 import { el, when, duration } from "./dom.js";
-import { FINAL, failedHere, stepState, phaseOutcome } from "./labels.js";
+import { FINAL, failedHere, shownState, phaseOutcome } from "./labels.js";
 import { legend } from "./widgets.js";
 
 export function timeline(task) {
@@ -24,7 +24,7 @@ function stepItem(task, step, index) {
   const active = runs.length ? runs[0] : null;
   const inPhase = (phase) => runs.filter((run) => run.Phase === phase);
   const scheduled = Boolean(task.ScheduledFor) && active !== null;
-  const state = scheduled ? { label: "scheduled", css: "st-scheduled" } : stepState(step.State);
+  const state = scheduled ? { label: "scheduled", css: "st-scheduled" } : shownState(step);
   const normal = phaseOutcome("normal", step.Code);
   const undone = step.RollbackModule === null && !step.Flow ? null : phaseOutcome("rollback", step.RollbackCode);
   const failed = failedHere(step);

@@ -15,9 +15,10 @@ from common.engine.document import Run, Step, Task
 from common.engine.kinds.approve.fields import APPROVE, REJECT, ApprovalRule, Decision
 from common.engine.kinds.approve.spec import ApprovePart
 from common.engine.kinds.kind import ActRequest, StepAction, StepKind, StepShown
-from common.engine.states import ResultCode, RunState, move_run
+from common.engine.states import ResultCode, RunState, StepState, move_run
 
 REQUESTED, GIVEN, REFUSED = "approval_requested", "approval_given", "approval_refused"
+REJECTED = "rejected"  # how a rejected approval step reads (StepShown.state)
 
 
 class ApproveKind(StepKind):
@@ -80,12 +81,22 @@ class ApproveKind(StepKind):
     def describe(self, step: Step, counts: Mapping[str, int] | None = None) -> StepShown:
         rule = _rule(step)
         # Its approvals are not items: told in the note, not in `total`/`done`.
-        return StepShown(kind=self.name, note=f"approval: {len(_approvers(step))}/{rule.Count} by {'/'.join(rule.Roles)}")
+        return StepShown(kind=self.name, note=f"approval: {len(_approvers(step))}/{rule.Count} by {'/'.join(rule.Roles)}",
+                         state=self.shown_state(step))
+
+    def shown_state(self, step: Step) -> str | None:
+        return REJECTED if rejected(step) else None
 
     def describe_wait(self, step: Step, run: Run) -> str:
         rule = _rule(step)
         left = rule.Count - len(_approvers(step))
         return f"{left} more approval{'s' if left != 1 else ''} by {' or '.join(rule.Roles)}"
+
+
+def rejected(step: Step) -> bool:
+    """A person rejected it, or its timeout did (on_timeout: reject): its normal phase failed. The
+    stored state stays `failed` or `skipped` (what every reader knows); the surfaces say `rejected`."""
+    return step.State in (StepState.FAILED, StepState.SKIPPED) and step.Code not in (None, ResultCode.OK)
 
 
 def _rule(step: Step) -> ApprovalRule:

@@ -36,14 +36,16 @@ class ApprovePart(FlowsPart):
     def check_step(self, step: dict[str, Any], path: Path, context: StepContext, lines: Lines) -> list[Problem]:
         if "approve" not in step:
             return []
-        problems = [at(lines.key(path + (key,)), path + (key,), f"an approval step (approve) runs no {what}: remove it")
-                    for key, what in (("normal", "command"), ("rollback", "command"), ("max_wait", "command"),
-                                      ("flow", "child task"), ("for_each", "items"), ("lock", "step of its own"))
+        problems = [at(lines.key(path + (key,)), path + (key,), f"an approval step (approve) {what}: remove it")
+                    for key, what in (("normal", "runs no command"), ("rollback", "runs no command"),
+                                      ("max_wait", "runs no command"), ("flow", "runs no child task"),
+                                      ("for_each", "runs no items"), ("lock", "holds no lock (it runs nothing)"),
+                                      ("rate", "takes no rate (it runs nothing)"))
                     if key in step]
         rule = mapping(step.get("approve"))
         if "on_timeout" in rule and "timeout" not in rule:
             where = path + ("approve", "on_timeout")
-            problems.append(at(lines.key(where), where, "on_timeout needs a timeout: add approve.timeout"))
+            problems.append(at(lines.key(where), where, "needs a timeout: add approve.timeout"))
         return problems
 
     def step_fields(self, spec: Any, build: BuildContext) -> dict[str, Any]:

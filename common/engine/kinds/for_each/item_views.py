@@ -16,6 +16,7 @@ from typing import Any
 from common.engine.codes import OutboxKind
 from common.engine.document import Step, StepItem, Task
 from common.engine.states import ResultCode, StepState
+from common.step_index import BadStepIndex, step_index
 
 # A step's ItemStore when its items live in records of their own (common.engine.kinds.for_each.records):
 # here, with the views that branch on it, so a reader (`baton get`) does not load the engine.
@@ -37,10 +38,11 @@ def keeps_records(step: Step) -> bool:
 class ItemQueryError(ValueError):
     """A page asked for that cannot be: `field` names the part of the request at fault."""
 
-    def __init__(self, field: str, message: str, missing: bool = False):
+    def __init__(self, field: str, message: str, missing: bool = False, malformed: bool = False):
         super().__init__(message)
         self.field = field
         self.missing = missing  # the task has no such step (not a malformed request)
+        self.malformed = malformed  # the request's form (a step index written "00"), whatever the task
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,11 @@ def step_cursor(task: Task, step: str) -> int:
     """The index of a step named by its index or its name; ItemQueryError("step") when the task
     has none, or it is not a fan-out step that started."""
     names = [s.Name for s in task.Steps]
-    if step.isascii() and step.isdigit():
-        cursor = int(step)
+    try:
+        cursor = step_index(step)
+    except BadStepIndex as exc:
+        raise ItemQueryError("step", str(exc), malformed=True) from None
+    if cursor is not None:
         if cursor >= len(task.Steps):
             raise ItemQueryError("step", f"step {cursor}: the task has steps 0 to {len(task.Steps) - 1}", missing=True)
     elif step in names:

@@ -77,15 +77,15 @@ class ForEachPart(FlowsPart):
         for limit in limits:
             if limit in step and "for_each" not in step:
                 where = path + (limit,)
-                problems.append(at(lines.key(where), where, f"{limit} limits a for_each step: add for_each"))
+                problems.append(at(lines.key(where), where, "only a for_each step takes it: add for_each, or remove it"))
         for part in EXTENSION_PARTS:
             problems += part.check_step(step, path, context, lines)
         for key in ("tolerate", "on_failure", *(k for p in EXTENSION_PARTS for k in p.needs_records)):
             for inline in ("flow", "lock"):  # their items stay in the task document: not there yet
                 if key in step and "for_each" in step and inline in step:
                     where = path + (key,)
-                    problems.append(at(lines.key(where), where, f"{key} is not supported on a for_each step "
-                                       f"with {inline}: remove one of them"))
+                    problems.append(at(lines.key(where), where, f"not supported on a for_each step with {inline} "
+                                       "(its items stay in the task document): remove one of them"))
         name = step.get("for_each")
         form = next((part for part in _FORMS if part.takes_form(name)), None)
         if form is not None:  # an extension's form (a source)

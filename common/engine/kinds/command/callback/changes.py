@@ -22,9 +22,10 @@ from common.engine.states import RunState
 @dataclass(frozen=True)
 class CallbackRefused(Refusal):
     """Why a callback changes nothing, and its HTTP status: 404 (no such token), 409 (answered
-    already), 410 (its wait is over)."""
+    already), 410 (its wait is over), 422 (`field`: an output key it may not set)."""
 
     status: int = 404
+    field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ def answer_callback(task: Task, hashed: str, action: Action, output: dict[str, A
             return UNKNOWN
         status, reason = spent_reason(spent)
         return CallbackRefused(reason, status)
+    if action == SUCCEED and (clash := sorted(set(output) & set(task.SecretParameters))):
+        # Judged once the token proved itself: to anyone else the task's parameters stay unnamed.
+        # A secret is the submitter's (a password, a key): another system's answer may not swap it.
+        return CallbackRefused(f"{clash[0]!r} is a secret parameter of the task: a callback's output may not "
+                               "set it", 422, f"output.{clash[0]}")
     if found.State is RunState.RUNNING:  # its command has not answered yet
         if action == HEARTBEAT:
             return CallbackTaken(None, "running", found.Cursor, found.Attempt, found.Phase.label)  # its wait's clock starts at the park

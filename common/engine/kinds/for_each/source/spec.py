@@ -40,8 +40,8 @@ class SourcePart(ForEachSpecPart):
         for needed in ("max_parallel",):
             if needed not in step:
                 where = path + ("for_each",)
-                problems.append(at(lines.key(where), where, f"a for_each over a source needs {needed} "
-                                   "(its items arrive a page at a time): add it"))
+                problems.append(at(lines.key(where), where, f"items from a source need {needed} (they arrive "
+                                   f"a page at a time): add {needed}"))
         for inline in ("flow", "lock"):
             if inline in step:
                 where = path + ("for_each",)

@@ -106,7 +106,7 @@ class WaveSpec(GateSpec):
 def check_sizes(waves: list) -> str | None:
     """What is wrong with the list as a whole (the sizes one by one are checked by their model)."""
     if not waves:
-        return "needs at least one wave"
+        return "give at least one wave"
     sizes = [wave.get("size") if isinstance(wave, dict) else wave for wave in waves]
     if "rest" in sizes[:-1]:
         return 'only the last wave may be "rest": it takes every item left'
@@ -152,11 +152,11 @@ class WavesPart(ForEachSpecPart):
         problems = []
         if "between_waves" in step and "waves" not in step:
             where = path + ("between_waves",)
-            problems.append(at(lines.key(where), where, "between_waves is the gate between a step's waves: add waves"))
+            problems.append(at(lines.key(where), where, "the gate between a step's waves: add waves, or remove it"))
         waves = step.get("waves")
         if isinstance(waves, list) and (wrong := check_sizes(waves)) is not None:
             where = path + ("waves",)
-            problems.append(at(lines.value(where), where, f"waves {wrong}"))
+            problems.append(at(lines.value(where), where, wrong))
         return problems
 
     def step_fields(self, spec: Any) -> dict[str, Any]:
