@@ -151,7 +151,7 @@ def test_a_pause_gives_back_a_key_granted_to_a_unit_nobody_claimed_yet() -> None
 
 
 def test_a_step_lock_key_made_too_long_at_run_time_locks_by_a_bounded_key_one_per_value() -> None:
-    from common.engine.gates.lock.table import MAX_KEY_LENGTH
+    from common.engine.core.key_templates import MAX_KEY_LENGTH
 
     keys = []
     for host in ("a" * 60_000, "a" * 59_999 + "b", "h\n1"):

@@ -12,7 +12,6 @@ CHANGES = {
 # Keys, modes, what a task's lock asks for, a declared lock's template.
 VIEWS = {
     "common.engine.gates.lock.modes": ("EXCLUSIVE", "EXCLUSIVE_SHARES", "fits", "shares_of"),
-    "common.engine.gates.lock.table": ("LockKeyError", "LockKeyTooLong", "MAX_KEY_LENGTH", "render_key", "template_fields"),
     "common.engine.gates.lock.task_lock": ("LockAsk", "ask_for", "asked", "described"),
     "common.engine.gates.lock.spec": ("lock_template",),
 }

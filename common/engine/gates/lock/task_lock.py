@@ -20,9 +20,8 @@ from common.engine.states import LOCKS, check_transition, move_lock, set_waiting
 from common.engine.codes import WaitKind
 from common.engine.document import LockTemplate, OutboxEntry, Task, TaskLock, WaitCondition
 from common.engine.gates.lock.modes import EXCLUSIVE, EXCLUSIVE_SHARES
-from common.engine.gates.lock.table import (
-    HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING, LockKeyError, LockKeyTooLong, render_key,
-)
+from common.engine.core.key_templates import LockKeyError, LockKeyTooLong, render_key
+from common.engine.gates.lock.table import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
 from common.engine.gates.start_at.gate import start_due
 from common.engine.states import LockState, TaskStatus
 from common.engine.core.units import drop_outbox, record
