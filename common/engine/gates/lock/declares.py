@@ -11,3 +11,7 @@ OUTBOX_KINDS = {
     "LOCK_ACQUIRE": ("lock_acquire", _LOCK_ACQUIRE_BODY, "locks"),  # join a key's line in the lock table
     "LOCK_RELEASE": ("lock_release", _LOCK_RELEASE_BODY, "locks"),  # leave it
 }
+# Its gate, by name: ("module:Class", its place in the registry's order, common.engine.registry.GATES).
+GATES = {
+    "lock": ("common.engine.gates.lock.gate:LockGate", 50),
+}

@@ -8,3 +8,7 @@ RUN_TRANSITIONS = {"WAITING_LOCK": (
     ("pending", "waiting_lock"),  # its step's own lock first
     ("waiting_lock", "pending"),  # granted: published now
 )}
+# Its gate, by name: ("module:Class", its place in the registry's order, common.engine.registry.GATES).
+GATES = {
+    "step_lock": ("common.engine.gates.step_lock.gate:StepLockGate", 30),
+}
