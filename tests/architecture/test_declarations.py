@@ -115,3 +115,19 @@ def test_a_gate_declared_twice_at_one_place_or_under_another_name_is_refused():
         declared_gates({"freeze": (freeze, 10), "pause": (pause, 10)})
     with pytest.raises(ValueError, match="declared as gate 'halt' but names itself 'pause'"):
         declared_gates({"halt": (pause, 10)})
+
+
+def test_a_part_placed_among_the_first_stands_at_its_place_and_two_at_one_are_refused(tmp_path, monkeypatch):
+    """A folder places its part among a document's first parts (`TASK_PART_PLACE`): the stored
+    order holds without a line outside its folder."""
+    from common.engine.core.declared import placed_parts
+
+    for package, folder, place in (("planted", "one", 3), ("planted", "two", 0), ("clash", "three", 1)):
+        (tmp_path / package / folder).mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package / folder / "__init__.py").write_text("")
+        (tmp_path / package / folder / "fields.py").write_text(f"TASK_PART = {folder!r}\nTASK_PART_PLACE = {place}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert placed_parts(("planted",), "TASK_PART", (str, int)) == ("two", str, int, "one")
+    with pytest.raises(ValueError, match="TASK_PART place 1 is taken by str and by clash.three.fields"):
+        placed_parts(("clash",), "TASK_PART", (str, int))

@@ -1,5 +1,5 @@
 """A lock's part of flows.yaml: the checks of a `lock:` key template (on a task type here, on a
-step in common.engine.gates.step_lock.spec; the checks are common.engine.core.key_checks'), and
+step in common.engine.gates.lock.step_spec; the checks are common.engine.core.key_checks'), and
 what a declared lock becomes in a template.
 
 The template parses, and each `{name}` in it is a declared parameter, never a secret one: neither

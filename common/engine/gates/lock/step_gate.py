@@ -1,13 +1,13 @@
 """A step's own lock as a unit's gate: a unit's normal run waits for its key before it is
-published, and gives it back when it settles (common.engine.gates.step_lock.unit_locks)."""
+published, and gives it back when it settles (common.engine.gates.lock.unit_locks)."""
 
 from __future__ import annotations
 
 from common.engine.core.units import Unit
 from common.engine.document import Run, Task
 from common.engine.gates.gate import Gate
-from common.engine.gates.step_lock.spec import StepLockPart
-from common.engine.gates.step_lock.unit_locks import must_wait, release_all_units, release_unit, wait_for_lock
+from common.engine.gates.lock.step_spec import StepLockPart
+from common.engine.gates.lock.unit_locks import must_wait, release_all_units, release_unit, wait_for_lock
 
 
 class StepLockGate(Gate):
