@@ -24,8 +24,8 @@ from common.engine.kinds.sub_flow.kind import SubFlowKind
 from common.spec.parts import FlowsPart
 
 __all__ = ["GATES", "KINDS", "UnknownKind", "child_asks", "earliest_due", "end_task", "enter_gates", "expiry", "flows_parts",
-           "gate_of_wait", "held", "kind_declared_by", "kind_of", "open_after", "release_unit", "retry_gates", "run_hold",
-           "taken"]
+           "gate_of_wait", "held", "kind_declared_by", "kind_of", "move_doubts", "open_after", "plan_reads", "release_unit",
+           "retry_gates", "run_hold", "start_entries", "taken"]
 
 _COMMAND, _SUB_FLOW = CommandKind(), SubFlowKind()
 # The kinds of step, by the name a step declares (`Step.Kind`); a for_each step's items each run
@@ -137,6 +137,30 @@ def retry_gates(task: Task, now: float) -> None:
     """In place, from an operator's retry: each gate's part of the new generation."""
     for gate in GATES:
         gate.on_retry(task, now)
+
+
+def move_doubts(task: Task, asks: Mapping[str, Any]) -> list[str]:
+    """Why moving the task to a revision that asks `asks` of the gates (by each gate's `asks`) is
+    in doubt: each gate's say of the ask it is given."""
+    return [why for gate in GATES if gate.asks is not None and gate.asks in asks
+            and (why := gate.move_doubt(task, asks[gate.asks])) is not None]
+
+
+def plan_reads(task: Task) -> dict[str, list[str]]:
+    """The keys of the gates' own tables a dry run's plan shows, by the gate whose folder keeps
+    the table: each gate's, in the registry's order, each key once."""
+    reads: dict[str, list[str]] = {}
+    for gate in GATES:
+        for table, keys in gate.plan_reads(task).items():
+            known = reads.setdefault(table, [])
+            known += [key for key in keys if key not in known]
+    return reads
+
+
+def start_entries(task: Task) -> set[str]:
+    """The dispatch ids of the outbox entries that carry a not-started task's delayed start, as
+    each gate says (a document written before `StartAt` was kept)."""
+    return {entry for gate in GATES for entry in gate.start_entries(task)}
 
 
 def gate_of_wait(kind: Any) -> Gate | None:

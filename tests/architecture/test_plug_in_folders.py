@@ -33,8 +33,6 @@ KNOWN = {
     # An item record's fencing token, and a held step's unit, are the for_each kind's.
     ("common.engine.core.fence", "common.engine.kinds.for_each"),
     ("common.engine.operator.hold", "common.engine.kinds.for_each"),
-    # Moving a task to a revision asks its lock again as the new revision declares it.
-    ("common.engine.operator.migrate", "common.engine.gates.lock"),
 }
 
 

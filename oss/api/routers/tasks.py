@@ -6,7 +6,7 @@ from collections import Counter
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import StringConstraints
 
 from common.engine.views import with_full_history
@@ -14,6 +14,7 @@ from common.input_limits import NO_CONTROL_PATTERN
 from common.secrets.task_views import masked_task
 from common.engine.states import TaskStatus, parse_task_status
 from common.store.side.modules import live_modules
+from common.store.side_stores import GateTables, open_gate_tables
 from common.store.tasks.filters import (
     CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches,
 )
@@ -25,17 +26,25 @@ from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
-from oss.api.routers.locks import Locks, Rates
 from oss.api.routers.module_drains import Drains
 from oss.api.routers.modules import Modules
 from oss.services.dry_run import dry_run
 from oss.services.plans import Plan
 from oss.api.views import task_summary, task_view
 from oss.services.item_views import item_runs
+from oss.api.parts import app_part
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
 Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=[^\x00-\x1f\x7f-\x9f]{{0,256}}$")]  # no control character
+
+
+def gate_tables(request: Request, context: Context) -> GateTables:
+    """Each gate's own table a dry run reads, one set per app, opened on first use."""
+    return app_part(request, "gate_tables", lambda: open_gate_tables(context.settings.store_url, indexes="none"))
+
+
+Tables = Annotated[GateTables, Depends(gate_tables)]
 SEARCH = "A task id or its start, or text in the task type, message or a label (key=value); any case"
 
 
@@ -53,7 +62,7 @@ SEARCH = "A task id or its start, or text in the task type, message or a label (
         **error_responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
-def create_task(body: CreateTask, context: Context, token: Submitter, locks: Locks, rates: Rates, registry: Modules,
+def create_task(body: CreateTask, context: Context, token: Submitter, tables: Tables, registry: Modules,
                 drains: Drains) -> Response:
     """Validate the parameters against the task type's schema, then write the whole task and
     dispatch its first step (at `start_at` when given). 201 with a Location header; 200 with
@@ -75,8 +84,8 @@ def create_task(body: CreateTask, context: Context, token: Submitter, locks: Loc
     may_submit(context.store, token, body.task_type, body.labels or {}, body.after_task)
     if body.dry_run:
         with repeats_in_scope(context.store, token):
-            plan = dry_run(context.service, locks, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
-                           task_type=body.task_type, parameters=body.parameters, drains=drains, rates=rates,
+            plan = dry_run(context.service, tables, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
+                           task_type=body.task_type, parameters=body.parameters, drains=drains,
                            **request)  # fmt: skip
         shown = plan_shown(context.store, token, plan)
         return Response(shown, status_code=200, media_type="application/json")

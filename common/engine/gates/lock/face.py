@@ -15,5 +15,6 @@ VIEWS = {
     "common.engine.gates.lock.modes": ("EXCLUSIVE", "EXCLUSIVE_SHARES", "fits", "shares_of"),
     "common.engine.gates.lock.task_lock": ("LockAsk", "ask_for", "asked", "described"),
     "common.engine.gates.lock.spec": ("lock_template",),
+    "common.engine.gates.lock.plan": ("lock_keys",),  # the keys a dry run's plan shows
     "common.engine.gates.lock.unit_locks": ("parse_member", "unit_lock"),  # a step lock's member
 }

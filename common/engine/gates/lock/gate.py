@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.engine.codes import WaitKind
+from common.engine.codes import OutboxKind, WaitKind
 from common.engine.document import Task, WaitCondition
 from common.engine.gates.gate import TaskWaitGate
 from common.engine.gates.lock.modes import EXCLUSIVE
+from common.engine.gates.lock.plan import lock_keys
 from common.engine.gates.lock.spec import LockPart
 from common.engine.gates.lock.table import PENDING
 from common.engine.gates.lock.task_lock import (
@@ -44,3 +45,17 @@ class LockGate(TaskWaitGate):
     def describe_wait(self, task: Task, wait: WaitCondition) -> str:
         mode = task.Lock.Mode if task.Lock is not None else EXCLUSIVE
         return f"{wait.Key} (mode {mode})" if mode != EXCLUSIVE else wait.Key or ""
+
+    def move_doubt(self, task: Task, ask: Any) -> str | None:
+        mine = asked(task.Lock) if task.Lock is not None else None
+        return None if mine == ask else f"its lock would change ({_shown(mine)} -> {_shown(ask)})"
+
+    def start_entries(self, task: Task) -> set[str]:
+        return {e.DispatchId for e in task.Outbox if e.Kind == OutboxKind.LOCK_ACQUIRE}  # asked when the start comes
+
+    def plan_reads(self, task: Task) -> dict[str, list[str]]:
+        return {"lock": [ask.key for ask, scope in lock_keys(task) if scope == "task"]} if task.Lock is not None else {}
+
+
+def _shown(ask: LockAsk | None) -> str:
+    return "none" if ask is None else f"{ask.key} (mode {ask.mode}, limit {ask.limit})"
