@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.engine.codes import OutboxKind, WaitKind
+from common.engine.codes import WaitKind
 from common.engine.document import Task, WaitCondition
 from common.engine.gates.gate import TaskWaitGate
 from common.engine.gates.lock.modes import EXCLUSIVE
@@ -13,7 +13,7 @@ from common.engine.gates.lock.plan import lock_keys
 from common.engine.gates.lock.spec import LockPart
 from common.engine.gates.lock.table import PENDING
 from common.engine.gates.lock.task_lock import (
-    LockAsk, asked, child_ask, defer_lock, release_on_finish, request_again, request_lock,
+    LockAsk, asked, asked_at_start, child_ask, defer_lock, lock_changed, release_on_finish, request_again, request_lock,
 )
 
 
@@ -47,15 +47,11 @@ class LockGate(TaskWaitGate):
         return f"{wait.Key} (mode {mode})" if mode != EXCLUSIVE else wait.Key or ""
 
     def move_doubt(self, task: Task, ask: Any) -> str | None:
-        mine = asked(task.Lock) if task.Lock is not None else None
-        return None if mine == ask else f"its lock would change ({_shown(mine)} -> {_shown(ask)})"
+        return lock_changed(task, ask)
 
     def start_entries(self, task: Task) -> set[str]:
-        return {e.DispatchId for e in task.Outbox if e.Kind == OutboxKind.LOCK_ACQUIRE}  # asked when the start comes
+        return asked_at_start(task)
 
     def plan_reads(self, task: Task) -> dict[str, list[str]]:
         return {"lock": [ask.key for ask, scope in lock_keys(task) if scope == "task"]} if task.Lock is not None else {}
 
-
-def _shown(ask: LockAsk | None) -> str:
-    return "none" if ask is None else f"{ask.key} (mode {ask.mode}, limit {ask.limit})"

@@ -85,6 +85,22 @@ def asked(lock: TaskLock) -> LockAsk:
     return LockAsk(lock.Key, lock.Limit, lock.Mode, tuple(lock.Shares))
 
 
+def lock_changed(task: Task, ask: LockAsk | None) -> str | None:
+    """Why moving the task to a revision whose lock asks `ask` is in doubt: its lock would change."""
+    mine = asked(task.Lock) if task.Lock is not None else None
+    return None if mine == ask else f"its lock would change ({_shown(mine)} -> {_shown(ask)})"
+
+
+def _shown(ask: LockAsk | None) -> str:
+    return "none" if ask is None else f"{ask.key} (mode {ask.mode}, limit {ask.limit})"
+
+
+def asked_at_start(task: Task) -> set[str]:
+    """Its lock's ask, made when the start comes: the entry carries the task's delayed start (in a
+    document written before `StartAt` was kept)."""
+    return {e.DispatchId for e in task.Outbox if e.Kind == LOCK_ACQUIRE}
+
+
 def acquire_id(task: Task) -> str:
     return f"{task.TaskId}:lock:g{task.Generation}"
 
