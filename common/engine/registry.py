@@ -1,28 +1,21 @@
 """The engine's plug-ins, in the order they are asked: the kinds of step and the gates.
 
 A step's kind is a folder of common/engine/kinds/ whose `StepKind` subclass is listed in `KINDS`;
-a gate is a folder of common/engine/gates/ whose `Gate` subclass is listed in `GATES`. The engine
+a gate is a folder of common/engine/gates/ whose `Gate` subclass its `declares.py` names (`GATES`:
+the class and its place), found by folder into `GATES`. The engine
 calls the hooks of these tables and never names a kind or a gate.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
+from common.engine.core.declared import declared
 from common.engine.core.units import Unit
 from common.engine.document import Run, Step, Task, WaitCondition
-from common.engine.gates.after_task.gate import AfterTaskGate
-from common.engine.gates.deadline.gate import DeadlineGate
-from common.engine.gates.drain.gate import DrainGate
-from common.engine.gates.freeze.gate import FreezeGate
 from common.engine.gates.gate import Gate, Hold
-from common.engine.gates.lock.gate import LockGate
-from common.engine.gates.pause.gate import PauseGate
-from common.engine.gates.rate.gate import RateGate
-from common.engine.gates.rate.step_gate import StepRateGate
-from common.engine.gates.start_at.gate import StartAtGate
-from common.engine.gates.step_lock.gate import StepLockGate
 from common.engine.kinds.approve.kind import ApproveKind
 from common.engine.kinds.command.kind import CommandKind
 from common.engine.kinds.for_each.kind import ForEachKind
@@ -31,8 +24,8 @@ from common.engine.kinds.sub_flow.kind import SubFlowKind
 from common.spec.parts import FlowsPart
 
 __all__ = ["GATES", "KINDS", "UnknownKind", "child_asks", "earliest_due", "end_task", "enter_gates", "expiry", "flows_parts",
-           "gate_of_wait", "held", "kind_declared_by", "kind_of", "open_after", "release_unit", "retry_gates", "run_hold",
-           "taken"]
+           "gate_of_wait", "held", "kind_declared_by", "kind_of", "move_doubts", "open_after", "plan_reads", "release_unit",
+           "retry_gates", "run_hold", "start_entries", "taken"]
 
 _COMMAND, _SUB_FLOW = CommandKind(), SubFlowKind()
 # The kinds of step, by the name a step declares (`Step.Kind`); a for_each step's items each run
@@ -56,15 +49,33 @@ def kind_of(step: Step) -> StepKind:
     return kind
 
 
+def declared_gates(declarations: Mapping[str, tuple[str, int]]) -> tuple[Gate, ...]:
+    """The gates `declarations` name (`{name: ("module:Class", place)}`), in the order of their
+    places. ValueError naming both when two take one place, or when a gate's class has another
+    name than it is declared by."""
+    taken: dict[int, str] = {}
+    for name, (_, place) in declarations.items():
+        if place in taken:
+            raise ValueError(f"gates {taken[place]} and {name} are both declared at place {place}")
+        taken[place] = name
+    gates = []
+    for name, (path, _) in sorted(declarations.items(), key=lambda row: row[1][1]):
+        module, _, attribute = path.partition(":")
+        gate = getattr(importlib.import_module(module), attribute)()
+        if gate.name != name:
+            raise ValueError(f"{path} is declared as gate {name!r} but names itself {gate.name!r}")
+        gates.append(gate)
+    return tuple(gates)
+
+
 # The gates, in the one order every hook is called in. A task's creation enters each, then opens
 # them in turn: a task created in a freeze window that waits for another task and takes a lock
 # waits for the window, then for the task, then asks for its lock, then takes a start slot of its
 # rate (WaitKind declares its waits in this order). A task's end releases its units' step locks
 # before its own lock.
-GATES: tuple[Gate, ...] = (
-    FreezeGate(), AfterTaskGate(), StepLockGate(), StepRateGate(), LockGate(), RateGate(), PauseGate(), StartAtGate(),
-    DeadlineGate(), DrainGate(),
-)
+# Each folder's declares.py places its gates in this order: freeze 10, after_task 20, step_lock
+# 30, step_rate 40, lock 50, rate 60, pause 70, start_at 80, deadline 90, drain 100.
+GATES: tuple[Gate, ...] = declared_gates(declared("GATES"))
 
 
 def flows_parts() -> list[FlowsPart]:
@@ -126,6 +137,30 @@ def retry_gates(task: Task, now: float) -> None:
     """In place, from an operator's retry: each gate's part of the new generation."""
     for gate in GATES:
         gate.on_retry(task, now)
+
+
+def move_doubts(task: Task, asks: Mapping[str, Any]) -> list[str]:
+    """Why moving the task to a revision that asks `asks` of the gates (by each gate's `asks`) is
+    in doubt: each gate's say of the ask it is given."""
+    return [why for gate in GATES if gate.asks is not None and gate.asks in asks
+            and (why := gate.move_doubt(task, asks[gate.asks])) is not None]
+
+
+def plan_reads(task: Task) -> dict[str, list[str]]:
+    """The keys of the gates' own tables a dry run's plan shows, by the gate whose folder keeps
+    the table: each gate's, in the registry's order, each key once."""
+    reads: dict[str, list[str]] = {}
+    for gate in GATES:
+        for table, keys in gate.plan_reads(task).items():
+            known = reads.setdefault(table, [])
+            known += [key for key in keys if key not in known]
+    return reads
+
+
+def start_entries(task: Task) -> set[str]:
+    """The dispatch ids of the outbox entries that carry a not-started task's delayed start, as
+    each gate says (a document written before `StartAt` was kept)."""
+    return {entry for gate in GATES for entry in gate.start_entries(task)}
 
 
 def gate_of_wait(kind: Any) -> Gate | None:

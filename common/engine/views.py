@@ -17,6 +17,8 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     # A step that waits for people: the actions it offers now, and what it waits for.
     "common.engine.core.parking": ("find_step", "offered_actions", "parked_run", "shown_wait"),
     "common.engine.kinds.kind": ("StepAction",),
+    # A key template over a task's parameters, as a lock's and a rate's table are keyed.
+    "common.engine.core.key_templates": ("LockKeyError", "LockKeyTooLong", "MAX_KEY_LENGTH", "render_key", "template_fields"),
     # The units a gate holds after their dispatch (a delayed start, a drain), shown waiting.
     "common.engine.core.held_view": ("HeldView", "held_view", "show_held"),
     # What each gate says of a task in a summary (its lock, a start slot taken, a step's rate).

@@ -14,7 +14,7 @@ from typing import Any
 
 from common.store.beside import open_beside
 from common.store.factory import DEFAULT_TIMEOUT_SECONDS, IndexMode, open_adapter, opener
-from common.store.gates import gate_table
+from common.store.gates import gate_table, gate_tables
 from common.store.side.drains import ModuleDrains
 from common.store.side.events import EventLog
 from common.store.side.modules import ModuleRegistry
@@ -43,3 +43,17 @@ def open_gate_table_beside(gate: str, task_store: Any) -> Any:
     """The table `gate` keeps of its own, beside `task_store` (a SqliteStore or a MongoStore)."""
     table = gate_table(gate)
     return open_beside(task_store, table.sqlite, table.mongo, f"{gate} table")
+
+
+class GateTables(dict[str, Any]):
+    """Every gate's own table, by its gate's name (common.store.gates), on one store URL: what a
+    dry run's plan reads of them (`get(key)`). Closing it closes each."""
+
+    def close(self) -> None:
+        for table in self.values():
+            table.close()
+
+
+def open_gate_tables(url: str, **options: Any) -> GateTables:
+    """Every gate's own table on a store URL (`options`: open_gate_table's, as `indexes="none"`)."""
+    return GateTables({table.gate: open_gate_table(table.gate, url, **options) for table in gate_tables()})

@@ -7,9 +7,8 @@ from typing import Any
 
 from common.flows import FlowDefinition
 from common.secrets.task_views import masked_alarm, masked_task, masked_task_view
-from common.engine.codes import OutboxKind
 from common.engine.document import Alarm, Run, Step, Task
-from common.engine.registry import kind_of
+from common.engine.registry import kind_of, start_entries
 from common.engine.views import offered_actions, run_words, wait_words
 from common.engine.states import Phase, RunState, TaskStatus
 from common.engine.views import describe_budget
@@ -75,8 +74,8 @@ def scheduled_for(task: Task, now: float) -> float | None:
         return None if started or task.StartAt <= now else task.StartAt
     # A document written before StartAt was kept: its roots' dispatches wait in the outbox.
     pending = {r.DispatchId for r in task.Runs if r.State is RunState.PENDING}
-    # A task type with a lock asks for it when the start comes: that entry carries the time.
-    pending |= {e.DispatchId for e in task.Outbox if e.Kind == OutboxKind.LOCK_ACQUIRE}
+    # A gate asked for when the start comes (a task type's lock): its entry carries the time.
+    pending |= start_entries(task)
     if task.TaskStatus is not TaskStatus.NOT_STARTED or not pending:
         return None
     due = [e.DueAt for e in task.Outbox if e.DispatchId in pending]

@@ -93,25 +93,20 @@ def submit(task_type, params, params_file, idempotency_key, priority, start_at, 
 
 
 def _print_plan(parts: Any, task_type: str, parameters: dict[str, Any], request: dict[str, Any], as_json: bool) -> None:
-    from common.store.gates.rate.table import open_rate_table
-    from common.store.gates.lock.table import open_lock_store
-    from common.store.side_stores import open_module_drains, open_module_registry
-    from common.store.gates.lock.table import LockTable
+    from common.store.side_stores import open_gate_tables, open_module_drains, open_module_registry
     from oss.services.dry_run import dry_run
     from oss.cli.plan_text import plan_lines
 
     settings = parts.settings
     timeout = settings.effective_store_timeout
-    locks = LockTable(open_lock_store(settings.store_url, timeout_seconds=timeout, indexes="none"))
+    tables = open_gate_tables(settings.store_url, timeout_seconds=timeout, indexes="none")
     registry = open_module_registry(settings.store_url, timeout_seconds=timeout, indexes="none")
     drains = open_module_drains(settings.store_url, timeout_seconds=timeout, indexes="none")
-    rates = open_rate_table(settings.store_url, timeout_seconds=timeout, indexes="none")
     try:
-        plan = dry_run(parts.service, locks, registry, now=time.time(), module_ttl=settings.module_ttl,
-                       task_type=task_type, parameters=parameters, drains=drains, rates=rates, **request)  # fmt: skip
+        plan = dry_run(parts.service, tables, registry, now=time.time(), module_ttl=settings.module_ttl,
+                       task_type=task_type, parameters=parameters, drains=drains, **request)  # fmt: skip
     finally:
-        rates.close()
-        locks.close()
+        tables.close()
         registry.close()
         drains.close()
     if as_json:

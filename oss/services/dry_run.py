@@ -1,23 +1,23 @@
 """A dry run (`POST /tasks` with `dry_run`, `baton submit --plan`): the submission's checks, then
-the plan of the task it would create (oss/services/plans.py), read from the lock table and the
-module registry (and the rate table). Nothing is written, published or asked for."""
+the plan of the task it would create (oss/services/plans.py), read from the gates' own tables
+(each gate says which keys: common.engine.registry.plan_reads) and the module registry. Nothing is
+written, published or asked for."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from common.engine.registry import plan_reads
 from common.store.side.drains import ModuleDrains
-from common.store.gates.lock.table import LockTable
 from common.store.side.modules import ModuleRegistry
-from common.store.gates.rate.table import RateTable
-from oss.services.plans import Plan, lock_keys, plan_of
+from oss.services.plans import Plan, plan_of_read
 from oss.services.tasks import TaskService
 
 
 def dry_run(
     service: TaskService,
-    locks: LockTable,
+    tables: Mapping[str, Any],
     registry: ModuleRegistry,
     *,
     now: float,
@@ -25,15 +25,15 @@ def dry_run(
     task_type: str,
     parameters: Mapping[str, Any],
     drains: ModuleDrains | None = None,
-    rates: RateTable | None = None,
     **submission: Any,
 ) -> Plan:
     """The plan of what `service.submit(task_type, parameters, **submission)` would do now;
-    raises what it would raise for a request it refuses."""
+    raises what it would raise for a request it refuses. `tables`: each gate's own table by its
+    gate's name (common.store.side_stores.open_gate_tables)."""
     draft = service.draft(task_type, parameters, **submission)
-    states = {ask.key: locks.get(ask.key) for ask, _ in lock_keys(draft.task)}
+    read = {gate: {key: tables[gate].get(key) for key in keys}
+            for gate, keys in plan_reads(draft.task).items() if gate in tables}
     drained = {d.Module for d in drains.drains() if d.Drained} if drains is not None else set()
-    rate = rates.get(draft.task.Rate.Key) if rates is not None and draft.task.Rate is not None else None
-    return plan_of(draft.task, existing=draft.existing is not None, awaited=draft.awaited, locks=states,
-                   registrations=list(registry.registrations()), now=now, module_ttl=module_ttl,
-                   drained=drained, rate=rate)  # fmt: skip
+    return plan_of_read(draft.task, read, existing=draft.existing is not None, awaited=draft.awaited,
+                        registrations=list(registry.registrations()), now=now, module_ttl=module_ttl,
+                        drained=drained)  # fmt: skip

@@ -21,16 +21,12 @@ from common.engine.views import (
     plan_waves,
     EXCLUSIVE,
     LockAsk,
-    LockKeyError,
-    ask_for,
-    asked,
     fits,
+    lock_keys,
     parse_member,
     per_text,
-    render_key,
     slots_left,
     start_phrases,
-    unit_secrets,
     utc_text,
 )
 from common.engine.registry import kind_of
@@ -38,10 +34,6 @@ from common.engine.states import TaskStatus
 from common.secrets.documents import mask_parameters
 from common.queues import module_queue
 from common.store.side.modules import ModuleRegistration, is_live
-
-# A for_each step's step lock is shown for this many items; the rest are counted.
-SHOWN_ITEM_KEYS = 20
-
 
 class PlanLock(BaseModel):
     key: str
@@ -176,27 +168,11 @@ def plan_of(
     )  # fmt: skip
 
 
-def lock_keys(task: Task) -> list[tuple[LockAsk, str]]:
-    """(what it asks, scope) of every lock the task would ask for that the submission can name:
-    the task type's, and each step lock whose key its parameters (and items) render."""
-    keys: list[tuple[LockAsk, str]] = []
-    if task.Lock is not None:
-        keys.append((asked(task.Lock), "task"))
-    for step in task.Steps:
-        if step.Lock is None:
-            continue
-        secret = unit_secrets(task.SecretParameters, step.ForEach)
-        values = task.Parameters.get(step.ForEach) if step.ForEach else None
-        units = [{**task.Parameters, "item": v, "item_index": i} for i, v in enumerate(values[:SHOWN_ITEM_KEYS])] \
-            if isinstance(values, list) else [task.Parameters]  # fmt: skip
-        for parameters in units:
-            try:
-                key = render_key(step.Lock.Key, parameters, secret)
-            except LockKeyError:
-                continue  # keyed by an output of an earlier step: known only when it runs
-            if (ask_for(step.Lock, key), step.Name) not in keys:
-                keys.append((ask_for(step.Lock, key), step.Name))
-    return keys
+def plan_of_read(task: Task, read: Mapping[str, Mapping[str, Any]], **rest: Any) -> Plan:
+    """`plan_of`, given what a dry run read of the gates' own tables (by gate, each key it would
+    ask for and its document: common.engine.registry.plan_reads)."""
+    rate = next(iter(read.get("rate", {}).values()), None)
+    return plan_of(task, locks=read.get("lock", {}), rate=rate, **rest)
 
 
 def _step(task: Task, index: int, step: Step, steps: list[Step], live: list[ModuleRegistration]) -> PlanStep:

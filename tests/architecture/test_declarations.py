@@ -91,3 +91,43 @@ def test_the_stored_waits_stand_in_the_registrys_order_of_the_gates():
     stored = [kind for kind in WaitKind if kind not in DERIVED_WAITS]
     assert stored == [gate.wait_kind for gate in GATES if gate.wait_kind in stored]
     assert list(WaitKind)[len(stored):] == [kind for kind in WaitKind if kind in DERIVED_WAITS]  # shown ones last
+
+
+def test_the_registry_finds_every_gate_class_by_its_folders_declaration():
+    """A gate's folder names its class in declares.py: the registry imports none by name."""
+    classes = set()
+    for path in (ROOT / "common" / "engine" / "gates").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        classes |= {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                    and any(isinstance(b, ast.Name) and b.id.endswith("Gate") for b in node.bases)}
+    classes -= {"TaskWaitGate"}  # a base of gates, not one
+    assert {type(gate).__name__ for gate in GATES} == classes
+    named = import_graph(ROOT, ("common",))["common.engine.registry"]
+    assert not [m for m in named if m.startswith("common.engine.gates.") and not m.startswith("common.engine.gates.gate")]
+
+
+def test_a_gate_declared_twice_at_one_place_or_under_another_name_is_refused():
+    from common.engine.registry import declared_gates
+
+    freeze, pause = "common.engine.gates.freeze.gate:FreezeGate", "common.engine.gates.pause.gate:PauseGate"
+    assert [g.name for g in declared_gates({"pause": (pause, 5), "freeze": (freeze, 10)})] == ["pause", "freeze"]
+    with pytest.raises(ValueError, match="gates freeze and pause are both declared at place 10"):
+        declared_gates({"freeze": (freeze, 10), "pause": (pause, 10)})
+    with pytest.raises(ValueError, match="declared as gate 'halt' but names itself 'pause'"):
+        declared_gates({"halt": (pause, 10)})
+
+
+def test_a_part_placed_among_the_first_stands_at_its_place_and_two_at_one_are_refused(tmp_path, monkeypatch):
+    """A folder places its part among a document's first parts (`TASK_PART_PLACE`): the stored
+    order holds without a line outside its folder."""
+    from common.engine.core.declared import placed_parts
+
+    for package, folder, place in (("planted", "one", 3), ("planted", "two", 0), ("clash", "three", 1)):
+        (tmp_path / package / folder).mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package / folder / "__init__.py").write_text("")
+        (tmp_path / package / folder / "fields.py").write_text(f"TASK_PART = {folder!r}\nTASK_PART_PLACE = {place}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert placed_parts(("planted",), "TASK_PART", (str, int)) == ("two", str, int, "one")
+    with pytest.raises(ValueError, match="TASK_PART place 1 is taken by str and by clash.three.fields"):
+        placed_parts(("clash",), "TASK_PART", (str, int))

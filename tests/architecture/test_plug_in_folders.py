@@ -21,12 +21,9 @@ KNOWN = {
     # added since is found by folder).
     ("common.engine.core.task_doc", "common.engine.gates.after_task"),
     ("common.engine.core.task_doc", "common.engine.gates.deadline"),
-    ("common.engine.core.task_doc", "common.engine.gates.lock"),
     ("common.engine.core.task_doc", "common.engine.gates.pause"),
     ("common.engine.core.task_doc", "common.engine.gates.start_at"),
-    ("common.engine.core.task_doc", "common.engine.gates.step_lock"),
     ("common.engine.core.task_doc", "common.engine.kinds.for_each"),
-    ("common.engine.core.step_doc", "common.engine.gates.step_lock"),
     ("common.engine.core.step_doc", "common.engine.kinds.command"),
     ("common.engine.core.step_doc", "common.engine.kinds.for_each"),
     ("common.engine.core.step_doc", "common.engine.kinds.sub_flow"),
@@ -36,8 +33,6 @@ KNOWN = {
     # An item record's fencing token, and a held step's unit, are the for_each kind's.
     ("common.engine.core.fence", "common.engine.kinds.for_each"),
     ("common.engine.operator.hold", "common.engine.kinds.for_each"),
-    # Moving a task to a revision asks its lock again as the new revision declares it.
-    ("common.engine.operator.migrate", "common.engine.gates.lock"),
 }
 
 

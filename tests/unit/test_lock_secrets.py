@@ -8,7 +8,7 @@ import pytest
 
 from common.errors import FlowError
 from common.flows.loader import parse_flows
-from common.engine.gates.lock.table import render_key
+from common.engine.core.key_templates import render_key
 from common.engine.document import LockTemplate
 from common.engine.core.entries import Timing, create_task
 from common.engine.core.unit_parameters import unit_secrets

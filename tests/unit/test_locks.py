@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from common.engine.core.key_templates import LockKeyError, render_key, template_fields
 from common.engine.gates.lock.table import (
-    HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, RELEASED, WAITING, KeyLock, LockKeyError, join, leave,
-    render_key, stale_member, template_fields,
+    HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, RELEASED, WAITING, KeyLock, join, leave, stale_member,
 )
 from common.engine.gates.lock.changes import lock_granted
 from common.engine.operator.actions import cancel, compensate, retry

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from common.engine.document import LockTemplate, StepMessage, Task
 from common.engine.gates.lock.changes import lock_granted
-from common.engine.gates.step_lock.unit_locks import unit_lock_granted
+from common.engine.gates.lock.unit_locks import unit_lock_granted
 from common.engine.gates.after_task.changes import awaited_finished
 from common.engine.operator.actions import cancel, compensate, retry, retry_rollback
 from common.engine.operator.flow import pause, resume

@@ -1,4 +1,4 @@
-"""A lock on one step (common/engine/gates/step_lock/unit_locks.py), the pure parts: each unit waits in `waiting_lock`,
+"""A lock on one step (common/engine/gates/lock/unit_locks.py), the pure parts: each unit waits in `waiting_lock`,
 holds the key from its grant until it settles (retries keep it), and gives it back or leaves
 the line when it settles, is cancelled, or the task ends."""
 
@@ -8,7 +8,7 @@ from common.engine.gates.lock.table import LOCK_ACQUIRE, LOCK_RELEASE
 from common.engine.document import LockTemplate, StepMessage
 from common.engine.operator.actions import cancel
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.gates.step_lock.unit_locks import member_id, parse_member, unit_lock_granted
+from common.engine.gates.lock.unit_locks import member_id, parse_member, unit_lock_granted
 from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, create_task, finish_attempt
 from tests.support.builders import counter_ids, make_step
 
@@ -151,7 +151,7 @@ def test_a_pause_gives_back_a_key_granted_to_a_unit_nobody_claimed_yet() -> None
 
 
 def test_a_step_lock_key_made_too_long_at_run_time_locks_by_a_bounded_key_one_per_value() -> None:
-    from common.engine.gates.lock.table import MAX_KEY_LENGTH
+    from common.engine.core.key_templates import MAX_KEY_LENGTH
 
     keys = []
     for host in ("a" * 60_000, "a" * 59_999 + "b", "h\n1"):

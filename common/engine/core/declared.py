@@ -1,6 +1,6 @@
 """What the plug-ins' folders declare, found by folder so a new plug-in adds it without a line
 outside its folder: a kind's step fields (`STEP_PART` in its `fields.py`), a gate's task fields
-(`TASK_PART`), the names it offers the engine's face (`DOCUMENT`, `CHANGES`, `VIEWS` in its
+(`TASK_PART`; with `TASK_PART_PLACE`, its place among the parts stored documents first held), the names it offers the engine's face (`DOCUMENT`, `CHANGES`, `VIEWS` in its
 `face.py`), a gate's modules beside its class that the core asks (`sweep.py`, `shown.py`), and
 its members of the engine's shared tables (`declares.py`: its waits, outbox kinds, flushers and
 run states, read by common.engine.codes, states and outbox as they are built)."""
@@ -38,6 +38,28 @@ def composed(name: str, parts: tuple[Any, ...]) -> Any:
     if len(parts) <= 1:
         return parts[0] if parts else None
     return type(name, tuple(reversed(parts)), {"__module__": parts[0].__module__})
+
+
+def placed_parts(packages: tuple[str, ...], attribute: str, listed: tuple[Any, ...], module: str = "fields") -> tuple[Any, ...]:
+    """A document's first parts, in the order stored documents hold their fields: `listed` (named
+    where the document is assembled) at places 1, 2, ..., and the part of each folder of
+    `packages` that declares its place (`<attribute>_PLACE` beside it) at that place, 0 before
+    every listed one. ValueError naming both when two parts take one place."""
+    placed: dict[float, Any] = dict(enumerate(listed, 1))
+    owner: dict[float, str] = {place: part.__qualname__ for place, part in placed.items()}
+    for package in packages:
+        for found in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda m: m.name):
+            name = f"{package}.{found.name}.{module}"
+            if not found.ispkg or importlib.util.find_spec(name) is None:
+                continue
+            declared_module = importlib.import_module(name)
+            place = getattr(declared_module, f"{attribute}_PLACE", None)
+            if place is None:
+                continue
+            if place in placed:
+                raise ValueError(f"{attribute} place {place} is taken by {owner[place]} and by {name}")
+            placed[place], owner[place] = getattr(declared_module, attribute), name
+    return tuple(placed[place] for place in sorted(placed))
 
 
 def beside(plug_ins: Iterable[object], module: str) -> tuple[ModuleType, ...]:

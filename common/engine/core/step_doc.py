@@ -14,9 +14,8 @@ from typing import Any
 
 from pydantic import Field
 
-from common.engine.core.declared import declared_parts
+from common.engine.core.declared import declared_parts, placed_parts
 from common.engine.core.unit_doc import BackoffPolicy, UnitState
-from common.engine.gates.step_lock.fields import StepLockFields
 from common.engine.kinds.command.fields import CommandFields
 from common.engine.kinds.for_each.fields import ForEachFields, StepItem
 from common.engine.kinds.sub_flow.fields import ChildTemplate, SubFlowFields
@@ -27,9 +26,11 @@ __all__ = ["BackoffPolicy", "ChildTemplate", "STATE_FIELDS", "Step", "StepItem",
 
 
 # Each plug-in's part of the step document, last listed first in a stored document's fields.
-# The first kinds' parts are listed by name, in the order stored documents have their fields;
-# a kind or a gate added since declares its own (`STEP_PART` in its `fields.py`: core/declared.py).
-_LISTED = (StepLockFields, SubFlowFields, ForEachFields, CommandFields)
+# The first parts stand in the order stored documents have their fields: the first kinds' listed
+# by name, and those whose folder declares their place among them (`STEP_PART_PLACE`: a step
+# lock's); a kind or a gate added since declares its own (`STEP_PART` in its `fields.py`).
+_LISTED = placed_parts(("common.engine.kinds", "common.engine.gates"), "STEP_PART",
+                       (SubFlowFields, ForEachFields, CommandFields))
 STEP_PARTS = (*declared_parts("common.engine.kinds", "STEP_PART", _LISTED),
               *declared_parts("common.engine.gates", "STEP_PART", _LISTED), *_LISTED)
 

@@ -21,14 +21,12 @@ from common.engine.codes import OutboxKind, WaitKind
 from common.engine.core import format_v1, step_summary
 from common.engine.core.doc_base import Doc as _Doc
 from common.engine.core.doc_base import OperatorRequest
-from common.engine.core.declared import declared_parts
+from common.engine.core.declared import declared_parts, placed_parts
 from common.engine.core.step_doc import Step
 from common.engine.gates.after_task.fields import AfterTaskFields
 from common.engine.gates.deadline.fields import DeadlineFields
-from common.engine.gates.lock.fields import LockFields
 from common.engine.gates.pause.fields import PauseFields
 from common.engine.gates.start_at.fields import StartAtFields
-from common.engine.gates.step_lock.fields import UnitLocksFields
 from common.engine.kinds.for_each.fields import ForEachTaskFields
 from common.engine.states import Phase as PhaseCode
 from common.engine.states import RunState
@@ -134,11 +132,12 @@ class WaitCondition(_Doc):
 
 
 # Each gate's (and kind's) part of the task document, last listed first in a stored document's fields.
-# The first parts are listed by name, in the order stored documents have their fields; a gate
-# added since declares its own (`TASK_PART` in its `fields.py`: core/declared.py).
-_LISTED = (ForEachTaskFields, DeadlineFields, AfterTaskFields, StartAtFields, PauseFields, UnitLocksFields,
-           LockFields)
-TASK_PARTS = (*declared_parts("common.engine.gates", "TASK_PART", _LISTED), *_LISTED)
+# The first parts stand in the order stored documents have their fields: these listed by name,
+# and those whose folder declares their place among them (`TASK_PART_PLACE`: a lock's); a gate
+# added since declares its own part (`TASK_PART` in its `fields.py`: core/declared.py).
+_FIRST = placed_parts(("common.engine.gates",), "TASK_PART",
+                      (ForEachTaskFields, DeadlineFields, AfterTaskFields, StartAtFields, PauseFields))
+TASK_PARTS = (*declared_parts("common.engine.gates", "TASK_PART", _FIRST), *_FIRST)
 
 
 class TaskCore(_Doc):

@@ -94,6 +94,21 @@ class Gate:
         the child's `create_task` as this gate's `asks`."""
         return None
 
+    def move_doubt(self, task: Task, ask: Any) -> str | None:
+        """Why moving the task to a revision of its type that asks `ask` of this gate is in doubt
+        (an operator's migrate), or None."""
+        return None
+
+    def start_entries(self, task: Task) -> set[str]:
+        """The dispatch ids of its outbox entries that carry a not-started task's delayed start (in
+        a document written before `StartAt` was kept)."""
+        return set()
+
+    def plan_reads(self, task: Task) -> dict[str, list[str]]:
+        """What a dry run's plan shows of the gates' own tables for this task: the keys it would
+        ask for, by the gate whose folder keeps the table (common/store/gates/<gate>)."""
+        return {}
+
     def describe_wait(self, task: Task, wait: WaitCondition) -> str:
         """What its wait names, as a person reads it ("cluster:a (mode backup)")."""
         return wait.Key or wait.TaskId or ""

@@ -13,8 +13,8 @@ from typing import Any
 
 from common.engine.core.advance import advance
 from common.engine.document import Step, Task
-from common.engine.gates.lock.task_lock import LockAsk, asked
 from common.engine.operator.actions import check_reason
+from common.engine.registry import move_doubts
 from common.engine.states import StepState, TaskStatus
 from common.engine.core.units import IdFactory, Refusal, Timing, new_id, record
 from common.engine.core.step_doc import step_definition
@@ -24,13 +24,18 @@ from common.engine.core.step_doc import step_definition
 class Revision:
     """The revision a task moves to, as the running flows.yaml builds it for this task: its
     step templates, its labels, the task's submitted parameters checked against its schema
-    (defaults filled in) and the task lock it would ask for them."""
+    (defaults filled in) and the task lock it would ask for them (create_task's `lock`)."""
 
     steps: list[Step]
     content_hash: str
     version: str | None
     parameters: dict[str, Any]
-    lock: LockAsk | None
+    lock: Any
+
+    @property
+    def asks(self) -> dict[str, Any]:
+        """What it asks of the gates, by each gate's `asks` (create_task's keywords)."""
+        return {"lock": self.lock}
 
 
 def migrate(task: Task, actor: str, reason: str, timing: Timing, ids: IdFactory = new_id, *,
@@ -75,9 +80,7 @@ def doubts_about(task: Task, revision: Revision) -> list[str]:
         changed = _changed_fields(step, there)
         if changed:
             doubts.append(f"step {step.Name} has started and its definition changed ({', '.join(changed)})")
-    if _lock_of(task) != revision.lock:
-        doubts.append(f"its lock would change ({_show_lock(_lock_of(task))} -> {_show_lock(revision.lock)})")
-    return doubts
+    return doubts + move_doubts(task, revision.asks)
 
 
 def touched(task: Task, index: int) -> bool:
@@ -105,12 +108,4 @@ def _as_graph(templates: list[Step]) -> list[Step]:
 def _changed_fields(step: Step, template: Step) -> list[str]:
     mine, theirs = step_definition(step), step_definition(template)
     return sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-
-
-def _lock_of(task: Task) -> LockAsk | None:
-    return asked(task.Lock) if task.Lock is not None else None
-
-
-def _show_lock(lock: LockAsk | None) -> str:
-    return "none" if lock is None else f"{lock.key} (mode {lock.mode}, limit {lock.limit})"
 

@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, Query, Request
 from common.engine.views import MAX_KEY_LENGTH
 from common.errors import UnreadableTask
 from common.input_limits import NO_CONTROL_PATTERN
-from common.store.gates.rate.table import RateTable, open_rate_table
 from common.store.gates.lock.table import open_lock_store
 from common.store.gates.lock.table import LockTable
 from oss.api.access import sees
@@ -30,14 +29,6 @@ def lock_table(request: Request, context: Context) -> LockTable:
 
 
 Locks = Annotated[LockTable, Depends(lock_table)]
-
-
-def rate_table(request: Request, context: Context) -> RateTable:
-    """The rate table a dry run reads (docs/design/rates.md): one per app, opened on first use."""
-    return app_part(request, "rates", lambda: open_rate_table(context.settings.store_url, indexes="none"))
-
-
-Rates = Annotated[RateTable, Depends(rate_table)]
 
 
 @router.get("/locks", response_model=LockList, summary="Busy lock keys, their holders and waiters",

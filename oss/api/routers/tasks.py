@@ -16,6 +16,7 @@ from common.input_limits import NO_CONTROL_PATTERN
 from common.secrets.task_views import masked_task
 from common.engine.states import TaskStatus, parse_task_status
 from common.store.side.modules import live_modules
+from common.store.side_stores import GateTables, open_gate_tables
 from common.store.tasks.filters import (
     CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches,
 )
@@ -27,17 +28,24 @@ from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
-from oss.api.routers.locks import lock_table, rate_table
 from oss.api.routers.module_drains import module_drains
 from oss.api.routers.modules import Modules, module_registry
 from oss.services.dry_run import dry_run
 from oss.services.plans import Plan
 from oss.api.views import task_summary, task_view
 from oss.services.item_views import item_runs
+from oss.api.parts import app_part
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
 Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=[^\x00-\x1f\x7f-\x9f]{{0,256}}$")]  # no control character
+
+
+def gate_tables(request: Request, context: Context) -> GateTables:
+    """Each gate's own table a dry run reads, one set per app, opened on first use."""
+    return app_part(request, "gate_tables", lambda: open_gate_tables(context.settings.store_url, indexes="none"))
+
+
 SEARCH = "A task id or its start, or text in the task type, message or a label (key=value); any case"
 
 
@@ -77,11 +85,11 @@ def create_task(body: CreateTask, context: Context, token: Submitter, request: R
     if body.dry_run:
         # The parts only a dry run reads, opened here rather than as the route's dependencies: each
         # dependency costs every submission a solve and a hand-over to the thread pool and back.
-        locks, rates = lock_table(request, context), rate_table(request, context)
+        tables = gate_tables(request, context)
         registry, drains = module_registry(request, context), module_drains(request, context)
         with repeats_in_scope(context.store, token):
-            plan = dry_run(context.service, locks, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
-                           task_type=body.task_type, parameters=body.parameters, drains=drains, rates=rates,
+            plan = dry_run(context.service, tables, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
+                           task_type=body.task_type, parameters=body.parameters, drains=drains,
                            **options)  # fmt: skip
         shown = plan_shown(context.store, token, plan)
         return Response(shown, status_code=200, media_type="application/json")

@@ -50,7 +50,7 @@ class TaskLock(_LockDoc):
 
 
 class UnitLock(_LockDoc):
-    """A step lock one unit waits for or holds (common/engine/gates/step_lock/unit_locks.py); its mode is
+    """A step lock one unit waits for or holds (common/engine/gates/lock/unit_locks.py); its mode is
     shown, and the step's LockTemplate says whom it shares the key with."""
 
     Cursor: int

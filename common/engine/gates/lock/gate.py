@@ -9,10 +9,11 @@ from common.engine.codes import WaitKind
 from common.engine.document import Task, WaitCondition
 from common.engine.gates.gate import TaskWaitGate
 from common.engine.gates.lock.modes import EXCLUSIVE
+from common.engine.gates.lock.plan import lock_keys
 from common.engine.gates.lock.spec import LockPart
 from common.engine.gates.lock.table import PENDING
 from common.engine.gates.lock.task_lock import (
-    LockAsk, asked, child_ask, defer_lock, release_on_finish, request_again, request_lock,
+    LockAsk, asked, asked_at_start, child_ask, defer_lock, lock_changed, release_on_finish, request_again, request_lock,
 )
 
 
@@ -44,3 +45,13 @@ class LockGate(TaskWaitGate):
     def describe_wait(self, task: Task, wait: WaitCondition) -> str:
         mode = task.Lock.Mode if task.Lock is not None else EXCLUSIVE
         return f"{wait.Key} (mode {mode})" if mode != EXCLUSIVE else wait.Key or ""
+
+    def move_doubt(self, task: Task, ask: Any) -> str | None:
+        return lock_changed(task, ask)
+
+    def start_entries(self, task: Task) -> set[str]:
+        return asked_at_start(task)
+
+    def plan_reads(self, task: Task) -> dict[str, list[str]]:
+        return {"lock": [ask.key for ask, scope in lock_keys(task) if scope == "task"]} if task.Lock is not None else {}
+

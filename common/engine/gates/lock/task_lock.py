@@ -20,9 +20,8 @@ from common.engine.states import LOCKS, check_transition, move_lock, set_waiting
 from common.engine.codes import WaitKind
 from common.engine.document import LockTemplate, OutboxEntry, Task, TaskLock, WaitCondition
 from common.engine.gates.lock.modes import EXCLUSIVE, EXCLUSIVE_SHARES
-from common.engine.gates.lock.table import (
-    HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING, LockKeyError, LockKeyTooLong, render_key,
-)
+from common.engine.core.key_templates import LockKeyError, LockKeyTooLong, render_key
+from common.engine.gates.lock.table import HELD, KEPT, LOCK_ACQUIRE, LOCK_RELEASE, PENDING, RELEASED, WAITING
 from common.engine.gates.start_at.gate import start_due
 from common.engine.states import LockState, TaskStatus
 from common.engine.core.units import drop_outbox, record
@@ -84,6 +83,22 @@ def _task_lock(ask: LockAsk, state: LockState) -> TaskLock:
 def asked(lock: TaskLock) -> LockAsk:
     """What a task's lock asks for, to ask again."""
     return LockAsk(lock.Key, lock.Limit, lock.Mode, tuple(lock.Shares))
+
+
+def lock_changed(task: Task, ask: LockAsk | None) -> str | None:
+    """Why moving the task to a revision whose lock asks `ask` is in doubt: its lock would change."""
+    mine = asked(task.Lock) if task.Lock is not None else None
+    return None if mine == ask else f"its lock would change ({_shown(mine)} -> {_shown(ask)})"
+
+
+def _shown(ask: LockAsk | None) -> str:
+    return "none" if ask is None else f"{ask.key} (mode {ask.mode}, limit {ask.limit})"
+
+
+def asked_at_start(task: Task) -> set[str]:
+    """Its lock's ask, made when the start comes: the entry carries the task's delayed start (in a
+    document written before `StartAt` was kept)."""
+    return {e.DispatchId for e in task.Outbox if e.Kind == LOCK_ACQUIRE}
 
 
 def acquire_id(task: Task) -> str:

@@ -15,3 +15,8 @@ RUN_TRANSITIONS = {"WAITING_RATE": (
     ("pending", "waiting_rate"),  # its step's own rate first
     ("waiting_rate", "pending"),  # a slot taken: published now
 )}
+# Its gates (a task's rate, a step's), by name: ("module:Class", its place in the registry's order, common.engine.registry.GATES).
+GATES = {
+    "step_rate": ("common.engine.gates.rate.step_gate:StepRateGate", 40),
+    "rate": ("common.engine.gates.rate.gate:RateGate", 60),
+}

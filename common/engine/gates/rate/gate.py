@@ -39,6 +39,9 @@ class RateGate(TaskWaitGate):
     def child_ask(self, body: dict[str, Any]) -> Any:
         return child_ask(body)
 
+    def plan_reads(self, task: Task) -> dict[str, list[str]]:
+        return {"rate": [task.Rate.Key]} if task.Rate is not None else {}  # the slots left of its key
+
     def on_retry(self, task: Task, now: float) -> None:
         if task.Rate is None:
             return

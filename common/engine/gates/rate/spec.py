@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from common.engine.gates.lock.spec import key_problems
-from common.engine.gates.lock.table import render_key, template_fields
+from common.engine.core.key_checks import key_problems
+from common.engine.core.key_templates import render_key, template_fields
 from common.engine.gates.rate.documents import RateTemplate
 from common.engine.gates.rate.keys import RateSpec
 from common.engine.gates.rate.task_rate import RateAsk

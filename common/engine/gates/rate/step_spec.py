@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.engine.gates.lock.spec import key_problems
+from common.engine.core.key_checks import key_problems
 from common.engine.gates.rate.spec import rate_template
 from common.engine.gates.rate.keys import RateSpec
 from common.spec.parts import BuildContext, FlowsPart, StepContext

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from common.engine.codes import OutboxKind, WaitKind
 from common.engine.document import OutboxEntry, Task, WaitCondition
-from common.engine.gates.lock.table import LockKeyError, render_key
+from common.engine.core.key_templates import LockKeyError, render_key
 from common.engine.gates.rate.documents import TaskRate
 from common.engine.states import RateState
 from common.engine.gates.start_at.gate import start_due

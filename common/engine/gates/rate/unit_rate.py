@@ -11,7 +11,7 @@ from common.engine.codes import OutboxKind, WaitKind
 from common.engine.core.unit_parameters import command_parameters
 from common.engine.core.units import Refusal, Timing, publish_entry, record
 from common.engine.document import OutboxEntry, Run, Task, WaitCondition
-from common.engine.gates.lock.table import LockKeyError, render_key
+from common.engine.core.key_templates import LockKeyError, render_key
 from common.engine.gates.rate.task_rate import per_text
 from common.engine.states import Phase, RunState, move_run
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from common.engine.states import UNIT_LOCKS, check_transition, move_lock, move_run
 from common.engine.gates.lock.task_lock import ask_for, described, mode_fields
-from common.engine.gates.lock.table import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING, LockKeyError, LockKeyTooLong, render_key
+from common.engine.core.key_templates import LockKeyError, LockKeyTooLong, render_key
+from common.engine.gates.lock.table import HELD, LOCK_ACQUIRE, LOCK_RELEASE, WAITING
 from common.engine.document import OutboxEntry, Run, Task, UnitLock
 from common.engine.states import RunState
 from common.engine.core.units import Refusal, Timing, publish_entry, record

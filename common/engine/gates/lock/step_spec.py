@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.engine.gates.lock.spec import SHOWN, key_names, key_problems, lock_template
+from common.engine.core.key_checks import SHOWN, key_names, key_problems
+from common.engine.gates.lock.spec import lock_template
 from common.spec.keys import LockSpec
 from common.spec.parts import BuildContext, FlowsPart, StepContext
 from common.spec.problems import Lines, Path, Problem, at, describe
