@@ -127,7 +127,7 @@ class _Attempt(NoAttempt):
     def child(self, name: str) -> contextlib.AbstractContextManager[Any]:
         span = StepSpan(name, _new_id(), self._span.span_id)
         self._children.append(span)
-        return _Current(self._trace_id, span)
+        return _Current(self._trace_id, span.span_id, span)
 
     def claimed(self, task: Task) -> None:
         name = task.Steps[self._cursor].Name
@@ -192,28 +192,28 @@ def _conclude(span: StepSpan, result: AttemptResult | None) -> None:
 
 
 def _current(trace_id: int, span_id: int) -> contextlib.AbstractContextManager[Any]:
-    return _Current(trace_id, StepSpan("", span_id, 0), ends=False)
+    return _Current(trace_id, span_id, None)
 
 
 class _Current:
-    """Makes a span current for a block (common/tracing/current_step.py), and ends the span with
-    the block if `ends`. It runs three times a step, so it sets baton's own context variable
-    rather than OpenTelemetry's context."""
+    """Makes a span current for a block (common/tracing/current_step.py), and ends `ends` (the
+    span, unless it ends later) with the block. It runs three times a step, so it sets baton's
+    own context variable rather than OpenTelemetry's context."""
 
-    __slots__ = ("_trace_id", "_span", "_ends", "_token")
+    __slots__ = ("_trace_id", "_span_id", "_ends", "_token")
 
-    def __init__(self, trace_id: int, span: StepSpan, ends: bool = True):
+    def __init__(self, trace_id: int, span_id: int, ends: StepSpan | None):
         self._trace_id = trace_id
-        self._span = span
+        self._span_id = span_id
         self._ends = ends
 
     def __enter__(self) -> None:
-        self._token = current_step.make_current(self._trace_id, self._span.span_id)
+        self._token = current_step.make_current(self._trace_id, self._span_id)
 
     def __exit__(self, *_: object) -> None:
         current_step.restore(self._token)
-        if self._ends:
-            self._span.end = time.time_ns()
+        if self._ends is not None:
+            self._ends.end = time.time_ns()
 
 
 class _InOpenTelemetry:
