@@ -11,9 +11,10 @@ These four spans are every step's, so they are made the cheap way: ids and times
 the step goes, and the finished spans go to the exporters at its end as one record
 (common.tracing.step_spans), which baton's OTLP exporter writes into its request without an SDK
 span object (an SDK span costs tens of microseconds to start, end and encode).
-While a span's work runs, its context is the current one (a NonRecordingSpan carrying its ids),
-so a log line written there carries its ids, a command's own spans (started through the SDK's
-usual API) are its children, and a step message published from the commit links to it.
+While a span's work runs, it is the current one (common/tracing/current_step.py), so a log line
+written there carries its ids and a step message published from the commit links to it; the
+command's is OpenTelemetry's current context too, so a command's own spans (started through the
+SDK's usual API) are its children.
 
 A message without a trace context (its task was submitted while OSS did not trace), or whose
 trace was not sampled, makes no span. With tracing off, `begin` answers NO_ATTEMPT, whose every
@@ -35,7 +36,7 @@ from common.engine.states import Phase
 from common.engine.changes import AttemptResult
 from common.secrets.log_lines import masked
 from common.tracing import attributes as a
-from common.tracing import state
+from common.tracing import current_step, state
 from common.tracing.step_spans import StepSpan, StepSpans
 
 _NOTHING = contextlib.nullcontext()
@@ -126,7 +127,7 @@ class _Attempt(NoAttempt):
     def child(self, name: str) -> contextlib.AbstractContextManager[Any]:
         span = StepSpan(name, _new_id(), self._span.span_id)
         self._children.append(span)
-        return _Current(self._trace_id, span)
+        return _Current(self._trace_id, span.span_id, span)
 
     def claimed(self, task: Task) -> None:
         name = task.Steps[self._cursor].Name
@@ -142,7 +143,7 @@ class _Attempt(NoAttempt):
         self._children.append(self._command)
 
     def in_command(self) -> contextlib.AbstractContextManager[Any]:
-        return _current(self._trace_id, self._command.span_id) if self._command is not None else _NOTHING
+        return _InOpenTelemetry(self._trace_id, self._command.span_id) if self._command is not None else _NOTHING
 
     def command_traceparent(self) -> str | None:
         return traceparent(self._trace_id, self._command.span_id) if self._command is not None else None
@@ -191,26 +192,41 @@ def _conclude(span: StepSpan, result: AttemptResult | None) -> None:
 
 
 def _current(trace_id: int, span_id: int) -> contextlib.AbstractContextManager[Any]:
-    return _Current(trace_id, StepSpan("", span_id, 0), ends=False)
+    return _Current(trace_id, span_id, None)
 
 
 class _Current:
-    """Makes a span's context current for a block (a NonRecordingSpan carrying its ids), and
-    ends the span with the block if `ends`. What opentelemetry's use_span does, without its
-    exception recording (nothing to record on a span that records nothing), at a fraction of
-    its cost: it runs four times a step."""
+    """Makes a span current for a block (common/tracing/current_step.py), and ends `ends` (the
+    span, unless it ends later) with the block. It runs three times a step, so it sets baton's
+    own context variable rather than OpenTelemetry's context."""
 
-    __slots__ = ("_span", "_context", "_ends", "_token")
+    __slots__ = ("_trace_id", "_span_id", "_ends", "_token")
 
-    def __init__(self, trace_id: int, span: StepSpan, ends: bool = True):
-        self._span = span
-        self._context = NonRecordingSpan(SpanContext(trace_id, span.span_id, is_remote=False, trace_flags=_SAMPLED))
+    def __init__(self, trace_id: int, span_id: int, ends: StepSpan | None):
+        self._trace_id = trace_id
+        self._span_id = span_id
         self._ends = ends
+
+    def __enter__(self) -> None:
+        self._token = current_step.make_current(self._trace_id, self._span_id)
+
+    def __exit__(self, *_: object) -> None:
+        current_step.restore(self._token)
+        if self._ends is not None:
+            self._ends.end = time.time_ns()
+
+
+class _InOpenTelemetry:
+    """Makes a span's context OpenTelemetry's current one for a block (a NonRecordingSpan
+    carrying its ids): what the SDK's tracer makes a new span a child of."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, trace_id: int, span_id: int):
+        self._context = NonRecordingSpan(SpanContext(trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
 
     def __enter__(self) -> None:
         self._token = attach(set_span_in_context(self._context))
 
     def __exit__(self, *_: object) -> None:
         detach(self._token)
-        if self._ends:
-            self._span.end = time.time_ns()

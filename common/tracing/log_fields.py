@@ -11,10 +11,10 @@ from common.tracing import state
 def add_trace_ids(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
     if state.tracer is None:
         return event
-    from opentelemetry.trace import get_current_span
+    from common.tracing.current_step import ids
 
-    context = get_current_span().get_span_context()
-    if context.is_valid:
-        event["trace_id"] = format(context.trace_id, "032x")
-        event["span_id"] = format(context.span_id, "016x")
+    current = ids()
+    if current is not None:
+        event["trace_id"] = format(current[0], "032x")
+        event["span_id"] = format(current[1], "016x")
     return event

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, get_current_span, set_span_in_context
+from opentelemetry.trace import Link, Span, SpanContext, TraceFlags, get_current_span, set_span_in_context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from common.tracing.carrier import TraceContext
@@ -44,9 +44,16 @@ def links_to(traceparent: str | None) -> list[Link]:
 
 
 def current_links() -> list[Link]:
-    """A link to the span current here, if there is one."""
+    """A link to the span current here (common/tracing/current_step.py), if there is one."""
+    from common.tracing.current_step import ids
+
+    current = ids()
+    if current is None:
+        return []
     context = get_current_span().get_span_context()
-    return [Link(context)] if context.is_valid else []
+    if (context.trace_id, context.span_id) == current:
+        return [Link(context)]
+    return [Link(SpanContext(*current, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED)))]
 
 
 def same_trace(context: Context | None, trace: TraceContext) -> bool:

@@ -14,13 +14,12 @@ from common.engine.document import OutboxEntry
 
 
 def traced_message(entry: OutboxEntry) -> bytes:
-    from opentelemetry.trace import get_current_span
-
     from common.tracing.attempts import traceparent
+    from common.tracing.current_step import ids
 
     body = entry.Body
-    current = get_current_span().get_span_context()
+    current = ids()
     task_trace = str(body["Trace"].get("TraceParent", ""))
-    if current.is_valid and task_trace[3:35] == f"{current.trace_id:032x}":
-        body = {**body, "Trace": {**body["Trace"], "Link": traceparent(current.trace_id, current.span_id)}}
+    if current is not None and task_trace[3:35] == f"{current[0]:032x}":
+        body = {**body, "Trace": {**body["Trace"], "Link": traceparent(*current)}}
     return json.dumps(body, separators=(",", ":")).encode()

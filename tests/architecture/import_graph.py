@@ -24,7 +24,7 @@ ENGINE_NEVER = ("common.store", "common.broker", "common.relay", "common.runtime
 # The floors of `common`, lowest first: a folder (or top-level module) imports nothing of a floor
 # above its own. A new folder of `common` is placed here (an unplaced one is itself a breach). A
 # module of a folder may stand on a floor of its own, named in full (the most precise name wins):
-# tracing's trace context and tracer state are below everything, its spans above the engine; the
+# tracing's trace context, current step span and tracer state are below everything, its spans above the engine; the
 # secrets' task views (a task as shown) are above the engine, the rest of the secrets below it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundations", (
@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "common.handoff", "common.input_limits", "common.instance_names", "common.logging", "common.metrics",
         "common.module_hooks", "common.old_paths", "common.queues", "common.reserved", "common.schedule_policies", "common.scheduling",
         "common.secrets", "common.spec", "common.stop_signals",
-        "common.tracing.carrier", "common.tracing.log_fields", "common.tracing.state",
+        "common.tracing.carrier", "common.tracing.current_step", "common.tracing.log_fields", "common.tracing.state",
     )),
     ("the engine", ("common.engine",)),
     ("flows, stores, broker, views, settings", (
