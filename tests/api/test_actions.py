@@ -10,6 +10,7 @@ from common.store.tasks.mutate import mutate
 from common.engine.core.entries import Timing, finish_attempt
 from tests.api.support import OK, READER, SECRET, SUBMITTER, auth
 from tests.support.builders import only_run
+from tests.support.cluster import wait_until
 
 
 def events(task: dict) -> list[tuple[str, str | None, str]]:
@@ -102,7 +103,7 @@ def test_an_action_that_does_not_fit_the_state_is_409(api, make, action):
         "rolled_back": api.rolled_back,
         "rollback_failed": api.rollback_failed,
         "running": lambda: _running(api),
-        "not_started": lambda: api.create()["task_id"],
+        "not_started": lambda: _not_started(api),
     }[make]()
     before = api.store.get(task_id)
     response = api.act(task_id, action)
@@ -150,6 +151,14 @@ def _succeeded(api) -> str:
     api.step(task_id)
     api.step(task_id)
     assert api.store.get(task_id).TaskStatus is TaskStatus.SUCCESS
+    return task_id
+
+
+def _not_started(api) -> str:
+    """A task just created, its start message sent: the app's relay sends it after the answer,
+    and marking it sent changes the task, which at load came between the test's two reads."""
+    task_id = api.create()["task_id"]
+    wait_until(lambda: not api.store.get(task_id).Outbox, 0, f"task {task_id}'s start sent")
     return task_id
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 import pika
 
+from common.backoff import exponential
+from common.engine.core.entries import MAX_REDISPATCH_BACKOFF
 from common.engine.document import Task
 from tests.chaos.invariants import ChaosReport
 from tests.support.cluster import Proc
@@ -40,12 +42,25 @@ def sweeper_totals(cluster) -> Counter[str]:
     return totals
 
 
+def _backoff_allows(waited: float, redeliver_after: float) -> int:
+    """How many re-publishes the engine's schedule (common.engine.core.entries: doubling from
+    redeliver_after, capped at MAX_REDISPATCH_BACKOFF times it) fits in `waited` seconds, plus one
+    of slack. Doubling alone allows too few once a run waits past the cap, as it does at load."""
+    due, count = 0.0, 0
+    while True:
+        due += exponential(redeliver_after, count, redeliver_after * MAX_REDISPATCH_BACKOFF)
+        if due > waited:
+            return count + 1
+        count += 1
+
+
 def redispatch_excess(tasks: Iterable[Task], redeliver_after: float) -> list[str]:
     """Runs the sweeper re-published more often than its backoff allows.
 
-    A run nobody claims is re-published after redeliver_after, then after 2x, 4x ... that, so a
-    run that waited W seconds was re-published at most floor(log2(1 + W / redeliver_after)) + 1
-    times (one of slack for the sweep period). Once per period would be a redelivery storm.
+    A run nobody claims is re-published after redeliver_after, then after 2x, 4x ... that, up to
+    the engine's cap, so a run that waited W seconds was re-published at most as often as that
+    schedule fits in W, plus one of slack for the sweep period. Once per period would be a
+    redelivery storm.
     """
     excess = []
     for task in tasks:
@@ -60,7 +75,7 @@ def redispatch_excess(tasks: Iterable[Task], redeliver_after: float) -> list[str
                 runs[key][2] += 1
         for (cursor, phase, attempt), (dispatched, claimed, count) in runs.items():
             waited = (claimed if claimed is not None else task.TimeEnd or time.time()) - dispatched
-            allowed = math.floor(math.log2(1 + max(0.0, waited) / redeliver_after)) + 1
+            allowed = _backoff_allows(waited, redeliver_after)
             if count > allowed:
                 excess.append(f"{task.TaskId} step {cursor} {phase.label} #{attempt}: re-published {count} "
                               f"times in {waited:.1f}s (backoff allows {allowed})")

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Self
 
-from tests.chaos.private_rabbit import PrivateRabbit, PrivateRabbitError
+from tests.chaos.private_rabbit import CTL_TIMEOUT, PrivateRabbit, PrivateRabbitError
 
 SIZE = 3
 
@@ -54,8 +54,12 @@ class PrivateCluster:
         (peer discovery from their config file); returns the seconds it took."""
         began = time.monotonic()
         in_parallel([node.start for node in self.nodes])
+        wanted, deadline = {node.node for node in self.nodes}, time.monotonic() + CTL_TIMEOUT
         running = self.running_nodes()
-        if set(running) != {node.node for node in self.nodes}:
+        while set(running) != wanted and time.monotonic() < deadline:  # a node still joining
+            time.sleep(1)
+            running = self.running_nodes()
+        if set(running) != wanted:
             raise PrivateRabbitError(f"cluster did not form: running {running}")
         return time.monotonic() - began
 

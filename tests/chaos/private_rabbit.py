@@ -36,6 +36,10 @@ import pika.exceptions
 
 from tests.support.ports import free_port
 
+# rabbitmqctl boots an Erlang VM of its own for each call: at load 40 one took over 60 s, so a
+# call is given the state deadline the tests wait for any state with.
+CTL_TIMEOUT = float(os.environ.get("BATON_TEST_STATE_DEADLINE", "300"))
+
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 60.0
 
@@ -192,7 +196,7 @@ class PrivateRabbit:
         """Every queue's messages, ready plus unacknowledged (rabbitmqctl list_queues)."""
         return list_queue_messages(lambda *args: self.ctl(*args).stdout, vhost)
 
-    def ctl(self, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
+    def ctl(self, *args: str, timeout: float = CTL_TIMEOUT, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(
             [str(self.bin_dir / "rabbitmqctl"), "-n", self.node, *args],
             env=self.env(), capture_output=True, text=True, timeout=timeout, check=check,
