@@ -20,7 +20,6 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.cluster import wait_until
-from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "deploy" / "entrypoint.sh"

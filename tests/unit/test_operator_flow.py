@@ -8,7 +8,7 @@ import pytest
 from common.engine.operator.actions import cancel
 from common.engine.operator.flow import pause, resume, skip
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
-from common.engine.core.entries import AttemptResult, Refusal, Timing, claim, finish_attempt
+from common.engine.core.entries import Refusal, Timing, claim, finish_attempt
 from tests.support.builders import counter_ids, make_step
 from tests.unit.test_graph_transitions import FAIL, OK, diamond, do, graph, message, new, runs
 

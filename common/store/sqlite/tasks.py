@@ -22,23 +22,21 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 import pydantic_core
 
 from common.errors import DuplicateTask, StoreError, StoreRefused, UnreadableTask
-from common.access import Scope
 from common.engine.document import Task
 from common.engine.states import TaskStatus
-from common.store.sqlite.codec import decode as _decode, encode as _encode
 from common.store.sqlite.connections import BUSY_TIMEOUT_MS, LocalConnections, create_schema
 from common.store.sqlite import (
     alarms as sqlite_alarms, history as sqlite_history, outbox as sqlite_outbox,
     waiting as sqlite_waiting,
 )
 from common.store.tasks import unreadable
-from common.store.tasks.filters import ALL_TASKS, PageKey, TaskFilter, sql_where
+from common.store.tasks.filters import ALL_TASKS, TaskFilter, sql_where
 
 PING_TIMEOUT_MS = 2_000
 _PING = """
