@@ -10,6 +10,11 @@ from __future__ import annotations
 import re
 
 _CANONICAL = re.compile(r"0|[1-9][0-9]*")
+# What a path's step may be, published in the API's schema (ECMA-262, as OpenAPI reads it): an
+# index in its one spelling, or anything else read as a name; only an index written with a
+# leading zero is left out. Published, not enforced by the framework: the route's own 422 names
+# the value and says how an index is written.
+STEP_PATH_SCHEMA = {"pattern": r"^(0|[1-9][0-9]*|[^0-9][\s\S]*|[0-9]+[^0-9][\s\S]*)$"}
 
 
 class BadStepIndex(ValueError):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import APIRouter
+from typing import Annotated
 
-from common.step_index import BadStepIndex, NoSuchUnit, step_index
+from fastapi import APIRouter, Path
+
+from common.step_index import STEP_PATH_SCHEMA, BadStepIndex, NoSuchUnit, step_index
 from common.engine.views import with_full_history
 from oss.services.actions import ACTIONS, SKIP
 from oss.api.access import read_visible, role_of
@@ -122,8 +124,8 @@ def skip_task(task_id: str, body: SkipAction, context: Context, token: Operator)
 @router.post("/tasks/{task_id}/steps/{step}/actions/{action}", response_model=TaskDetail,
              summary="Take a step's action (approve, reject)",
              responses=error_responses(401, 403, 404, 409, 413, 422, 503))  # fmt: skip
-def step_action(task_id: str, step: str, action: str, body: StepActionBody, context: Context,
-                token: Submitter) -> TaskDetail:
+def step_action(task_id: str, step: Annotated[str, Path(json_schema_extra=STEP_PATH_SCHEMA)], action: str,
+                body: StepActionBody, context: Context, token: Submitter) -> TaskDetail:
     """An action the step's kind offers while the step waits for people (the task view's
     `Steps[].Shown.Actions`): an approval step's `approve` and `reject`. `step` is its name or
     index. A read token changes nothing (403); the step's kind judges who else may (403: a role

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 
 from common.engine.views import DEFAULT_PAGE, MAX_PAGE, STATES_PATTERN, ItemQueryError, parse_item_query, step_cursor
+from common.step_index import STEP_PATH_SCHEMA
 from oss.api.access import read_visible
 from oss.api.scoped_views import view_shown
 from oss.api.auth import Context, Reader
@@ -36,7 +37,8 @@ def step_items(
     task_id: str,
     context: Context,
     token: Reader,
-    step: Annotated[str, Path(max_length=128, description="The step's index (Steps[i]) or its name")],
+    step: Annotated[str, Path(max_length=128, json_schema_extra=STEP_PATH_SCHEMA,
+                                description="The step's index (Steps[i]) or its name")],
     state: Annotated[str | None, Query(max_length=512, pattern=STATES_PATTERN, description=STATES)] = None,
     after: Annotated[int | None, Query(ge=0, le=10**9, description="NextAfter of the page before: items past it"),
                      ASCII_INT] = None,  # fmt: skip
