@@ -22,14 +22,15 @@ def test_a_start_a_full_rate_holds_reads_in_the_rate_gates_words() -> None:
     task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(100.0), ids=IDS,
                        rate=("host:db1", 1, 60.0))
     full, _ = take(KeyRate(Key="host:db1"), "other:g0", 1, 60.0, 90.0)
-    plan = plan_of(task, existing=False, awaited=None, locks={}, registrations=[], now=100.0, module_ttl=30.0, rate=full)
+    plan = plan_of(task, existing=False, awaited=None, registrations=[], now=100.0, module_ttl=30.0,
+                   read={"rate": {"host:db1": full}})
     assert (plan.start.when, plan.start.text) == ("rate", "once a start slot of its rate frees")
     assert "\n  starts: once a start slot of its rate frees\n" in "\n".join(plan_lines(plan))
 
 
 def test_a_start_nothing_holds_reads_now() -> None:
     task = create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(100.0), ids=IDS)
-    plan = plan_of(task, existing=False, awaited=None, locks={}, registrations=[], now=100.0, module_ttl=30.0)
+    plan = plan_of(task, existing=False, awaited=None, registrations=[], now=100.0, module_ttl=30.0)
     assert (plan.start.when, plan.start.text) == ("now", "now")
 
 
