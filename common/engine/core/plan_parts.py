@@ -26,11 +26,16 @@ def _plans() -> tuple[ModuleType, ...]:
 
 @cache
 def plan_fields() -> dict[str, tuple[Any, Any]]:
-    """The plan's fields the gates fill, in the registry's order. ValueError naming both folders
-    when two declare one field."""
+    """The plan's fields the gates fill, in the registry's order."""
+    return merged_plan_fields(_plans())
+
+
+def merged_plan_fields(modules: tuple[ModuleType, ...]) -> dict[str, tuple[Any, Any]]:
+    """Each module's PLAN_FIELDS in turn. ValueError naming both folders when two declare one
+    field: a field of the plan is one gate folder's."""
     fields: dict[str, tuple[Any, Any]] = {}
     owner: dict[str, str] = {}
-    for module in _plans():
+    for module in modules:
         for name, field in module.PLAN_FIELDS.items():
             if name in fields:
                 raise ValueError(f"plan field {name!r} is declared by {owner[name]} and by {module.__name__}")
