@@ -1,7 +1,7 @@
 """baton beside Celery, in one run on the same RabbitMQ (a vhost of the run's own, deleted after).
 
 The same three-step no-op flow four ways: baton with async commands and with process commands
-(one module process each, the flows of bench/kinds.py, SQLite), Celery with its default settings
+(one module process each, the flows of bench/kind_rounds.py, SQLite), Celery with its default settings
 and with its no-loss settings (bench/celery_app.py: late acks, a task whose worker died rejected
 back to its queue, publisher confirms), one worker with its default prefork pool. Each way, per
 round:
@@ -33,9 +33,8 @@ from pathlib import Path
 
 import pika
 
-from bench.engine import wait_all
-from bench.kinds import FLOWS, REGISTRIES, STEPS, _tree_cpu
-from bench.procstat import listening_pid, usage
+from bench.kind_rounds import STEPS, alternating, drain, kind_modules, process_cpu, tree_cpu, warm_up
+from bench.procstat import listening_pid
 from common.engine.states import FINAL_STATUSES
 from tests.support.cluster import REPO, Cluster, wait_until
 
@@ -44,36 +43,21 @@ WAYS = ("baton, async commands", "baton, process commands", "Celery, default set
 
 def side_by_side(workdir: Path, amqp_url: str, tasks: int, samples: int, rounds: int) -> dict[str, dict]:
     """Per way: transitions/s, CPU ms per task (worker side, RabbitMQ), latency p50/p95 in ms."""
-    workdir.mkdir(parents=True, exist_ok=True)
     rabbit = listening_pid(pika.URLParameters(amqp_url).port)
     measured: dict[str, list[dict]] = {way: [] for way in WAYS}
-    cluster = Cluster(workdir, amqp_url, FLOWS, extra_env={"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30"})
-    try:
-        for module, registry in REGISTRIES.items():
-            cluster.start_module(module, registry=registry)
-        for kind in ("async", "process"):  # warm-up: imports, caches, children
-            _baton_round(cluster, kind, min(50, tasks), 0, rabbit)
-        for round_ in range(rounds):
-            for way in WAYS if round_ % 2 == 0 else tuple(reversed(WAYS)):
-                if way.startswith("baton"):
-                    kind = "async" if "async" in way else "process"
-                    measured[way].append(_baton_round(cluster, kind, tasks, samples, rabbit))
-                else:
-                    measured[way].append(_celery_round(workdir, amqp_url, "no-loss" in way, tasks, samples, rabbit))
-    finally:
-        cluster.stop_all()
+    with kind_modules(workdir, amqp_url) as cluster:
+        warm_up(cluster, min(50, tasks))
+        for way in alternating(WAYS, rounds):
+            if way.startswith("baton"):
+                kind = "async" if "async" in way else "process"
+                measured[way].append(_baton_round(cluster, kind, tasks, samples, rabbit))
+            else:
+                measured[way].append(_celery_round(workdir, amqp_url, "no-loss" in way, tasks, samples, rabbit))
     return {way: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for way, runs in measured.items()}
 
 
 def _baton_round(cluster: Cluster, kind: str, tasks: int, samples: int, rabbit: int | None) -> dict:
-    module = f"{kind}bench"
-    cluster.kill(module, signal.SIGTERM)
-    ids = [cluster.submit(f"{kind}_noop").TaskId for _ in range(tasks)]
-    cluster.restart(module)  # returns once it consumes
-    pid = cluster.procs[module].popen.pid
-    cpu, broker, started = _tree_cpu(pid), _cpu(rabbit), time.perf_counter()
-    wait_all(cluster, ids, timeout=600)
-    figures = _rates(tasks, time.perf_counter() - started, _tree_cpu(pid) - cpu, _cpu(rabbit) - broker)
+    figures = _rates(tasks, *drain(cluster, kind, tasks, rabbit))
     seconds = []
     for _ in range(samples):
         begun = time.perf_counter()
@@ -121,11 +105,11 @@ def _celery_round(workdir: Path, amqp_url: str, no_loss: bool, tasks: int, sampl
         ended(min(50, tasks))
         app.control.cancel_consumer(QUEUE, **only)
         submit(tasks)
-        cpu, broker = _tree_cpu(worker.pid), _cpu(rabbit)
+        cpu, broker = tree_cpu(worker.pid), process_cpu(rabbit)
         started = time.perf_counter()
         app.control.add_consumer(QUEUE, **only)
         ended(tasks)
-        figures = _rates(tasks, time.perf_counter() - started, _tree_cpu(worker.pid) - cpu, _cpu(rabbit) - broker)
+        figures = _rates(tasks, time.perf_counter() - started, tree_cpu(worker.pid) - cpu, process_cpu(rabbit) - broker)
         seconds = []
         for _ in range(samples):
             begun = time.perf_counter()
@@ -159,11 +143,6 @@ def _ends(channel):  # type: ignore[no-untyped-def]
         channel.cancel()
 
     return ended
-
-
-def _cpu(pid: int | None) -> float:
-    got = usage(pid) if pid else None
-    return got.cpu_seconds if got else 0.0
 
 
 def _rates(tasks: int, seconds: float, worker_cpu: float, broker_cpu: float) -> dict:

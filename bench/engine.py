@@ -44,7 +44,7 @@ def start_cluster(workdir: Path, amqp_url: str, replicas: int) -> Cluster:
 def throughput(cluster: Cluster, tasks: int, broker_port: int = 5672) -> dict:
     """Submit `tasks` at once, wait for all to end; step transitions per second over the run,
     and the CPU milliseconds each process role spent per transition meanwhile."""
-    meter = CpuMeter(_roles(cluster, broker_port))
+    meter = CpuMeter(cpu_roles(cluster, broker_port))
     meter.start()
     started = time.perf_counter()
     ids = [cluster.submit("bench").TaskId for _ in range(tasks)]
@@ -80,7 +80,7 @@ def _module_pids(cluster: Cluster) -> list[int]:
     return [p.popen.pid for p in cluster.procs.values() if p.popen is not None and p.popen.poll() is None]
 
 
-def _roles(cluster: Cluster, broker_port: int) -> dict:
+def cpu_roles(cluster: Cluster, broker_port: int) -> dict:
     """Module processes, their command children, and the broker (whoever listens on its port).
 
     The submitting process (this one) is OSS's share: measured by the REST benchmark instead.

@@ -29,7 +29,7 @@ STEPS = 3
 
 def drain(tasks: int, control: Path) -> None:
     """The measured process (run under valgrind by `instructions`)."""
-    from bench.kinds import FLOWS
+    from bench.kind_rounds import FLOWS
     from common.broker.inprocess import InProcessBroker
     from common.engine.states import FINAL_STATUSES
     from common.flows import parse_flows

@@ -16,7 +16,6 @@ BATON_BENCH_KINDS_ROUNDS (3: the no-op rates are the median of rounds that alter
 from __future__ import annotations
 
 import os
-import signal
 import statistics
 import tempfile
 import threading
@@ -24,56 +23,25 @@ import time
 from pathlib import Path
 
 from bench.engine import wait_all
-from bench.procstat import tree, usage
+from bench.kind_rounds import KINDS, STEPS, alternating, drain, kind_modules, tree_rss, warm_up
 from tests.support.cluster import Cluster
-
-STEPS = 3
-FLOWS = """
-version: 1
-defaults: {timeout: 600, retry: 0}
-task_types:
-  await_io:
-    parameters:
-      seconds: {type: number}
-    steps:
-      - name: wait
-        normal: {module: asyncbench, command: wait}
-""" + "".join(
-    f"""  {kind}_noop:
-    steps:
-""" + "".join(f"""      - name: s{n}
-        normal: {{module: {kind}bench, command: noop}}
-""" for n in range(STEPS)) for kind in ("async", "process"))
-REGISTRIES = {"asyncbench": "bench.kind_commands:asyncbench", "processbench": "bench.kind_commands:processbench"}
 
 
 def kinds_figures(workdir: Path, amqp_url: str, in_flight: int, seconds: float, tasks: int, rounds: int = 3) -> dict:
-    workdir.mkdir(parents=True, exist_ok=True)
-    # A lease long enough that renewing a thousand of them is not the bench's work; JSON at info.
-    env = {"BATON_FAULT_INJECTION": "0", "BATON_LEASE_SECONDS": "30"}
-    cluster = Cluster(workdir, amqp_url, FLOWS, extra_env=env)
-    try:
-        for module, registry in REGISTRIES.items():
-            cluster.start_module(module, registry=registry)
+    with kind_modules(workdir, amqp_url) as cluster:
         figures = {"in_flight": in_flight, "seconds": seconds, "tasks": tasks, "rounds": rounds}
         figures.update(_in_flight(cluster, in_flight, seconds))
-        for kind in ("async", "process"):
-            _transitions(cluster, kind, min(50, tasks))  # warm-up: imports, caches, children
-        # Rounds alternate the order of the kinds, so that a drift of the machine's load during
-        # the run weighs on both alike; each figure is the median of its rounds.
-        measured: dict[str, list[tuple[float, float]]] = {"async": [], "process": []}
-        for round_ in range(rounds):
-            for kind in ("async", "process") if round_ % 2 == 0 else ("process", "async"):
-                measured[kind].append(_transitions(cluster, kind, tasks))
+        warm_up(cluster, min(50, tasks))
+        measured: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+        for kind in alternating(KINDS, rounds):
+            measured[kind].append(_transitions(cluster, kind, tasks))
         for kind, runs in measured.items():
             rates, cpus = [rate for rate, _ in runs], [cpu for _, cpu in runs]
             figures[f"{kind}_transitions_per_second"] = statistics.median(rates)
             figures[f"{kind}_rate_range"] = (min(rates), max(rates))
             figures[f"{kind}_cpu_per_transition"] = statistics.median(cpus)
-            figures[f"{kind}_rss_bytes"] = _tree_rss(cluster.procs[f"{kind}bench"].popen.pid)[0]
+            figures[f"{kind}_rss_bytes"] = tree_rss(cluster.procs[f"{kind}bench"].popen.pid)[0]
         return figures
-    finally:
-        cluster.stop_all()
 
 
 def _in_flight(cluster: Cluster, count: int, seconds: float) -> dict:
@@ -83,10 +51,10 @@ def _in_flight(cluster: Cluster, count: int, seconds: float) -> dict:
 
     def watch() -> None:
         while not stop.wait(0.1):
-            rss, processes = _tree_rss(pid)
+            rss, processes = tree_rss(pid)
             peak["rss"], peak["processes"] = max(peak["rss"], rss), max(peak["processes"], processes)
 
-    idle_rss = _tree_rss(pid)[0]
+    idle_rss = tree_rss(pid)[0]
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     ids = [cluster.submit("await_io", seconds=seconds).TaskId for _ in range(count)]
@@ -100,30 +68,12 @@ def _in_flight(cluster: Cluster, count: int, seconds: float) -> dict:
 
 
 def _transitions(cluster: Cluster, kind: str, tasks: int) -> tuple[float, float]:
-    """Queue `tasks` tasks with the module stopped, start it, time it until the last ended: the
-    transitions per second, and the CPU seconds per transition of the module and its children.
-    On two cores the module shares the CPU with RabbitMQ and the other processes, so the rate
-    moves with whatever else runs; the CPU per transition is the module's own cost."""
-    module = f"{kind}bench"
-    cluster.kill(module, signal.SIGTERM)
-    ids = [cluster.submit(f"{kind}_noop").TaskId for _ in range(tasks)]
-    cluster.restart(module)  # returns once it consumes
-    pid = cluster.procs[module].popen.pid
-    cpu_before, started = _tree_cpu(pid), time.perf_counter()
-    wait_all(cluster, ids, timeout=600)
-    seconds, cpu = time.perf_counter() - started, _tree_cpu(pid) - cpu_before
-    return tasks * STEPS / seconds, cpu / (tasks * STEPS)
-
-
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds (user and system) of a process and its living descendants."""
-    return sum(u.cpu_seconds for p in tree(pid) if (u := usage(p)) is not None)
-
-
-def _tree_rss(pid: int) -> tuple[int, int]:
-    """The RSS of a process and all its descendants, and how many processes that is."""
-    sizes = [u.rss_bytes for p in tree(pid) if (u := usage(p)) is not None]
-    return sum(sizes), len(sizes)
+    """The transitions per second of `tasks` queued tasks, and the CPU seconds per transition of
+    the module and its children. On two cores the module shares the CPU with RabbitMQ and the
+    other processes, so the rate moves with whatever else runs; the CPU per transition is the
+    module's own cost."""
+    drained = drain(cluster, kind, tasks)
+    return tasks * STEPS / drained.seconds, drained.module_cpu / (tasks * STEPS)
 
 
 def kinds_rows(workdir: Path, amqp_url: str) -> list[tuple[str, str, str]]:

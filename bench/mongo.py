@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.api import submissions
-from bench.engine import MODULES, STEPS, _roles, wait_all, latency, module_rss
+from bench.engine import MODULES, STEPS, cpu_roles, wait_all, latency, module_rss
 from bench.procstat import CpuMeter
 from common.store.mongo.client import open_client
 from tests.support.cluster import Cluster
@@ -38,17 +38,17 @@ def mongo_throughput(
         try:
             for module in MODULES:
                 cluster.start_module(module, name=f"{module}-0")
-            _run(cluster, min(100, tasks))  # warm-up: imports, caches, queues
-            roles = {**_roles(cluster, 5672), "SecantusDB server": lambda: [server.process.pid]}  # type: ignore[union-attr]
-            one = _measured(cluster, client, roles, tasks)
+            run_tasks(cluster, min(100, tasks))  # warm-up: imports, caches, queues
+            roles = server_roles(cluster, server)
+            one = measured(cluster, client, roles, tasks)
             # Two processes per module next, while the collection is the size it was for one: the
             # test server's CPU per transition grows with the collection (about a third more after
             # 600 more tasks, with the same operations per transition), which would otherwise
             # count against the second process.
             for module in MODULES:
                 cluster.start_module(module, name=f"{module}-1")
-            _run(cluster, min(100, tasks))  # the new processes warm up too
-            two = _measured(cluster, client, roles, tasks)
+            run_tasks(cluster, min(100, tasks))  # the new processes warm up too
+            two = measured(cluster, client, roles, tasks)
             for module in MODULES:
                 cluster.kill(f"{module}-1", signal.SIGTERM)
             # Every 5 ms, not every 0.5: the test server spends about a millisecond of CPU on each
@@ -70,13 +70,18 @@ def mongo_throughput(
     }
 
 
-def _measured(cluster: Cluster, client: Any, roles: dict, tasks: int) -> dict[str, Any]:
+def server_roles(cluster: Cluster, server: Any) -> dict:
+    """The cluster's CPU roles (bench.engine.cpu_roles) and the SecantusDB server's process."""
+    return {**cpu_roles(cluster, 5672), "SecantusDB server": lambda: [server.process.pid]}
+
+
+def measured(cluster: Cluster, client: Any, roles: dict, tasks: int) -> dict[str, Any]:
     """`tasks` three-step tasks at once: the rate, the server's operations and each role's CPU,
     per transition."""
     meter = CpuMeter(roles)
     before = _counters(client)
     meter.start()
-    seconds = _run(cluster, tasks)
+    seconds = run_tasks(cluster, tasks)
     spent = meter.stop()
     after = _counters(client)
     transitions = tasks * STEPS
@@ -99,7 +104,8 @@ def _rss(cluster: Cluster, steps: int) -> list[tuple[int, int]]:
     return module_rss(cluster, max(1, steps // (10 * STEPS)), rounds=10)
 
 
-def _run(cluster: Cluster, tasks: int) -> float:
+def run_tasks(cluster: Cluster, tasks: int) -> float:
+    """Submit `tasks` tasks at once and wait for their end: the seconds it took."""
     import time
 
     started = time.perf_counter()

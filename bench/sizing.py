@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 from bench.api import submissions
-from bench.engine import FLOWS, MODULES, STEPS, _roles, start_cluster, throughput
-from bench.mongo import _measured, _run
+from bench.engine import FLOWS, MODULES, STEPS, start_cluster, throughput
+from bench.mongo import measured, run_tasks, server_roles
 from common.logging import configure_logging
 from common.store.mongo.client import open_client
 from tests.support.cluster import Cluster
@@ -58,9 +58,8 @@ def main() -> None:
             try:
                 for module in MODULES:
                     mongo.start_module(module, name=f"{module}-0")
-                _run(mongo, min(30, mongo_tasks))  # warm-up
-                roles = {**_roles(mongo, 5672), "SecantusDB server": lambda: [server.process.pid]}  # type: ignore[union-attr]
-                result = _measured(mongo, client, roles, mongo_tasks)
+                run_tasks(mongo, min(30, mongo_tasks))  # warm-up
+                result = measured(mongo, client, server_roles(mongo, server), mongo_tasks)
             finally:
                 mongo.stop_all()
                 client.close()

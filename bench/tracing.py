@@ -20,6 +20,7 @@ import timeit
 from pathlib import Path
 
 from bench.engine import FLOWS, MODULES, throughput
+from bench.submission_tracing import submissions_traced, tracing_off
 from tests.support.cluster import Cluster
 from tests.support.otlp_receiver import OtlpReceiver
 
@@ -72,40 +73,16 @@ def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int, receiver: O
     if setting == "on":
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
     cluster = Cluster(workdir, amqp_url, FLOWS, extra_env=env)
-    provider = _submitting_provider(receiver) if setting == "on" else None
     try:
         for module in MODULES:
             cluster.start_module(module, name=f"{module}-{setting}")
-        _switch(provider)
-        throughput(cluster, min(200, tasks))  # warm-up: imports, caches, queues
-        result = throughput(cluster, tasks)
+        with submissions_traced(receiver if setting == "on" else None):
+            throughput(cluster, min(200, tasks))  # warm-up: imports, caches, queues
+            result = throughput(cluster, tasks)
     finally:
-        _switch(None)
-        if provider is not None:
-            provider.shutdown()
         cluster.stop_all()
     time.sleep(1)
     return result["transitions_per_second"], result["cpu_ms_per_transition"]
-
-
-def _submitting_provider(receiver: OtlpReceiver):  # type: ignore[no-untyped-def]
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    from common.tracing.exporter import OtlpExporter
-    from common.tracing.scrub import ScrubbingProcessor
-
-    provider = TracerProvider()  # as OSS's (common.tracing.setup), its endpoint given here
-    processor = ScrubbingProcessor([BatchSpanProcessor(OtlpExporter(endpoint=f"{receiver.endpoint}/v1/traces"))])
-    provider.add_span_processor(processor)
-    provider.processor = processor  # type: ignore[attr-defined]  (kept for _switch)
-    return provider
-
-
-def _switch(provider) -> None:  # type: ignore[no-untyped-def]
-    from common.tracing.setup import install_provider
-
-    install_provider(provider, getattr(provider, "processor", None))
 
 
 def _off_cost_row() -> tuple[str, str, str]:
@@ -132,7 +109,7 @@ def _off_cost_row() -> tuple[str, str, str]:
             pass
         attempt.end(None)
 
-    _switch(None)
+    tracing_off()
     runs = 200_000
     seconds = min(timeit.repeat(one_step, number=runs, repeat=3)) / runs
     return ("tracing off: a step's calls into the tracing hooks", f"{seconds * 1e9:.0f} ns",
@@ -192,7 +169,7 @@ def _on_cost_rows() -> list[tuple[str, str, str]]:
         theirs = min(timeit.repeat(lambda: encode_spans(readable).SerializePartialToString(), number=1, repeat=3,
                                    timer=time.process_time))  # fmt: skip
     finally:
-        _switch(None)
+        tracing_off()
     each = 1e6 / steps
     return [("tracing on: a step's spans, the hooks", f"{hooks * each:.1f} µs", "per step (4 spans), alone in one process"),
             ("tracing on: a step's spans, OTLP encoding", f"{ours * each:.1f} µs",

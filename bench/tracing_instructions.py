@@ -33,7 +33,7 @@ from pathlib import Path
 
 from bench.engine import FLOWS, MODULES, wait_all
 from bench.procstat import descendants, usage
-from bench.tracing import _submitting_provider, _switch
+from bench.submission_tracing import submissions_traced
 from tests.support.cluster import Cluster
 from tests.support.otlp_receiver import OtlpReceiver
 
@@ -69,7 +69,6 @@ def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int, receiver: O
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
     cluster = Cluster(workdir, amqp_url, FLOWS, extra_env=env)
     out = workdir / "callgrind.out"
-    provider = _submitting_provider(receiver) if setting == "on" else None
     try:
         for module in MODULES:
             if module != TARGET:
@@ -77,20 +76,17 @@ def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int, receiver: O
                 continue
             command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
                        f"--callgrind-out-file={out}", sys.executable, "-m", f"modules.{module}"]  # fmt: skip
-            cluster._start(f"{module}-{setting}", command, {}, ready="module started")
-        _switch(provider)
-        _run(cluster, 20)  # warm-up: imports, caches, queues
-        pid = cluster.procs[f"{TARGET}-{setting}"].popen.pid
-        children = _children_cpu(pid)
-        subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True)
-        subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
-        _run(cluster, tasks)
-        subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
-        children = _children_cpu(pid) - children
+            cluster.start_process(f"{module}-{setting}", command, {}, ready="module started")
+        with submissions_traced(receiver if setting == "on" else None):
+            _run(cluster, 20)  # warm-up: imports, caches, queues
+            pid = cluster.procs[f"{TARGET}-{setting}"].popen.pid
+            children = _children_cpu(pid)
+            subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True)
+            subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
+            _run(cluster, tasks)
+            subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+            children = _children_cpu(pid) - children
     finally:
-        _switch(None)
-        if provider is not None:
-            provider.shutdown()
         cluster.stop_all()
     threads = {path: _total(path) for path in glob.glob(f"{out}.1-*")}
     exporter = sum(total for path, total in threads.items() if setting == "on" and _is_exporter(path))

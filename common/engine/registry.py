@@ -1,9 +1,9 @@
 """The engine's plug-ins, in the order they are asked: the kinds of step and the gates.
 
-A step's kind is a folder of common/engine/kinds/ whose `StepKind` subclass is listed in `KINDS`;
-a gate is a folder of common/engine/gates/ whose `Gate` subclass its `declares.py` names (`GATES`:
-the class and its place), found by folder into `GATES`. The engine
-calls the hooks of these tables and never names a kind or a gate.
+A step's kind is a folder of common/engine/kinds/ whose `StepKind` subclass its `declares.py`
+names (`KINDS`: the class and its place), found by folder into `KINDS`; a gate is a folder of
+common/engine/gates/ whose `Gate` subclass its `declares.py` names the same way (`GATES`), found
+into `GATES`. The engine calls the hooks of these tables and never names a kind or a gate.
 """
 
 from __future__ import annotations
@@ -16,26 +16,12 @@ from common.engine.core.declared import declared
 from common.engine.core.units import Unit
 from common.engine.document import Run, Step, Task, WaitCondition
 from common.engine.gates.gate import Gate, Hold
-from common.engine.kinds.approve.kind import ApproveKind
-from common.engine.kinds.command.kind import CommandKind
-from common.engine.kinds.for_each.kind import ForEachKind
 from common.engine.kinds.kind import StepKind
-from common.engine.kinds.sub_flow.kind import SubFlowKind
 from common.spec.parts import FlowsPart
 
 __all__ = ["GATES", "KINDS", "UnknownKind", "child_asks", "earliest_due", "end_task", "enter_gates", "expiry", "flows_parts",
            "gate_of_wait", "held", "kind_declared_by", "kind_of", "move_doubts", "open_after", "plan_reads", "release_unit",
            "retry_gates", "run_hold", "start_entries", "taken"]
-
-_COMMAND, _SUB_FLOW = CommandKind(), SubFlowKind()
-# The kinds of step, by the name a step declares (`Step.Kind`); a for_each step's items each run
-# as a command or a child task. In flows.yaml, a step's keys declare its kind in this order (a
-# step with `for_each` and `flow` is a for_each step whose items run child tasks); one that
-# declares none runs a command.
-KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
-    _COMMAND, ForEachKind(unit_kinds={"command": _COMMAND, "sub_flow": _SUB_FLOW}), _SUB_FLOW, ApproveKind(),
-)}
-
 
 class UnknownKind(LookupError):
     """A step declares a kind this process does not know (one newer than its code)."""
@@ -49,23 +35,45 @@ def kind_of(step: Step) -> StepKind:
     return kind
 
 
-def declared_gates(declarations: Mapping[str, tuple[str, int]]) -> tuple[Gate, ...]:
-    """The gates `declarations` name (`{name: ("module:Class", place)}`), in the order of their
-    places. ValueError naming both when two take one place, or when a gate's class has another
-    name than it is declared by."""
+def declared_plug_ins(declarations: Mapping[str, tuple[str, int]], what: str = "gate") -> tuple[Any, ...]:
+    """The plug-ins (`what`: gates, kinds) `declarations` name (`{name: ("module:Class", place)}`),
+    in the order of their places. ValueError naming both when two take one place, or when a
+    class has another name than it is declared by. (A name two folders declare is refused as
+    they are merged: common.engine.core.declared.declared.)"""
     taken: dict[int, str] = {}
     for name, (_, place) in declarations.items():
         if place in taken:
-            raise ValueError(f"gates {taken[place]} and {name} are both declared at place {place}")
+            raise ValueError(f"{what}s {taken[place]} and {name} are both declared at place {place}")
         taken[place] = name
-    gates = []
+    found = []
     for name, (path, _) in sorted(declarations.items(), key=lambda row: row[1][1]):
         module, _, attribute = path.partition(":")
-        gate = getattr(importlib.import_module(module), attribute)()
-        if gate.name != name:
-            raise ValueError(f"{path} is declared as gate {name!r} but names itself {gate.name!r}")
-        gates.append(gate)
-    return tuple(gates)
+        plug_in = getattr(importlib.import_module(module), attribute)()
+        if plug_in.name != name:
+            raise ValueError(f"{path} is declared as {what} {name!r} but names itself {plug_in.name!r}")
+        found.append(plug_in)
+    return tuple(found)
+
+
+def declared_gates(declarations: Mapping[str, tuple[str, int]]) -> tuple[Gate, ...]:
+    """The gates `declarations` name, in the order of their places (declared_plug_ins)."""
+    return declared_plug_ins(declarations, "gate")
+
+
+def declared_kinds(declarations: Mapping[str, tuple[str, int]]) -> dict[str, StepKind]:
+    """The kinds `declarations` name, by name, in the order of their places (declared_plug_ins);
+    each is handed the others once all are made (a for_each step's items run as another kind)."""
+    kinds: dict[str, StepKind] = {kind.name: kind for kind in declared_plug_ins(declarations, "kind")}
+    for kind in kinds.values():
+        kind.bind(kinds)
+    return kinds
+
+
+# The kinds of step, by the name a step declares (`Step.Kind`), each at the place its folder's
+# declares.py gives it: command 10, for_each 20, sub_flow 30, approve 40. In flows.yaml, a step's
+# keys declare its kind in this order (a step with `for_each` and `flow` is a for_each step whose
+# items run child tasks); one that declares none runs a command.
+KINDS: dict[str, StepKind] = declared_kinds(declared("KINDS"))
 
 
 # The gates, in the one order every hook is called in. A task's creation enters each, then opens

@@ -23,6 +23,8 @@ EXPORTS: dict[str, tuple[str, ...]] = {
     "common.engine.core.held_view": ("HeldView", "held_view", "show_held"),
     # What each gate says of a task in a summary (its lock, a start slot taken, a step's rate).
     "common.engine.core.gate_text": ("gate_lines", "gate_notes", "start_phrases"),
+    # Each gate's part of a dry run's plan: the fields it fills, their values for a task.
+    "common.engine.core.plan_parts": ("PlanPart", "plan_fields", "plan_parts"),
     # What a task waits for, in words every surface renders alike (the console's "Waiting for").
     "common.engine.core.wait_words": ("WaitWords", "run_words", "wait_words"),
     **declared_exports("VIEWS"),  # each kind's and gate's, in its folder's face.py

@@ -11,7 +11,7 @@ from typing import Any
 from common.engine.registry import plan_reads
 from common.store.side.drains import ModuleDrains
 from common.store.side.modules import ModuleRegistry
-from oss.services.plans import Plan, plan_of_read
+from oss.services.plans import Plan, plan_of
 from oss.services.tasks import TaskService
 
 
@@ -34,6 +34,6 @@ def dry_run(
     read = {gate: {key: tables[gate].get(key) for key in keys}
             for gate, keys in plan_reads(draft.task).items() if gate in tables}
     drained = {d.Module for d in drains.drains() if d.Drained} if drains is not None else set()
-    return plan_of_read(draft.task, read, existing=draft.existing is not None, awaited=draft.awaited,
-                        registrations=list(registry.registrations()), now=now, module_ttl=module_ttl,
-                        drained=drained)  # fmt: skip
+    return plan_of(draft.task, existing=draft.existing is not None, awaited=draft.awaited,
+                   registrations=list(registry.registrations()), now=now, module_ttl=module_ttl, drained=drained,
+                   read=read)  # fmt: skip

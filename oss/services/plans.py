@@ -1,10 +1,11 @@
 """A dry run's answer: what a task would do if it were submitted now, with no side effect.
 
-`plan_of` is a pure function of the task as it would be inserted (`TaskService.draft`), the
-current state of the lock keys it would ask for, and the modules that announced themselves. The
-plan is what an operator checks before a risky operation: the graph with `for_each` counts and
-sub-flows, the locks it would wait for and who holds them, the modules that would serve each
-step and whether they are live, and when it would start.
+`plan_of` is a pure function of the task as it would be inserted (`TaskService.draft`), what a
+dry run read of the gates' own tables, and the modules that announced themselves. The plan is
+what an operator checks before a risky operation: the graph with `for_each` counts and
+sub-flows, each gate's part (the locks it would wait for and who holds them, its rate's start
+slots: common.engine.core.plan_parts), the modules that would serve each step and whether they
+are live, and when it would start.
 """
 
 from __future__ import annotations
@@ -12,49 +13,18 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from common.engine.codes import WaitKind
-from common.engine.document import ChildTemplate, KeyLock, KeyRate, LockHolder, Step, Task
+from common.engine.document import ChildTemplate, Step, Task
 from common.engine.views import (
-    describe_budget,
-    plan_waves,
-    EXCLUSIVE,
-    LockAsk,
-    fits,
-    lock_keys,
-    parse_member,
-    per_text,
-    slots_left,
-    start_phrases,
-    utc_text,
+    PlanPart, describe_budget, per_text, plan_fields, plan_parts, plan_waves, start_phrases, utc_text,
 )
 from common.engine.registry import kind_of
 from common.engine.states import TaskStatus
 from common.secrets.documents import mask_parameters
 from common.queues import module_queue
 from common.store.side.modules import ModuleRegistration, is_live
-
-class PlanLock(BaseModel):
-    key: str
-    limit: int
-    scope: str = Field(description='"task" for the task type\'s lock, or the name of the step whose units take it')
-    mode: str = Field(EXCLUSIVE, description="The mode it would ask in: exclusive, or one of flows.yaml's lock_modes")
-    holders: list[str] = Field(description="Tasks holding the key now")
-    waiting: int = Field(description="Tasks already in line for the key")
-    free: bool = Field(description="A new asker would get the key at once: a free slot, in a mode every holder "
-                                   "shares the key with, and nobody in line")
-
-
-class PlanRate(BaseModel):
-    key: str
-    limit: int
-    per_seconds: float
-    slots_left: int | None = Field(description="Start slots free now in the window of `per_seconds` "
-                                   "(docs/guide/rate-limits.md); null for a token limited to namespaces while "
-                                   "some are free: the count is of every namespace's starts")
-    next_slot_at: float | None = Field(None, description="None free: when the next one frees (epoch seconds)")
-
 
 class PlanCommand(BaseModel):
     module: str
@@ -118,16 +88,27 @@ class PlanStart(BaseModel):
     reasons: list[str] = Field(description="Everything that holds the start, in the order it applies")
 
 
-class Plan(BaseModel):
+class _PlanHead(BaseModel):
     task_type: str
     existing_task_id: str | None = Field(None, description="The idempotency key names this task: nothing new would be created")
     parameters: dict[str, Any] = Field(description="As the task would get them: defaults filled, secrets masked")
     start: PlanStart
     steps: list[PlanStep]
-    locks: list[PlanLock]
-    rate: PlanRate | None = Field(None, description="Its task type's rate: the start slots left now")
+
+
+# Each gate's fields (its folder's plan.py: `locks`, `rate`), between the steps and the modules.
+_PlanGates: type[BaseModel] = create_model("_PlanGates", **plan_fields())  # type: ignore[call-overload]
+
+
+class _PlanTail(BaseModel):
     modules: list[PlanModule]
     warnings: list[str] = Field(description="What would make the task wait or fail if it ran now")
+
+
+# The fields in the order the answer has them: a pydantic model's fields are its bases' from the
+# last base to the first. (No docstring: it would be the schema's description.)
+class Plan(_PlanTail, _PlanGates, _PlanHead):  # type: ignore[misc,valid-type]
+    pass
 
 
 PlanStep.model_rebuild()
@@ -138,41 +119,32 @@ def plan_of(
     *,
     existing: bool,
     awaited: Task | None,
-    locks: Mapping[str, KeyLock | None],
     registrations: list[ModuleRegistration],
     now: float,
     module_ttl: float,
     drained: Collection[str] = frozenset(),
-    rate: KeyRate | None = None,
+    read: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Plan:
-    """The plan of `task` (not stored). `locks`: the current state of every key `lock_keys(task)`
-    names (None: nobody holds or waits for it). `drained`: the modules drained now. `rate`: the
-    rate table's document of the key its rate would take a slot of (None: no start recorded)."""
+    """The plan of `task` (not stored). `drained`: the modules drained now. `read`: what a dry
+    run read of the gates' own tables (by table, each key `plan_reads(task)` names and its
+    document; a key missing or None: nothing recorded of it)."""
     live = [r for r in registrations if is_live(r, now, module_ttl)]
     steps = [_step(task, i, s, task.Steps, live) for i, s in enumerate(task.Steps)]
-    plan_locks = [_lock(ask, scope, locks.get(ask.key)) for ask, scope in lock_keys(task)]
+    parts = plan_parts(task, read or {}, now)
     modules = [m.model_copy(update={"drained": m.module in drained}) for m in _modules(task.Steps, registrations, live)]
-    plan_rate = _rate(task, rate, now)
-    start = _start(task, awaited, plan_locks, plan_rate, now)
+    start = _start(task, awaited, parts, now)
     warnings = [f"module {m.module} has no live worker: its steps would wait in {m.queue}" for m in modules if not m.live]
     warnings += [f"module {m.module} serves no {c!r} now" for m in modules if m.live for c in m.missing]
     warnings += [f"module {m.module} is drained: its steps would wait until it is undrained" for m in modules
                  if m.drained]  # fmt: skip
-    warnings += [f"step lock {lock.key} is busy: {', '.join(lock.holders)} holds it" for lock in plan_locks
-                 if lock.scope != "task" and not lock.free]  # fmt: skip
+    warnings += [warning for part in parts for warning in part.warnings]
     return Plan(
         task_type=task.TaskType,
         existing_task_id=task.TaskId if existing else None,
         parameters=mask_parameters(task.Parameters, task.SecretParameters),
-        start=start, steps=steps, locks=plan_locks, rate=plan_rate, modules=modules, warnings=warnings,
+        start=start, steps=steps, modules=modules, warnings=warnings,
+        **{name: value for part in parts for name, value in part.fields.items()},
     )  # fmt: skip
-
-
-def plan_of_read(task: Task, read: Mapping[str, Mapping[str, Any]], **rest: Any) -> Plan:
-    """`plan_of`, given what a dry run read of the gates' own tables (by gate, each key it would
-    ask for and its document: common.engine.registry.plan_reads)."""
-    rate = next(iter(read.get("rate", {}).values()), None)
-    return plan_of(task, locks=read.get("lock", {}), rate=rate, **rest)
 
 
 def _step(task: Task, index: int, step: Step, steps: list[Step], live: list[ModuleRegistration]) -> PlanStep:
@@ -235,24 +207,7 @@ def _modules(steps: list[Step], registrations: list[ModuleRegistration], live: l
     return shown
 
 
-def _lock(ask: LockAsk, scope: str, lock: KeyLock | None) -> PlanLock:
-    # A step lock's holder is a unit ("<task>#<cursor>[.<item>]"): the plan names its task.
-    holders = sorted({parse_member(h.TaskId)[0] for h in lock.Holders}) if lock is not None else []
-    waiting = len(lock.Waiters) if lock is not None else 0
-    asker = LockHolder(TaskId="plan", Since=0.0, Mode=ask.mode, Shares=list(ask.shares))
-    return PlanLock(key=ask.key, limit=ask.limit, mode=ask.mode, scope=scope, holders=holders, waiting=waiting,
-                    free=waiting == 0 and fits(lock.Holders if lock is not None else [], ask.limit, asker))  # fmt: skip
-
-
-def _rate(task: Task, rate: KeyRate | None, now: float) -> PlanRate | None:
-    if task.Rate is None:
-        return None
-    left, next_at = slots_left(rate, task.Rate.Limit, task.Rate.Per, now)
-    return PlanRate(key=task.Rate.Key, limit=task.Rate.Limit, per_seconds=task.Rate.Per, slots_left=left,
-                    next_slot_at=next_at)
-
-
-def _start(task: Task, awaited: Task | None, locks: list[PlanLock], rate: PlanRate | None, now: float) -> PlanStart:
+def _start(task: Task, awaited: Task | None, parts: list[PlanPart], now: float) -> PlanStart:
     reasons: list[str] = []
     when: str = "now"
     wait = task.WaitingFor
@@ -268,13 +223,8 @@ def _start(task: Task, awaited: Task | None, locks: list[PlanLock], rate: PlanRa
     if task.StartAt is not None and task.StartAt > now:
         when = "at" if when == "now" else when
         reasons.append("at its start time")
-    task_lock = next((lock for lock in locks if lock.scope == "task"), None)
-    if task_lock is not None and not task_lock.free:
-        when = "lock" if when == "now" else when
-        held = f"held by {', '.join(task_lock.holders)}" if task_lock.holders else "not held"
-        reasons.append(f"once lock {task_lock.key} is free ({held}; {task_lock.waiting} in line)")
-    if rate is not None and rate.next_slot_at is not None:
-        when = "rate" if when == "now" else when
-        reasons.append(f"once a start slot of rate {rate.key} frees at {utc_text(rate.next_slot_at)} "
-                       f"({rate.limit} per {per_text(rate.per_seconds)}, none left now)")
+    for part in parts:  # a gate's own table's (its lock, its rate's slots), in the registry's order
+        if part.holds is not None:
+            when = part.holds[0] if when == "now" else when
+            reasons.append(part.holds[1])
     return PlanStart(when=when, text=START_PHRASES[when], at=task.StartAt, reasons=reasons)

@@ -117,6 +117,39 @@ def test_a_gate_declared_twice_at_one_place_or_under_another_name_is_refused():
         declared_gates({"halt": (pause, 10)})
 
 
+def test_the_registry_finds_every_kind_class_by_its_folders_declaration():
+    """A kind's folder names its class in declares.py: the registry imports none by name, and
+    each kind stands at its place (flows.yaml's keys declare a step's kind in this order)."""
+    from common.engine.kinds.kind import StepKind
+    from common.engine.registry import KINDS
+
+    classes = set()
+    for path in (ROOT / "common" / "engine" / "kinds").rglob("kind.py"):
+        tree = ast.parse(path.read_text())
+        classes |= {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                    and any(isinstance(b, ast.Name) and b.id == StepKind.__name__ for b in node.bases)}
+    assert {type(kind).__name__ for kind in KINDS.values()} == classes
+    assert list(KINDS) == ["command", "for_each", "sub_flow", "approve"]
+    named = import_graph(ROOT, ("common",))["common.engine.registry"]
+    assert not [m for m in named if m.startswith("common.engine.kinds.") and not m.startswith("common.engine.kinds.kind")]
+
+
+def test_a_kind_declared_by_two_folders_at_one_place_or_under_another_name_is_refused():
+    from common.engine.registry import declared_kinds
+
+    command, approve = "common.engine.kinds.command.kind:CommandKind", "common.engine.kinds.approve.kind:ApproveKind"
+    one = SimpleNamespace(__name__="common.engine.kinds.command.declares", KINDS={"command": (command, 10)})
+    two = SimpleNamespace(__name__="common.engine.kinds.shell.declares", KINDS={"command": (command, 15)})
+    with pytest.raises(ValueError, match="KINDS command is declared by common.engine.kinds.command.declares and by "
+                                         "common.engine.kinds.shell.declares"):
+        merged_declarations("KINDS", [one, two])
+    assert list(declared_kinds({"approve": (approve, 5), "command": (command, 10)})) == ["approve", "command"]
+    with pytest.raises(ValueError, match="kinds command and approve are both declared at place 10"):
+        declared_kinds({"command": (command, 10), "approve": (approve, 10)})
+    with pytest.raises(ValueError, match="declared as kind 'shell' but names itself 'command'"):
+        declared_kinds({"shell": (command, 10)})
+
+
 def test_a_part_placed_among_the_first_stands_at_its_place_and_two_at_one_are_refused(tmp_path, monkeypatch):
     """A folder places its part among a document's first parts (`TASK_PART_PLACE`): the stored
     order holds without a line outside its folder."""

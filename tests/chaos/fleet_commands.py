@@ -20,37 +20,23 @@ wave's health check (it notes the wave and its items).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 
 from common.runtime.registry import CommandContext, CommandRegistry
+from tests.support import ledger_file
 
 fleet = CommandRegistry("fleet")
 
 
 def note(ctx: CommandContext, op: str, **extra: object) -> None:
-    line = json.dumps({"op": op, "task": ctx.task_id, "cursor": ctx.cursor, "item": ctx.item_index,
-                       "phase": ctx.phase.label, "attempt": ctx.attempt, "pid": os.getpid(),
-                       "key": ctx.idempotency_key, "time": time.time(), **extra}) + "\n"
-    fd = os.open(os.environ["BATON_TEST_LEDGER"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+    ledger_file.note(ctx, op, phase=ctx.phase.label, attempt=ctx.attempt, **extra)
 
 
 def effect(ctx: CommandContext, op: str) -> dict:
     """`{"made": ...}` where effects are kept once per idempotency key, else nothing."""
     folder = os.environ.get("BATON_TEST_EFFECTS")
-    if not folder:
-        return {}
-    path = os.path.join(folder, f"{op}-{ctx.idempotency_key}".replace(":", "_").replace("/", "_"))
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    except FileExistsError:
-        return {"made": False}  # made by an earlier run of the same unit: nothing more to do
-    return {"made": True}
+    return {"made": ledger_file.keep_effect(ctx, op, folder)} if folder else {}
 
 
 @fleet.command()

@@ -59,7 +59,7 @@ class LedgerReport:
 
 def check_ledger(tasks: Iterable[Task], ledger: Iterable[dict]) -> LedgerReport:
     """`tasks`: the run's tasks with their items inline (tests.support.item_view.with_items).
-    `ledger`: the lines of the fleet module's ledger (tests.support.ledger_commands.read_ledger)."""
+    `ledger`: the lines of the fleet module's ledger (tests.support.ledger_file.read_ledger)."""
     lines: dict[str, dict[Unit, dict]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for line in ledger:
         unit = lines[line["task"]][(line["cursor"], line["item"])]

@@ -32,7 +32,7 @@ import pytest
 from common.engine.states import FINAL_STATUSES, Phase, StepState, TaskStatus
 from common.store.items.open import open_item_store_for
 from tests.chaos.evidence import assert_clean
-from tests.support.ledger_commands import read_ledger
+from tests.support.ledger_file import read_ledger
 from tests.chaos.harness import ChaosCluster, Supervisor
 from tests.chaos.ledger_checks import check_ledger
 from tests.chaos.plans import FULL, scale

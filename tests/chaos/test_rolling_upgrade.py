@@ -31,7 +31,7 @@ from tests.chaos.plans import scale
 from tests.deploy.support import TOKENS, http
 from tests.support import previous_release
 from tests.support.cluster import REPO, Cluster, wait_until
-from tests.support.ledger_commands import read_ledger
+from tests.support.ledger_file import read_ledger
 from tests.support.ports import free_port
 from tests.support.test_store import cluster_mongo_url
 
@@ -164,7 +164,8 @@ def previous_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def upgrade(rabbitmq_url: str, tmp_path: Path, previous_tree: Path, request: pytest.FixtureRequest) -> Upgrade:
     commands = tmp_path / "commands"
     commands.mkdir()
-    (commands / "upgrade_commands.py").write_text((REPO / "tests/support/upgrade_commands.py").read_text())
+    for name in ("upgrade_commands", "ledger_file"):  # top-level: the same code for both releases
+        (commands / f"{name}.py").write_text((REPO / f"tests/support/{name}.py").read_text())
     (tmp_path / "effects").mkdir()
     env = {"PYTHONPATH": str(commands), "BATON_TEST_LEDGER": str(tmp_path / "ledger.jsonl"),
            "BATON_TEST_EFFECTS": str(tmp_path / "effects"), "BATON_API_TOKENS": TOKENS, "BATON_OSS_SWEEPER": "false"}

@@ -44,7 +44,7 @@ def test_sigterm_during_a_step_stops_in_time_and_the_task_still_ends(rabbitmq_ur
     try:
         with cluster.starting():  # side by side
             started = {
-                name: cluster._start(name, [str(ENTRYPOINT), "module", "mysql"], {}, ready="module started")
+                name: cluster.start_process(name, [str(ENTRYPOINT), "module", "mysql"], {}, ready="module started")
                 for name in ("mysql-a", "mysql-b")
             }
         replicas = {name: proc.popen for name, proc in started.items()}

@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.cluster import wait_until
 from tests.support.ledger_cluster import REGISTRY, ledger_cluster
-from tests.support.ledger_commands import read_ledger
+from tests.support.ledger_file import read_ledger
 from tests.support.process_tree import alive, descendants
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]

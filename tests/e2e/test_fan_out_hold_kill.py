@@ -21,7 +21,7 @@ from common.engine.states import StepState, TaskStatus
 from common.store.items.open import open_item_store_for
 from tests.support.cluster import wait_until
 from tests.support.ledger_cluster import REGISTRY, ledger_cluster
-from tests.support.ledger_commands import read_ledger
+from tests.support.ledger_file import read_ledger
 from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(900)]

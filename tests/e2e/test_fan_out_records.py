@@ -21,7 +21,7 @@ from common.engine.states import StepState, TaskStatus
 from tests.support.cluster import wait_until
 from tests.support.graph_checks import rollback_violations
 from tests.support.ledger_cluster import REGISTRY, ledger_cluster
-from tests.support.ledger_commands import read_ledger
+from tests.support.ledger_file import read_ledger
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 ITEMS = 300

@@ -26,7 +26,7 @@ from tests.support.cluster import wait_until
 from tests.support.doc_examples import blocks
 from tests.support.fleet_deployment import REGISTRY, effects, final, fleet_deployment, patch_faults
 from tests.support.fleet_deployment import submit as submit_task
-from tests.support.ledger_commands import read_ledger
+from tests.support.ledger_file import read_ledger
 from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]

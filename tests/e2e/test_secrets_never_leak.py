@@ -52,7 +52,7 @@ def leaky(rabbitmq_url: str, tmp_path: Any) -> Iterator[tuple[Cluster, HookServe
         with cluster.starting():  # side by side
             cluster.start_module("vault", registry="tests.support.leaky_vault:vault")
             cluster.start_module("monitor")
-        cluster._start("oss", [sys.executable, "-m", "oss", "oss", "--port", str(port)], {}, ready="Uvicorn running")
+        cluster.start_process("oss", [sys.executable, "-m", "oss", "oss", "--port", str(port)], {}, ready="Uvicorn running")
         cluster.task_hooks = task_hooks  # type: ignore[attr-defined]
         yield cluster, hook, f"http://127.0.0.1:{port}"
     finally:

@@ -88,14 +88,14 @@ class Cluster:
         args = [sys.executable, "-m", f"modules.{module}"]
         if registry is not None:
             args = [sys.executable, "-m", "tests.support.run_registry", registry]
-        return self._start(name or module, args, env, ready="module started", cwd=checkout)
+        return self.start_process(name or module, args, env, ready="module started", cwd=checkout)
 
     def start_sweeper(self, name: str = "sweeper", checkout: Path = REPO, **env: str) -> Proc:
-        return self._start(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started", cwd=checkout)
+        return self.start_process(name, [sys.executable, "-m", "oss", "sweeper"], env, ready="sweeper started", cwd=checkout)
 
     def start_oss(self, port: int, name: str = "oss", checkout: Path = REPO, **env: str) -> Proc:
         """`baton oss`, the REST API, on `port`: ready once uvicorn listens (its own line)."""
-        return self._start(name, [sys.executable, "-m", "oss", "oss", "--port", str(port)], env, ready="Uvicorn running on",
+        return self.start_process(name, [sys.executable, "-m", "oss", "oss", "--port", str(port)], env, ready="Uvicorn running on",
                            cwd=checkout)  # fmt: skip
 
     @contextlib.contextmanager
@@ -112,7 +112,9 @@ class Cluster:
 
     _starting: list[tuple[Proc, int, str]] | None = None
 
-    def _start(self, name: str, args: list[str], env: dict[str, str], ready: str, cwd: Path | None = None) -> Proc:
+    def start_process(self, name: str, args: list[str], env: dict[str, str], ready: str, cwd: Path | None = None) -> Proc:
+        """Any command line as one of the cluster's processes (its log in the workdir, the
+        cluster's environment with `env` over it), ready once `ready` shows in its log."""
         proc = self.procs.get(name) or Proc(name, args, self.workdir / f"{name}.log", ready=ready)
         self.procs[name] = proc
         if cwd is not None:
@@ -141,7 +143,7 @@ class Cluster:
     def restart(self, name: str) -> Proc:
         proc = self.procs[name]
         ready = proc.ready or ("module started" if "modules" in proc.args[-1] else "sweeper started")
-        return self._start(name, proc.args, {}, ready=ready)
+        return self.start_process(name, proc.args, {}, ready=ready)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         proc = self.procs[name]

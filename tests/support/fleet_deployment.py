@@ -15,7 +15,7 @@ from common.engine.kinds.for_each import records as fan_out
 from common.engine.states import FINAL_STATUSES
 from tests.deploy.support import http
 from tests.support.cluster import Cluster, wait_until
-from tests.support.ledger_commands import read_ledger
+from tests.support.ledger_file import read_ledger
 from tests.support.oss_deployment import answers, oss_deployment
 from tests.support.ports import free_port
 from tests.support.races import race_threads

@@ -1,30 +1,30 @@
 """The `fleet` module of docs/fan-out.md's worked examples (tests/e2e/test_fan_out_budget.py):
 `patch`, `unpatch`, `check_wave` and `report`, each appending one line to the ledger BATON_TEST_LEDGER names
-(tests/support/ledger_commands.py's format), so a test counts what was applied and undone from
+(tests/support/ledger_file.py), so a test counts what was applied and undone from
 the side effects, not from the task. A host fails through the task's `_baton_faults`."""
 
 from common.runtime.registry import CommandContext, CommandRegistry
-from tests.support.ledger_commands import _note
+from tests.support.ledger_file import note
 
 fleet = CommandRegistry("fleet")
 
 
 @fleet.command()
 def patch(ctx: CommandContext) -> dict:
-    _note(ctx, "patch")
+    note(ctx, "patch")
     return {"patched": ctx.item}
 
 
 @fleet.command()
 def unpatch(ctx: CommandContext) -> dict:
-    _note(ctx, "unpatch")
+    note(ctx, "unpatch")
     return {}
 
 
 @fleet.command()
 def check_wave(ctx: CommandContext) -> dict:
     """A wave's health check: it sees the wave's items; a drill fails it through `_baton_faults`."""
-    _note(ctx, "check", wave=ctx.parameters["wave"], items=[i["Item"] for i in ctx.parameters["items"]],
+    note(ctx, "check", wave=ctx.parameters["wave"], items=[i["Item"] for i in ctx.parameters["items"]],
           item_count=ctx.parameters.get("item_count"), truncated=ctx.parameters.get("items_truncated"),
           failed=ctx.parameters.get("failed"), page=ctx.parameters.get("items_page"))
     return {"healthy": len(ctx.parameters["items"])}
@@ -32,7 +32,7 @@ def check_wave(ctx: CommandContext) -> dict:
 
 @fleet.command()
 def report(ctx: CommandContext) -> dict:
-    _note(ctx, "report")
+    note(ctx, "report")
     return {"reported": len(ctx.parameters.get("patch") or [])}
 
 

@@ -256,7 +256,8 @@ def test_a_plan_names_a_steps_rate_and_says_when_the_tasks_rate_lets_it_start() 
     task = create_task(task_type="t", steps=flow.steps, parameters={"host": "db1"}, timing=Timing(100.0), ids=IDS,
                        rate=("host:db1", 1, 60.0))
     full, _ = take(KeyRate(Key="host:db1"), "other:g0", 1, 60.0, 90.0)
-    plan = plan_of(task, existing=False, awaited=None, locks={}, registrations=[], now=100.0, module_ttl=30.0, rate=full)
+    plan = plan_of(task, existing=False, awaited=None, registrations=[], now=100.0, module_ttl=30.0,
+                   read={"rate": {"host:db1": full}})
     assert plan.steps[0].rate == "host:{host}: 2 per 60s"
     assert (plan.rate.slots_left, plan.rate.next_slot_at, plan.start.when) == (0, 150.0, "rate")
     lines = "\n".join(plan_lines(plan))

@@ -12,6 +12,7 @@ hook is called in. The defaults here govern nothing: a gate overrides only its p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -27,6 +28,16 @@ class Hold(IntEnum):
     NONE = 0
     STARTS = 1  # nothing new starts (a task whose every step is done still ends)
     ALL = 2  # nothing at all: whoever opens the gate advances the task
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """A gate folder's part of a dry run's plan (its `plan.py`'s PLAN_PART: common.engine.core.plan_parts)."""
+
+    fields: dict[str, Any]  # a value for each of its folder's PLAN_FIELDS
+    # It holds the start first: (its `when`, as its shown.py's PLAN_START, why in words).
+    holds: tuple[str, str] | None = None
+    warnings: tuple[str, ...] = ()  # what would make the task wait or fail if it ran now
 
 
 class Gate:

@@ -69,6 +69,10 @@ class StepKind:
     # The actions people take on its steps (an empty tuple: none).
     actions: tuple[StepAction, ...] = ()
 
+    def bind(self, kinds: Mapping[str, StepKind]) -> None:
+        """Once the registry made every kind (common.engine.registry.KINDS): the kinds by name,
+        for a kind that runs its units as others (a for_each step's items: commands or children)."""
+
     # --- routing and dispatch --------------------------------------------------------------------
 
     def opens(self, step: Step) -> bool:

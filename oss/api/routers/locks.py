@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 
 from common.engine.views import MAX_KEY_LENGTH
 from common.errors import UnreadableTask
 from common.input_limits import NO_CONTROL_PATTERN
-from common.store.gates.lock.table import open_lock_store
 from common.store.gates.lock.table import LockTable
 from oss.api.access import sees
 from oss.api.auth import Context, Reader
@@ -18,14 +17,9 @@ from oss.settings import ApiToken
 from oss.api.query import ASCII_INT
 from oss.api.schemas import error_responses
 from oss.services.lock_views import LockList, LockView, lock_view
-from oss.api.parts import app_part
+from oss.api.gate_tables import lock_table
 
 router = APIRouter(prefix="/api/v1", tags=["locks"])
-
-
-def lock_table(request: Request, context: Context) -> LockTable:
-    """One per app, opened on first use beside the task store."""
-    return app_part(request, "locks", lambda: LockTable(open_lock_store(context.settings.store_url, indexes="none")))
 
 
 Locks = Annotated[LockTable, Depends(lock_table)]

@@ -16,7 +16,6 @@ from common.input_limits import NO_CONTROL_PATTERN
 from common.secrets.task_views import masked_task
 from common.engine.states import TaskStatus, parse_task_status
 from common.store.side.modules import live_modules
-from common.store.side_stores import GateTables, open_gate_tables
 from common.store.tasks.filters import (
     CURSOR_PATTERN, TaskFilter, decode_cursor, encode_cursor, page_key, search_matches,
 )
@@ -35,16 +34,11 @@ from oss.services.dry_run import dry_run
 from oss.services.plans import Plan
 from oss.api.views import task_summary, task_view
 from oss.services.item_views import item_runs
-from oss.api.parts import app_part
+from oss.api.gate_tables import gate_tables
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
 Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=[^\x00-\x1f\x7f-\x9f]{{0,256}}$")]  # no control character
-
-
-def gate_tables(request: Request, context: Context) -> GateTables:
-    """Each gate's own table a dry run reads, one set per app, opened on first use."""
-    return app_part(request, "gate_tables", lambda: open_gate_tables(context.settings.store_url, indexes="none"))
 
 
 SEARCH = "A task id or its start, or text in the task type, message or a label (key=value); any case"

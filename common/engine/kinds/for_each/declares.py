@@ -15,3 +15,6 @@ OUTBOX_KINDS = {
     "REOPEN_ROLLBACKS": ("reopen_item_rollbacks", _ITEMS_BODY, "items"),
     "REDRIVE_ITEMS": ("redrive_items", _ITEMS_BODY, "items"),  # an operator redrove a held step: its failed items run again
 }
+# Its kind, by name: ("module:Class", its place in the registry's order, common.engine.registry.KINDS).
+# Before the sub-flow kind: a step with `for_each` and `flow` runs a child task per item.
+KINDS = {"for_each": ("common.engine.kinds.for_each.kind:ForEachKind", 20)}

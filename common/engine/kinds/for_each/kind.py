@@ -6,7 +6,7 @@ Its items are kept inline in `Items` (each a unit of its own that routing starts
 `max_parallel` at once), or, for a command step without a step lock, in records of their own: then
 routing sees the step as one unit, busy while `ItemsOpen`, and its items run and roll back
 through their records (common.engine.kinds.for_each.records). For a unit of an inline item, the
-kind asks the kind its items run as (`unit_kinds`).
+kind asks the kind its items run as (the registry hands it the kinds: `bind`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ class ForEachKind(StepKind):
     name = "for_each"
     spec = ForEachPart()
 
-    def __init__(self, unit_kinds: Mapping[str, StepKind]) -> None:
-        self._unit_kinds = dict(unit_kinds)  # "command", "sub_flow": what one item runs as
+    def __init__(self) -> None:
+        self._unit_kinds: dict[str, StepKind] = {}  # "command", "sub_flow": what one item runs as
+
+    def bind(self, kinds: Mapping[str, StepKind]) -> None:
+        self._unit_kinds = {name: kinds[name] for name in ("command", "sub_flow")}
 
     @property
     def actions(self) -> tuple[StepAction, ...]:  # type: ignore[override]

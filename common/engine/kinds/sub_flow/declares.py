@@ -18,3 +18,5 @@ OUTBOX_KINDS = {
 # member: (stored value, whether its run is unclaimed)
 RUN_STATES = {"WAITING_CHILD": ("waiting_child", False)}  # a sub-flow step waiting for its child task to end
 RUN_TRANSITIONS = {"WAITING_CHILD": (("pending", "waiting_child"),)}  # its child task runs it
+# Its kind, by name: ("module:Class", its place in the registry's order, common.engine.registry.KINDS).
+KINDS = {"sub_flow": ("common.engine.kinds.sub_flow.kind:SubFlowKind", 30)}

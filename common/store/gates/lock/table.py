@@ -3,7 +3,8 @@ document with a compare-and-set, re-read and re-decided when another writer won 
 
 `open_lock_store_for` opens the lock documents beside a task store (same SQLite file, same
 MongoDB database), so whoever flushes an outbox can apply lock entries with what it has;
-`open_lock_store` opens them on a store URL (the API's and the CLI's lock views).
+`open_lock_store` opens them on a store URL (the CLI's lock view; the API opens every gate's table at
+once: oss/api/gate_tables.py).
 """
 
 from __future__ import annotations

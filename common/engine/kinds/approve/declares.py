@@ -1,0 +1,6 @@
+"""What the approval kind adds to the engine's shared tables (common/engine/core/declared.py): the
+kind itself. Read before anything else of the engine exists, so it imports nothing: its class is
+named, not imported."""
+
+# Its kind, by name: ("module:Class", its place in the registry's order, common.engine.registry.KINDS).
+KINDS = {"approve": ("common.engine.kinds.approve.kind:ApproveKind", 40)}
