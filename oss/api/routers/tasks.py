@@ -21,20 +21,18 @@ from common.store.tasks.filters import (
 )
 from common.store.tasks.paging import iterate_tasks
 from oss.api.access import may_submit, read_visible, repeats_in_scope, scope_for
-from oss.api.scoped_views import plan_shown, view_shown
+from oss.api.scoped_views import view_shown
 from oss.api.auth import Context, Reader, Submitter
 from oss.api.query import ASCII_INT
 from oss.api.context import ApiContext
 from oss.api.errors import ApiError
 from oss.api.schemas import MAX_LABELS, CreateTask, Moment, StatusFilter, TaskCreated, TaskDetail, TaskPage, error_responses
-from oss.api.routers.module_drains import module_drains
-from oss.api.routers.modules import Modules, module_registry
+from oss.api.routers.modules import Modules
+from oss.api.dry_run_answer import plan_answer
 from oss.api.lean.task_routes import ReadRoute, SubmitRoute
-from oss.services.dry_run import dry_run
 from oss.services.plans import Plan
 from oss.api.views import task_summary, task_view
 from oss.services.item_views import item_runs
-from oss.api.gate_tables import gate_tables
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
 LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
@@ -64,16 +62,7 @@ def create_task(body: CreateTask, context: Context, token: Submitter, request: R
     }
     may_submit(context.store, token, body.task_type, body.labels or {}, body.after_task)
     if body.dry_run:
-        # The parts only a dry run reads, opened here rather than as the route's dependencies: each
-        # dependency costs every submission a solve and a hand-over to the thread pool and back.
-        tables = gate_tables(request, context)
-        registry, drains = module_registry(request, context), module_drains(request, context)
-        with repeats_in_scope(context.store, token):
-            plan = dry_run(context.service, tables, registry, now=context.clock(), module_ttl=context.settings.module_ttl,
-                           task_type=body.task_type, parameters=body.parameters, drains=drains,
-                           **options)  # fmt: skip
-        shown = plan_shown(context.store, token, plan)
-        return Response(shown, status_code=200, media_type="application/json")
+        return plan_answer(request, context, token, body, options)
     with repeats_in_scope(context.store, token):
         submission = context.service.submit(body.task_type, body.parameters, **options)
     task = submission.task
