@@ -86,6 +86,15 @@ KINDS: dict[str, StepKind] = declared_kinds(declared("KINDS"))
 GATES: tuple[Gate, ...] = declared_gates(declared("GATES"))
 
 
+def _overriding(hook: str) -> tuple[Gate, ...]:
+    """The gates, in order, whose `hook` is their own: the others' is Gate's, which has no say.
+    The hooks asked on every change ask only these (most gates leave most hooks alone)."""
+    return tuple(gate for gate in GATES if getattr(type(gate), hook) is not getattr(Gate, hook))
+
+
+_HOLDING, _DUE, _EXPIRING, _TAKING = (_overriding(hook) for hook in ("holds", "due", "expired", "takes"))
+
+
 def flows_parts() -> list[FlowsPart]:
     """Every plug-in's part of flows.yaml, the kinds' then the gates', in the registry's order."""
     return [part for part in (*(kind.spec for kind in KINDS.values()), *(gate.spec for gate in GATES)) if part]
@@ -184,19 +193,25 @@ def run_hold(task: Task, run: Run, now: float) -> WaitCondition | None:
 
 def held(task: Task) -> Hold:
     """The most any gate holds of the task's forward work."""
-    return max((gate.holds(task) for gate in GATES), default=Hold.NONE)
+    most = Hold.NONE
+    for gate in _HOLDING:
+        hold = gate.holds(task)
+        if hold is Hold.ALL:
+            return hold
+        most = max(most, hold)
+    return most
 
 
 def earliest_due(task: Task, now: float, base: float) -> float:
     """When a dispatch made now may be due: `base`, or later if a gate says so."""
-    return max([base] + [due for gate in GATES if (due := gate.due(task, now)) is not None])
+    return max([base] + [due for gate in _DUE if (due := gate.due(task, now)) is not None])
 
 
 def expiry(task: Task, now: float) -> str | None:
     """Why the task must roll back now, if a gate says it must."""
-    return next((why for gate in GATES if (why := gate.expired(task, now)) is not None), None)
+    return next((why for gate in _EXPIRING if (why := gate.expired(task, now)) is not None), None)
 
 
 def taken(task: Task, run: Run, due_at: float) -> bool:
     """In place: the first gate that holds the new run takes it (it is not published)."""
-    return any(gate.takes(task, run, due_at) for gate in GATES)
+    return any(gate.takes(task, run, due_at) for gate in _TAKING)

@@ -44,6 +44,7 @@ INSERT INTO locks (name, owner, expires) VALUES ('baton-ping', 'ping', ?)
 ON CONFLICT (name) DO UPDATE SET expires = excluded.expires
 """
 _ROW = "task_id, task_type, time_create, status, doc"  # what every task read selects
+_COLUMNS = "status, deadline, outbox_due"  # the _INDEXED columns, as a read by id notes them
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -163,6 +164,12 @@ def _indexed_values(task: Task) -> tuple[Any, ...]:
     return int(task.TaskStatus), task.SweepAt, task.OutboxDue
 
 
+def _encoded(task: Task) -> str:
+    """The document as stored, once _indexed_values has derived its sweeper fields: Task.to_json
+    would derive them a second time."""
+    return task.model_dump_json()
+
+
 class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite_alarms.AlarmsQuery, sqlite_history.HistoryQuery):
     """TaskStore on a SQLite file; safe for many threads and many processes sharing the file."""
 
@@ -189,16 +196,20 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
     def insert(self, task: Task) -> None:
         status, deadline, outbox_due = _indexed_values(task)
         values = (task.TaskId, task.Version, status, task.TaskType, task.TimeCreate,
-                  task.IdempotencyKey, task.UserId, deadline, outbox_due, task.to_json())  # fmt: skip
+                  task.IdempotencyKey, task.UserId, deadline, outbox_due, _encoded(task))  # fmt: skip
         conn = self._conn()
         with self._write_lock:
             conn.execute(_INSERT_TASK, values)
 
     @_translated
     def get(self, task_id: str) -> Task | None:
-        task = self._one(f"SELECT {_ROW} FROM tasks WHERE task_id = ?", (task_id,))
-        if task is not None:
-            self._note_columns(task.TaskId, task.Version, _indexed_values(task))
+        # The row's own columns are noted, as they are: what the next compare-and-set's UPDATE
+        # matches (a document's derived fields are not worked out again for it).
+        row = self._conn().execute(f"SELECT {_ROW}, {_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        if row is None:
+            return None
+        task = self._parsed(row)
+        self._note_columns(task.TaskId, task.Version, row[5:])
         return task
 
     @_translated
@@ -218,7 +229,7 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
             raise ValueError(f"task.Version must be {expected_version + 1}, not {task.Version}")
         values = _indexed_values(task)
         changed = self._changed_since_read(task.TaskId, expected_version, values)
-        row = (task.Version, *(value for value, flag in zip(values, changed) if flag), task.to_json(),
+        row = (task.Version, *(value for value, flag in zip(values, changed) if flag), _encoded(task),
                task.TaskId, expected_version)  # fmt: skip
         conn = self._conn()
         with self._write_lock:  # the document is encoded before: only the statement waits
@@ -307,8 +318,9 @@ class SqliteStore(sqlite_waiting.WaitingQuery, sqlite_outbox.OutboxQuery, sqlite
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> Task | None:
         row = self._conn().execute(sql, params).fetchone()
-        if row is None:
-            return None
+        return None if row is None else self._parsed(row)
+
+    def _parsed(self, row: tuple[Any, ...]) -> Task:
         task = self._parse(row)
         if isinstance(task, Task):
             return task
