@@ -53,7 +53,8 @@ def drain(tasks: int, control: Path) -> None:
     while watch.execute("SELECT count(*) FROM tasks WHERE outbox_due IS NOT NULL").fetchone()[0]:
         time.sleep(0.2)  # OSS's deferred mark-sents, before the count starts
     runtime = ModuleRuntime(registry_ref="bench.kind_commands:asyncbench", settings=settings, store=store, broker=broker)
-    (control / "ready").write_text(str(os.getpid()))
+    (control / "ready.part").write_text(str(os.getpid()))
+    (control / "ready.part").rename(control / "ready")  # seen whole: never an empty pid
     while not (control / "go").exists():
         time.sleep(0.1)
     runtime.start()
@@ -81,9 +82,10 @@ def counted(tasks: int) -> int:
             if run.poll() is not None:
                 raise RuntimeError(f"the drain under valgrind ended early: {run.stderr.read()[-2000:] if run.stderr else ''}")
             time.sleep(0.5)
-        # vgdb to this process alone: callgrind_control given a pid sends the command to every
-        # callgrind run on the machine (other benchmarks' too). Zeroed first: another tool's
-        # broadcast may have switched this one's counting on while it submitted its tasks.
+        # vgdb to this process alone: callgrind_control given no pid (a ready file read before
+        # its pid was written) sends the command to every callgrind run on the machine, other
+        # benchmarks' too. Zeroed first: another run's broadcast may have switched this one's
+        # counting on while it submitted its tasks.
         pid = (control / "ready").read_text()
         for command in (["zero"], ["instrumentation", "on"]):
             subprocess.run(["vgdb", f"--pid={pid}", *command], check=True, stdout=subprocess.DEVNULL,
