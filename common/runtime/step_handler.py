@@ -202,9 +202,10 @@ class StepHandler:
         log.debug("step started")  # "step finished" (info) carries the outcome and duration
         started = time.monotonic()
         lease = self._leases.take(task.TaskId, message.DispatchId, record_key(record) if record else None)
-        attempt.start_command(self._dispatcher.kind_of(message.Command))
+        kind = self._dispatcher.kind_of(message.Command)
+        attempt.start_command(kind)
         request.trace = attempt.command_traceparent()  # a process command's spans join the attempt's
-        if self._dispatcher.kind_of(message.Command) == "process":
+        if kind == "process":
             # A process command's child cannot kill its module: the module's timer does. A
             # thread or async command kills the module from inside itself (common/runtime/invoke.py).
             self._crash_point(parameters, message, "during_command", delay=0.2)
@@ -277,8 +278,10 @@ class StepHandler:
         # A command's error text may quote a secret parameter: it is stored scrubbed, so no
         # reader of the document (a search, a listing, an export) can ever see or match it.
         # (`hidden`: the claimed task's secret values, worked out at the claim.)
-        verified = result.verified and (result.verified[0], scrubbed_text(result.verified[1], task, hidden))
-        result = dataclasses.replace(result, message=scrubbed_text(result.message, task, hidden), verified=verified or None)
+        scrubbed = scrubbed_text(result.message, task, hidden)
+        if result.verified is not None or scrubbed != result.message:  # else the same result: no copy
+            verified = result.verified and (result.verified[0], scrubbed_text(result.verified[1], task, hidden))
+            result = dataclasses.replace(result, message=scrubbed, verified=verified or None)
         if result.verified is not None:
             log.info("verified", verdict=result.verified[0], reason=result.verified[1])
         self._crash_point(parameters, message, "before_commit")

@@ -85,7 +85,12 @@ def masked_with_parameters(doc: dict[str, Any], secret_names: Collection[str]) -
 def scrubbed_text(text: str, task: HasParameters, values: list[str] | None = None) -> str:
     """Free text about a task (a failure message, an alarm) with its secret values masked
     (`values`: the task's secret_values, when the caller has them already)."""
-    return scrub_strings(text, Scrubber(secret_values(task) if values is None else values))  # type: ignore[no-any-return]
+    values = secret_values(task) if values is None else values
+    # A task without secrets (most): the one empty scrubber, which holds no state to share.
+    return scrub_strings(text, Scrubber(values) if values else _NO_SECRETS)  # type: ignore[no-any-return]
+
+
+_NO_SECRETS = Scrubber(())
 
 
 def scrub_values(value: Any, hidden: Iterable[str] | Scrubber) -> Any:

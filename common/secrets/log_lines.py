@@ -6,8 +6,7 @@ structlog's last processor before rendering and runs the standard library's reco
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
 
@@ -21,18 +20,25 @@ from common.secrets.urls import mask_url_passwords
 _HIDDEN: ContextVar[Scrubber | None] = ContextVar("baton_hidden_values", default=None)
 
 
-@contextmanager
-def hidden_values(values: Iterable[str]) -> Iterator[None]:
+class hidden_values:  # noqa: N801  (a context manager, named as the function it replaced)
     """Mask these values wherever they appear in a log line written inside the block.
 
     Typically `with hidden_values(common.secrets.values.secret_values(task)):` around the work
-    on a task.
+    on a task. A task without secrets (most) builds no scrubber: none masks what an empty one
+    would (nothing, whatever an outer block hides), and the step handler enters such a block
+    at every transition.
     """
-    token = _HIDDEN.set(Scrubber(values))
-    try:
-        yield
-    finally:
-        _HIDDEN.reset(token)
+
+    __slots__ = ("_scrubber", "_token")
+
+    def __init__(self, values: Iterable[str]):
+        self._scrubber = None if type(values) is list and not values else Scrubber(values)
+
+    def __enter__(self) -> None:
+        self._token = _HIDDEN.set(self._scrubber)
+
+    def __exit__(self, *_exc: object) -> None:
+        _HIDDEN.reset(self._token)
 
 
 def hide_too(value: str) -> None:

@@ -14,7 +14,7 @@ from tests.support.cluster import REPO
 pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.mark.skipif(shutil.which("callgrind_control") is None, reason="valgrind is not installed")
+@pytest.mark.skipif(shutil.which("vgdb") is None, reason="valgrind is not installed")
 def test_the_instruction_count_is_printed():
     done = subprocess.run([sys.executable, "-m", "bench.instructions", "1", "3"], cwd=REPO, capture_output=True,
                           text=True, timeout=840, check=True)  # fmt: skip
