@@ -27,3 +27,15 @@ class TraceContext(BaseModel):
     TraceState: str = Field("", max_length=MAX_TRACESTATE)
     # In a step message only: the traceparent of the span that published it.
     Link: str | None = Field(None, max_length=MAX_TRACEPARENT)
+
+
+def parse_traceparent(text: str) -> tuple[int, int, int] | None:
+    """(trace id, span id, flags) of a W3C traceparent of version 00, or None."""
+    parts = text.split("-")
+    if len(parts) != 4 or parts[0] != "00" or len(parts[1]) != 32 or len(parts[2]) != 16 or len(parts[3]) != 2:
+        return None
+    try:
+        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
+    except ValueError:
+        return None
+    return (trace_id, span_id, flags) if trace_id and span_id else None

@@ -159,7 +159,7 @@ def attributes(field: int, values: Mapping[str, Any] | None) -> bytes:
     tag = _SMALL[field << 3 | 2]
     out = bytearray()
     for pair in values.items():
-        encoded = _pairs.get(pair) if type(pair[1]) is str else None
+        encoded = _pairs.get(pair) if type(pair[1]) in _CACHED else None
         if encoded is None:
             encoded = _pair(*pair)
             if encoded is None:
@@ -169,11 +169,13 @@ def attributes(field: int, values: Mapping[str, Any] | None) -> bytes:
     return bytes(out)
 
 
-# A KeyValue's bytes (its length first) by its key and string value. Most of a step's attributes
-# repeat from step to step (the module, the command, the phase, a code); ids do not, and come
-# and go in the cache, which is emptied when it grows past its bound.
+# A KeyValue's bytes (its length first) by its key and string or integer value. Most of a step's
+# attributes repeat from step to step (the module, the command, the phase, the step's index, the
+# attempt, a code); ids do not, and come and go in the cache, which is emptied when it grows
+# past its bound. Only exactly str and int: True == 1, but a boolean is written otherwise.
 _pairs: dict[tuple[str, Any], bytes] = {}
 _PAIRS_BOUND = 4096
+_CACHED = frozenset((str, int))
 
 
 def _pair(key: str, value: Any) -> bytes | None:
@@ -183,7 +185,7 @@ def _pair(key: str, value: Any) -> bytes | None:
         return None
     body = string(1, key, always=True) + b"\x12" + _length(encoded) + encoded
     body = _length(body) + body
-    if type(value) is str:
+    if type(value) in _CACHED:
         if len(_pairs) >= _PAIRS_BOUND:
             _pairs.clear()
         _pairs[(key, value)] = body

@@ -73,6 +73,17 @@ _KIND_FIELD = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER (th
 _NO_STATUS = b"\x7a\x00"  # 15 status: present and empty, as the SDK's encoder writes UNSET
 
 
+# A span's name field by its name: claim, commit and a module's few commands' spans repeat.
+_NAMES: dict[str, bytes] = {}
+
+
+def _name(name: str) -> bytes:
+    if len(_NAMES) >= 1024:  # names made of many steps' names: kept bounded
+        _NAMES.clear()
+    found = _NAMES[name] = wire.string(5, name)
+    return found
+
+
 def _encoded(trace: bytes, span: StepSpan) -> bytes:
     out = bytearray(b"\x0a\x10")  # 1 trace_id
     out += trace
@@ -80,7 +91,10 @@ def _encoded(trace: bytes, span: StepSpan) -> bytes:
     out += span.span_id.to_bytes(8, "big")
     out += b"\x22\x08"  # 4 parent_span_id
     out += span.parent_id.to_bytes(8, "big")
-    out += wire.string(5, span.name)
+    name = _NAMES.get(span.name)
+    if name is None:
+        name = _name(span.name)
+    out += name
     out += _KIND_FIELD[span.kind]
     out += b"\x39"  # 7 start_time_unix_nano
     out += wire.FIXED64(span.start)
