@@ -36,7 +36,7 @@ from common.engine.changes import AttemptResult
 from common.secrets.log_lines import masked
 from common.tracing import attributes as a
 from common.tracing import state
-from common.tracing.carrier import parse_traceparent
+from common.tracing.carrier import linked_span, parse_traceparent
 from common.tracing.current_step import CURRENT, otel_attach, otel_current, otel_detach, with_span
 from common.tracing.step_spans import StepSpan, StepSpans
 
@@ -136,10 +136,10 @@ class _Attempt(NoAttempt):
             attributes[a.ITEM] = message.Item
         self._span = span = StepSpan(f"{_VERB[phase]} {command}", base, task_span, 4, attributes)
         link = message.Trace.Link
-        if link and link[3:35] == message.Trace.TraceParent[3:35]:  # a link within the same trace
-            linked = parse_traceparent(link)
-            if linked is not None:
-                span.links.append(linked[1])
+        if link:
+            linked = linked_span(link, message.Trace.TraceParent)  # only a link within the same trace
+            if linked:
+                span.links.append(linked)
         self._children: list[StepSpan] = []
         self._command: StepSpan | None = None
         self._command_in_module = False
