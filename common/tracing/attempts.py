@@ -12,9 +12,10 @@ the step goes, and the finished spans go to the exporters at its end as one reco
 (common.tracing.step_spans), which baton's OTLP exporter writes into its request without an SDK
 span object (an SDK span costs tens of microseconds to start, end and encode).
 While a span's work runs, it is the current one (common/tracing/current_step.py), so a log line
-written there carries its ids and a step message published from the commit links to it; the
-command's is OpenTelemetry's current context too, so a command's own spans (started through the
-SDK's usual API) are its children.
+written there carries its ids and a step message published from the commit links to it; a
+thread or async command's is OpenTelemetry's current context too, so the command's own spans
+(started through the SDK's usual API) are its children (a process command's are made in its
+process, under the traceparent its request carries).
 
 A message without a trace context (its task was submitted while OSS did not trace), or whose
 trace was not sampled, makes no span. With tracing off, `begin` answers NO_ATTEMPT, whose every
