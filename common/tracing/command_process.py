@@ -25,17 +25,31 @@ def joined(traceparent: str | None) -> Iterator[list[dict[str, Any]]]:
     if traceparent is None:
         yield spans
         return
-    from opentelemetry import context
-
-    from common.tracing.propagation import W3C
+    from common.tracing.current_step import otel_attach, otel_detach
 
     collector = _set_up()
-    token = context.attach(W3C.extract({"traceparent": traceparent}))
+    token = otel_attach(_context_of(traceparent))
     try:
         yield spans
     finally:
-        context.detach(token)
+        otel_detach(token)
         spans.extend(collector.take())
+
+
+def _context_of(traceparent: str) -> Any:
+    """The context the W3C propagator extracts from the traceparent alone, without its
+    regular expressions and validation of a tracestate there is none of (a command a step)."""
+    from opentelemetry.context import Context
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+    from opentelemetry.trace.propagation import _SPAN_KEY
+
+    from common.tracing.carrier import parse_traceparent
+
+    parsed = parse_traceparent(traceparent)
+    if parsed is None:
+        return Context()
+    trace_id, span_id, flags = parsed
+    return Context({_SPAN_KEY: NonRecordingSpan(SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags)))})
 
 
 def _set_up() -> Any:

@@ -38,17 +38,13 @@ def encode_request(spans: Sequence[Any]) -> bytes:
             found = groups[id(resource)] = (resource, {})
         encoded = found[1].setdefault(span.instrumentation_scope or None, [])
         steps = getattr(span, "otlp_spans", None)  # a step's spans, written without SDK objects
-        if steps is not None:
-            encoded += steps()
-        else:
-            encoded.append(_span(span))
+        encoded.append(steps() if steps is not None else message(2, _span(span)))  # ScopeSpans.spans (2)
     out = bytearray()
     for resource, scopes in groups.values():
         body = bytearray(message(1, _resource(resource)))
         for scope, encoded in scopes.items():
             scope_spans = bytearray(message(1, _scope(scope)))
-            for one in encoded:
-                scope_spans += message(2, one)
+            scope_spans += b"".join(encoded)
             if scope is not None and scope.schema_url:
                 scope_spans += string(3, scope.schema_url)
             body += message(2, bytes(scope_spans))
@@ -156,34 +152,41 @@ def attributes(field: int, values: Mapping[str, Any] | None) -> bytes:
     place for is left out, as the SDK's encoder does (it logs it)."""
     if not values:
         return b""
-    tag = _SMALL[field << 3 | 2]
-    out = bytearray()
+    found = []
     for pair in values.items():
-        encoded = _pairs.get(pair) if type(pair[1]) is str else None
+        encoded = _pairs.get(pair) if type(pair[1]) in _CACHED else None
         if encoded is None:
             encoded = _pair(*pair)
             if encoded is None:
                 continue
-        out += tag
-        out += encoded
-    return bytes(out)
+        found.append(encoded)
+    if not found:
+        return b""
+    tag = _SMALL[field << 3 | 2]
+    return tag + tag.join(found)  # each KeyValue after its field's tag
 
 
-# A KeyValue's bytes (its length first) by its key and string value. Most of a step's attributes
-# repeat from step to step (the module, the command, the phase, a code); ids do not, and come
-# and go in the cache, which is emptied when it grows past its bound.
+# A KeyValue's bytes (its length first) by its key and string or integer value. Most of a step's
+# attributes repeat from step to step (the module, the command, the phase, the step's index, the
+# attempt, a code); ids do not, and come and go in the cache, which is emptied when it grows
+# past its bound. Only exactly str and int: True == 1, but a boolean is written otherwise.
 _pairs: dict[tuple[str, Any], bytes] = {}
 _PAIRS_BOUND = 4096
+_CACHED = frozenset((str, int))
 
 
 def _pair(key: str, value: Any) -> bytes | None:
-    try:
-        encoded = _value(value)
-    except TypeError:
-        return None
+    if type(value) is str:  # most of them (ids): AnyValue.string_value (1) written here
+        text = value.encode("utf-8")
+        encoded = b"\x0a" + _length(text) + text
+    else:
+        try:
+            encoded = _value(value)
+        except TypeError:
+            return None
     body = string(1, key, always=True) + b"\x12" + _length(encoded) + encoded
     body = _length(body) + body
-    if type(value) is str:
+    if type(value) in _CACHED:
         if len(_pairs) >= _PAIRS_BOUND:
             _pairs.clear()
         _pairs[(key, value)] = body
@@ -224,11 +227,16 @@ def message(field: int, body: bytes) -> bytes:
 
 
 _SMALL = [bytes([n]) for n in range(128)]
+FIELD_2 = _SMALL[2 << 3 | 2]  # a length-delimited field 2's tag
 
 
-def _length(body: bytes) -> bytes:
+def length(body: bytes) -> bytes:
+    """A length-delimited field's length, as a varint."""
     size = len(body)
     return _SMALL[size] if size < 128 else _varint(size)
+
+
+_length = length
 
 
 def _varint(value: int) -> bytes:

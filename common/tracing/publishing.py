@@ -14,12 +14,11 @@ from common.engine.document import OutboxEntry
 
 
 def traced_message(entry: OutboxEntry) -> bytes:
-    from common.tracing.attempts import traceparent
-    from common.tracing.current_step import ids
+    from common.tracing.current_step import hex_ids
 
     body = entry.Body
-    current = ids()
+    current = hex_ids()
     task_trace = str(body["Trace"].get("TraceParent", ""))
-    if current is not None and task_trace[3:35] == f"{current[0]:032x}":
-        body = {**body, "Trace": {**body["Trace"], "Link": traceparent(*current)}}
+    if current is not None and task_trace[3:35] == current[0]:
+        body = {**body, "Trace": {**body["Trace"], "Link": f"00-{current[0]}-{current[1]}-01"}}
     return json.dumps(body, separators=(",", ":")).encode()

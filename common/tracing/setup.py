@@ -61,9 +61,12 @@ def install_provider(provider: Any, processor: Any = None, step_records: bool = 
         return
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
+    from common.tracing.scrub import ScrubbingProcessor
+
     emit = processor.on_end if processor is not None else None
+    steps = processor.steps_emit() if isinstance(processor, ScrubbingProcessor) else emit
     state.install(provider.get_tracer(state.SCOPE), emit, provider.resource, InstrumentationScope(state.SCOPE),
-                  emit if step_records else None)
+                  steps if step_records else None)
 
 
 def shutdown_tracing() -> None:

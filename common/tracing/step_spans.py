@@ -10,6 +10,7 @@ other exporter (the console's, a test's in-memory one) gets the SDK's `ReadableS
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
@@ -53,10 +54,15 @@ class StepSpans:
         self.resource = resource
         self.instrumentation_scope = scope
 
-    def otlp_spans(self) -> list[bytes]:
-        """Each span as an OTLP `Span` message's bytes."""
+    def otlp_spans(self) -> bytes:
+        """The spans as ScopeSpans.spans fields (2): each an OTLP `Span` message, framed."""
         trace = self.trace_id.to_bytes(16, "big")
-        return [_encoded(trace, span) for span in self.spans]
+        head = b"\x0a\x10" + trace + b"\x12\x08"  # 1 trace_id, then 2 span_id's tag
+        parts = []
+        for span in self.spans:
+            body = _encoded(head, trace, span)
+            parts += (wire.FIELD_2, wire.length(body), body)
+        return b"".join(parts)
 
     def readable(self) -> list[Any]:
         """The same spans as the SDK's ReadableSpan."""
@@ -73,28 +79,39 @@ _KIND_FIELD = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER (th
 _NO_STATUS = b"\x7a\x00"  # 15 status: present and empty, as the SDK's encoder writes UNSET
 
 
-def _encoded(trace: bytes, span: StepSpan) -> bytes:
-    out = bytearray(b"\x0a\x10")  # 1 trace_id
-    out += trace
-    out += b"\x12\x08"  # 2 span_id
-    out += span.span_id.to_bytes(8, "big")
-    out += b"\x22\x08"  # 4 parent_span_id
-    out += span.parent_id.to_bytes(8, "big")
-    out += wire.string(5, span.name)
-    out += _KIND_FIELD[span.kind]
-    out += b"\x39"  # 7 start_time_unix_nano
-    out += wire.FIXED64(span.start)
-    out += b"\x41"  # 8 end_time_unix_nano
-    out += wire.FIXED64(span.end)
-    out += wire.attributes(9, span.attributes)
+# A span's name field by its name: claim, commit and a module's few commands' spans repeat.
+_NAMES: dict[str, bytes] = {}
+
+
+def _name(name: str) -> bytes:
+    if len(_NAMES) >= 1024:  # names made of many steps' names: kept bounded
+        _NAMES.clear()
+    found = _NAMES[name] = wire.string(5, name)
+    return found
+
+
+# A span's ids (2 span_id, 4 parent_span_id: big-endian, as bytes) and its times (7 and 8,
+# fixed64: little-endian), each packed in one call.
+_IDS = struct.Struct(">QHQ").pack
+_PARENT_TAG = 0x2208  # 4 parent_span_id, 8 bytes
+_TIMES = struct.Struct("<BQBQ").pack
+
+
+def _encoded(head: bytes, trace: bytes, span: StepSpan) -> bytes:
+    """`head`: the trace id's field and the span id's tag, alike for a step's spans."""
+    name = _NAMES.get(span.name)
+    if name is None:
+        name = _name(span.name)
+    parts = [head, _IDS(span.span_id, _PARENT_TAG, span.parent_id), name, _KIND_FIELD[span.kind],
+             _TIMES(0x39, span.start, 0x41, span.end), wire.attributes(9, span.attributes)]
     for linked in span.links:  # 13 links: trace_id, span_id, flags
-        out += wire.message(13, b"\x0a\x10" + trace + b"\x12\x08" + linked.to_bytes(8, "big") + _LINK_FLAGS)
+        parts.append(wire.message(13, b"\x0a\x10" + trace + b"\x12\x08" + linked.to_bytes(8, "big") + _LINK_FLAGS))
     if span.error is None:
-        out += _NO_STATUS
+        parts.append(_NO_STATUS)
     else:  # 15 status: 2 message, 3 code ERROR
-        out += wire.message(15, wire.string(2, span.error) + b"\x18\x02")
-    out += _FLAGS
-    return bytes(out)
+        parts.append(wire.message(15, wire.string(2, span.error) + b"\x18\x02"))
+    parts.append(_FLAGS)
+    return b"".join(parts)
 
 
 def _readable(readable: type, record: StepSpans, span: StepSpan) -> Any:
