@@ -4,7 +4,8 @@ in a step over records, healed as the task-document round heals tasks.
 - A record whose run passed its deadline: a lapsed lease is a failed attempt (`worker_lost`), a
   dispatch nobody claimed is published again (backing off), a normal one of a task gone backward
   is withdrawn.
-- A record that still owes its step something (its writer died before applying it).
+- A record that still owes its step something (its writer died before applying it), once it has
+  stayed so for the relay grace (common/relay/owes_grace.py).
 - A record's dispatch left unpublished past the relay grace.
 """
 
@@ -21,6 +22,7 @@ from common.engine.document import ItemRecord, Run
 from common.engine.changes import MAX_REDISPATCH_BACKOFF, Timing, expire_item, new_id, none_if_refused
 from common.engine.states import RunState
 from common.relay.outbox import OutboxPublisher
+from common.relay.owes_grace import OwesGrace
 from common.store.tasks.port import TaskStore
 from common.store.retry import compare_and_set_loop
 
@@ -49,11 +51,12 @@ class ItemSweep:
         self._clock = clock
         self._rng = rng
         self._guarded = guarded  # runs one record's healing; its failure is logged, the batch goes on
+        self._owes_grace = OwesGrace()
 
     def sweep(self, now: float, relay_before: float, report: Any) -> None:
         for record in self._items.due_for_sweep(now, BATCH):
             self._guarded(self._expire, record, report)
-        for record in self._items.owing(BATCH):
+        for record in self._owes_grace.due(self._items.owing(BATCH), now, relay_before):
             self._guarded(lambda r, _: self._publisher.items.apply_owes(r), record, report)
         for record in self._items.unsent_outbox(relay_before, BATCH):
             self._guarded(lambda r, rep: self._relay(r, rep, relay_before), record, report)
