@@ -139,7 +139,10 @@ class Settings(ConfigFileSources, BaseSettings):
     )
     relay_grace_seconds: float = Field(
         5.0, ge=0,
-        description="the relay re-publishes outbox entries older than this",
+        description=(
+            "the relay re-publishes outbox entries older than this, and applies what an item "
+            "record owes its step once it has owed it this long unchanged"
+        ),
     )
     hold_limit_seconds: float = Field(
         300.0, gt=0,
