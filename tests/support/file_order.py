@@ -32,9 +32,16 @@ LONGEST_FIRST = (
 )
 
 
+# After those, the directories whose files run real processes (tens of seconds a file, however
+# few tests it holds) before the rest, which pytest-xdist would put last for having few tests.
+SLOW_DIRECTORIES = ("tests/chaos/", "tests/e2e/", "tests/deploy/", "tests/integration/")
+
+
 def rank(scope: str) -> int:
-    """Where a file (or group) comes: its place in LONGEST_FIRST, or after all of them."""
-    return next((n for n, prefix in enumerate(LONGEST_FIRST) if scope.startswith(prefix)), len(LONGEST_FIRST))
+    """Where a file (or group) comes: its place in LONGEST_FIRST, then its directory's place in
+    SLOW_DIRECTORIES, then every other file."""
+    order = (*LONGEST_FIRST, *SLOW_DIRECTORIES)
+    return next((n for n, prefix in enumerate(order) if scope.startswith(prefix)), len(order))
 
 
 class LongestFirst(LoadFileScheduling):
