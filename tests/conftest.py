@@ -18,21 +18,13 @@ def pytest_configure(config):
     run_id()
 
 
-# Files whose tests share one costly session fixture run on one xdist worker, one after another:
-# the browser tests share a served console and a headless Chromium (one per worker otherwise).
-# Every other file is its own unit of work (`--dist loadfile`).
-SHARED_WORKER_GROUPS = ("tests/console/test_browser",)
-
 if importlib.util.find_spec("xdist") is not None:  # the hook exists only with pytest-xdist
 
     def pytest_xdist_make_scheduler(config, log):
-        from xdist.scheduler import LoadFileScheduling
+        # The longest files first, and the browser tests on one worker (tests/support/file_order.py).
+        from tests.support.file_order import LongestFirst
 
-        class GroupedFiles(LoadFileScheduling):
-            def _split_scope(self, nodeid: str) -> str:
-                return next((g for g in SHARED_WORKER_GROUPS if nodeid.startswith(g)), super()._split_scope(nodeid))
-
-        return GroupedFiles(config, log) if config.getoption("dist") == "loadfile" else None
+        return LongestFirst(config, log) if config.getoption("dist") == "loadfile" else None
 
 
 def pytest_report_header(config):

@@ -141,7 +141,12 @@ def wait_task_final(base_url: str, task_id: str, timeout: float = 60, token: str
     final: dict = {}
 
     def done() -> bool:
-        status, body = http("GET", f"{base_url}/api/v1/tasks/{task_id}", token=token)
+        try:
+            status, body = http("GET", f"{base_url}/api/v1/tasks/{task_id}", token=token)
+        except (TimeoutError, urllib.error.URLError) as exc:
+            if isinstance(exc, TimeoutError) or isinstance(exc.reason, TimeoutError):
+                return False  # no answer within http()'s time-out on a loaded machine: ask again
+            raise
         if status == 200 and body["TaskStatus"] in (0, 4, 5):
             final.update(body)
             return True
