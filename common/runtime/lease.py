@@ -108,7 +108,7 @@ class LeaseKeeper:
 
     def renew_all(self) -> None:
         with self._lock:
-            leases = list(self._held.values())
+            leases = sorted(self._held.values(), key=lambda lease: lease.expires)  # nearest lapse first
         for lease in leases:
             self._renew(lease)
 
@@ -159,5 +159,16 @@ class LeaseKeeper:
             return self._held.get(lease.dispatch_id) is lease
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        # Rounds start every `interval`, however long a round took: waiting a whole interval after
+        # a slow round (a loaded machine, a busy store, hundreds of leases) would renew each lease
+        # only every round + interval, and lose it once a round took longer than lease - interval.
+        wait = self._interval
+        while not self._stop.wait(wait):
+            started = self._clock()
             self.renew_all()
+            wait = next_wait(self._interval, self._clock() - started)
+
+
+def next_wait(interval: float, round_took: float) -> float:
+    """How long the keeper waits before its next round, `round_took` after the last one began."""
+    return min(interval, max(0.0, interval - round_took))  # a clock stepped back waits no longer

@@ -62,3 +62,41 @@ def test_a_lease_refused_while_held_is_lost(store):
             keeper._renew(lease)  # noqa: SLF001
         assert lease.lost.is_set()
     assert [e["event"] for e in logs] == ["lease lost"]
+
+
+class _Rounds:
+    """Stands in for the keeper's stop event: notes each wait, and stops it after `rounds` rounds."""
+
+    def __init__(self, rounds: int):
+        self.waits: list[float] = []
+        self._rounds = rounds
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return len(self.waits) > self._rounds
+
+
+def test_a_slow_round_shortens_the_wait_to_the_next_so_rounds_start_every_interval(store):
+    """On a loaded machine a round over hundreds of leases takes seconds. Waiting a whole interval
+    after it renewed each lease only every round + interval: past lease - interval the sweeper
+    took the step from a live module. Each reading of this clock is half a second later."""
+    start = time.time()
+    readings = iter(start + 0.5 * n for n in range(1000))
+    keeper = LeaseKeeper(store, "me", lease=30, interval=3, clock=lambda: next(readings))
+    for _ in range(3):
+        keeper.take(*_claimed(store))
+    rounds = _Rounds(2)
+    keeper._stop = rounds  # noqa: SLF001
+    keeper._run()  # noqa: SLF001  (the keeper's thread, two rounds)
+    # A round reads the clock at its start, once per lease renewed and at its end: 2 s a round.
+    assert rounds.waits == pytest.approx([3, 1.0, 1.0])
+
+
+def test_the_lease_nearest_its_lapse_is_renewed_first(store):
+    keeper = LeaseKeeper(store, "me", lease=30, interval=3600, clock=time.time)
+    first, second = keeper.take(*_claimed(store)), keeper.take(*_claimed(store))
+    first.expires, second.expires = second.expires + 5, second.expires
+    renewed: list[str] = []
+    keeper._renew = lambda lease: renewed.append(lease.dispatch_id)  # noqa: SLF001
+    keeper.renew_all()
+    assert renewed == [second.dispatch_id, first.dispatch_id]
