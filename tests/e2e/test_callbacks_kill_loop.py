@@ -30,11 +30,12 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 FLOWS = GUIDE_FLOWS.replace("open_change, retry: 1}", "open_change, retry: 8}").replace("default: 14400", "default: 600")
 assert FLOWS.count("retry: 8}") == 1 and "default: 600}" in FLOWS
 TASKS = 10
+HELD = "change 0"  # its first command waits for its answer: one callback kept while the command runs
 KILLS = 6
 
 
 def test_no_callback_is_lost_or_applied_twice_while_the_module_is_killed(rabbitmq_url, tmp_path, request):
-    with callback_deployment(tmp_path, rabbitmq_url, request, FLOWS, board_delay=1) as (cluster, base):
+    with callback_deployment(tmp_path, rabbitmq_url, request, FLOWS, board_delay=1, board_hold=HELD) as (cluster, base):
         down = threading.Event()
         stop = threading.Event()
         answers: list[tuple[str, int, int, str, bool]] = []  # task, token's index, status, state or reason, module down
@@ -57,7 +58,8 @@ def test_no_callback_is_lost_or_applied_twice_while_the_module_is_killed(rabbitm
                     path = board_file(f"{task_id}:1:normal")
                     tokens = path.read_text().split() if path.is_file() else []
                     for index, token in enumerate(tokens):
-                        due = seen.setdefault((task_id, index), time.monotonic() + rng.uniform(0.0, 5.0))
+                        held = task_id == task_ids[0] and index == 0
+                        due = seen.setdefault((task_id, index), time.monotonic() + (0 if held else rng.uniform(0.0, 5.0)))
                         if due is None or time.monotonic() < due:
                             continue
                         seen[(task_id, index)] = None  # type: ignore[assignment]  answered once, never again
@@ -67,6 +69,8 @@ def test_no_callback_is_lost_or_applied_twice_while_the_module_is_killed(rabbitm
                                             token=None)  # fmt: skip
                         said = body.get("state") if status == 200 else body["error"]["message"]
                         answers.append((task_id, index, status, said, was_down))
+                        if held:
+                            board_file(f"{task_id}:1:normal").with_suffix(".answered").touch()
                 time.sleep(0.05)
 
         task_ids = []

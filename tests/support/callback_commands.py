@@ -6,7 +6,9 @@ The stand-in board is what the other system hears: each token a command gives ou
 a file of the directory $BATON_TEST_BOARD named after the step's idempotency key, one a line;
 a withdrawal writes `<key>.withdrawn`. $BATON_TEST_BOARD_DELAY seconds pass after a token is
 written before the command returns (it has given its token out and not yet waits: where a
-callback is kept, and where a kill lands, in the kill loop).
+callback is kept, and where a kill lands, in the kill loop). The change whose summary is
+$BATON_TEST_BOARD_HOLD holds its first token's command until `<key>.answered` exists (the test
+answered it: a callback kept while its command runs, however slow the machine), at most a minute.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ class ChangeBoard:
         with board_file(key).open("a") as tokens:
             tokens.write(callback + "\n")
         time.sleep(float(os.environ.get("BATON_TEST_BOARD_DELAY", "0")))
+        if summary == os.environ.get("BATON_TEST_BOARD_HOLD") and len(board_file(key).read_text().split()) == 1:
+            answered, deadline = board_file(key).with_suffix(".answered"), time.monotonic() + 60
+            while not answered.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
 
     def withdraw(self, *, key: str) -> None:
         board_file(key).with_suffix(".withdrawn").write_text("withdrawn\n")

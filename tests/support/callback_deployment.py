@@ -22,15 +22,18 @@ MODULES = {"resource": "tests.support.standin_commands:resource", "tickets": "te
 
 @contextmanager
 def callback_deployment(workdir: Path, rabbitmq_url: str, request: Any, flows: str = GUIDE_FLOWS,
-                        board_delay: float | None = None) -> Iterator[tuple[Any, str]]:  # fmt: skip
+                        board_delay: float | None = None, board_hold: str | None = None) -> Iterator[tuple[Any, str]]:  # fmt: skip
     """(cluster, OSS base URL). `board_delay`: seconds the board takes to take a change (the
-    window in which a killed module loses the token it gave out)."""
+    window in which a killed module loses the token it gave out). `board_hold`: the summary of a
+    change whose first token the board holds its command on until the test answered it."""
     board = workdir / "board"
     board.mkdir()
     os.environ["BATON_TEST_BOARD"] = str(board)  # board_file() in the test reads the same directory
     extra_env = {"BATON_TEST_BOARD": str(board)}
     if board_delay is not None:
         extra_env["BATON_TEST_BOARD_DELAY"] = str(board_delay)
+    if board_hold is not None:
+        extra_env["BATON_TEST_BOARD_HOLD"] = board_hold
     with oss_deployment(workdir, rabbitmq_url, flows, MODULES, mongo_url=cluster_mongo_url(request),
                         extra_env=extra_env) as (cluster, base):  # fmt: skip
         yield cluster, base
