@@ -59,14 +59,20 @@ def _owing_record(tasks, items):
     return done
 
 
-def test_the_sweeper_applies_what_a_record_owes_only_once_it_stayed_owing_for_the_relay_grace(stores):
-    tasks, items = stores
-    done = _owing_record(tasks, items)
+def _sweeper(tasks) -> tuple[Sweeper, list[float]]:
+    """A sweeper on the in-process broker and the clock it reads (a list the test moves on)."""
     broker = InProcessBroker()
     broker.declare(module_queue("mod"))
     clock = [time.time()]
     sweeper = Sweeper(tasks, broker, SweepConfig(lease=30, redeliver_after=60, relay_grace=GRACE, interval=0.1),
                       clock=lambda: clock[0])  # fmt: skip
+    return sweeper, clock
+
+
+def test_the_sweeper_applies_what_a_record_owes_only_once_it_stayed_owing_for_the_relay_grace(stores):
+    tasks, items = stores
+    done = _owing_record(tasks, items)
+    sweeper, clock = _sweeper(tasks)
     stored = lambda: items.get_item(done.TaskId, 0, 0, 0)  # noqa: E731
     try:
         assert sweeper.sweep_once().swept
@@ -85,11 +91,7 @@ def test_the_sweeper_applies_what_a_record_owes_only_once_it_stayed_owing_for_th
 def test_a_record_changed_since_the_sweeper_saw_it_owing_waits_the_grace_again(stores):
     tasks, items = stores
     done = _owing_record(tasks, items)
-    broker = InProcessBroker()
-    broker.declare(module_queue("mod"))
-    clock = [time.time()]
-    sweeper = Sweeper(tasks, broker, SweepConfig(lease=30, redeliver_after=60, relay_grace=GRACE, interval=0.1),
-                      clock=lambda: clock[0])  # fmt: skip
+    sweeper, clock = _sweeper(tasks)
     try:
         sweeper.sweep_once()
         changed = done.model_copy(deep=True)  # its writer is alive: it changed the record since
