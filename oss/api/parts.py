@@ -23,6 +23,11 @@ def app_part(request: Request, name: str, open_part: Callable[[], Part]) -> Part
     return getattr(state, name)  # type: ignore[no-any-return]
 
 
+def opened_part(state: Any, name: str) -> Any | None:
+    """The app's part `name` if a request has opened it already, else None (nothing is opened)."""
+    return getattr(state, name, None)
+
+
 def close_parts(state: Any) -> None:
     """Close every part opened on first use (the app's end)."""
     for name in getattr(state, _OPENED, []):

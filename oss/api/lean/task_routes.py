@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from oss.api.auth import authenticate_first
 from oss.api.errors import ApiError
 from oss.api.lean.route import LeanRoute
+from oss.api.routers.modules import opened_module_registry
 from oss.api.schemas import CreateTask
 
 
@@ -44,14 +45,15 @@ async def submission_arguments(request: Request) -> dict[str, Any] | None:
 
 async def reading_arguments(request: Request) -> dict[str, Any] | None:
     state = request.app.state
-    if request.scope.get("query_string") or getattr(state, "module_registry", None) is None:
+    registry = opened_module_registry(state)
+    if request.scope.get("query_string") or registry is None:
         return None  # the registry is opened on first use by the route's own dependency
     try:
         authenticate_first(request)
     except ApiError:
         return None
     return {"task_id": request.path_params["task_id"], "context": state.baton, "token": request.state.baton_token,
-            "registry": state.module_registry}  # fmt: skip
+            "registry": registry}  # fmt: skip
 
 
 def _content_type(scope: dict[str, Any]) -> bytes | None:

@@ -3,7 +3,7 @@ which commands, workers and last heartbeats. `baton modules` shows the same."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
@@ -14,7 +14,7 @@ from common.store.side.modules import ModuleRegistration, ModuleRegistry, is_liv
 from oss.api.auth import Context, Reader
 from oss.api.routers.module_drains import DrainView, Drains, drain_view
 from oss.api.schemas import error_responses
-from oss.api.parts import app_part
+from oss.api.parts import app_part, opened_part
 
 router = APIRouter(prefix="/api/v1", tags=["modules"])
 
@@ -43,9 +43,17 @@ class ModuleList(BaseModel):
     items: list[ModuleView]
 
 
+_REGISTRY_PART = "module_registry"
+
+
 def module_registry(request: Request, context: Context) -> ModuleRegistry:
     """One per app, opened on first use beside the task store."""
-    return app_part(request, "module_registry", lambda: open_module_registry(context.settings.store_url))
+    return app_part(request, _REGISTRY_PART, lambda: open_module_registry(context.settings.store_url))
+
+
+def opened_module_registry(state: Any) -> ModuleRegistry | None:
+    """The app's module registry if a request opened it already (a fast path never opens it)."""
+    return opened_part(state, _REGISTRY_PART)  # type: ignore[no-any-return]
 
 
 Modules = Annotated[ModuleRegistry, Depends(module_registry)]
