@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
-import math
 import types
 from typing import Annotated, Any, Union, get_args, get_origin
 

@@ -18,7 +18,7 @@ from common.broker.rabbitmq.consumer import RabbitSubscription
 from common.broker.rabbitmq.policy import DEFAULT_HEARTBEAT_SECONDS, DEFAULT_RECONNECT_MAX_SECONDS
 from common.broker.rabbitmq.publisher import Publisher
 from common.broker.rabbitmq.topology import Topology
-from common.errors import BrokerClosed, BrokerError
+from common.errors import BrokerClosed
 from common.queues import DEFAULT_DELIVERY_LIMIT, QueueType, check_priority, check_queue_type, physical_queue, physical_queues
 
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from common.engine.document import Step, Task
-from common.engine.core.units import Unit, unit_state, units
+from common.engine.document import Task
+from common.engine.core.units import Unit, units
 from common.engine.gates.gate import Hold
 from common.engine.registry import held, kind_of
 from common.engine.states import APPLIED, SETTLED_BACKWARD, DONE_FORWARD, FINAL_STATUSES, Phase, StepState, TaskStatus

@@ -12,7 +12,7 @@ an acknowledged change survives a crash of the server and a failover.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pymongo
@@ -21,7 +21,6 @@ from pymongo.collection import Collection
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from common.errors import DuplicateTask, UnreadableTask
-from common.access import Scope
 from common.engine.document import Alarm, HistoryEvent, Task
 from common.engine.states import TaskStatus
 from common.store.tasks import unreadable
@@ -29,7 +28,7 @@ from common.store.mongo import marks
 from common.store.mongo.base import MongoAdapter, again
 from common.store.mongo.client import PING_SECONDS
 from common.store.mongo.errors import adapter_edge
-from common.store.tasks.filters import ALL_TASKS, PageKey, TaskFilter, mongo_query
+from common.store.tasks.filters import ALL_TASKS, TaskFilter, mongo_query
 
 
 def _no_id() -> dict[str, bool]:

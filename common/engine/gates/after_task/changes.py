@@ -15,7 +15,7 @@ from common.engine.registry import open_after
 from common.engine.document import Task
 from common.engine.states import FINAL_STATUSES, TaskStatus, set_waiting
 from common.engine.core.units import IdFactory, Refusal, Timing, new_id, record
-from common.engine.gates.after_task.waits import RECHECK_SECONDS, awaited_outcome, awaits, waiting_for_task
+from common.engine.gates.after_task.waits import RECHECK_SECONDS, awaited_outcome, awaits
 
 
 def awaited_finished(task: Task, awaited_id: str, status: TaskStatus, timing: Timing,

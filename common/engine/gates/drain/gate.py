@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from common.engine.codes import WaitKind
-from common.engine.document import Run, StepMessage, Task, WaitCondition
+from common.engine.document import Run, Task, WaitCondition
 from common.engine.gates.gate import Gate
 from common.engine.states import RunState
-from common.engine.core.units import Refusal, Timing, delivered_run, drop_outbox, record
 
 WAIT_DRAIN = WaitKind.DRAIN
 # How soon the sweeper re-publishes a held run: a module's steps go at most this long (plus the
