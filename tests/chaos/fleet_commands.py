@@ -11,6 +11,10 @@ units were applied and undone, and how often, independently of the task document
 are `async` (a coroutine on the module's event loop) that await a gate file and `seconds` first,
 so hundreds of them are in flight at once in one module process.
 
+Where BATON_TEST_REDRIVE_GATE names a path, `apply` waits while `<path>.held` exists and
+`<path>.open` does not: the scenario holds the work a redrive starts until it has killed a replica
+under it, however fast this machine would otherwise finish that work.
+
 Where BATON_TEST_EFFECTS names a directory, `apply`/`undo` keep their effect once per idempotency
 key, as a real module keeps it (a file created with O_EXCL): the line then says whether this run
 made the effect (`made`) or found it made by an earlier run of the same unit. `check_wave` is a
@@ -39,8 +43,16 @@ def effect(ctx: CommandContext, op: str) -> dict:
     return {"made": ledger_file.keep_effect(ctx, op, folder)} if folder else {}
 
 
+def _await_redrive_gate() -> None:
+    gate = os.environ.get("BATON_TEST_REDRIVE_GATE")
+    if gate and os.path.exists(f"{gate}.held"):
+        while not os.path.exists(f"{gate}.open"):
+            time.sleep(0.1)
+
+
 @fleet.command()
 def apply(ctx: CommandContext) -> dict:
+    _await_redrive_gate()
     time.sleep(float(ctx.parameters.get("work_seconds", 0)))  # the work a kill may cut short
     note(ctx, "apply", **effect(ctx, "apply"))
     return {"applied": ctx.item_index if ctx.item_index is not None else ctx.cursor}

@@ -9,6 +9,10 @@ from common.queues import dead_letter_queue
 from common.engine.states import TaskStatus
 
 FULL = os.environ.get("BATON_CHAOS", "").lower() == "full"
+# pytest-timeout's bound on a scenario: a guard against a hang, not a measure. Each wait inside a
+# scenario is for a state and has its own deadline (tests/support/cluster.py STATE_DEADLINE);
+# on a loaded 2-core machine a reduced scenario's waits add up to several minutes.
+SCENARIO_TIMEOUT = 1800 if FULL else 900
 MODULES = ("resource", "mysql", "monitor")
 FLEET = "fleet"  # the module of tests/chaos/fleet_commands.py (the fleet scenario's)
 QUEUES = (*MODULES, FLEET, "baton.alarms")

@@ -15,10 +15,10 @@ import pytest
 from tests.chaos.evidence import PortWatch, assert_clean, reconnect_seconds
 from tests.chaos.harness import ChaosCluster, Feeder, delete_queues
 from tests.support.cluster import STATE_DEADLINE
-from tests.chaos.plans import ALL_QUEUES, FULL, GRAPH_PLANS, scale
+from tests.chaos.plans import ALL_QUEUES, FULL, GRAPH_PLANS, SCENARIO_TIMEOUT, scale
 from tests.chaos.report import record
 
-pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(1800 if FULL else 300)]
+pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 
 @contextlib.contextmanager

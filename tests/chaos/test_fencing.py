@@ -30,7 +30,7 @@ from common.settings import load_settings
 from common.engine.states import Phase, TaskStatus
 from tests.chaos.evidence import assert_clean
 from tests.chaos.owned import add_host, assert_only_successes_own_anything
-from tests.chaos.plans import DEDUCT_FAILS, FULL, scale
+from tests.chaos.plans import DEDUCT_FAILS, SCENARIO_TIMEOUT, scale
 from tests.chaos.test_process_faults import store_write_locked
 from tests.chaos.report import record
 from tests.support.builders import only_run
@@ -39,7 +39,7 @@ from tests.support.process_tree import descendants
 from tests.support.mariadb import connect, mariadb_sandbox
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 # What the mysql replicas log about the frozen attempt, and a short name for the report.
 THAWED = {

@@ -35,13 +35,13 @@ from tests.chaos.evidence import assert_clean
 from tests.support.ledger_file import read_ledger
 from tests.chaos.harness import ChaosCluster, Supervisor
 from tests.chaos.ledger_checks import check_ledger
-from tests.chaos.plans import FULL, scale
+from tests.chaos.plans import SCENARIO_TIMEOUT, scale
 from tests.chaos.report import record
 from tests.support.cluster import STATE_DEADLINE, wait_until
 from tests.support.oss_deployment import baton
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 REGISTRY = "tests.chaos.fleet_commands:fleet"
 # Two replicas reduced; three in full, so a replica can be killed every period while another
@@ -228,7 +228,9 @@ def test_kill_9_through_waves_a_failure_budget_a_hold_and_its_redrive(make_clust
     SIGKILL every `period` seconds through the first run and through the redrive."""
     ledger, effects_dir = tmp_path / "ledger.jsonl", tmp_path / "effects"
     effects_dir.mkdir()
-    cluster = make_cluster(BATON_TEST_LEDGER=str(ledger), BATON_TEST_EFFECTS=str(effects_dir))
+    gate = tmp_path / "redrive-gate"  # holds the redrive's work until a kill came (fleet_commands.py)
+    cluster = make_cluster(BATON_TEST_LEDGER=str(ledger), BATON_TEST_EFFECTS=str(effects_dir),
+                           BATON_TEST_REDRIVE_GATE=str(gate))
     for name in REPLICAS:
         cluster.launch(name, registry=REGISTRY)
     cluster.launch("monitor")
@@ -279,11 +281,15 @@ def test_kill_9_through_waves_a_failure_budget_a_hold_and_its_redrive(make_clust
         assert undone <= set(tolerated), sorted(undone)  # the hold rolled nothing back
         waiting_at_hold = len(item_runs(cluster, rollout_id, [StepState.WAITING]))
         redriven_at = time.time()
+        gate.with_name(f"{gate.name}.held").touch()
         answer = baton(cluster, "redrive", rollout_id, "--reason", "the mirror is back")
         assert answer.returncode == 0, (answer.stdout, answer.stderr)
-        # The first kill at once, while the redriven items start: the redrive must survive it.
-        last_kill = kill_while("redrive", lambda: cluster.store.get(rollout_id).TaskStatus not in FINAL_STATUSES,
-                               kills_wanted, at_once=True)
+        # The first kill at once, while the redriven items wait at the gate (a loaded machine
+        # would otherwise finish them while the CLI still runs): the redrive must survive it.
+        going = lambda: cluster.store.get(rollout_id).TaskStatus not in FINAL_STATUSES  # noqa: E731
+        last_kill = kill_while("redrive", going, 1, at_once=True)
+        gate.with_name(f"{gate.name}.open").touch()
+        last_kill = max(last_kill, kill_while("redrive", going, kills_wanted - 1))
         settle = cluster.settle(timeout=scale(150, 300), since=last_kill)
         restarts = sum(supervisor.restarts.values())
     report = cluster.check()

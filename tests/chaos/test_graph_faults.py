@@ -12,14 +12,14 @@ import pytest
 
 from tests.chaos.evidence import assert_clean
 from tests.chaos.harness import Supervisor
-from tests.chaos.plans import FULL, GRAPH_PLANS, scale
+from tests.chaos.plans import GRAPH_PLANS, SCENARIO_TIMEOUT, scale
 from tests.chaos.report import record
 from tests.chaos.test_message_faults import Duplicator
 from tests.chaos.test_module_faults import pick_busy_victim
 from tests.support.item_view import with_items
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 
 def test_kill_9_and_duplicated_deliveries_on_a_parallel_flow(make_cluster):

@@ -30,12 +30,12 @@ from tests.chaos.evidence import assert_clean, drain, log_events, redispatch_exc
 from tests.chaos.harness import Feeder
 from tests.support.cluster import STATE_DEADLINE
 from tests.support.vhosts import rabbitmqctl
-from tests.chaos.plans import FULL, MODULES, scale
+from tests.chaos.plans import MODULES, SCENARIO_TIMEOUT, scale
 from tests.chaos.report import record
 from tests.chaos.test_fencing import freeze_outside_a_store_write
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 OUTBOX_LOG = """
 CREATE TABLE IF NOT EXISTS chaos_outbox_log (id INTEGER PRIMARY KEY, entry TEXT NOT NULL);

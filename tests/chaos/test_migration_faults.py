@@ -18,13 +18,13 @@ import pytest
 from common.flows.loader import parse_flows
 from tests.chaos.evidence import assert_clean
 from tests.chaos.harness import Supervisor
-from tests.chaos.plans import CHAOS_FLOWS, FULL, plan_tasks, scale
+from tests.chaos.plans import CHAOS_FLOWS, SCENARIO_TIMEOUT, plan_tasks, scale
 from tests.chaos.report import record
 from tests.chaos.test_module_faults import pick_busy_victim
 from oss.services.migrations import Migrations
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 DEMO_C = "normal:   {module: monitor, command: noop, retry: 1}"
 # Only chaos_demo's own step changes (the first one written; chaos_locked repeats its steps).

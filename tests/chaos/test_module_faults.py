@@ -11,11 +11,11 @@ from common.runtime.faults import CRASH_POINTS
 from common.engine.states import TaskStatus
 from tests.chaos.evidence import assert_clean, sweeper_totals
 from tests.chaos.harness import Supervisor
-from tests.chaos.plans import FULL, crash, fail, scale
+from tests.chaos.plans import FULL, SCENARIO_TIMEOUT, crash, fail, scale
 from tests.chaos.report import record, timeline
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 # The order of the step protocol: claim -> (ack) -> command -> commit -> publish -> mark sent.
 PROTOCOL_ORDER = ["after_claim", "during_command", "before_commit", "after_commit", "after_publish"]

@@ -18,14 +18,14 @@ from common.relay.sweeper import SweepConfig, Sweeper
 from tests.chaos.evidence import assert_clean, log_events, sweeper_totals
 from tests.chaos.harness import Supervisor, mongo_tasks
 from tests.chaos.history_units import CONCLUSIONS
-from tests.chaos.plans import FULL, crash, scale
+from tests.chaos.plans import SCENARIO_TIMEOUT, crash, scale
 from tests.chaos.report import record, slowest
 from tests.chaos.test_module_faults import pick_busy_victim
 from tests.support.cluster import wait_until
 from tests.support.builders import only_run
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 
 HANG_ONCE = {"command": "noop", "action": "hang", "times": 1}
 # What the thawed worker logs when the store refuses it, and a short name for the report.

@@ -19,12 +19,12 @@ import time
 import pytest
 
 from common.engine.states import TaskStatus
-from tests.chaos.plans import FULL, scale
+from tests.chaos.plans import SCENARIO_TIMEOUT, scale
 from tests.support.cluster import Cluster, wait_until
 from tests.support.mariadb import mariadb_sandbox
 
 pytestmark = [pytest.mark.chaos, pytest.mark.rabbitmq, pytest.mark.slow,
-              pytest.mark.timeout(1800 if FULL else 300)]
+              pytest.mark.timeout(SCENARIO_TIMEOUT)]
 FLOWS = """
 version: 1
 defaults:
