@@ -109,7 +109,8 @@ def _thread_names(pid: int, fifo: Path, names: Path) -> dict[int, str]:
             raise RuntimeError("the measured module did not list its threads")
         time.sleep(0.2)
     by_kernel_id = json.loads(names.read_text())
-    scheduler = subprocess.run(["vgdb", f"--pid={pid}", "v.info", "scheduler"], capture_output=True, text=True).stdout
+    asked = ["vgdb", f"--pid={pid}", "v.info", "scheduler"]
+    scheduler = subprocess.run(asked, capture_output=True, text=True).stdout
     found = {}
     for thread, lwp in re.findall(r"^Thread (\d+): status = .*\(lwpid (\d+)\)", scheduler, re.MULTILINE):
         found[int(thread)] = by_kernel_id.get(lwp, f"lwp-{lwp}")
@@ -128,7 +129,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--checkout", action="append", type=Path, help="a checkout to measure (default: this one)")
+    parser.add_argument("--checkout", action="append", type=Path,
+                        help="a checkout to measure (default: this one)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         sys.exit("needs valgrind (callgrind and callgrind_control)")

@@ -39,7 +39,8 @@ def install() -> bool:
         return True
     # The instance attributes the write uses (_state, _tx_buffers, _sock) are pika's too: the
     # adapter's tests run every broker path through this patch on the pinned pika.
-    if _Transport is None or not hasattr(_Transport, "_STATE_ACTIVE") or not hasattr(connection, "_output_marshaled_frames"):
+    usable = _Transport is not None and hasattr(_Transport, "_STATE_ACTIVE")
+    if not usable or not hasattr(connection, "_output_marshaled_frames"):
         log.warning("broker.eager_writes_unavailable", pika=getattr(pika, "__version__", "?"))
         return False
     original_write = _Transport.write
