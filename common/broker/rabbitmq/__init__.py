@@ -42,10 +42,14 @@ says which is which). The rest of the package:
                      or quorum: one queue per priority band)
 - migrate.py         moving a classic deployment's messages into its quorum queues
 - delivery.py        one received message and the connection it came on
+- eager_writes.py    pika's plaintext writes sent at once, a message's frames in one write
 
 Design: docs/design/queues.md (the queue topology, bands, dead letters, several nodes).
 """
 
+from common.broker.rabbitmq import eager_writes
 from common.broker.rabbitmq.broker import RabbitBroker
+
+eager_writes.install()
 
 __all__ = ["RabbitBroker"]

@@ -192,7 +192,8 @@ class RabbitSubscription:
 
     def _serve(self, link: Link) -> None:
         while not self._stopping.is_set():
-            self._apply_requests(link)
+            if self._requests_pending(link):
+                self._apply_requests(link)
             self._settle_queued()
             link.connection.process_data_events(time_limit=POLL_SECONDS)
         self._cancel_consumers(link)
@@ -200,6 +201,16 @@ class RabbitSubscription:
         self._settle_queued()
         link.connection.process_data_events(0)
         link.connection.close()  # unsettled deliveries go back to the queue
+
+    def _requests_pending(self, link: Link) -> bool:
+        """Whether the consumers differ from what is wanted: a pause or resume not yet applied,
+        or a consumer the broker cancelled. Read without the lock, at every turn of the loop: a
+        request made meanwhile wakes the loop again, so it is seen at the next turn."""
+        if self._applied < self._requested:
+            return True
+        if self._paused:
+            return bool(link.consumer_tags)
+        return len(link.consumer_tags) < len(self._consumes)
 
     def _apply_requests(self, link: Link) -> None:
         with self._cond:
