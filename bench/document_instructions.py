@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 PARTS = ("transition", "kept transition", "decode", "encode", "compare-and-set", "claim", "finish_attempt")
 STEPS = 3  # transitions per bench task
 
@@ -110,6 +111,7 @@ def counted(rounds: int, keep: str | None = None) -> dict[str, float]:
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
              sys.executable, __file__, "--measured", str(rounds)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(REPO)},  # run as a file, not -m
         )
         assert run.stdin is not None and run.stdout is not None
 
