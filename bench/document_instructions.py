@@ -18,6 +18,7 @@ The code measured is the one on PYTHONPATH: the same file counts another checkou
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
@@ -33,8 +34,9 @@ PARTS = ("transition", "kept transition", "decode", "encode", "compare-and-set",
 STEPS = 3  # transitions per bench task
 
 
-def _prepared(rounds: int, tmp: Path) -> dict[str, tuple[Callable[[], None], int]]:
-    """Each part's loop and how many of its unit it does, all made before any is counted."""
+def _prepared(rounds: int, tmp: Path) -> tuple[Callable[[], None], dict[str, tuple[Callable[[], None], int]]]:
+    """What settles the process before a part, and each part's loop and how many of its unit it
+    does, all made before any is counted."""
     from bench.document import OWNER, _created, _run
     from bench.engine import FLOWS
     from common.engine.changes import AttemptResult, Timing, claim, finish_attempt
@@ -79,7 +81,13 @@ def _prepared(rounds: int, tmp: Path) -> dict[str, tuple[Callable[[], None], int
                 lend_to_change(None)
         return loop
 
-    return {
+    def settled() -> None:
+        """The same start for every part: no garbage of the one before collected inside it, and
+        no SQLite checkpoint of the WAL it left (which lands wherever 1,000 pages fill up)."""
+        gc.collect()
+        store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # noqa: SLF001
+
+    return settled, {
         "transition": (transitions(False), len(fresh[0]) * STEPS),
         "kept transition": (transitions(True), len(fresh[1]) * STEPS),
         "decode": (lambda: [Task.from_json(text) for _ in range(rounds)] and None, rounds),
@@ -93,9 +101,10 @@ def _prepared(rounds: int, tmp: Path) -> dict[str, tuple[Callable[[], None], int
 def measured(rounds: int) -> None:
     """The process under valgrind: each part's loop between two lines of the parent's."""
     with tempfile.TemporaryDirectory() as tmp:
-        parts = _prepared(rounds, Path(tmp))
+        settled, parts = _prepared(rounds, Path(tmp))
         for name in PARTS:
             loop, units = parts[name]
+            settled()
             print(f"ready {units}", flush=True)
             sys.stdin.readline()  # counting on
             loop()
