@@ -9,14 +9,15 @@ gathered by common.engine.core.declared), so a new kind or gate adds them withou
 from enum import StrEnum
 
 from common.engine.core.declared import declared
+from common.quick_enum import quick_value
 
 # What an outbox entry owes; `common.engine.outbox` gives each its body and its flusher. The
 # engine's own two, then each plug-in's (`OUTBOX_KINDS` in its folder's declares.py).
-OutboxKind = StrEnum("OutboxKind", [  # type: ignore[misc]
+OutboxKind = quick_value(StrEnum("OutboxKind", [  # type: ignore[misc]
     ("PUBLISH", "publish"),  # a step message for a module's queue
     ("WEBHOOK", "webhook"),  # a status change for a webhook receiver
     *((member, value) for member, (value, _, _) in declared("OUTBOX_KINDS").items()),
-], module=__name__)
+], module=__name__))
 OutboxKind.__doc__ = "What an outbox entry owes; `common.engine.outbox` gives each its body and its flusher."
 
 # What a task waits for (`Task.WaitingFor.Kind`): a not-started one, or a held run's drain. The
@@ -30,14 +31,15 @@ _DERIVED = [*declared("DERIVED_WAITS").items(),
             # the flow; `Key` is the step and what its kind says it waits for ("ask: 2 more
             # approvals by operator"). Whatever the kind, the engine's own.
             ("STEP", "step")]
-WaitKind = StrEnum("WaitKind", [  # type: ignore[misc]
+WaitKind = quick_value(StrEnum("WaitKind", [  # type: ignore[misc]
     *((member, value) for member, (value, _) in _STORED), *_DERIVED,
-], module=__name__)
+], module=__name__))
 WaitKind.__doc__ = "What a task waits for (`Task.WaitingFor.Kind`): a not-started one, or a held run's drain."
 
 DERIVED_WAITS = frozenset(WaitKind(value) for _, value in _DERIVED)
 
 
+@quick_value
 class AlarmKind(StrEnum):
     """Why an alarm was raised (`Alarm.Kind`)."""
 

@@ -9,9 +9,11 @@ from enum import Enum, IntEnum, StrEnum
 from typing import Any
 
 from common.engine.codes import DERIVED_WAITS, WaitKind
+from common.quick_enum import quick_value
 from common.engine.core.declared import declared
 
 
+@quick_value
 class TaskStatus(IntEnum):
     """`TaskStatus` of the task document (codes 0-3 are the original spec's)."""
 
@@ -62,6 +64,7 @@ TASK_TRANSITIONS: frozenset[tuple[TaskStatus, TaskStatus]] = frozenset(
 )
 
 
+@quick_value
 class Phase(IntEnum):
     """The step message's `Type`: which half of a step runs."""
 
@@ -73,6 +76,7 @@ class Phase(IntEnum):
         return self.name.lower()
 
 
+@quick_value
 class StepState(StrEnum):
     """Where one step stands. Kept per step in the task document as `State`."""
 
@@ -134,7 +138,7 @@ _RUNS = declared("RUN_STATES")
 # State of one of the task's runs (`Runs[].State`): the engine's own, and each plug-in's
 # (`RUN_STATES` in its folder's declares.py: a sub-flow's run its child runs, a step's run waiting
 # for its own lock or rate).
-RunState = StrEnum("RunState", [  # type: ignore[misc]
+RunState = quick_value(StrEnum("RunState", [  # type: ignore[misc]
     ("PENDING", "pending"),  # dispatched, nobody has claimed it
     ("RUNNING", "running"),  # claimed by `Owner`, leased until `Deadline`
     *((member, value) for member, (value, _) in _RUNS.items()),
@@ -142,7 +146,7 @@ RunState = StrEnum("RunState", [  # type: ignore[misc]
     # and holds no slot of any module; its kind says what it waits for (`StepKind.describe_wait`),
     # what ends it (`StepKind.act`) and what its deadline means (`StepKind.lapse`).
     ("PARKED", "parked"),
-], module=__name__)
+], module=__name__))
 RunState.__doc__ = "State of one of the task's runs (`Runs[].State`)."
 
 
@@ -163,6 +167,7 @@ UNCLAIMED = (RunState.PENDING, *(RunState(value) for value, unclaimed in _RUNS.v
              RunState.PARKED)
 
 
+@quick_value
 class ResultCode(IntEnum):
     """A step phase's `Code`: how its last attempt ended."""
 
@@ -176,6 +181,7 @@ class ResultCode(IntEnum):
     OUTCOME_UNKNOWN = 5
 
 
+@quick_value
 class LockState(StrEnum):
     """Where a task stands with its lock (`Task.Lock.State`, common.engine.gates.lock.task_lock), and a
     unit with its step lock (`Task.UnitLocks[].State`: waiting or held only)."""
@@ -187,6 +193,7 @@ class LockState(StrEnum):
     RELEASED = "released"
 
 
+@quick_value
 class RateState(StrEnum):
     """Where a task stands with its type's rate (`Task.Rate.State`, common.engine.gates.rate)."""
 

@@ -226,22 +226,33 @@ def step_message(task: Task, run: Run) -> StepMessage:
     )
 
 
+def step_body(task: Task, run: Run) -> dict[str, Any]:
+    """`step_message(task, run)` as its JSON body, without Parameters (the module reads them from
+    the document at the claim, so secrets stay off the broker and the document holds one copy,
+    not one per run) nor Trace when the task has none (the message is then what it was before
+    traces). Built as a dict, not through the model: every dispatch writes one, and the model's
+    validation and dump were a fifth of a step's outcome. Its values come from the validated
+    task; a test holds it equal to the model's dump."""
+    step, phase = task.Steps[run.Cursor], run.Phase
+    body = {
+        "TaskId": task.TaskId, "Cursor": run.Cursor, "Item": run.Item, "Type": int(phase),
+        "Module": step.module_of(run.Item, phase), "Command": step.command_of(run.Item, phase),
+        "Timeout": float(step.timeout(phase)), "Retry": step.retry(phase), "DispatchId": run.DispatchId,
+        "Attempt": run.Attempt,
+    }
+    if task.Trace is not None:
+        body["Trace"] = task.Trace.model_dump(mode="json")
+    return body
+
+
 def publish_entry(task: Task, run: Run, due_at: float) -> OutboxEntry:
     """The outbox entry that publishes `run`'s step message to its module's queue."""
-    message = step_message(task, run)
+    body = step_body(task, run)
     # A root's first attempt is the task's start: it waits behind work already in flight.
     first_of_task = run.Phase is Phase.NORMAL and run.Attempt == 1 and not task.Steps[run.Cursor].After
     priority = task.Priority + (0 if first_of_task else IN_FLIGHT_BAND)
-    return OutboxEntry(
-        DispatchId=run.DispatchId,
-        Queue=module_queue(message.Module),
-        # No Parameters: the module reads them from the document at the claim (format 1 did
-        # too), so secrets stay off the broker and the document holds one copy, not one per run.
-        # No Trace either when the task has none: the message is then what it was before traces.
-        Body=message.model_dump(mode="json", exclude={"Parameters", "Trace"} if task.Trace is None else {"Parameters"}),
-        Priority=priority,
-        DueAt=due_at,
-    )
+    return OutboxEntry(DispatchId=run.DispatchId, Queue=module_queue(body["Module"]), Body=body, Priority=priority,
+                       DueAt=due_at)
 
 
 def record(
