@@ -57,10 +57,10 @@ def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 4) -> l
         rate_note = f"{runs} ({each_rate})"
         cpu_note = f"module processes and children; each round: {each_cpu}"
         if setting == "on":
-            rate_note = (f"{statistics.median(rate_ratios):.0%} of off, the median round's "
-                         f"({', '.join(f'{r:.0%}' for r in rate_ratios)}); {receiver.requests} export requests; {rate_note}")
-            cpu_note = (f"{statistics.median(cpu_ratios) - 1:+.0%} on off, the median round's "
-                        f"({', '.join(f'{r - 1:+.0%}' for r in cpu_ratios)}); {cpu_note}")
+            rate_note = (f"{statistics.median(rate_ratios):.0%} of off (median of the rounds' ratios: "
+                         f"{', '.join(f'{r:.0%}' for r in rate_ratios)}); {receiver.requests} export requests; {rate_note}")
+            cpu_note = (f"{statistics.median(cpu_ratios) - 1:+.0%} on off (median of the rounds': "
+                        f"{', '.join(f'{r - 1:+.0%}' for r in cpu_ratios)}); {cpu_note}")
         rows.append((f"baton, {label}: step transitions", f"{statistics.median(rates[setting]):.0f} /s", rate_note))
         rows.append((f"baton, {label}: module CPU per transition", f"{statistics.median(cpu[setting]):.2f} ms", cpu_note))
     rows.append(_off_cost_row())

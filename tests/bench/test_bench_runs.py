@@ -71,10 +71,11 @@ ROWS = (
     r"latency, under load .* p50 [\d.]+ ms +p99 [\d.]+ ms",
     r"largest module RSS over [\d,]+ steps .* (\d+ -> ){9}\d+",
     r"baton, tracing off: step transitions +\d+ /s +median of 2 alternating rounds",
-    r"baton, tracing on \(OTLP/HTTP to a local receiver\): step transitions +\d+ /s +\d+% of off, the median round's "
-    r"\(\d+%, \d+%\); [1-9]\d* export requests",
+    r"baton, tracing on \(OTLP/HTTP to a local receiver\): step transitions +\d+ /s +\d+% of off "
+    r"\(median of the rounds' ratios: \d+%, \d+%\); [1-9]\d* export requests",
     r"baton, tracing off: module CPU per transition +[\d.]+ ms",
-    r"baton, tracing on \(OTLP/HTTP to a local receiver\): module CPU per transition +[\d.]+ ms +[+-]\d+% on off, the median round's",
+    r"baton, tracing on \(OTLP/HTTP to a local receiver\): module CPU per transition +[\d.]+ ms +[+-]\d+% on off "
+    r"\(median of the rounds': [+-]\d+%, [+-]\d+%\)",
     r"tracing off: a step's calls into the tracing hooks +\d+ ns",
     r"tracing on: a step's spans, the hooks +[\d.]+ µs",
     r"tracing on: a step's spans, OTLP encoding +[\d.]+ µs +per step; the SDK's encoder for the same spans: [\d.]+ µs",
