@@ -14,7 +14,8 @@ a request's own cost (about 5 M instructions, some 10 k a step), its encoding no
 
     python -m bench.tracing_drain_instructions [small large]     (default 40 160; minutes)
 BATON_BENCH_TRACING_CALLGRIND_FUNCTIONS=N also lists the N functions whose own instructions per
-transition moved most from off to on (bench/callgrind_functions.py, the large runs).
+transition moved most from off to on (bench/callgrind_functions.py, the large runs);
+BATON_BENCH_TRACING_CALLGRIND_KEEP=DIR keeps those two profiles there (off.out, on.out).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def drain_rows(small: int = 40, large: int = 160, functions: int = 0) -> list[tu
                 print(f"  own instructions per transition, {large} tasks, off and on:")
                 found = {setting: own_instructions(str(path)) for setting, path in profiles.items()}
                 print_differences(differences(found["off"], found["on"], large * STEPS, functions))
+            keep = os.environ.get("BATON_BENCH_TRACING_CALLGRIND_KEEP")
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                for path in profiles.values():
+                    shutil.copy(path, Path(keep) / path.name)
     finally:
         receiver.stop()
     tasks = f"{small} and {large} three-step tasks, one module process, in-process broker"
