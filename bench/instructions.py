@@ -36,7 +36,6 @@ def drain(tasks: int, control: Path) -> None:
     from common.logging import configure_logging
     from common.queues import module_queue
     from common.runtime.module import ModuleRuntime
-    from common.runtime.start_objects import freeze_start_objects
     from common.settings import load_settings
     from common.store.sqlite.tasks import SqliteStore
     from oss.services.tasks import TaskService
@@ -47,9 +46,6 @@ def drain(tasks: int, control: Path) -> None:
         from common.tracing.setup import configure_tracing
 
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint  # the SDK's exporter reads it there
-        # A request per 512 steps' spans, as at full speed: at the default delay (a request at
-        # least every 5 s) a drain slowed fifty times by valgrind would send one every few steps.
-        os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "600000"
         configure_tracing("baton-asyncbench")
     path = control / "tasks.db"
     store, broker = SqliteStore(path), InProcessBroker()
@@ -67,7 +63,6 @@ def drain(tasks: int, control: Path) -> None:
 
         trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]
     runtime = ModuleRuntime(registry_ref="bench.kind_commands:asyncbench", settings=settings, store=store, broker=broker)
-    freeze_start_objects()  # as a module process does once started (common/runtime/main.py)
     (control / "ready.part").write_text(str(os.getpid()))
     (control / "ready.part").rename(control / "ready")  # seen whole: never an empty pid
     while not (control / "go").exists():

@@ -16,7 +16,6 @@ from common.tracing.setup import configure_tracing
 from common.queues import module_queue
 from common.runtime.module import BodyHandler, ModuleRuntime
 from common.runtime.registry import load_registry
-from common.runtime.start_objects import freeze_start_objects
 from common.stop_signals import stop_on_signals
 from common.engine.changes import wire_records
 from common.settings import Settings, load_settings
@@ -69,7 +68,6 @@ def run_module(registry_ref: str, extra_consumers: ExtraConsumers | None = None)
     except BatonError as exc:
         print(f"baton: cannot start module {registry.module}: {exc}", file=sys.stderr)
         sys.exit(EXIT_UNAVAILABLE)
-    freeze_start_objects()  # out of every later garbage collection's walk
     while not stop.wait(1.0) and not runtime.failed.is_set():
         pass
     if runtime.failed.is_set():  # stuck thread commands: only a new process stops a hung call
