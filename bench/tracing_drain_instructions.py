@@ -1,13 +1,15 @@
-"""What tracing costs a transition, in instructions, without the broker's threads.
+"""What tracing costs a transition, in instructions, with the in-process broker.
 
-bench/tracing_instructions.py counts a module of the real cluster: its pika threads poll and
-wake as the machine's timing has it, so its untraced figure alone moves by several percent from
-one run to the next, as much as tracing's cost. Here the work is bench.instructions' drain (one
-module process, the in-process broker, SQLite, async no-op three-step tasks) with tracing off,
-then on (the submissions and every step traced, exported over OTLP/HTTP to a receiver in this
-process), counted by callgrind for a small and a large number of tasks: the difference per
-transition leaves out what does not grow with the tasks, and what is left repeats to within a
-fraction of a percent, so on against off is tracing's cost, its exporter's thread included.
+bench/tracing_instructions.py counts a module of the real cluster, pika's threads included. Here
+the work is bench.instructions' drain (one module process, the in-process broker, SQLite, async
+no-op three-step tasks) with tracing off, then on (the submissions and every step traced,
+exported over OTLP/HTTP to a receiver in this process), counted by callgrind for a small and a
+large number of tasks: the difference per transition leaves out what does not grow with the
+tasks. What runs as often as the clock says (the runtime's timers, the drain's watcher, a full
+garbage collection falling in the window or not) still moves the figures with how long a run
+takes: by a few percent between runs side by side, by a fifth when the machine's load changes
+between them. Take on and off from the same run, and repeat; the function list says more than
+the totals (the work tracing adds shows in each run alike).
 
     python -m bench.tracing_drain_instructions [small large]     (default 40 160; minutes)
 BATON_BENCH_TRACING_CALLGRIND_FUNCTIONS=N also lists the N functions whose own instructions per
