@@ -46,6 +46,9 @@ def drain(tasks: int, control: Path) -> None:
         from common.tracing.setup import configure_tracing
 
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint  # the SDK's exporter reads it there
+        # A request per 512 steps' spans, as at full speed: at the default delay (a request at
+        # least every 5 s) a drain slowed fifty times by valgrind would send one every few steps.
+        os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "600000"
         configure_tracing("baton-asyncbench")
     path = control / "tasks.db"
     store, broker = SqliteStore(path), InProcessBroker()
