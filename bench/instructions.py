@@ -41,6 +41,15 @@ def drain(tasks: int, control: Path) -> None:
     from oss.services.tasks import TaskService
 
     configure_logging("json", "info")
+    endpoint = os.environ.get("BATON_BENCH_OTLP_ENDPOINT")
+    if endpoint:  # traced as OSS and a module would be: the submissions, then every step
+        from common.tracing.setup import configure_tracing
+
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint  # the SDK's exporter reads it there
+        # A request per 512 steps' spans, as at full speed: at the default delay (a request at
+        # least every 5 s) a drain slowed fifty times by valgrind would send one every few steps.
+        os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "600000"
+        configure_tracing("baton-asyncbench")
     path = control / "tasks.db"
     store, broker = SqliteStore(path), InProcessBroker()
     settings = load_settings(lease_seconds=600, redeliver_after_seconds=3600, relay_grace_seconds=2)
@@ -52,6 +61,10 @@ def drain(tasks: int, control: Path) -> None:
     final = ",".join(str(int(status)) for status in FINAL_STATUSES)
     while watch.execute("SELECT count(*) FROM tasks WHERE outbox_due IS NOT NULL").fetchone()[0]:
         time.sleep(0.2)  # OSS's deferred mark-sents, before the count starts
+    if endpoint:  # the submissions' spans exported before the count starts too
+        from opentelemetry import trace
+
+        trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]
     runtime = ModuleRuntime(registry_ref="bench.kind_commands:asyncbench", settings=settings, store=store, broker=broker)
     (control / "ready.part").write_text(str(os.getpid()))
     (control / "ready.part").rename(control / "ready")  # seen whole: never an empty pid
@@ -69,14 +82,16 @@ def drain(tasks: int, control: Path) -> None:
     store.close()
 
 
-def counted(tasks: int) -> int:
-    """Instructions callgrind counted while `tasks` tasks drained."""
+def counted(tasks: int, otlp_endpoint: str | None = None, keep: Path | None = None) -> int:
+    """Instructions callgrind counted while `tasks` tasks drained; traced, exporting to
+    `otlp_endpoint`, when one is given. `keep`: where to copy callgrind's profile."""
     with tempfile.TemporaryDirectory() as tmp:
         control = Path(tmp)
+        env = {**os.environ, **({"BATON_BENCH_OTLP_ENDPOINT": otlp_endpoint} if otlp_endpoint else {})}
         run = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={control / 'out'}",
              sys.executable, "-m", "bench.instructions", "--drain", str(tasks), str(control)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
         )
         while not (control / "ready").exists():
             if run.poll() is not None:
@@ -94,13 +109,15 @@ def counted(tasks: int) -> int:
         _, errors = run.communicate(timeout=1800)
         # "summary:", the cost since the zero ("totals:" and valgrind's "Collected" keep what came before).
         totals = [int(found) for found in re.findall(r"^summary: (\d+)", (control / "out").read_text(), re.M)]
+        if keep is not None:
+            shutil.copy(control / "out", keep)
     if run.returncode != 0 or not totals:
         raise RuntimeError(f"callgrind counted nothing: {errors[-2000:]}")
     return sum(totals)
 
 
-def instructions_per_transition(small: int = 40, large: int = 160) -> float:
-    return (counted(large) - counted(small)) / ((large - small) * STEPS)
+def instructions_per_transition(small: int = 40, large: int = 160, otlp_endpoint: str | None = None) -> float:
+    return (counted(large, otlp_endpoint) - counted(small, otlp_endpoint)) / ((large - small) * STEPS)
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ BATON_BENCH_QUEUE_TASKS (default 1000; 0 skips it): the same tasks on classic an
 queues (bench/queues.py). BATON_BENCH_PRIORITY_TASKS (default 120; 0 skips it): the claim rank of
 tasks of priority 4 to 1 behind that many of priority 0, on both (bench/priority_order.py).
 BATON_BENCH_TRACING_TASKS (default 1000; 0 skips it): the same tasks with tracing off and on,
-exporting to a local OTLP receiver (bench/tracing.py).
+exporting to a local OTLP receiver (bench/tracing.py), in BATON_BENCH_TRACING_ROUNDS alternating
+rounds (default 4).
 BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item record's transition on steps of
 1,000 and 10,000 records (bench/items.py).
 BATON_BENCH_FLEET_SIZES (default "1000,10000"; "0" skips it): one for_each over item records of
@@ -193,7 +194,8 @@ def main() -> None:
             time.sleep(1)
         tracing_tasks = int(os.environ.get("BATON_BENCH_TRACING_TASKS", "1000"))
         if tracing_tasks > 0:
-            rows.extend(tracing_rows(work / "tracing", url, tracing_tasks))
+            tracing_rounds = int(os.environ.get("BATON_BENCH_TRACING_ROUNDS", "4"))
+            rows.extend(tracing_rows(work / "tracing", url, tracing_tasks, tracing_rounds))
         queue_tasks = int(os.environ.get("BATON_BENCH_QUEUE_TASKS", "1000"))
         if queue_tasks > 0:
             rows.extend(queue_type_rows(work / "queues", url, queue_tasks))

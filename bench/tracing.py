@@ -2,9 +2,12 @@
 machine) beside tracing off, in the same run; and what the tracing hooks cost a step while off.
 
 The same cluster as bench/engine.py (one process per module, SQLite, no-op commands), started
-once per setting, alternating off, on, off, on ... so a change in the machine's load weighs on
-both; the best run of each is printed. The receiver takes the exporters' requests and counts
-them without decoding (a collector would run elsewhere). With tracing on, the submissions of
+once per setting, in rounds of one run each (off then on, then on then off, ...): a round's two
+runs are moments apart, so a change in the machine's load weighs on both, and the median of the
+rounds' on/off ratios is the verdict, for the transitions/s and for the modules' CPU per
+transition (the CPU figure moves less with the load: it does not count the waits for a core).
+The receiver takes the exporters' requests and counts them without decoding (a collector would
+run elsewhere). With tracing on, the submissions of
 this process carry a trace too (its own provider, switched in for those runs only).
 
 Two measures of a step's own tracing work, alone in this process and in CPU time, so that they
@@ -15,6 +18,7 @@ SDK's for the same spans).
 
 from __future__ import annotations
 
+import statistics
 import time
 import timeit
 from pathlib import Path
@@ -27,30 +31,38 @@ from tests.support.otlp_receiver import OtlpReceiver
 SETTINGS = ("off", "on")
 
 
-def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 2) -> list[tuple[str, str, str]]:
+def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 4) -> list[tuple[str, str, str]]:
+    """Rounds of one run off and one on, in turn first (off, on; on, off; ...): each round's
+    on/off ratio compares runs taken moments apart, and the median ratio over the rounds is the
+    verdict, where the best run of each would compare moments a load change may separate."""
     receiver = OtlpReceiver(decode=False).start()
-    runs: dict[str, list[float]] = {setting: [] for setting in SETTINGS}
-    cpu: dict[str, dict[str, float]] = {}
+    rates: dict[str, list[float]] = {setting: [] for setting in SETTINGS}
+    cpu: dict[str, list[float]] = {setting: [] for setting in SETTINGS}
     try:
         for round_ in range(rounds):
-            for setting in SETTINGS:
+            for setting in SETTINGS if round_ % 2 == 0 else reversed(SETTINGS):
                 rate, spent = _one_run(workdir / f"{setting}-{round_}", amqp_url, setting, tasks, receiver)
-                runs[setting].append(rate)
-                if rate >= max(runs[setting]):
-                    cpu[setting] = spent
+                rates[setting].append(rate)
+                cpu[setting].append(_modules(spent))
     finally:
         receiver.stop()
-    best = {setting: max(found) for setting, found in runs.items()}
+    rate_ratios = [on / off for on, off in zip(rates["on"], rates["off"])]
+    cpu_ratios = [on / off for on, off in zip(cpu["on"], cpu["off"])]
+    runs = f"median of {rounds} alternating rounds; {tasks} tasks, 1 process per module"
     rows = []
     for setting in SETTINGS:
-        each = ", ".join(f"{rate:.0f}" for rate in runs[setting])
-        note = f"best of {rounds} ({each}); {tasks} tasks, 1 process per module"
-        if setting == "on":
-            note = f"{best['on'] / best['off']:.0%} of off; {receiver.requests} export requests; " + note
         label = "tracing on (OTLP/HTTP to a local receiver)" if setting == "on" else "tracing off"
-        rows.append((f"baton, {label}: step transitions", f"{best[setting]:.0f} /s", note))
-        rows.append((f"baton, {label}: module CPU per transition", f"{_modules(cpu[setting]):.2f} ms",
-                     _cpu_note(cpu, setting)))
+        each_rate = ", ".join(f"{rate:.0f}" for rate in rates[setting])
+        each_cpu = ", ".join(f"{ms:.2f}" for ms in cpu[setting])
+        rate_note = f"{runs} ({each_rate})"
+        cpu_note = f"module processes and children; each round: {each_cpu}"
+        if setting == "on":
+            rate_note = (f"{statistics.median(rate_ratios):.0%} of off (median of the rounds' ratios: "
+                         f"{', '.join(f'{r:.0%}' for r in rate_ratios)}); {receiver.requests} export requests; {rate_note}")
+            cpu_note = (f"{statistics.median(cpu_ratios) - 1:+.0%} on off (median of the rounds': "
+                        f"{', '.join(f'{r - 1:+.0%}' for r in cpu_ratios)}); {cpu_note}")
+        rows.append((f"baton, {label}: step transitions", f"{statistics.median(rates[setting]):.0f} /s", rate_note))
+        rows.append((f"baton, {label}: module CPU per transition", f"{statistics.median(cpu[setting]):.2f} ms", cpu_note))
     rows.append(_off_cost_row())
     rows.extend(_on_cost_rows())
     return rows
@@ -58,13 +70,6 @@ def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 2) -> l
 
 def _modules(spent: dict[str, float]) -> float:
     return sum(ms for role, ms in spent.items() if role != "RabbitMQ")
-
-
-def _cpu_note(cpu: dict[str, dict[str, float]], setting: str) -> str:
-    note = "module processes and children, in the best run"
-    if setting == "on":
-        note = f"{_modules(cpu['on']) / _modules(cpu['off']) - 1:+.0%} on off; " + note
-    return note
 
 
 def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int, receiver: OtlpReceiver) -> tuple[float, dict[str, float]]:
@@ -185,6 +190,7 @@ if __name__ == "__main__":  # these rows alone: python -m bench.tracing
 
     configure_logging(level="warning")
     with rabbitmq_vhost("baton-bench-tracing") as url, tempfile.TemporaryDirectory() as tmp:
-        found = tracing_rows(Path(tmp), url, int(os.environ.get("BATON_BENCH_TRACING_TASKS", "1000")))
+        found = tracing_rows(Path(tmp), url, int(os.environ.get("BATON_BENCH_TRACING_TASKS", "1000")),
+                             int(os.environ.get("BATON_BENCH_TRACING_ROUNDS", "4")))
     for name, value, note in found:
         print(f"  {name:<66}  {value:>12}  {note}")

@@ -17,6 +17,9 @@ messages.
 
 Needs valgrind; takes minutes (the module runs some 50 times slower). Not part of `make bench`:
     python -m bench.tracing_instructions       (BATON_BENCH_TRACING_CALLGRIND_TASKS, default 100)
+BATON_BENCH_TRACING_CALLGRIND_FUNCTIONS=N also lists the N functions whose own instructions per
+step in the module's threads (its exporter's apart) moved most from off to on
+(bench/callgrind_functions.py); BATON_BENCH_TRACING_CALLGRIND_KEEP=DIR keeps the profiles there.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.callgrind_functions import differences, print_differences, summed
 from bench.engine import FLOWS, MODULES, wait_all
 from bench.procstat import descendants, usage
 from bench.submission_tracing import submissions_traced
@@ -41,7 +45,7 @@ TARGET = "mysql"
 REPO = Path(__file__).resolve().parents[1]
 
 
-def module_rows(workdir: Path, amqp_url: str, tasks: int) -> list[tuple[str, str, str]]:
+def module_rows(workdir: Path, amqp_url: str, tasks: int, functions: int = 0) -> list[tuple[str, str, str]]:
     receiver = OtlpReceiver(decode=False).start()
     found: dict[str, tuple[float, float, float]] = {}
     try:
@@ -49,6 +53,11 @@ def module_rows(workdir: Path, amqp_url: str, tasks: int) -> list[tuple[str, str
             found[setting] = _one_run(workdir / setting, amqp_url, setting, tasks, receiver)
     finally:
         receiver.stop()
+    if functions:
+        module_threads = {setting: [path for path in glob.glob(f"{workdir / setting / 'callgrind.out'}.1-*")
+                                    if not _is_exporter(path)] for setting in ("off", "on")}  # fmt: skip
+        print(f"  own instructions per step, the module's threads (its exporter's apart), {tasks} steps:")
+        print_differences(differences(summed(module_threads["off"]), summed(module_threads["on"]), tasks, functions))
     (off, _, off_children), (on, exporter, on_children) = found["off"], found["on"]
     steps = f"{tasks} steps of the mysql module"
     return [
@@ -182,9 +191,13 @@ if __name__ == "__main__":
         sys.exit("needs valgrind (callgrind and callgrind_control)")
     configure_logging(level="warning")
     tasks = int(os.environ.get("BATON_BENCH_TRACING_CALLGRIND_TASKS", "100"))
+    functions = int(os.environ.get("BATON_BENCH_TRACING_CALLGRIND_FUNCTIONS", "0"))
+    keep = os.environ.get("BATON_BENCH_TRACING_CALLGRIND_KEEP")
     started = time.monotonic()
     with rabbitmq_vhost("baton-bench-tracing-instr") as url, tempfile.TemporaryDirectory() as tmp:
-        rows = [hooks_row(Path(tmp)), *module_rows(Path(tmp), url, tasks)]
+        workdir = Path(keep) if keep else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        rows = [hooks_row(workdir), *module_rows(workdir, url, tasks, functions)]
     for name, value, note in rows:
         print(f"  {name:<70}  {value:>10}  {note}")
     print(f"  ({time.monotonic() - started:.0f} s)")

@@ -140,7 +140,7 @@ class _Attempt(NoAttempt):
         if link:
             linked = linked_span(link, message.Trace.TraceParent)  # only a link within the same trace
             if linked:
-                span.links.append(linked)
+                span.links = (linked,)
         self._children: list[StepSpan] = []
         self._command: StepSpan | None = None
         self._command_in_module = False

@@ -9,65 +9,92 @@ exports nothing: its spans, scrubbed as its log lines are, go back with the answ
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 _collector: Any = None  # set up on the first traced request: a child of an untraced module never is
+# What joining a trace needs, imported on the first traced request (an untraced child never
+# loads OpenTelemetry), then kept: an import statement on every command costs more than the rest.
+_attach: Any = None
+_detach: Any = None
+_context_of: Any = None
 
 
-@contextlib.contextmanager
-def joined(traceparent: str | None) -> Iterator[list[dict[str, Any]]]:
-    """Run the block as part of the span `traceparent` names; the list it yields holds, after
-    the block, the spans that ended meanwhile (as wire data)."""
-    spans: list[dict[str, Any]] = []
-    if traceparent is None:
-        yield spans
-        return
-    from common.tracing.current_step import otel_attach, otel_detach
+class _Untraced:
+    """The block of an untraced request: nothing to join, no span to carry back."""
 
-    collector = _set_up()
-    token = otel_attach(_context_of(traceparent))
-    try:
-        yield spans
-    finally:
-        otel_detach(token)
-        spans.extend(collector.take())
+    __slots__ = ()
+
+    def __enter__(self) -> tuple[()]:
+        return ()
+
+    def __exit__(self, *_: object) -> None:
+        pass
 
 
-def _context_of(traceparent: str) -> Any:
-    """The context the W3C propagator extracts from the traceparent alone, without its
-    regular expressions and validation of a tracestate there is none of (a command a step)."""
+_UNTRACED = _Untraced()
+
+
+class _Joined:
+    __slots__ = ("_traceparent", "_spans", "_token")
+
+    def __init__(self, traceparent: str):
+        self._traceparent = traceparent
+        self._spans: list[dict[str, Any]] = []
+
+    def __enter__(self) -> list[dict[str, Any]]:
+        if _collector is None:
+            _set_up()
+        self._token = _attach(_context_of(self._traceparent))
+        return self._spans
+
+    def __exit__(self, *_: object) -> None:
+        _detach(self._token)
+        self._spans.extend(_collector.take())
+
+
+def joined(traceparent: str | None) -> _Joined | _Untraced:
+    """Run the block as part of the span `traceparent` names; what the block gets holds, after
+    it, the spans that ended meanwhile (as wire data)."""
+    return _UNTRACED if traceparent is None else _Joined(traceparent)
+
+
+def _context_from(context: Any, span_context: Any, non_recording: Any, span_key: Any, flags_of: Any) -> Any:
+    """The context the W3C propagator extracts from a traceparent alone, without its regular
+    expressions and validation of a tracestate there is none of (a command a step)."""
+    from common.tracing.carrier import parse_traceparent
+
+    def context_of(traceparent: str) -> Any:
+        parsed = parse_traceparent(traceparent)
+        if parsed is None:
+            return context()
+        trace_id, span_id, flags = parsed
+        return context({span_key: non_recording(span_context(trace_id, span_id, True, flags_of(flags)))})
+
+    return context_of
+
+
+def _set_up() -> None:
+    global _collector, _attach, _detach, _context_of
+    from opentelemetry import trace
     from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ParentBased, ALWAYS_ON
     from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
     from opentelemetry.trace.propagation import _SPAN_KEY
 
-    from common.tracing.carrier import parse_traceparent
+    from common.tracing import state
+    from common.tracing.current_step import otel_attach, otel_detach
 
-    parsed = parse_traceparent(traceparent)
-    if parsed is None:
-        return Context()
-    trace_id, span_id, flags = parsed
-    return Context({_SPAN_KEY: NonRecordingSpan(SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags)))})
-
-
-def _set_up() -> Any:
-    global _collector
-    if _collector is None:
-        from opentelemetry import trace
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.sampling import ParentBased, ALWAYS_ON
-
-        from common.tracing import state
-
-        _collector = _Collector()
-        # The module sampled the command's span already: its children follow that decision.
-        provider = TracerProvider(sampler=ParentBased(ALWAYS_ON))
-        provider.add_span_processor(_collector)
-        trace.set_tracer_provider(provider)
-        state.install(provider.get_tracer(state.SCOPE), None)  # log lines carry trace and span ids (no emit: carried back)
-    return _collector
+    _attach, _detach = otel_attach, otel_detach
+    _context_of = _context_from(Context, SpanContext, NonRecordingSpan, _SPAN_KEY, TraceFlags)
+    collector = _Collector()
+    # The module sampled the command's span already: its children follow that decision.
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_ON))
+    provider.add_span_processor(collector)
+    trace.set_tracer_provider(provider)
+    state.install(provider.get_tracer(state.SCOPE), None)  # log lines carry trace and span ids (no emit: carried back)
+    _collector = collector
 
 
 class _Collector:

@@ -8,17 +8,17 @@ as much again as its attempt's.
 
 from __future__ import annotations
 
-import json
+import pydantic_core
 
 from common.engine.document import OutboxEntry
+from common.tracing.current_step import hex_ids
 
 
 def traced_message(entry: OutboxEntry) -> bytes:
-    from common.tracing.current_step import hex_ids
-
     body = entry.Body
     current = hex_ids()
     task_trace = str(body["Trace"].get("TraceParent", ""))
     if current is not None and task_trace[3:35] == current[0]:
         body = {**body, "Trace": {**body["Trace"], "Link": f"00-{current[0]}-{current[1]}-01"}}
-    return json.dumps(body, separators=(",", ":")).encode()
+    # The same compact JSON as an untraced message's (common/relay/encoding.py).
+    return pydantic_core.to_json(body, inf_nan_mode="constants")

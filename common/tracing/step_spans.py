@@ -37,7 +37,9 @@ class StepSpan:
         self.attributes = attributes or {}
         self.kind = kind  # SpanKind's value: 0 INTERNAL, 4 CONSUMER
         self.error: str | None = None  # the (masked) message of a span that did not end OK
-        self.links: list[int] = []  # span ids in the same trace
+        # Span ids in the same trace; a span without (most of a step's) shares the empty tuple:
+        # a list each would be more objects for the garbage collector to walk while they queue.
+        self.links: tuple[int, ...] = ()
 
 
 class StepSpans:

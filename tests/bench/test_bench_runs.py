@@ -50,6 +50,7 @@ REDUCED = {
     "BATON_BENCH_QUEUE_TASKS": "20",
     "BATON_BENCH_PRIORITY_TASKS": "10",
     "BATON_BENCH_TRACING_TASKS": "20",
+    "BATON_BENCH_TRACING_ROUNDS": "2",
     "BATON_BENCH_CELERY_TASKS": "10",
     "BATON_BENCH_CELERY_SAMPLES": "3",
     "BATON_BENCH_CELERY_ROUNDS": "2",
@@ -69,10 +70,12 @@ ROWS = (
     r"latency, idle .* p50 [\d.]+ ms +p99 [\d.]+ ms",
     r"latency, under load .* p50 [\d.]+ ms +p99 [\d.]+ ms",
     r"largest module RSS over [\d,]+ steps .* (\d+ -> ){9}\d+",
-    r"baton, tracing off: step transitions +\d+ /s +best of",
-    r"baton, tracing on \(OTLP/HTTP to a local receiver\): step transitions +\d+ /s +\d+% of off; [1-9]\d* export requests",
+    r"baton, tracing off: step transitions +\d+ /s +median of 2 alternating rounds",
+    r"baton, tracing on \(OTLP/HTTP to a local receiver\): step transitions +\d+ /s +\d+% of off "
+    r"\(median of the rounds' ratios: \d+%, \d+%\); [1-9]\d* export requests",
     r"baton, tracing off: module CPU per transition +[\d.]+ ms",
-    r"baton, tracing on \(OTLP/HTTP to a local receiver\): module CPU per transition +[\d.]+ ms",
+    r"baton, tracing on \(OTLP/HTTP to a local receiver\): module CPU per transition +[\d.]+ ms +[+-]\d+% on off "
+    r"\(median of the rounds': [+-]\d+%, [+-]\d+%\)",
     r"tracing off: a step's calls into the tracing hooks +\d+ ns",
     r"tracing on: a step's spans, the hooks +[\d.]+ µs",
     r"tracing on: a step's spans, OTLP encoding +[\d.]+ µs +per step; the SDK's encoder for the same spans: [\d.]+ µs",

@@ -81,7 +81,7 @@ def test_nothing_to_send_is_an_empty_request() -> None:
 def _step_record() -> StepSpans:
     attempt = StepSpan("step prepare", 0x2A, 0x0F067AA0BA902B7, 4, {"baton.task.id": "t-1", "baton.attempt": 2,
                                                                     "messaging.system": "rabbitmq", "flag": True})
-    attempt.links.append(0x51)
+    attempt.links = (0x51,)
     claim = StepSpan("claim", 0x2B, 0x2A)
     command = StepSpan("command prepare", 0x2C, 0x2A, 0, {"baton.command.kind": "process"})
     command.error = "failed: masked ***"
