@@ -15,7 +15,8 @@ number. The parts, each one loop of its own:
 - answer: the created task as the API answers it (task_view, TaskCreated's JSON).
 
 `python -m bench.rest_instructions [small large [part ...]]` (default 40 200, every part); needs
-valgrind. Not part of `make bench`: it runs some fifty times slower under it.
+valgrind. BATON_BENCH_CALLGRIND_KEEP=<folder> keeps each run's profile there (callgrind_annotate
+--inclusive=yes reads it). Not part of `make bench`: it runs some fifty times slower under it.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def run(part: str, submissions: int, control: Path) -> None:
         time.sleep(0.1)
     many(submissions)
     _marked(watch)
-    watch.close()
+    os._exit(0)  # the interpreter's teardown (a tenth of a short run, and noisy) is not counted
 
 
 def _marked(watch: sqlite3.Connection) -> None:
@@ -174,6 +175,8 @@ def counted(part: str, submissions: int, checkout: Path) -> int:
         (control / "go").touch()
         _, errors = process.communicate(timeout=3600)
         totals = [int(found) for found in re.findall(r"^summary: (\d+)", (control / "out").read_text(), re.M)]
+        if keep := os.environ.get("BATON_BENCH_CALLGRIND_KEEP"):  # a folder: the profile, for callgrind_annotate
+            shutil.copy(control / "out", Path(keep) / f"callgrind.{part}.{submissions}")
     if process.returncode != 0 or not totals:
         raise RuntimeError(f"callgrind counted nothing: {errors[-3000:]}")
     return sum(totals)

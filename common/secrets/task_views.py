@@ -8,10 +8,11 @@ that only imports it starts without building the model.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+import pydantic_core
 
 from common.secrets.documents import mask_parameters, mask_secrets, scrub_strings
 from common.secrets.scrubber import Scrubber
@@ -57,10 +58,11 @@ def masked_doc(doc: dict[str, Any]) -> dict[str, Any]:
             values.update(secret_leaves(item["Output"], ()))
             item["Output"] = mask_secrets(item["Output"])
     scrubber = Scrubber(sorted(values, key=len, reverse=True))
-    if not scrubber and "://" not in json.dumps(doc, default=str):
+    if not scrubber and b"://" not in pydantic_core.to_json(doc, fallback=str, inf_nan_mode="constants"):
         # Nothing to scrub: no secret value, and no string that could be a URL with a password
-        # (JSON writes "://" as it is). One dump in C costs a fraction of the walk below, which
-        # would rebuild every leaf of a task each time one is shown (a submission's answer).
+        # (JSON writes "://" as it is, and only inside a string). One dump in Rust costs a
+        # fraction of the walk below, which would rebuild every leaf of a task each time one is
+        # shown (a submission's answer), and a fifth of the standard library's json.dumps.
         return doc
     return scrub_strings(doc, scrubber)  # type: ignore[no-any-return]
 
