@@ -12,14 +12,12 @@ signature.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 Lean = Callable[[Request], Awaitable[dict[str, Any] | None]]
 
@@ -40,8 +38,7 @@ class LeanRoute(APIRoute):
             arguments = await lean(request)
             if arguments is None:
                 return await standard(request)  # the body read so far is cached on the request
-            call = functools.partial(contextvars.copy_context().run, functools.partial(endpoint, **arguments))
-            answer = await asyncio.get_running_loop().run_in_executor(None, call)
+            answer = await run_in_threadpool(endpoint, **arguments)
             if not isinstance(answer, Response):
                 raise TypeError(f"{endpoint.__name__} must return a Response on a LeanRoute")
             return answer
