@@ -23,8 +23,10 @@ DROPS_IN_PLACE = sqlite3.sqlite_version_info >= (3, 38)
 
 # The document as mark_sent through mutate would write it: the entry removed, Version bumped,
 # OutboxDue the earliest DueAt left (null when none). The outbox is read in one pass (each pass
-# parses the document again), which also gathers the entries kept: one json_set writes them with
-# the rest, where a json_remove would write the document once more and json_set parse it again.
+# parses the document again), which also gathers the entries kept, in the array's order (the
+# order json_each reads them and the aggregate takes them, with no GROUP BY to reorder): one
+# json_set writes them with the rest, where a json_remove would write the document once more and
+# json_set parse it again. A test compares the text with the encoder's, byte for byte.
 # Only on a document it can edit exactly:
 # - one entry with that DispatchId (the change removes every one);
 # - `outbox_due` set: a document this version marked unreadable has it cleared (and stays
