@@ -95,9 +95,18 @@ def _overriding(hook: str) -> tuple[Gate, ...]:
 _HOLDING, _DUE, _EXPIRING, _TAKING = (_overriding(hook) for hook in ("holds", "due", "expired", "takes"))
 
 
-def flows_parts() -> list[FlowsPart]:
-    """Every plug-in's part of flows.yaml, the kinds' then the gates', in the registry's order."""
-    return [part for part in (*(kind.spec for kind in KINDS.values()), *(gate.spec for gate in GATES)) if part]
+_parts_of: tuple[tuple[StepKind, ...], tuple[FlowsPart, ...]] = ((), ())
+
+
+def flows_parts() -> tuple[FlowsPart, ...]:
+    """Every plug-in's part of flows.yaml, the kinds' then the gates', in the registry's order.
+    Asked a few times per submission: built again only when the kinds change (a test may add
+    one to KINDS), the gates being fixed at import."""
+    global _parts_of
+    kinds = tuple(KINDS.values())
+    if _parts_of[0] != kinds:
+        _parts_of = (kinds, tuple(part for part in (*(kind.spec for kind in kinds), *(gate.spec for gate in GATES)) if part))
+    return _parts_of[1]
 
 
 def kind_declared_by(step_spec: Any) -> str:

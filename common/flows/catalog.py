@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -34,6 +35,15 @@ class FlowDefinition:
     version: str | None = None  # flows.yaml `version:` of the task type, if it names one
     # "sha256:<16 hex>" of what a task of this type runs (common/flows/versions.py)
     content_hash: str = ""
+
+    def new_steps(self) -> list[Step]:
+        """Copies of the steps for a new task, its own to change: read back from their JSON, written
+        once per task type (a copy otherwise dumps each step first)."""
+        return [Step.model_validate_json(text) for text in self._steps_json]
+
+    @cached_property
+    def _steps_json(self) -> tuple[str, ...]:
+        return tuple(step.model_dump_json() for step in self.steps)
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
         """The job's parameters checked against this type's schema, defaults filled in. The

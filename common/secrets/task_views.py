@@ -27,17 +27,22 @@ def masked_task_view(task: Task, item_runs: Iterable[Run] = (), now: float | Non
     items kept in records, as a reader found them (oss.services.item_views.item_runs), for
     `WaitingFor`. `now`: the time of the view (a unit a gate holds, a delayed start not due yet
     or a drained module, is shown `waiting`: common.engine.core.held_view); the clock's when None."""
+    import pydantic_core  # with the document model: a command's quick read (masked_doc) loads neither
+
     from common.engine.views import held_view, show_held
 
     doc = task.to_doc()
     show_held(doc, held_view(task, time.time() if now is None else now, item_runs))  # derived, never stored
-    return masked_doc(doc)
+    # Masking never adds "://" (a masked value has none, a redacted URL keeps only its own): none
+    # before, none after. pydantic-core's dump costs a fraction of json.dumps's.
+    return masked_doc(doc, url_free=b"://" not in pydantic_core.to_json(doc, fallback=str, inf_nan_mode="constants"))
 
 
-def masked_doc(doc: dict[str, Any]) -> dict[str, Any]:
+def masked_doc(doc: dict[str, Any], *, url_free: bool = False) -> dict[str, Any]:
     """A task document as stored or dumped, every secret masked: what masked_task_view shows,
     without the document model (`baton list` reads the stored JSON). Changes `doc` itself: give
-    it a fresh one (decoded or dumped for this view)."""
+    it a fresh one (decoded or dumped for this view). `url_free`: the caller found "://" in none
+    of its strings."""
     names = set(doc.get("SecretParameters") or ())
     values = set(secret_leaves(doc.get("Parameters") or {}, names))  # secret_values(task), before the masks
     values |= set(secret_leaves(doc.get("SubmittedParameters") or {}, names))
@@ -57,10 +62,11 @@ def masked_doc(doc: dict[str, Any]) -> dict[str, Any]:
             values.update(secret_leaves(item["Output"], ()))
             item["Output"] = mask_secrets(item["Output"])
     scrubber = Scrubber(sorted(values, key=len, reverse=True))
-    if not scrubber and "://" not in json.dumps(doc, default=str):
+    if not scrubber and (url_free or "://" not in json.dumps(doc, default=str)):
         # Nothing to scrub: no secret value, and no string that could be a URL with a password
-        # (JSON writes "://" as it is). One dump in C costs a fraction of the walk below, which
-        # would rebuild every leaf of a task each time one is shown (a submission's answer).
+        # (JSON writes "://" as it is, and only inside a string). One dump in C costs a fraction
+        # of the walk below, which would rebuild every leaf of a task each time one is shown (a
+        # submission's answer).
         return doc
     return scrub_strings(doc, scrubber)  # type: ignore[no-any-return]
 

@@ -79,6 +79,7 @@ def create_task(
     flow_hash: str | None = None,
     trace: TraceContext | None = None,
     submitted_by: str | None = None,
+    own_steps: bool = False,
     **asks: Any,
 ) -> Task:
     """A new task whose ready roots' dispatches sit in the outbox, ready for one insert.
@@ -87,10 +88,13 @@ def create_task(
     (common.engine.registry.GATES): `freeze` (window name, its end: created in a freeze window
     whose policy is wait), `after_task` (the task it waits for), `lock` (key, limit[, mode,
     shares]), `start_at` (epoch), `deadline_seconds`. The gates open in the registry's order: the
-    task waits for the window's end first, then for `after_task`, then asks for its lock."""
+    task waits for the window's end first, then for `after_task`, then asks for its lock.
+    `steps` are templates, copied for the task; `own_steps`: they are copies already, the task's
+    own (FlowDefinition.new_steps)."""
     if not steps:
         raise ValueError("a task needs at least one step")
-    copies = [Step.model_validate(s.model_dump()) for s in steps]  # 3x faster than model_copy(deep=True)
+    # 3x faster than model_copy(deep=True)
+    copies = list(steps) if own_steps else [Step.model_validate(s.model_dump()) for s in steps]
     for index, step in enumerate(copies):
         if step.After is None:  # a template without a graph: a line
             step.After = [index - 1] if index else []

@@ -22,8 +22,12 @@ _CHUNK = 400
 DROPS_IN_PLACE = sqlite3.sqlite_version_info >= (3, 38)
 
 # The document as mark_sent through mutate would write it: the entry removed, Version bumped,
-# OutboxDue the earliest DueAt left (null when none), in one pass over the outbox (each pass
-# parses the document again). Only on a document it can edit exactly:
+# OutboxDue the earliest DueAt left (null when none). The outbox is read in one pass (each pass
+# parses the document again), which also gathers the entries kept, in the array's order (the
+# order json_each reads them and the aggregate takes them, with no GROUP BY to reorder): one
+# json_set writes them with the rest, where a json_remove would write the document once more and
+# json_set parse it again. A test compares the text with the encoder's, byte for byte.
+# Only on a document it can edit exactly:
 # - one entry with that DispatchId (the change removes every one);
 # - `outbox_due` set: a document this version marked unreadable has it cleared (and stays
 #   for the read-change-write way, which reports it);
@@ -36,14 +40,16 @@ UPDATE tasks SET
     version = tasks.version + 1,
     outbox_due = m.due,
     doc = json_set(
-        json_remove(tasks.doc, '$.Outbox[' || m.idx || ']'),
+        tasks.doc,
+        '$.Outbox', json(m.kept),
         '$.Version', tasks.version + 1,
-        '$.OutboxDue', json(coalesce((SELECT o.value -> '$.DueAt' FROM json_each(tasks.doc, '$.Outbox') AS o
-                                      WHERE o.value ->> '$.DueAt' = m.due LIMIT 1), 'null')))
+        '$.OutboxDue', CASE WHEN m.due IS NULL THEN json('null')  -- no entry left (a new task's): no second pass
+                            ELSE json(coalesce((SELECT o.value -> '$.DueAt' FROM json_each(tasks.doc, '$.Outbox') AS o
+                                                WHERE o.value ->> '$.DueAt' = m.due LIMIT 1), 'null')) END)
 FROM (
     SELECT count(*) FILTER (WHERE o.value ->> '$.DispatchId' = :dispatch) AS hits,
-           max(o.key) FILTER (WHERE o.value ->> '$.DispatchId' = :dispatch) AS idx,
-           min(o.value ->> '$.DueAt') FILTER (WHERE o.value ->> '$.DispatchId' IS NOT :dispatch) AS due
+           min(o.value ->> '$.DueAt') FILTER (WHERE o.value ->> '$.DispatchId' IS NOT :dispatch) AS due,
+           json_group_array(json(o.value)) FILTER (WHERE o.value ->> '$.DispatchId' IS NOT :dispatch) AS kept
     FROM tasks AS t, json_each(t.doc, '$.Outbox') AS o
     WHERE t.task_id = :task AND t.outbox_due IS NOT NULL AND json_valid(t.doc)  -- before the outbox is read
 ) AS m
