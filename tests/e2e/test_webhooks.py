@@ -58,6 +58,11 @@ def submit(cluster, number):
     return cluster.submit("notified", _baton_faults=faults).TaskId, ROLLED_BACK if failing else SUCCEEDED
 
 
+def refused_twice(cluster) -> bool:
+    return any(e.get("event") == "webhook not delivered; retrying later" and e.get("failures", 0) >= 2
+               for e in cluster.log_events("sweeper"))
+
+
 def test_every_status_change_of_50_tasks_arrives_signed_through_a_receiver_outage(notified):
     cluster, receiver = notified
     expected = dict(submit(cluster, n) for n in range(25))
@@ -65,6 +70,10 @@ def test_every_status_change_of_50_tasks_arrives_signed_through_a_receiver_outag
     receiver.stop()  # the port closes: every POST is refused for the outage
     down_at = time.monotonic()
     expected.update(submit(cluster, n) for n in range(25, 50))
+    # The outage ends once the sweeper has seen it twice on one receiver (a delivery refused, then
+    # its retry refused), not after a fixed time: on a loaded machine the sweeper may not have
+    # tried a delivery at all within OUTAGE_SECONDS.
+    wait_until(lambda: refused_twice(cluster), OUTAGE_SECONDS, "a delivery and its retry refused")
     time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - down_at)))
     received_while_down = len(receiver.received())
     receiver.start()
