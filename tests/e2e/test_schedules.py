@@ -19,7 +19,7 @@ from common.scheduling import Overlap
 from common.engine.states import FINAL_STATUSES
 from common.store.tasks.filters import TaskFilter
 from oss.services.schedules import ScheduleService
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import STATE_DEADLINE, Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 FLOWS = """
@@ -52,29 +52,30 @@ def test_a_schedule_every_second_creates_one_task_per_tick_across_two_sweepers(r
         def newest_tick() -> float:
             return max((int(t.IdempotencyKey.rsplit(":", 1)[1]) / 1000 for t in created()), default=0.0)
 
-        wait_until(lambda: len(created()) >= TICKS_BEFORE_KILL, 60, f"{TICKS_BEFORE_KILL} ticks by sweeper-a")
+        wait_until(lambda: len(created()) >= TICKS_BEFORE_KILL, STATE_DEADLINE, f"{TICKS_BEFORE_KILL} ticks by sweeper-a")
         cluster.kill("sweeper-a", signal.SIGKILL)  # the first started: it took the lock first
         killed_at = time.time()
         # The lock lapses after 5 sweep intervals + 5 s (common/relay/sweeper.py): sweeper-b takes over
         # then and catches up on the ticks that came due meanwhile. Only sweeper-b can create a
-        # tick due after the kill; one due at most two seconds ago says it has caught up.
+        # tick due after the kill: one says it has taken over (none lost before it: checked below).
         time.sleep(SOAK_AFTER_KILL)
-        wait_until(lambda: newest_tick() > killed_at + 1 and newest_tick() >= time.time() - 2, 60,
-                   "sweeper-b taking over and catching up")
+        wait_until(lambda: newest_tick() > killed_at + 1, STATE_DEADLINE, "sweeper-b taking over")
         admin.pause("pulse")
-        ended_at = time.time()
 
         # The last ticks' tasks may still be running: wait for every one to end.
-        wait_until(lambda: all(t.TaskStatus in FINAL_STATUSES for t in created()), 30, "scheduled tasks end")
+        wait_until(lambda: all(t.TaskStatus in FINAL_STATUSES for t in created()), STATE_DEADLINE,
+                   "scheduled tasks end")
         tasks = created()
         ticks = sorted(int(t.IdempotencyKey.rsplit(":", 1)[1]) for t in tasks)
         assert len(ticks) == len(set(ticks)), "a tick created two tasks"
         first_tick = round((schedule.TimeCreate + 1) * 1000)
         assert ticks[0] == first_tick
         assert ticks == list(range(first_tick, ticks[-1] + 1, 1000)), "a tick was lost"
-        # Every tick up to the pause ran (the last one may have come due just as it paused).
-        assert ticks[-1] / 1000 >= ended_at - 2.5, (ticks[-1] / 1000, ended_at)
+        # Every tick before the schedule's NextAt (the earliest tick not yet handled; a pause
+        # keeps it) ran: the last may have been created just before the pause without NextAt
+        # moving past it. A state, however far behind the sweeper ran on a loaded machine.
         after = admin.get("pulse")
+        assert ticks[-1] >= round(after.NextAt * 1000) - 1000, (ticks[-1], after.NextAt)
         assert after.Fired == len(ticks) and after.Skipped == 0
     finally:
         admin.close()
