@@ -15,14 +15,14 @@ work per transition (claim, command, commit, log line, the hand-overs between it
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.callgrind_run import counted_run
 
 STEPS = 3
 
@@ -88,32 +88,8 @@ def counted(tasks: int, otlp_endpoint: str | None = None, keep: Path | None = No
     with tempfile.TemporaryDirectory() as tmp:
         control = Path(tmp)
         env = {**os.environ, **({"BATON_BENCH_OTLP_ENDPOINT": otlp_endpoint} if otlp_endpoint else {})}
-        run = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={control / 'out'}",
-             sys.executable, "-m", "bench.instructions", "--drain", str(tasks), str(control)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-        )
-        while not (control / "ready").exists():
-            if run.poll() is not None:
-                raise RuntimeError(f"the drain under valgrind ended early: {run.stderr.read()[-2000:] if run.stderr else ''}")
-            time.sleep(0.5)
-        # vgdb to this process alone: callgrind_control given no pid (a ready file read before
-        # its pid was written) sends the command to every callgrind run on the machine, other
-        # benchmarks' too. Zeroed first: another run's broadcast may have switched this one's
-        # counting on while it submitted its tasks.
-        pid = (control / "ready").read_text()
-        for command in (["zero"], ["instrumentation", "on"]):
-            subprocess.run(["vgdb", f"--pid={pid}", *command], check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)  # fmt: skip
-        (control / "go").touch()
-        _, errors = run.communicate(timeout=1800)
-        # "summary:", the cost since the zero ("totals:" and valgrind's "Collected" keep what came before).
-        totals = [int(found) for found in re.findall(r"^summary: (\d+)", (control / "out").read_text(), re.M)]
-        if keep is not None:
-            shutil.copy(control / "out", keep)
-    if run.returncode != 0 or not totals:
-        raise RuntimeError(f"callgrind counted nothing: {errors[-2000:]}")
-    return sum(totals)
+        program = [sys.executable, "-m", "bench.instructions", "--drain", str(tasks), str(control)]
+        return counted_run(program, control, env=env, keep=keep)
 
 
 def instructions_per_transition(small: int = 40, large: int = 160, otlp_endpoint: str | None = None) -> float:

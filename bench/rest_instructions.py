@@ -24,16 +24,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench.callgrind_run import counted_run
 
 PARTS = ("app", "submit", "draft", "answer")
 TOKEN = "bench-token-0123456789abcdef"
@@ -160,26 +160,10 @@ def counted(part: str, submissions: int, checkout: Path) -> int:
         env = {**os.environ, "PYTHONPATH": f"{checkout}:{checkout / 'client'}"}
         script = control / "measured.py"  # a copy: this file need not be in `checkout`
         shutil.copy(Path(__file__), script)
-        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={control / 'out'}",
-                   sys.executable, str(script), "--run", part, str(submissions), str(control)]  # fmt: skip
-        process = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True)  # fmt: skip
-        while not (control / "ready").exists():
-            if process.poll() is not None:
-                raise RuntimeError(f"the run under valgrind ended early: {process.stderr.read()[-3000:] if process.stderr else ''}")
-            time.sleep(0.5)
-        pid = (control / "ready").read_text()  # vgdb to this process alone (see bench.instructions)
-        for vgdb in (["zero"], ["instrumentation", "on"]):
-            subprocess.run(["vgdb", f"--pid={pid}", *vgdb], check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)  # fmt: skip
-        (control / "go").touch()
-        _, errors = process.communicate(timeout=3600)
-        totals = [int(found) for found in re.findall(r"^summary: (\d+)", (control / "out").read_text(), re.M)]
-        if keep := os.environ.get("BATON_BENCH_CALLGRIND_KEEP"):  # a folder: the profile, for callgrind_annotate
-            shutil.copy(control / "out", Path(keep) / f"callgrind.{part}.{submissions}")
-    if process.returncode != 0 or not totals:
-        raise RuntimeError(f"callgrind counted nothing: {errors[-3000:]}")
-    return sum(totals)
+        program = [sys.executable, str(script), "--run", part, str(submissions), str(control)]
+        keep = os.environ.get("BATON_BENCH_CALLGRIND_KEEP")  # a folder: the profile, for callgrind_annotate
+        return counted_run(program, control, cwd=checkout, env=env, timeout=3600,
+                           keep=Path(keep) / f"callgrind.{part}.{submissions}" if keep else None)  # fmt: skip
 
 
 def per_submission(part: str, small: int, large: int, checkout: Path) -> float:
