@@ -49,6 +49,13 @@ class ItemLooks:
             going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
             if self.any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
                 return None
+            # Going forward, an item failed within a failure budget is not done until its own
+            # rollback ended: first it waits, failed and still open, for the relay's decision,
+            # then it rolls back. Settled under it, the step would count it as neither failed
+            # nor tolerated (docs/design/item-records.md, "A failure budget"). Asked after the
+            # running items and in the order an item passes through them, as above.
+            if going_forward and (self._deciding(task, cursor) or self.any(task, cursor, [StepState.ROLLING_BACK])):
+                return None
             return (self.first(task, cursor, StepState.FAILED),)
         failure = self.first(task, cursor, StepState.ROLLBACK_FAILED)
         if failure is None and self.any(task, cursor, APPLIED):
@@ -56,3 +63,9 @@ class ItemLooks:
         if self.any(task, cursor, [StepState.ROLLING_BACK]):
             return None
         return (failure,)
+
+    def _deciding(self, task: Task, cursor: int) -> bool:
+        """Whether a failed item still waits for the relay's decision on its place in the budget
+        (failed, and still open). Asked once nothing waits or runs: the step's failed records are
+        then few (the budget's own are rolling back or rolled back already)."""
+        return any(record.Open for record in self.pages(task, cursor, [StepState.FAILED]))
