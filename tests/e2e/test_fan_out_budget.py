@@ -40,11 +40,25 @@ HELD = """
       hosts: {type: array, required: true}
     steps:
 """ + textwrap.indent(HELD_STEP, "      ")
+# A tolerated item's own rollback that hangs its first attempt (the fault) and runs into its
+# timeout: the other items of the step end while it still rolls back.
+SLOW_UNDO = """
+  patch_slow_undo:
+    parameters:
+      hosts: {type: array, required: true}
+    steps:
+      - name: patch
+        for_each: hosts
+        max_parallel: 20
+        tolerate: {count: 1}
+        normal:   {module: fleet, command: patch}
+        rollback: {module: fleet, command: unpatch, timeout: 3, retry: 1}
+"""
 
 
 @pytest.fixture(scope="module")
 def deployment(rabbitmq_url, tmp_path_factory):
-    with fleet_deployment(tmp_path_factory.mktemp("budget"), rabbitmq_url, "version: 1\n" + FLOWS + HELD) as deployed:
+    with fleet_deployment(tmp_path_factory.mktemp("budget"), rabbitmq_url, "version: 1\n" + FLOWS + HELD + SLOW_UNDO) as deployed:
         yield deployed
 
 
@@ -103,6 +117,23 @@ def test_past_the_budget_the_task_rolls_back_each_host_once(deployment):
     listed = http("GET", f"{base}/api/v1/tasks?failed_items=true")[1]
     assert task_id not in [t["TaskId"] for t in listed["items"]]
     assert TaskStatus[task["TaskStatusName"]] is TaskStatus.ROLLED_BACK
+
+
+def test_the_step_waits_for_a_tolerated_items_rollback_that_outlasts_the_other_items(deployment):
+    cluster, base = deployment
+    # Item 20 is the last of its chain (max_parallel 20); items 21 ... 39, the other chains' last,
+    # start with it and end while its rollback's first attempt hangs for its 3 s timeout.
+    hang = {"command": "unpatch", "phase": "rollback", "item": 20, "action": "hang", "times": 1}
+    parameters = {"hosts": [f"h{i}" for i in range(40)], "_baton_faults": [*patch_faults([20]), hang]}
+    task_id = submit_task(base, "patch_slow_undo", parameters)
+    task = final(cluster, base, task_id)
+
+    assert task["TaskStatusName"] == "SUCCESS", task["TaskMessage"]
+    assert task.get("FailedItems") == 1 and task["TaskMessage"] == "succeeded with 1 failed item (patch)", task
+    patch = task["Steps"][0]
+    assert patch["ItemCounts"] == {"succeeded": 39, "rolled_back": 1} and patch["RollbackAttempts"] == 2, patch
+    assert effects(cluster, task_id, "patch") == Counter(set(range(40)) - {20})
+    assert effects(cluster, task_id, "unpatch") == Counter({20: 1})  # the hung attempt never got to undo
 
 
 def held(cluster, base: str, task_id: str) -> dict:
