@@ -8,6 +8,8 @@ of their own, the real RabbitMQ, the task submitted over REST and read over REST
   filter, `baton get`, `baton get --items` and `baton list --failed-items` say.
 - Past the budget: the task rolls back; every host that was patched, and each failed one, is
   undone exactly once (the one rolled back within the budget is not undone again).
+- A tolerated host whose own rollback outlasts the other hosts (its first attempt hangs into its
+  timeout): the step waits for it, and the task succeeds with that host counted failed.
 
 docs/fan-out.md, "Hold and redrive", likewise: past the budget the task holds (nothing undone,
 nothing new started); two OSS processes asked to redrive it at once, exactly one does (the other
