@@ -29,6 +29,7 @@ from common.engine.changes import (
     IdFactory,
     Refusal,
     Timing,
+    UNACCOUNTED,
     applied_owes_done,
     cancel_item,
     item_failed,
@@ -61,8 +62,6 @@ log = structlog.get_logger(__name__)
 INSERT_BATCH = 500  # records per insert when a step opens
 SETTLE_TRIES = 50  # each try is a few indexed look-ups; only a task changing all the time loses this often
 MOVED = "the task moved since the step's items were looked up"
-
-
 
 
 class ItemRelay(OperatorEntries, WaveEntries, SourcePages):
@@ -353,6 +352,11 @@ class ItemRelay(OperatorEntries, WaveEntries, SourcePages):
             if not isinstance(changed, Refusal):
                 self._flush_task(changed)
                 return
+            if changed.reason.startswith(UNACCOUNTED):
+                # Its looks found nothing open, yet an item is neither done nor failed: the step
+                # stays open for that item's own end to settle it, never concluded without it.
+                log.error("step settle refused: items unaccounted for", task_id=task_id, step=cursor,
+                          phase="normal", attempt=None, reason=changed.reason)
             if changed.reason != MOVED:
                 return
         raise StoreError(f"task {task_id}: step {cursor} kept changing while its items settled")

@@ -13,10 +13,12 @@ succeeds while the failed one is still being decided or rolled back."""
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from common.engine.kinds.for_each import records as fan_out
 from common.engine.kinds.for_each.fields import Tolerance
 from common.engine.states import Phase, StepState, TaskStatus
+from common.relay.item_looks import FORWARD_OPEN, ItemLooks
 from common.store.items.open import open_item_store_for
 from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
 from tests.unit.test_item_budget import FAILED, OK, _item, _opened
@@ -71,6 +73,33 @@ def test_the_step_does_not_settle_while_a_failed_item_waits_for_its_place_in_the
     record = _item(items, task.TaskId, 3)
     assert record.State is StepState.ROLLING_BACK and record.Run.Phase is Phase.ROLLBACK
     relay.apply_owes(_run(tasks, items, task.TaskId, 3, OK))
+    _succeeds_with_one_failed_item(tasks, items, task.TaskId)
+    _close(items)
+
+
+def test_a_settle_whose_items_do_not_add_up_keeps_the_step_open_for_the_item_it_missed(subject, monkeypatch):  # noqa: F811
+    """Should a look miss an item still on its way (here: looks blind to a tolerated item
+    rolling back, as they were before they waited for one), the settle must not end the step
+    as if that item had succeeded: it refuses, logs the inconsistency, and the missed item's
+    own end settles the step."""
+    seeing = ItemLooks.settled
+
+    def blind(self, task, cursor):
+        if task.Steps[cursor].State is StepState.RUNNING:
+            return None if self.any(task, cursor, FORWARD_OPEN) else (self.first(task, cursor, StepState.FAILED),)
+        return seeing(self, task, cursor)
+
+    monkeypatch.setattr(ItemLooks, "settled", blind)
+    tasks, items, task, relay = _two_chains_at_their_last_items(subject)
+    relay.apply_owes(_run(tasks, items, task.TaskId, 3, FAILED))  # tolerated: rolling back
+    with capture_logs() as logs:
+        relay.apply_owes(_run(tasks, items, task.TaskId, 2, OK))  # the blind look sees nothing open
+    stored = tasks.get(task.TaskId)
+    assert stored.TaskStatus is TaskStatus.RUNNING and stored.Steps[0].ItemsOpen, stored.Steps[0]
+    (refused,) = [e for e in logs if e["event"] == "step settle refused: items unaccounted for"]
+    assert refused["task_id"] == task.TaskId and refused["step"] == 0 and refused["log_level"] == "error"
+    assert "3 succeeded" in refused["reason"] and "1 rolling_back" in refused["reason"], refused
+    relay.apply_owes(_run(tasks, items, task.TaskId, 3, OK))  # the missed item's own end settles it
     _succeeds_with_one_failed_item(tasks, items, task.TaskId)
     _close(items)
 

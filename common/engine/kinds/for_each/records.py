@@ -29,6 +29,7 @@ ROLLBACK_ITEMS = OutboxKind.ROLLBACK_ITEMS  # outbox kind: start the rollback of
 RESUME_ITEMS = OutboxKind.RESUME_ITEMS  # outbox kind: a resumed task starts each idle chain's next item
 REOPEN_ROLLBACKS = OutboxKind.REOPEN_ROLLBACKS  # outbox kind: an operator retried or compensated failed rollbacks
 ITEM_KINDS = kinds_of(Flusher.ITEMS)
+UNACCOUNTED = "the step's items do not add up to its ItemCount"
 
 
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
@@ -156,6 +157,9 @@ def settle(task: Task, cursor: int, counts: Mapping[StepState, int], timing: Tim
         return Refusal("held: the step waits for an operator's redrive or rollback")
     if step.Paging is not None and not step.Paging.Done:
         return Refusal("the step's source has pages left to fetch")
+    unaccounted = _unaccounted(task, step, counts)
+    if unaccounted is not None:
+        return unaccounted
     new = task.clone()
     step = new.Steps[cursor]
     step.ItemsOpen = False
@@ -168,6 +172,26 @@ def settle(task: Task, cursor: int, counts: Mapping[StepState, int], timing: Tim
     record(new, timing.now, "items_settled", actor=actor, unit=(cursor, None),
            message=", ".join(f"{n} {state.value}" for state, n in sorted(counts.items())))
     return new
+
+
+def _unaccounted(task: Task, step: Step, counts: Mapping[StepState, int]) -> Refusal | None:
+    """Refuse a forward settle, the task still going forward, whose items are neither all done
+    (succeeded, skipped by an operator, tolerated) nor any failed: some item is still on its way
+    (its record not counted in a state that ends it), and concluding now would end the step as
+    if it had succeeded, without that item. The step stays open: that item's own end asks again
+    and settles it. The relay logs each refusal as an inconsistency of its looks."""
+    going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
+    if step.State is not StepState.RUNNING or not going_forward:
+        return None
+    if step.Paging is not None and step.Paging.Failed is not None:
+        return None
+    if counts.get(StepState.FAILED, 0) or counts.get(StepState.ROLLBACK_FAILED, 0):
+        return None  # a failure's lost notice: the step fails (see _settle_forward)
+    ends = (StepState.SUCCEEDED, StepState.OPERATOR_SKIPPED, StepState.ROLLED_BACK)
+    if sum(counts.get(state, 0) for state in ends) == step.ItemCount:
+        return None
+    by_state = ", ".join(f"{n} {state.value}" for state, n in sorted(counts.items()))
+    return Refusal(f"{UNACCOUNTED} ({step.ItemCount}): {by_state or 'no records'}")
 
 
 def _settle_forward(task: Task, step: Step, cursor: int, counts: Mapping[StepState, int], timing: Timing,
