@@ -281,27 +281,39 @@ class ItemRelay(OperatorEntries, WaveEntries, SourcePages):
             # "Backward")
             return
         chains = chain_count(task, record.Cursor)
-        following = self._items.page_items(task.TaskId, task.Generation, record.Cursor, after=record.Item, limit=1,
-                                           states=APPLIED, modulus=chains, residue=record.Item % chains)
+        residue, after = record.Item % chains, record.Item
+        if record.Tolerated:
+            # A tolerated item undid itself while its chain went on forward, and the step's
+            # rollback, begun meanwhile, held the chain for it (_start_idle_chains): the chain's
+            # items before it are still applied, so it goes on from the chain's first. Unless the
+            # step's rollback started that one already (this record ended before its look): its
+            # end goes on with the chain, one item of a chain at a time.
+            if self._items.page_items(task.TaskId, task.Generation, record.Cursor, limit=1,
+                                      states=[StepState.ROLLING_BACK], modulus=chains, residue=residue):
+                return
+            after = None
+        following = self._items.page_items(task.TaskId, task.Generation, record.Cursor, after=after, limit=1,
+                                           states=APPLIED, modulus=chains, residue=residue)
         if following:
             self._roll_back(task, following[0])
 
     def _start_idle_chains(self, task: Task, cursor: int, held: Collection[int] = ()) -> None:
         """Start the rollback of each chain's first applied item, but in a chain that has an
-        earlier item rolling back (a repeat of the entry that began the rollback): that one's end
-        starts the next. The applied items are read before the ones rolling back, so an item
-        ending its rollback in between has its successor either still applied (the first
-        applied, which its own notice starts too: the same compare-and-set, done once) or
-        rolling back already (seen by the later read). `held`: chains left alone."""
+        item rolling back: that one's end starts the next, one item of a chain at a time. It is
+        an earlier item (a repeat of the entry that began the rollback), or a later one failed
+        within the step's budget and still undoing itself as the task turned backward (its end
+        goes on from the chain's first applied item). The applied items are read before the
+        ones rolling back, so an item ending its rollback in between has its successor either
+        still applied (the first applied, which its own notice starts too: the same
+        compare-and-set, done once) or rolling back already (seen by the later read). `held`:
+        chains left alone."""
         chains, first = chain_count(task, cursor), {}
         for record in self._look.pages(task, cursor, APPLIED):
             first.setdefault(record.Item % chains, record)
             if len(first) == chains:
                 break
         for record in self._look.pages(task, cursor, [StepState.ROLLING_BACK]):
-            residue = record.Item % chains
-            if residue in first and record.Item < first[residue].Item:
-                del first[residue]
+            first.pop(record.Item % chains, None)
         for residue, record in sorted(first.items()):
             if residue not in held:
                 self._roll_back(task, record)
