@@ -1,8 +1,10 @@
 import importlib.util
+from pathlib import Path
 
 import pytest
 
 from common.store.mongo.client import open_client
+from tests.support import bytecode
 from tests.support.naming import run_id
 from tests.support.secantus import secantus_server
 from tests.support.vhosts import rabbitmq_vhost
@@ -11,11 +13,16 @@ from tests.support.vhosts import rabbitmq_vhost
 # at its end: tests/support/tether.py.
 pytest_plugins = ["tests.support.tether"]
 
+# The workers' rewritten test modules are cached for the next run (tests/support/bytecode.py).
+bytecode.allow_in_this_process()
+
 
 def pytest_configure(config):
     # The run's id, made before pytest-xdist starts its workers: they inherit it through the
     # environment, so every name any worker makes on a shared server says which run it is from.
     run_id()
+    if not hasattr(config, "workerinput"):  # once per run, before the workers and every process start
+        bytecode.compile_checkout(Path(__file__).resolve().parents[1])
 
 
 if importlib.util.find_spec("xdist") is not None:  # the hook exists only with pytest-xdist

@@ -29,7 +29,7 @@ from common.engine.states import TaskStatus
 from tests.chaos.ledger_checks import check_ledger
 from tests.chaos.plans import scale
 from tests.deploy.support import TOKENS, http
-from tests.support import previous_release
+from tests.support import bytecode, previous_release
 from tests.support.cluster import REPO, STATE_DEADLINE, Cluster, wait_until
 from tests.support.ledger_file import read_ledger
 from tests.support.ports import free_port
@@ -166,7 +166,9 @@ def previous_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     reason = previous_release.missing_reason()
     if reason:
         pytest.skip(reason)
-    return previous_release.materialise(tmp_path_factory.mktemp("previous-release"))
+    tree = previous_release.materialise(tmp_path_factory.mktemp("previous-release"))
+    bytecode.compile_checkout(tree)  # eight processes of it start: each would compile it again
+    return tree
 
 
 @pytest.fixture

@@ -119,13 +119,13 @@ def test_a_waiting_window_holds_the_task_and_every_view_says_so(deployment):
 
 def test_a_task_waits_for_a_window_ending_in_seconds_then_the_sweeper_lets_it_run(deployment):
     cluster, _ = deployment
+    # A window that opens hourly at this very minute, opened at its start: it ends in 5 to 6 s,
+    # and never reaches its next opening, an hour on (whatever the clock says now).
     now = time.time()
-    if now % 3600 > 3540:  # an hourly window must end before the next hour's opens
-        time.sleep(3600 - now % 3600 + 1)
-        now = time.time()
-    hour, duration = now - now % 3600, int(now % 3600) + 6  # opened this hour, ends in 5 to 6 s
-    ends = hour + duration
-    window = f'\nfreeze:\n  - {{name: short, cron: "0 * * * *", duration: {duration}, task_types: [soon], policy: wait}}\n'
+    opened, duration = now - now % 60, int(now % 60) + 6
+    ends = opened + duration
+    minute = time.gmtime(opened).tm_min
+    window = f'\nfreeze:\n  - {{name: short, cron: "{minute} * * * *", duration: {duration}, task_types: [soon], policy: wait}}\n'
     # Submitted in this process (a CLI process could take longer than the window has left on a
     # busy machine), by a service that reads the window; the sweeper's flows do not have it: the
     # task's stored WaitingFor is what it goes by.
