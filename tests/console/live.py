@@ -30,6 +30,8 @@ from oss.settings import load_oss_settings
 from tests.support.cluster import STATE_DEADLINE
 from tests.support.served import served as _served
 
+# `create`'s timeout is far away: a test hangs it and stops it from the console, which on a
+# loaded machine took longer than a short timeout (that then ended the step first).
 FLOWS = """
 version: 1
 defaults: {timeout: 10, retry: 0, backoff: {initial: 0.05, max: 0.1, multiplier: 1, jitter: 0}}
@@ -49,7 +51,7 @@ task_types:
         normal:   {module: resource, command: check_resource}
         rollback: {module: resource, command: restore_resource}
       - name: create
-        normal:   {module: mysql, command: init_instance, retry: 1}
+        normal:   {module: mysql, command: init_instance, retry: 1, timeout: 600}
         rollback: {module: mysql, command: clean_instance}
       - name: charge
         normal:   {module: resource, command: deduct_resource}
