@@ -30,11 +30,12 @@ from oss.settings import load_oss_settings
 from tests.support.cluster import STATE_DEADLINE
 from tests.support.served import served as _served
 
-# `create`'s timeout is far away: a test hangs it and stops it from the console, which on a
-# loaded machine took longer than a short timeout (that then ended the step first).
+# Step timeouts far away: the commands answer at once, and the one a test hangs it stops from
+# the console, which on a loaded machine took longer than a short timeout (that then ended the
+# step first).
 FLOWS = """
 version: 1
-defaults: {timeout: 10, retry: 0, backoff: {initial: 0.05, max: 0.1, multiplier: 1, jitter: 0}}
+defaults: {timeout: 300, retry: 0, backoff: {initial: 0.05, max: 0.1, multiplier: 1, jitter: 0}}
 lock_modes:
   backup: {backup: true, resize: true}
   resize: {backup: true, resize: false}
@@ -51,7 +52,7 @@ task_types:
         normal:   {module: resource, command: check_resource}
         rollback: {module: resource, command: restore_resource}
       - name: create
-        normal:   {module: mysql, command: init_instance, retry: 1, timeout: 600}
+        normal:   {module: mysql, command: init_instance, retry: 1}
         rollback: {module: mysql, command: clean_instance}
       - name: charge
         normal:   {module: resource, command: deduct_resource}
