@@ -313,6 +313,8 @@ def live_console(workdir: Path) -> Iterator[LiveConsole]:
             _served(create_app(settings, store=store, broker=broker, flows=flows))
         )
         api = stack.enter_context(
-            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=10)
+            # A request's bound is a hang guard, not a speed: the served app shares this process
+            # with the modules' runtimes, all slow on a loaded machine.
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=STATE_DEADLINE)
         )
         yield LiveConsole(url, store, api)
