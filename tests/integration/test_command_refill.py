@@ -45,7 +45,7 @@ def test_new_children_do_not_import_the_module_again(tmp_path):
     imports = tmp_path / "imports"
     env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_TEST_IMPORT_LOG": str(imports)}
     run = subprocess.run([sys.executable, "-c", KILL_THREE_CHILDREN], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+                         text=True, timeout=STATE_DEADLINE)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     # This process never imported it; five children ran commands: one import, in the forkserver.
     assert len(imports.read_text().split()) == 1
