@@ -9,7 +9,7 @@ from common.engine.document import NotifyTarget
 from common.engine.core.notifications import WEBHOOK
 from common.store.tasks.mutate import mutate
 from tests.api.support import FAIL, SECRET, Api, auth
-from tests.support.cluster import wait_until
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 
 def read_events(api: Api, task_id: str, headers: dict[str, str] | None = None, started: threading.Event | None = None,
@@ -43,14 +43,14 @@ def test_a_client_sees_every_change_in_order_then_the_end(api: Api) -> None:
     connected = threading.Event()
     reader = threading.Thread(target=lambda: read_events(api, task_id, started=connected, into=collected))
     reader.start()
-    assert connected.wait(30)
+    assert connected.wait(STATE_DEADLINE)
     api.step(task_id)  # step 0 claimed and done
     # The stream sees this state on its own before the next changes come.
     wait_until(lambda: any(e[0] == "task" and e[2]["TaskStatus"] == 2 for e in list(collected)), 30, "RUNNING seen")
     api.step(task_id, FAIL)  # step 1 fails: rollback of 1, then of 0, in quick succession
     api.step(task_id)
     api.step(task_id)
-    reader.join(timeout=30)
+    reader.join(timeout=STATE_DEADLINE)
     assert not reader.is_alive()
     assert collected[-1][0] == "end" and collected[-1][2] == {"TaskStatus": 4}
     snapshots = [e for e in collected if e[0] == "task"]

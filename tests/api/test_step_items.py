@@ -183,7 +183,7 @@ def test_a_running_records_step_pages_what_is_stored(api, monkeypatch):
 
 def test_the_event_stream_carries_a_records_steps_counts_when_they_change(api, monkeypatch):
     from tests.api.test_events import read_events
-    from tests.support.cluster import wait_until
+    from tests.support.cluster import STATE_DEADLINE, wait_until
 
     simulator = run_fan_out(api, "fe", True, monkeypatch, steps=4)
     collected: list = []
@@ -197,7 +197,7 @@ def test_the_event_stream_carries_a_records_steps_counts_when_they_change(api, m
         simulator.step(0)
     wait_until(lambda: len(progress()) >= 2, 30, "a progress event for the changed counts")
     simulator.run(lambda n: 0)
-    reader.join(timeout=60)
+    reader.join(timeout=STATE_DEADLINE)
     assert not reader.is_alive() and collected[-1][0] == "end"
     sent = [p["ItemCounts"] for p in progress()]
     assert all(a != b for a, b in zip(sent, sent[1:]))  # only when they change

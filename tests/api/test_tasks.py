@@ -120,7 +120,7 @@ def test_concurrent_submissions_with_one_key_create_exactly_one_task(api):
     answers: list[tuple[int, str]] = []
 
     def submit() -> None:
-        barrier.wait(timeout=10)
+        barrier.wait(timeout=STATE_DEADLINE)
         response = api.client.post(
             "/api/v1/tasks", json={"task_type": "free_form", "idempotency_key": "burst"}, headers=auth()
         )
@@ -130,7 +130,7 @@ def test_concurrent_submissions_with_one_key_create_exactly_one_task(api):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
+        thread.join(timeout=STATE_DEADLINE)
     statuses = sorted(status for status, _ in answers)
     assert statuses == [200] * (threads_n - 1) + [201]
     assert len({task_id for _, task_id in answers}) == 1

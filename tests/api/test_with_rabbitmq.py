@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
 FLOWS = """
 version: 1
-defaults: {timeout: 5, retry: 0}
+defaults: {timeout: 300, retry: 0}
 task_types:
   quick:
     steps:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.client.live import OPERATOR, READER, deployment
-from tests.support.cluster import wait_until
+from tests.support.cluster import STATE_DEADLINE, wait_until
 from tests.support.doc_examples import REPO, page_blocks
 from tests.support.test_store import cluster_mongo_url
 
@@ -68,7 +68,7 @@ def test_submit_with_a_key_answers_the_same_task_and_wait_returns_it_ended(baton
     assert (created.created, again.created, again.task_id) == (True, False, created.task_id)
     assert created.location.endswith(created.task_id) and created.task.TaskStatus is TaskStatus.NOT_STARTED
 
-    task = baton.wait(created.task_id, timeout=120)
+    task = baton.wait(created.task_id, timeout=STATE_DEADLINE)
     assert task.TaskStatus is TaskStatus.SUCCESS and task.ended
     assert [s.State for s in task.Steps] == ["succeeded"] * 3
     shown = baton.get_task(created.task_id)
@@ -85,7 +85,7 @@ def test_list_filters_and_iter_tasks_pages_through_every_match(baton) -> None:
     assert (first.total, len(first.items), first.next_cursor is not None) == (5, 2, True)
     assert [t.TaskId for t in baton.iter_tasks(labels=labels, page_size=2)] == made[::-1]  # newest first
     for task_id in made:
-        baton.wait(task_id, timeout=120)
+        baton.wait(task_id, timeout=STATE_DEADLINE)
     assert baton.list_tasks(labels=labels, status=TaskStatus.SUCCESS).total == 5
     assert baton.list_tasks(labels=labels, status="rolled_back").total == 0
     assert [t.TaskId for t in baton.list_tasks(labels=labels, search=made[3][:12]).items] == [made[3]]
@@ -94,7 +94,7 @@ def test_list_filters_and_iter_tasks_pages_through_every_match(baton) -> None:
 def test_the_event_stream_gives_each_change_once_across_a_resumed_reading(baton) -> None:
     created = baton.submit("provision", {"name": "db1", "hold": 1.0}, labels=run_label())
     seen: list[str] = []
-    with contextlib.closing(baton.events(created.task_id, timeout=120)) as events:
+    with contextlib.closing(baton.events(created.task_id, timeout=STATE_DEADLINE)) as events:
         for event in events:
             if isinstance(event, Change):
                 seen.append(event.event.Event)
@@ -102,7 +102,7 @@ def test_the_event_stream_gives_each_change_once_across_a_resumed_reading(baton)
                 resume_at = event.event_id
                 break  # a reader stops here; another picks up from the id
     resumed = []
-    for event in baton.events(created.task_id, last_event_id=resume_at, timeout=120):
+    for event in baton.events(created.task_id, last_event_id=resume_at, timeout=STATE_DEADLINE):
         resumed.append(event)
     assert isinstance(resumed[-1], Ended) and resumed[-1].status is TaskStatus.SUCCESS
     seen += [e.event.Event for e in resumed if isinstance(e, Change)]
@@ -117,14 +117,14 @@ def test_pause_and_resume_a_running_task(baton) -> None:
     resumed = baton.resume(created.task_id, WHY)
     assert resumed.Paused is None and resumed.TaskStatus is TaskStatus.RUNNING
     baton.cancel(created.task_id, WHY, stop_running=True)
-    assert baton.wait(created.task_id, timeout=120).TaskStatus is TaskStatus.ROLLED_BACK
+    assert baton.wait(created.task_id, timeout=STATE_DEADLINE).TaskStatus is TaskStatus.ROLLED_BACK
 
 
 def test_cancel_stopping_the_running_step_rolls_the_task_back(baton) -> None:
     created = baton.submit("provision", {"name": "db1", "hold": 60}, labels=run_label())
     running_step(baton, created.task_id, 1)
     assert baton.cancel(created.task_id, WHY, stop_running=True).CancelRequested.Reason == WHY
-    task = baton.wait(created.task_id, timeout=120)
+    task = baton.wait(created.task_id, timeout=STATE_DEADLINE)
     assert task.TaskStatus is TaskStatus.ROLLED_BACK
     with pytest.raises(Conflict) as refused:
         baton.cancel(created.task_id, WHY)  # it has ended: nothing to cancel
@@ -133,26 +133,26 @@ def test_cancel_stopping_the_running_step_rolls_the_task_back(baton) -> None:
 
 def test_retry_and_skip_a_rolled_back_task(baton) -> None:
     created = baton.submit("provision", {"name": "db1", "_baton_faults": [fail("step_c")]}, labels=run_label())
-    assert baton.wait(created.task_id, timeout=120).TaskStatus is TaskStatus.ROLLED_BACK
+    assert baton.wait(created.task_id, timeout=STATE_DEADLINE).TaskStatus is TaskStatus.ROLLED_BACK
     retried = baton.retry(created.task_id, WHY)
     assert retried.Generation == 1 and [(e.Actor, e.Message) for e in retried.History if e.Event == "retried"] == [
         ("olga", WHY)]
-    assert baton.wait(created.task_id, timeout=120).TaskStatus is TaskStatus.ROLLED_BACK  # the fault holds
+    assert baton.wait(created.task_id, timeout=STATE_DEADLINE).TaskStatus is TaskStatus.ROLLED_BACK  # the fault holds
     baton.skip(created.task_id, WHY, step=2)
-    task = baton.wait(created.task_id, timeout=120)
+    task = baton.wait(created.task_id, timeout=STATE_DEADLINE)
     assert task.TaskStatus is TaskStatus.SUCCESS and task.Steps[2].State == "operator_skipped"
 
 
 def test_retry_rollback_and_compensate_a_failed_rollback(baton) -> None:
     faults = [fail("step_c"), fail("undo_a", "rollback")]
     created = baton.submit("provision", {"name": "db1", "_baton_faults": faults}, labels=run_label())
-    assert baton.wait(created.task_id, timeout=120).TaskStatus is TaskStatus.ROLLBACK_FAILED
+    assert baton.wait(created.task_id, timeout=STATE_DEADLINE).TaskStatus is TaskStatus.ROLLBACK_FAILED
     baton.retry_rollback(created.task_id, WHY)  # runs undo_a again: the fault fails it again
-    task = baton.wait(created.task_id, timeout=120)
+    task = baton.wait(created.task_id, timeout=STATE_DEADLINE)
     assert task.TaskStatus is TaskStatus.ROLLBACK_FAILED
     assert [a.Outcome for a in task.Attempts if a.Cursor == 0 and a.Phase == 1] == ["failed", "failed"]
     baton.compensate(created.task_id, "undone by hand")
-    task = baton.wait(created.task_id, timeout=120)
+    task = baton.wait(created.task_id, timeout=STATE_DEADLINE)
     assert task.TaskStatus is TaskStatus.ROLLED_BACK and task.Steps[0].State == "compensated"
 
 
@@ -166,7 +166,7 @@ def test_a_plan_says_what_would_run_and_creates_nothing(baton) -> None:
 
 def test_a_for_each_steps_items_come_a_page_at_a_time(baton) -> None:
     created = baton.submit("fleet", {"nodes": [f"n{i}" for i in range(5)]}, labels=run_label())
-    assert baton.wait(created.task_id, timeout=120).TaskStatus is TaskStatus.SUCCESS
+    assert baton.wait(created.task_id, timeout=STATE_DEADLINE).TaskStatus is TaskStatus.SUCCESS
     page = baton.list_items(created.task_id, "per_node", limit=2)
     assert (page.ItemCount, [i.Item for i in page.Items], page.NextAfter) == (5, [0, 1], 1)
     assert [i.Value for i in baton.iter_items(created.task_id, 0, state="succeeded", page_size=2)] == [
@@ -230,9 +230,9 @@ def test_the_async_client_makes_the_same_calls(base_url) -> None:
         labels = run_label()
         async with AsyncBatonClient(base_url, token=OPERATOR) as baton:
             created = await baton.submit("provision", {"name": "db1"}, idempotency_key=labels["run"], labels=labels)
-            kinds = [type(event).__name__ async for event in baton.events(created.task_id, timeout=120)]
+            kinds = [type(event).__name__ async for event in baton.events(created.task_id, timeout=STATE_DEADLINE)]
             assert kinds[-2:] == ["TaskShown", "Ended"] and "Change" in kinds
-            task = await baton.wait(created.task_id, timeout=120)
+            task = await baton.wait(created.task_id, timeout=STATE_DEADLINE)
             assert task.TaskStatus is TaskStatus.SUCCESS
             assert [t.TaskId async for t in baton.iter_tasks(labels=labels, page_size=1)] == [created.task_id]
             assert (await baton.submit("provision", {"name": "db1"}, idempotency_key=labels["run"],

@@ -30,9 +30,12 @@ from oss.settings import load_oss_settings
 from tests.support.cluster import STATE_DEADLINE
 from tests.support.served import served as _served
 
+# Step timeouts far away: the commands answer at once, and the one a test hangs it stops from
+# the console, which on a loaded machine took longer than a short timeout (that then ended the
+# step first).
 FLOWS = """
 version: 1
-defaults: {timeout: 10, retry: 0, backoff: {initial: 0.05, max: 0.1, multiplier: 1, jitter: 0}}
+defaults: {timeout: 300, retry: 0, backoff: {initial: 0.05, max: 0.1, multiplier: 1, jitter: 0}}
 lock_modes:
   backup: {backup: true, resize: true}
   resize: {backup: true, resize: false}
@@ -310,6 +313,8 @@ def live_console(workdir: Path) -> Iterator[LiveConsole]:
             _served(create_app(settings, store=store, broker=broker, flows=flows))
         )
         api = stack.enter_context(
-            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=10)
+            # A request's bound is a hang guard, not a speed: the served app shares this process
+            # with the modules' runtimes, all slow on a loaded machine.
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=STATE_DEADLINE)
         )
         yield LiveConsole(url, store, api)

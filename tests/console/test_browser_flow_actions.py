@@ -132,7 +132,7 @@ def test_cancel_and_stop_a_hung_step_from_the_console(page, live):
     expect(page.locator(".timeline > li.step").nth(2)).to_contain_text("stopped by an operator")
     task = live.wait_final(task_id)
     create = task.Steps[2]
-    # Stopped by the cancel, not by its 10 s timeout: one attempt, no retry (the step allows one).
+    # Stopped by the cancel, not by its timeout: one attempt, no retry (the step allows one).
     assert (create.Attempts, create.Message) == (1, "stopped by a cancel")
     assert task.CancelRequested.Actor == "olga"
     save_screenshot(page, page.shots, "flow-cancel-now")

@@ -203,12 +203,13 @@ def store(subject: StoreUnderTest) -> Any:
 
 
 def count_in_process(
-    path: str, task_id: str, worker: str, rounds: int, start: Any, tries: Any
+    path: str, task_id: str, worker: str, rounds: int, start: Any, tries: Any, wait: float
 ) -> None:
     """Entry point of a spawned process: `rounds` read-modify-writes on one task, own store.
 
-    Waits at the `start` barrier so the processes really overlap, and adds to `tries` how often
-    its change ran: more than `rounds` means it lost races and re-read.
+    Waits at the `start` barrier so the processes really overlap (up to `wait` s for the last
+    one's start: seconds of imports each, far more on a loaded machine), and adds to `tries` how
+    often its change ran: more than `rounds` means it lost races and re-read.
     """
     store = SqliteStore(path)
     ran = 0
@@ -219,7 +220,7 @@ def count_in_process(
         return bump_counter(task, worker)
 
     try:
-        start.wait(timeout=30)
+        start.wait(timeout=wait)
         for _ in range(rounds):
             result = mutate(store, task_id, change)
             if isinstance(result, Refusal):

@@ -29,14 +29,16 @@ from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
     unique_queue,
     vhost_of,
 )
+from tests.support.cluster import STATE_DEADLINE
 from tests.support.vhosts import rabbitmq_vhost, rabbitmqctl
 
 # However the broker misbehaves, no publish may take longer than this.
 LONGEST_PUBLISH = PUBLISH_DEADLINE_SECONDS + ANSWER_SLACK_SECONDS + 5.0
 
 
-def run_threads(count: int, work: Callable[[int], None], *, timeout: float = 60.0) -> None:
-    """Start `count` threads on `work(t)` together; fail if any is still running at `timeout`."""
+def run_threads(count: int, work: Callable[[int], None], *, timeout: float = STATE_DEADLINE) -> None:
+    """Start `count` threads on `work(t)` together; fail if any is still running at `timeout`:
+    a bound for a hung publish, not a speed (how long each publish took is `Tally.longest`)."""
     start = threading.Barrier(count)
 
     def run(t: int) -> None:
@@ -163,7 +165,7 @@ def test_rabbitmq_publishes_in_flight_at_a_forced_close_confirm_or_fail_never_li
             )
         )
         closer.start()
-        run_threads(8, keep_publishing, timeout=LONGEST_PUBLISH + 30)
+        run_threads(8, keep_publishing)
         closer.join()
         if sum(abandoned) > 0:
             break
@@ -241,6 +243,6 @@ def _publish_while_the_vhost_goes(adapter: RabbitBroker, url: str) -> Tally:
 
     deleter = threading.Thread(target=delete_vhost)
     deleter.start()
-    run_threads(8, keep_publishing, timeout=LONGEST_PUBLISH + 30)
+    run_threads(8, keep_publishing)
     deleter.join()
     return tally

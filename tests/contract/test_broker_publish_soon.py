@@ -16,6 +16,7 @@ from tests.contract.broker_fixtures import (  # noqa: F401  (fixtures)
     queue,
     unique_queue,
 )
+from tests.support.cluster import STATE_DEADLINE
 
 
 class Outcomes:
@@ -32,7 +33,7 @@ class Outcomes:
             self.threads.append(threading.current_thread().name)
             self._done.notify_all()
 
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[BrokerError | None]:
+    def wait_for(self, count: int, timeout: float = STATE_DEADLINE) -> list[BrokerError | None]:
         with self._done:
             assert self._done.wait_for(lambda: len(self.errors) >= count, timeout), self.errors
             return list(self.errors)

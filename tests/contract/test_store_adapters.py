@@ -19,6 +19,7 @@ from tests.contract.store_fixtures import count_in_process
 from common.engine.document import Task
 from tests.contract.store_documents import NOW, claimed, new_task, write
 from tests.contract.test_store_locks_and_alarms import alarm
+from tests.support.cluster import STATE_DEADLINE
 
 
 # --- SQLite: processes and durability ------------------------------------------------------------
@@ -35,14 +36,14 @@ def test_sqlite_mutations_from_processes_lose_no_update(tmp_path: Any) -> None:
     start, tries = context.Barrier(procs_n), context.Value("i", 0)
     procs = [
         context.Process(
-            target=count_in_process, args=(path, task.TaskId, f"p{i}", rounds, start, tries)
+            target=count_in_process, args=(path, task.TaskId, f"p{i}", rounds, start, tries, STATE_DEADLINE)
         )
         for i in range(procs_n)
     ]
     for proc in procs:
         proc.start()
     for proc in procs:
-        proc.join(timeout=60)
+        proc.join(timeout=STATE_DEADLINE)  # 800 contended writes: a state, not a speed
     assert [proc.exitcode for proc in procs] == [0] * procs_n
 
     final = store.get(task.TaskId)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.deploy.support import REPO, clean_env
+from tests.support.cluster import STATE_DEADLINE
 
 FLOWS = """\
 version: 1
@@ -51,7 +52,7 @@ def check_flows(root: Path, text: str, *args: str, env: dict[str, str] | None = 
     env = {**clean_env(), "PYTHONPATH": str(root), **(env or {})}
     env.pop("VIRTUAL_ENV", None)
     return subprocess.run([sys.executable, "-m", "oss.cli", "check-flows", "flows.yaml", *args],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+                          cwd=root, env=env, capture_output=True, text=True, timeout=STATE_DEADLINE)  # fmt: skip
 
 
 def test_a_users_own_module_is_found_by_convention(tmp_path):
@@ -93,7 +94,9 @@ def test_live_checks_against_the_modules_running_now(tmp_path):
                                              Host="h", Pid=1, StartedAt=time.time(), HeartbeatAt=time.time()))  # fmt: skip
     registry.close()
     live = ("--live",)
-    env_store = {"BATON_STORE_URL": f"sqlite:///{root / 'baton.db'}"}
+    # Live while the last heartbeat is at most 3 x 600 s old: however long a loaded machine takes
+    # to start the command, the modules announced above still count as running.
+    env_store = {"BATON_STORE_URL": f"sqlite:///{root / 'baton.db'}", "BATON_MODULE_HEARTBEAT_SECONDS": "600"}
     assert check_flows(root, FLOWS, *live, env=env_store).returncode == 0
     typo = check_flows(root, FLOWS.replace("module: storage", "module: dnz"), *live, env=env_store)
     assert typo.returncode == 2

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from common.store.sqlite.tasks import SqliteStore
 from oss.cli import main
 from tests.api.support import FAIL, FLOWS, OK, SECRET, Api
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 
 @pytest.fixture
@@ -154,12 +155,11 @@ def test_cancel_and_retry_record_who_and_why(cli):
 def test_submit_wait_prints_the_answer_and_no_log_lines(cli):
     run, driver = cli
 
-    def module() -> None:  # steps the one task as soon as it exists
-        deadline = time.time() + 10
-        while time.time() < deadline and not (tasks := driver.store.list_tasks(limit=1)):
-            time.sleep(0.02)
+    def module() -> None:  # steps the one task as soon as it exists, however long the submit takes
+        wait_until(lambda: driver.store.list_tasks(limit=1), STATE_DEADLINE, "the submitted task", interval=0.02)
+        task_id = driver.store.list_tasks(limit=1)[0].TaskId
         for _ in range(2):
-            driver.step(tasks[0].TaskId)
+            driver.step(task_id)
 
     thread = threading.Thread(target=module)
     thread.start()

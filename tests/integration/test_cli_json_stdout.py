@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cluster import REPO
+from tests.support.cluster import REPO, STATE_DEADLINE
 
 
 def _documents(text: str) -> list[Any]:
@@ -34,7 +34,7 @@ def baton(tmp_path_factory):
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "oss", *argv], env=env, cwd=REPO, capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
+                              text=True, timeout=STATE_DEADLINE)  # fmt: skip
 
     return run
 

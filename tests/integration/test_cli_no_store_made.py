@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import EXIT_UNAVAILABLE
-from tests.support.cluster import REPO
+from tests.support.cluster import REPO, STATE_DEADLINE
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,7 @@ def _baton(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str
     base = {k: v for k, v in os.environ.items() if not k.startswith("BATON_")}
     base.update({"PYTHONPATH": str(REPO), "BATON_BROKER_URL": "memory://", **env})
     return subprocess.run([sys.executable, "-m", "oss", *args], cwd=cwd, env=base, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+                          text=True, timeout=STATE_DEADLINE)  # fmt: skip
 
 
 @pytest.mark.parametrize("args", [["list"], ["get", "X"], ["watch", "X"], ["locks"], ["modules"],

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.support.cluster import REPO
+from tests.support.cluster import REPO, STATE_DEADLINE
 
 ANSWER_TO_NOBODY = """
 import os, socket
@@ -34,7 +34,7 @@ if __name__ == "__main__":
 def test_a_command_process_whose_answer_has_nowhere_to_go_ends_quietly():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run([sys.executable, "-c", ANSWER_TO_NOBODY], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+                         text=True, timeout=STATE_DEADLINE)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert "exit code 0" in run.stdout, run.stdout + run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "BrokenPipeError" not in run.stderr, run.stderr[-3000:]

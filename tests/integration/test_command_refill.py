@@ -12,7 +12,7 @@ import time
 
 from common.runtime.runner import CommandRequest, CommandRunner
 from common.engine.states import ResultCode
-from tests.support.cluster import REPO, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, wait_until
 
 
 def request(parameters: dict) -> CommandRequest:
@@ -30,7 +30,7 @@ def test_a_timed_out_child_is_replaced_before_the_next_command_asks(tmp_path):
         # The replacement starts by itself: a live, ready child waits before anyone asks.
         wait_until(lambda: _warm_children(runner) == 1, 60, "a warm replacement")
         started = time.monotonic()
-        assert runner.run(request({}), 5, threading.Event()).code is ResultCode.OK
+        assert runner.run(request({}), STATE_DEADLINE, threading.Event()).code is ResultCode.OK
         assert _warm_children(runner) == 1
         print(f"next command after a timeout: {time.monotonic() - started:.3f}s")
     finally:
@@ -45,7 +45,7 @@ def test_new_children_do_not_import_the_module_again(tmp_path):
     imports = tmp_path / "imports"
     env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_TEST_IMPORT_LOG": str(imports)}
     run = subprocess.run([sys.executable, "-c", KILL_THREE_CHILDREN], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+                         text=True, timeout=STATE_DEADLINE)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     # This process never imported it; five children ran commands: one import, in the forkserver.
     assert len(imports.read_text().split()) == 1

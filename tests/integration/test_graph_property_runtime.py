@@ -79,7 +79,9 @@ def random_flow(draw):
     parameters["_baton_faults"] = faults
     task_type = f"t{next(_TYPES)}"
     schema = ["    parameters:", *declared] if declared else []
-    text = "\n".join(["version: 1", "defaults: {timeout: 10, retry: 0}", "task_types:", CHILD.strip("\n"),
+    # The commands answer at once and no fault here is a hang: the timeout only bounds a broken
+    # run. A short one failed healthy steps (retry 0) on a machine too loaded to start them in time.
+    text = "\n".join(["version: 1", "defaults: {timeout: 300, retry: 0}", "task_types:", CHILD.strip("\n"),
                       f"  {task_type}:", *schema, "    steps:", *lines]) + "\n"
     return text, task_type, parameters
 

@@ -19,7 +19,9 @@ def test_baton_modules_lists_live_ones_and_stale_ones_on_request(tmp_path):
                                              Kinds={"a": "async", "b": "process"},
                                              Host="h", Pid=1, StartedAt=time.time() - 7200, HeartbeatAt=time.time() - age))  # fmt: skip
     registry.close()
-    env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}"}
+    # Live while the last heartbeat is at most 3 x 600 s old: however long a loaded machine takes
+    # from the announcement to the command's look, the one 1 s old is live, the hour-old one not.
+    env = {"BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_MODULE_HEARTBEAT_SECONDS": "600"}
     shown = CliRunner().invoke(main, ["modules"], env=env)
     assert shown.exit_code == 0, shown.output
     assert shown.stdout.startswith("mysql        live   mysql@h:1") and "resource" not in shown.stdout

@@ -17,7 +17,7 @@ import uuid
 import httpx
 
 from tests.api.support import FLOWS
-from tests.support.cluster import REPO, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, wait_until
 from tests.support.ports import free_port
 
 TOKEN = "log-lines-token-0123456789"
@@ -36,11 +36,11 @@ def test_every_line_of_oss_is_json_and_requests_are_not_logged_one_by_one(tmp_pa
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _answers(base), 30, "OSS up")
-        listed = httpx.get(f"{base}/api/v1/tasks", headers={"Authorization": f"Bearer {TOKEN}"})
+        listed = httpx.get(f"{base}/api/v1/tasks", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=STATE_DEADLINE)
         assert listed.status_code == 200
     finally:
         server.send_signal(signal.SIGTERM)
-        output, _ = server.communicate(timeout=30)
+        output, _ = server.communicate(timeout=STATE_DEADLINE)
     lines = [line for line in output.splitlines() if line.strip()]
     not_json = [line for line in lines if not _is_json_object(line)]
     assert not not_json, f"plain-text lines: {not_json}"

@@ -16,7 +16,7 @@ from common.settings import load_settings
 from common.store.sqlite.tasks import SqliteStore
 from modules.monitor.alarms import alarm_consumer
 from oss.services.tasks import TaskService
-from tests.support.cluster import wait_until
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -45,7 +45,7 @@ def test_the_last_allowed_delivery_is_dead_lettered_with_an_alarm(rabbitmq_url, 
         # the queue, counted as a delivery not settled.
         held = threading.Event()
         first = broker.subscribe(module_queue("mysql"), lambda _delivery: held.set(), prefetch=1)
-        assert held.wait(30)
+        assert held.wait(STATE_DEADLINE)
         first.stop()
 
         runtime = ModuleRuntime(registry_ref="modules.mysql.commands:registry", settings=settings, store=store,

@@ -18,9 +18,9 @@ import pytest
 from common.engine.states import TaskStatus
 from common.queues import band_queues
 from tests.chaos.plans import CHAOS_FLOWS
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, Cluster, wait_until
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]  # the suite's guard against a hang, not a speed
 
 TASKS = 12
 
@@ -42,7 +42,7 @@ def test_a_classic_deployment_moves_to_quorum_queues(rabbitmq_url, tmp_path):
 
         moved = subprocess.run(
             [sys.executable, "-m", "oss", "queues", "move-to-quorum"],
-            cwd=REPO, env={**os.environ, **quorum.env}, capture_output=True, text=True, timeout=120,
+            cwd=REPO, env={**os.environ, **quorum.env}, capture_output=True, text=True, timeout=STATE_DEADLINE,
         )
         assert moved.returncode == 0, moved.stdout + moved.stderr
         assert f"resource: {TASKS} message(s) moved" in moved.stdout
@@ -54,7 +54,7 @@ def test_a_classic_deployment_moves_to_quorum_queues(rabbitmq_url, tmp_path):
         assert all(name.startswith("resource.q.") for name in band_queues("resource"))
         again = subprocess.run(
             [sys.executable, "-m", "oss", "queues", "move-to-quorum"],
-            cwd=REPO, env={**os.environ, **quorum.env}, capture_output=True, text=True, timeout=120,
+            cwd=REPO, env={**os.environ, **quorum.env}, capture_output=True, text=True, timeout=STATE_DEADLINE,
         )
         assert again.returncode == 0 and "nothing to move" in again.stdout, again.stdout + again.stderr
     finally:
@@ -67,6 +67,6 @@ def test_nothing_to_move_is_one_line_without_the_client_library_s_warnings(rabbi
     env = {**os.environ, "BATON_BROKER_URL": rabbitmq_url, "BATON_QUEUE_TYPE": "quorum", "BATON_LOG_LEVEL": "info",
            "BATON_FLOWS_PATH": str(REPO / "flows.yaml"), "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "oss", "queues", "move-to-quorum"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=STATE_DEADLINE)
     assert done.returncode == 0 and done.stdout == "no classic queue found: nothing to move\n", done
     assert "NOT_FOUND" not in done.stderr and "Channel.Close" not in done.stderr, done.stderr

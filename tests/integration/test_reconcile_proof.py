@@ -21,6 +21,7 @@ from modules.mysql.server import OwnedInstance, Server
 from modules.mysql.settings import MysqlSettings
 from tests.integration.test_reconcile import plant, task_in
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
+from tests.support.cluster import STATE_DEADLINE
 from tests.support.ports import free_port
 
 
@@ -46,7 +47,7 @@ def server_of(sandbox: Sandbox) -> Server:
 def baton_reconcile(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_LOG_FORMAT": "json", **env}
     return subprocess.run([sys.executable, "-m", "oss", "reconcile", *args], env=full, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+                          timeout=STATE_DEADLINE)  # fmt: skip
 
 
 def by_hand(*statements: str) -> None:

@@ -23,7 +23,7 @@ task_types:
       admin_password: {type: string, secret: true, required: true}
     steps:
       - name: connect
-        normal: {module: leaky, command: connect, timeout: 5, retry: 0}
+        normal: {module: leaky, command: connect, timeout: 300, retry: 0}
 """
 SECRET = "hunter2-correct-horse"
 

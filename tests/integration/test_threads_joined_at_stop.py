@@ -35,7 +35,7 @@ task_types:
   one:
     steps:
       - name: one
-        normal: {module: mysql, command: noop, timeout: 5}
+        normal: {module: mysql, command: noop, timeout: 300}
 """
 
 

@@ -20,6 +20,10 @@ from tests.support.webhook_receiver import WebhookReceiver
 
 SECRET = "s3cret-for-signing"
 WAIT = 60  # seconds: generous, the conditions come within one of the sender's clock checks
+# A POST's own bound (the real clock): far above what a local receiver takes even on a loaded
+# machine. A POST cut off by it would be retried only when the injected clock moves, which the
+# test does not do after the last try: the delivery it waits for would never come.
+POST_TIMEOUT = 120
 
 
 def stored_task(store, url, created=100.0):
@@ -43,8 +47,8 @@ def test_delivery_backs_off_while_the_receiver_is_down_alarms_once_then_delivers
     store = open_store(f"sqlite:///{tmp_path / 'baton.db'}")
     receiver = WebhookReceiver(SECRET)  # not started: its port refuses
     now = [100.0]
-    deliverer = WebhookDeliverer(store, WebhookConfig(None, SECRET, timeout=2, backoff_max=4, alarm_after=60),
-                                 clock=lambda: now[0])
+    config = WebhookConfig(None, SECRET, timeout=POST_TIMEOUT, backoff_max=4, alarm_after=60)
+    deliverer = WebhookDeliverer(store, config, clock=lambda: now[0])
     task = stored_task(store, receiver.url)
     try:
         [entry] = webhook_entries(store, task.TaskId)
@@ -80,8 +84,8 @@ def test_each_retry_is_due_at_its_backoff_not_at_the_relay_grace_after_it(tmp_pa
     receiver = WebhookReceiver(SECRET, refuse_next=6)  # 503 six times, then takes it
     receiver.start()
     now = [1000.0]
-    deliverer = WebhookDeliverer(store, WebhookConfig(None, SECRET, timeout=5, backoff_max=4, alarm_after=3600),
-                                 clock=lambda: now[0])
+    config = WebhookConfig(None, SECRET, timeout=POST_TIMEOUT, backoff_max=4, alarm_after=3600)
+    deliverer = WebhookDeliverer(store, config, clock=lambda: now[0])
     broker = InProcessBroker()
     broker.declare("mod")  # the task's first step goes there: the relay publishes it too
     sweeper = Sweeper(store, broker, SweepConfig(lease=30, redeliver_after=60, relay_grace=5, interval=1),

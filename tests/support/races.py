@@ -45,15 +45,21 @@ def race_threads(workers: int, work: Callable[[int], Any]) -> list[Any]:
 def race_processes(backend: Any, entry: Callable[..., None], workers: int, *extra: Any) -> int:
     """Run entry(where, worker, start, wins, *extra) in `workers` spawned processes released
     together (`where`: what `open_where` needs; `start`: their barrier); how many times they
-    counted a win (`won(wins)`). Every process must exit cleanly."""
+    counted a win (`won(wins)`). Every process must exit cleanly.
+
+    The barrier waits up to STATE_DEADLINE for the last process (its own timeout, which the
+    processes get with it): a spawned process's imports take seconds, far more on a loaded
+    machine. Imported here, not at the top: each process imports this module again."""
+    from tests.support.cluster import STATE_DEADLINE
+
     context = multiprocessing.get_context("spawn")
-    start, wins = context.Barrier(workers), context.Value("i", 0)
+    start, wins = context.Barrier(workers, timeout=STATE_DEADLINE), context.Value("i", 0)
     where = (backend.kind, backend.sqlite_path, backend.mongo_url, backend.database)
     processes = [context.Process(target=entry, args=(where, w, start, wins, *extra)) for w in range(workers)]
     for process in processes:
         process.start()
     for process in processes:
-        process.join(timeout=120)
+        process.join(timeout=STATE_DEADLINE)
         assert process.exitcode == 0
     return wins.value
 
