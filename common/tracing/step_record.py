@@ -95,6 +95,23 @@ def _outcome(result: Any) -> dict[str, Any]:
     return found
 
 
+# The one attribute of a step's that is new every step (its message's id), written without the
+# cache every other goes through: it would only push out what does repeat.
+_MESSAGE_ID_KEY = wire.string(1, a.MESSAGING_MESSAGE_ID) + b"\x12"  # KeyValue's key, then its value's tag
+_SMALL = [bytes([n]) for n in range(128)]
+_TAG = _SMALL[9 << 3 | 2]  # a span's attributes field (9)
+
+
+def _message_id(value: str) -> bytes:
+    """The message id's attribute (9): a KeyValue with a string value."""
+    text = value.encode("utf-8")
+    if len(text) > 120:  # a length of more than one byte inside: the general way
+        return wire.attributes(9, {a.MESSAGING_MESSAGE_ID: value})
+    any_value = b"\x0a" + _SMALL[len(text)] + text  # AnyValue.string_value (1)
+    body = _MESSAGE_ID_KEY + _SMALL[len(any_value)] + any_value
+    return _TAG + wire.length(body) + body
+
+
 # What repeats from step to step, written once: a group of attributes by what decides them.
 _GROUPS: dict[Any, bytes] = {}
 _GROUPS_BOUND = 4096
@@ -115,7 +132,7 @@ def _attempt_attribute_bytes(attempt: Any) -> bytes:
     if fixed is None:
         fixed = _group(key, {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process",
                              a.MESSAGING_DESTINATION: module, a.MODULE: module})  # fmt: skip
-    parts = [fixed, wire.attributes(9, {a.MESSAGING_MESSAGE_ID: message.DispatchId})]
+    parts = [fixed, _message_id(message.DispatchId)]
     task = _GROUPS.get(task_id)
     if task is None:
         task = _group(task_id, {a.TASK_ID: task_id})
