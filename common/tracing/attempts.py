@@ -102,18 +102,18 @@ def _new_id() -> int:
 class _Attempt(NoAttempt):
     """A traced attempt: what its spans say, kept as plain values while the step runs, and
     itself the record its end hands to the span processor (common/tracing/step_record.py writes
-    its spans from these values, in the exporter's thread). It is also the context manager its
-    `current()` and `child()` answer: the span made current is the one last asked for (each is
-    entered right away, in a `with`), and the stack of blocks is its own, so a block costs no
-    object of its own."""
+    its spans from these values, in the exporter's thread), and the block `current()` answers.
+    A child's block is an object of its own: the commit runs on another thread than the claim,
+    and may begin before the attempt's block is left."""
 
     __slots__ = ("message", "module", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
-                 "claim", "commit", "kind", "command_start", "command_end", "command_result", "command_error", "result", "error",
-                 "task_type", "step_name", "dropped_reason", "others", "resource", "instrumentation_scope",
-                 "_next", "_open")
+                 "claim", "commit", "kind", "command_start", "command_end", "command_result", "command_error",
+                 "result", "error", "task_type", "step_name", "dropped_reason", "others", "resource",
+                 "instrumentation_scope", "_token")  # fmt: skip
     context = StepSpans.context  # what a span processor reads before it queues an item: sampled
 
     def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, int]):
+        # The message is read again when the spans are written: a parsed message is never changed.
         self.message, self.module = message, module
         self.trace_id, self.task_span, _ = parent
         self.trace_hex = format(parent[0], "032x")
@@ -122,8 +122,8 @@ class _Attempt(NoAttempt):
         self.base = (random.getrandbits(62) or 1) << 2
         self.start = time.time_ns()
         self.end_time = 0
-        self.claim: list[int] | None = None  # [start, end] once begun
-        self.commit: list[int] | None = None
+        self.claim: _Block | None = None  # its times, once begun
+        self.commit: _Block | None = None
         self.kind: str | None = None  # the command's, once it starts
         self.command_start = self.command_end = 0
         self.command_result: AttemptResult | None = None
@@ -133,36 +133,27 @@ class _Attempt(NoAttempt):
         self.task_type: str | None = None
         self.step_name: str | None = None  # both known once claimed
         self.dropped_reason: str | None = None
-        self.others: list[StepSpan] = []  # children of other names than claim and commit
-        self._open: list[tuple[Any, list[int] | None]] = []  # (token, times to end) per block entered
-        self._next: tuple[int, list[int] | None] = (self.base, None)
+        self.others: tuple[StepSpan, ...] = ()  # children of other names than claim and commit
 
     def current(self) -> contextlib.AbstractContextManager[Any]:
-        self._next = (self.base, None)
         return self
+
+    def __enter__(self) -> None:
+        self._token = CURRENT.set((self.trace_id, self.base, otel_current(), self.trace_hex))
+
+    def __exit__(self, *_: object) -> None:
+        CURRENT.reset(self._token)
 
     def child(self, name: str) -> contextlib.AbstractContextManager[Any]:
         if name == "claim":
-            times = self.claim = [time.time_ns(), 0]
-            self._next = (self.base | 1, times)
-            return self
+            block = self.claim = _Block(self, self.base | 1)
+            return block
         if name == "commit":
-            times = self.commit = [time.time_ns(), 0]
-            self._next = (self.base | 3, times)
-            return self
+            block = self.commit = _Block(self, self.base | 3)
+            return block
         span = StepSpan(name, _new_id(), self.base)
-        self.others.append(span)
+        self.others = (*self.others, span)
         return _Current(self, span.span_id, span)
-
-    def __enter__(self) -> None:
-        span_id, times = self._next
-        self._open.append((CURRENT.set((self.trace_id, span_id, otel_current(), self.trace_hex)), times))
-
-    def __exit__(self, *_: object) -> None:
-        token, times = self._open.pop()
-        CURRENT.reset(token)
-        if times is not None:
-            times[1] = time.time_ns()
 
     def claimed(self, task: Task) -> None:
         self.task_type = task.TaskType
@@ -181,8 +172,7 @@ class _Attempt(NoAttempt):
             return _NOTHING
         if self.kind != "process":
             return _InOpenTelemetry(self, self.base | 2)
-        self._next = (self.base | 2, None)
-        return self
+        return _Current(self, self.base | 2, None)
 
     def command_traceparent(self) -> str | None:
         return f"00-{self.trace_hex}-{self.base | 2:016x}-01" if self.kind is not None else None
@@ -214,9 +204,29 @@ class _Attempt(NoAttempt):
         return StepSpans(self.trace_id, step_record.spans(self), self.resource, self.instrumentation_scope).readable()
 
 
+class _Block:
+    """A claim or commit: current for its block, its times taken at the block's start and end."""
+
+    __slots__ = ("_attempt", "_span_id", "_token", "start", "end")
+
+    def __init__(self, attempt: _Attempt, span_id: int):
+        self._attempt = attempt
+        self._span_id = span_id
+        self.start = time.time_ns()
+        self.end = 0
+
+    def __enter__(self) -> None:
+        attempt = self._attempt
+        self._token = CURRENT.set((attempt.trace_id, self._span_id, otel_current(), attempt.trace_hex))
+
+    def __exit__(self, *_: object) -> None:
+        CURRENT.reset(self._token)
+        self.end = time.time_ns()
+
+
 class _Current:
     """Makes a span current for a block (common/tracing/current_step.py), and ends `ends` (the
-    span, unless it ends later) with the block: a child of another name than claim or commit."""
+    span, unless it ends later) with the block: a process command's, a child of another name."""
 
     __slots__ = ("_attempt", "_span_id", "_ends", "_token")
 

@@ -42,12 +42,12 @@ def spans(attempt: Any) -> list[StepSpan]:
         found.append(command)
     if attempt.commit is not None:
         found.append(_child("commit", base | 3, base, attempt.commit))
-    return found + attempt.others
+    return [*found, *attempt.others]
 
 
-def _child(name: str, span_id: int, parent: int, times: list[int]) -> StepSpan:
+def _child(name: str, span_id: int, parent: int, block: Any) -> StepSpan:
     span = StepSpan(name, span_id, parent)
-    span.start, span.end = times
+    span.start, span.end = block.start, block.end
     return span
 
 
@@ -201,7 +201,7 @@ def otlp_spans(attempt: Any) -> bytes:
     parts = [wire.FIELD_2, wire.length(body), body]
     claim = attempt.claim
     if claim is not None:
-        body = b"".join((head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM, _TIMES(0x39, claim[0], 0x41, claim[1]), _TAIL))
+        body = b"".join((head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM, _TIMES(0x39, claim.start, 0x41, claim.end), _TAIL))
         parts += (wire.FIELD_2, wire.length(body), body)
     if attempt.kind is not None:
         body = encoded_span(head, trace, f"command {message.Command}", base | 2, base, 0, attempt.command_start,
@@ -209,7 +209,7 @@ def otlp_spans(attempt: Any) -> bytes:
         parts += (wire.FIELD_2, wire.length(body), body)
     commit = attempt.commit
     if commit is not None:
-        body = b"".join((head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT, _TIMES(0x39, commit[0], 0x41, commit[1]), _TAIL))
+        body = b"".join((head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT, _TIMES(0x39, commit.start, 0x41, commit.end), _TAIL))
         parts += (wire.FIELD_2, wire.length(body), body)
     for span in attempt.others:
         body = encoded_span(head, trace, span.name, span.span_id, span.parent_id, span.kind, span.start, span.end,

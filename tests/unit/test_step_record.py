@@ -142,3 +142,44 @@ def test_a_stopped_command_says_so_and_a_dropped_delivery_says_why(records) -> N
     assert [s.name for s in stopped] == ["step prepare", "claim", "command run"]
     assert dict(stopped[2].attributes) == {"baton.command.kind": "async", "baton.outcome": "stopped by the module's shutdown"}
     assert [s.name for s in dropped] == ["step run", "claim"] and dropped[0].attributes["baton.dropped"] == "stale dispatch"
+
+
+def test_a_commit_on_another_thread_may_begin_before_the_attempt_s_block_is_left(records) -> None:
+    """The command ends, and its commit begins on another thread, while the thread that claimed
+    and started it is still inside the attempt's block: each block leaves its own span current."""
+    import contextvars
+    import threading
+
+    from common.tracing.current_step import ids
+
+    attempt = attempts.begin(_message(1), "m")
+    committing, left = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def finish() -> None:
+        with attempt.child("commit"):
+            committing.set()
+            left.wait(10)
+            seen["commit"] = ids()
+        seen["after commit"] = ids()
+        attempt.end(AttemptResult(ResultCode.OK))
+
+    with attempt.current():
+        with attempt.child("claim"):
+            pass
+        attempt.claimed(_Task())
+        attempt.start_command("async")
+        attempt.command_ended(AttemptResult(ResultCode.OK))
+        other = threading.Thread(target=contextvars.copy_context().run, args=(finish,))
+        other.start()
+        committing.wait(10)
+    seen["after attempt"] = ids()
+    left.set()
+    other.join(10)
+    (record,) = records
+    spans = {s.name: s for s in record.readable()}
+    trace = int(TRACE, 16)
+    assert seen["commit"] == (trace, spans["commit"].context.span_id)
+    assert seen["after commit"] == (trace, spans["step prepare"].context.span_id)  # as the context was copied
+    assert seen["after attempt"] is None
+    assert spans["commit"].end_time >= spans["commit"].start_time > 0
