@@ -8,9 +8,10 @@
       commit                        recording the outcome and publishing what follows
 
 These four spans are every step's, so they are made the cheap way: ids and times are taken as
-the step goes, and the finished spans go to the exporters at its end as one record
-(common.tracing.step_spans), which baton's OTLP exporter writes into its request without an SDK
-span object (an SDK span costs tens of microseconds to start, end and encode).
+the step goes, with the values the spans will say, and the attempt goes to the exporters at its
+end as one record; its spans are written from it in the exporter's thread
+(common.tracing.step_record), by baton's OTLP exporter straight into its request without an
+SDK span object (an SDK span costs tens of microseconds to start, end and encode).
 While a span's work runs, it is the current one (common/tracing/current_step.py), so a log line
 written there carries its ids and a step message published from the commit links to it; a
 thread or async command's is OpenTelemetry's current context too, so the command's own spans

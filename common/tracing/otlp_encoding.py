@@ -32,7 +32,7 @@ _NO_SPAN = object()
 
 def encode_request(spans: Sequence[Any]) -> bytes:
     """The request's bytes for `spans`: the SDK's ReadableSpans, and records of a step's spans
-    (common.tracing.step_spans), which write their own."""
+    (common.tracing.step_record, step_spans), which write their own."""
     groups: dict[int, tuple[Any, dict[Any, list[bytes]]]] = {}
     last: tuple[Any, Any] = (_NO_SPAN, _NO_SPAN)  # the resource and scope of the span before, by identity
     encoded: list[bytes] = []
