@@ -242,7 +242,7 @@ FIELD_2 = _SMALL[2 << 3 | 2]  # a length-delimited field 2's tag
 def length(body: bytes) -> bytes:
     """A length-delimited field's length, as a varint."""
     size = len(body)
-    return _SMALL[size] if size < 128 else _varint(size)
+    return LENGTHS[size] if size < _LENGTHS_KEPT else _varint(size)
 
 
 _length = length
@@ -257,3 +257,9 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+# The varint of every length up to 4 KiB, made once: a step's spans (a few hundred bytes each)
+# and their attributes find their lengths here without a loop per byte.
+_LENGTHS_KEPT = 4096
+LENGTHS = [_varint(size) for size in range(_LENGTHS_KEPT)]

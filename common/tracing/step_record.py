@@ -95,21 +95,25 @@ def _outcome(result: Any) -> dict[str, Any]:
     return found
 
 
-# The one attribute of a step's that is new every step (its message's id), written without the
-# cache every other goes through: it would only push out what does repeat.
+# A string attribute written straight: the message's id, new every step (kept, it would only
+# push out what does repeat), and a task's id the first time it is seen.
 _MESSAGE_ID_KEY = wire.string(1, a.MESSAGING_MESSAGE_ID) + b"\x12"  # KeyValue's key, then its value's tag
-_SMALL = [bytes([n]) for n in range(128)]
-_TAG = _SMALL[9 << 3 | 2]  # a span's attributes field (9)
+_TASK_ID_KEY = wire.string(1, a.TASK_ID) + b"\x12"
+_TAG = bytes([9 << 3 | 2])  # a span's attributes field (9)
+_LENGTHS = wire.LENGTHS
 
 
-def _message_id(value: str) -> bytes:
-    """The message id's attribute (9): a KeyValue with a string value."""
+def _length(body: bytes) -> bytes:
+    size = len(body)
+    return _LENGTHS[size] if size < 4096 else wire.length(body)
+
+
+def _text(key: bytes, value: str) -> bytes:
+    """A span's attribute (9) with a string value; `key`: its KeyValue's key field and value tag."""
     text = value.encode("utf-8")
-    if len(text) > 120:  # a length of more than one byte inside: the general way
-        return wire.attributes(9, {a.MESSAGING_MESSAGE_ID: value})
-    any_value = b"\x0a" + _SMALL[len(text)] + text  # AnyValue.string_value (1)
-    body = _MESSAGE_ID_KEY + _SMALL[len(any_value)] + any_value
-    return _TAG + wire.length(body) + body
+    any_value = b"\x0a" + _length(text) + text  # AnyValue.string_value (1)
+    body = key + _length(any_value) + any_value
+    return _TAG + _length(body) + body
 
 
 # What repeats from step to step, written once: a group of attributes by what decides them.
@@ -132,10 +136,12 @@ def _attempt_attribute_bytes(attempt: Any) -> bytes:
     if fixed is None:
         fixed = _group(key, {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process",
                              a.MESSAGING_DESTINATION: module, a.MODULE: module})  # fmt: skip
-    parts = [fixed, _message_id(message.DispatchId)]
+    parts = [fixed, _text(_MESSAGE_ID_KEY, message.DispatchId)]
     task = _GROUPS.get(task_id)
     if task is None:
-        task = _group(task_id, {a.TASK_ID: task_id})
+        if len(_GROUPS) >= _GROUPS_BOUND:  # task ids come and go
+            _GROUPS.clear()
+        task = _GROUPS[task_id] = _text(_TASK_ID_KEY, task_id)
     parts.append(task)
     key = ("step", cursor, phase, message.Attempt, command)
     step = _GROUPS.get(key)
@@ -198,21 +204,21 @@ def otlp_spans(attempt: Any) -> bytes:
     link = _link(message)
     body = encoded_span(head, trace, _attempt_name(attempt), base, attempt.task_span, 4, attempt.start,
                         attempt.end_time, _attempt_attribute_bytes(attempt), (link,) if link else (), attempt.error)
-    parts = [wire.FIELD_2, wire.length(body), body]
+    parts = [wire.FIELD_2, _length(body), body]
     claim = attempt.claim
     if claim is not None:
         body = b"".join((head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM, _TIMES(0x39, claim.start, 0x41, claim.end), _TAIL))
-        parts += (wire.FIELD_2, wire.length(body), body)
+        parts += (wire.FIELD_2, _length(body), body)
     if attempt.kind is not None:
         body = encoded_span(head, trace, f"command {message.Command}", base | 2, base, 0, attempt.command_start,
                             attempt.command_end, _command_attribute_bytes(attempt), (), attempt.command_error)
-        parts += (wire.FIELD_2, wire.length(body), body)
+        parts += (wire.FIELD_2, _length(body), body)
     commit = attempt.commit
     if commit is not None:
         body = b"".join((head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT, _TIMES(0x39, commit.start, 0x41, commit.end), _TAIL))
-        parts += (wire.FIELD_2, wire.length(body), body)
+        parts += (wire.FIELD_2, _length(body), body)
     for span in attempt.others:
         body = encoded_span(head, trace, span.name, span.span_id, span.parent_id, span.kind, span.start, span.end,
                             wire.attributes(9, span.attributes), span.links, span.error)
-        parts += (wire.FIELD_2, wire.length(body), body)
+        parts += (wire.FIELD_2, _length(body), body)
     return b"".join(parts)
