@@ -8,9 +8,10 @@
       commit                        recording the outcome and publishing what follows
 
 These four spans are every step's, so they are made the cheap way: ids and times are taken as
-the step goes, and the finished spans go to the exporters at its end as one record
-(common.tracing.step_spans), which baton's OTLP exporter writes into its request without an SDK
-span object (an SDK span costs tens of microseconds to start, end and encode).
+the step goes, with the values the spans will say, and the attempt goes to the exporters at its
+end as one record; its spans are written from it in the exporter's thread
+(common.tracing.step_record), by baton's OTLP exporter straight into its request without an
+SDK span object (an SDK span costs tens of microseconds to start, end and encode).
 While a span's work runs, it is the current one (common/tracing/current_step.py), so a log line
 written there carries its ids and a step message published from the commit links to it; a
 thread or async command's is OpenTelemetry's current context too, so the command's own spans
@@ -32,19 +33,16 @@ from typing import Any
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from common.engine.document import StepMessage, Task
-from common.engine.states import Phase, ResultCode
+from common.engine.states import ResultCode
 from common.engine.changes import AttemptResult
 from common.secrets.log_lines import masked
-from common.tracing import attributes as a
-from common.tracing import state
-from common.tracing.carrier import linked_span, parse_traceparent
+from common.tracing import state, step_record
+from common.tracing.carrier import parse_traceparent
 from common.tracing.current_step import CURRENT, otel_attach, otel_current, otel_detach, with_span
 from common.tracing.step_spans import StepSpan, StepSpans
 
 _NOTHING = contextlib.nullcontext()
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_VERB = {phase: "step" if phase is Phase.NORMAL else "rollback" for phase in Phase}
-_LABEL = {phase: phase.label for phase in Phase}
 
 
 class NoAttempt:
@@ -95,11 +93,6 @@ def traceparent(trace_id: int, span_id: int) -> str:
     return f"00-{trace_id:032x}-{span_id:016x}-01"
 
 
-# The low bits of a step's span ids (common/runtime/step_handler.py's children; any other gets
-# an id of its own); the attempt's are 0, the command's 2.
-_CHILD_BITS = {"claim": 1, "commit": 3}
-
-
 def _new_id() -> int:
     while True:
         found = random.getrandbits(64)
@@ -107,117 +100,134 @@ def _new_id() -> int:
             return found
 
 
-# What every attempt of a module says alike: built once per module, not once per span.
-_MODULE_ATTRIBUTES: dict[str, dict[str, Any]] = {}
-
-
-def _module_attributes(module: str) -> dict[str, Any]:
-    found = _MODULE_ATTRIBUTES[module] = {
-        a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process", a.MESSAGING_DESTINATION: module,
-        a.MODULE: module,
-    }
-    return found
-
-
 class _Attempt(NoAttempt):
-    __slots__ = ("_trace_id", "_trace_hex", "_base", "_phase", "_cursor", "_command_name", "_span", "_children",
-                 "_command", "_command_in_module")
+    """A traced attempt: what its spans say, kept as plain values while the step runs, and
+    itself the record its end hands to the span processor (common/tracing/step_record.py writes
+    its spans from these values, in the exporter's thread), and the block `current()` answers.
+    A child's block is an object of its own: the commit runs on another thread than the claim,
+    and may begin before the attempt's block is left."""
+
+    __slots__ = ("message", "module", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
+                 "claim", "commit", "kind", "command_start", "command_end", "command_result", "command_error",
+                 "result", "error", "task_type", "step_name", "dropped_reason", "others", "resource",
+                 "instrumentation_scope", "_token")  # fmt: skip
+    context = StepSpans.context  # what a span processor reads before it queues an item: sampled
 
     def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, int]):
-        trace_id, task_span, _ = parent
-        self._trace_id = trace_id
-        self._trace_hex = format(trace_id, "032x")
-        self._phase, self._cursor, self._command_name = phase, cursor, command = message.Type, message.Cursor, message.Command
+        # The message is read again when the spans are written: a parsed message is never changed.
+        self.message, self.module = message, module
+        self.trace_id, self.task_span, _ = parent
+        self.trace_hex = format(parent[0], "032x")
         # The step's four span ids from one random draw: the attempt's, then claim, command and
         # commit in its two low bits (never zero; unique within the trace as ids drawn apart are).
-        self._base = base = (random.getrandbits(62) or 1) << 2
-        attributes = {**(_MODULE_ATTRIBUTES.get(module) or _module_attributes(module)), a.MESSAGING_MESSAGE_ID: message.DispatchId, a.TASK_ID: message.TaskId,
-                      a.STEP: cursor, a.PHASE: _LABEL[phase], a.ATTEMPT: message.Attempt, a.COMMAND: command}  # fmt: skip
-        if message.Item is not None:
-            attributes[a.ITEM] = message.Item
-        self._span = span = StepSpan(f"{_VERB[phase]} {command}", base, task_span, 4, attributes)
-        link = message.Trace.Link
-        if link:
-            linked = linked_span(link, message.Trace.TraceParent)  # only a link within the same trace
-            if linked:
-                span.links = (linked,)
-        self._children: list[StepSpan] = []
-        self._command: StepSpan | None = None
-        self._command_in_module = False
+        self.base = (random.getrandbits(62) or 1) << 2
+        self.start = time.time_ns()
+        self.end_time = 0
+        self.claim: _Block | None = None  # its times, once begun
+        self.commit: _Block | None = None
+        self.kind: str | None = None  # the command's, once it starts
+        self.command_start = self.command_end = 0
+        self.command_result: AttemptResult | None = None
+        self.command_error: str | None = None
+        self.result: AttemptResult | None = None
+        self.error: str | None = None  # an outcome's (masked) message, when it is not OK
+        self.task_type: str | None = None
+        self.step_name: str | None = None  # both known once claimed
+        self.dropped_reason: str | None = None
+        self.others: tuple[StepSpan, ...] = ()  # children of other names than claim and commit
 
     def current(self) -> contextlib.AbstractContextManager[Any]:
-        return _Current(self, self._base, None)
+        return self
+
+    def __enter__(self) -> None:
+        self._token = CURRENT.set((self.trace_id, self.base, otel_current(), self.trace_hex))
+
+    def __exit__(self, *_: object) -> None:
+        CURRENT.reset(self._token)
 
     def child(self, name: str) -> contextlib.AbstractContextManager[Any]:
-        bits = _CHILD_BITS.get(name)
-        span = StepSpan(name, self._base | bits if bits is not None else _new_id(), self._base)
-        self._children.append(span)
+        if name == "claim":
+            block = self.claim = _Block(self, self.base | 1)
+            return block
+        if name == "commit":
+            block = self.commit = _Block(self, self.base | 3)
+            return block
+        span = StepSpan(name, _new_id(), self.base)
+        self.others = (*self.others, span)
         return _Current(self, span.span_id, span)
 
     def claimed(self, task: Task) -> None:
-        name = task.Steps[self._cursor].Name
-        attributes = self._span.attributes
-        attributes[a.TASK_TYPE] = task.TaskType
-        attributes[a.STEP_NAME] = name
-        self._span.name = f"{_VERB[self._phase]} {name}"
+        self.task_type = task.TaskType
+        self.step_name = task.Steps[self.message.Cursor].Name
 
     def dropped(self, reason: str) -> None:
-        self._span.attributes[a.DROPPED] = reason
+        self.dropped_reason = reason
 
     def start_command(self, kind: str) -> None:
-        self._command = StepSpan(f"command {self._command_name}", self._base | 2, self._base, 0, {a.COMMAND_KIND: kind})
         # A process command's own spans are made in its process, under command_traceparent()
-        self._command_in_module = kind != "process"
-        self._children.append(self._command)
+        self.kind = kind
+        self.command_start = time.time_ns()
 
     def in_command(self) -> contextlib.AbstractContextManager[Any]:
-        command = self._command
-        if command is None:
+        if self.kind is None:
             return _NOTHING
-        if self._command_in_module:
-            return _InOpenTelemetry(self, command.span_id)
-        return _Current(self, command.span_id, None)
+        if self.kind != "process":
+            return _InOpenTelemetry(self, self.base | 2)
+        return _Current(self, self.base | 2, None)
 
     def command_traceparent(self) -> str | None:
-        return f"00-{self._trace_hex}-{self._base | 2:016x}-01" if self._command is not None else None
+        return f"00-{self.trace_hex}-{self.base | 2:016x}-01" if self.kind is not None else None
 
     def command_ended(self, result: AttemptResult | None) -> None:
-        if self._command is not None and not self._command.end:
-            self._command.end = time.time_ns()
-            _conclude(self._command, result)
+        if self.kind is not None and not self.command_end:
+            self.command_end = time.time_ns()
+            self.command_result = result
+            if result is not None and result.code is not ResultCode.OK:
+                self.command_error = masked(result.message)
 
     def end(self, result: AttemptResult | None = None) -> None:
-        span = self._span
-        if span.end:
+        if self.end_time:
             return
-        span.end = time.time_ns()
+        self.end_time = time.time_ns()
         if result is not None:
-            _conclude(span, result)
+            self.result = result
+            if result.code is not ResultCode.OK:
+                self.error = masked(result.message)  # masked here: the secrets are this context's
         emit = state.emit_steps
         if emit is not None:
-            emit(StepSpans(self._trace_id, [span, *self._children], state.resource, state.scope))
+            self.resource, self.instrumentation_scope = state.resource, state.scope
+            emit(self)
+
+    def otlp_spans(self) -> bytes:
+        return step_record.otlp_spans(self)
+
+    def readable(self) -> list[Any]:
+        return StepSpans(self.trace_id, step_record.spans(self), self.resource, self.instrumentation_scope).readable()
 
 
-def _conclude(span: StepSpan, result: AttemptResult | None) -> None:
-    """An attempt's outcome on its span: its code, and an error with its message masked as a
-    log line is (the message may quote a secret parameter)."""
-    if result is None:
-        span.attributes[a.OUTCOME] = "stopped by the module's shutdown"
-        return
-    code = result.code
-    span.attributes[a.CODE] = code._name_  # the enum's name, without its property's call
-    if result.check_again is not None:
-        span.attributes[a.CHECK_AGAIN] = result.check_again
-    if result.verified is not None:
-        span.attributes[a.VERDICT] = result.verified[0]
-    if code is not ResultCode.OK:
-        span.error = masked(result.message)
+class _Block:
+    """A claim or commit: current for its block, its times taken at the block's start and end."""
+
+    __slots__ = ("_attempt", "_span_id", "_token", "start", "end")
+
+    def __init__(self, attempt: _Attempt, span_id: int):
+        self._attempt = attempt
+        self._span_id = span_id
+        self.start = time.time_ns()
+        self.end = 0
+
+    def __enter__(self) -> None:
+        attempt = self._attempt
+        self._token = CURRENT.set((attempt.trace_id, self._span_id, otel_current(), attempt.trace_hex))
+
+    def __exit__(self, *_: object) -> None:
+        CURRENT.reset(self._token)
+        self.end = time.time_ns()
 
 
 class _Current:
     """Makes a span current for a block (common/tracing/current_step.py), and ends `ends` (the
-    span, unless it ends later) with the block. It runs three or four times a step, so it sets
-    baton's own context variable rather than OpenTelemetry's context."""
+    span, unless it ends later) with the block: a process command's, a child of another name."""
 
     __slots__ = ("_attempt", "_span_id", "_ends", "_token")
 
@@ -228,7 +238,7 @@ class _Current:
 
     def __enter__(self) -> None:
         attempt = self._attempt
-        self._token = CURRENT.set((attempt._trace_id, self._span_id, otel_current(), attempt._trace_hex))
+        self._token = CURRENT.set((attempt.trace_id, self._span_id, otel_current(), attempt.trace_hex))
 
     def __exit__(self, *_: object) -> None:
         CURRENT.reset(self._token)
@@ -244,7 +254,7 @@ class _InOpenTelemetry:
     __slots__ = ("_span", "_token")
 
     def __init__(self, attempt: _Attempt, span_id: int):
-        self._span = NonRecordingSpan(SpanContext(attempt._trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
+        self._span = NonRecordingSpan(SpanContext(attempt.trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
 
     def __enter__(self) -> None:
         self._token = otel_attach(with_span(self._span))

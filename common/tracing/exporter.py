@@ -19,7 +19,7 @@ _logger = logging.getLogger(__name__)
 
 
 class OtlpExporter(OTLPSpanExporter):
-    """Writes records of a step's spans (common.tracing.step_spans) as well as the SDK's spans."""
+    """Writes records of a step's spans (common.tracing.step_record) as well as the SDK's spans."""
 
     takes_step_records = True
 

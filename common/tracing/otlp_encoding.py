@@ -27,16 +27,25 @@ _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 
 
+_NO_SPAN = object()
+
+
 def encode_request(spans: Sequence[Any]) -> bytes:
     """The request's bytes for `spans`: the SDK's ReadableSpans, and records of a step's spans
-    (common.tracing.step_spans), which write their own."""
+    (common.tracing.step_record, step_spans), which write their own."""
     groups: dict[int, tuple[Any, dict[Any, list[bytes]]]] = {}
+    last: tuple[Any, Any] = (_NO_SPAN, _NO_SPAN)  # the resource and scope of the span before, by identity
+    encoded: list[bytes] = []
     for span in spans:
-        resource = span.resource
-        found = groups.get(id(resource))
-        if found is None:
-            found = groups[id(resource)] = (resource, {})
-        encoded = found[1].setdefault(span.instrumentation_scope or None, [])
+        resource, scope = span.resource, span.instrumentation_scope
+        # Most spans of a request (a module's steps) share the one before's resource and scope:
+        # no lookup (a scope's hash is a Python call) unless they change.
+        if resource is not last[0] or scope is not last[1]:
+            found = groups.get(id(resource))
+            if found is None:
+                found = groups[id(resource)] = (resource, {})
+            encoded = found[1].setdefault(scope or None, [])
+            last = (resource, scope)
         steps = getattr(span, "otlp_spans", None)  # a step's spans, written without SDK objects
         encoded.append(steps() if steps is not None else message(2, _span(span)))  # ScopeSpans.spans (2)
     out = bytearray()
@@ -233,7 +242,7 @@ FIELD_2 = _SMALL[2 << 3 | 2]  # a length-delimited field 2's tag
 def length(body: bytes) -> bytes:
     """A length-delimited field's length, as a varint."""
     size = len(body)
-    return _SMALL[size] if size < 128 else _varint(size)
+    return LENGTHS[size] if size < _LENGTHS_KEPT else _varint(size)
 
 
 _length = length
@@ -248,3 +257,9 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+# The varint of every length up to 4 KiB, made once: a step's spans (a few hundred bytes each)
+# and their attributes find their lengths here without a loop per byte.
+_LENGTHS_KEPT = 4096
+LENGTHS = [_varint(size) for size in range(_LENGTHS_KEPT)]

@@ -54,7 +54,7 @@ def configure_tracing(service_name: str, instance_id: str | None = None,
 def install_provider(provider: Any, processor: Any = None, step_records: bool = False) -> None:
     """Make `provider` this process's (None: off); `processor` takes the spans built outside its
     tracer (a step's, a command process's): the provider's own. `step_records`: every exporter
-    behind it takes a step's spans as one record (common.tracing.step_spans); otherwise they are
+    behind it takes a step's spans as one record (common.tracing.step_record); otherwise they are
     handed over as the SDK's spans. The benchmark and the tests switch providers with it."""
     if provider is None:
         state.install(None, None)

@@ -18,7 +18,7 @@ tracer: Any = None  # opentelemetry.trace.Tracer while tracing is on
 # Where a finished span built outside the SDK's tracer goes (a step's spans, a command process's
 # carried back over its pipe): the provider's span processor. None while tracing is off.
 emit: Callable[[Any], None] | None = None
-# Where a step's spans go, as one record (common.tracing.step_spans.StepSpans): the processor
+# Where a step's spans go, as one record (its attempt: common.tracing.step_record): the processor
 # itself when every exporter writes such records directly, else a hand-over that builds the
 # SDK's spans from it first. None while tracing is off.
 emit_steps: Callable[[Any], None] | None = None

@@ -100,18 +100,25 @@ _TIMES = struct.Struct("<BQBQ").pack
 
 
 def _encoded(head: bytes, trace: bytes, span: StepSpan) -> bytes:
-    """`head`: the trace id's field and the span id's tag, alike for a step's spans."""
-    name = _NAMES.get(span.name)
-    if name is None:
-        name = _name(span.name)
-    parts = [head, _IDS(span.span_id, _PARENT_TAG, span.parent_id), name, _KIND_FIELD[span.kind],
-             _TIMES(0x39, span.start, 0x41, span.end), wire.attributes(9, span.attributes)]
-    for linked in span.links:  # 13 links: trace_id, span_id, flags
+    return encoded_span(head, trace, span.name, span.span_id, span.parent_id, span.kind, span.start, span.end,
+                        wire.attributes(9, span.attributes), span.links, span.error)
+
+
+def encoded_span(head: bytes, trace: bytes, name: str, span_id: int, parent_id: int, kind: int, start: int, end: int,
+                 attributes: bytes, links: tuple[int, ...], error: str | None) -> bytes:
+    """One span's `Span` message. `head`: the trace id's field and the span id's tag, alike for a
+    step's spans; `attributes`: its attributes' fields (9), written."""
+    name_field = _NAMES.get(name)
+    if name_field is None:
+        name_field = _name(name)
+    parts = [head, _IDS(span_id, _PARENT_TAG, parent_id), name_field, _KIND_FIELD[kind], _TIMES(0x39, start, 0x41, end),
+             attributes]
+    for linked in links:  # 13 links: trace_id, span_id, flags
         parts.append(wire.message(13, b"\x0a\x10" + trace + b"\x12\x08" + linked.to_bytes(8, "big") + _LINK_FLAGS))
-    if span.error is None:
+    if error is None:
         parts.append(_NO_STATUS)
     else:  # 15 status: 2 message, 3 code ERROR
-        parts.append(wire.message(15, wire.string(2, span.error) + b"\x18\x02"))
+        parts.append(wire.message(15, wire.string(2, error) + b"\x18\x02"))
     parts.append(_FLAGS)
     return b"".join(parts)
 
