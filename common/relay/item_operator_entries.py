@@ -5,7 +5,6 @@ settling it uses; kept apart so each file holds one job."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from common.engine.changes import (
     compensate_item,
@@ -16,6 +15,7 @@ from common.engine.changes import (
 from common.engine.document import Task
 from common.engine.states import DONE_FORWARD, StepState
 from common.engine.views import chain_count, wave_chains
+from common.relay.item_relay_part import RelayPart
 
 
 def rolling_back(task: Task, cursor: int) -> bool:
@@ -23,19 +23,7 @@ def rolling_back(task: Task, cursor: int) -> bool:
     return step.State is StepState.ROLLING_BACK and step.ItemsOpen
 
 
-class OperatorEntries:
-    # Provided by ItemRelay: its stores, reads, changes and settling.
-    _items: Any
-    _look: Any
-    _timing: Any
-    _ids: Any
-    _publish_item: Any
-    _change: Any
-    _start_next: Any
-    _start_idle_chains: Any
-    check_settled: Any
-    apply_owes: Any
-
+class OperatorEntries(RelayPart):
     def _resume(self, task: Task, cursor: int) -> None:
         """After a pause: a dispatch nobody claimed goes out again now, and each chain with no
         item in flight starts its next waiting item once the one before it is done."""

@@ -5,21 +5,17 @@ page was stored). A mixin of common.relay.items.ItemRelay."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from common.engine.document import Task
 from common.engine.states import DONE_FORWARD, StepState
 from common.engine.views import chain_count
+from common.relay.item_relay_part import RelayPart
 
 # A predecessor failed within its budget lets its chain go on once its own rollback started.
 TOLERATED = (StepState.ROLLING_BACK, StepState.ROLLED_BACK)
 
 
-class SourcePages:
-    # Provided by ItemRelay.
-    _items: Any
-    _start_next: Any
-
+class SourcePages(RelayPart):
     def _start_page_chains(self, task: Task, cursor: int, first: int, count: int) -> None:
         """Start each item of the page `first ... first + count - 1` whose predecessor is in an
         earlier page and done. The predecessor wrote its record before it looked for this one;

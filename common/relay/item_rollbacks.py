@@ -7,26 +7,16 @@ whose reads and writes it uses."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
 from common.engine.changes import start_item_rollback
 from common.engine.document import ItemRecord, Task
 from common.engine.states import APPLIED, StepState
 from common.engine.views import chain_count
 from common.relay.item_operator_entries import rolling_back
+from common.relay.item_relay_part import RelayPart
 
 
-class RollbackChains:
-    # Provided by ItemRelay.
-    _items: Any
-    _look: Any
-    _timing: Any
-    _ids: Any
-    _publish_item: Any
-    _change: Any
-    _take_back: Any
-    check_settled: Any
-
+class RollbackChains(RelayPart):
     def _start_rollbacks(self, task: Task, cursor: int) -> None:
         """The first applied item of each chain starts its rollback; the rest follow their chain.
         Applied again (the sweeper's relay repeating the entry), it starts only what is still owed."""

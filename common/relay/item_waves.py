@@ -11,19 +11,12 @@ import structlog
 from common.engine.changes import Refusal, wave_ended, wave_gate_due
 from common.engine.document import ItemRecord, Task
 from common.engine.views import CHECK_ITEMS, FAILED_FORWARD, WAVE_OPEN, check_items, open_wave, pages_in, wants_check, wave_count
+from common.relay.item_relay_part import RelayPart
 
 log = structlog.get_logger(__name__)
 
 
-class WaveEntries:
-    # Provided by ItemRelay.
-    _items: Any
-    _reads: Any
-    _timing: Any
-    _ids: Any
-    _write_task: Any
-    _flush_task: Any
-
+class WaveEntries(RelayPart):
     def _first_in(self, task: Task, cursor: int, start: int, end: int, states: Any, limit: int = 1) -> list[ItemRecord]:
         found = self._items.page_items(task.TaskId, task.Generation, cursor, after=start - 1 if start else None,
                                        limit=limit, states=states)
