@@ -91,41 +91,66 @@ class ScheduleRunner:
         return report
 
     def _run(self, schedule: Schedule, now: float, report: ScheduleReport) -> None:
+        """Each tick is recorded as soon as its task exists (a sweeper killed mid-round leaves no
+        uncounted task); the round stops when the schedule changed under it (paused, edited,
+        deleted, or handled by another sweeper): its plan is then stale."""
         plan = plan_ticks(schedule, now, self._grace)
+        report.skipped += plan.dropped
+        written = schedule
         new = schedule.model_copy(deep=True)
         new.Skipped += plan.dropped
-        report.skipped += plan.dropped
-        new.NextAt = plan.next_at
-        fired: list[tuple[float, str]] = []
-        for tick in plan.fire:
+        new.NextAt = plan.fire[0] if plan.fire else plan.next_at
+        for index, tick in enumerate(plan.fire):
+            if index and not self._unchanged(written):
+                return
             decision = overlap_decision(schedule.Overlap, self._previous_running(new))
             if decision is OverlapDecision.WAIT:
-                new.NextAt = tick  # held: tried again next round, once the previous task ended
-                break
+                break  # held at this tick: tried again next round, once the previous task ended
+            fired: list[tuple[float, str]] = []
             if decision is OverlapDecision.SKIP:
                 new.Skipped += 1
                 report.skipped += 1
                 log.info("schedule tick skipped: the previous task is still running",
                          schedule=schedule.Name, task_id=new.LastTaskId)
-                continue
-            task = self._create(new, tick)
-            if task is None:
+            elif (task := self._create(new, tick)) is None:
                 new.Skipped += 1
                 report.failed += 1
-                continue
-            new.LastTickAt, new.LastTaskId, new.LastError = tick, task.TaskId, ""
-            new.Fired += 1
-            fired.append((tick, task.TaskId))
-            report.created += 1
+            else:
+                new.LastTickAt, new.LastTaskId, new.LastError = tick, task.TaskId, ""
+                new.Fired += 1
+                fired.append((tick, task.TaskId))
+                report.created += 1
+            new.NextAt = plan.fire[index + 1] if index + 1 < len(plan.fire) else plan.next_at
+            recorded = self._record(written, new, fired)
+            if recorded is None:
+                return
+            written, new = recorded, recorded.model_copy(deep=True)
+        if new != written:
+            self._record(written, new, [])
+
+    def _unchanged(self, written: Schedule) -> bool:
+        """Whether the schedule is still as this round last wrote it (not paused, edited or deleted
+        since): read before each tick, so an operator's answer holds for the ticks not started."""
+        current = self._schedules.get(written.ScheduleId)
+        return current is not None and current.Version == written.Version
+
+    def _record(self, written: Schedule, new: Schedule, fired: list[tuple[float, str]]) -> Schedule | None:
+        """Write `new` over the schedule as this round last wrote it; the schedule as written, or
+        None when it had changed under the round (what this tick did is then merged into it by
+        ticks_recorded, or dropped when another writer already recorded it, or it is gone)."""
+        changed = False
 
         def change(current: Schedule) -> Schedule | None:
-            if current.Version == schedule.Version:
+            nonlocal changed
+            if current.Version == written.Version:
                 return new
-            return ticks_recorded(current, new, new.Skipped - schedule.Skipped, fired)
+            changed = True
+            return ticks_recorded(current, new, new.Skipped - written.Skipped, fired)
 
-        read = lambda: self._schedules.get(schedule.ScheduleId)  # noqa: E731
-        compare_and_set_loop(schedule, read=read, change=change, write=self._schedules.compare_and_set,
-                             what=f"schedule {schedule.Name}")  # fmt: skip
+        read = lambda: self._schedules.get(written.ScheduleId)  # noqa: E731
+        result = compare_and_set_loop(written, read=read, change=change, write=self._schedules.compare_and_set,
+                                      what=f"schedule {written.Name}")  # fmt: skip
+        return None if changed else result
 
     def _create(self, schedule: Schedule, tick: float) -> Task | None:
         try:

@@ -220,3 +220,41 @@ def test_paused_schedules_do_not_tick_and_resume_skips_what_passed(world: World)
     world.tick(T0 + 110)
     assert len(world.created()) == 1
     assert world.tasks.get(world.created()[0].TaskId).TaskStatus is TaskStatus.NOT_STARTED
+
+
+def test_each_tick_is_counted_on_the_schedule_as_its_task_is_created(world: World) -> None:
+    """A round catching up on several ticks records each one as it goes: a reader (or a sweeper
+    taking over after this one is killed) never sees tasks the schedule does not count."""
+    world.add(overlap=Overlap.ALLOW, missed=Missed.ALL)
+    seen: list[int] = []
+
+    def submit_and_look(*args: Any, **options: Any) -> Any:
+        seen.append(world.admin.get("backups").Fired)
+        return world.service.submit(*args, **options)
+
+    ScheduleRunner(world.schedules, world.tasks, submit_and_look, GRACE).run_due(T0 + 35)
+    assert seen == [0, 1, 2]
+    after = world.admin.get("backups")
+    assert (after.Fired, after.NextAt, len(world.created())) == (3, T0 + 40, 3)
+
+
+@pytest.mark.parametrize("change", ["pause", "delete"])
+def test_a_pause_or_delete_during_a_round_stops_the_ticks_not_yet_started(world: World, change: str) -> None:
+    """The operator's answer holds: once a pause or delete is written, no tick the round had
+    not started yet creates a task (the one being created then still counts)."""
+    world.add(overlap=Overlap.ALLOW, missed=Missed.ALL)
+    calls = 0
+
+    def submit_then_change(*args: Any, **options: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        submission = world.service.submit(*args, **options)
+        if calls == 2:
+            getattr(world.admin, change)("backups")
+        return submission
+
+    ScheduleRunner(world.schedules, world.tasks, submit_then_change, GRACE).run_due(T0 + 45)
+    assert calls == 2 and len(world.created()) == 2
+    if change == "pause":
+        after = world.admin.get("backups")
+        assert after.Paused and (after.Fired, after.LastTickAt, after.NextAt) == (2, T0 + 20, T0 + 30)
