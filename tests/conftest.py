@@ -11,7 +11,7 @@ from tests.support.vhosts import rabbitmq_vhost
 
 # Nothing the run starts outlives it, however it ends (SIGTERM included); the vhosts it made go
 # at its end: tests/support/tether.py.
-pytest_plugins = ["tests.support.tether"]
+pytest_plugins = ["tests.support.tether", "tests.support.file_durations"]
 
 # The workers' rewritten test modules are cached for the next run (tests/support/bytecode.py).
 bytecode.allow_in_this_process()
