@@ -25,6 +25,7 @@ SHARED_WORKER_GROUPS = ("tests/console/test_browser",)
 # pytest-xdist's own order. A file that grows slow belongs here: a long file handed out last
 # lengthens the whole run by its own length. Measured with `--durations`, not asserted anywhere.
 LONGEST_FIRST = (
+    "tests/console/test_browser",  # the browser group: minutes on its one worker
     "tests/e2e/test_callbacks_kill_loop.py",
     "tests/chaos/test_quorum_cluster.py",
     "tests/chaos/test_rolling_upgrade.py",
