@@ -31,7 +31,7 @@ VIEWS = {
         "stored_states",
     ),
     "common.engine.kinds.for_each.records": ("inline_view",),
-    "common.engine.kinds.for_each.item_changes": ("chain_count", "opens_forward"),
+    "common.engine.kinds.for_each.item_changes": ("chain_count", "going_forward", "opens_forward"),
     "common.engine.kinds.for_each.item_drain": ("IN_FLIGHT_LOOK",),
     "common.engine.kinds.for_each.item_limits": ("too_many_items",),
     "common.engine.kinds.for_each.budget": ("describe_budget",),

@@ -19,6 +19,7 @@ from common.engine.codes import OutboxKind
 from common.engine.outbox import Flusher, kinds_of
 from common.engine.document import OperatorRequest, OutboxEntry, Step, StepItem, Task
 from common.engine.kinds.for_each.budget import describe
+from common.engine.kinds.for_each.item_changes import going_forward
 from common.engine.kinds.for_each.item_views import RECORDS, keeps_records
 from common.engine.states import ResultCode, StepState, TaskStatus, check_step_transition
 from common.engine.core.units import Refusal, Timing, record, unit_name
@@ -180,8 +181,7 @@ def _unaccounted(task: Task, step: Step, counts: Mapping[StepState, int]) -> Ref
     (its record not counted in a state that ends it), and concluding now would end the step as
     if it had succeeded, without that item. The step stays open: that item's own end asks again
     and settles it. The relay logs each refusal as an inconsistency of its looks."""
-    going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
-    if step.State is not StepState.RUNNING or not going_forward:
+    if step.State is not StepState.RUNNING or not going_forward(task):
         return None
     if step.Paging is not None and step.Paging.Failed is not None:
         return None
