@@ -13,6 +13,7 @@ Routing treats such a step as one unit: while `ItemsOpen` it counts as running w
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import Any
 
 from common.engine.codes import OutboxKind
@@ -30,7 +31,15 @@ ROLLBACK_ITEMS = OutboxKind.ROLLBACK_ITEMS  # outbox kind: start the rollback of
 RESUME_ITEMS = OutboxKind.RESUME_ITEMS  # outbox kind: a resumed task starts each idle chain's next item
 REOPEN_ROLLBACKS = OutboxKind.REOPEN_ROLLBACKS  # outbox kind: an operator retried or compensated failed rollbacks
 ITEM_KINDS = kinds_of(Flusher.ITEMS)
-UNACCOUNTED = "the step's items do not add up to its ItemCount"
+
+
+class SettleRefusal(Enum):
+    """The codes of a settle's refusals that callers act on."""
+
+    UNACCOUNTED = "unaccounted"  # the step's items do not add up to its ItemCount: the relay logs it
+
+
+UNACCOUNTED = SettleRefusal.UNACCOUNTED
 
 
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
@@ -191,7 +200,8 @@ def _unaccounted(task: Task, step: Step, counts: Mapping[StepState, int]) -> Ref
     if sum(counts.get(state, 0) for state in ends) == step.ItemCount:
         return None
     by_state = ", ".join(f"{n} {state.value}" for state, n in sorted(counts.items()))
-    return Refusal(f"{UNACCOUNTED} ({step.ItemCount}): {by_state or 'no records'}")
+    return Refusal(f"the step's items do not add up to its ItemCount ({step.ItemCount}): {by_state or 'no records'}",
+                   code=UNACCOUNTED)
 
 
 def _settle_forward(task: Task, step: Step, cursor: int, counts: Mapping[StepState, int], timing: Timing,
