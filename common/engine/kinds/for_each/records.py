@@ -200,8 +200,8 @@ def _unaccounted(task: Task, step: Step, counts: Mapping[StepState, int]) -> Ref
     if sum(counts.get(state, 0) for state in ends) == step.ItemCount:
         return None
     by_state = ", ".join(f"{n} {state.value}" for state, n in sorted(counts.items()))
-    return Refusal(f"the step's items do not add up to its ItemCount ({step.ItemCount}): {by_state or 'no records'}",
-                   code=UNACCOUNTED)
+    reason = f"the step's items do not add up to its ItemCount ({step.ItemCount}): {by_state or 'no records'}"
+    return Refusal(reason, code=UNACCOUNTED)
 
 
 def _settle_forward(task: Task, step: Step, cursor: int, counts: Mapping[StepState, int], timing: Timing,
