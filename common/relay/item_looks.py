@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 
 from common.engine.document import ItemRecord, Task
-from common.engine.states import APPLIED, StepState, TaskStatus
+from common.engine.states import APPLIED, StepState
+from common.engine.views import going_forward
 from common.store.items.port import ItemStore
 
 PAGE = 500
@@ -46,15 +47,15 @@ class ItemLooks:
         # the other order an item started in between was missed by both, and the step settled
         # under it (its run dispatched again after the task ended).
         if step.State is StepState.RUNNING:
-            going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
-            if self.any(task, cursor, FORWARD_OPEN if going_forward else [StepState.RUNNING]):
+            forward = going_forward(task)
+            if self.any(task, cursor, FORWARD_OPEN if forward else [StepState.RUNNING]):
                 return None
             # Going forward, an item failed within a failure budget is not done until its own
             # rollback ended: first it waits, failed and still open, for the relay's decision,
             # then it rolls back. Settled under it, the step would count it as neither failed
             # nor tolerated (docs/design/item-records.md, "A failure budget"). Asked after the
             # running items and in the order an item passes through them, as above.
-            if going_forward and (self._deciding(task, cursor) or self.any(task, cursor, [StepState.ROLLING_BACK])):
+            if forward and (self._deciding(task, cursor) or self.any(task, cursor, [StepState.ROLLING_BACK])):
                 return None
             return (self.first(task, cursor, StepState.FAILED),)
         failure = self.first(task, cursor, StepState.ROLLBACK_FAILED)

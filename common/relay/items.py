@@ -11,6 +11,7 @@ crash left (records with `Owes`, entries past the relay grace).
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 
 import structlog
 
@@ -61,7 +62,13 @@ from common.store.retry import compare_and_set_loop
 log = structlog.get_logger(__name__)
 INSERT_BATCH = 500  # records per insert when a step opens
 SETTLE_TRIES = 50  # each try is a few indexed look-ups; only a task changing all the time loses this often
-MOVED = "the task moved since the step's items were looked up"
+
+
+class _Settling(Enum):
+    MOVED = "moved"  # the task moved since the step's items were looked up: look again
+
+
+MOVED = _Settling.MOVED
 
 
 class ItemRelay(OperatorEntries, WaveEntries, SourcePages, RollbackChains):
@@ -287,7 +294,7 @@ class ItemRelay(OperatorEntries, WaveEntries, SourcePages, RollbackChains):
 
             def conclude(current: Task, seen: Task = task, failure=settled[0]) -> Task | Refusal:
                 if current.Version != seen.Version:
-                    return Refusal(MOVED)
+                    return Refusal("the task moved since the step's items were looked up", code=MOVED)
                 return items_settled(current, cursor, counts, self._timing(), "relay",
                                      lambda: self._items.outputs(task_id, seen.Generation, cursor), failure, self._ids,
                                      attempts)
@@ -296,12 +303,12 @@ class ItemRelay(OperatorEntries, WaveEntries, SourcePages, RollbackChains):
             if not isinstance(changed, Refusal):
                 self._flush_task(changed)
                 return
-            if changed.reason.startswith(UNACCOUNTED):
+            if changed.code is UNACCOUNTED:
                 # Its looks found nothing open, yet an item is neither done nor failed: the step
                 # stays open for that item's own end to settle it, never concluded without it.
                 log.error("step settle refused: items unaccounted for", task_id=task_id, step=cursor,
                           phase="normal", attempt=None, reason=changed.reason)
-            if changed.reason != MOVED:
+            if changed.code is not MOVED:
                 return
         raise StoreError(f"task {task_id}: step {cursor} kept changing while its items settled")
 

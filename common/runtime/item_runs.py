@@ -12,7 +12,7 @@ from collections.abc import Callable
 import structlog
 
 from common.engine.document import ItemRecord, StepMessage, Task
-from common.engine.views import keeps_records
+from common.engine.views import going_forward, keeps_records
 from common.engine.changes import (
     AttemptResult,
     Refusal,
@@ -25,7 +25,7 @@ from common.engine.changes import (
     new_id,
     release_item,
 )
-from common.engine.states import FINAL_STATUSES, Phase, RunState, TaskStatus
+from common.engine.states import FINAL_STATUSES, Phase, RunState
 from common.errors import StoreError
 from common.relay.outbox import OutboxPublisher
 from common.store.tasks.port import TaskStore
@@ -67,8 +67,7 @@ class ItemRuns:
         claimed = self._change(record, claim)
         if isinstance(claimed, ItemRecord):
             return claimed
-        going_back = task.TaskStatus not in FINAL_STATUSES and (
-            task.TaskStatus not in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) or task.CancelRequested is not None)
+        going_back = task.TaskStatus not in FINAL_STATUSES and not going_forward(task)
         if message.Type is Phase.NORMAL and going_back:
             cancelled = self._change(record, lambda r: cancel_item(r, task, timing))
             if isinstance(cancelled, ItemRecord):

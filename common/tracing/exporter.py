@@ -10,8 +10,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import requests
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
+from requests.utils import get_netrc_auth
 
 from common.tracing.otlp_encoding import encode_request
 
@@ -23,6 +25,14 @@ class OtlpExporter(OTLPSpanExporter):
 
     takes_step_records = True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The SDK's requests session, where its transport keeps it; should a later SDK keep it
+        # elsewhere, the session reads the environment per request as before (slower, as right).
+        session = getattr(getattr(self._client, "_transport", None), "_session", None)
+        if isinstance(session, requests.Session):
+            read_environment_once(session, self._endpoint)
+
     def export(self, spans: Sequence[Any]) -> SpanExportResult:
         if self._shutdown:
             return SpanExportResult.FAILURE
@@ -32,3 +42,20 @@ class OtlpExporter(OTLPSpanExporter):
             _logger.error("Failed to encode span batch: %s", type(error).__name__)
             return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS if self._client.export(body).success else SpanExportResult.FAILURE
+
+
+def read_environment_once(session: requests.Session, url: str) -> None:
+    """In place: what `session` would read from the environment for each request to `url`, read
+    now and kept: the proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY; none when NO_PROXY names the
+    host), a CA bundle (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE) and .netrc credentials. A session
+    that trusts the environment reads every variable of it again for each request, about a third
+    of an export's Python calls; the exporter's endpoint never changes, so neither would the
+    answer (but for a variable changed later in the process: docs/guide/tracing.md)."""
+    if not session.trust_env:
+        return
+    # As Session.request asks it (no proxies, stream or verify of the request's own): the same result.
+    settings = session.merge_environment_settings(url, {}, None, None, None)
+    session.proxies, session.verify = settings["proxies"], settings["verify"]
+    if session.auth is None:
+        session.auth = get_netrc_auth(url)
+    session.trust_env = False

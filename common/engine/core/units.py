@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from common.engine.document import HistoryEvent, OperatorRequest, OutboxEntry, Run, Step, StepMessage, Task, UnitState
@@ -63,6 +64,10 @@ def new_id() -> str:
 @dataclass(frozen=True)
 class Refusal:
     reason: str
+    # What a caller that acts on a refusal (not only shows it) matches: a member of its owner's
+    # enum, so the reason's words may change. None: a refusal only shown. Two refusals with one
+    # reason are equal whatever their codes.
+    code: Enum | None = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from common.engine.core.advance import advance, enter_rollback
 from common.engine.document import OperatorRequest, Task
 from common.engine.kinds.for_each.fields import HeldUnit
+from common.engine.kinds.for_each.item_changes import going_forward
 from common.engine.kinds.for_each.records import settle
 from common.engine.states import StepState, TaskStatus
 from common.engine.core.units import IdFactory, Refusal, Timing, new_id, record, unit_name
@@ -21,7 +22,7 @@ def item_failed(task: Task, cursor: int, item: int, message: str, timing: Timing
                 ids: IdFactory = new_id) -> Task | Refusal:
     """An item failed for good: the task goes backward, named after the first unit that failed
     (its other items drain; docs/design/graph-and-routing.md, "A unit fails for good")."""
-    if task.TaskStatus not in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) or task.CancelRequested is not None:
+    if not going_forward(task):
         return Refusal("the task goes backward already")
     if task.Held is not None:
         return Refusal("held already: the item waits, failed, for the operator's redrive")

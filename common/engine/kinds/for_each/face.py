@@ -20,7 +20,7 @@ CHANGES = {
     "common.engine.kinds.for_each.item_tolerance": ("take_budget_place", "tolerate_item"),
     "common.engine.kinds.for_each.hold": ("redrive_item",),
     # Set once, where a process wires the engine: whether for_each steps keep their items in records;
-    # and the reason a step's settle refuses when its items do not add up (the relay logs it).
+    # and the code of a step's settle refused when its items do not add up (the relay logs it).
     "common.engine.kinds.for_each.records": ("UNACCOUNTED", "use_records", "wire_records"),
 }
 # A step's items, inline or in records of their own: counts, pages, limits, its failure budget.
@@ -31,7 +31,7 @@ VIEWS = {
         "stored_states",
     ),
     "common.engine.kinds.for_each.records": ("inline_view",),
-    "common.engine.kinds.for_each.item_changes": ("chain_count", "opens_forward"),
+    "common.engine.kinds.for_each.item_changes": ("chain_count", "going_forward", "opens_forward"),
     "common.engine.kinds.for_each.item_drain": ("IN_FLIGHT_LOOK",),
     "common.engine.kinds.for_each.item_limits": ("too_many_items",),
     "common.engine.kinds.for_each.budget": ("describe_budget",),

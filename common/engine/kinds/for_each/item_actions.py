@@ -11,7 +11,7 @@ from __future__ import annotations
 from common.engine.document import HistoryEvent, Task
 from common.engine.kinds.for_each.item_record import OWES_ROLLBACK_SUCCESSOR, OWES_SETTLED, OWES_SUCCESSOR, ItemRecord
 from common.engine.kinds.for_each.item_changes import (
-    ITEM_HISTORY_LIMIT, copy_record, dispatch_item, set_item_state, with_owed, withdrawn,
+    ITEM_HISTORY_LIMIT, copy_record, dispatch_item, going_forward, set_item_state, with_owed, withdrawn,
 )
 from common.engine.states import Phase, ResultCode, RunState, StepState, TaskStatus
 from common.engine.core.units import AttemptResult, IdFactory, Refusal, Timing, publish_entry, reset_rollback, store_result
@@ -23,7 +23,7 @@ def skip_item(record: ItemRecord, task: Task, actor: str, reason: str, timing: T
     passed as done: its run is removed (a claimed command loses its lease and is stopped), its
     chain goes on, and nothing of it is rolled back (operator_skipped, as for an inline item)."""
     name = f"item {record.Item} of step {record.Cursor}"
-    if task.TaskStatus not in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) or task.CancelRequested is not None:
+    if not going_forward(task):
         return Refusal(f"task is {task.TaskStatus.name}: an item can be skipped while it keeps failing (running task)")
     run = record.Run
     if task.Held is not None and record.State is StepState.FAILED and run is None and not record.Tolerated:

@@ -65,7 +65,7 @@ def new_records(task: Task, cursor: int, values: list, timing: Timing, ids: IdFa
 def opens_forward(task: Task, cursor: int) -> bool:
     """Whether the step's records, written now, start their chains."""
     step = task.Steps[cursor]
-    return step.State is StepState.RUNNING and bool(step.ItemsOpen) and _forward(task)
+    return step.State is StepState.RUNNING and bool(step.ItemsOpen) and going_forward(task)
 
 
 def chain_count(task: Task, cursor: int) -> int:
@@ -84,7 +84,7 @@ def claim_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, tim
         return Refusal("stale dispatch: the item has moved on")
     if run.State is not RunState.PENDING:
         return Refusal(f"already claimed by {run.Owner}")
-    if run.Phase is Phase.NORMAL and not _forward(task):
+    if run.Phase is Phase.NORMAL and not going_forward(task):
         return Refusal("the task is no longer going forward")
     if run.Phase is Phase.NORMAL and task.Paused is not None:
         return Refusal("the task is paused")
@@ -130,7 +130,7 @@ def release_item(record: ItemRecord, task: Task, dispatch_id: str, owner: str, t
         return new
     run = new.Run
     _event(new, timing.now, "released", run, owner, "module shutting down")
-    if run.Phase is Phase.NORMAL and not _forward(task):
+    if run.Phase is Phase.NORMAL and not going_forward(task):
         _conclude(new, run, task, AttemptResult(ResultCode.FAILED, "stopped by a module shutdown"), timing, owner, ids)
         return new
     new.Run = None
@@ -152,7 +152,7 @@ def expire_item(record: ItemRecord, task: Task, timing: Timing, ids: IdFactory,
         lost = AttemptResult(ResultCode.WORKER_LOST, f"lease of {run.Owner} lapsed")
         _conclude(new, run, task, lost, timing, "sweeper", ids)
         return new
-    if run.Phase is Phase.NORMAL and not _forward(task):
+    if run.Phase is Phase.NORMAL and not going_forward(task):
         return cancel_item(record, task, timing)
     waiting = next((e for e in new.Outbox if e.DispatchId == run.DispatchId), None)
     if waiting is None:
@@ -173,7 +173,7 @@ def start_successor(record: ItemRecord, task: Task, timing: Timing, ids: IdFacto
     """Start a waiting item whose turn in its chain came (the item before it succeeded)."""
     if record.State is not StepState.WAITING or record.Run is not None:
         return Refusal("started already")
-    if not _forward(task) or task.Paused is not None:
+    if not going_forward(task) or task.Paused is not None:
         return Refusal("the task starts no new item now")
     if not _may_start(task.Steps[record.Cursor], record.Item):
         return Refusal("its wave has not opened yet")
@@ -250,9 +250,6 @@ def going_forward(task: Task) -> bool:
     return task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
 
 
-_forward = going_forward
-
-
 def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timing: Timing, actor: str,
               ids: IdFactory) -> None:
     step = task.Steps[new.Cursor]
@@ -270,7 +267,7 @@ def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timi
             return
         result = verdict
     store_result(new, run.Phase, result, timing.now)
-    stopping = normal and (not _forward(task) or overdue(task, timing.now))
+    stopping = normal and (not going_forward(task) or overdue(task, timing.now))
     if retries_left(step, run, result, stopping):
         _event(new, timing.now, "attempt_failed", run, actor, result.message)
         dispatch_item(task, new, run.Phase, run.Attempt + 1, timing, timing.now + timing.retry_delay, actor, ids)
@@ -281,7 +278,7 @@ def _conclude(new: ItemRecord, run: Run, task: Task, result: AttemptResult, timi
     _event(new, timing.now, event, run, actor, result.message)
     if result.ok and normal:
         new.Output = dict(result.output)
-    if normal and not result.ok and has_budget(step, new.Item) and _forward(task):
+    if normal and not result.ok and has_budget(step, new.Item) and going_forward(task):
         # The relay counts the step's failures and decides (item_tolerance.tolerate_item): the
         # record stays open, so the step cannot settle under the decision.
         new.Owes = with_owed(new.Owes, OWES_TOLERATE)

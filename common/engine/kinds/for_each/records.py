@@ -13,12 +13,14 @@ Routing treats such a step as one unit: while `ItemsOpen` it counts as running w
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import Any
 
 from common.engine.codes import OutboxKind
 from common.engine.outbox import Flusher, kinds_of
 from common.engine.document import OperatorRequest, OutboxEntry, Step, StepItem, Task
 from common.engine.kinds.for_each.budget import describe
+from common.engine.kinds.for_each.item_changes import going_forward
 from common.engine.kinds.for_each.item_views import RECORDS, keeps_records
 from common.engine.states import ResultCode, StepState, TaskStatus, check_step_transition
 from common.engine.core.units import Refusal, Timing, record, unit_name
@@ -29,7 +31,15 @@ ROLLBACK_ITEMS = OutboxKind.ROLLBACK_ITEMS  # outbox kind: start the rollback of
 RESUME_ITEMS = OutboxKind.RESUME_ITEMS  # outbox kind: a resumed task starts each idle chain's next item
 REOPEN_ROLLBACKS = OutboxKind.REOPEN_ROLLBACKS  # outbox kind: an operator retried or compensated failed rollbacks
 ITEM_KINDS = kinds_of(Flusher.ITEMS)
-UNACCOUNTED = "the step's items do not add up to its ItemCount"
+
+
+class SettleRefusal(Enum):
+    """The codes of a settle's refusals that callers act on."""
+
+    UNACCOUNTED = "unaccounted"  # the step's items do not add up to its ItemCount: the relay logs it
+
+
+UNACCOUNTED = SettleRefusal.UNACCOUNTED
 
 
 # Which for_each steps keep their items in records: command steps without a step lock. A sub-flow
@@ -180,8 +190,7 @@ def _unaccounted(task: Task, step: Step, counts: Mapping[StepState, int]) -> Ref
     (its record not counted in a state that ends it), and concluding now would end the step as
     if it had succeeded, without that item. The step stays open: that item's own end asks again
     and settles it. The relay logs each refusal as an inconsistency of its looks."""
-    going_forward = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
-    if step.State is not StepState.RUNNING or not going_forward:
+    if step.State is not StepState.RUNNING or not going_forward(task):
         return None
     if step.Paging is not None and step.Paging.Failed is not None:
         return None
@@ -191,7 +200,8 @@ def _unaccounted(task: Task, step: Step, counts: Mapping[StepState, int]) -> Ref
     if sum(counts.get(state, 0) for state in ends) == step.ItemCount:
         return None
     by_state = ", ".join(f"{n} {state.value}" for state, n in sorted(counts.items()))
-    return Refusal(f"{UNACCOUNTED} ({step.ItemCount}): {by_state or 'no records'}")
+    reason = f"the step's items do not add up to its ItemCount ({step.ItemCount}): {by_state or 'no records'}"
+    return Refusal(reason, code=UNACCOUNTED)
 
 
 def _settle_forward(task: Task, step: Step, cursor: int, counts: Mapping[StepState, int], timing: Timing,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from common.engine.core.units import Forbidden, IdFactory, Refusal, Timing, record
 from common.engine.document import Task
+from common.engine.kinds.for_each.item_changes import going_forward
 from common.engine.kinds.for_each.waves.fields import PAUSED
 from common.engine.kinds.for_each.waves.opening import open_next, where
-from common.engine.states import TaskStatus
 from common.engine.kinds.kind import ActRequest, StepAction
 
 CONTINUE = "continue"
@@ -18,8 +18,7 @@ OPERATOR = "operator"
 
 def waits_for_continue(task: Task, cursor: int) -> bool:
     wave = task.Steps[cursor].Wave
-    going = task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
-    return wave is not None and wave.Phase == PAUSED and going
+    return wave is not None and wave.Phase == PAUSED and going_forward(task)
 
 
 def continue_wave(task: Task, cursor: int, request: ActRequest, timing: Timing, ids: IdFactory) -> Refusal | None:

@@ -15,6 +15,7 @@ from typing import Any
 from common.engine.codes import OutboxKind
 from common.engine.core.units import IdFactory, Refusal, Timing, record
 from common.engine.document import OutboxEntry, ParentLink, Step, Task
+from common.engine.kinds.for_each.item_changes import going_forward
 from common.engine.kinds.for_each.waves.fields import CHECKING
 from common.engine.kinds.for_each.waves.opening import BATON, open_next, pause, where
 from common.engine.kinds.for_each.waves.sizes import bounds, spec_of, wave_count
@@ -87,7 +88,7 @@ def check_finished(task: Task, body: dict[str, Any], timing: Timing, ids: IdFact
     wave = step.Wave
     if wave is None or wave.Phase != CHECKING or wave.Check != body["ChildTaskId"]:
         return Refusal("the wave's check concluded already")
-    if task.TaskStatus not in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) or task.CancelRequested is not None:
+    if not going_forward(task):
         return Refusal("the task goes backward: nothing waits for the check")
     new = task.clone()
     step = new.Steps[cursor]

@@ -11,16 +11,13 @@ from collections.abc import Mapping
 from common.engine.core.units import IdFactory, Refusal, Timing, record
 from common.engine.document import Task
 from common.engine.kinds.for_each.budget import failed_forward
+from common.engine.kinds.for_each.item_changes import going_forward
 from common.engine.kinds.for_each.waves.check import start_check
 from common.engine.kinds.for_each.waves.failing import fail
 from common.engine.kinds.for_each.waves.fields import BAKING, PAUSED, RUNNING
 from common.engine.kinds.for_each.waves.opening import BATON, open_next, pause, wait, where
 from common.engine.kinds.for_each.waves.sizes import growing, is_last, spec_of
-from common.engine.states import StepState, TaskStatus
-
-
-def _forward(task: Task) -> bool:
-    return task.TaskStatus in (TaskStatus.NOT_STARTED, TaskStatus.RUNNING) and task.CancelRequested is None
+from common.engine.states import StepState
 
 
 def wave_ended(task: Task, cursor: int, index: int, counts: Mapping[StepState, int], timing: Timing, actor: str,
@@ -35,7 +32,7 @@ def wave_ended(task: Task, cursor: int, index: int, counts: Mapping[StepState, i
         return Refusal("the last wave: the step settles")
     if index >= len(wave.Ends) or (growing(step) and wave.Ends[index] > step.Paging.Fetched):
         return Refusal("items of the wave are still to come from its source")
-    if not _forward(task) or task.Held is not None or step.State is not StepState.RUNNING:
+    if not going_forward(task) or task.Held is not None or step.State is not StepState.RUNNING:
         return Refusal("the step does not go forward now")
     new = task.clone()
     step = new.Steps[cursor]
@@ -69,7 +66,7 @@ def wave_gate_due(task: Task, cursor: int, index: int, phase: str, timing: Timin
         return Refusal("the wave moved on since")
     if wave.Until > timing.now:
         return Refusal("not due yet")
-    if not _forward(task) or step.State is not StepState.RUNNING:
+    if not going_forward(task) or step.State is not StepState.RUNNING:
         return Refusal("the step does not go forward now")
     new = task.clone()
     step = new.Steps[cursor]
