@@ -113,14 +113,13 @@ class LeaseKeeper:
             self._renew(lease)
 
     def _renew(self, lease: Lease) -> None:
-        now = self._clock()
-        # The deadline is stamped when the renewal is applied, not now: on a busy task it may
-        # wait seconds for its turn, and a deadline from before that wait would be that much short.
-        stamped = [Timing(now=now, lease=self._lease)]
+        # The deadline is stamped as the renewal is applied: on a busy task it may wait seconds
+        # for its turn, and a deadline read before that wait would be that much short.
+        stamped: list[Timing] = []
 
         def timing() -> Timing:
-            stamped[0] = Timing(now=self._clock(), lease=self._lease)
-            return stamped[0]
+            stamped.append(Timing(now=self._clock(), lease=self._lease))
+            return stamped[-1]
 
         try:
             result = self._renewed(lease, timing)
@@ -129,7 +128,7 @@ class LeaseKeeper:
             lease.lose()
             return
         except StoreError as exc:
-            if now >= lease.expires:
+            if self._clock() >= lease.expires:
                 log.error("lease lapsed: store unreachable", task_id=lease.task_id, error=str(exc))
                 lease.lose()
             return
@@ -139,7 +138,7 @@ class LeaseKeeper:
             log.warning("lease lost", task_id=lease.task_id, reason=result.reason)
             lease.lose()
         else:
-            lease.expires = stamped[0].now + self._lease
+            lease.expires = stamped[-1].now + self._lease
 
     def _renewed(self, lease: Lease, timing: Callable[[], Timing]) -> object:
         """`timing`: the timing of a try, read as the try is applied."""
