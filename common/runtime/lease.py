@@ -113,8 +113,14 @@ class LeaseKeeper:
             self._renew(lease)
 
     def _renew(self, lease: Lease) -> None:
-        now = self._clock()
-        timing = Timing(now=now, lease=self._lease)
+        # The deadline is stamped as the renewal is applied: on a busy task it may wait seconds
+        # for its turn, and a deadline read before that wait would be that much short.
+        stamped: list[Timing] = []
+
+        def timing() -> Timing:
+            stamped.append(Timing(now=self._clock(), lease=self._lease))
+            return stamped[-1]
+
         try:
             result = self._renewed(lease, timing)
         except UnreadableTask as exc:  # its document broke under us: no outcome can be written
@@ -122,7 +128,7 @@ class LeaseKeeper:
             lease.lose()
             return
         except StoreError as exc:
-            if now >= lease.expires:
+            if self._clock() >= lease.expires:
                 log.error("lease lapsed: store unreachable", task_id=lease.task_id, error=str(exc))
                 lease.lose()
             return
@@ -132,18 +138,19 @@ class LeaseKeeper:
             log.warning("lease lost", task_id=lease.task_id, reason=result.reason)
             lease.lose()
         else:
-            lease.expires = timing.now + self._lease
+            lease.expires = stamped[-1].now + self._lease
 
-    def _renewed(self, lease: Lease, timing: Timing) -> object:
+    def _renewed(self, lease: Lease, timing: Callable[[], Timing]) -> object:
+        """`timing`: the timing of a try, read as the try is applied."""
         if lease.record is None:
-            return mutate(self._store, lease.task_id, lambda t: renew_lease(t, lease.dispatch_id, self._owner, timing))
+            return mutate(self._store, lease.task_id, lambda t: renew_lease(t, lease.dispatch_id, self._owner, timing()))
         if self._items is None:
             raise StoreError("no item store to renew an item's lease in")
         items, (generation, cursor, item) = self._items, lease.record
         refusals: list[Refusal] = []
 
         def change(record: ItemRecord) -> ItemRecord | None:
-            outcome = renew_item_lease(record, lease.dispatch_id, self._owner, timing)
+            outcome = renew_item_lease(record, lease.dispatch_id, self._owner, timing())
             if isinstance(outcome, Refusal):
                 refusals.append(outcome)
                 return None

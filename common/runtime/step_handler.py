@@ -135,6 +135,16 @@ class StepHandler:
             if self._holds.held(delivery, message, timing):
                 return False
             record: ItemRecord | Refusal | None = None
+            # The lease runs from the claim's write: on a busy task the write may wait seconds for
+            # its turn, and a deadline stamped before that wait left the step that much less than
+            # its lease (the sweeper then took a live worker for lost). `stamped`: the timing of
+            # the last try, whose deadline claimed_after_error looks for.
+            stamped = [timing]
+
+            def claim_now(task: Task) -> Task | Refusal:
+                stamped[0] = self._timing()
+                return self._holds.claim(task, message, stamped[0])
+
             try:
                 with attempt.child("claim"):
                     # An item's message: its run may live in its record (docs/design/item-records.md),
@@ -144,13 +154,13 @@ class StepHandler:
                         claimed, record = read, self._item_runs.claim(read, message, timing, self._holds.undrain)
                     else:
                         known = self._last.take(message.TaskId) if message.Item is None else None
-                        claimed = mutate(self._store, message.TaskId, lambda t: self._holds.claim(t, message, timing),
-                                         known=known)  # fmt: skip
+                        claimed = mutate(self._store, message.TaskId, claim_now, known=known)
             except UnreadableTask as exc:  # nobody can run it: set it aside, name the task
                 self._dead_letters.send(delivery, str(exc), message)
                 return False
             except StoreError as exc:
-                claimed, record = claimed_after_error(self._store, self._item_runs, self._config.owner, message, timing)
+                claimed, record = claimed_after_error(self._store, self._item_runs, self._config.owner, message,
+                                                      stamped[0])  # fmt: skip
                 if claimed is None:
                     log.warning("store unreachable; delivery given back", error=str(exc))
                     time.sleep(STORE_RETRY_PAUSE)

@@ -290,10 +290,15 @@ def live_console(workdir: Path) -> Iterator[LiveConsole]:
     flows_path = workdir / "flows.yaml"
     flows_path.write_text(FLOWS)
     db = workdir / "console.db"
+    # The default lease, renewed about as often as a 5 s one was: the served OSS, both modules and
+    # the sweeper share this process, and on a loaded machine the commit of one item of a task
+    # with 100 inline items waited up to 4 s for its turn on the document, past what a 5 s lease
+    # left it (the sweeper then took the live module for lost and a `retry: 0` step failed). No
+    # test here waits for a lease to lapse: nothing kills a module.
     settings = load_oss_settings(
         store_url=f"sqlite:///{db}", broker_url="memory://", flows_path=str(flows_path),
         api_tokens=TOKENS, fault_injection=True, concurrency=2, sweep_interval_seconds=0.3,
-        relay_grace_seconds=1, lease_seconds=5, shutdown_grace_seconds=2,
+        relay_grace_seconds=1, lease_seconds=30, heartbeat_seconds=2, shutdown_grace_seconds=2,
     )  # fmt: skip
     flows = load_flows(flows_path)
     with contextlib.ExitStack() as stack:
