@@ -21,7 +21,7 @@ assert FLOWS != ENGINE_FLOWS
 
 def scrape(port: int) -> dict[tuple, float]:
     """{(sample name, sorted label pairs): value} from a live /metrics page."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=STATE_DEADLINE).read().decode()
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)
