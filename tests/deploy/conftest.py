@@ -6,6 +6,7 @@ import uuid
 import pytest
 
 from tests.deploy.support import REPO
+from tests.support.cluster import STATE_DEADLINE
 from tests.support.vhosts import rabbitmq_vhost
 
 USERS = ("oss", "resource", "mysql", "monitor")
@@ -48,7 +49,11 @@ def broker_users():
         }
         try:
             subprocess.run(
-                ["sh", "-c", script], env=env, check=True, capture_output=True, timeout=120
+                ["sh", "-c", script],
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=STATE_DEADLINE,  # each rabbitmqctl call starts a VM: slow at load
             )
             host_part = vhost_url.split("@", 1)[1]
             yield {
@@ -70,4 +75,4 @@ def delete_users(*users: str) -> None:
         for user in users
     ]
     for process in deleting:
-        process.wait(timeout=60)
+        process.wait(timeout=STATE_DEADLINE)

@@ -19,7 +19,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.cluster import wait_until
+from tests.support.cluster import STATE_DEADLINE, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "deploy" / "entrypoint.sh"
@@ -53,7 +53,7 @@ class Role:
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)
 
-    def wait(self, timeout: float = 30) -> int:
+    def wait(self, timeout: float = STATE_DEADLINE) -> int:  # a graceful stop at load
         try:
             return self.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -116,8 +116,15 @@ class Roles:
 
 
 def http(
-    method: str, url: str, body: Any = None, token: str | None = TOKEN, timeout: float = 10
+    method: str,
+    url: str,
+    body: Any = None,
+    token: str | None = TOKEN,
+    timeout: float = STATE_DEADLINE,
 ) -> tuple[int, Any]:
+    # An answer is a state: on a machine at load 20-45 one can come later than 10 s, so the
+    # default bounds only a hung request. A caller whose test is about how soon an answer comes
+    # (a probe, a request a kill cuts) passes its own `timeout`.
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     if data is not None:
@@ -158,7 +165,7 @@ def wait_task_final(base_url: str, task_id: str, timeout: float = 60, token: str
 
 def scrape(url: str) -> dict[tuple, float]:
     """{(sample name, sorted label pairs): value} from a live /metrics page."""
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    text = urllib.request.urlopen(url, timeout=STATE_DEADLINE).read().decode()  # a page at load
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)

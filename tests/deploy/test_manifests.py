@@ -30,6 +30,7 @@ from tests.deploy.manifests import (
     validate_settings,
 )
 from tests.deploy.support import ENTRYPOINT, REPO, clean_env
+from tests.support.cluster import STATE_DEADLINE
 
 K8S = DEPLOY / "k8s"
 
@@ -43,7 +44,7 @@ def test_the_entry_point_has_every_role_and_refuses_what_it_does_not_know():
             env=env,
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=STATE_DEADLINE,  # a process start at load
             check=False,
         )
         assert run.returncode == 2, (args, run.stderr)
@@ -52,7 +53,7 @@ def test_the_entry_point_has_every_role_and_refuses_what_it_does_not_know():
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=STATE_DEADLINE,
         check=False,
     )
     assert run.returncode == 0 and ": ok," in run.stdout, run.stderr
@@ -297,7 +298,11 @@ def test_k8s_broker_credentials_are_one_secret_key_per_role(k8s):
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_kustomize_builds_the_manifests():
     run = subprocess.run(
-        ["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=False
+        ["kubectl", "kustomize", str(K8S)],
+        capture_output=True,
+        text=True,
+        timeout=STATE_DEADLINE,
+        check=False,
     )
     assert run.returncode == 0, run.stderr
     kinds = [doc["kind"] for doc in yaml.safe_load_all(run.stdout) if doc]

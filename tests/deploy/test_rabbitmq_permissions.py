@@ -16,6 +16,7 @@ from common.broker.rabbitmq import RabbitBroker
 from common.queues import ALARM_QUEUE, band_queues
 from tests.deploy.conftest import delete_users
 from tests.deploy.support import REPO, deploy_module
+from tests.support.cluster import STATE_DEADLINE
 
 perms = deploy_module("rabbitmq_permissions")
 
@@ -217,7 +218,7 @@ def test_with_declare_own_a_module_may_create_only_its_own_queues(queues):
             ],
             check=True,
             capture_output=True,
-            timeout=60,
+            timeout=STATE_DEADLINE,  # each rabbitmqctl call starts a VM: slow at load
         )
         url = queues.replace("guest:guest", f"{user}:{password}")
         args = {

@@ -20,7 +20,7 @@ from tests.deploy.support import (
     scrape,
     wait_task_final,
 )
-from tests.support.cluster import wait_until
+from tests.support.cluster import STATE_DEADLINE, wait_until
 from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
@@ -164,7 +164,9 @@ def test_metrics_of_oss_a_module_and_the_sweeper_move(deployment):
         == 1
     )
     sweeper = (
-        urllib.request.urlopen(f"http://127.0.0.1:{ports['sweeper']}/metrics", timeout=5)
+        urllib.request.urlopen(
+            f"http://127.0.0.1:{ports['sweeper']}/metrics", timeout=STATE_DEADLINE
+        )
         .read()
         .decode()
     )

@@ -1,13 +1,17 @@
 import pytest
 
-from tests.support.cluster import Cluster
+from tests.support.cluster import STATE_DEADLINE, Cluster
 from tests.support.test_store import cluster_mongo_url
 from tests.support.threads import no_baton_thread_outlives_the_module  # noqa: F401  (tests/support/threads.py says why)
 
-ENGINE_FLOWS = """
+# Steps run under a timeout that only a broken run reaches: with 5 s, a stand-in command a
+# loaded machine ran late timed out and the task ended otherwise than the test says. A test of
+# the timeout itself (hang_prone) sets its own.
+ENGINE_FLOWS = f"""
 version: 1
 defaults:
-  timeout: 5
+  timeout: {STATE_DEADLINE:g}
+""" + """\
   retry: 1
   backoff: {initial: 0.1, max: 0.4, multiplier: 2, jitter: 0.1}
 task_types:

@@ -91,7 +91,7 @@ def test_a_step_checking_again_holds_no_slot_another_task_runs_meanwhile(cluster
     assert seen.Steps[1].WaitingSince is not None
     other = cluster.submit("quick_one")
     shown = subprocess.run([sys.executable, "-m", "oss", "get", waiting.TaskId], env=cluster.env, cwd=REPO,
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=STATE_DEADLINE)
     assert shown.returncode == 0, shown.stderr
     assert re.search(r"not done yet, waiting since [0-9:.]+: \d+ of 20 checks", shown.stdout), shown.stdout
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from common.engine.states import TaskStatus
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, Cluster, wait_until
 
 pytestmark = [pytest.mark.rabbitmq]
 SECRET = "Kinds-S3cret-Passw0rd"
@@ -137,7 +137,7 @@ def test_an_async_and_a_thread_command_run_in_the_module_process_with_no_command
     # Every command of this module runs in-process: no forkserver, no command children.
     assert children(cluster.procs["kinds"].popen.pid) == []
     shown = subprocess.run([sys.executable, "-m", "oss", "modules"], env=cluster.env, cwd=REPO,
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=STATE_DEADLINE)
     assert shown.returncode == 0, shown.stderr
     assert "block (thread)" in shown.stdout and "wait (async)" in shown.stdout, shown.stdout
 

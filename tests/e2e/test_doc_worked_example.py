@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import wait_until
+from tests.support.cluster import STATE_DEADLINE, wait_until
 from tests.support.doc_examples import README, REPO, blocks, curl_request, shell_lines, substituted
 from tests.support.mariadb import Sandbox, mariadb_sandbox
 
@@ -103,7 +103,7 @@ class Reader:
         elif (assigned := substituted(words)) is not None:  # NAME=$(command ...): the shell keeps what it printed
             name, command = assigned[0], [self.word(w) for w in assigned[1]]
             self.await_started()
-            done = subprocess.run(command, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=180)
+            done = subprocess.run(command, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=STATE_DEADLINE)
             assert done.returncode == 0 and done.stdout.strip(), (shown, done.stdout, done.stderr[-2000:])
             self.env[name] = done.stdout.strip()
         elif words[0] == "mkdir":
@@ -115,7 +115,7 @@ class Reader:
             self.start(words)
         else:
             self.await_started()
-            done = subprocess.run(words, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=180)
+            done = subprocess.run(words, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=STATE_DEADLINE)
             expected = next((code for tail, code in EXPECTED_EXIT.items() if shown.endswith(tail)), 0)
             assert done.returncode == expected, (shown, done.returncode, done.stdout[-2000:], done.stderr[-2000:])
             for tail, text in SHOWN_OUTPUT.items():
@@ -152,7 +152,7 @@ class Reader:
         """What `curl -s` prints: the answer's body."""
         method, url, headers, body = curl_request(words)
         request = urllib.request.Request(url, data=body.encode(), headers=headers, method=method)
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=STATE_DEADLINE) as answer:
             printed = answer.read().decode()
             assert answer.status in (200, 201), (url, answer.status, printed)
         self.created = self.created or json.loads(printed)["task_id"]
@@ -164,7 +164,7 @@ class Reader:
                 proc.send_signal(signal.SIGTERM)
         for proc, _ in self.background:
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=STATE_DEADLINE)  # a graceful stop at load
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

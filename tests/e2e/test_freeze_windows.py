@@ -26,7 +26,7 @@ from common.flows import load_flows
 from common.settings import load_settings
 from oss.services.tasks import TaskService
 from tests.deploy.support import http
-from tests.support.cluster import REPO
+from tests.support.cluster import REPO, STATE_DEADLINE
 from tests.support.oss_deployment import baton, oss_deployment, stream_events
 from tests.support.ports import free_port
 from tests.support.test_store import cluster_mongo_url
@@ -160,7 +160,7 @@ freeze:
     env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_BROKER_URL": rabbitmq_url, "BATON_FLOWS_PATH": str(flows),
            "BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}"}  # fmt: skip
     started = subprocess.run([sys.executable, "-m", "oss", "oss", "--port", str(free_port())], cwd=REPO, env=env,
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+                             capture_output=True, text=True, timeout=STATE_DEADLINE)  # fmt: skip
     assert started.returncode != 0
     out = started.stdout + started.stderr
     line = len(TYPES.splitlines()) + 3

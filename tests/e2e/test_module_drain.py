@@ -30,16 +30,17 @@ import pytest
 
 from common.engine.states import TaskStatus
 from tests.deploy.support import http
-from tests.support.cluster import Cluster, commits, wait_until
+from tests.support.cluster import STATE_DEADLINE, Cluster, commits, wait_until
 from tests.support.oss_deployment import baton, oss_deployment, stream_events
 from tests.support.test_store import cluster_mongo_url
 from common.store.items.open import open_item_store_for
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
+# Steps under a timeout only a broken run reaches: on a loaded machine a 4 s hold must not race it.
 FLOWS = """
 version: 1
-defaults: {timeout: 20, retry: 0}
+defaults: {timeout: 300, retry: 0}
 task_types:
   provision:
     parameters:
@@ -247,7 +248,7 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             streaming = pool.submit(stream_until_drain, base, task_id)
             wait_until(all_held_records, 60, "every item's record held by the drain")
-            streamed = streaming.result(timeout=90)
+            streamed = streaming.result(timeout=STATE_DEADLINE + 60)  # the stream ends itself first
         assert task(base, task_id)["Runs"] == []  # the runs live in the records
         assert [data["WaitingFor"] for kind, data in streamed if kind == "task"][-1]["Kind"] == "drain"
         held_events = [e for r in item_records(cluster, task_id) for e in r.History if e.Event == "waiting_for_drain"]
@@ -296,7 +297,7 @@ def test_each_item_of_a_fan_out_is_held_and_runs_once_after_the_undrain(deployme
 
 def stream_until_drain(base: str, task_id: str) -> list[tuple[str, dict]]:
     """The task's event stream up to the first `task` event that shows a drain (or its end)."""
-    return stream_events(base, task_id, seconds=60,
+    return stream_events(base, task_id, seconds=STATE_DEADLINE,
                          until=lambda kind, data: kind == "task" and (data.get("WaitingFor") or {}).get("Kind") == "drain")
 
 

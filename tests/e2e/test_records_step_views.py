@@ -20,7 +20,7 @@ import pytest
 from common.engine.kinds.for_each import records as fan_out
 from common.engine.states import TaskStatus
 from tests.deploy.support import TOKENS, http
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, Cluster, wait_until
 from tests.support.oss_deployment import answers
 from tests.support.ports import free_port
 
@@ -113,12 +113,12 @@ def test_a_records_step_shows_its_items_attempts_summed_in_the_api_and_baton_get
     assert announce["Attempts"] == ZONES and announce["RollbackAttempts"] == 0
 
     got = subprocess.run([sys.executable, "-m", "oss", "get", task_id], env=cluster.env, cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=STATE_DEADLINE)
     assert got.returncode == 0, got.stderr
     line = next(line for line in got.stdout.splitlines() if line.startswith("  [2] each"))
     assert f"attempts {attempts} " in line, got.stdout
     as_json = subprocess.run([sys.executable, "-m", "oss", "get", task_id, "--json"], env=cluster.env, cwd=REPO,
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=STATE_DEADLINE)
     step = json.loads(as_json.stdout)["Steps"][2]
     assert (step["Attempts"], step["RollbackAttempts"]) == (attempts, rollbacks)
 
@@ -133,5 +133,5 @@ def test_the_items_of_a_step_passed_over_backward_read_skipped(rolled_back):
     assert [i["Item"] for i in every_item(base, task_id, "announce", state="skipped")] == list(range(ZONES))
     assert every_item(base, task_id, "announce", state="succeeded") == []
     got = subprocess.run([sys.executable, "-m", "oss", "get", task_id], env=cluster.env, cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=STATE_DEADLINE)
     assert f"items {ZONES}: {ZONES} skipped" in got.stdout, got.stdout

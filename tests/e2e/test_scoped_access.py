@@ -21,7 +21,7 @@ import urllib.request
 import pytest
 
 from tests.deploy.support import http
-from tests.support.cluster import REPO
+from tests.support.cluster import REPO, STATE_DEADLINE
 from tests.support.doc_examples import blocks
 from tests.support.oss_deployment import baton, oss_deployment
 from tests.support.ports import free_port
@@ -129,7 +129,7 @@ def test_oss_does_not_start_on_a_bad_token_entry_and_names_it(tmp_path, value, s
     env = {**os.environ, "PYTHONPATH": str(REPO), "BATON_BROKER_URL": "amqp://guest:guest@127.0.0.1:5672/", "BATON_FLOWS_PATH": str(flows),
            "BATON_STORE_URL": f"sqlite:///{tmp_path / 'baton.db'}", "BATON_API_TOKENS": value}  # fmt: skip
     started = subprocess.run([sys.executable, "-m", "oss", "oss", "--port", str(free_port())], cwd=REPO, env=env,
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+                             capture_output=True, text=True, timeout=STATE_DEADLINE)  # fmt: skip
     out = started.stdout + started.stderr
     assert started.returncode == 2, out[-3000:]
     assert "BATON_API_TOKENS" in out and said in out, out[-3000:]

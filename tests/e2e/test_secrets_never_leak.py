@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.e2e.test_modules import HookServer
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, Cluster, wait_until
 from tests.support.ports import free_port
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -64,7 +64,7 @@ def leaky(rabbitmq_url: str, tmp_path: Any) -> Iterator[tuple[Cluster, HookServe
 def test_a_secret_reaches_no_log_webhook_alarm_or_answer(leaky):
     cluster, hook, base = leaky
     answers: list[str] = []
-    client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=STATE_DEADLINE)
 
     def call(method: str, path: str, **kwargs: Any) -> httpx.Response:
         response = client.request(method, path, **kwargs)
@@ -100,7 +100,7 @@ def test_a_secret_reaches_no_log_webhook_alarm_or_answer(leaky):
     assert "connecting" in logs["vault"] and "access denied" in logs["vault"]
     assert "ALARM" in logs["monitor"] and "operator action" in logs["oss"]
     cli = [subprocess.run([sys.executable, "-m", "oss", *args], cwd=REPO, env=cluster.env, capture_output=True,
-                          text=True, timeout=60) for args in (["get", task_id], ["get", task_id, "--json"],
+                          text=True, timeout=STATE_DEADLINE) for args in (["get", task_id], ["get", task_id, "--json"],
                                                                ["list", "--json"])]  # fmt: skip
     assert all(run.returncode == 0 for run in cli), [run.stderr for run in cli]
     outputs = {**logs, "webhook": repr(hook.bodies), "api": "\n".join(answers),

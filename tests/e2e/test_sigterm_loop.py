@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import REPO, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, wait_until
 from tests.support.mariadb import Sandbox, mariadb_sandbox
 from tests.support.ports import free_port
 
@@ -94,7 +94,7 @@ def submit(port: int) -> None:
         f"http://127.0.0.1:{port}/api/v1/tasks", data=b'{"task_type": "one", "parameters": {}}', method="POST",
         headers={"Authorization": "Bearer sigterm-test-token-1", "Content-Type": "application/json"},
     )  # fmt: skip
-    with urllib.request.urlopen(request, timeout=30) as answer:
+    with urllib.request.urlopen(request, timeout=STATE_DEADLINE) as answer:
         assert answer.status in (200, 201, 202)
 
 

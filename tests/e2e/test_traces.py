@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.api.test_no_secret_leaks import CANARY
-from tests.support.cluster import Cluster, wait_until
+from tests.support.cluster import STATE_DEADLINE, Cluster, wait_until
 from tests.support.otlp_receiver import OtlpReceiver, Span
 from tests.support.ports import free_port
 
@@ -91,7 +91,7 @@ def _submit(base: str, task_type: str, parameters: dict[str, Any]) -> tuple[str,
     trace_id, caller = secrets.token_hex(16), secrets.token_hex(8)
     answer = httpx.post(f"{base}/api/v1/tasks", json={"task_type": task_type, "parameters": parameters},
                         headers={"Authorization": f"Bearer {TOKEN}", "traceparent": f"00-{trace_id}-{caller}-01"},
-                        timeout=30)  # fmt: skip
+                        timeout=STATE_DEADLINE)  # fmt: skip
     assert answer.status_code == 201, answer.text
     return answer.json()["task_id"], trace_id, caller
 

@@ -34,7 +34,7 @@ from modules.mysql.server import Server
 from oss.api import create_app
 from oss.settings import load_oss_settings
 from tests.api.support import READER, TOKENS, auth
-from tests.support.cluster import REPO, Cluster, wait_until
+from tests.support.cluster import REPO, STATE_DEADLINE, Cluster, wait_until
 from tests.support.mariadb import Sandbox, connect, mariadb_sandbox
 from tests.support.process_tree import descendants
 
@@ -221,11 +221,11 @@ def test_an_outcome_that_stays_unknown_ends_rollback_failed_with_one_alarm_shown
     assert (shown["Steps"][0]["Code"], shown["Steps"][0]["RollbackVerifies"]) == (5, 3)
 
     cli = subprocess.run([sys.executable, "-m", "oss", "get", task.TaskId, "--json"], env=cluster.env, cwd=REPO,
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=STATE_DEADLINE)
     assert cli.returncode == 0, cli.stderr
     history = json.loads(cli.stdout)["History"]
     assert [e["Message"] for e in history if e["Event"] == "verified"] == [unknown] * 6
     watched = subprocess.run([sys.executable, "-m", "oss", "watch", task.TaskId], env=cluster.env, cwd=REPO,
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=STATE_DEADLINE)
     assert f"verified step 0 make (rollback, attempt 1): {unknown}" in watched.stdout, watched.stdout + watched.stderr
     assert watched.stdout.count(f"verified step 0 make (normal, attempt 2): {unknown}") == 3

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 from tests.deploy.support import REPO
+from tests.support.cluster import STATE_DEADLINE
 
 HOLDING_THE_LOCK = textwrap.dedent(
     """
@@ -29,7 +30,8 @@ HOLDING_THE_LOCK = textwrap.dedent(
 def run(second: float | None, after: str = "") -> subprocess.CompletedProcess:
     script = HOLDING_THE_LOCK.format(second=second, after=after)
     return subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=30
+        # A hang guard: a Python start with its imports can take over 30 s at load.
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=STATE_DEADLINE
     )
 
 

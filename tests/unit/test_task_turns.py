@@ -13,6 +13,7 @@ from common.store.sqlite.tasks import SqliteStore
 from common.store.tasks.turns import _locks, task_turn
 from common.engine.core.entries import Timing, create_task
 from tests.support.builders import make_step
+from tests.support.cluster import STATE_DEADLINE
 
 
 class CountedWrites:
@@ -79,6 +80,6 @@ def test_turns_of_different_tasks_do_not_wait_for_each_other():
     with task_turn("a"):
         other = threading.Thread(target=other_task)
         other.start()
-        other.join(timeout=5)
+        other.join(timeout=STATE_DEADLINE)  # ends at once unless "a" blocks "b"
         assert entered.is_set()  # while "a" is still held
     assert _locks == {}
