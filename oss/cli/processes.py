@@ -14,17 +14,10 @@ from common.queues import module_queue
 from common.runtime.module import ModuleRuntime
 from common.settings import Settings
 from common.engine.states import FINAL_STATUSES, TaskStatus
-from common.stop_signals import stop_on_signals
 from oss.cli.render import event_line, task_summary
 from oss.wiring import build, build_sweeper
 
 BUILTIN_MODULES = ("resource", "mysql", "monitor")
-
-
-def run_until_signalled(stop: threading.Event) -> None:
-    stop_on_signals(stop)
-    while not stop.wait(1.0):
-        pass
 
 
 def run_demo(settings: Settings, task_type: str, echo: Callable[[str], None]) -> int:

@@ -105,7 +105,7 @@ def module(name: str) -> None:
 def sweeper() -> None:
     """Run the sweeper: re-dispatch lapsed steps and relay unsent outbox entries."""
     from common.background import BACKGROUND_MARGIN_SECONDS, join_all
-    from oss.cli.processes import run_until_signalled
+    from common.stop_signals import run_until_signalled
     from common.module_hooks import module_hooks
     from common.tracing.setup import configure_tracing
     from oss.wiring import build, build_sweeper
