@@ -16,6 +16,7 @@ from collections import defaultdict
 import pytest
 
 SHOWN = 15
+LAST = 8
 
 
 class FileDurations:
@@ -37,6 +38,9 @@ class FileDurations:
         terminalreporter.write_sep("=", f"slowest {SHOWN} files")
         for path, seconds in sorted(self.seconds.items(), key=lambda kv: -kv[1])[:SHOWN]:
             terminalreporter.write_line(f"{seconds:8.1f}s  ended at {self.ended[path] / 60:5.1f} min  {path}")
+        terminalreporter.write_sep("-", f"the last {LAST} files to end")
+        for path, ended in sorted(self.ended.items(), key=lambda kv: kv[1])[-LAST:]:
+            terminalreporter.write_line(f"{self.seconds[path]:8.1f}s  ended at {ended / 60:5.1f} min  {path}")
 
 
 def pytest_configure(config: pytest.Config) -> None:

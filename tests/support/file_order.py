@@ -30,6 +30,7 @@ LONGEST_FIRST = (
     "tests/chaos/test_quorum_cluster.py",
     "tests/chaos/test_rolling_upgrade.py",
     "tests/chaos/test_module_faults.py",
+    "tests/api/test_schemathesis.py",  # a minute and a half, in a directory of short files
 )
 
 
