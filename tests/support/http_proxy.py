@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from tests.support import http_serving
 from tests.support.ports import free_port
 
 _HOP_BY_HOP = frozenset(("connection", "proxy-connection", "keep-alive", "host", "proxy-authorization"))
@@ -46,25 +47,17 @@ class HttpProxy:
                     data = answer.read()
                 finally:
                     origin.close()
-                self.send_response(answer.status)
-                self.send_header("Content-Type", answer.getheader("Content-Type", "application/octet-stream"))
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                http_serving.answer(self, answer.status, answer.getheader("Content-Type", "application/octet-stream"), data)
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="http-proxy", daemon=True).start()
+        self._server = http_serving.serve(self.port, Handler, "http-proxy")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        http_serving.stop(self._server)
+        self._server = None
 
     def urls(self) -> list[str]:
         with self._lock:

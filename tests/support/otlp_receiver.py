@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.support import http_serving
 from tests.support.ports import free_port
 
 KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
@@ -74,25 +75,17 @@ class OtlpReceiver:
                 if ok:
                     receiver._take(raw)
                 answer = ExportTraceServiceResponse().SerializeToString() if ok else b""
-                self.send_response(200 if ok else 404)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                http_serving.answer(self, 200 if ok else 404, "application/x-protobuf", answer)
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="otlp-receiver", daemon=True).start()
+        self._server = http_serving.serve(self.port, Handler, "otlp-receiver")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        http_serving.stop(self._server)
+        self._server = None
 
     def _take(self, raw: bytes) -> None:
         if not self.decode:
