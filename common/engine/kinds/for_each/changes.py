@@ -56,6 +56,13 @@ def items_settled(task: Task, cursor: int, counts: Mapping[StepState, int], timi
     """No item of the step has work left in its direction: conclude that part of the step and
     route on. A failed item whose own notice was lost sends the task backward here. `attempts`:
     the sums of the items' attempts and rollback attempts, kept as the step's own."""
+    step = task.Steps[cursor]
+    if (failure is not None and step.OnFailure == "hold" and step.State is StepState.RUNNING
+            and going_forward(task) and task.Held is None):
+        # Another item's end asked first: the failed item's notice (item_failed) is still owed,
+        # or was lost. It would hold the task; so does this, and the notice then finds it held.
+        item, message = failure
+        return hold(task, cursor, item, message, timing.now, actor)
     new = settle(task, cursor, counts, timing, actor, outputs, failure, attempts)
     if isinstance(new, Refusal):
         return new
