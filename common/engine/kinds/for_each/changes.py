@@ -26,7 +26,7 @@ def item_failed(task: Task, cursor: int, item: int, message: str, timing: Timing
         return Refusal("the task goes backward already")
     if task.Held is not None:
         return Refusal("held already: the item waits, failed, for the operator's redrive")
-    if task.Steps[cursor].OnFailure == "hold":
+    if holds_on_failure(task, cursor):
         return hold(task, cursor, item, message, timing.now, actor)
     new = task.clone()
     new.TaskMessage = f"{unit_name(new, (cursor, item))} failed: {message}"
@@ -34,6 +34,16 @@ def item_failed(task: Task, cursor: int, item: int, message: str, timing: Timing
     enter_rollback(new, timing, actor)
     advance(new, timing, actor, ids)
     return new
+
+
+def holds_on_failure(task: Task, cursor: int) -> bool:
+    """Whether a failed item of step `cursor` holds the task rather than sending it backward: the
+    step holds on failure (`on_failure: hold`), it and the task still go forward, and nothing
+    holds the task yet. Decided here alone, for either change that may see the failure first:
+    the item's own notice (`item_failed`) or the step's settle (`items_settled`)."""
+    step = task.Steps[cursor]
+    return (step.OnFailure == "hold" and step.State is StepState.RUNNING and going_forward(task)
+            and task.Held is None)
 
 
 def hold(task: Task, cursor: int, item: int | None, message: str, now: float, actor: str) -> Task:
@@ -56,9 +66,7 @@ def items_settled(task: Task, cursor: int, counts: Mapping[StepState, int], timi
     """No item of the step has work left in its direction: conclude that part of the step and
     route on. A failed item whose own notice was lost sends the task backward here. `attempts`:
     the sums of the items' attempts and rollback attempts, kept as the step's own."""
-    step = task.Steps[cursor]
-    if (failure is not None and step.OnFailure == "hold" and step.State is StepState.RUNNING
-            and going_forward(task) and task.Held is None):
+    if failure is not None and holds_on_failure(task, cursor):
         # Another item's end asked first: the failed item's notice (item_failed) is still owed,
         # or was lost. It would hold the task; so does this, and the notice then finds it held.
         item, message = failure
