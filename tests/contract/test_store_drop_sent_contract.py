@@ -22,6 +22,9 @@ subject = store_fixtures.subject  # the contract suite's fixture: every store it
 # Numbers SQLite would print otherwise if it printed them from a double (15 digits), and strings
 # its JSON functions must carry over unchanged.
 DUES = (NOW + 0.1234567890123, NOW + 7, NOW - 0.123456, NOW + 1e-7, NOW + 86_400.5)
+# Many entries, due out of their order (the earliest, extra-13, neither first nor last): those
+# kept around one dropped amid them stay in the array's order.
+MANY_DUES = tuple(NOW + (7 * n + 5) % 24 + 0.1234567890123 for n in range(24))
 
 
 def with_entries(task: Task, dues: tuple[float, ...] = DUES) -> Task:
@@ -45,10 +48,12 @@ def sqlite_row(subject: StoreUnderTest, task_id: str) -> tuple[Any, ...]:
                             (task_id,)).fetchone()
 
 
-@pytest.mark.parametrize("which", ["extra-0", "extra-2", "first"])
-def test_a_dropped_entry_is_what_the_read_change_write_would_have_written(subject: StoreUnderTest, which: str) -> None:
+@pytest.mark.parametrize(("which", "dues"), [("extra-0", DUES), ("extra-2", DUES), ("first", DUES), ("extra-11", MANY_DUES)],
+                         ids=["extra-0", "extra-2", "first", "amid-many"])
+def test_a_dropped_entry_is_what_the_read_change_write_would_have_written(subject: StoreUnderTest, which: str,
+                                                                          dues: tuple[float, ...]) -> None:
     store = subject.store
-    task = with_entries(new_task(NOW))
+    task = with_entries(new_task(NOW), dues)
     store.insert(task)
     dispatch_id = task.Outbox[0].DispatchId if which == "first" else which
     expected = marked_the_usual_way(store.get(task.TaskId), dispatch_id)
@@ -59,6 +64,8 @@ def test_a_dropped_entry_is_what_the_read_change_write_would_have_written(subjec
         assert store.get(task.TaskId).Version == task.Version
         return
     assert store.get(task.TaskId) == expected
+    assert [e.DispatchId for e in store.get(task.TaskId).Outbox] == [
+        e.DispatchId for e in task.Outbox if e.DispatchId != dispatch_id]
     if subject.kind == "sqlite":
         version, outbox_due, deadline, status, doc = sqlite_row(subject, task.TaskId)
         assert doc == expected.to_json()

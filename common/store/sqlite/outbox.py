@@ -23,10 +23,12 @@ DROPS_IN_PLACE = sqlite3.sqlite_version_info >= (3, 38)
 
 # The document as mark_sent through mutate would write it: the entry removed, Version bumped,
 # OutboxDue the earliest DueAt left (null when none). The outbox is read in one pass (each pass
-# parses the document again), which also gathers the entries kept, in the array's order (the
-# order json_each reads them and the aggregate takes them, with no GROUP BY to reorder): one
-# json_set writes them with the rest, where a json_remove would write the document once more and
-# json_set parse it again. A test compares the text with the encoder's, byte for byte.
+# parses the document again), which also gathers the entries kept: one json_set writes them with
+# the rest, where a json_remove would write the document once more and json_set parse it again.
+# An aggregate takes its rows in no promised order, and an ORDER BY inside json_group_array needs
+# SQLite 3.44: so the entries come from a subquery ordered by their index in the array (json_each's
+# key), an order SQLite keeps for an aggregate that depends on it (any but count, min and max).
+# A test compares the text with the encoder's, byte for byte, on an outbox of many entries.
 # Only on a document it can edit exactly:
 # - one entry with that DispatchId (the change removes every one);
 # - `outbox_due` set: a document this version marked unreadable has it cleared (and stays
@@ -50,8 +52,10 @@ FROM (
     SELECT count(*) FILTER (WHERE o.value ->> '$.DispatchId' = :dispatch) AS hits,
            min(o.value ->> '$.DueAt') FILTER (WHERE o.value ->> '$.DispatchId' IS NOT :dispatch) AS due,
            json_group_array(json(o.value)) FILTER (WHERE o.value ->> '$.DispatchId' IS NOT :dispatch) AS kept
-    FROM tasks AS t, json_each(t.doc, '$.Outbox') AS o
-    WHERE t.task_id = :task AND t.outbox_due IS NOT NULL AND json_valid(t.doc)  -- before the outbox is read
+    FROM (SELECT e.key, e.value
+          FROM tasks AS t, json_each(t.doc, '$.Outbox') AS e
+          WHERE t.task_id = :task AND t.outbox_due IS NOT NULL AND json_valid(t.doc)  -- before the outbox is read
+          ORDER BY e.key) AS o
 ) AS m
 WHERE tasks.task_id = :task
     AND m.hits = 1
