@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from common.engine.core.entries import create_task
 from common.engine.kinds.for_each import records as fan_out
 from common.engine.states import StepState, TaskStatus
-from common.engine.views import keeps_records
 from common.store.items.open import open_item_store_for
 from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
-from tests.support.builders import make_step
-from tests.unit.test_item_budget import FAILED, OK, _item, _timing
-from tests.unit.test_item_relay_races import _relay, _run
+from tests.support.item_records import opened, relay
+from tests.unit.test_item_budget import FAILED, OK, _item
+from tests.unit.test_item_relay_races import _run
 
 
 @pytest.fixture(autouse=True)
@@ -23,27 +21,15 @@ def records(monkeypatch):
     monkeypatch.setattr(fan_out, "RECORDS_ENABLED", True)
 
 
-def _opened_holding(tasks, items, count: int, parallel: int):
-    step = make_step("each")
-    step.ForEach, step.MaxParallel, step.After, step.OnFailure = "hosts", parallel, [], "hold"
-    task = create_task(task_type="t", steps=[step], parameters={"hosts": [f"h{i}" for i in range(count)]},
-                       timing=_timing())
-    assert keeps_records(task.Steps[0])
-    tasks.insert(task)
-    (entry,) = task.Outbox
-    _relay(tasks, items).apply(task.TaskId, entry)
-    return task
-
-
 def test_another_items_end_settling_first_holds_the_task_and_rolls_nothing_back(subject):  # noqa: F811
     tasks, items = subject.store, open_item_store_for(subject.store)
-    task = _opened_holding(tasks, items, count=4, parallel=2)
-    relay = _relay(tasks, items)
+    task = opened(tasks, items, count=4, parallel=2, on_failure="hold")
+    relays = relay(tasks, items)
     for item in (0, 1):
-        relay.apply_owes(_run(tasks, items, task.TaskId, item, OK))
+        relays.apply_owes(_run(tasks, items, task.TaskId, item, OK))
     failed = _run(tasks, items, task.TaskId, 3, FAILED)  # its notice not applied yet
-    relay.apply_owes(_run(tasks, items, task.TaskId, 2, OK))  # the last other item's end settles
-    relay.apply_owes(failed)
+    relays.apply_owes(_run(tasks, items, task.TaskId, 2, OK))  # the last other item's end settles
+    relays.apply_owes(failed)
     stored = tasks.get(task.TaskId)
     assert stored.Held is not None and stored.Held.Item == 3, stored.TaskMessage
     assert stored.TaskStatus is TaskStatus.RUNNING and stored.Steps[0].State is StepState.RUNNING

@@ -10,31 +10,16 @@ from __future__ import annotations
 
 from collections import Counter
 
-from common.engine.document import Task
-from common.engine.core.entries import create_task
 from common.engine.kinds.for_each.budget import budget
 from common.engine.kinds.for_each.fields import Tolerance
-from common.engine.kinds.for_each.records import keeps_records
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from common.engine.core.entries import AttemptResult
-from tests.support.builders import make_step
-from tests.unit.test_item_relay_races import _relay, _run, _timing, stores  # noqa: F401 (a fixture)
+from tests.support.item_records import opened as _opened, relay as _relay, timing as _timing
+from tests.unit.test_item_relay_races import _run, stores  # noqa: F401 (a fixture)
 
 OK = AttemptResult(ResultCode.OK, output={"done": True})
 FAILED = AttemptResult(ResultCode.FAILED, "host down", retryable=False)
 UNDO_FAILED = AttemptResult(ResultCode.FAILED, "undo broke", retryable=False)
-
-
-def _opened(tasks, items, count: int, parallel: int, tolerate: Tolerance) -> Task:
-    step = make_step("each")
-    step.ForEach, step.MaxParallel, step.After, step.Tolerate = "hosts", parallel, [], tolerate
-    task = create_task(task_type="t", steps=[step], parameters={"hosts": [f"h{i}" for i in range(count)]},
-                       timing=_timing())
-    assert keeps_records(task.Steps[0])
-    tasks.insert(task)
-    (entry,) = task.Outbox
-    _relay(tasks, items).apply(task.TaskId, entry)
-    return task
 
 
 def _item(items, task_id: str, item: int):
@@ -157,16 +142,7 @@ def test_a_task_that_succeeded_with_failed_items_tells_its_webhooks_so(stores):
 
 
 def _held_task(tasks, items, count=6, parallel=2, tolerate=None):
-    step_task = _opened(tasks, items, count=count, parallel=parallel, tolerate=tolerate)
-
-    def hold_on(t):
-        new = t.clone()
-        new.Steps[0].OnFailure = "hold"
-        return new
-
-    from common.store.tasks.mutate import mutate
-    mutate(tasks, step_task.TaskId, hold_on)
-    return step_task
+    return _opened(tasks, items, count=count, parallel=parallel, tolerate=tolerate, on_failure="hold")
 
 
 def _act(tasks, items, task_id, action):

@@ -27,12 +27,12 @@ import pytest
 from common.engine.document import Task
 from common.engine.kinds.for_each.item_record import ItemRecord
 from common.engine.kinds.for_each import records as fan_out
-from common.engine.kinds.for_each.records import ITEM_KINDS, inline_view, keeps_records, start_rollback
+from common.engine.kinds.for_each.records import inline_view, start_rollback
 from common.engine.kinds.for_each.changes import item_failed
 from common.engine.kinds.for_each.item_changes import claim_item, finish_item_attempt
 from common.engine.operator.actions import cancel, compensate, retry_rollback
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
-from common.engine.core.entries import AttemptResult, Timing, create_task
+from common.engine.core.entries import AttemptResult, create_task
 from common.engine.core.units import new_id
 from common.relay.items import ItemRelay
 from common.store.sqlite.items import SqliteItemStore
@@ -40,6 +40,7 @@ from common.store.tasks.mutate import mutate
 from common.store.sqlite.tasks import SqliteStore
 from tests.chaos.invariants import check_task
 from tests.support.builders import make_step
+from tests.support.item_records import opened as _opened, relay as _relay, timing as _timing
 
 
 class Interleaved(SqliteItemStore):
@@ -83,39 +84,6 @@ def stores(tmp_path, monkeypatch):
     yield tasks, items
     items.close()
     tasks.close()
-
-
-def _timing() -> Timing:
-    return Timing(time.time(), lease=30)
-
-
-def _relay(tasks, items, sent: set[str] | None = None) -> ItemRelay:
-    """A relay that applies the item entries a task change of its own adds, as the committing
-    process's flusher does, each once (`sent`: the entries already marked sent)."""
-    relay: ItemRelay
-    sent = set() if sent is None else sent
-
-    def flush(task: Task) -> None:
-        for entry in task.Outbox:
-            if entry.Kind in ITEM_KINDS and entry.DispatchId not in sent:
-                sent.add(entry.DispatchId)
-                relay.apply(task.TaskId, entry)
-
-    relay = ItemRelay(tasks, items, _timing, flush, lambda record: None)
-    return relay
-
-
-def _opened(tasks, items, count: int, parallel: int) -> Task:
-    """A task whose for_each step opened over records, its records inserted by the relay."""
-    step = make_step("each")
-    step.ForEach, step.MaxParallel, step.After = "hosts", parallel, []
-    task = create_task(task_type="t", steps=[step], parameters={"hosts": [f"h{i}" for i in range(count)]},
-                       timing=_timing())
-    assert keeps_records(task.Steps[0])
-    tasks.insert(task)
-    (entry,) = task.Outbox
-    _relay(tasks, items).apply(task.TaskId, entry)
-    return task
 
 
 def _run(tasks, items, task_id: str, item: int, result: AttemptResult) -> ItemRecord:
