@@ -10,6 +10,7 @@ from common.engine.core.entries import Timing, create_task
 from common.engine.document import Task
 from common.engine.kinds.for_each.fields import Tolerance
 from common.engine.kinds.for_each.records import ITEM_KINDS, keeps_records
+from common.engine.kinds.for_each.waves.fields import WaveSpecDoc
 from common.relay.items import ItemRelay
 from tests.support.builders import make_step
 
@@ -35,12 +36,15 @@ def relay(tasks, items, sent: set[str] | None = None) -> ItemRelay:
 
 
 def opened(tasks, items, count: int, parallel: int, tolerate: Tolerance | None = None,
-           on_failure: str | None = None) -> Task:
+           on_failure: str | None = None, waves: list[WaveSpecDoc] | None = None) -> Task:
     """A task whose for_each step over `count` hosts (at most `parallel` at once) opened over
     records, its records inserted by the relay. `tolerate`: its failure budget; `on_failure`:
-    "hold" to hold the task on an item's failure (left out: it rolls back)."""
+    "hold" to hold the task on an item's failure (left out: it rolls back); `waves`: the waves
+    its items go in."""
     step = make_step("each")
     step.ForEach, step.MaxParallel, step.After, step.Tolerate = "hosts", parallel, [], tolerate
+    if waves is not None:
+        step.Waves = waves
     if on_failure is not None:
         step.OnFailure = on_failure
     task = create_task(task_type="t", steps=[step], parameters={"hosts": [f"h{i}" for i in range(count)]},

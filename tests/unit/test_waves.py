@@ -21,7 +21,8 @@ from common.engine.states import ResultCode, StepState, TaskStatus
 from common.relay.items import ItemRelay
 from common.store.tasks.mutate import mutate
 from tests.support.builders import make_step
-from tests.unit.test_item_relay_races import _relay, _run, _timing, stores  # noqa: F401 (a fixture)
+from tests.support.item_records import opened as _opened, relay as _relay, timing as _timing
+from tests.unit.test_item_relay_races import _run, stores  # noqa: F401 (a fixture)
 
 OK = AttemptResult(ResultCode.OK, output={"done": True})
 FAILED = AttemptResult(ResultCode.FAILED, "host down", retryable=False)
@@ -30,17 +31,6 @@ OPERATOR = frozenset({"read", "submit", "operator"})
 
 def _waves(*sizes, **gate) -> list[WaveSpecDoc]:
     return [WaveSpecDoc(Size=size, **gate) for size in sizes]
-
-
-def _opened(tasks, items, count: int, parallel: int, waves: list[WaveSpecDoc], tolerate=None) -> Task:
-    step = make_step("each")
-    step.ForEach, step.MaxParallel, step.After, step.Waves, step.Tolerate = "hosts", parallel, [], waves, tolerate
-    task = create_task(task_type="t", steps=[step], parameters={"hosts": [f"h{i}" for i in range(count)]},
-                       timing=_timing())
-    tasks.insert(task)
-    (entry,) = task.Outbox
-    _relay(tasks, items).apply(task.TaskId, entry)
-    return task
 
 
 def _dispatched(items, task_id: str, count: int) -> list[int]:
