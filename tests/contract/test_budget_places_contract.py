@@ -18,8 +18,9 @@ from common.engine.states import StepState, TaskStatus
 from common.store.items.open import open_item_store_for
 from common.store.sqlite.tasks import SqliteStore
 from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
-from tests.unit.test_item_budget import FAILED, _item, _opened
-from tests.unit.test_item_relay_races import _relay, _run
+from tests.support.item_records import opened as _opened, relay as _relay
+from tests.unit.test_item_budget import FAILED, _item
+from tests.unit.test_item_relay_races import _run
 
 FAILING, BUDGET = 6, 3
 

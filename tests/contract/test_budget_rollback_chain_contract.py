@@ -19,9 +19,10 @@ from common.engine.kinds.for_each.fields import Tolerance
 from common.engine.states import Phase, StepState, TaskStatus
 from common.store.items.open import open_item_store_for
 from tests.contract.store_fixtures import real_mongo_client, real_mongo_url, subject  # noqa: F401
-from tests.unit.test_item_budget import FAILED, OK, _item, _opened
+from tests.support.item_records import opened as _opened, relay as _relay, timing as _timing
+from tests.unit.test_item_budget import FAILED, OK, _item
 from common.store.tasks.mutate import mutate
-from tests.unit.test_item_relay_races import _relay, _run, _timing
+from tests.unit.test_item_relay_races import _run
 
 CHAINS, COUNT = 2, 6
 TURNS = ["past_the_budget", "cancel"]

@@ -16,8 +16,9 @@ from common.engine.states import Phase, StepState, TaskStatus
 from common.store.sqlite.items import SqliteItemStore
 from common.store.sqlite.tasks import SqliteStore
 from common.store.tasks.mutate import mutate
-from tests.unit.test_item_budget import FAILED, _drive, _held_task, _item, _opened
-from tests.unit.test_item_relay_races import _relay, _run, _timing, stores  # noqa: F401 (a fixture)
+from tests.support.item_records import opened as _opened, relay as _relay, timing as _timing
+from tests.unit.test_item_budget import FAILED, _drive, _held_task, _item
+from tests.unit.test_item_relay_races import _run, stores  # noqa: F401 (a fixture)
 
 
 def _fail_together(tasks, items, task_id: str, failing: list[int]) -> list:

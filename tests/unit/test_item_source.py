@@ -20,7 +20,8 @@ from common.engine.kinds.for_each.source.fields import ItemSource
 from common.engine.states import Phase, ResultCode, StepState, TaskStatus
 from common.store.tasks.mutate import mutate
 from tests.support.builders import make_step
-from tests.unit.test_item_relay_races import _relay, _run, _timing, stores  # noqa: F401 (a fixture)
+from tests.support.item_records import relay as _relay, timing as _timing
+from tests.unit.test_item_relay_races import _run, stores  # noqa: F401 (a fixture)
 
 OK = AttemptResult(ResultCode.OK, output={"done": True})
 

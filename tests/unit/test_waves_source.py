@@ -17,9 +17,10 @@ from common.engine.operator.actions import cancel
 from common.engine.states import ResultCode, StepState, TaskStatus
 from common.store.tasks.mutate import mutate
 from tests.support.builders import make_step
-from tests.unit.test_item_relay_races import _relay, _run, _timing, stores  # noqa: F401 (a fixture)
+from tests.support.item_records import opened as _opened, relay as _relay, timing as _timing
+from tests.unit.test_item_relay_races import _run, stores  # noqa: F401 (a fixture)
 from tests.unit.test_item_source import _fetch
-from tests.unit.test_waves import _dispatched, _drive, _opened, _waves
+from tests.unit.test_waves import _dispatched, _drive, _waves
 
 OK = AttemptResult(ResultCode.OK, output={"done": True})
 FAILED = AttemptResult(ResultCode.FAILED, "host down", retryable=False)
