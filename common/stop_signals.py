@@ -45,9 +45,3 @@ def stop_on_signals(stop: threading.Event, *, second_exits_after: float | None =
     for signum in SIGNALS:
         signal.signal(signum, handle)
 
-
-def run_until_signalled(stop: threading.Event) -> None:
-    """Block the main thread until SIGTERM or SIGINT (or another thread) sets `stop`."""
-    stop_on_signals(stop)
-    while not stop.wait(1.0):
-        pass

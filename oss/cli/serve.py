@@ -105,7 +105,7 @@ def module(name: str) -> None:
 def sweeper() -> None:
     """Run the sweeper: re-dispatch lapsed steps and relay unsent outbox entries."""
     from common.background import BACKGROUND_MARGIN_SECONDS, join_all
-    from common.stop_signals import run_until_signalled
+    from common.stop_signals import stop_on_signals
     from common.module_hooks import module_hooks
     from common.tracing.setup import configure_tracing
     from oss.wiring import build, build_sweeper
@@ -119,6 +119,9 @@ def sweeper() -> None:
     parts.service.declare_queues()
     sweeper_ = build_sweeper(loaded, parts.store, parts.broker, parts.service)
     stop = threading.Event()
+    # Before "sweeper started" is logged: whoever sees that line may stop the process at once,
+    # and a SIGTERM before the handler would end it without its graceful stop.
+    stop_on_signals(stop)
     # BATON_METRICS_PORT, like a module's; served before "sweeper started" is logged, as a
     # module's is before its own line: whoever waits for that line may scrape at once.
     sweeper_.metrics.serve(loaded.metrics_port)
@@ -126,7 +129,8 @@ def sweeper() -> None:
     thread.start()
     # The modules' own jobs (the mysql reconciler: BATON_RECONCILE_INTERVAL_SECONDS).
     jobs = [start(loaded, parts.store, stop) for start in module_hooks("background_job")]
-    run_until_signalled(stop)
+    while not stop.wait(1.0):
+        pass
     # Every thread that uses the store ends before it closes (common.background).
     if join_all([thread, *jobs], loaded.shutdown_grace_seconds + BACKGROUND_MARGIN_SECONDS):
         parts.close()
