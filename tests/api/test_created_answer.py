@@ -38,6 +38,32 @@ CREATED_FLOWS = FLOWS + """
       - name: third
         after: [first]
         normal: {module: monitor, command: noop}
+  kinds:
+    parameters:
+      hosts: {type: array, required: true}
+      name: {type: string, default: db1}
+    rate: {key: "kinds", limit: 1000, per: 60s}
+    steps:
+      - name: ask
+        approve: {count: 1, roles: [operator]}
+      - name: each_host
+        for_each: hosts
+        max_parallel: 3
+        lock: {key: "host:{item}"}
+        normal:   {module: mysql, command: noop}
+        rollback: {module: mysql, command: noop_rollback}
+      - name: child
+        flow: create_db
+        inputs: {name: name}
+  fan_first:
+    parameters:
+      hosts: {type: array, required: true}
+    steps:
+      - name: each
+        for_each: hosts
+        tolerate: {percent: 10}
+        normal:   {module: mysql, command: noop}
+        rollback: {module: mysql, command: noop_rollback}
 """
 
 # (task type, parameters, options, whether the answer is built from the task's own values)
@@ -51,6 +77,8 @@ SUBMISSIONS = [
     ("free_form", {"db": {"password": "abc"}}, {}, False),  # a key named like a secret
     ("free_form", {"dsn": "mysql://app:pw@db.example.com/x"}, {}, False),
     ("hooked", {}, {}, False),
+    ("kinds", {"hosts": ["h1", "h2"]}, {}, True),  # an approval first, a for_each and a sub-flow after
+    ("fan_first", {"hosts": ["h1", "h2"]}, {}, True),  # its items open in records (an outbox entry)
     ("free_form", {}, {"start_at": time.time() + 3600}, False),
 ]
 
