@@ -2,8 +2,8 @@
 
 task_view dumps the task's document, masks it, applies the held view and validates the result
 as the view model: for a task whose masking and held view change nothing, that round trip only
-copies the task. Here such a task's view is built from the task's own values instead (about a
-third of an answer's cost); any other task takes task_view's way.
+copies the task. Here such a task's view is built from the task's own values instead (about half
+an answer's cost); any other task takes task_view's way.
 """
 
 from __future__ import annotations
