@@ -36,6 +36,13 @@ def task_view(task: Task, now: float, live_modules: Collection[str] | None = Non
     `items` given: a step over item records shows its counts by state (inline steps always do)."""
     in_flight = item_runs(task, items)  # of its items kept in records: a drain's hold, an unserved queue
     shown = TaskDetail.model_validate(masked_task_view(task, in_flight, now))
+    return derived_view(shown, task, now, in_flight, items, live_modules)
+
+
+def derived_view(shown: TaskDetail, task: Task, now: float, in_flight: Collection[Run] = (),
+                 items: ItemStore | None = None, live_modules: Collection[str] | None = None) -> TaskDetail:
+    """`shown` (the task as shown: masked, its held units `waiting`) with what the API derives
+    from it set, from `task` itself where nothing shown matters (the actions its steps offer)."""
     for cursor, counts in item_counts(task, items).items():
         shown.Steps[cursor].ItemCounts = counts
     for cursor, (tried, undone) in item_attempts(task, items).items():  # a step over records: its items' sums

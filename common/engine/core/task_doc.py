@@ -224,6 +224,11 @@ class Task(*TASK_PARTS, TaskCore):  # type: ignore[misc]
     def run(self, dispatch_id: str) -> Run | None:
         return next((r for r in self.Runs if r.DispatchId == dispatch_id), None)
 
+    def refresh_derived(self) -> None:
+        """Its derived fields (the sweeper's indexes, a for_each step's outcome) as it is now, as
+        to_doc and to_json write them: for a view built from the task itself."""
+        self._refresh_derived()
+
     def to_doc(self) -> dict[str, Any]:
         self._refresh_derived()
         return self.model_dump(mode="json")
