@@ -42,7 +42,11 @@ def masked_doc(doc: dict[str, Any], *, url_free: bool = False) -> dict[str, Any]
     """A task document as stored or dumped, every secret masked: what masked_task_view shows,
     without the document model (`baton list` reads the stored JSON). Changes `doc` itself: give
     it a fresh one (decoded or dumped for this view). `url_free`: the caller found "://" in none
-    of its strings."""
+    of its strings.
+
+    The answer to a submission skips this for a task where none of the sources below applies
+    (oss/api/created_view.py `unmasked_view`): a source of secrets added here belongs in its check
+    too (tests/api/test_created_answer.py compares both ways)."""
     names = set(doc.get("SecretParameters") or ())
     values = set(secret_leaves(doc.get("Parameters") or {}, names))  # secret_values(task), before the masks
     values |= set(secret_leaves(doc.get("SubmittedParameters") or {}, names))
