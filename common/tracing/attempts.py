@@ -104,18 +104,23 @@ class _Attempt(NoAttempt):
     """A traced attempt: what its spans say, kept as plain values while the step runs, and
     itself the record its end hands to the span processor (common/tracing/step_record.py writes
     its spans from these values, in the exporter's thread), and the block `current()` answers.
-    A child's block is an object of its own: the commit runs on another thread than the claim,
-    and may begin before the attempt's block is left."""
 
-    __slots__ = ("message", "module", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
-                 "claim", "commit", "kind", "command_start", "command_end", "command_result", "command_error",
-                 "result", "error", "task_type", "step_name", "dropped_reason", "others", "resource",
-                 "instrumentation_scope", "_token")  # fmt: skip
+    The record waits in the batch processor's queue (up to seconds), long enough to reach the
+    garbage collector's oldest generation, whose every object a full collection walks and whose
+    growth makes full collections come sooner. So it keeps strings, numbers and enum members
+    only (none of which the collector tracks): the message's fields, not the message; the
+    outcome's code, not the result; the claim's and commit's times, not their blocks. One
+    object a step for the collector, not some fifteen."""
+
+    __slots__ = ("module", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
+                 "task_id", "dispatch_id", "command", "cursor", "phase", "attempt_number", "item", "link", "trace_parent",
+                 "claim_start", "claim_end", "commit_start", "commit_end", "kind", "command_start", "command_end",
+                 "command_outcome", "command_error", "outcome", "error", "task_type", "step_name", "dropped_reason",
+                 "others", "resource", "instrumentation_scope", "_token")  # fmt: skip
     context = StepSpans.context  # what a span processor reads before it queues an item: sampled
 
     def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, int]):
-        # The message is read again when the spans are written: a parsed message is never changed.
-        self.message, self.module = message, module
+        self.module = module
         self.trace_id, self.task_span, _ = parent
         self.trace_hex = format(parent[0], "032x")
         # The step's four span ids from one random draw: the attempt's, then claim, command and
@@ -123,13 +128,16 @@ class _Attempt(NoAttempt):
         self.base = (random.getrandbits(62) or 1) << 2
         self.start = time.time_ns()
         self.end_time = 0
-        self.claim: _Block | None = None  # its times, once begun
-        self.commit: _Block | None = None
+        trace = message.Trace
+        self.task_id, self.dispatch_id, self.command = message.TaskId, message.DispatchId, message.Command
+        self.cursor, self.phase, self.attempt_number, self.item = message.Cursor, message.Type, message.Attempt, message.Item
+        self.link, self.trace_parent = trace.Link, trace.TraceParent  # type: ignore[union-attr]
+        self.claim_start = self.claim_end = self.commit_start = self.commit_end = 0  # 0: not begun, not ended
         self.kind: str | None = None  # the command's, once it starts
         self.command_start = self.command_end = 0
-        self.command_result: AttemptResult | None = None
+        self.command_outcome: tuple[str, float | None, str | None] | None = None  # (code, check again, verdict)
         self.command_error: str | None = None
-        self.result: AttemptResult | None = None
+        self.outcome: tuple[str, float | None, str | None] | None = None
         self.error: str | None = None  # an outcome's (masked) message, when it is not OK
         self.task_type: str | None = None
         self.step_name: str | None = None  # both known once claimed
@@ -144,21 +152,22 @@ class _Attempt(NoAttempt):
 
     def __exit__(self, *_: object) -> None:
         CURRENT.reset(self._token)
+        self._token = None  # nor the token, which the queued record would keep
 
     def child(self, name: str) -> contextlib.AbstractContextManager[Any]:
         if name == "claim":
-            block = self.claim = _Block(self, self.base | 1)
-            return block
+            self.claim_start = time.time_ns()
+            return _Block(self, self.base | 1)
         if name == "commit":
-            block = self.commit = _Block(self, self.base | 3)
-            return block
+            self.commit_start = time.time_ns()
+            return _Block(self, self.base | 3)
         span = StepSpan(name, _new_id(), self.base)
         self.others = (*self.others, span)
         return _Current(self, span.span_id, span)
 
     def claimed(self, task: Task) -> None:
         self.task_type = task.TaskType
-        self.step_name = task.Steps[self.message.Cursor].Name
+        self.step_name = task.Steps[self.cursor].Name
 
     def dropped(self, reason: str) -> None:
         self.dropped_reason = reason
@@ -181,16 +190,17 @@ class _Attempt(NoAttempt):
     def command_ended(self, result: AttemptResult | None) -> None:
         if self.kind is not None and not self.command_end:
             self.command_end = time.time_ns()
-            self.command_result = result
-            if result is not None and result.code is not ResultCode.OK:
-                self.command_error = masked(result.message)
+            if result is not None:
+                self.command_outcome = _outcome(result)
+                if result.code is not ResultCode.OK:
+                    self.command_error = masked(result.message)
 
     def end(self, result: AttemptResult | None = None) -> None:
         if self.end_time:
             return
         self.end_time = time.time_ns()
         if result is not None:
-            self.result = result
+            self.outcome = _outcome(result)
             if result.code is not ResultCode.OK:
                 self.error = masked(result.message)  # masked here: the secrets are this context's
         emit = state.emit_steps
@@ -205,16 +215,21 @@ class _Attempt(NoAttempt):
         return StepSpans(self.trace_id, step_record.spans(self), self.resource, self.instrumentation_scope).readable()
 
 
-class _Block:
-    """A claim or commit: current for its block, its times taken at the block's start and end."""
+def _outcome(result: AttemptResult) -> tuple[str, float | None, str | None]:
+    """(code's name, check again, verify's verdict): what the spans say of an outcome."""
+    verified = result.verified
+    return result.code._name_, result.check_again, verified[0] if verified is not None else None
 
-    __slots__ = ("_attempt", "_span_id", "_token", "start", "end")
+
+class _Block:
+    """A claim or commit: current for its block, its end's time written to the attempt. The
+    attempt keeps no reference to it: once left, it is freed."""
+
+    __slots__ = ("_attempt", "_span_id", "_token")
 
     def __init__(self, attempt: _Attempt, span_id: int):
         self._attempt = attempt
         self._span_id = span_id
-        self.start = time.time_ns()
-        self.end = 0
 
     def __enter__(self) -> None:
         attempt = self._attempt
@@ -222,7 +237,10 @@ class _Block:
 
     def __exit__(self, *_: object) -> None:
         CURRENT.reset(self._token)
-        self.end = time.time_ns()
+        if self._span_id & 3 == 1:
+            self._attempt.claim_end = time.time_ns()
+        else:
+            self._attempt.commit_end = time.time_ns()
 
 
 class _Current:

@@ -26,72 +26,73 @@ _SHUTDOWN = "stopped by the module's shutdown"  # a command's outcome when the m
 
 def spans(attempt: Any) -> list[StepSpan]:
     """The attempt's spans: the attempt, then its claim, command, commit and other children."""
-    message = attempt.message
     base = attempt.base
     attempt_span = StepSpan(_attempt_name(attempt), base, attempt.task_span, 4, _attempt_attributes(attempt))
     attempt_span.start, attempt_span.end, attempt_span.error = attempt.start, attempt.end_time, attempt.error
-    link = _link(message)
+    link = _link(attempt)
     if link:
         attempt_span.links = (link,)
     found = [attempt_span]
-    if attempt.claim is not None:
-        found.append(_child("claim", base | 1, base, attempt.claim))
+    if attempt.claim_start:
+        found.append(_child("claim", base | 1, base, attempt.claim_start, attempt.claim_end))
     if attempt.kind is not None:
-        command = StepSpan(f"command {message.Command}", base | 2, base, 0, _command_attributes(attempt))
+        command = StepSpan(f"command {attempt.command}", base | 2, base, 0, _command_attributes(attempt))
         command.start, command.end, command.error = attempt.command_start, attempt.command_end, attempt.command_error
         found.append(command)
-    if attempt.commit is not None:
-        found.append(_child("commit", base | 3, base, attempt.commit))
+    if attempt.commit_start:
+        found.append(_child("commit", base | 3, base, attempt.commit_start, attempt.commit_end))
     return [*found, *attempt.others]
 
 
-def _child(name: str, span_id: int, parent: int, block: Any) -> StepSpan:
+def _child(name: str, span_id: int, parent: int, start: int, end: int) -> StepSpan:
     span = StepSpan(name, span_id, parent)
-    span.start, span.end = block.start, block.end
+    span.start, span.end = start, end
     return span
 
 
 def _attempt_name(attempt: Any) -> str:
-    message = attempt.message
-    return f"{_VERB[message.Type]} {attempt.step_name if attempt.task_type is not None else message.Command}"
+    return f"{_VERB[attempt.phase]} {attempt.step_name if attempt.task_type is not None else attempt.command}"
 
 
-def _link(message: Any) -> int:
-    trace = message.Trace
-    return linked_span(trace.Link, trace.TraceParent) if trace.Link else 0  # only a link within the same trace
+def _link(attempt: Any) -> int:
+    link = attempt.link
+    return linked_span(link, attempt.trace_parent) if link else 0  # only a link within the same trace
 
 
 def _attempt_attributes(attempt: Any) -> dict[str, Any]:
-    message = attempt.message
     module = attempt.module
     found = {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process", a.MESSAGING_DESTINATION: module,
-             a.MODULE: module, a.MESSAGING_MESSAGE_ID: message.DispatchId, a.TASK_ID: message.TaskId,
-             a.STEP: message.Cursor, a.PHASE: message.Type.label, a.ATTEMPT: message.Attempt, a.COMMAND: message.Command}  # fmt: skip
-    if message.Item is not None:
-        found[a.ITEM] = message.Item
+             a.MODULE: module, a.MESSAGING_MESSAGE_ID: attempt.dispatch_id, a.TASK_ID: attempt.task_id,
+             a.STEP: attempt.cursor, a.PHASE: attempt.phase.label, a.ATTEMPT: attempt.attempt_number,
+             a.COMMAND: attempt.command}  # fmt: skip
+    if attempt.item is not None:
+        found[a.ITEM] = attempt.item
     if attempt.task_type is not None:
         found[a.TASK_TYPE] = attempt.task_type
         found[a.STEP_NAME] = attempt.step_name
     if attempt.dropped_reason is not None:
         found[a.DROPPED] = attempt.dropped_reason
-    if attempt.result is not None:
-        found.update(_outcome(attempt.result))
+    if attempt.outcome is not None:
+        found.update(_outcome(attempt.outcome))
     return found
 
 
 def _command_attributes(attempt: Any) -> dict[str, Any]:
     found: dict[str, Any] = {a.COMMAND_KIND: attempt.kind}
     if attempt.command_end:  # ended: with its outcome, or stopped by the module's shutdown
-        found.update(_outcome(attempt.command_result) if attempt.command_result is not None else {a.OUTCOME: _SHUTDOWN})
+        outcome = attempt.command_outcome
+        found.update(_outcome(outcome) if outcome is not None else {a.OUTCOME: _SHUTDOWN})
     return found
 
 
-def _outcome(result: Any) -> dict[str, Any]:
-    found = {a.CODE: result.code._name_}  # the enum's name, without its property's call
-    if result.check_again is not None:
-        found[a.CHECK_AGAIN] = result.check_again
-    if result.verified is not None:
-        found[a.VERDICT] = result.verified[0]
+def _outcome(outcome: tuple[str, float | None, str | None]) -> dict[str, Any]:
+    """An outcome's attributes from (code's name, check again, verify's verdict)."""
+    code, check_again, verdict = outcome
+    found: dict[str, Any] = {a.CODE: code}
+    if check_again is not None:
+        found[a.CHECK_AGAIN] = check_again
+    if verdict is not None:
+        found[a.VERDICT] = verdict
     return found
 
 
@@ -119,6 +120,7 @@ def _text(key: bytes, value: str) -> bytes:
 # What repeats from step to step, written once: a group of attributes by what decides them.
 _GROUPS: dict[Any, bytes] = {}
 _GROUPS_BOUND = 4096
+_OUTCOMES: dict[tuple[str, float | None, str | None], bytes] = {}  # by (code, check again, verdict)
 
 
 def _group(key: Any, values: dict[str, Any]) -> bytes:
@@ -129,27 +131,27 @@ def _group(key: Any, values: dict[str, Any]) -> bytes:
 
 
 def _attempt_attribute_bytes(attempt: Any) -> bytes:
-    message = attempt.message
-    module, command, cursor, phase, task_id = attempt.module, message.Command, message.Cursor, message.Type, message.TaskId
+    module, command, cursor, phase, task_id = attempt.module, attempt.command, attempt.cursor, attempt.phase, attempt.task_id
     key = ("module", module)
     fixed = _GROUPS.get(key)
     if fixed is None:
         fixed = _group(key, {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process",
                              a.MESSAGING_DESTINATION: module, a.MODULE: module})  # fmt: skip
-    parts = [fixed, _text(_MESSAGE_ID_KEY, message.DispatchId)]
+    parts = [fixed, _text(_MESSAGE_ID_KEY, attempt.dispatch_id)]
     task = _GROUPS.get(task_id)
     if task is None:
         if len(_GROUPS) >= _GROUPS_BOUND:  # task ids come and go
             _GROUPS.clear()
         task = _GROUPS[task_id] = _text(_TASK_ID_KEY, task_id)
     parts.append(task)
-    key = ("step", cursor, phase, message.Attempt, command)
+    number = attempt.attempt_number
+    key = ("step", cursor, phase, number, command)
     step = _GROUPS.get(key)
     if step is None:
-        step = _group(key, {a.STEP: cursor, a.PHASE: phase.label, a.ATTEMPT: message.Attempt, a.COMMAND: command})
+        step = _group(key, {a.STEP: cursor, a.PHASE: phase.label, a.ATTEMPT: number, a.COMMAND: command})
     parts.append(step)
-    if message.Item is not None:
-        parts.append(wire.attributes(9, {a.ITEM: message.Item}))
+    if attempt.item is not None:
+        parts.append(wire.attributes(9, {a.ITEM: attempt.item}))
     if attempt.task_type is not None:
         key = ("claimed", attempt.task_type, attempt.step_name)
         claimed = _GROUPS.get(key)
@@ -158,31 +160,23 @@ def _attempt_attribute_bytes(attempt: Any) -> bytes:
         parts.append(claimed)
     if attempt.dropped_reason is not None:
         parts.append(wire.attributes(9, {a.DROPPED: attempt.dropped_reason}))
-    if attempt.result is not None:
-        parts.append(_outcome_bytes(attempt.result))
+    outcome = attempt.outcome
+    if outcome is not None:
+        found = _OUTCOMES.get(outcome)
+        if found is None:
+            if len(_OUTCOMES) >= _GROUPS_BOUND:  # "check again in" seconds may vary
+                _OUTCOMES.clear()
+            found = _OUTCOMES[outcome] = wire.attributes(9, _outcome(outcome))
+        parts.append(found)
     return b"".join(parts)
 
 
-def _outcome_bytes(result: Any) -> bytes:
-    key = ("outcome", result.code, result.check_again, result.verified[0] if result.verified is not None else None)
-    found = _GROUPS.get(key)
-    if found is None:
-        found = _group(key, _outcome(result))
-    return found
-
-
 def _command_attribute_bytes(attempt: Any) -> bytes:
-    key = ("command", attempt.kind, attempt.command_end != 0, *(_outcome_key(attempt.command_result)))
+    key = ("command", attempt.kind, attempt.command_end != 0, attempt.command_outcome)
     found = _GROUPS.get(key)
     if found is None:
         found = _group(key, _command_attributes(attempt))
     return found
-
-
-def _outcome_key(result: Any) -> tuple[Any, ...]:
-    if result is None:
-        return (None,)
-    return (result.code, result.check_again, result.verified[0] if result.verified is not None else None)
 
 
 # claim and commit: no attributes, no link, status unset; only their ids and times differ.
@@ -197,25 +191,24 @@ _COMMIT = wire.string(5, "commit") + _KIND[0]
 
 def otlp_spans(attempt: Any) -> bytes:
     """The attempt's spans as ScopeSpans.spans fields (2): each an OTLP `Span` message, framed."""
-    message = attempt.message
     trace = attempt.trace_id.to_bytes(16, "big")
     head = b"\x0a\x10" + trace + b"\x12\x08"  # 1 trace_id, then 2 span_id's tag
     base = attempt.base
-    link = _link(message)
+    link = _link(attempt)
     body = encoded_span(head, trace, _attempt_name(attempt), base, attempt.task_span, 4, attempt.start,
                         attempt.end_time, _attempt_attribute_bytes(attempt), (link,) if link else (), attempt.error)
     parts = [wire.FIELD_2, _length(body), body]
-    claim = attempt.claim
-    if claim is not None:
-        body = b"".join((head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM, _TIMES(0x39, claim.start, 0x41, claim.end), _TAIL))
+    if attempt.claim_start:
+        body = b"".join((head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM, _TIMES(0x39, attempt.claim_start, 0x41,
+                                                                                   attempt.claim_end), _TAIL))
         parts += (wire.FIELD_2, _length(body), body)
     if attempt.kind is not None:
-        body = encoded_span(head, trace, f"command {message.Command}", base | 2, base, 0, attempt.command_start,
+        body = encoded_span(head, trace, f"command {attempt.command}", base | 2, base, 0, attempt.command_start,
                             attempt.command_end, _command_attribute_bytes(attempt), (), attempt.command_error)
         parts += (wire.FIELD_2, _length(body), body)
-    commit = attempt.commit
-    if commit is not None:
-        body = b"".join((head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT, _TIMES(0x39, commit.start, 0x41, commit.end), _TAIL))
+    if attempt.commit_start:
+        body = b"".join((head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT, _TIMES(0x39, attempt.commit_start, 0x41,
+                                                                                    attempt.commit_end), _TAIL))
         parts += (wire.FIELD_2, _length(body), body)
     for span in attempt.others:
         body = encoded_span(head, trace, span.name, span.span_id, span.parent_id, span.kind, span.start, span.end,

@@ -1,7 +1,9 @@
-"""The two places where baton's tracing reaches past OpenTelemetry's public API for speed (the
-runtime context's variable, the batch processor's queue) are guarded by a fallback to the API.
-With the pinned SDK the fast path must be the one taken, and agree with the API: an SDK upgrade
-that moves either name fails here instead of silently costing every step the slow path."""
+"""The places where baton's tracing reaches past OpenTelemetry's public API for speed (the
+runtime context's variable, the batch processor's queue, the exporter's transport) are guarded
+by a fallback to the API. With the pinned SDK the fast path must be the one taken, and agree
+with the API: an SDK upgrade that moves any of these names fails here instead of silently
+costing every step the slow path. And a step's record, queued for export, is freed as soon as
+it is exported: a reference cycle in it would leave it to the garbage collector."""
 
 from __future__ import annotations
 
@@ -9,7 +11,11 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
-from common.tracing import current_step
+from common.engine.changes import AttemptResult
+from common.engine.document import StepMessage
+from common.engine.states import Phase, ResultCode
+from common.tracing import attempts, current_step, state
+from common.tracing.carrier import TraceContext
 from common.tracing.scrub import ScrubbingProcessor
 
 
@@ -37,3 +43,48 @@ def test_a_steps_record_goes_straight_to_the_batch_processors_queue():
         assert getattr(emit, "__self__", None) is batch._batch_processor
     finally:
         batch.shutdown()
+
+
+def test_the_exporter_sends_through_its_own_transport(monkeypatch):
+    from common.tracing.exporter import OtlpExporter
+    from common.tracing.http_transport import HttpClientTransport
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    exporter = OtlpExporter()
+    try:
+        assert isinstance(exporter._client._transport, HttpClientTransport)
+    finally:
+        exporter.shutdown()
+
+
+def test_a_steps_record_is_freed_without_the_garbage_collector(monkeypatch):
+    import gc
+
+    trace = TraceContext(TraceParent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    message = StepMessage(TaskId="t-1", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1, Retry=0,
+                          DispatchId="d-1", Attempt=1, Trace=trace)  # fmt: skip
+    exported: list[object] = []
+    monkeypatch.setattr(state, "emit", exported.append)
+    monkeypatch.setattr(state, "emit_steps", exported.append)
+    gc.collect()
+    gc.disable()
+    try:
+        for kind in ("process", "thread"):
+            attempt = attempts.begin(message, "m")
+            with attempt.current():
+                with attempt.child("claim"):
+                    pass
+                attempt.start_command(kind)
+                with attempt.in_command():
+                    pass
+                attempt.command_ended(AttemptResult(ResultCode.OK))
+                with attempt.child("commit"):
+                    with attempt.child("sub-flow"):
+                        pass
+            attempt.end(AttemptResult(ResultCode.OK))
+        assert len(exported) == 2
+        del attempt
+        exported.clear()  # what the exporter's thread does once the request is sent
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
