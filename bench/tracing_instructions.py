@@ -13,7 +13,8 @@ not under callgrind: their CPU time is printed beside.
 A second figure, alone in one process: the instructions a step's tracing hooks execute
 (begin, the four spans made current in turn, their end and hand-over to the batch processor,
 two log lines' trace ids), from the difference between one and three rounds over the same
-messages.
+messages; and a third, the instructions the exporter's thread spends writing a step's spans
+into a request (baton's encoder), from one and three rounds of encoding the same records.
 
 Needs valgrind; takes minutes (the module runs some 50 times slower). Not part of `make bench`:
     python -m bench.tracing_instructions       (BATON_BENCH_TRACING_CALLGRIND_TASKS, default 100)
@@ -183,6 +184,37 @@ def hooks_row(workdir: Path) -> tuple[str, str, str]:
             "instructions a step (4 spans made current, ended, queued; 2 log lines' ids)")
 
 
+ENCODING = HOOKS.replace("for _ in range(int(os.environ[\"ROUNDS\"])):", "for _ in range(1):") + """
+from common.tracing import state
+from common.tracing.otlp_encoding import encode_request
+
+kept = []
+state.emit_steps = kept.append
+for message in messages:
+    one_step(message)
+for _ in range(int(os.environ["ROUNDS"])):
+    for start in range(0, len(kept), 500):
+        encode_request(kept[start:start + 500])
+"""
+
+
+def encoding_row(workdir: Path) -> tuple[str, str, str]:
+    """The instructions the exporter's thread spends writing a step's spans into a request
+    (requests of 500 steps, each a new task: its id written, not found kept)."""
+    script = workdir / "encoding.py"
+    script.write_text(ENCODING)
+    totals = []
+    for rounds in (1, 3):
+        out = workdir / f"encoding-{rounds}.out"
+        env = {**os.environ, "ROUNDS": str(rounds), "PYTHONPATH": str(REPO)}
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, str(script)],
+                       env=env, check=True, capture_output=True)  # fmt: skip
+        totals.append(_total(str(out)))
+    per_step = (totals[1] - totals[0]) / 2000
+    return ("tracing on: writing a step's spans into a request, alone in one process", f"{per_step / 1e3:.0f} k",
+            "instructions a step (its four spans' OTLP bytes, in requests of 500 steps)")
+
+
 if __name__ == "__main__":
     from common.logging import configure_logging
     from tests.support.vhosts import rabbitmq_vhost
@@ -197,7 +229,7 @@ if __name__ == "__main__":
     with rabbitmq_vhost("baton-bench-tracing-instr") as url, tempfile.TemporaryDirectory() as tmp:
         workdir = Path(keep) if keep else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        rows = [hooks_row(workdir), *module_rows(workdir, url, tasks, functions)]
+        rows = [hooks_row(workdir), encoding_row(workdir), *module_rows(workdir, url, tasks, functions)]
     for name, value, note in rows:
         print(f"  {name:<70}  {value:>10}  {note}")
     print(f"  ({time.monotonic() - started:.0f} s)")

@@ -102,6 +102,7 @@ _MESSAGE_ID_KEY = wire.string(1, a.MESSAGING_MESSAGE_ID) + b"\x12"  # KeyValue's
 _TASK_ID_KEY = wire.string(1, a.TASK_ID) + b"\x12"
 _TAG = bytes([9 << 3 | 2])  # a span's attributes field (9)
 _LENGTHS = wire.LENGTHS
+_FIELD_2 = wire.FIELD_2
 
 
 def _length(body: bytes) -> bytes:
@@ -115,6 +116,22 @@ def _text(key: bytes, value: str) -> bytes:
     any_value = b"\x0a" + _length(text) + text  # AnyValue.string_value (1)
     body = key + _length(any_value) + any_value
     return _TAG + _length(body) + body
+
+
+# Everything of a string attribute before its text depends only on its key and the text's
+# length: kept by length, one per key (a message id is as long as the one before).
+_MESSAGE_ID_FRAMES: dict[int, bytes] = {}
+
+
+def _text_frame(frames: dict[int, bytes], key: bytes, size: int) -> bytes:
+    if len(frames) >= 256:
+        frames.clear()
+    text_length = wire.length(bytes(size))
+    any_length = 1 + len(text_length) + size
+    body_length = len(key) + len(wire.length(bytes(any_length))) + any_length
+    found = frames[size] = (_TAG + wire.length(bytes(body_length)) + key + wire.length(bytes(any_length)) + b"\x0a"
+                            + text_length)  # fmt: skip
+    return found
 
 
 # What repeats from step to step, written once: a group of attributes by what decides them.
@@ -137,7 +154,11 @@ def _attempt_attribute_bytes(attempt: Any) -> bytes:
     if fixed is None:
         fixed = _group(key, {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process",
                              a.MESSAGING_DESTINATION: module, a.MODULE: module})  # fmt: skip
-    parts = [fixed, _text(_MESSAGE_ID_KEY, attempt.dispatch_id)]
+    text = attempt.dispatch_id.encode("utf-8")
+    frame = _MESSAGE_ID_FRAMES.get(len(text))
+    if frame is None:
+        frame = _text_frame(_MESSAGE_ID_FRAMES, _MESSAGE_ID_KEY, len(text))
+    parts = [fixed, frame, text]
     task = _GROUPS.get(task_id)
     if task is None:
         if len(_GROUPS) >= _GROUPS_BOUND:  # task ids come and go
@@ -187,6 +208,10 @@ _KIND = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER
 _TAIL = b"\x7a\x00\x85\x01" + wire.FIXED32(0x300)  # 15 status unset; 16 flags: parent remote
 _CLAIM = wire.string(5, "claim") + _KIND[0]
 _COMMIT = wire.string(5, "commit") + _KIND[0]
+# ... so their length is the same every step too: a ScopeSpans.spans field's tag and length
+# before the trace id's field (20 bytes), the ids (18), the name and kind, the times (18), the tail.
+_CLAIM_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_CLAIM) + 18 + len(_TAIL)]
+_COMMIT_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_COMMIT) + 18 + len(_TAIL)]
 
 
 def otlp_spans(attempt: Any) -> bytes:
@@ -197,19 +222,19 @@ def otlp_spans(attempt: Any) -> bytes:
     link = _link(attempt)
     body = encoded_span(head, trace, _attempt_name(attempt), base, attempt.task_span, 4, attempt.start,
                         attempt.end_time, _attempt_attribute_bytes(attempt), (link,) if link else (), attempt.error)
-    parts = [wire.FIELD_2, _length(body), body]
+    size = len(body)
+    parts = [_FIELD_2, _LENGTHS[size] if size < 4096 else wire.length(body), body]
     if attempt.claim_start:
-        body = b"".join((head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM, _TIMES(0x39, attempt.claim_start, 0x41,
-                                                                                   attempt.claim_end), _TAIL))
-        parts += (wire.FIELD_2, _length(body), body)
+        parts += (_CLAIM_FRAME, head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM,
+                  _TIMES(0x39, attempt.claim_start, 0x41, attempt.claim_end), _TAIL)  # fmt: skip
     if attempt.kind is not None:
         body = encoded_span(head, trace, f"command {attempt.command}", base | 2, base, 0, attempt.command_start,
                             attempt.command_end, _command_attribute_bytes(attempt), (), attempt.command_error)
-        parts += (wire.FIELD_2, _length(body), body)
+        size = len(body)
+        parts += (_FIELD_2, _LENGTHS[size] if size < 4096 else wire.length(body), body)
     if attempt.commit_start:
-        body = b"".join((head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT, _TIMES(0x39, attempt.commit_start, 0x41,
-                                                                                    attempt.commit_end), _TAIL))
-        parts += (wire.FIELD_2, _length(body), body)
+        parts += (_COMMIT_FRAME, head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT,
+                  _TIMES(0x39, attempt.commit_start, 0x41, attempt.commit_end), _TAIL)  # fmt: skip
     for span in attempt.others:
         body = encoded_span(head, trace, span.name, span.span_id, span.parent_id, span.kind, span.start, span.end,
                             wire.attributes(9, span.attributes), span.links, span.error)

@@ -77,6 +77,8 @@ class StepSpans:
 # Span.flags "is_remote known" and "remote"; Link.flags the same.
 _FLAGS = b"\x85\x01" + wire.FIXED32(0x300)
 _LINK_FLAGS = b"\x35" + wire.FIXED32(0x300)
+# A link's field (13) and length: a trace id's field (18 bytes), a span id's (10), the flags (5).
+_LINK_FIELD = b"\x6a" + wire.LENGTHS[18 + 10 + len(_LINK_FLAGS)]
 _KIND_FIELD = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER (the SDK's value plus one)
 _NO_STATUS = b"\x7a\x00"  # 15 status: present and empty, as the SDK's encoder writes UNSET
 
@@ -114,7 +116,7 @@ def encoded_span(head: bytes, trace: bytes, name: str, span_id: int, parent_id: 
     parts = [head, _IDS(span_id, _PARENT_TAG, parent_id), name_field, _KIND_FIELD[kind], _TIMES(0x39, start, 0x41, end),
              attributes]
     for linked in links:  # 13 links: trace_id, span_id, flags
-        parts.append(wire.message(13, b"\x0a\x10" + trace + b"\x12\x08" + linked.to_bytes(8, "big") + _LINK_FLAGS))
+        parts += (_LINK_FIELD, b"\x0a\x10", trace, b"\x12\x08", linked.to_bytes(8, "big"), _LINK_FLAGS)
     if error is None:
         parts.append(_NO_STATUS)
     else:  # 15 status: 2 message, 3 code ERROR

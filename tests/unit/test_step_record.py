@@ -183,3 +183,13 @@ def test_a_commit_on_another_thread_may_begin_before_the_attempt_s_block_is_left
     assert seen["after commit"] == (trace, spans["step prepare"].context.span_id)  # as the context was copied
     assert seen["after attempt"] is None
     assert spans["commit"].end_time >= spans["commit"].start_time > 0
+
+
+def test_a_message_id_s_frame_kept_by_length_writes_what_the_attribute_written_in_full_would():
+    from common.tracing import step_record
+
+    for size in (0, 1, 36, 112, 113, 127, 128, 4000, 4096, 20000):  # where a varint grows a byte
+        for letter in ("a", "é"):
+            text = (letter * size).encode("utf-8")
+            frame = step_record._text_frame({}, step_record._MESSAGE_ID_KEY, len(text))
+            assert frame + text == step_record._text(step_record._MESSAGE_ID_KEY, text.decode("utf-8"))
