@@ -45,18 +45,6 @@ def test_a_steps_record_goes_straight_to_the_batch_processors_queue():
         batch.shutdown()
 
 
-def test_the_exporter_sends_through_its_own_transport(monkeypatch):
-    from common.tracing.exporter import OtlpExporter
-    from common.tracing.http_transport import HttpClientTransport
-
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
-    exporter = OtlpExporter()
-    try:
-        assert isinstance(exporter._client._transport, HttpClientTransport)
-    finally:
-        exporter.shutdown()
-
-
 def test_a_steps_record_is_freed_without_the_garbage_collector(monkeypatch):
     import gc
 
