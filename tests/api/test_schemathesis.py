@@ -88,7 +88,7 @@ def test_every_operation_passes_every_check(api_schema: schemathesis.BaseSchema,
     assert len(operations) >= 14
     for operation in operations:
 
-        @given(case=operation.as_strategy(generation_mode=mode), pick=st.data())
+        @given(case=_cases(operation, mode), pick=st.data())
         @settings(
             max_examples=examples,
             deadline=None,
@@ -110,6 +110,19 @@ def test_every_operation_passes_every_check(api_schema: schemathesis.BaseSchema,
             assert mode is GenerationMode.NEGATIVE  # nothing to get wrong: no parameters, no body
         except BaseException as exc:  # schemathesis reports its failures as an exception group
             raise AssertionError(f"{operation.label} ({role}, {mode.value}): {exc}") from exc
+
+
+# An operation's strategy, built once for every role: the roles differ in their token alone, and
+# building a strategy (the bodies' schemas turned into hypothesis strategies, the task types'
+# union first) is about a third of the in-process run's CPU.
+_STRATEGIES: dict[tuple[str, GenerationMode], st.SearchStrategy] = {}
+
+
+def _cases(operation: schemathesis.APIOperation, mode: GenerationMode) -> st.SearchStrategy:
+    key = (operation.label, mode)
+    if key not in _STRATEGIES:
+        _STRATEGIES[key] = operation.as_strategy(generation_mode=mode)
+    return _STRATEGIES[key]
 
 
 @pytest.fixture(scope="module")
