@@ -170,18 +170,24 @@ for _ in range(int(os.environ["ROUNDS"])):
 
 
 def hooks_row(workdir: Path) -> tuple[str, str, str]:
-    script = workdir / "hooks.py"
-    script.write_text(HOOKS)
+    per_step = _per_step(workdir, "hooks", HOOKS)
+    return ("tracing on: a step's hooks, alone in one process", f"{per_step / 1e3:.0f} k",
+            "instructions a step (4 spans made current, ended, queued; 2 log lines' ids)")
+
+
+def _per_step(workdir: Path, name: str, code: str) -> float:
+    """Instructions per step of `code` under callgrind: one round against three of its 1,000
+    steps, so that the imports and the set-up cancel out."""
+    script = workdir / f"{name}.py"
+    script.write_text(code)
     totals = []
     for rounds in (1, 3):
-        out = workdir / f"hooks-{rounds}.out"
+        out = workdir / f"{name}-{rounds}.out"
         env = {**os.environ, "ROUNDS": str(rounds), "PYTHONPATH": str(REPO)}
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, str(script)],
                        env=env, check=True, capture_output=True)  # fmt: skip
         totals.append(_total(str(out)))
-    per_step = (totals[1] - totals[0]) / 2000
-    return ("tracing on: a step's hooks, alone in one process", f"{per_step / 1e3:.0f} k",
-            "instructions a step (4 spans made current, ended, queued; 2 log lines' ids)")
+    return (totals[1] - totals[0]) / 2000
 
 
 ENCODING = HOOKS.replace("for _ in range(int(os.environ[\"ROUNDS\"])):", "for _ in range(1):") + """
@@ -201,16 +207,7 @@ for _ in range(int(os.environ["ROUNDS"])):
 def encoding_row(workdir: Path) -> tuple[str, str, str]:
     """The instructions the exporter's thread spends writing a step's spans into a request
     (requests of 500 steps, each a new task: its id written, not found kept)."""
-    script = workdir / "encoding.py"
-    script.write_text(ENCODING)
-    totals = []
-    for rounds in (1, 3):
-        out = workdir / f"encoding-{rounds}.out"
-        env = {**os.environ, "ROUNDS": str(rounds), "PYTHONPATH": str(REPO)}
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, str(script)],
-                       env=env, check=True, capture_output=True)  # fmt: skip
-        totals.append(_total(str(out)))
-    per_step = (totals[1] - totals[0]) / 2000
+    per_step = _per_step(workdir, "encoding", ENCODING)
     return ("tracing on: writing a step's spans into a request, alone in one process", f"{per_step / 1e3:.0f} k",
             "instructions a step (its four spans' OTLP bytes, in requests of 500 steps)")
 
