@@ -39,7 +39,7 @@ run: $(VENV)/.runtime
 #   SecantusDB killed and frozen under a running cluster, the Schemathesis CLI, the SIGTERM loop
 #   at full length. CI runs both tiers.
 # make chaos: the fault-injection scenarios in full (make test runs them reduced).
-TEST_WORKERS ?= 6
+TEST_WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest
 
 test: venv
