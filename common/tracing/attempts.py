@@ -237,6 +237,7 @@ class _Block:
 
     def __exit__(self, *_: object) -> None:
         CURRENT.reset(self._token)
+        # The span id's low bits name the block (the attempt's ids: base | 1 claim, base | 3 commit).
         if self._span_id & 3 == 1:
             self._attempt.claim_end = time.time_ns()
         else:
