@@ -84,6 +84,19 @@ def test_dropping_the_last_entry_leaves_no_outbox_due(subject: StoreUnderTest) -
         assert store.unsent_outbox(NOW + 10**6, 10) == []
         if subject.kind == "sqlite":
             assert sqlite_row(subject, task.TaskId)[:2] == (expected.Version, None)
+            assert sqlite_row(subject, task.TaskId)[4] == expected.to_json()  # the encoder's text
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_sqlite_leaves_a_lone_entry_of_a_document_holding_infinity_or_nan_to_the_usual_way(
+        subject: StoreUnderTest, value: float) -> None:
+    store = subject.store
+    task = new_task(NOW, labels={})
+    task.Parameters["odd"] = value
+    store.insert(task)
+    assert store.drop_sent(task.TaskId, task.Outbox[0].DispatchId) is False
+    assert store.drop_sent_many([(task.TaskId, task.Outbox[0].DispatchId)]) == set()
+    assert store.get(task.TaskId).Version == task.Version
 
 
 def test_an_entry_that_is_not_there_changes_nothing(subject: StoreUnderTest) -> None:

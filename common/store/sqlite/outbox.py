@@ -67,6 +67,28 @@ WHERE tasks.task_id = :task
     AND json_extract(tasks.doc, '$.Version') = tasks.version
 """
 
+# The same for an outbox of that one entry alone (a new task's, most often), without reading the
+# entries one by one: a third of the general statement's work. CASE: nothing reads the outbox of
+# a document that is not strict JSON (its functions would fail on it).
+_DROP_ONLY_ENTRY = """
+UPDATE tasks SET
+    version = version + 1,
+    outbox_due = NULL,
+    doc = json_set(doc, '$.Outbox', json('[]'), '$.Version', version + 1, '$.OutboxDue', json('null'))
+WHERE task_id = :task
+    AND outbox_due IS NOT NULL
+    AND CASE WHEN json_valid(doc) THEN json_array_length(doc, '$.Outbox') = 1
+                                       AND doc ->> '$.Outbox[0].DispatchId' = :dispatch
+                                       AND json_type(doc, '$.Active') IS NULL
+                                       AND json_extract(doc, '$.Version') = version
+             ELSE 0 END
+"""
+
+
+def _dropped(conn: sqlite3.Connection, task_id: str, dispatch_id: str) -> bool:
+    keys = {"task": task_id, "dispatch": dispatch_id}
+    return conn.execute(_DROP_ONLY_ENTRY, keys).rowcount == 1 or conn.execute(_DROP_SENT, keys).rowcount == 1
+
 
 class OutboxQuery:
     _conn: Any  # SqliteStore's: this thread's connection
@@ -78,8 +100,7 @@ class OutboxQuery:
             return False
         conn = self._conn()
         with self._write_lock:
-            cursor = conn.execute(_DROP_SENT, {"task": task_id, "dispatch": dispatch_id})
-        return cursor.rowcount == 1
+            return _dropped(conn, task_id, dispatch_id)
 
     @translated
     def drop_sent_many(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -90,7 +111,7 @@ class OutboxQuery:
         for start in range(0, len(entries), _DROPS_PER_TRANSACTION):
             with self._write_lock, immediate(conn):
                 for task_id, dispatch_id in entries[start:start + _DROPS_PER_TRANSACTION]:
-                    if conn.execute(_DROP_SENT, {"task": task_id, "dispatch": dispatch_id}).rowcount == 1:
+                    if _dropped(conn, task_id, dispatch_id):
                         dropped.add((task_id, dispatch_id))
         return dropped
 
