@@ -17,7 +17,8 @@ number. The parts, each one loop of its own:
 `python -m bench.rest_instructions [small large [part ...]]` (default 40 200, every part); needs
 valgrind. BATON_BENCH_CALLGRIND_KEEP=<folder> keeps each run's profile there (callgrind_annotate
 --inclusive=yes reads it). BATON_BENCH_REST_THREADS=1 prints each part by thread instead (the
-event loop is MainThread; the thread pool's and the outbox timer's follow). Not part of `make bench`: it runs some fifty times slower under it.
+event loop is MainThread; the thread pool's and the outbox timer's follow). Not part of
+`make bench`: it runs some fifty times slower under it.
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def _overriding(hook: str) -> tuple[Gate, ...]:
     return tuple(gate for gate in GATES if getattr(type(gate), hook) is not getattr(Gate, hook))
 
 
-_HOLDING, _DUE, _EXPIRING, _TAKING, _ENTERING = (_overriding(hook) for hook in ("holds", "due", "expired", "takes", "enter"))
+_HOLDING, _DUE, _EXPIRING, _TAKING, _ENTERING = (
+    _overriding(hook) for hook in ("holds", "due", "expired", "takes", "enter"))
 
 
 _parts_of: tuple[tuple[StepKind, ...], tuple[FlowsPart, ...]] = ((), ())
