@@ -39,7 +39,8 @@ class FlowDefinition:
 
     def new_steps(self) -> list[Step]:
         """Copies of the steps for a new task, its own to change: what reading back their JSON
-        (written once per task type) gives, copied from one such reading (common/flows/step_copies.py)."""
+        (written once per task type) gives, copied from one such reading
+        (common/flows/step_copies.py)."""
         return [copy() for copy in self._step_copiers]
 
     @cached_property

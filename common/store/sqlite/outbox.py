@@ -14,9 +14,9 @@ from common.store.sqlite.connections import immediate, translated
 
 # SQLite's default limit of bound parameters is 999 on old builds: stay well below it.
 _CHUNK = 400
-# Mark-sents written in one transaction: a commit of its own cost each one more than the
-# statement (about half the time of a batch's). Bounded: a batch holds the write lock, and the
-# submissions' inserts wait for it (a few milliseconds at most).
+# Mark-sents written in one transaction: in a transaction of its own, each cost about twice the
+# CPU (its commit's WAL writes, mostly system time). Bounded: a batch holds the write lock, and
+# the submissions' inserts wait for it (a few milliseconds at most).
 _DROPS_PER_TRANSACTION = 32
 
 
