@@ -16,7 +16,9 @@ number. The parts, each one loop of its own:
 
 `python -m bench.rest_instructions [small large [part ...]]` (default 40 200, every part); needs
 valgrind. BATON_BENCH_CALLGRIND_KEEP=<folder> keeps each run's profile there (callgrind_annotate
---inclusive=yes reads it). Not part of `make bench`: it runs some fifty times slower under it.
+--inclusive=yes reads it). BATON_BENCH_REST_THREADS=1 prints each part by thread instead (the
+event loop is MainThread; the thread pool's and the outbox timer's follow). Not part of
+`make bench`: it runs some fifty times slower under it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -141,6 +144,8 @@ def run(part: str, submissions: int, control: Path) -> None:
     watch = sqlite3.connect(control / "tasks.db")  # counts rows: reading documents would be counted as the work
     many(WARM_UP)
     _marked(watch)
+    # Its threads' names, for a count by thread (bench.callgrind_run.counted_by_thread).
+    (control / "threads.json").write_text(json.dumps({str(t.native_id): t.name for t in threading.enumerate()}))
     (control / "ready.part").write_text(str(os.getpid()))
     (control / "ready.part").rename(control / "ready")
     while not (control / "go").exists():
@@ -174,6 +179,25 @@ def per_submission(part: str, small: int, large: int, checkout: Path) -> float:
     return (counted(part, large, checkout) - counted(part, small, checkout)) / (large - small)
 
 
+def counted_threads(part: str, submissions: int, checkout: Path) -> dict[str, int]:
+    """`counted`, by thread name."""
+    from bench.callgrind_run import counted_by_thread  # the measuring side's: `checkout` may predate it
+
+    with tempfile.TemporaryDirectory() as tmp:
+        control = Path(tmp)
+        env = {**os.environ, "PYTHONPATH": f"{checkout}:{checkout / 'client'}"}
+        script = control / "measured.py"
+        shutil.copy(Path(__file__), script)
+        program = [sys.executable, str(script), "--run", part, str(submissions), str(control)]
+        return counted_by_thread(program, control, cwd=checkout, env=env, timeout=3600)
+
+
+def per_thread(part: str, small: int, large: int, checkout: Path) -> dict[str, float]:
+    """Instructions per submission by thread (its name, numbers left off)."""
+    few, many = counted_threads(part, small, checkout), counted_threads(part, large, checkout)
+    return {name: (many.get(name, 0) - few.get(name, 0)) / (large - small) for name in sorted(set(few) | set(many))}
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--run"]:
         run(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))
@@ -186,6 +210,10 @@ def main() -> None:
     checkout = Path(os.environ.get("BATON_BENCH_CHECKOUT", Path(__file__).resolve().parents[1]))
     print(f"instructions per REST submission ({small} and {large} submissions, {checkout}):")
     for part in parts:
+        if os.environ.get("BATON_BENCH_REST_THREADS"):  # each thread's share
+            for name, count in per_thread(part, small, large, checkout).items():
+                print(f"  {part:<8} {name:<28} {count / 1e6:7.3f} M", flush=True)
+            continue
         print(f"  {part:<8} {per_submission(part, small, large, checkout) / 1e6:7.3f} M", flush=True)
 
 

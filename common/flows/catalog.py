@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from types import MappingProxyType
 from typing import Any
 
 from common.errors import UnknownTaskType
 from common.flows.freeze import FreezeWindow
+from common.flows.step_copies import NoPlan, copier_of
 from common.flows.parameters import FieldError, ParameterCheck, ParameterSchema, validate_parameters
 from common.engine.views import ask_for, LockAsk, render_key, template_fields
 from common.engine.registry import flows_parts
@@ -37,13 +38,18 @@ class FlowDefinition:
     content_hash: str = ""
 
     def new_steps(self) -> list[Step]:
-        """Copies of the steps for a new task, its own to change: read back from their JSON, written
-        once per task type (a copy otherwise dumps each step first)."""
-        return [Step.model_validate_json(text) for text in self._steps_json]
+        """Copies of the steps for a new task, its own to change: what reading back their JSON
+        (written once per task type) gives, copied from one such reading
+        (common/flows/step_copies.py)."""
+        return [copy() for copy in self._step_copiers]
 
     @cached_property
-    def _steps_json(self) -> tuple[str, ...]:
-        return tuple(step.model_dump_json() for step in self.steps)
+    def _step_copiers(self) -> tuple[Callable[[], Step], ...]:
+        texts = [step.model_dump_json() for step in self.steps]
+        try:
+            return tuple(copier_of(Step.model_validate_json(text)) for text in texts)
+        except NoPlan:  # a value no plan copies for sure: read back from the JSON each time
+            return tuple(partial(Step.model_validate_json, text) for text in texts)
 
     def validate(self, parameters: Mapping[str, Any]) -> ParameterCheck:
         """The job's parameters checked against this type's schema, defaults filled in. The

@@ -86,7 +86,8 @@ class OutboxPublisher:
         self._broker = broker
         self._clock = clock
         self._timers = _Timers(clock)
-        self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay)
+        self._marks = DeferredMarks(store.in_outbox, self._mark_sent, self._timers, clock, mark_delay,
+                                    mark_many=self._mark_all_sent)
         # The items of steps over records (docs/design/item-records.md), beside the tasks.
         self.item_store = items if items is not None else open_item_store_for(store)
         self.item_outbox = ItemOutbox(self.item_store, broker, clock, self._timers.at, mark_delay, TIMER_HORIZON)
@@ -212,6 +213,20 @@ class OutboxPublisher:
         except (StoreError, UnreadableTask) as exc:  # published, not marked: the relay retries
             self.closed = self.closed or isinstance(exc, StoreClosed)
             (log.debug if isinstance(exc, StoreClosed) else log.warning)("mark-sent failed", task_id=task_id, error=str(exc))
+
+    def _mark_all_sent(self, entries: list[tuple[str, str]]) -> None:
+        """Each entry as _mark_sent marks it; those the store edits in place a batch of writes at a
+        time (a commit each cost as much again)."""
+        try:
+            dropped = self._store.drop_sent_many(entries)
+        except StoreError as exc:  # maybe some written: one at a time finds an entry gone, and writes nothing
+            self.closed = self.closed or isinstance(exc, StoreClosed)
+            if isinstance(exc, StoreClosed):
+                return
+            dropped = set()
+        for task_id, dispatch_id in entries:
+            if (task_id, dispatch_id) not in dropped:
+                self._mark_sent(task_id, dispatch_id)
 
 
 class _Timers:

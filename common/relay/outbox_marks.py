@@ -33,9 +33,12 @@ class DeferredMarks:
         timers: Scheduler,
         clock: Clock,
         delay: float,
+        mark_many: Callable[[list[tuple[str, str]]], None] | None = None,
     ):
+        """`mark_many`: marks the unsent entries of a check at once (mark_one each otherwise)."""
         self._in_outbox = in_outbox
         self._mark_one = mark_one
+        self._mark_many = mark_many
         self._timers = timers
         self._clock = clock
         self._delay = delay
@@ -74,6 +77,9 @@ class DeferredMarks:
         except StoreError as exc:  # published, not marked: the relay publishes them again
             log.warning("mark-sent check failed", entries=len(batch), error=str(exc))
             return
-        for task_id, dispatch_id in batch:
-            if (task_id, dispatch_id) in unsent:
-                self._mark_one(task_id, dispatch_id)
+        still = [entry for entry in batch if entry in unsent]
+        if self._mark_many is not None and still:
+            self._mark_many(still)
+            return
+        for task_id, dispatch_id in still:
+            self._mark_one(task_id, dispatch_id)

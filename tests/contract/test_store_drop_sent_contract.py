@@ -84,6 +84,19 @@ def test_dropping_the_last_entry_leaves_no_outbox_due(subject: StoreUnderTest) -
         assert store.unsent_outbox(NOW + 10**6, 10) == []
         if subject.kind == "sqlite":
             assert sqlite_row(subject, task.TaskId)[:2] == (expected.Version, None)
+            assert sqlite_row(subject, task.TaskId)[4] == expected.to_json()  # the encoder's text
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_sqlite_leaves_a_lone_entry_of_a_document_holding_infinity_or_nan_to_the_usual_way(
+        subject: StoreUnderTest, value: float) -> None:
+    store = subject.store
+    task = new_task(NOW, labels={})
+    task.Parameters["odd"] = value
+    store.insert(task)
+    assert store.drop_sent(task.TaskId, task.Outbox[0].DispatchId) is False
+    assert store.drop_sent_many([(task.TaskId, task.Outbox[0].DispatchId)]) == set()
+    assert store.get(task.TaskId).Version == task.Version
 
 
 def test_an_entry_that_is_not_there_changes_nothing(subject: StoreUnderTest) -> None:
@@ -131,3 +144,26 @@ def test_sqlite_leaves_a_document_marked_unreadable_to_the_usual_way(subject: St
         conn.execute("UPDATE tasks SET deadline = NULL, outbox_due = NULL WHERE task_id = ?", (task.TaskId,))
     assert store.drop_sent(task.TaskId, "extra-1") is False
     assert sqlite_row(subject, task.TaskId)[4] == task.to_json()
+
+
+def test_many_dropped_at_once_are_each_what_drop_sent_writes(subject: StoreUnderTest) -> None:
+    """More than one transaction's worth, with entries that are not there amid them."""
+    store = subject.store
+    tasks = [with_entries(new_task(NOW)) for _ in range(40)]
+    for task in tasks:
+        store.insert(task)
+    taken = write(store, tasks[3], lambda t: claimed(t, NOW + 1))  # its claim removed its entry
+    expected = {t.TaskId: marked_the_usual_way(store.get(t.TaskId), "extra-2") for t in tasks if t is not tasks[3]}
+    entries = [(t.TaskId, "extra-2") for t in tasks] + [(tasks[3].TaskId, tasks[3].Outbox[0].DispatchId),
+                                                         ("no-such-task", "no-such-entry")]  # fmt: skip
+    dropped = store.drop_sent_many(entries)
+    if not dropped:  # a store that marks with a compare-and-set: nothing written here
+        assert subject.kind != "sqlite" or not DROPS_IN_PLACE
+        assert all(store.get(t.TaskId).Version == t.Version for t in tasks if t is not tasks[3])
+        return
+    assert dropped == {(t.TaskId, "extra-2") for t in tasks}  # tasks[3] kept its extra entries
+    expected[tasks[3].TaskId] = marked_the_usual_way(taken, "extra-2")
+    for task_id, marked in expected.items():
+        assert store.get(task_id) == marked
+        if subject.kind == "sqlite":
+            assert sqlite_row(subject, task_id)[4] == marked.to_json()

@@ -40,3 +40,53 @@ def test_a_task_made_from_new_steps_is_the_task_made_from_the_templates() -> Non
     owned = create_task(task_type="two", steps=flow.new_steps(), own_steps=True, parameters={}, timing=timing,
                         ids=lambda: next(again))  # fmt: skip
     assert owned == copied
+
+
+def _mutable_ids(value: object, seen: set[int]) -> set[int]:
+    """The ids of every mutable object reachable from `value` (lists, dicts, sets, models)."""
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        seen.add(id(value))
+        _mutable_ids(value.__dict__, seen)
+        seen.add(id(value.__pydantic_fields_set__))
+    elif isinstance(value, (list, dict, set)):
+        seen.add(id(value))
+        for item in (value.values() if isinstance(value, dict) else value):
+            _mutable_ids(item, seen)
+    elif isinstance(value, tuple):
+        for item in value:
+            _mutable_ids(item, seen)
+    return seen
+
+
+def test_new_steps_are_what_reading_their_json_gives_and_share_nothing_mutable() -> None:
+    from common.engine.document import Step
+
+    from pathlib import Path
+
+    ours = parse_flows((Path(__file__).parents[2] / "flows.yaml").read_text(), "flows.yaml")  # every kind of step
+    for flow in [parse_flows(FLOWS, "flows.yaml").get("two"), *ours.task_types.values()]:
+        read = [Step.model_validate_json(step.model_dump_json()) for step in flow.steps]
+        first, second = flow.new_steps(), flow.new_steps()
+        for made, expected in zip(first, read):
+            assert type(made) is Step
+            assert list(made.__dict__.items()) == list(expected.__dict__.items())  # values and their order
+            assert made.model_fields_set == expected.model_fields_set
+            assert made.model_dump_json() == expected.model_dump_json()
+        assert not _mutable_ids(first, set()) & _mutable_ids(second, set())
+        assert not _mutable_ids(first, set()) & _mutable_ids(flow.steps, set())
+
+
+def test_a_value_no_plan_knows_leaves_the_copy_to_the_json_way() -> None:
+    import pytest
+    from pydantic import BaseModel
+
+    from common.flows.step_copies import NoPlan, copier_of
+
+    class Odd(BaseModel):
+        Tags: set[str]
+        Pair: tuple[list[int], int]
+
+    with pytest.raises(NoPlan):
+        copier_of(Odd(Tags={"a"}, Pair=([1], 2)))

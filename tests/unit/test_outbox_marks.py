@@ -96,3 +96,59 @@ def test_a_steady_stream_of_entries_is_checked_in_batches_not_one_query_each():
     timers.fire_due()
     assert sum(len(q) for q in queries) == 40
     assert len(queries) <= 10  # about one query per half delay
+
+
+def test_the_unsent_entries_of_a_check_are_marked_at_once_when_the_owner_can():
+    clock = Clock()
+    timers = Timers(clock)
+    batches: list[list[tuple[str, str]]] = []
+    one_by_one: list[tuple[str, str]] = []
+    marks = DeferredMarks(lambda b: {("t1", "d1"), ("t3", "d3")} & set(b), lambda t, d: one_by_one.append((t, d)),
+                          timers, clock, delay=1.0, mark_many=batches.append)  # fmt: skip
+    for n in (1, 2, 3):
+        marks.add(f"t{n}", f"d{n}")
+    clock.now += 1
+    timers.fire_due()
+    assert batches == [[("t1", "d1"), ("t3", "d3")]] and one_by_one == []
+
+
+def test_a_publisher_writes_the_marks_of_a_check_in_one_call_to_its_store(tmp_path):
+    import time
+
+    from common.broker.inprocess import InProcessBroker
+    from common.engine.core.entries import Timing, create_task
+    from common.relay.outbox import OutboxPublisher
+    from common.store.sqlite.tasks import SqliteStore
+    from tests.support.builders import make_step
+
+    class Counted(SqliteStore):
+        def __init__(self, path):
+            super().__init__(path)
+            self.calls: list[str] = []
+
+        def drop_sent(self, task_id, dispatch_id):
+            self.calls.append("one")
+            return super().drop_sent(task_id, dispatch_id)
+
+        def drop_sent_many(self, entries):
+            self.calls.append(f"many {len(entries)}")
+            return super().drop_sent_many(entries)
+
+    store, broker = Counted(tmp_path / "tasks.db"), InProcessBroker()
+    broker.declare("mod")
+    publisher = OutboxPublisher(store, broker, time.time, mark_delay=0.2)
+    try:
+        tasks = [create_task(task_type="t", steps=[make_step("a")], parameters={}, timing=Timing(time.time()))
+                 for _ in range(5)]  # fmt: skip
+        for task in tasks:
+            store.insert(task)
+            publisher.flush(task)
+        deadline = time.monotonic() + 10
+        while any(store.get(t.TaskId).Outbox for t in tasks) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(store.get(t.TaskId).Outbox == [] for t in tasks)
+        assert "one" not in store.calls  # each check's entries at once (the timer may split the five)
+        assert sum(int(call.split()[1]) for call in store.calls) == 5
+    finally:
+        publisher.stop()
+        broker.close()

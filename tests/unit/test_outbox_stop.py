@@ -30,6 +30,9 @@ class SlowReads:
     def drop_sent(self, task_id: str, dispatch_id: str) -> bool:
         return self._slowly(self._inner.drop_sent, task_id, dispatch_id)
 
+    def drop_sent_many(self, entries: Any) -> Any:
+        return self._slowly(self._inner.drop_sent_many, entries)
+
     def _slowly(self, call: Any, *args: Any) -> Any:
         self.reading.set()
         time.sleep(0.5)

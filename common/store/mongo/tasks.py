@@ -106,6 +106,9 @@ class MongoStore(MongoAdapter):
         settles by its mark (docs/design/stores.md)."""
         return False
 
+    def drop_sent_many(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        return set()  # as drop_sent: none in place
+
     @_adapter_edge
     def in_outbox(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         wanted = set(entries)

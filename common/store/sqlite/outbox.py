@@ -10,10 +10,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from common.store.sqlite.connections import translated
+from common.store.sqlite.connections import immediate, translated
 
 # SQLite's default limit of bound parameters is 999 on old builds: stay well below it.
 _CHUNK = 400
+# Mark-sents written in one transaction: in a transaction of its own, each cost about twice the
+# CPU (its commit's WAL writes, mostly system time). Bounded: a batch holds the write lock, and
+# the submissions' inserts wait for it (a few milliseconds at most).
+_DROPS_PER_TRANSACTION = 32
 
 
 # `->` and `->>` (SQLite 3.38): `->` gives an entry's DueAt as the JSON text it was written as.
@@ -63,6 +67,31 @@ WHERE tasks.task_id = :task
     AND json_extract(tasks.doc, '$.Version') = tasks.version
 """
 
+# The same for an outbox of that one entry alone (a new task's, most often), without reading the
+# entries one by one: a third less work than the general statement. CASE: nothing reads the
+# outbox of a document that is not strict JSON (its functions would fail on it).
+_DROP_ONLY_ENTRY = """
+UPDATE tasks SET
+    version = version + 1,
+    outbox_due = NULL,
+    doc = json_set(doc, '$.Outbox', json('[]'), '$.Version', version + 1,
+                   '$.OutboxDue', json('null'))
+WHERE task_id = :task
+    AND outbox_due IS NOT NULL
+    AND CASE WHEN json_valid(doc) THEN json_array_length(doc, '$.Outbox') = 1
+                                       AND doc ->> '$.Outbox[0].DispatchId' = :dispatch
+                                       AND json_type(doc, '$.Active') IS NULL
+                                       AND json_extract(doc, '$.Version') = version
+             ELSE 0 END
+"""
+
+
+def _dropped(conn: sqlite3.Connection, task_id: str, dispatch_id: str) -> bool:
+    keys = {"task": task_id, "dispatch": dispatch_id}
+    if conn.execute(_DROP_ONLY_ENTRY, keys).rowcount == 1:
+        return True
+    return conn.execute(_DROP_SENT, keys).rowcount == 1
+
 
 class OutboxQuery:
     _conn: Any  # SqliteStore's: this thread's connection
@@ -74,8 +103,20 @@ class OutboxQuery:
             return False
         conn = self._conn()
         with self._write_lock:
-            cursor = conn.execute(_DROP_SENT, {"task": task_id, "dispatch": dispatch_id})
-        return cursor.rowcount == 1
+            return _dropped(conn, task_id, dispatch_id)
+
+    @translated
+    def drop_sent_many(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        if not DROPS_IN_PLACE:
+            return set()
+        conn = self._conn()
+        dropped: set[tuple[str, str]] = set()
+        for start in range(0, len(entries), _DROPS_PER_TRANSACTION):
+            with self._write_lock, immediate(conn):
+                for task_id, dispatch_id in entries[start:start + _DROPS_PER_TRANSACTION]:
+                    if _dropped(conn, task_id, dispatch_id):
+                        dropped.add((task_id, dispatch_id))
+        return dropped
 
     @translated
     def in_outbox(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:

@@ -59,6 +59,10 @@ class TaskStore(Protocol):
         there, or this store cannot edit that document in place; the caller then takes the
         read-change-write way, which decides."""
 
+    def drop_sent_many(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """drop_sent for each of these (TaskId, DispatchId) entries, a batch of writes at a time;
+        the ones written. Those left out are the caller's to settle as drop_sent's False says."""
+
     def archive_history(self, task_id: str, first_index: int, events: list[HistoryEvent]) -> None:
         """Keep events moved out of a task's document (common.engine.core.history) as event numbers
         first_index, first_index + 1, ...: an upsert, so writing them again is harmless."""
