@@ -11,13 +11,13 @@ such a command's run.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import sys
 import traceback
 from typing import Any
 
+from common.hot_path_logger import HotPathLogger, configured  # noqa: F401  (HotPathLogger: imported from here)
 from common.secrets.log_lines import mask_log_event, masked_log_text
 from common.tracing.log_fields import add_trace_ids
 
@@ -56,40 +56,6 @@ def _load_bind_contextvars() -> Any:
 
     _bind_contextvars = bind_contextvars
     return bind_contextvars
-
-
-class HotPathLogger:
-    """`structlog.get_logger(name)` for the lines of every step. structlog's lazy logger
-    assembles a bound logger at each call (a debug line that is then dropped too), so that a
-    reconfiguration is followed (configure_logging leaves its cache off for that). This one
-    assembles it once per configuration: again whenever the configured processors, wrapper,
-    factory or context class are other objects than those it was made with (configure_logging,
-    structlog.configure, a test's capture_logs)."""
-
-    __slots__ = ("_name", "_made")
-
-    def __init__(self, name: str):
-        self._name = name
-        # (the configuration it was assembled under, the bound logger): one attribute set in one
-        # store. Two threads may assemble one at once, and either is right only with its own
-        # configuration: kept in two attributes, a thread of an older configuration could store
-        # its logger between the newer one's two stores and stay, marked as the newer one's.
-        self._made: tuple[dict[str, Any], Any] | None = None
-
-    def __getattr__(self, method: str) -> Any:
-        structlog = sys.modules.get("structlog") or importlib.import_module("structlog")
-        config, made = structlog.get_config(), self._made
-        if made is not None:
-            was = made[0]
-            # Compared one by one, without a loop: this runs for every line, a debug one included.
-            if config["processors"] is was["processors"] and config["wrapper_class"] is was["wrapper_class"] \
-                    and config["logger_factory"] is was["logger_factory"] \
-                    and config["context_class"] is was["context_class"]:
-                return getattr(made[1], method)
-        # Assembled after the configuration was read: at worst newer than its mark, and so
-        # assembled again at the next line; never kept under a newer configuration's mark.
-        made = self._made = (config, structlog.get_logger(self._name).bind())
-        return getattr(made[1], method)
 
 
 def exception_summary(exc: BaseException) -> str:
@@ -212,9 +178,11 @@ def configure_logging(log_format: str = "console", level: str = "info", librarie
         mask_log_event,
     ]
     _route_standard_library(before_render, renderer, level, libraries)
+    processors, wrapper_class = [*before_render, renderer], structlog.make_filtering_bound_logger(logging.getLevelName(level.upper()))
+    configured(processors, wrapper_class, logging.getLevelName(level.upper()))  # HotPathLogger's short way
     structlog.configure(
-        processors=[*before_render, renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        processors=processors,
+        wrapper_class=wrapper_class,
         logger_factory=line_logger_factory,
         # Not cached: a logger first used before a reconfiguration (tests, `baton up` switching
         # formats) must follow the new one. It costs a few microseconds a line.
