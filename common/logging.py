@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -29,9 +30,12 @@ class bound_fields:  # noqa: N801  (a context manager, named as the function it 
     for less, and the runtime binds a step's fields at every transition (a class, not a
     generator-based context manager: about half the cost to enter and leave).
 
-    Each token is reset through its own variable, not through structlog's registry of them: two
-    threads binding a field for the first time at once may each make a variable, and the registry
-    keeps only the later, which would refuse the earlier one's token."""
+    The variable behind each field is structlog's (its name, its registry: structlog's own
+    functions and processors see the field), looked up here by the field's name alone: structlog's
+    `bind_contextvars` builds the variable's name and a mapping of tokens for every field bound.
+
+    Each token is reset through its own variable: a block entered before its variable was known
+    here holds the token of the variable it set."""
 
     __slots__ = ("_fields", "_tokens")
 
@@ -39,23 +43,33 @@ class bound_fields:  # noqa: N801  (a context manager, named as the function it 
         self._fields = fields
 
     def __enter__(self) -> None:
-        bind = _bind_contextvars or _load_bind_contextvars()
-        self._tokens = bind(**self._fields)
+        variables = _VARIABLES
+        tokens = []
+        for field, value in self._fields.items():
+            var = variables.get(field)
+            tokens.append(var.set(value) if var is not None else _first_bound(field, value))
+        self._tokens = tokens
 
     def __exit__(self, *_exc: object) -> None:
-        for token in self._tokens.values():
+        for token in self._tokens:
             token.var.reset(token)
 
 
-_bind_contextvars: Any = None  # structlog's, once a block first binds (this module does not import structlog)
+_VARIABLES: dict[str, Any] = {}  # a field -> structlog's context variable for it, once bound here
+_FIRST_BINDS = threading.Lock()
 
 
-def _load_bind_contextvars() -> Any:
-    global _bind_contextvars
+def _first_bound(field: str, value: Any) -> Any:
+    """Binds a field through structlog, which makes its variable the first time (this module does
+    not import structlog before), and remembers the variable. One thread at a time: two threads
+    making a field's variable at once would each make one, and structlog's registry would keep
+    only one of them, maybe not the one remembered here."""
     from structlog.contextvars import bind_contextvars
 
-    _bind_contextvars = bind_contextvars
-    return bind_contextvars
+    with _FIRST_BINDS:
+        token = bind_contextvars(**{field: value})[field]
+        _VARIABLES[field] = token.var
+    return token
 
 
 def exception_summary(exc: BaseException) -> str:
