@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any, Protocol
 
-from common.secrets.names import named_like_secret
+from common.secrets.names import _VERDICTS, named_like_secret
 
 MIN_SCRUBBED = 4
 
@@ -49,13 +49,20 @@ def secret_leaves(parameters: dict[str, Any], names: Collection[str]) -> Iterato
 
 
 def _gather(parameters: dict[str, Any], names: Collection[str], found: set[str]) -> None:
+    verdicts = _VERDICTS  # named_like_secret's, read here first: a call per key is most of the walk
     for key, value in parameters.items():
-        if key in names or named_like_secret(key):
+        secret = verdicts.get(key)
+        if secret or (secret is None and named_like_secret(key)) or key in names:
             _leaves(value, found)
+        elif type(value) in _PLAIN:
+            continue
         elif isinstance(value, dict):
             _gather(value, (), found)
         elif isinstance(value, list):
             _gather_in_list(value, found)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def _gather_in_list(values: list[Any], found: set[str]) -> None:
