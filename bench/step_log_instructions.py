@@ -5,8 +5,9 @@ order: the step's fields bound (task id, step, item, phase, attempt, module, com
 type and secret values bound after the claim, the dropped "step started" debug line, the two
 copies of the context (the command's, the commit's), and in the commit's copy the task's secret
 values again and its "step finished" line, rendered as JSON (production's format), masked and
-written (to /dev/null). The task is the bench's no-op kind (no secret values); the work of the
-claim and the commit themselves is not here (bench.instructions counts a whole transition).
+written (to /dev/null). Two tasks, neither with a secret value: one with a few parameters, and
+one with none (bench.instructions' no-op). The work of the claim and the commit themselves is not
+here (bench.instructions counts a whole transition).
 
 Counted by valgrind's callgrind for a small and a large number of rounds: the difference per
 round leaves out the start and the exit. About a minute:
@@ -29,20 +30,20 @@ from typing import Any
 from bench.callgrind_run import counted_run
 
 
-def _task() -> Any:
-    """A task as far as its secrets go: a few parameters, none secret (most tasks)."""
-    parameters = {"host": "db-17.internal", "size": 3, "tags": ["a", "b"], "options": {"verbose": True}}
-    return SimpleNamespace(Parameters=parameters, SubmittedParameters=dict(parameters), SecretParameters=[])
+def _task(parameters: bool = True) -> Any:
+    """A task as far as its secrets go: a few parameters, none secret (most tasks), or none."""
+    given = {"host": "db-17.internal", "size": 3, "tags": ["a", "b"], "options": {"verbose": True}} if parameters else {}
+    return SimpleNamespace(Parameters=given, SubmittedParameters=dict(given), SecretParameters=[])
 
 
-def step_rounds(rounds: int) -> None:
+def step_rounds(rounds: int, parameters: bool = True) -> None:
     """`rounds` steps' logging and log context, as StepHandler does them."""
     from common.logging import HotPathLogger, bound_fields
     from common.secrets.log_lines import hidden_values
     from common.secrets.values import secret_values
 
     log = HotPathLogger("common.runtime.step_handler")
-    task = _task()
+    task = _task(parameters)
 
     def finish(step: int) -> None:
         with hidden_values(secret_values(task)):
@@ -59,34 +60,35 @@ def step_rounds(rounds: int) -> None:
                 finish_in.run(finish, step)
 
 
-def _counted_process(rounds: int, control: Path) -> None:
+def _counted_process(rounds: int, parameters: bool, control: Path) -> None:
     from common.logging import configure_logging
 
     configure_logging("json", "info")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
-    step_rounds(20)  # imports and first-use caches, before the count
+    step_rounds(20, parameters)  # imports and first-use caches, before the count
     (control / "ready.part").write_text(str(os.getpid()))
     (control / "ready.part").rename(control / "ready")
     while not (control / "go").exists():
         time.sleep(0.05)
-    step_rounds(rounds)
+    step_rounds(rounds, parameters)
 
 
-def counted(rounds: int) -> int:
+def counted(rounds: int, parameters: bool) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         control = Path(tmp)
-        return counted_run([sys.executable, "-m", "bench.step_log_instructions", "--rounds", str(rounds), str(control)],
-                           control)  # fmt: skip
+        program = [sys.executable, "-m", "bench.step_log_instructions", "--rounds", str(rounds), str(int(parameters)),
+                   str(control)]  # fmt: skip
+        return counted_run(program, control)
 
 
-def per_step(small: int = 200, large: int = 1200) -> float:
-    return (counted(large) - counted(small)) / (large - small)
+def per_step(small: int = 200, large: int = 1200, parameters: bool = True) -> float:
+    return (counted(large, parameters) - counted(small, parameters)) / (large - small)
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--rounds"]:
-        _counted_process(int(sys.argv[2]), Path(sys.argv[3]))
+        _counted_process(int(sys.argv[2]), sys.argv[3] == "1", Path(sys.argv[4]))
         return
     if sys.argv[1:2] == ["--time"]:
         from common.logging import configure_logging
@@ -104,8 +106,9 @@ def main() -> None:
         print("bench.step_log_instructions needs valgrind (vgdb): not installed here")
         return
     small, large = (int(n) for n in sys.argv[1:3]) if len(sys.argv) >= 3 else (200, 1200)
-    print(f"a step's log line and log context: {per_step(small, large) / 1e3:.1f} k instructions "
-          f"({small} and {large} rounds)")
+    for parameters, task in ((True, "a task of 4 parameters"), (False, "a task without parameters")):
+        print(f"a step's log line and log context, {task}: {per_step(small, large, parameters) / 1e3:.1f} k "
+              f"instructions ({small} and {large} rounds)")
 
 
 if __name__ == "__main__":
