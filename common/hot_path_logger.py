@@ -52,6 +52,13 @@ class HotPathLogger:
         # the newer one's.
         self._made: tuple[dict[str, Any], Any, dict[str, Callable[..., Any]]] | None = None
 
+    # The level methods are found on the class: a name found only through __getattr__ costs a
+    # failed look-up first (an AttributeError made and dropped), a third of a dropped debug line.
+    debug = property(lambda self: self.__getattr__("debug"))
+    info = property(lambda self: self.__getattr__("info"))
+    warning = property(lambda self: self.__getattr__("warning"))
+    error = property(lambda self: self.__getattr__("error"))
+
     def __getattr__(self, method: str) -> Any:
         structlog = sys.modules.get("structlog") or importlib.import_module("structlog")
         config, made = structlog.get_config(), self._made
