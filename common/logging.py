@@ -192,8 +192,9 @@ def configure_logging(log_format: str = "console", level: str = "info", librarie
         mask_log_event,
     ]
     _route_standard_library(before_render, renderer, level, libraries)
-    processors, wrapper_class = [*before_render, renderer], structlog.make_filtering_bound_logger(logging.getLevelName(level.upper()))
-    configured(processors, wrapper_class, logging.getLevelName(level.upper()))  # HotPathLogger's short way
+    processors, level_number = [*before_render, renderer], logging.getLevelName(level.upper())
+    wrapper_class = structlog.make_filtering_bound_logger(level_number)
+    configured(processors, wrapper_class, level_number)  # HotPathLogger's short way
     structlog.configure(
         processors=processors,
         wrapper_class=wrapper_class,
