@@ -10,10 +10,10 @@ line or two at every transition, so these run for every step of every task.
 
 from __future__ import annotations
 
-import datetime
 import json
 import sys
 import threading
+import time
 from contextvars import ContextVar, copy_context
 from typing import Any
 
@@ -45,13 +45,23 @@ def merge_contextvars(_logger: Any, _name: str, event: dict[str, Any]) -> dict[s
     return event
 
 
-_UTC = datetime.timezone.utc
-_now = datetime.datetime.now
+_ns = time.time_ns
+# The current second's text ("2026-01-31T12:00:05"), made once a second, not at every line: one
+# tuple, read and replaced in one step (a thread never sees one second's number with another's text).
+_second: tuple[int, str] = (-1, "")
 
 
 def add_timestamp(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-    """structlog's TimeStamper(fmt="iso", utc=True): the same text in one call instead of three."""
-    event["timestamp"] = _now(_UTC).isoformat().replace("+00:00", "Z")
+    """structlog's TimeStamper(fmt="iso", utc=True), the same text: datetime.now(UTC).isoformat()
+    with "Z" (microseconds, left out when they are 0, as isoformat does), from the same clock
+    truncated to microseconds as datetime.now does it; the date and time of the second made once
+    a second."""
+    global _second
+    seconds, micros = divmod(_ns() // 1000, 1_000_000)
+    second = _second
+    if second[0] != seconds:
+        second = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+    event["timestamp"] = f"{second[1]}.{micros:06d}Z" if micros else second[1] + "Z"
     return event
 
 
@@ -62,15 +72,26 @@ def format_exc_info(logger: Any, name: str, event: dict[str, Any]) -> dict[str, 
 
 class JsonLine:
     """structlog's JSONRenderer() output, byte for byte: json.dumps' defaults (ASCII, ", " and
-    ": "), objects it cannot encode through `__structlog__` or repr()."""
+    ": "), objects it cannot encode through `__structlog__` or repr().
+
+    The C encoder json.dumps would make for each line, made once: json.dumps builds one per
+    call (a third of a line's encoding). Made without the check for circular values, whose state
+    (the values being encoded) would be shared by every thread writing a line: a value that holds
+    itself raises RecursionError where json.dumps raises ValueError, and neither writes a line."""
 
     __slots__ = ("_encode",)
 
     def __init__(self) -> None:
-        self._encode = json.JSONEncoder(default=_json_fallback_handler).encode
+        self._encode = _c_make_encoder(None, _json_fallback_handler, json.encoder.encode_basestring_ascii, None, ": ",
+                                       ", ", False, False, True) if _c_make_encoder else None  # fmt: skip
 
     def __call__(self, _logger: Any, _name: str, event: dict[str, Any]) -> str:
-        return self._encode(event)
+        if self._encode is None:  # an interpreter without json's C accelerator
+            return json.dumps(event, default=_json_fallback_handler)
+        return "".join(self._encode(event, 0))
+
+
+_c_make_encoder = json.encoder.c_make_encoder
 
 
 class CurrentStderr:

@@ -11,13 +11,14 @@ such a command's run.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import sys
+import threading
 import traceback
 from typing import Any
 
+from common.hot_path_logger import HotPathLogger, configured  # noqa: F401  (HotPathLogger: imported from here)
 from common.secrets.log_lines import mask_log_event, masked_log_text
 from common.tracing.log_fields import add_trace_ids
 
@@ -29,9 +30,12 @@ class bound_fields:  # noqa: N801  (a context manager, named as the function it 
     for less, and the runtime binds a step's fields at every transition (a class, not a
     generator-based context manager: about half the cost to enter and leave).
 
-    Each token is reset through its own variable, not through structlog's registry of them: two
-    threads binding a field for the first time at once may each make a variable, and the registry
-    keeps only the later, which would refuse the earlier one's token."""
+    The variable behind each field is structlog's (its name, its registry: structlog's own
+    functions and processors see the field), looked up here by the field's name alone: structlog's
+    `bind_contextvars` builds the variable's name and a mapping of tokens for every field bound.
+
+    Each token is reset through its own variable: a block entered before its variable was known
+    here holds the token of the variable it set."""
 
     __slots__ = ("_fields", "_tokens")
 
@@ -39,57 +43,33 @@ class bound_fields:  # noqa: N801  (a context manager, named as the function it 
         self._fields = fields
 
     def __enter__(self) -> None:
-        bind = _bind_contextvars or _load_bind_contextvars()
-        self._tokens = bind(**self._fields)
+        variables = _VARIABLES
+        tokens = []
+        for field, value in self._fields.items():
+            var = variables.get(field)
+            tokens.append(var.set(value) if var is not None else _first_bound(field, value))
+        self._tokens = tokens
 
     def __exit__(self, *_exc: object) -> None:
-        for token in self._tokens.values():
+        for token in self._tokens:
             token.var.reset(token)
 
 
-_bind_contextvars: Any = None  # structlog's, once a block first binds (this module does not import structlog)
+_VARIABLES: dict[str, Any] = {}  # a field -> structlog's context variable for it, once bound here
+_FIRST_BINDS = threading.Lock()
 
 
-def _load_bind_contextvars() -> Any:
-    global _bind_contextvars
+def _first_bound(field: str, value: Any) -> Any:
+    """Binds a field through structlog, which makes its variable the first time (this module does
+    not import structlog before), and remembers the variable. One thread at a time: two threads
+    making a field's variable at once would each make one, and structlog's registry would keep
+    only one of them, maybe not the one remembered here."""
     from structlog.contextvars import bind_contextvars
 
-    _bind_contextvars = bind_contextvars
-    return bind_contextvars
-
-
-class HotPathLogger:
-    """`structlog.get_logger(name)` for the lines of every step. structlog's lazy logger
-    assembles a bound logger at each call (a debug line that is then dropped too), so that a
-    reconfiguration is followed (configure_logging leaves its cache off for that). This one
-    assembles it once per configuration: again whenever the configured processors, wrapper,
-    factory or context class are other objects than those it was made with (configure_logging,
-    structlog.configure, a test's capture_logs)."""
-
-    __slots__ = ("_name", "_made")
-
-    def __init__(self, name: str):
-        self._name = name
-        # (the configuration it was assembled under, the bound logger): one attribute set in one
-        # store. Two threads may assemble one at once, and either is right only with its own
-        # configuration: kept in two attributes, a thread of an older configuration could store
-        # its logger between the newer one's two stores and stay, marked as the newer one's.
-        self._made: tuple[dict[str, Any], Any] | None = None
-
-    def __getattr__(self, method: str) -> Any:
-        structlog = sys.modules.get("structlog") or importlib.import_module("structlog")
-        config, made = structlog.get_config(), self._made
-        if made is not None:
-            was = made[0]
-            # Compared one by one, without a loop: this runs for every line, a debug one included.
-            if config["processors"] is was["processors"] and config["wrapper_class"] is was["wrapper_class"] \
-                    and config["logger_factory"] is was["logger_factory"] \
-                    and config["context_class"] is was["context_class"]:
-                return getattr(made[1], method)
-        # Assembled after the configuration was read: at worst newer than its mark, and so
-        # assembled again at the next line; never kept under a newer configuration's mark.
-        made = self._made = (config, structlog.get_logger(self._name).bind())
-        return getattr(made[1], method)
+    with _FIRST_BINDS:
+        token = bind_contextvars(**{field: value})[field]
+        _VARIABLES[field] = token.var
+    return token
 
 
 def exception_summary(exc: BaseException) -> str:
@@ -212,9 +192,12 @@ def configure_logging(log_format: str = "console", level: str = "info", librarie
         mask_log_event,
     ]
     _route_standard_library(before_render, renderer, level, libraries)
+    processors, level_number = [*before_render, renderer], logging.getLevelName(level.upper())
+    wrapper_class = structlog.make_filtering_bound_logger(level_number)
+    configured(processors, wrapper_class, level_number)  # HotPathLogger's short way
     structlog.configure(
-        processors=[*before_render, renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        processors=processors,
+        wrapper_class=wrapper_class,
         logger_factory=line_logger_factory,
         # Not cached: a logger first used before a reconfiguration (tests, `baton up` switching
         # formats) must follow the new one. It costs a few microseconds a line.

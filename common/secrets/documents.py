@@ -42,6 +42,24 @@ def mask_secrets(value: Any) -> Any:
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
+def mask_secrets_in_place(event: dict[str, Any]) -> dict[str, Any]:
+    """`event` itself with what mask_secrets would mask masked: the same keys in the same order,
+    a secret-looking key's value MASK, a value that may hold a secret (a URL, a dict, a list)
+    replaced by its masked copy, never changed in place. For a dict that is the caller's own to
+    change (a log line's event, one per line): mask_secrets would build a second one, key by key."""
+    verdicts, scalars = _KEY_VERDICTS, _SCALARS
+    for key, value in event.items():  # values replaced, none added or removed: the loop may go on
+        verdict = verdicts.get(key)
+        if verdict or (verdict is None and _secret_key(key)):
+            event[key] = MASK
+        elif type(value) is str:
+            if "://" in value:
+                event[key] = mask_url_passwords(value)
+        elif type(value) not in scalars:
+            event[key] = mask_secrets(value)
+    return event
+
+
 def _plain(value: Any) -> bool:
     """What mask_secrets would return unchanged without looking further: a number, a bool, None,
     or a string without "://" (no URL, so no URL password)."""

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
 
-from common.secrets.documents import mask_secrets
+from common.secrets.documents import mask_secrets, mask_secrets_in_place
 from common.secrets.scrubber import Scrubber
 from common.secrets.urls import mask_url_passwords
 
@@ -50,16 +50,21 @@ def hide_too(value: str) -> None:
 
 
 def mask_log_event(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-    """structlog's processor: the event with the block's hidden values and secret keys masked."""
+    """structlog's processor: the event with the block's hidden values and secret keys masked.
+    A processor's event is its line's own: its keys masked in place (the values that change are
+    replaced by masked copies, never changed in place), or in the copy the hidden values made."""
     hidden = _HIDDEN.get()
-    return mask_secrets(hidden.value(event) if hidden else event)  # type: ignore[no-any-return]
+    if hidden:
+        event = hidden.value(event)
+    return mask_secrets_in_place(event) if type(event) is dict else mask_secrets(event)
 
 
 def masked(value: Any) -> Any:
     """`value` (text, or data of any shape) as a log line written here would show it: the
     current context's secret values, secret-looking keys and URL passwords masked (a span's
-    attributes get the same: common/tracing/scrub.py)."""
-    return mask_log_event(None, "", value)
+    attributes get the same: common/tracing/scrub.py). A copy: `value` stays as it is."""
+    hidden = _HIDDEN.get()
+    return mask_secrets(hidden.value(value) if hidden else value)
 
 
 def masked_log_text(text: str) -> str:

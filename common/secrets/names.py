@@ -15,6 +15,25 @@ from typing import Any
 SECRET_KEY = re.compile(r"pass(word)?|secret|token|credential|api_?key", re.IGNORECASE)
 
 
+def named_like_secret(key: Any) -> bool:
+    """Whether a key is named like a secret (SECRET_KEY), remembered for a plain string: a task's
+    and a log line's keys are a few dozen names, looked at for every step and every line."""
+    if type(key) is not str:
+        return isinstance(key, str) and bool(SECRET_KEY.search(key))
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        verdict = bool(SECRET_KEY.search(key))
+        if len(_VERDICTS) < _VERDICTS_MAX:
+            _VERDICTS[key] = verdict
+    return verdict
+
+
+# Bounded, since keys also come from data (a parameter's dict): past the bound a key is searched
+# every time.
+_VERDICTS: dict[str, bool] = {}
+_VERDICTS_MAX = 4096
+
+
 def secret_name(name: Any, declared: Any) -> bool:
     if not isinstance(name, str):
         return False

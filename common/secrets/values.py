@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any, Protocol
 
-from common.secrets.names import SECRET_KEY
+from common.secrets.names import _VERDICTS, named_like_secret
 
 MIN_SCRUBBED = 4
 
@@ -25,11 +25,14 @@ class HasParameters(Protocol):
 
 
 def secret_values(task: HasParameters) -> list[str]:
-    """The task's secret values as text, for common.secrets.log_lines.hidden_values."""
-    names = set(task.SecretParameters)
-    values = set(secret_leaves(task.Parameters, names))
-    values |= set(secret_leaves(task.SubmittedParameters, names))
-    return sorted(values, key=len, reverse=True)
+    """The task's secret values as text, for common.secrets.log_lines.hidden_values. Worked out
+    twice at every step (at the claim, and from what the commit wrote): one walk that gathers
+    them into a set, without a generator per dict."""
+    names = set(task.SecretParameters) if task.SecretParameters else ()
+    found: set[str] = set()
+    _gather(task.Parameters, names, found)
+    _gather(task.SubmittedParameters, names, found)
+    return sorted(found, key=len, reverse=True)
 
 
 def parameter_secret_values(parameters: dict[str, Any], secret_names: Collection[str]) -> list[str]:
@@ -40,31 +43,47 @@ def parameter_secret_values(parameters: dict[str, Any], secret_names: Collection
 def secret_leaves(parameters: dict[str, Any], names: Collection[str]) -> Iterator[str]:
     """The values under a key in `names` or named like a secret, at any depth (a command's
     output may name `password` anywhere), each leaf as text."""
+    found: set[str] = set()
+    _gather(parameters, names, found)
+    return iter(found)
+
+
+def _gather(parameters: dict[str, Any], names: Collection[str], found: set[str]) -> None:
+    verdicts = _VERDICTS  # named_like_secret's, read here first: a call per key is most of the walk
     for key, value in parameters.items():
-        if key in names or SECRET_KEY.search(key):
-            yield from _leaves(value)
+        secret = verdicts.get(key)
+        if secret or (secret is None and named_like_secret(key)) or key in names:
+            _leaves(value, found)
+        elif type(value) in _PLAIN:
+            continue
         elif isinstance(value, dict):
-            yield from secret_leaves(value, ())
+            _gather(value, (), found)
         elif isinstance(value, list):
-            yield from _secret_values_in_list(value)
+            _gather_in_list(value, found)
 
 
-def _secret_values_in_list(values: list[Any]) -> Iterator[str]:
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _gather_in_list(values: list[Any], found: set[str]) -> None:
     """A list's keys are its indices, never secret-looking: only the dicts in it may name a
     secret. Its plain values are passed over without a look (a for_each list of 10,000 hosts)."""
     for value in values:
         if isinstance(value, dict | list):  # one look per plain value
-            yield from secret_leaves(value, ()) if isinstance(value, dict) else _secret_values_in_list(value)
+            if isinstance(value, dict):
+                _gather(value, (), found)
+            else:
+                _gather_in_list(value, found)
 
 
-def _leaves(value: Any) -> Iterator[str]:
+def _leaves(value: Any, found: set[str]) -> None:
     if isinstance(value, dict):
         for item in value.values():
-            yield from _leaves(item)
+            _leaves(item, found)
     elif isinstance(value, list):
         for item in value:
-            yield from _leaves(item)
+            _leaves(item, found)
     elif value is not None and not isinstance(value, bool):
         text = str(value)
         if len(text) >= MIN_SCRUBBED:
-            yield text
+            found.add(text)
