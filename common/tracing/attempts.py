@@ -36,12 +36,13 @@ from common.engine.document import StepMessage, Task
 from common.engine.states import ResultCode
 from common.engine.changes import AttemptResult
 from common.secrets.log_lines import masked
-from common.tracing import state, step_record
+from common.tracing import state
 from common.tracing.carrier import parse_traceparent
 from common.tracing.current_step import CURRENT, otel_attach, otel_current, otel_detach, with_span
-from common.tracing.step_spans import StepSpan, StepSpans
+from common.tracing.step_spans import StepSpan
 
 _NOTHING = contextlib.nullcontext()
+_NO_OUTCOME = (None, None, None)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
@@ -101,26 +102,27 @@ def _new_id() -> int:
 
 
 class _Attempt(NoAttempt):
-    """A traced attempt: what its spans say, kept as plain values while the step runs, and
-    itself the record its end hands to the span processor (common/tracing/step_record.py writes
-    its spans from these values, in the exporter's thread), and the block `current()` answers.
+    """A traced attempt: what its spans say, kept as plain values while the step runs, and the
+    block `current()` answers. Its end hands the span processor those values as one plain tuple
+    (common/tracing/step_record.py says which is where, and writes the spans from it, in the
+    exporter's thread).
 
     The record waits in the batch processor's queue (up to seconds), long enough to reach the
     garbage collector's oldest generation, whose every object a full collection walks and whose
-    growth makes full collections come sooner. So it keeps strings, numbers and enum members
-    only (none of which the collector tracks): the message's fields, not the message; the
-    outcome's code, not the result; the claim's and commit's times, not their blocks. One
-    object a step for the collector, not some fifteen."""
+    growth makes full collections come sooner. A tuple of strings, numbers and tuples of them is
+    one the collector stops tracking the first time it looks at it: so the record holds the
+    message's fields, not the message; the outcome's code, not the result; the phase's number,
+    not its enum member; the process's resource by its number (state.origins). Only a child of
+    another name than claim or commit (rare) keeps an object in it: its span."""
 
-    __slots__ = ("module", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
-                 "task_id", "dispatch_id", "command", "cursor", "phase", "attempt_number", "item", "link", "trace_parent",
+    __slots__ = ("module", "message", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
                  "claim_start", "claim_end", "commit_start", "commit_end", "kind", "command_start", "command_end",
-                 "command_outcome", "command_error", "outcome", "error", "task_type", "step_name", "dropped_reason",
-                 "others", "resource", "instrumentation_scope", "_token")  # fmt: skip
-    context = StepSpans.context  # what a span processor reads before it queues an item: sampled
+                 "command_outcome", "command_error", "task_type", "step_name", "dropped_reason", "others",
+                 "_token")  # fmt: skip
 
     def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, int]):
         self.module = module
+        self.message = message  # its fields are read at the end, into the record
         self.trace_id, self.task_span, _ = parent
         self.trace_hex = format(parent[0], "032x")
         # The step's four span ids from one random draw: the attempt's, then claim, command and
@@ -128,17 +130,11 @@ class _Attempt(NoAttempt):
         self.base = (random.getrandbits(62) or 1) << 2
         self.start = time.time_ns()
         self.end_time = 0
-        trace = message.Trace
-        self.task_id, self.dispatch_id, self.command = message.TaskId, message.DispatchId, message.Command
-        self.cursor, self.phase, self.attempt_number, self.item = message.Cursor, message.Type, message.Attempt, message.Item
-        self.link, self.trace_parent = trace.Link, trace.TraceParent  # type: ignore[union-attr]
         self.claim_start = self.claim_end = self.commit_start = self.commit_end = 0  # 0: not begun, not ended
         self.kind: str | None = None  # the command's, once it starts
         self.command_start = self.command_end = 0
-        self.command_outcome: tuple[str, float | None, str | None] | None = None  # (code, check again, verdict)
+        self.command_outcome: tuple[str | None, float | None, str | None] = _NO_OUTCOME  # (code, check again, verdict)
         self.command_error: str | None = None
-        self.outcome: tuple[str, float | None, str | None] | None = None
-        self.error: str | None = None  # an outcome's (masked) message, when it is not OK
         self.task_type: str | None = None
         self.step_name: str | None = None  # both known once claimed
         self.dropped_reason: str | None = None
@@ -167,7 +163,7 @@ class _Attempt(NoAttempt):
 
     def claimed(self, task: Task) -> None:
         self.task_type = task.TaskType
-        self.step_name = task.Steps[self.cursor].Name
+        self.step_name = task.Steps[self.message.Cursor].Name
 
     def dropped(self, reason: str) -> None:
         self.dropped_reason = reason
@@ -198,21 +194,24 @@ class _Attempt(NoAttempt):
     def end(self, result: AttemptResult | None = None) -> None:
         if self.end_time:
             return
-        self.end_time = time.time_ns()
-        if result is not None:
-            self.outcome = _outcome(result)
-            if result.code is not ResultCode.OK:
-                self.error = masked(result.message)  # masked here: the secrets are this context's
+        self.end_time = end = time.time_ns()
         emit = state.emit_steps
-        if emit is not None:
-            self.resource, self.instrumentation_scope = state.resource, state.scope
-            emit(self)
-
-    def otlp_spans(self) -> bytes:
-        return step_record.otlp_spans(self)
-
-    def readable(self) -> list[Any]:
-        return StepSpans(self.trace_id, step_record.spans(self), self.resource, self.instrumentation_scope).readable()
+        if emit is None:
+            return
+        outcome, error = _NO_OUTCOME, None
+        if result is not None:
+            outcome = _outcome(result)
+            if result.code is not ResultCode.OK:
+                error = masked(result.message)  # masked here: the secrets are this context's
+        message = self.message
+        trace = message.Trace
+        # In step_record.FIELDS' order, flat: a tuple inside would keep the collector tracking it
+        # one collection longer.
+        emit((state.origin, self.module, self.trace_id, self.task_span, self.base, self.start, end, message.TaskId,
+              message.DispatchId, message.Command, message.Cursor, message.Type._value_, message.Attempt, message.Item,
+              trace.Link, trace.TraceParent, self.claim_start, self.claim_end, self.commit_start,  # type: ignore[union-attr]
+              self.commit_end, self.kind, self.command_start, self.command_end, *self.command_outcome,
+              self.command_error, *outcome, error, self.task_type, self.step_name, self.dropped_reason, self.others))  # fmt: skip
 
 
 def _outcome(result: AttemptResult) -> tuple[str, float | None, str | None]:

@@ -24,12 +24,20 @@ emit: Callable[[Any], None] | None = None
 emit_steps: Callable[[Any], None] | None = None
 resource: Any = None  # the provider's Resource: what every span built here says about its process
 scope: Any = None  # InstrumentationScope("baton")
+# Every (resource, scope) a provider installed here had, and the number of the current one's: a
+# step's record names its resource and scope by that number, which the garbage collector need not
+# follow (common/tracing/attempts.py), as it would an object.
+origins: list[tuple[Any, Any]] = [(None, None)]
+origin = 0
 
 
 def install(new_tracer: Any, new_emit: Callable[[Any], None] | None, new_resource: Any = None,
             new_scope: Any = None, new_emit_steps: Callable[[Any], None] | None = None) -> None:  # fmt: skip
-    global tracer, emit, resource, scope, emit_steps
+    global tracer, emit, resource, scope, emit_steps, origin
     tracer, emit, resource, scope = new_tracer, new_emit, new_resource, new_scope
+    if origins[-1][0] is not new_resource or origins[-1][1] is not new_scope:
+        origins.append((new_resource, new_scope))
+    origin = len(origins) - 1
     emit_steps = new_emit_steps if new_emit_steps is not None else _as_spans(new_emit)
 
 
@@ -38,8 +46,10 @@ def _as_spans(new_emit: Callable[[Any], None] | None) -> Callable[[Any], None] |
     if new_emit is None:
         return None
 
+    from common.tracing.step_record import readable
+
     def each(record: Any) -> None:
-        for span in record.readable():
+        for span in readable(record):
             new_emit(span)
 
     return each

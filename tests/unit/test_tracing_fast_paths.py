@@ -76,3 +76,40 @@ def test_a_steps_record_is_freed_without_the_garbage_collector(monkeypatch):
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_steps_record_is_one_the_garbage_collector_stops_walking(monkeypatch):
+    """Queued for export for up to seconds, a record would otherwise reach the collector's
+    oldest generation, which every full collection walks whole."""
+    import gc
+
+    trace = TraceContext(TraceParent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                         Link="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b8-01")  # fmt: skip
+    message = StepMessage(TaskId="t-1", Cursor=0, Type=Phase.ROLLBACK, Module="m", Command="c", Timeout=1, Retry=0,
+                          DispatchId="d-1", Attempt=2, Item=3, Trace=trace)  # fmt: skip
+    exported: list[object] = []
+    monkeypatch.setattr(state, "emit", exported.append)
+    monkeypatch.setattr(state, "emit_steps", exported.append)
+
+    class _Task:
+        TaskType = "deploy"
+        Steps = [type("_Step", (), {"Name": "prepare"})()]
+
+    failed = AttemptResult(ResultCode.FAILED, "it broke", check_again=2.5, verified=("not_done", "why"))
+    for kind in ("process", "thread"):
+        attempt = attempts.begin(message, "m")
+        with attempt.current():
+            with attempt.child("claim"):
+                pass
+            attempt.claimed(_Task())  # type: ignore[arg-type]
+            attempt.start_command(kind)
+            with attempt.in_command():
+                pass
+            attempt.command_ended(failed)
+            with attempt.child("commit"):
+                pass
+        attempt.end(failed)
+    del attempt
+    gc.collect()
+    assert len(exported) == 2
+    assert not any(gc.is_tracked(record) for record in exported)
