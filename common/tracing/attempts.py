@@ -82,12 +82,30 @@ NO_ATTEMPT = NoAttempt()
 
 def begin(message: StepMessage, module: str) -> NoAttempt:
     """The attempt's spans, or NO_ATTEMPT."""
-    if state.emit is None or message.Trace is None:
+    trace = message.Trace
+    if state.emit is None or trace is None:
         return NO_ATTEMPT
-    parent = parse_traceparent(message.Trace.TraceParent)
-    if parent is None or not parent[2] & 1:  # not a valid context, or not sampled
-        return NO_ATTEMPT
-    return _Attempt(message, module, parent)
+    parent = _PARENTS.get(trace.TraceParent, _UNSEEN)
+    if parent is _UNSEEN:
+        parent = _parent(trace.TraceParent)
+    return _Attempt(message, module, parent) if parent is not None else NO_ATTEMPT
+
+
+# What a traceparent says, by its text: every step of a task carries its task's (a module runs
+# several of them, and parsing one costs more than the rest of `begin`).
+_PARENTS: dict[str, tuple[int, int, str] | None] = {}
+_PARENTS_BOUND = 4096
+_UNSEEN = object()
+
+
+def _parent(text: str) -> tuple[int, int, str] | None:
+    """(trace id, span id, trace id in hex) of a valid, sampled traceparent, else None; kept."""
+    if len(_PARENTS) >= _PARENTS_BOUND:  # tasks come and go
+        _PARENTS.clear()
+    parsed = parse_traceparent(text)
+    sampled = parsed is not None and parsed[2] & 1
+    found = _PARENTS[text] = (parsed[0], parsed[1], format(parsed[0], "032x")) if sampled else None  # type: ignore[index]
+    return found
 
 
 def traceparent(trace_id: int, span_id: int) -> str:
@@ -120,11 +138,10 @@ class _Attempt(NoAttempt):
                  "command_outcome", "command_error", "task_type", "step_name", "dropped_reason", "others",
                  "_token")  # fmt: skip
 
-    def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, int]):
+    def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, str]):
         self.module = module
         self.message = message  # its fields are read at the end, into the record
-        self.trace_id, self.task_span, _ = parent
-        self.trace_hex = format(parent[0], "032x")
+        self.trace_id, self.task_span, self.trace_hex = parent
         # The step's four span ids from one random draw: the attempt's, then claim, command and
         # commit in its two low bits (never zero; unique within the trace as ids drawn apart are).
         self.base = (random.getrandbits(62) or 1) << 2

@@ -113,3 +113,25 @@ def test_a_steps_record_is_one_the_garbage_collector_stops_walking(monkeypatch):
     gc.collect()
     assert len(exported) == 2
     assert not any(gc.is_tracked(record) for record in exported)
+
+
+def test_a_traceparent_read_once_says_the_same_the_next_time(monkeypatch):
+    """begin keeps what a traceparent says by its text: a task's next steps carry the same."""
+    monkeypatch.setattr(state, "emit", lambda span: None)
+    monkeypatch.setattr(attempts, "_PARENTS", {})
+    ids = "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"
+
+    def begun(flags: str, text: str | None = None):
+        trace = TraceContext(TraceParent=text or f"00-{ids}-{flags}")
+        message = StepMessage(TaskId="t-1", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1,
+                              Retry=0, DispatchId="d-1", Attempt=1, Trace=trace)  # fmt: skip
+        return attempts.begin(message, "m")
+
+    for _ in range(2):
+        sampled = begun("01")
+        assert (sampled.trace_id, sampled.task_span) == (0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B7)
+        assert sampled.trace_hex == "4bf92f3577b34da6a3ce929d0e0e4736"
+        assert begun("00") is attempts.NO_ATTEMPT  # not sampled
+        assert begun("01", "00-" + "0" * 32 + "-00f067aa0ba902b7-01") is attempts.NO_ATTEMPT  # not valid
+    upper = begun("01", f"00-{ids.upper()}-01")
+    assert upper.trace_hex == "4bf92f3577b34da6a3ce929d0e0e4736"
