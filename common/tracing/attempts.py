@@ -198,7 +198,7 @@ class _Attempt(NoAttempt):
         return _Current(self, self.base | 2, None)
 
     def command_traceparent(self) -> str | None:
-        return f"00-{self.trace_hex}-{self.base | 2:016x}-01" if self.kind is not None else None
+        return f"00-{self.trace_hex}-{(self.base | 2).to_bytes(8, 'big').hex()}-01" if self.kind is not None else None
 
     def command_ended(self, result: AttemptResult | None) -> None:
         if self.kind is not None and not self.command_end:
