@@ -262,6 +262,11 @@ def length(body: bytes) -> bytes:
 _length = length
 
 
+def varint(value: int) -> bytes:
+    """A non-negative integer as a varint (a length known before its body is written)."""
+    return _varint(value)
+
+
 def _varint(value: int) -> bytes:
     if value < _KEPT:
         return LENGTHS[value]

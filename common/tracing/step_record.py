@@ -19,7 +19,7 @@ from common.tracing import attributes as a
 from common.tracing import otlp_encoding as wire
 from common.tracing import state
 from common.tracing.carrier import linked_span
-from common.tracing.step_spans import StepSpan, StepSpans, encoded_span
+from common.tracing.step_spans import _FLAGS, _LINK_FIELD, _LINK_FLAGS, _NO_STATUS, StepSpan, StepSpans, encoded_span
 
 # A step's record, as its attempt hands it over (common/tracing/attempts.py): a plain tuple,
 # these values in this order. 0 is "not yet" for a time, None for the rest.
@@ -243,31 +243,68 @@ _CLAIM_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_CLAIM) + 18 + len(_TAIL)]
 _COMMIT_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_COMMIT) + 18 + len(_TAIL)]
 
 
+# The attempt's and the command's spans are written in the same join as claim's and commit's:
+# their length from what is not the same every step (name, attributes, a link, an error).
+_FIXED = 20 + 18 + 2 + 18 + len(_FLAGS)  # trace id's field and span id's tag, ids, kind, times, flags
+_LINK_HEAD = _LINK_FIELD + b"\x0a\x10"  # a link's field, then its trace id's field
+_LINKED = len(_LINK_HEAD) + 16 + 2 + 8 + len(_LINK_FLAGS)
+# A span's name field: an attempt's by its phase, then its step's name (or command); a command's
+# by the command's name. Nested dictionaries: no name to format, no tuple to hash, once kept.
+_ATTEMPT_NAMES: dict[int, dict[str, bytes]] = {phase.value: {} for phase in Phase}
+_COMMAND_NAMES: dict[str, bytes] = {}
+
+
+def _name_field(names: dict[str, bytes], key: str, name: str) -> bytes:
+    if len(names) >= 1024:  # names made of many steps' names: kept bounded
+        names.clear()
+    found = names[key] = wire.string(5, name)
+    return found
+
+
+def _status(error: str) -> bytes:
+    return wire.message(15, wire.string(2, error) + b"\x18\x02")  # 15 status: 2 message, 3 code ERROR
+
+
 def otlp_spans(record: tuple) -> bytes:
-    """The record's spans as ScopeSpans.spans fields (2): each an OTLP `Span` message, framed."""
+    """The record's spans as ScopeSpans.spans fields (2): each an OTLP `Span` message, framed;
+    the same bytes as step_spans.encoded_span writes for each (tests/unit/test_step_record.py)."""
     (_, module, trace_id, task_span, base, start, end, task_id, dispatch_id, command, cursor, phase, number, item,
      link, trace_parent, claim_start, claim_end, commit_start, commit_end, kind, command_start, command_end,
      command_code, command_check_again, command_verdict, command_error, code, check_again, verdict, error, task_type,
      step_name, dropped, others) = record  # fmt: skip
-    command_outcome = (command_code, command_check_again, command_verdict) if command_code is not None else None
     outcome = (code, check_again, verdict) if code is not None else None
     trace = trace_id.to_bytes(16, "big")
     head = b"\x0a\x10" + trace + b"\x12\x08"  # 1 trace_id, then 2 span_id's tag
-    linked = linked_span(link, trace_parent) if link else 0  # only a link within the same trace
-    name = f"{_VERB[phase]} {step_name if task_type is not None else command}"
+    label = step_name if task_type is not None else command
+    names = _ATTEMPT_NAMES[phase]
+    name = names.get(label)
+    if name is None:
+        name = _name_field(names, label, f"{_VERB[phase]} {label}")
     attributes = _attempt_attribute_bytes(module, task_id, dispatch_id, command, cursor, phase, number, item, outcome,
                                           task_type, step_name, dropped)  # fmt: skip
-    body = encoded_span(head, trace, name, base, task_span, 4, start, end, attributes, (linked,) if linked else (), error)
-    size = len(body)
-    parts = [_FIELD_2, _LENGTHS[size] if size < 4096 else wire.length(body), body]
+    status = _NO_STATUS if error is None else _status(error)
+    size = _FIXED + len(name) + len(attributes) + len(status)
+    parts = [_FIELD_2, b"", head, _IDS(base, _PARENT_TAG, task_span), name, _KIND[4], _TIMES(0x39, start, 0x41, end),
+             attributes]  # fmt: skip
+    linked = linked_span(link, trace_parent) if link else 0  # only a link within the same trace
+    if linked:
+        size += _LINKED
+        parts += (_LINK_HEAD, trace, b"\x12\x08", linked.to_bytes(8, "big"), _LINK_FLAGS)
+    parts += (status, _FLAGS)
+    parts[1] = _LENGTHS[size] if size < 4096 else wire.varint(size)
     if claim_start:
         parts += (_CLAIM_FRAME, head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM,
                   _TIMES(0x39, claim_start, 0x41, claim_end), _TAIL)  # fmt: skip
     if kind is not None:
-        body = encoded_span(head, trace, f"command {command}", base | 2, base, 0, command_start, command_end,
-                            _command_attribute_bytes(kind, command_end, command_outcome), (), command_error)  # fmt: skip
-        size = len(body)
-        parts += (_FIELD_2, _LENGTHS[size] if size < 4096 else wire.length(body), body)
+        name = _COMMAND_NAMES.get(command)
+        if name is None:
+            name = _name_field(_COMMAND_NAMES, command, f"command {command}")
+        command_outcome = (command_code, command_check_again, command_verdict) if command_code is not None else None
+        attributes = _command_attribute_bytes(kind, command_end, command_outcome)
+        status = _NO_STATUS if command_error is None else _status(command_error)
+        size = _FIXED + len(name) + len(attributes) + len(status)
+        parts += (_FIELD_2, _LENGTHS[size] if size < 4096 else wire.varint(size), head, _IDS(base | 2, _PARENT_TAG, base),
+                  name, _KIND[0], _TIMES(0x39, command_start, 0x41, command_end), attributes, status, _FLAGS)  # fmt: skip
     if commit_start:
         parts += (_COMMIT_FRAME, head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT,
                   _TIMES(0x39, commit_start, 0x41, commit_end), _TAIL)  # fmt: skip

@@ -85,6 +85,8 @@ SHAPES = {
     "rollback of an item, no link": (_message(2, Type=Phase.ROLLBACK, Item=7, Attempt=3,
                                               Trace=TraceContext(TraceParent=PARENT)), _claimed),
     "failed": (_message(3), lambda attempt: _claimed(attempt, "thread", FAILED)),
+    "failed at length": (_message(8), lambda attempt: _claimed(attempt, "thread", AttemptResult(ResultCode.FAILED,
+                                                                                                "é" * 3000))),
     "checked again, verified": (_message(4), lambda attempt: _claimed(
         attempt, result=AttemptResult(ResultCode.OK, check_again=2.5, verified=("not_done", "why")))),
     "dropped": (_message(5), _dropped),
