@@ -93,19 +93,26 @@ def _link(record: tuple) -> int:
 def _attempt_attributes(record: tuple) -> dict[str, Any]:
     (_, module, _, _, _, _, _, task_id, dispatch_id, command, cursor, phase, number, item, _, _, _, _, _, _, _, _, _, _,
      _, _, _, code, check_again, verdict, _, task_type, step_name, dropped, _) = record  # fmt: skip
-    outcome = (code, check_again, verdict) if code is not None else None
-    found = {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process", a.MESSAGING_DESTINATION: module,
-             a.MODULE: module, a.MESSAGING_MESSAGE_ID: dispatch_id, a.TASK_ID: task_id,
-             a.STEP: cursor, a.PHASE: _LABEL[phase], a.ATTEMPT: number, a.COMMAND: command}  # fmt: skip
+    found = _repeating(module, cursor, phase, number, command, task_type, step_name, code, check_again, verdict)
+    found[a.MESSAGING_MESSAGE_ID] = dispatch_id
+    found[a.TASK_ID] = task_id
     if item is not None:
         found[a.ITEM] = item
+    if dropped is not None:
+        found[a.DROPPED] = dropped
+    return found
+
+
+def _repeating(module: str, cursor: int, phase: int, number: int, command: str, task_type: str | None,
+               step_name: str | None, code: str | None, check_again: float | None, verdict: str | None) -> dict[str, Any]:
+    """The attempt's attributes that repeat from step to step (written first, as one group)."""
+    found = {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process", a.MESSAGING_DESTINATION: module,
+             a.MODULE: module, a.STEP: cursor, a.PHASE: _LABEL[phase], a.ATTEMPT: number, a.COMMAND: command}  # fmt: skip
     if task_type is not None:
         found[a.TASK_TYPE] = task_type
         found[a.STEP_NAME] = step_name
-    if dropped is not None:
-        found[a.DROPPED] = dropped
-    if outcome is not None:
-        found.update(_outcome(outcome))
+    if code is not None:
+        found.update(_outcome((code, check_again, verdict)))
     return found
 
 
@@ -167,7 +174,6 @@ def _text_frame(frames: dict[int, bytes], key: bytes, size: int) -> bytes:
 # What repeats from step to step, written once: a group of attributes by what decides them.
 _GROUPS: dict[Any, bytes] = {}
 _GROUPS_BOUND = 4096
-_OUTCOMES: dict[tuple[str, float | None, str | None], bytes] = {}  # by (code, check again, verdict)
 
 
 def _group(key: Any, values: dict[str, Any]) -> bytes:
@@ -178,46 +184,30 @@ def _group(key: Any, values: dict[str, Any]) -> bytes:
 
 
 def _attempt_attribute_bytes(module: str, task_id: str, dispatch_id: str, command: str, cursor: int, phase: int,
-                             number: int, item: int | None, outcome: tuple | None, task_type: str | None,
-                             step_name: str | None, dropped: str | None) -> bytes:  # fmt: skip
-    key = ("module", module)
+                             number: int, item: int | None, code: str | None, check_again: float | None,
+                             verdict: str | None, task_type: str | None, step_name: str | None,
+                             dropped: str | None) -> bytes:  # fmt: skip
+    key = (module, cursor, phase, number, command, task_type, step_name, code, check_again, verdict)
     fixed = _GROUPS.get(key)
     if fixed is None:
-        fixed = _group(key, {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process",
-                             a.MESSAGING_DESTINATION: module, a.MODULE: module})  # fmt: skip
+        fixed = _group(key, _repeating(module, cursor, phase, number, command, task_type, step_name, code,
+                                       check_again, verdict))  # fmt: skip
     text = dispatch_id.encode("utf-8")
     frame = _MESSAGE_ID_FRAMES.get(len(text))
     if frame is None:
         frame = _text_frame(_MESSAGE_ID_FRAMES, _MESSAGE_ID_KEY, len(text))
-    parts = [fixed, frame, text]
     task = _GROUPS.get(task_id)
     if task is None:
         if len(_GROUPS) >= _GROUPS_BOUND:  # task ids come and go
             _GROUPS.clear()
         task = _GROUPS[task_id] = _text(_TASK_ID_KEY, task_id)
-    parts.append(task)
-    key = ("step", cursor, phase, number, command)
-    step = _GROUPS.get(key)
-    if step is None:
-        step = _group(key, {a.STEP: cursor, a.PHASE: _LABEL[phase], a.ATTEMPT: number, a.COMMAND: command})
-    parts.append(step)
+    if item is None and dropped is None:
+        return b"".join((fixed, frame, text, task))
+    parts = [fixed, frame, text, task]
     if item is not None:
         parts.append(wire.attributes(9, {a.ITEM: item}))
-    if task_type is not None:
-        key = ("claimed", task_type, step_name)
-        claimed = _GROUPS.get(key)
-        if claimed is None:
-            claimed = _group(key, {a.TASK_TYPE: task_type, a.STEP_NAME: step_name})
-        parts.append(claimed)
     if dropped is not None:
         parts.append(wire.attributes(9, {a.DROPPED: dropped}))
-    if outcome is not None:
-        found = _OUTCOMES.get(outcome)
-        if found is None:
-            if len(_OUTCOMES) >= _GROUPS_BOUND:  # "check again in" seconds may vary
-                _OUTCOMES.clear()
-            found = _OUTCOMES[outcome] = wire.attributes(9, _outcome(outcome))
-        parts.append(found)
     return b"".join(parts)
 
 
@@ -272,7 +262,6 @@ def otlp_spans(record: tuple) -> bytes:
      link, trace_parent, claim_start, claim_end, commit_start, commit_end, kind, command_start, command_end,
      command_code, command_check_again, command_verdict, command_error, code, check_again, verdict, error, task_type,
      step_name, dropped, others) = record  # fmt: skip
-    outcome = (code, check_again, verdict) if code is not None else None
     trace = trace_id.to_bytes(16, "big")
     head = b"\x0a\x10" + trace + b"\x12\x08"  # 1 trace_id, then 2 span_id's tag
     label = step_name if task_type is not None else command
@@ -280,8 +269,8 @@ def otlp_spans(record: tuple) -> bytes:
     name = names.get(label)
     if name is None:
         name = _name_field(names, label, f"{_VERB[phase]} {label}")
-    attributes = _attempt_attribute_bytes(module, task_id, dispatch_id, command, cursor, phase, number, item, outcome,
-                                          task_type, step_name, dropped)  # fmt: skip
+    attributes = _attempt_attribute_bytes(module, task_id, dispatch_id, command, cursor, phase, number, item, code,
+                                          check_again, verdict, task_type, step_name, dropped)  # fmt: skip
     status = _NO_STATUS if error is None else _status(error)
     size = _FIXED + len(name) + len(attributes) + len(status)
     parts = [_FIELD_2, b"", head, _IDS(base, _PARENT_TAG, task_span), name, _KIND[4], _TIMES(0x39, start, 0x41, end),
