@@ -204,7 +204,8 @@ class _Attempt(NoAttempt):
         if self.kind is not None and not self.command_end:
             self.command_end = time.time_ns()
             if result is not None:
-                self.command_outcome = _outcome(result)
+                verified = result.verified  # what the spans say of an outcome: code, check again, verdict
+                self.command_outcome = (result.code._name_, result.check_again, verified[0] if verified is not None else None)
                 if result.code is not ResultCode.OK:
                     self.command_error = masked(result.message)
 
@@ -217,7 +218,8 @@ class _Attempt(NoAttempt):
             return
         outcome, error = _NO_OUTCOME, None
         if result is not None:
-            outcome = _outcome(result)
+            verified = result.verified
+            outcome = (result.code._name_, result.check_again, verified[0] if verified is not None else None)
             if result.code is not ResultCode.OK:
                 error = masked(result.message)  # masked here: the secrets are this context's
         message = self.message
@@ -229,12 +231,6 @@ class _Attempt(NoAttempt):
               trace.Link, trace.TraceParent, self.claim_start, self.claim_end, self.commit_start,  # type: ignore[union-attr]
               self.commit_end, self.kind, self.command_start, self.command_end, *self.command_outcome,
               self.command_error, *outcome, error, self.task_type, self.step_name, self.dropped_reason, self.others))  # fmt: skip
-
-
-def _outcome(result: AttemptResult) -> tuple[str, float | None, str | None]:
-    """(code's name, check again, verify's verdict): what the spans say of an outcome."""
-    verified = result.verified
-    return result.code._name_, result.check_again, verified[0] if verified is not None else None
 
 
 class _Block:
