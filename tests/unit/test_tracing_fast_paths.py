@@ -135,3 +135,15 @@ def test_a_traceparent_read_once_says_the_same_the_next_time(monkeypatch):
         assert begun("01", "00-" + "0" * 32 + "-00f067aa0ba902b7-01") is attempts.NO_ATTEMPT  # not valid
     upper = begun("01", f"00-{ids.upper()}-01")
     assert upper.trace_hex == "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def test_a_commands_span_context_is_built_as_the_api_builds_it():
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    assert attempts._context is attempts._tuple_context
+    ours = attempts._context(0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B6)
+    theirs = SpanContext(0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B6, is_remote=False,
+                         trace_flags=TraceFlags(TraceFlags.SAMPLED))  # fmt: skip
+    assert type(ours) is SpanContext and ours == theirs
+    assert (ours.trace_id, ours.span_id, ours.is_remote, ours.trace_flags, ours.trace_state, ours.is_valid) == (
+        theirs.trace_id, theirs.span_id, theirs.is_remote, theirs.trace_flags, theirs.trace_state, theirs.is_valid)
