@@ -38,6 +38,7 @@ from common.engine.states import ResultCode
 from common.engine.changes import AttemptResult
 from common.secrets.log_lines import masked
 from common.tracing import state
+from common.tracing import step_record  # noqa: F401 - how the records made here are read (it says where)
 from common.tracing.carrier import parse_traceparent
 from common.tracing.current_step import CURRENT, otel_attach, otel_current, otel_detach, with_span
 from common.tracing.step_spans import StepSpan

@@ -15,8 +15,10 @@ Field numbers are opentelemetry-proto's (trace/v1/trace.proto, common/v1/common.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from common.tracing.state import origins
 
 DOUBLE = struct.Struct("<d").pack
 FIXED64 = struct.Struct("<Q").pack
@@ -28,6 +30,10 @@ _IS_REMOTE = 0x200
 
 
 _NO_SPAN = object()
+
+# How a step's record (a plain tuple) writes its spans: common.tracing.step_record.otlp_spans,
+# set when that module is imported (by the attempts that make records; it imports this one).
+record_spans: Callable[[tuple], bytes] | None = None
 
 # The varint of every value below 4 KiB, made once: a step's spans (a few hundred bytes each),
 # their attributes' lengths and every field's tag are found here without a loop per byte. Up to
@@ -44,9 +50,7 @@ FIELD_2 = LENGTHS[2 << 3 | 2]  # a length-delimited field 2's tag
 def encode_request(spans: Sequence[Any]) -> bytes:
     """The request's bytes for `spans`: the SDK's ReadableSpans, records of a step's spans (plain
     tuples: common.tracing.step_record) and step_spans.StepSpans, which write their own spans."""
-    from common.tracing.state import origins
-    from common.tracing.step_record import otlp_spans as step_spans
-
+    step_spans = record_spans
     groups: dict[int, tuple[Any, dict[Any, list[bytes]]]] = {}
     last: tuple[Any, Any] = (_NO_SPAN, _NO_SPAN)  # the resource and scope of the span before, by identity
     encoded: list[bytes] = []

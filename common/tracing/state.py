@@ -29,6 +29,9 @@ scope: Any = None  # InstrumentationScope("baton")
 # follow (common/tracing/attempts.py), as it would an object.
 origins: list[tuple[Any, Any]] = [(None, None)]
 origin = 0
+# A step's record as the SDK's spans: common.tracing.step_record.readable, set when that module
+# is imported (by the attempts that make records; it is above this one).
+readable: Callable[[Any], list[Any]] | None = None
 
 
 def install(new_tracer: Any, new_emit: Callable[[Any], None] | None, new_resource: Any = None,
@@ -46,10 +49,8 @@ def _as_spans(new_emit: Callable[[Any], None] | None) -> Callable[[Any], None] |
     if new_emit is None:
         return None
 
-    from common.tracing.step_record import readable
-
     def each(record: Any) -> None:
-        for span in readable(record):
+        for span in readable(record):  # type: ignore[misc]
             new_emit(span)
 
     return each
