@@ -84,8 +84,10 @@ NO_ATTEMPT = NoAttempt()
 
 def begin(message: StepMessage, module: str) -> NoAttempt:
     """The attempt's spans, or NO_ATTEMPT."""
+    if state.emit is None:  # off: nothing else read
+        return NO_ATTEMPT
     trace = message.Trace
-    if state.emit is None or trace is None:
+    if trace is None:
         return NO_ATTEMPT
     parent = _PARENTS.get(trace.TraceParent, _UNSEEN)
     if parent is _UNSEEN:
