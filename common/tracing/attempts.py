@@ -131,11 +131,11 @@ class _Attempt(NoAttempt):
 
     The record waits in the batch processor's queue (up to seconds), long enough to reach the
     garbage collector's oldest generation, whose every object a full collection walks and whose
-    growth makes full collections come sooner. A tuple of strings, numbers and tuples of them is
-    one the collector stops tracking the first time it looks at it: so the record holds the
-    message's fields, not the message; the outcome's code, not the result; the phase's number,
-    not its enum member; the process's resource by its number (state.origins). Only a child of
-    another name than claim or commit (rare) keeps an object in it: its span."""
+    growth makes full collections come sooner. A flat tuple of strings, numbers and None is one
+    the collector stops tracking the first time it looks at it: so the record holds the
+    message's fields, not the message; the outcome's values, not the result; the phase's
+    number, not its enum member; the process's resource by its number (state.origins). Only a
+    child of another name than claim or commit (rare) keeps an object in it: its span."""
 
     __slots__ = ("module", "message", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
                  "claim_start", "claim_end", "commit_start", "commit_end", "kind", "command_start", "command_end",
@@ -169,7 +169,6 @@ class _Attempt(NoAttempt):
 
     def __exit__(self, *_: object) -> None:
         CURRENT.reset(self._token)
-        self._token = None  # nor the token, which the queued record would keep
 
     def child(self, name: str) -> contextlib.AbstractContextManager[Any]:
         if name == "claim":
