@@ -147,3 +147,33 @@ def test_a_commands_span_context_is_built_as_the_api_builds_it():
     assert type(ours) is SpanContext and ours == theirs
     assert (ours.trace_id, ours.span_id, ours.is_remote, ours.trace_flags, ours.trace_state, ours.is_valid) == (
         theirs.trace_id, theirs.span_id, theirs.is_remote, theirs.trace_flags, theirs.trace_state, theirs.is_valid)
+
+
+def test_a_steps_record_reaches_every_processor_behind_the_scrubbing_one(monkeypatch):
+    """Each batch processor's queue takes the record itself; a processor without such a queue
+    gets the record's spans as the SDK's."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    trace = TraceContext(TraceParent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    message = StepMessage(TaskId="t-1", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1, Retry=0,
+                          DispatchId="d-1", Attempt=1, Trace=trace)  # fmt: skip
+    records: list[object] = []
+    monkeypatch.setattr(state, "emit", records.append)
+    monkeypatch.setattr(state, "emit_steps", records.append)
+    attempt = attempts.begin(message, "m")
+    with attempt.current(), attempt.child("claim"):
+        pass
+    attempt.end(AttemptResult(ResultCode.OK))
+    (record,) = records
+
+    batches = [BatchSpanProcessor(_Nothing()), BatchSpanProcessor(_Nothing())]
+    try:
+        ScrubbingProcessor(batches).steps_emit()(record)
+        assert [list(batch._batch_processor._queue) for batch in batches] == [[record], [record]]
+    finally:
+        for batch in batches:
+            batch.shutdown()
+    memory = InMemorySpanExporter()
+    ScrubbingProcessor([SimpleSpanProcessor(memory)]).steps_emit()(record)
+    assert [span.name for span in memory.get_finished_spans()] == ["step c", "claim"]
