@@ -163,6 +163,7 @@ def _on_cost_rows() -> list[tuple[str, str, str]]:
                 pass
         attempt.end(result)
 
+    from common.tracing import step_record
     from common.tracing.setup import install_provider
 
     install_provider(TracerProvider(), Keep(), step_records=True)
@@ -170,7 +171,7 @@ def _on_cost_rows() -> list[tuple[str, str, str]]:
         hooks = min(timeit.repeat(lambda: [one_step(m) for m in messages], number=1, repeat=3, timer=time.process_time))
         batch = records[-steps:]
         ours = min(timeit.repeat(lambda: encode_request(batch), number=1, repeat=3, timer=time.process_time))
-        readable = [span for record in batch for span in record.readable()]
+        readable = [span for record in batch for span in step_record.readable(record)]
         theirs = min(timeit.repeat(lambda: encode_spans(readable).SerializePartialToString(), number=1, repeat=3,
                                    timer=time.process_time))  # fmt: skip
     finally:

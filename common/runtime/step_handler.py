@@ -214,8 +214,8 @@ class StepHandler:
         lease = self._leases.take(task.TaskId, message.DispatchId, record_key(record) if record else None)
         kind = self._dispatcher.kind_of(message.Command)
         attempt.start_command(kind)
-        request.trace = attempt.command_traceparent()  # a process command's spans join the attempt's
         if kind == "process":
+            request.trace = attempt.command_traceparent()  # its spans, made in its process, join the attempt's
             # A process command's child cannot kill its module: the module's timer does. A
             # thread or async command kills the module from inside itself (common/runtime/invoke.py).
             self._crash_point(parameters, message, "during_command", delay=0.2)

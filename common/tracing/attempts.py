@@ -31,17 +31,20 @@ import time
 from typing import Any
 
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.trace.span import DEFAULT_TRACE_STATE
 
 from common.engine.document import StepMessage, Task
 from common.engine.states import ResultCode
 from common.engine.changes import AttemptResult
 from common.secrets.log_lines import masked
-from common.tracing import state, step_record
+from common.tracing import state
+from common.tracing import step_record  # noqa: F401 - how the records made here are read (it says where)
 from common.tracing.carrier import parse_traceparent
 from common.tracing.current_step import CURRENT, otel_attach, otel_current, otel_detach, with_span
-from common.tracing.step_spans import StepSpan, StepSpans
+from common.tracing.step_spans import StepSpan
 
 _NOTHING = contextlib.nullcontext()
+_NO_OUTCOME = (None, None, None)
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 
 
@@ -81,12 +84,32 @@ NO_ATTEMPT = NoAttempt()
 
 def begin(message: StepMessage, module: str) -> NoAttempt:
     """The attempt's spans, or NO_ATTEMPT."""
-    if state.emit is None or message.Trace is None:
+    if state.emit is None:  # off: nothing else read
         return NO_ATTEMPT
-    parent = parse_traceparent(message.Trace.TraceParent)
-    if parent is None or not parent[2] & 1:  # not a valid context, or not sampled
+    trace = message.Trace
+    if trace is None:
         return NO_ATTEMPT
-    return _Attempt(message, module, parent)
+    parent = _PARENTS.get(trace.TraceParent, _UNSEEN)
+    if parent is _UNSEEN:
+        parent = _parent(trace.TraceParent)
+    return _Attempt(message, module, parent) if parent is not None else NO_ATTEMPT
+
+
+# What a traceparent says, by its text: every step of a task carries its task's (a module runs
+# several of them, and parsing one costs more than the rest of `begin`).
+_PARENTS: dict[str, tuple[int, int, str] | None] = {}
+_PARENTS_BOUND = 4096
+_UNSEEN = object()
+
+
+def _parent(text: str) -> tuple[int, int, str] | None:
+    """(trace id, span id, trace id in hex) of a valid, sampled traceparent, else None; kept."""
+    if len(_PARENTS) >= _PARENTS_BOUND:  # tasks come and go
+        _PARENTS.clear()
+    parsed = parse_traceparent(text)
+    sampled = parsed is not None and parsed[2] & 1
+    found = _PARENTS[text] = (parsed[0], parsed[1], format(parsed[0], "032x")) if sampled else None  # type: ignore[index]
+    return found
 
 
 def traceparent(trace_id: int, span_id: int) -> str:
@@ -101,44 +124,38 @@ def _new_id() -> int:
 
 
 class _Attempt(NoAttempt):
-    """A traced attempt: what its spans say, kept as plain values while the step runs, and
-    itself the record its end hands to the span processor (common/tracing/step_record.py writes
-    its spans from these values, in the exporter's thread), and the block `current()` answers.
+    """A traced attempt: what its spans say, kept as plain values while the step runs, and the
+    block `current()` answers. Its end hands the span processor those values as one plain tuple
+    (common/tracing/step_record.py says which is where, and writes the spans from it, in the
+    exporter's thread).
 
     The record waits in the batch processor's queue (up to seconds), long enough to reach the
     garbage collector's oldest generation, whose every object a full collection walks and whose
-    growth makes full collections come sooner. So it keeps strings, numbers and enum members
-    only (none of which the collector tracks): the message's fields, not the message; the
-    outcome's code, not the result; the claim's and commit's times, not their blocks. One
-    object a step for the collector, not some fifteen."""
+    growth makes full collections come sooner. A flat tuple of strings, numbers and None is one
+    the collector stops tracking the first time it looks at it: so the record holds the
+    message's fields, not the message; the outcome's values, not the result; the phase's
+    number, not its enum member; the process's resource by its number (state.origins). Only a
+    child of another name than claim or commit (rare) keeps an object in it: its span."""
 
-    __slots__ = ("module", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
-                 "task_id", "dispatch_id", "command", "cursor", "phase", "attempt_number", "item", "link", "trace_parent",
+    __slots__ = ("module", "message", "trace_id", "trace_hex", "task_span", "base", "start", "end_time",
                  "claim_start", "claim_end", "commit_start", "commit_end", "kind", "command_start", "command_end",
-                 "command_outcome", "command_error", "outcome", "error", "task_type", "step_name", "dropped_reason",
-                 "others", "resource", "instrumentation_scope", "_token")  # fmt: skip
-    context = StepSpans.context  # what a span processor reads before it queues an item: sampled
+                 "command_outcome", "command_error", "task_type", "step_name", "dropped_reason", "others",
+                 "_token")  # fmt: skip
 
-    def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, int]):
+    def __init__(self, message: StepMessage, module: str, parent: tuple[int, int, str]):
         self.module = module
-        self.trace_id, self.task_span, _ = parent
-        self.trace_hex = format(parent[0], "032x")
+        self.message = message  # its fields are read at the end, into the record
+        self.trace_id, self.task_span, self.trace_hex = parent
         # The step's four span ids from one random draw: the attempt's, then claim, command and
         # commit in its two low bits (never zero; unique within the trace as ids drawn apart are).
         self.base = (random.getrandbits(62) or 1) << 2
         self.start = time.time_ns()
         self.end_time = 0
-        trace = message.Trace
-        self.task_id, self.dispatch_id, self.command = message.TaskId, message.DispatchId, message.Command
-        self.cursor, self.phase, self.attempt_number, self.item = message.Cursor, message.Type, message.Attempt, message.Item
-        self.link, self.trace_parent = trace.Link, trace.TraceParent  # type: ignore[union-attr]
         self.claim_start = self.claim_end = self.commit_start = self.commit_end = 0  # 0: not begun, not ended
         self.kind: str | None = None  # the command's, once it starts
         self.command_start = self.command_end = 0
-        self.command_outcome: tuple[str, float | None, str | None] | None = None  # (code, check again, verdict)
+        self.command_outcome: tuple[str | None, float | None, str | None] = _NO_OUTCOME  # (code, check again, verdict)
         self.command_error: str | None = None
-        self.outcome: tuple[str, float | None, str | None] | None = None
-        self.error: str | None = None  # an outcome's (masked) message, when it is not OK
         self.task_type: str | None = None
         self.step_name: str | None = None  # both known once claimed
         self.dropped_reason: str | None = None
@@ -152,7 +169,6 @@ class _Attempt(NoAttempt):
 
     def __exit__(self, *_: object) -> None:
         CURRENT.reset(self._token)
-        self._token = None  # nor the token, which the queued record would keep
 
     def child(self, name: str) -> contextlib.AbstractContextManager[Any]:
         if name == "claim":
@@ -167,7 +183,7 @@ class _Attempt(NoAttempt):
 
     def claimed(self, task: Task) -> None:
         self.task_type = task.TaskType
-        self.step_name = task.Steps[self.cursor].Name
+        self.step_name = task.Steps[self.message.Cursor].Name
 
     def dropped(self, reason: str) -> None:
         self.dropped_reason = reason
@@ -185,40 +201,39 @@ class _Attempt(NoAttempt):
         return _Current(self, self.base | 2, None)
 
     def command_traceparent(self) -> str | None:
-        return f"00-{self.trace_hex}-{self.base | 2:016x}-01" if self.kind is not None else None
+        return f"00-{self.trace_hex}-{(self.base | 2).to_bytes(8, 'big').hex()}-01" if self.kind is not None else None
 
     def command_ended(self, result: AttemptResult | None) -> None:
         if self.kind is not None and not self.command_end:
             self.command_end = time.time_ns()
             if result is not None:
-                self.command_outcome = _outcome(result)
+                verified = result.verified  # what the spans say of an outcome: code, check again, verdict
+                self.command_outcome = (result.code._name_, result.check_again, verified[0] if verified is not None else None)
                 if result.code is not ResultCode.OK:
                     self.command_error = masked(result.message)
 
     def end(self, result: AttemptResult | None = None) -> None:
         if self.end_time:
             return
-        self.end_time = time.time_ns()
-        if result is not None:
-            self.outcome = _outcome(result)
-            if result.code is not ResultCode.OK:
-                self.error = masked(result.message)  # masked here: the secrets are this context's
+        self.end_time = end = time.time_ns()
         emit = state.emit_steps
-        if emit is not None:
-            self.resource, self.instrumentation_scope = state.resource, state.scope
-            emit(self)
-
-    def otlp_spans(self) -> bytes:
-        return step_record.otlp_spans(self)
-
-    def readable(self) -> list[Any]:
-        return StepSpans(self.trace_id, step_record.spans(self), self.resource, self.instrumentation_scope).readable()
-
-
-def _outcome(result: AttemptResult) -> tuple[str, float | None, str | None]:
-    """(code's name, check again, verify's verdict): what the spans say of an outcome."""
-    verified = result.verified
-    return result.code._name_, result.check_again, verified[0] if verified is not None else None
+        if emit is None:
+            return
+        outcome, error = _NO_OUTCOME, None
+        if result is not None:
+            verified = result.verified
+            outcome = (result.code._name_, result.check_again, verified[0] if verified is not None else None)
+            if result.code is not ResultCode.OK:
+                error = masked(result.message)  # masked here: the secrets are this context's
+        message = self.message
+        trace = message.Trace
+        # In step_record.FIELDS' order, flat: a tuple inside would keep the collector tracking it
+        # one collection longer.
+        emit((state.origin, self.module, self.trace_id, self.task_span, self.base, self.start, end, message.TaskId,
+              message.DispatchId, message.Command, message.Cursor, message.Type._value_, message.Attempt, message.Item,
+              trace.Link, trace.TraceParent, self.claim_start, self.claim_end, self.commit_start,  # type: ignore[union-attr]
+              self.commit_end, self.kind, self.command_start, self.command_end, *self.command_outcome,
+              self.command_error, *outcome, error, self.task_type, self.step_name, self.dropped_reason, self.others))  # fmt: skip
 
 
 class _Block:
@@ -273,10 +288,24 @@ class _InOpenTelemetry:
     __slots__ = ("_span", "_token")
 
     def __init__(self, attempt: _Attempt, span_id: int):
-        self._span = NonRecordingSpan(SpanContext(attempt.trace_id, span_id, is_remote=False, trace_flags=_SAMPLED))
+        self._span = NonRecordingSpan(_context(attempt.trace_id, span_id))
 
     def __enter__(self) -> None:
         self._token = otel_attach(with_span(self._span))
 
     def __exit__(self, *_: object) -> None:
         otel_detach(self._token)
+
+
+def _api_context(trace_id: int, span_id: int) -> SpanContext:
+    return SpanContext(trace_id, span_id, is_remote=False, trace_flags=_SAMPLED)
+
+
+def _tuple_context(trace_id: int, span_id: int) -> SpanContext:
+    # Valid ids (a traced attempt's): what SpanContext's own __new__ builds, without its checks
+    # and keywords, in half the instructions.
+    return tuple.__new__(SpanContext, (trace_id, span_id, False, _SAMPLED, DEFAULT_TRACE_STATE, True))
+
+
+# The tuple's layout is the API's own business: used only while it builds the same context.
+_context = _tuple_context if _tuple_context(7, 9) == _api_context(7, 9) else _api_context

@@ -15,8 +15,10 @@ Field numbers are opentelemetry-proto's (trace/v1/trace.proto, common/v1/common.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from common.tracing.state import origins
 
 DOUBLE = struct.Struct("<d").pack
 FIXED64 = struct.Struct("<Q").pack
@@ -28,6 +30,10 @@ _IS_REMOTE = 0x200
 
 
 _NO_SPAN = object()
+
+# How a step's record (a plain tuple) writes its spans: common.tracing.step_record.otlp_spans,
+# set when that module is imported (by the attempts that make records; it imports this one).
+record_spans: Callable[[tuple], bytes] | None = None
 
 # The varint of every value below 4 KiB, made once: a step's spans (a few hundred bytes each),
 # their attributes' lengths and every field's tag are found here without a loop per byte. Up to
@@ -42,13 +48,15 @@ FIELD_2 = LENGTHS[2 << 3 | 2]  # a length-delimited field 2's tag
 
 
 def encode_request(spans: Sequence[Any]) -> bytes:
-    """The request's bytes for `spans`: the SDK's ReadableSpans, and records of a step's spans
-    (common.tracing.step_record, step_spans), which write their own."""
+    """The request's bytes for `spans`: the SDK's ReadableSpans, records of a step's spans (plain
+    tuples: common.tracing.step_record) and step_spans.StepSpans, which write their own spans."""
+    step_spans = record_spans
     groups: dict[int, tuple[Any, dict[Any, list[bytes]]]] = {}
     last: tuple[Any, Any] = (_NO_SPAN, _NO_SPAN)  # the resource and scope of the span before, by identity
     encoded: list[bytes] = []
     for span in spans:
-        resource, scope = span.resource, span.instrumentation_scope
+        step = type(span) is tuple  # a step's record: its spans written from its values
+        resource, scope = origins[span[0]] if step else (span.resource, span.instrumentation_scope)
         # Most spans of a request (a module's steps) share the one before's resource and scope:
         # no lookup (a scope's hash is a Python call) unless they change.
         if resource is not last[0] or scope is not last[1]:
@@ -57,7 +65,10 @@ def encode_request(spans: Sequence[Any]) -> bytes:
                 found = groups[id(resource)] = (resource, {})
             encoded = found[1].setdefault(scope or None, [])
             last = (resource, scope)
-        steps = getattr(span, "otlp_spans", None)  # a step's spans, written without SDK objects
+        if step:
+            encoded.append(step_spans(span))
+            continue
+        steps = getattr(span, "otlp_spans", None)  # spans written without SDK objects (step_spans.StepSpans)
         encoded.append(steps() if steps is not None else message(2, _span(span)))  # ScopeSpans.spans (2)
     out = bytearray()
     for resource, scopes in groups.values():
@@ -253,6 +264,11 @@ def length(body: bytes) -> bytes:
 
 
 _length = length
+
+
+def varint(value: int) -> bytes:
+    """A non-negative integer as a varint (a length known before its body is written)."""
+    return _varint(value)
 
 
 def _varint(value: int) -> bytes:

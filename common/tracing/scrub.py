@@ -38,15 +38,27 @@ class ScrubbingProcessor(SpanProcessor):
             processor.on_end(span)
 
     def steps_emit(self) -> Callable[[Any], None]:
-        """Where a record of a step's spans (baton's own, never scrubbed) goes: straight to the
-        one processor behind, without the scope check (a step ends several hundred a second)."""
-        if len(self._processors) != 1:
-            return self.on_end
-        only = self._processors[0]
-        # The SDK's batch processor checks that an ended span is sampled (a step's record always
-        # is) before its queue takes it: straight to the queue, where the SDK has one.
-        queue = getattr(getattr(only, "_batch_processor", None), "emit", None)
-        return queue if callable(queue) else only.on_end
+        """Where a record of a step's spans (baton's own, never scrubbed; a plain tuple:
+        common.tracing.step_record) goes: straight to the queue of each batch processor behind,
+        which checks nothing a record would need (a step's record is always sampled). A
+        processor without such a queue gets the record's spans as the SDK's, one by one."""
+        queues = [getattr(getattr(processor, "_batch_processor", None), "emit", None) for processor in self._processors]
+        if not all(callable(queue) for queue in queues):
+            from common.tracing.step_record import readable
+
+            def as_spans(record: Any) -> None:
+                for span in readable(record):
+                    self.on_end(span)
+
+            return as_spans
+        if len(queues) == 1:
+            return queues[0]  # type: ignore[return-value]
+
+        def each(record: Any) -> None:
+            for queue in queues:
+                queue(record)  # type: ignore[misc]
+
+        return each
 
     def shutdown(self) -> None:
         for processor in self._processors:

@@ -24,12 +24,23 @@ emit: Callable[[Any], None] | None = None
 emit_steps: Callable[[Any], None] | None = None
 resource: Any = None  # the provider's Resource: what every span built here says about its process
 scope: Any = None  # InstrumentationScope("baton")
+# Every (resource, scope) a provider installed here had, and the number of the current one's: a
+# step's record names its resource and scope by that number, which the garbage collector need not
+# follow (common/tracing/attempts.py), as it would an object.
+origins: list[tuple[Any, Any]] = [(None, None)]
+origin = 0
+# A step's record as the SDK's spans: common.tracing.step_record.readable, set when that module
+# is imported (by the attempts that make records; it is above this one).
+readable: Callable[[Any], list[Any]] | None = None
 
 
 def install(new_tracer: Any, new_emit: Callable[[Any], None] | None, new_resource: Any = None,
             new_scope: Any = None, new_emit_steps: Callable[[Any], None] | None = None) -> None:  # fmt: skip
-    global tracer, emit, resource, scope, emit_steps
+    global tracer, emit, resource, scope, emit_steps, origin
     tracer, emit, resource, scope = new_tracer, new_emit, new_resource, new_scope
+    if origins[-1][0] is not new_resource or origins[-1][1] is not new_scope:
+        origins.append((new_resource, new_scope))
+    origin = len(origins) - 1
     emit_steps = new_emit_steps if new_emit_steps is not None else _as_spans(new_emit)
 
 
@@ -39,7 +50,7 @@ def _as_spans(new_emit: Callable[[Any], None] | None) -> Callable[[Any], None] |
         return None
 
     def each(record: Any) -> None:
-        for span in record.readable():
+        for span in readable(record):  # type: ignore[misc]
             new_emit(span)
 
     return each

@@ -17,31 +17,61 @@ from typing import Any
 from common.engine.states import Phase
 from common.tracing import attributes as a
 from common.tracing import otlp_encoding as wire
+from common.tracing import state
 from common.tracing.carrier import linked_span
-from common.tracing.step_spans import StepSpan, encoded_span
+from common.tracing.step_spans import _FLAGS, _LINK_FIELD, _LINK_FLAGS, _NO_STATUS, StepSpan, StepSpans, encoded_span
 
-_VERB = {phase: "step" if phase is Phase.NORMAL else "rollback" for phase in Phase}
+# A step's record, as its attempt hands it over (common/tracing/attempts.py): a plain tuple,
+# these values in this order. 0 is "not yet" for a time, None for the rest.
+FIELDS = ("origin",  # the number of the process's resource and scope: state.origins
+          "module", "trace_id", "task_span", "base", "start", "end", "task_id", "dispatch_id", "command", "cursor",
+          "phase",  # Phase's value
+          "attempt", "item", "link", "trace_parent", "claim_start", "claim_end", "commit_start", "commit_end",
+          "kind", "command_start", "command_end",
+          "command_code", "command_check_again", "command_verdict", "command_error",  # code: None before it ends
+          "code", "check_again", "verdict", "error",  # the outcome: its code's name, or None
+          "task_type", "step_name", "dropped", "others")  # fmt: skip
+_TRACE_ID, _START, _END, _TASK_ID, _COMMAND, _PHASE, _ITEM, _LINK, _TRACE_PARENT = (
+    FIELDS.index(name) for name in ("trace_id", "start", "end", "task_id", "command", "phase", "item", "link",
+                                    "trace_parent"))  # fmt: skip
+_VERB = {phase.value: "step" if phase is Phase.NORMAL else "rollback" for phase in Phase}
+_LABEL = {phase.value: phase.label for phase in Phase}
 _SHUTDOWN = "stopped by the module's shutdown"  # a command's outcome when the module stopped it
 
 
-def spans(attempt: Any) -> list[StepSpan]:
-    """The attempt's spans: the attempt, then its claim, command, commit and other children."""
-    base = attempt.base
-    attempt_span = StepSpan(_attempt_name(attempt), base, attempt.task_span, 4, _attempt_attributes(attempt))
-    attempt_span.start, attempt_span.end, attempt_span.error = attempt.start, attempt.end_time, attempt.error
-    link = _link(attempt)
+def readable(record: tuple) -> list[Any]:
+    """The record's spans as the SDK's ReadableSpans (for an exporter other than baton's)."""
+    resource, scope = state.origins[record[0]]
+    return StepSpans(record[_TRACE_ID], spans(record), resource, scope).readable()
+
+
+def origin(record: tuple) -> tuple[Any, Any]:
+    """The record's resource and instrumentation scope."""
+    return state.origins[record[0]]
+
+
+def spans(record: tuple) -> list[StepSpan]:
+    """The record's spans: the attempt, then its claim, command, commit and other children."""
+    (_, module, _, task_span, base, start, end, task_id, dispatch_id, command, cursor, phase, number, item, _, _,
+     claim_start, claim_end, commit_start, commit_end, kind, command_start, command_end, command_code,
+     command_check_again, command_verdict, command_error, _, _, _, error, task_type, step_name, dropped,
+     others) = record  # fmt: skip
+    command_outcome = (command_code, command_check_again, command_verdict) if command_code is not None else None
+    attempt_span = StepSpan(_attempt_name(record), base, task_span, 4, _attempt_attributes(record))
+    attempt_span.start, attempt_span.end, attempt_span.error = start, end, error
+    link = _link(record)
     if link:
         attempt_span.links = (link,)
     found = [attempt_span]
-    if attempt.claim_start:
-        found.append(_child("claim", base | 1, base, attempt.claim_start, attempt.claim_end))
-    if attempt.kind is not None:
-        command = StepSpan(f"command {attempt.command}", base | 2, base, 0, _command_attributes(attempt))
-        command.start, command.end, command.error = attempt.command_start, attempt.command_end, attempt.command_error
-        found.append(command)
-    if attempt.commit_start:
-        found.append(_child("commit", base | 3, base, attempt.commit_start, attempt.commit_end))
-    return [*found, *attempt.others]
+    if claim_start:
+        found.append(_child("claim", base | 1, base, claim_start, claim_end))
+    if kind is not None:
+        command_span = StepSpan(f"command {command}", base | 2, base, 0, _command_attributes(kind, command_end, command_outcome))
+        command_span.start, command_span.end, command_span.error = command_start, command_end, command_error
+        found.append(command_span)
+    if commit_start:
+        found.append(_child("commit", base | 3, base, commit_start, commit_end))
+    return [*found, *others]
 
 
 def _child(name: str, span_id: int, parent: int, start: int, end: int) -> StepSpan:
@@ -50,40 +80,47 @@ def _child(name: str, span_id: int, parent: int, start: int, end: int) -> StepSp
     return span
 
 
-def _attempt_name(attempt: Any) -> str:
-    return f"{_VERB[attempt.phase]} {attempt.step_name if attempt.task_type is not None else attempt.command}"
+def _attempt_name(record: tuple) -> str:
+    task_type, step_name = record[-4], record[-3]
+    return f"{_VERB[record[_PHASE]]} {step_name if task_type is not None else record[_COMMAND]}"
 
 
-def _link(attempt: Any) -> int:
-    link = attempt.link
-    return linked_span(link, attempt.trace_parent) if link else 0  # only a link within the same trace
+def _link(record: tuple) -> int:
+    link = record[_LINK]
+    return linked_span(link, record[_TRACE_PARENT]) if link else 0  # only a link within the same trace
 
 
-def _attempt_attributes(attempt: Any) -> dict[str, Any]:
-    module = attempt.module
+def _attempt_attributes(record: tuple) -> dict[str, Any]:
+    (_, module, _, _, _, _, _, task_id, dispatch_id, command, cursor, phase, number, item, _, _, _, _, _, _, _, _, _, _,
+     _, _, _, code, check_again, verdict, _, task_type, step_name, dropped, _) = record  # fmt: skip
+    found = _repeating(module, cursor, phase, number, command, task_type, step_name, code, check_again, verdict)
+    found[a.MESSAGING_MESSAGE_ID] = dispatch_id
+    found[a.TASK_ID] = task_id
+    if item is not None:
+        found[a.ITEM] = item
+    if dropped is not None:
+        found[a.DROPPED] = dropped
+    return found
+
+
+def _repeating(module: str, cursor: int, phase: int, number: int, command: str, task_type: str | None,
+               step_name: str | None, code: str | None, check_again: float | None, verdict: str | None) -> dict[str, Any]:
+    """The attempt's attributes that repeat from step to step (written first, as one group)."""
     found = {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process", a.MESSAGING_DESTINATION: module,
-             a.MODULE: module, a.MESSAGING_MESSAGE_ID: attempt.dispatch_id, a.TASK_ID: attempt.task_id,
-             a.STEP: attempt.cursor, a.PHASE: attempt.phase.label, a.ATTEMPT: attempt.attempt_number,
-             a.COMMAND: attempt.command}  # fmt: skip
-    if attempt.item is not None:
-        found[a.ITEM] = attempt.item
-    if attempt.task_type is not None:
-        found[a.TASK_TYPE] = attempt.task_type
-        found[a.STEP_NAME] = attempt.step_name
-    if attempt.dropped_reason is not None:
-        found[a.DROPPED] = attempt.dropped_reason
-    if attempt.outcome is not None:
-        found.update(_outcome(attempt.outcome))
+             a.MODULE: module, a.STEP: cursor, a.PHASE: _LABEL[phase], a.ATTEMPT: number, a.COMMAND: command}  # fmt: skip
+    if task_type is not None:
+        found[a.TASK_TYPE] = task_type
+        found[a.STEP_NAME] = step_name
+    if code is not None:
+        found.update(_outcome((code, check_again, verdict)))
     return found
 
 
-def _command_attributes(attempt: Any) -> dict[str, Any]:
-    found: dict[str, Any] = {a.COMMAND_KIND: attempt.kind}
-    if attempt.command_end:  # ended: with its outcome, or stopped by the module's shutdown
-        outcome = attempt.command_outcome
-        found.update(_outcome(outcome) if outcome is not None else {a.OUTCOME: _SHUTDOWN})
+def _command_attributes(kind: str, command_end: int, command_outcome: tuple | None) -> dict[str, Any]:
+    found: dict[str, Any] = {a.COMMAND_KIND: kind}
+    if command_end:  # ended: with its outcome, or stopped by the module's shutdown
+        found.update(_outcome(command_outcome) if command_outcome is not None else {a.OUTCOME: _SHUTDOWN})
     return found
-
 
 def _outcome(outcome: tuple[str, float | None, str | None]) -> dict[str, Any]:
     """An outcome's attributes from (code's name, check again, verify's verdict)."""
@@ -137,7 +174,6 @@ def _text_frame(frames: dict[int, bytes], key: bytes, size: int) -> bytes:
 # What repeats from step to step, written once: a group of attributes by what decides them.
 _GROUPS: dict[Any, bytes] = {}
 _GROUPS_BOUND = 4096
-_OUTCOMES: dict[tuple[str, float | None, str | None], bytes] = {}  # by (code, check again, verdict)
 
 
 def _group(key: Any, values: dict[str, Any]) -> bytes:
@@ -147,56 +183,39 @@ def _group(key: Any, values: dict[str, Any]) -> bytes:
     return found
 
 
-def _attempt_attribute_bytes(attempt: Any) -> bytes:
-    module, command, cursor, phase, task_id = attempt.module, attempt.command, attempt.cursor, attempt.phase, attempt.task_id
-    key = ("module", module)
+def _attempt_attribute_bytes(module: str, task_id: str, dispatch_id: str, command: str, cursor: int, phase: int,
+                             number: int, item: int | None, code: str | None, check_again: float | None,
+                             verdict: str | None, task_type: str | None, step_name: str | None,
+                             dropped: str | None) -> bytes:  # fmt: skip
+    key = (module, cursor, phase, number, command, task_type, step_name, code, check_again, verdict)
     fixed = _GROUPS.get(key)
     if fixed is None:
-        fixed = _group(key, {a.MESSAGING_SYSTEM: "rabbitmq", a.MESSAGING_OPERATION: "process",
-                             a.MESSAGING_DESTINATION: module, a.MODULE: module})  # fmt: skip
-    text = attempt.dispatch_id.encode("utf-8")
+        fixed = _group(key, _repeating(module, cursor, phase, number, command, task_type, step_name, code,
+                                       check_again, verdict))  # fmt: skip
+    text = dispatch_id.encode("utf-8")
     frame = _MESSAGE_ID_FRAMES.get(len(text))
     if frame is None:
         frame = _text_frame(_MESSAGE_ID_FRAMES, _MESSAGE_ID_KEY, len(text))
-    parts = [fixed, frame, text]
     task = _GROUPS.get(task_id)
     if task is None:
         if len(_GROUPS) >= _GROUPS_BOUND:  # task ids come and go
             _GROUPS.clear()
         task = _GROUPS[task_id] = _text(_TASK_ID_KEY, task_id)
-    parts.append(task)
-    number = attempt.attempt_number
-    key = ("step", cursor, phase, number, command)
-    step = _GROUPS.get(key)
-    if step is None:
-        step = _group(key, {a.STEP: cursor, a.PHASE: phase.label, a.ATTEMPT: number, a.COMMAND: command})
-    parts.append(step)
-    if attempt.item is not None:
-        parts.append(wire.attributes(9, {a.ITEM: attempt.item}))
-    if attempt.task_type is not None:
-        key = ("claimed", attempt.task_type, attempt.step_name)
-        claimed = _GROUPS.get(key)
-        if claimed is None:
-            claimed = _group(key, {a.TASK_TYPE: attempt.task_type, a.STEP_NAME: attempt.step_name})
-        parts.append(claimed)
-    if attempt.dropped_reason is not None:
-        parts.append(wire.attributes(9, {a.DROPPED: attempt.dropped_reason}))
-    outcome = attempt.outcome
-    if outcome is not None:
-        found = _OUTCOMES.get(outcome)
-        if found is None:
-            if len(_OUTCOMES) >= _GROUPS_BOUND:  # "check again in" seconds may vary
-                _OUTCOMES.clear()
-            found = _OUTCOMES[outcome] = wire.attributes(9, _outcome(outcome))
-        parts.append(found)
+    if item is None and dropped is None:
+        return b"".join((fixed, frame, text, task))
+    parts = [fixed, frame, text, task]
+    if item is not None:
+        parts.append(wire.attributes(9, {a.ITEM: item}))
+    if dropped is not None:
+        parts.append(wire.attributes(9, {a.DROPPED: dropped}))
     return b"".join(parts)
 
 
-def _command_attribute_bytes(attempt: Any) -> bytes:
-    key = ("command", attempt.kind, attempt.command_end != 0, attempt.command_outcome)
+def _command_attribute_bytes(kind: str, command_end: int, command_outcome: tuple | None) -> bytes:
+    key = ("command", kind, command_end != 0, command_outcome)
     found = _GROUPS.get(key)
     if found is None:
-        found = _group(key, _command_attributes(attempt))
+        found = _group(key, _command_attributes(kind, command_end, command_outcome))
     return found
 
 
@@ -214,29 +233,77 @@ _CLAIM_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_CLAIM) + 18 + len(_TAIL)]
 _COMMIT_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_COMMIT) + 18 + len(_TAIL)]
 
 
-def otlp_spans(attempt: Any) -> bytes:
-    """The attempt's spans as ScopeSpans.spans fields (2): each an OTLP `Span` message, framed."""
-    trace = attempt.trace_id.to_bytes(16, "big")
+# The attempt's and the command's spans are written in the same join as claim's and commit's:
+# their length from what is not the same every step (name, attributes, a link, an error).
+_FIXED = 20 + 18 + 2 + 18 + len(_FLAGS)  # trace id's field and span id's tag, ids, kind, times, flags
+_LINK_HEAD = _LINK_FIELD + b"\x0a\x10"  # a link's field, then its trace id's field
+_LINKED = len(_LINK_HEAD) + 16 + 2 + 8 + len(_LINK_FLAGS)
+# A span's name field: an attempt's by its phase, then its step's name (or command); a command's
+# by the command's name. Nested dictionaries: no name to format, no tuple to hash, once kept.
+_ATTEMPT_NAMES: dict[int, dict[str, bytes]] = {phase.value: {} for phase in Phase}
+_COMMAND_NAMES: dict[str, bytes] = {}
+
+
+def _name_field(names: dict[str, bytes], key: str, name: str) -> bytes:
+    if len(names) >= 1024:  # names made of many steps' names: kept bounded
+        names.clear()
+    found = names[key] = wire.string(5, name)
+    return found
+
+
+def _status(error: str) -> bytes:
+    return wire.message(15, wire.string(2, error) + b"\x18\x02")  # 15 status: 2 message, 3 code ERROR
+
+
+def otlp_spans(record: tuple) -> bytes:
+    """The record's spans as ScopeSpans.spans fields (2): each an OTLP `Span` message, framed;
+    the same bytes as step_spans.encoded_span writes for each (tests/unit/test_step_record.py)."""
+    (_, module, trace_id, task_span, base, start, end, task_id, dispatch_id, command, cursor, phase, number, item,
+     link, trace_parent, claim_start, claim_end, commit_start, commit_end, kind, command_start, command_end,
+     command_code, command_check_again, command_verdict, command_error, code, check_again, verdict, error, task_type,
+     step_name, dropped, others) = record  # fmt: skip
+    trace = trace_id.to_bytes(16, "big")
     head = b"\x0a\x10" + trace + b"\x12\x08"  # 1 trace_id, then 2 span_id's tag
-    base = attempt.base
-    link = _link(attempt)
-    body = encoded_span(head, trace, _attempt_name(attempt), base, attempt.task_span, 4, attempt.start,
-                        attempt.end_time, _attempt_attribute_bytes(attempt), (link,) if link else (), attempt.error)
-    size = len(body)
-    parts = [_FIELD_2, _LENGTHS[size] if size < 4096 else wire.length(body), body]
-    if attempt.claim_start:
+    label = step_name if task_type is not None else command
+    names = _ATTEMPT_NAMES[phase]
+    name = names.get(label)
+    if name is None:
+        name = _name_field(names, label, f"{_VERB[phase]} {label}")
+    attributes = _attempt_attribute_bytes(module, task_id, dispatch_id, command, cursor, phase, number, item, code,
+                                          check_again, verdict, task_type, step_name, dropped)  # fmt: skip
+    status = _NO_STATUS if error is None else _status(error)
+    size = _FIXED + len(name) + len(attributes) + len(status)
+    parts = [_FIELD_2, b"", head, _IDS(base, _PARENT_TAG, task_span), name, _KIND[4], _TIMES(0x39, start, 0x41, end),
+             attributes]  # fmt: skip
+    linked = linked_span(link, trace_parent) if link else 0  # only a link within the same trace
+    if linked:
+        size += _LINKED
+        parts += (_LINK_HEAD, trace, b"\x12\x08", linked.to_bytes(8, "big"), _LINK_FLAGS)
+    parts += (status, _FLAGS)
+    parts[1] = _LENGTHS[size] if size < 4096 else wire.varint(size)
+    if claim_start:
         parts += (_CLAIM_FRAME, head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM,
-                  _TIMES(0x39, attempt.claim_start, 0x41, attempt.claim_end), _TAIL)  # fmt: skip
-    if attempt.kind is not None:
-        body = encoded_span(head, trace, f"command {attempt.command}", base | 2, base, 0, attempt.command_start,
-                            attempt.command_end, _command_attribute_bytes(attempt), (), attempt.command_error)
-        size = len(body)
-        parts += (_FIELD_2, _LENGTHS[size] if size < 4096 else wire.length(body), body)
-    if attempt.commit_start:
+                  _TIMES(0x39, claim_start, 0x41, claim_end), _TAIL)  # fmt: skip
+    if kind is not None:
+        name = _COMMAND_NAMES.get(command)
+        if name is None:
+            name = _name_field(_COMMAND_NAMES, command, f"command {command}")
+        command_outcome = (command_code, command_check_again, command_verdict) if command_code is not None else None
+        attributes = _command_attribute_bytes(kind, command_end, command_outcome)
+        status = _NO_STATUS if command_error is None else _status(command_error)
+        size = _FIXED + len(name) + len(attributes) + len(status)
+        parts += (_FIELD_2, _LENGTHS[size] if size < 4096 else wire.varint(size), head, _IDS(base | 2, _PARENT_TAG, base),
+                  name, _KIND[0], _TIMES(0x39, command_start, 0x41, command_end), attributes, status, _FLAGS)  # fmt: skip
+    if commit_start:
         parts += (_COMMIT_FRAME, head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT,
-                  _TIMES(0x39, attempt.commit_start, 0x41, attempt.commit_end), _TAIL)  # fmt: skip
-    for span in attempt.others:
+                  _TIMES(0x39, commit_start, 0x41, commit_end), _TAIL)  # fmt: skip
+    for span in others:
         body = encoded_span(head, trace, span.name, span.span_id, span.parent_id, span.kind, span.start, span.end,
                             wire.attributes(9, span.attributes), span.links, span.error)
         parts += (wire.FIELD_2, _length(body), body)
     return b"".join(parts)
+
+
+# The two places a record is read without importing this module (it is above them).
+state.readable = readable
+wire.record_spans = otlp_spans

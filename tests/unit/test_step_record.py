@@ -19,6 +19,7 @@ from common.tracing import attempts
 from common.tracing.carrier import TraceContext
 from common.tracing.otlp_encoding import encode_request
 from common.tracing.setup import install_provider
+from common.tracing.step_record import readable
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = f"00-{TRACE}-00f067aa0ba902b7-01"
@@ -84,6 +85,8 @@ SHAPES = {
     "rollback of an item, no link": (_message(2, Type=Phase.ROLLBACK, Item=7, Attempt=3,
                                               Trace=TraceContext(TraceParent=PARENT)), _claimed),
     "failed": (_message(3), lambda attempt: _claimed(attempt, "thread", FAILED)),
+    "failed at length": (_message(8), lambda attempt: _claimed(attempt, "thread", AttemptResult(ResultCode.FAILED,
+                                                                                                "é" * 3000))),
     "checked again, verified": (_message(4), lambda attempt: _claimed(
         attempt, result=AttemptResult(ResultCode.OK, check_again=2.5, verified=("not_done", "why")))),
     "dropped": (_message(5), _dropped),
@@ -113,14 +116,14 @@ def test_a_step_s_spans_are_written_as_the_sdk_encodes_them(records, shape) -> N
         with hidden_values(["hunter2-secret"]):
             run(attempts.begin(message, "m"))
     for record in records:
-        assert ExportTraceServiceRequest.FromString(encode_request([record])) == encode_spans(record.readable())
+        assert ExportTraceServiceRequest.FromString(encode_request([record])) == encode_spans(readable(record))
 
 
 def test_a_step_s_spans_say_what_happened(records) -> None:
     with hidden_values(["hunter2-secret"]):
         _claimed(attempts.begin(_message(1), "m"), "thread", FAILED)
     (record,) = records
-    attempt, claim, command, commit = record.readable()
+    attempt, claim, command, commit = readable(record)
     assert [s.name for s in (attempt, claim, command, commit)] == ["step prepare", "claim", "command run", "commit"]
     assert attempt.parent.span_id == 0x00F067AA0BA902B7 and [link.context.span_id for link in attempt.links] == [0xA1]
     assert {s.parent.span_id for s in (claim, command, commit)} == {attempt.context.span_id}
@@ -138,7 +141,7 @@ def test_a_step_s_spans_say_what_happened(records) -> None:
 def test_a_stopped_command_says_so_and_a_dropped_delivery_says_why(records) -> None:
     _stopped(attempts.begin(_message(6), "m"))
     _dropped(attempts.begin(_message(5), "m"))
-    stopped, dropped = (record.readable() for record in records)
+    stopped, dropped = (readable(record) for record in records)
     assert [s.name for s in stopped] == ["step prepare", "claim", "command run"]
     assert dict(stopped[2].attributes) == {"baton.command.kind": "async", "baton.outcome": "stopped by the module's shutdown"}
     assert [s.name for s in dropped] == ["step run", "claim"] and dropped[0].attributes["baton.dropped"] == "stale dispatch"
@@ -177,7 +180,7 @@ def test_a_commit_on_another_thread_may_begin_before_the_attempt_s_block_is_left
     left.set()
     other.join(10)
     (record,) = records
-    spans = {s.name: s for s in record.readable()}
+    spans = {s.name: s for s in readable(record)}
     trace = int(TRACE, 16)
     assert seen["commit"] == (trace, spans["commit"].context.span_id)
     assert seen["after commit"] == (trace, spans["step prepare"].context.span_id)  # as the context was copied
