@@ -34,12 +34,16 @@ def _counted(program: list[str], control: Path, cwd: Path | None, env: dict[str,
              keep: Path | None, *, by_thread: bool) -> dict[str, int]:
     out = control / "out"
     threads = ["--separate-threads=yes"] if by_thread else []
-    process = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no", *threads,
-                                f"--callgrind-out-file={out}", *program], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    # Its stderr to a file, not a pipe: a program that writes more than a pipe holds (its log lines)
+    # before its `ready` would block on the write while nothing reads the pipe.
+    stderr_path = control / "stderr"
+    with open(stderr_path, "w") as stderr:
+        process = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no", *threads,
+                                    f"--callgrind-out-file={out}", *program], cwd=cwd, env=env,
+                                   stdout=subprocess.DEVNULL, stderr=stderr)  # fmt: skip
     while not (control / "ready").exists():
         if process.poll() is not None:
-            raise RuntimeError(f"the run under valgrind ended early: {process.stderr.read()[-3000:] if process.stderr else ''}")
+            raise RuntimeError(f"the run under valgrind ended early: {stderr_path.read_text()[-3000:]}")
         time.sleep(0.5)
     # vgdb to this process alone: callgrind_control given no pid (a ready file read before its pid
     # was written) sends the command to every callgrind run on the machine, other benchmarks' too.
@@ -50,7 +54,8 @@ def _counted(program: list[str], control: Path, cwd: Path | None, env: dict[str,
                        stderr=subprocess.DEVNULL)  # fmt: skip
     names = _valgrind_thread_names(pid, control) if by_thread else {}
     (control / "go").touch()
-    _, errors = process.communicate(timeout=timeout)
+    process.wait(timeout=timeout)
+    errors = stderr_path.read_text()
     # "summary:", the cost since the zero ("totals:" and valgrind's "Collected" keep what came before).
     files = sorted(glob.glob(f"{out}-*")) if by_thread else [str(out)] if out.exists() else []
     totals: dict[str, int] = {}
