@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from common.prevalidated import prevalidated
+
 Model = TypeVar("Model", bound=BaseModel)
 Copier = Callable[[Any], Any]
 _IMMUTABLE = (str, int, float, bool, type(None))
@@ -66,11 +68,6 @@ def _model_plan(model: BaseModel) -> Copier:
         values = dict(original.__dict__)
         for name, plan in fields:
             values[name] = plan(values[name])
-        made = cls.__new__(cls)
-        object.__setattr__(made, "__dict__", values)
-        object.__setattr__(made, "__pydantic_fields_set__", set(original.__pydantic_fields_set__))
-        object.__setattr__(made, "__pydantic_extra__", None)
-        object.__setattr__(made, "__pydantic_private__", None)
-        return made
+        return prevalidated(cls, values, set(original.__pydantic_fields_set__))
 
     return copy

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from common.secrets.names import SECRET_KEY
+from common.secrets.names import KEY_VERDICTS, named_like_secret
 from common.secrets.scrubber import MASK, Scrubber
 from common.secrets.urls import mask_url_passwords
 from common.secrets.values import HasParameters, parameter_secret_values, secret_values
@@ -26,9 +26,9 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, dict):
         # Every log line passes here (common.secrets.log_lines), a dozen keys each: a key's verdict
         # is looked up, and a number or a string without a URL kept as it is, without a call.
-        verdicts, scalars = _KEY_VERDICTS, _SCALARS
+        verdicts, scalars = KEY_VERDICTS, _SCALARS
         return {
-            k: MASK if (verdicts[k] if k in verdicts else _secret_key(k))
+            k: MASK if (verdicts[k] if k in verdicts else named_like_secret(k))
             else v if type(v) in scalars or (type(v) is str and "://" not in v) else mask_secrets(v)
             for k, v in value.items()
         }
@@ -47,10 +47,10 @@ def mask_secrets_in_place(event: dict[str, Any]) -> dict[str, Any]:
     a secret-looking key's value MASK, a value that may hold a secret (a URL, a dict, a list)
     replaced by its masked copy, never changed in place. For a dict that is the caller's own to
     change (a log line's event, one per line): mask_secrets would build a second one, key by key."""
-    verdicts, scalars = _KEY_VERDICTS, _SCALARS
+    verdicts, scalars = KEY_VERDICTS, _SCALARS
     for key, value in event.items():  # values replaced, none added or removed: the loop may go on
         verdict = verdicts.get(key)
-        if verdict or (verdict is None and _secret_key(key)):
+        if verdict or (verdict is None and named_like_secret(key)):
             event[key] = MASK
         elif type(value) is str:
             if "://" in value:
@@ -65,25 +65,6 @@ def _plain(value: Any) -> bool:
     or a string without "://" (no URL, so no URL password)."""
     kind = type(value)
     return kind in _SCALARS or (kind is str and "://" not in value)
-
-
-# Verdicts on the keys seen: a log line's and a document's keys are a few dozen names, seen again
-# and again. Bounded, since keys can also come from data (a parameter's dict): past the bound a
-# key is searched every time, as before.
-_KEY_VERDICTS: dict[str, bool] = {}
-_KEY_VERDICTS_MAX = 4096
-
-
-def _secret_key(key: Any) -> bool:
-    """Whether a key is named like a secret; remembered for a plain string."""
-    if type(key) is not str:
-        return isinstance(key, str) and bool(SECRET_KEY.search(key))
-    verdict = _KEY_VERDICTS.get(key)
-    if verdict is None:
-        verdict = bool(SECRET_KEY.search(key))
-        if len(_KEY_VERDICTS) < _KEY_VERDICTS_MAX:
-            _KEY_VERDICTS[key] = verdict
-    return verdict
 
 
 def mask_parameters(parameters: dict[str, Any], secret_names: Collection[str]) -> dict[str, Any]:

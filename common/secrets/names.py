@@ -20,18 +20,19 @@ def named_like_secret(key: Any) -> bool:
     and a log line's keys are a few dozen names, looked at for every step and every line."""
     if type(key) is not str:
         return isinstance(key, str) and bool(SECRET_KEY.search(key))
-    verdict = _VERDICTS.get(key)
+    verdict = KEY_VERDICTS.get(key)
     if verdict is None:
         verdict = bool(SECRET_KEY.search(key))
-        if len(_VERDICTS) < _VERDICTS_MAX:
-            _VERDICTS[key] = verdict
+        if len(KEY_VERDICTS) < KEY_VERDICTS_MAX:
+            KEY_VERDICTS[key] = verdict
     return verdict
 
 
-# Bounded, since keys also come from data (a parameter's dict): past the bound a key is searched
-# every time.
-_VERDICTS: dict[str, bool] = {}
-_VERDICTS_MAX = 4096
+# Verdicts on the keys seen, by named_like_secret and read in place by the walks of every log
+# line and task (common.secrets.documents, values): one dict for all. Bounded, since keys also
+# come from data (a parameter's dict): past the bound a key is searched every time.
+KEY_VERDICTS: dict[str, bool] = {}
+KEY_VERDICTS_MAX = 4096
 
 
 def secret_name(name: Any, declared: Any) -> bool:

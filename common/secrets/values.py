@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any, Protocol
 
-from common.secrets.names import _VERDICTS, named_like_secret
+from common.secrets.names import KEY_VERDICTS, named_like_secret
 
 MIN_SCRUBBED = 4
 
@@ -49,7 +49,7 @@ def secret_leaves(parameters: dict[str, Any], names: Collection[str]) -> Iterato
 
 
 def _gather(parameters: dict[str, Any], names: Collection[str], found: set[str]) -> None:
-    verdicts = _VERDICTS  # named_like_secret's, read here first: a call per key is most of the walk
+    verdicts = KEY_VERDICTS  # named_like_secret's, read here first: a call per key is most of the walk
     for key, value in parameters.items():
         secret = verdicts.get(key)
         if secret or (secret is None and named_like_secret(key)) or key in names:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from common.engine.document import Task
+from common.prevalidated import prevalidated
 from common.engine.views import held_view
 from common.secrets.documents import mask_parameters
 from oss.api.schemas import StepDetail, TaskCreated, TaskDetail
@@ -68,12 +69,7 @@ def _view_copy(view: type[Shown], model: BaseModel, **replaced: Any) -> Shown:
                                 if name not in view.__base__.model_fields]  # fmt: skip
     for name, default, factory in added:
         values[name] = factory() if factory is not None else default  # type: ignore[call-arg]
-    shown = view.__new__(view)
-    object.__setattr__(shown, "__dict__", values)
-    object.__setattr__(shown, "__pydantic_fields_set__", set(model.model_fields_set))
-    object.__setattr__(shown, "__pydantic_extra__", None)
-    object.__setattr__(shown, "__pydantic_private__", None)
-    return shown
+    return prevalidated(view, values, set(model.model_fields_set))
 
 
 _ADDED: dict[type[BaseModel], list[tuple[str, Any, Any]]] = {}  # a view's own fields: name, default, factory

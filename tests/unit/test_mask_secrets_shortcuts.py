@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.secrets import documents
+from common.secrets import names
 from common.secrets.documents import mask_secrets
 from common.secrets.names import SECRET_KEY
 from common.secrets.scrubber import MASK
@@ -65,11 +65,16 @@ def test_a_key_named_like_a_secret_is_masked_every_time_it_is_seen():
 
 
 def test_the_remembered_verdicts_stay_bounded_and_keys_past_the_bound_are_still_searched(monkeypatch):
-    monkeypatch.setattr(documents, "_KEY_VERDICTS", {})
-    monkeypatch.setattr(documents, "_KEY_VERDICTS_MAX", 50)
-    data = {f"key{n}": n for n in range(200)}
-    assert mask_secrets(data) == data
-    assert len(documents._KEY_VERDICTS) == 50
-    late = {"late_password": "p", "late_name": "n"}  # first seen once the memory is full
-    assert mask_secrets(late) == {"late_password": MASK, "late_name": "n"}
-    assert "late_password" not in documents._KEY_VERDICTS
+    kept = dict(names.KEY_VERDICTS)  # one dict, read in place by its users: emptied, then given back
+    names.KEY_VERDICTS.clear()
+    monkeypatch.setattr(names, "KEY_VERDICTS_MAX", 50)
+    try:
+        data = {f"key{n}": n for n in range(200)}
+        assert mask_secrets(data) == data
+        assert len(names.KEY_VERDICTS) == 50
+        late = {"late_password": "p", "late_name": "n"}  # first seen once the memory is full
+        assert mask_secrets(late) == {"late_password": MASK, "late_name": "n"}
+        assert "late_password" not in names.KEY_VERDICTS
+    finally:
+        names.KEY_VERDICTS.clear()
+        names.KEY_VERDICTS.update(kept)
