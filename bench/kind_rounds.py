@@ -87,8 +87,11 @@ def alternating(ways: Sequence[Way], rounds: int) -> Iterator[Way]:
 
 
 def tree_cpu(pid: int) -> float:
-    """CPU seconds (user and system) of a process and its living descendants."""
-    return sum(u.cpu_seconds for p in tree(pid) if (u := usage(p)) is not None)
+    """CPU seconds (user and system) of a process and its descendants: the living ones', and those
+    of the ended ones their parents waited for (a command child that ends within a window would
+    otherwise take its CPU out of the tree's sum, and the window's difference could be none or
+    less than none)."""
+    return sum(u.cpu_seconds + u.waited_cpu_seconds for p in tree(pid) if (u := usage(p)) is not None)
 
 
 def tree_rss(pid: int) -> tuple[int, int]:

@@ -99,12 +99,17 @@ def kinds_rows(workdir: Path, amqp_url: str) -> list[tuple[str, str, str]]:
         ("  module CPU per transition, async commands", f"{f['async_cpu_per_transition'] * 1000:.2f} ms", ""),
         ("  module CPU per transition, process commands (children included)",
          f"{f['process_cpu_per_transition'] * 1000:.2f} ms",
-         f"async: {f['async_cpu_per_transition'] / f['process_cpu_per_transition']:.0%} of this"),
+         _share("async", f["async_cpu_per_transition"], f["process_cpu_per_transition"])),
     ]
 
 
 def _range(rates: tuple[float, float]) -> str:
     return f"{rates[0]:.0f} to {rates[1]:.0f} /s"
+
+
+def _share(name: str, part: float, whole: float) -> str:
+    # A window too short for the clock's ticks (a reduced run) can measure no CPU at all.
+    return f"{name}: {part / whole:.0%} of this" if whole > 0 else f"{name}: no CPU measured for this"
 
 
 def main() -> None:
@@ -122,3 +127,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+

@@ -22,6 +22,7 @@ PROC = Path("/proc")
 class Usage:
     cpu_seconds: float  # user + system, of the process and the threads it runs
     rss_bytes: int
+    waited_cpu_seconds: float = 0.0  # user + system of its children that ended and it waited for
 
 
 def usage(pid: int) -> Usage | None:
@@ -33,8 +34,9 @@ def usage(pid: int) -> Usage | None:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after its closing one.
     fields = stat[stat.rindex(")") + 2 :].split()
-    utime, stime = int(fields[11]), int(fields[12])
-    return Usage((utime + stime) / TICKS_PER_SECOND, int(statm.split()[1]) * PAGE_BYTES)
+    utime, stime, cutime, cstime = (int(n) for n in fields[11:15])
+    return Usage((utime + stime) / TICKS_PER_SECOND, int(statm.split()[1]) * PAGE_BYTES,
+                 (cutime + cstime) / TICKS_PER_SECOND)
 
 
 def children(pid: int) -> list[int]:
