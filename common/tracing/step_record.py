@@ -11,7 +11,6 @@ writing them one by one costs more than the rest of the span.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from common.engine.states import Phase
@@ -19,7 +18,8 @@ from common.tracing import attributes as a
 from common.tracing import otlp_encoding as wire
 from common.tracing import state
 from common.tracing.carrier import linked_span
-from common.tracing.step_spans import _FLAGS, _LINK_FIELD, _LINK_FLAGS, _NO_STATUS, StepSpan, StepSpans, encoded_span
+from common.tracing.step_spans import (FLAGS, IDS, KIND_FIELD, LINK_FIELD, LINK_FLAGS, NO_STATUS, PARENT_TAG, TIMES,
+                                       StepSpan, StepSpans, encoded_span, error_status)
 
 # A step's record, as its attempt hands it over (common/tracing/attempts.py): a plain tuple,
 # these values in this order. 0 is "not yet" for a time, None for the rest.
@@ -220,13 +220,9 @@ def _command_attribute_bytes(kind: str, command_end: int, command_outcome: tuple
 
 
 # claim and commit: no attributes, no link, status unset; only their ids and times differ.
-_IDS = struct.Struct(">QHQ").pack
-_TIMES = struct.Struct("<BQBQ").pack
-_PARENT_TAG = 0x2208  # 4 parent_span_id, 8 bytes
-_KIND = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER
-_TAIL = b"\x7a\x00\x85\x01" + wire.FIXED32(0x300)  # 15 status unset; 16 flags: parent remote
-_CLAIM = wire.string(5, "claim") + _KIND[0]
-_COMMIT = wire.string(5, "commit") + _KIND[0]
+_TAIL = NO_STATUS + FLAGS  # a claim's or commit's: no status, then the flags
+_CLAIM = wire.string(5, "claim") + KIND_FIELD[0]
+_COMMIT = wire.string(5, "commit") + KIND_FIELD[0]
 # ... so their length is the same every step too: a ScopeSpans.spans field's tag and length
 # before the trace id's field (20 bytes), the ids (18), the name and kind, the times (18), the tail.
 _CLAIM_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_CLAIM) + 18 + len(_TAIL)]
@@ -235,9 +231,9 @@ _COMMIT_FRAME = wire.FIELD_2 + _LENGTHS[20 + 18 + len(_COMMIT) + 18 + len(_TAIL)
 
 # The attempt's and the command's spans are written in the same join as claim's and commit's:
 # their length from what is not the same every step (name, attributes, a link, an error).
-_FIXED = 20 + 18 + 2 + 18 + len(_FLAGS)  # trace id's field and span id's tag, ids, kind, times, flags
-_LINK_HEAD = _LINK_FIELD + b"\x0a\x10"  # a link's field, then its trace id's field
-_LINKED = len(_LINK_HEAD) + 16 + 2 + 8 + len(_LINK_FLAGS)
+_FIXED = 20 + 18 + 2 + 18 + len(FLAGS)  # trace id's field and span id's tag, ids, kind, times, flags
+_LINK_HEAD = LINK_FIELD + b"\x0a\x10"  # a link's field, then its trace id's field
+_LINKED = len(_LINK_HEAD) + 16 + 2 + 8 + len(LINK_FLAGS)
 # A span's name field: an attempt's by its phase, then its step's name (or command); a command's
 # by the command's name. Nested dictionaries: no name to format, no tuple to hash, once kept.
 _ATTEMPT_NAMES: dict[int, dict[str, bytes]] = {phase.value: {} for phase in Phase}
@@ -249,10 +245,6 @@ def _name_field(names: dict[str, bytes], key: str, name: str) -> bytes:
         names.clear()
     found = names[key] = wire.string(5, name)
     return found
-
-
-def _status(error: str) -> bytes:
-    return wire.message(15, wire.string(2, error) + b"\x18\x02")  # 15 status: 2 message, 3 code ERROR
 
 
 def otlp_spans(record: tuple) -> bytes:
@@ -271,32 +263,32 @@ def otlp_spans(record: tuple) -> bytes:
         name = _name_field(names, label, f"{_VERB[phase]} {label}")
     attributes = _attempt_attribute_bytes(module, task_id, dispatch_id, command, cursor, phase, number, item, code,
                                           check_again, verdict, task_type, step_name, dropped)  # fmt: skip
-    status = _NO_STATUS if error is None else _status(error)
+    status = NO_STATUS if error is None else error_status(error)
     size = _FIXED + len(name) + len(attributes) + len(status)
-    parts = [_FIELD_2, b"", head, _IDS(base, _PARENT_TAG, task_span), name, _KIND[4], _TIMES(0x39, start, 0x41, end),
+    parts = [_FIELD_2, b"", head, IDS(base, PARENT_TAG, task_span), name, KIND_FIELD[4], TIMES(0x39, start, 0x41, end),
              attributes]  # fmt: skip
     linked = linked_span(link, trace_parent) if link else 0  # only a link within the same trace
     if linked:
         size += _LINKED
-        parts += (_LINK_HEAD, trace, b"\x12\x08", linked.to_bytes(8, "big"), _LINK_FLAGS)
-    parts += (status, _FLAGS)
+        parts += (_LINK_HEAD, trace, b"\x12\x08", linked.to_bytes(8, "big"), LINK_FLAGS)
+    parts += (status, FLAGS)
     parts[1] = _LENGTHS[size] if size < 4096 else wire.varint(size)
     if claim_start:
-        parts += (_CLAIM_FRAME, head, _IDS(base | 1, _PARENT_TAG, base), _CLAIM,
-                  _TIMES(0x39, claim_start, 0x41, claim_end), _TAIL)  # fmt: skip
+        parts += (_CLAIM_FRAME, head, IDS(base | 1, PARENT_TAG, base), _CLAIM,
+                  TIMES(0x39, claim_start, 0x41, claim_end), _TAIL)  # fmt: skip
     if kind is not None:
         name = _COMMAND_NAMES.get(command)
         if name is None:
             name = _name_field(_COMMAND_NAMES, command, f"command {command}")
         command_outcome = (command_code, command_check_again, command_verdict) if command_code is not None else None
         attributes = _command_attribute_bytes(kind, command_end, command_outcome)
-        status = _NO_STATUS if command_error is None else _status(command_error)
+        status = NO_STATUS if command_error is None else error_status(command_error)
         size = _FIXED + len(name) + len(attributes) + len(status)
-        parts += (_FIELD_2, _LENGTHS[size] if size < 4096 else wire.varint(size), head, _IDS(base | 2, _PARENT_TAG, base),
-                  name, _KIND[0], _TIMES(0x39, command_start, 0x41, command_end), attributes, status, _FLAGS)  # fmt: skip
+        parts += (_FIELD_2, _LENGTHS[size] if size < 4096 else wire.varint(size), head, IDS(base | 2, PARENT_TAG, base),
+                  name, KIND_FIELD[0], TIMES(0x39, command_start, 0x41, command_end), attributes, status, FLAGS)  # fmt: skip
     if commit_start:
-        parts += (_COMMIT_FRAME, head, _IDS(base | 3, _PARENT_TAG, base), _COMMIT,
-                  _TIMES(0x39, commit_start, 0x41, commit_end), _TAIL)  # fmt: skip
+        parts += (_COMMIT_FRAME, head, IDS(base | 3, PARENT_TAG, base), _COMMIT,
+                  TIMES(0x39, commit_start, 0x41, commit_end), _TAIL)  # fmt: skip
     for span in others:
         body = encoded_span(head, trace, span.name, span.span_id, span.parent_id, span.kind, span.start, span.end,
                             wire.attributes(9, span.attributes), span.links, span.error)

@@ -75,12 +75,12 @@ class StepSpans:
 
 # Every parent and link of a step's span is marked remote (made outside the SDK's tracer):
 # Span.flags "is_remote known" and "remote"; Link.flags the same.
-_FLAGS = b"\x85\x01" + wire.FIXED32(0x300)
-_LINK_FLAGS = b"\x35" + wire.FIXED32(0x300)
+FLAGS = b"\x85\x01" + wire.FIXED32(0x300)
+LINK_FLAGS = b"\x35" + wire.FIXED32(0x300)
 # A link's field (13) and length: a trace id's field (18 bytes), a span id's (10), the flags (5).
-_LINK_FIELD = b"\x6a" + wire.LENGTHS[18 + 10 + len(_LINK_FLAGS)]
-_KIND_FIELD = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER (the SDK's value plus one)
-_NO_STATUS = b"\x7a\x00"  # 15 status: present and empty, as the SDK's encoder writes UNSET
+LINK_FIELD = b"\x6a" + wire.LENGTHS[18 + 10 + len(LINK_FLAGS)]
+KIND_FIELD = {0: b"\x30\x01", 4: b"\x30\x05"}  # 6 kind: INTERNAL, CONSUMER (the SDK's value plus one)
+NO_STATUS = b"\x7a\x00"  # 15 status: present and empty, as the SDK's encoder writes UNSET
 
 
 # A span's name field by its name: claim, commit and a module's few commands' spans repeat.
@@ -96,9 +96,9 @@ def _name(name: str) -> bytes:
 
 # A span's ids (2 span_id, 4 parent_span_id: big-endian, as bytes) and its times (7 and 8,
 # fixed64: little-endian), each packed in one call.
-_IDS = struct.Struct(">QHQ").pack
-_PARENT_TAG = 0x2208  # 4 parent_span_id, 8 bytes
-_TIMES = struct.Struct("<BQBQ").pack
+IDS = struct.Struct(">QHQ").pack
+PARENT_TAG = 0x2208  # 4 parent_span_id, 8 bytes
+TIMES = struct.Struct("<BQBQ").pack
 
 
 def _encoded(head: bytes, trace: bytes, span: StepSpan) -> bytes:
@@ -113,16 +113,18 @@ def encoded_span(head: bytes, trace: bytes, name: str, span_id: int, parent_id: 
     name_field = _NAMES.get(name)
     if name_field is None:
         name_field = _name(name)
-    parts = [head, _IDS(span_id, _PARENT_TAG, parent_id), name_field, _KIND_FIELD[kind], _TIMES(0x39, start, 0x41, end),
+    parts = [head, IDS(span_id, PARENT_TAG, parent_id), name_field, KIND_FIELD[kind], TIMES(0x39, start, 0x41, end),
              attributes]
     for linked in links:  # 13 links: trace_id, span_id, flags
-        parts += (_LINK_FIELD, b"\x0a\x10", trace, b"\x12\x08", linked.to_bytes(8, "big"), _LINK_FLAGS)
-    if error is None:
-        parts.append(_NO_STATUS)
-    else:  # 15 status: 2 message, 3 code ERROR
-        parts.append(wire.message(15, wire.string(2, error) + b"\x18\x02"))
-    parts.append(_FLAGS)
+        parts += (LINK_FIELD, b"\x0a\x10", trace, b"\x12\x08", linked.to_bytes(8, "big"), LINK_FLAGS)
+    parts.append(NO_STATUS if error is None else error_status(error))
+    parts.append(FLAGS)
     return b"".join(parts)
+
+
+def error_status(error: str) -> bytes:
+    """A span's status field (15) for an error: 2 message, 3 code ERROR."""
+    return wire.message(15, wire.string(2, error) + b"\x18\x02")
 
 
 def _readable(readable: type, record: StepSpans, span: StepSpan) -> Any:
