@@ -48,9 +48,7 @@ def test_a_steps_record_goes_straight_to_the_batch_processors_queue():
 def test_a_steps_record_is_freed_without_the_garbage_collector(monkeypatch):
     import gc
 
-    trace = TraceContext(TraceParent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-    message = StepMessage(TaskId="t-1", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1, Retry=0,
-                          DispatchId="d-1", Attempt=1, Trace=trace)  # fmt: skip
+    message = _traced_message()
     exported: list[object] = []
     monkeypatch.setattr(state, "emit", exported.append)
     monkeypatch.setattr(state, "emit_steps", exported.append)
@@ -122,10 +120,7 @@ def test_a_traceparent_read_once_says_the_same_the_next_time(monkeypatch):
     ids = "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"
 
     def begun(flags: str, text: str | None = None):
-        trace = TraceContext(TraceParent=text or f"00-{ids}-{flags}")
-        message = StepMessage(TaskId="t-1", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1,
-                              Retry=0, DispatchId="d-1", Attempt=1, Trace=trace)  # fmt: skip
-        return attempts.begin(message, "m")
+        return attempts.begin(_traced_message(text or f"00-{ids}-{flags}"), "m")
 
     for _ in range(2):
         sampled = begun("01")
@@ -155,9 +150,7 @@ def test_a_steps_record_reaches_every_processor_behind_the_scrubbing_one(monkeyp
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    trace = TraceContext(TraceParent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-    message = StepMessage(TaskId="t-1", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1, Retry=0,
-                          DispatchId="d-1", Attempt=1, Trace=trace)  # fmt: skip
+    message = _traced_message()
     records: list[object] = []
     monkeypatch.setattr(state, "emit", records.append)
     monkeypatch.setattr(state, "emit_steps", records.append)
@@ -177,3 +170,9 @@ def test_a_steps_record_reaches_every_processor_behind_the_scrubbing_one(monkeyp
     memory = InMemorySpanExporter()
     ScrubbingProcessor([SimpleSpanProcessor(memory)]).steps_emit()(record)
     assert [span.name for span in memory.get_finished_spans()] == ["step c", "claim"]
+
+
+def _traced_message(traceparent: str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") -> StepMessage:
+    """A first attempt's step message of a task traced under `traceparent`."""
+    return StepMessage(TaskId="t-1", Cursor=0, Type=Phase.NORMAL, Module="m", Command="c", Timeout=1, Retry=0,
+                       DispatchId="d-1", Attempt=1, Trace=TraceContext(TraceParent=traceparent))  # fmt: skip
