@@ -292,3 +292,30 @@ def test_each_item_of_a_for_each_sub_flow_links_to_its_child_task(page, live):
     expect(page.locator("section.flow")).to_contain_text(f"A sub-flow of task {fleet.TaskId}")
     assert page.url.endswith(f"#/task/{fleet.TaskId}.0.1")
     assert_clean(page)
+
+
+def test_the_filters_stay_put_when_the_task_types_arrive(page, live, tasks):
+    """The type list arrives after the form is drawn: nothing may move under the pointer then
+    (a click aimed at the failed-items box landed beside it when the type select widened)."""
+    held = []
+    signed_in = []
+
+    def hold_the_form_s_call(route):
+        if signed_in:
+            held.append(route)  # the filter form's call: answered once the form is measured
+        else:
+            signed_in.append(route)  # the sign-in's call, which proves the token
+            route.continue_()
+
+    page.route("**/task-types", hold_the_form_s_call)
+    sign_in(page)
+    expect(page.locator("#f-failed-items")).to_be_visible()
+    expect(page.locator("#f-type option")).to_have_count(1)
+    fields = page.locator(".filters .field, .filters .filter-buttons")
+    before = [fields.nth(i).bounding_box() for i in range(fields.count())]
+    assert held, "the filter form asked for no task types"
+    for route in held:
+        route.continue_()
+    expect(page.locator("#f-type option").nth(3)).to_be_attached()  # the task types are in
+    assert [fields.nth(i).bounding_box() for i in range(fields.count())] == before
+    assert_clean(page)
