@@ -48,8 +48,8 @@ def masked_doc(doc: dict[str, Any], *, url_free: bool = False) -> dict[str, Any]
     (oss/api/created_view.py `unmasked_view`): a source of secrets added here belongs in its check
     too (tests/api/test_created_answer.py compares both ways)."""
     names = set(doc.get("SecretParameters") or ())
-    values = set(secret_leaves(doc.get("Parameters") or {}, names))  # secret_values(task), before the masks
-    values |= set(secret_leaves(doc.get("SubmittedParameters") or {}, names))
+    values = secret_leaves(doc.get("Parameters") or {}, names)  # secret_values(task), before the masks
+    values |= secret_leaves(doc.get("SubmittedParameters") or {}, names)
     for field in ("Parameters", "SubmittedParameters"):
         doc[field] = mask_parameters(doc.get(field) or {}, names)
     for target in doc.get("Notify") or []:  # a webhook URL often carries a token (its query)

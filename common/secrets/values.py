@@ -8,7 +8,7 @@ ordinary words, and flows.yaml can demand a longer secret with min_length.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from common.secrets.names import KEY_VERDICTS, named_like_secret
@@ -37,15 +37,15 @@ def secret_values(task: HasParameters) -> list[str]:
 
 def parameter_secret_values(parameters: dict[str, Any], secret_names: Collection[str]) -> list[str]:
     """The secret values of parameters that are not (yet) a task's: a schedule's, say."""
-    return sorted(set(secret_leaves(parameters, set(secret_names))), key=len, reverse=True)
+    return sorted(secret_leaves(parameters, set(secret_names)), key=len, reverse=True)
 
 
-def secret_leaves(parameters: dict[str, Any], names: Collection[str]) -> Iterator[str]:
+def secret_leaves(parameters: dict[str, Any], names: Collection[str]) -> set[str]:
     """The values under a key in `names` or named like a secret, at any depth (a command's
-    output may name `password` anywhere), each leaf as text."""
+    output may name `password` anywhere), each leaf as text, once."""
     found: set[str] = set()
     _gather(parameters, names, found)
-    return iter(found)
+    return found
 
 
 def _gather(parameters: dict[str, Any], names: Collection[str], found: set[str]) -> None:
