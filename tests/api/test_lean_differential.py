@@ -92,6 +92,7 @@ BODIES = [
     b'{"task_type": "create_db", "parameters": {"name": "db1", "cpu": 1.0}}',
     b'{"task_type": "create_db", "parameters": {"name": "db1", "admin_password": 123456789012345}}',
     b'{"task_type": "free_form", "parameters": {"x": -0.0, "y": 1E+2}}',
+    b'{"task_type": "free_form", "parameters": {"x": "' + b"a" * 2_000_000 + b'"}}',  # past the body limit: 413
     _deep(950), _deep(990), _deep(990, b'{"a": ', b"}", b"1"), _deep(100_000), b"[" * 100_000,
 ]
 
