@@ -63,6 +63,10 @@ def assert_same(api: Api, general: Api, method: str, path: str, body: bytes, hea
     assert (fast.status_code, VARYING.sub(b"X", fast.content)) == (slow.status_code, VARYING.sub(b"X", slow.content)), asked
     if fast.status_code in (200, 201) and method == "POST" and "task_id" in fast.json():
         assert _stored(api, fast) == _stored(general, slow), asked
+        read, read_too = (app.client.get(answer.headers.get("Location") or f"/api/v1/tasks/{answer.json()['task_id']}",
+                                         headers=auth(READER)) for app, answer in ((api, fast), (general, slow)))  # fmt: skip
+        assert read.status_code == 200, (asked, read.text)  # what was stored, a later read loads
+        assert VARYING.sub(b"X", read.content) == VARYING.sub(b"X", read_too.content), asked
 
 
 def _deep(depth: int, opening: bytes = b"[", closing: bytes = b"]", leaf: bytes = b"") -> bytes:
@@ -162,7 +166,16 @@ LEAVES = st.one_of(
 VALUES = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
                       max_leaves=8)  # fmt: skip
 FIELDS = ["task_type", "parameters", "idempotency_key", "priority", "start_at", "user_id", "after_task", "labels", "dry_run", "x"]
+PRINTED = st.text(st.characters(exclude_categories=("Cc", "Cs")), max_size=10)  # no control character, no surrogate
+# Mostly valid submissions, hostile inside: what reaches the store and the answer built from it.
+VALID_MOSTLY = st.fixed_dictionaries(
+    {"task_type": st.just("free_form"), "parameters": st.dictionaries(st.text(max_size=8), VALUES, max_size=4)},
+    optional={"labels": st.dictionaries(st.from_regex(r"[a-z][a-z0-9_/-]{0,8}", fullmatch=True), PRINTED, max_size=3),
+              "idempotency_key": PRINTED.filter(bool), "user_id": PRINTED.filter(bool),
+              "priority": st.integers(0, 4), "start_at": st.floats(0, 2e9)},
+)  # fmt: skip
 SUBMISSIONS = st.one_of(
+    VALID_MOSTLY,
     st.fixed_dictionaries({"task_type": st.sampled_from(["free_form", "create_db"])},
                           optional={name: VALUES for name in FIELDS if name != "task_type"}),
     st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=4),
