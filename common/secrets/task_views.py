@@ -89,13 +89,13 @@ def kept_answers(runs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 def masked_runs(runs: Iterable[Run]) -> list[Run]:
     """`runs` as a view shows them: a kept callback answer's output masked as a task's is."""
-    from common.engine.document import Run
-
     shown = []
     for run in runs:
         if run.Callback is None or run.Callback.Kept is None or not run.Callback.Kept.Output:
             shown.append(run)  # most runs: nothing kept, shown as they are
             continue
+        from common.engine.document import Run  # (here: a view of runs without one imports nothing)
+
         doc = run.model_dump()
         for kept in kept_answers([doc]):
             kept["Output"] = scrub_strings(mask_secrets(kept["Output"]), Scrubber(secret_leaves(kept["Output"], ())))
