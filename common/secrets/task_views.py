@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from common.secrets.documents import mask_parameters, mask_secrets, scrub_strings
@@ -65,6 +65,9 @@ def masked_doc(doc: dict[str, Any], *, url_free: bool = False) -> dict[str, Any]
         for item in step.get("Items") or ():
             values.update(secret_leaves(item["Output"], ()))
             item["Output"] = mask_secrets(item["Output"])
+    for kept in kept_answers(doc.get("Runs") or ()):  # a callback's output, kept until its command returns
+        values.update(secret_leaves(kept["Output"], ()))
+        kept["Output"] = mask_secrets(kept["Output"])
     scrubber = Scrubber(sorted(values, key=len, reverse=True))
     if not scrubber and (url_free or "://" not in json.dumps(doc, default=str)):
         # Nothing to scrub: no secret value, and no string that could be a URL with a password
@@ -73,6 +76,31 @@ def masked_doc(doc: dict[str, Any], *, url_free: bool = False) -> dict[str, Any]
         # submission's answer).
         return doc
     return scrub_strings(doc, scrubber)  # type: ignore[no-any-return]
+
+
+def kept_answers(runs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The callback answers kept on `runs` (documents) while their commands still run: another
+    system's output, which joins the parameters (and their masks) only once it is applied."""
+    for run in runs:
+        kept = (run.get("Callback") or {}).get("Kept")
+        if kept and kept.get("Output"):
+            yield kept
+
+
+def masked_runs(runs: Iterable[Run]) -> list[Run]:
+    """`runs` as a view shows them: a kept callback answer's output masked as a task's is."""
+    shown = []
+    for run in runs:
+        if run.Callback is None or run.Callback.Kept is None or not run.Callback.Kept.Output:
+            shown.append(run)  # most runs: nothing kept, shown as they are
+            continue
+        from common.engine.document import Run  # (here: a view of runs without one imports nothing)
+
+        doc = run.model_dump()
+        for kept in kept_answers([doc]):
+            kept["Output"] = scrub_strings(mask_secrets(kept["Output"]), Scrubber(secret_leaves(kept["Output"], ())))
+        shown.append(Run.model_validate(doc))
+    return shown
 
 
 def masked_items(task: Task, items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -41,6 +41,9 @@ def unmasked_view(task: Task, now: float) -> TaskDetail | None:
         return None  # a subclass's fields would not be the view's
     if task.SecretParameters or task.Notify or any(step.Items for step in task.Steps):
         return None  # declared secrets; webhook URLs (always redacted); inline items' outputs
+    for run in task.Runs:
+        if run.Callback is not None and run.Callback.Kept is not None:
+            return None  # a callback's answer kept until its command returns: another system's output
     bodies = [e.Body for e in task.Outbox if isinstance(e.Body.get("Parameters"), dict)]
     if any(_masked(parameters, ()) for parameters in (task.Parameters, task.SubmittedParameters)) or any(
             _masked(body["Parameters"], body.get("SecretParameters") or ()) for body in bodies):

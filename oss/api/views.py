@@ -6,7 +6,7 @@ from collections.abc import Collection
 from typing import Any
 
 from common.flows import FlowDefinition
-from common.secrets.task_views import masked_alarm, masked_task, masked_task_view
+from common.secrets.task_views import masked_alarm, masked_runs, masked_task, masked_task_view
 from common.engine.document import Alarm, Run, Step, Task
 from common.engine.registry import kind_of, start_entries
 from common.engine.views import offered_actions, run_words, wait_words
@@ -55,7 +55,7 @@ def derived_view(shown: TaskDetail, task: Task, now: float, in_flight: Collectio
     shown.ScheduledFor = scheduled_for(task, now)
     shown.Attempts = attempts(shown)  # from the masked history: its messages are scrubbed
     shown.TaskStatusName = task.TaskStatus.name
-    shown.ItemRuns = list(in_flight)  # a run holds no parameters: nothing in it to mask
+    shown.ItemRuns = masked_runs(in_flight)  # a callback's answer kept on one: another system's output
     shown.WaitShown = wait_shown(shown)
     shown.RunWaits = {run.DispatchId: said for run in (*shown.Runs, *shown.ItemRuns)
                       if (said := run_words(shown, run)) is not None}

@@ -119,6 +119,7 @@ class OperatorActions:
         what the other wrote. UnknownTask; ActionForbidden (who asks may not); ActionRefused."""
         check_input(self._limits, ("actor",), reason=reason, actor=actor)  # both go into the step and its history
         check_reason(reason)
+        reason = masked_free_text(reason)  # as an operator action's: `password=...`, a URL's password
         try:
             step_index(step)
         except BadStepIndex as exc:  # "00" is not step 0: the request's form

@@ -124,3 +124,16 @@ def test_the_event_stream_sees_no_change_in_a_wait_that_did_not_move(tmp_path) -
     finally:
         store.close()
         broker.close()
+
+
+def test_a_step_action_s_reason_is_masked_as_an_operator_action_s(api: Api, capsys) -> None:
+    """`password=...` or a URL's password in the reason of an approval: stored, shown and logged masked."""
+    created = api.client.post("/api/v1/tasks", json={"task_type": "guarded", "parameters": {}}, headers=auth(SUBMITTER))
+    task_id = created.json()["task_id"]
+    answer = act(api, task_id, body={"reason": "checked, password=hunter2hunter, mysql://app:url-pw-7f3a9@db/x"})
+    assert answer.status_code == 200, answer.text
+    shown = api.get(f"/api/v1/tasks/{task_id}").text
+    stored = api.store.get(task_id).model_dump_json()
+    for text in (answer.text, shown, stored, *capsys.readouterr()):
+        assert "hunter2hunter" not in text and "url-pw-7f3a9" not in text
+    assert "password=***" in shown

@@ -10,6 +10,8 @@ import math
 
 import pytest
 import structlog
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from structlog.processors import _json_fallback_handler
 
 from common import log_output
@@ -110,3 +112,36 @@ def test_masked_leaves_its_value_as_it_was():
         shown = masked(value)
     assert shown == {"password": "***", "url": "http://u:***@h", "text": "***"}
     assert value == {"password": "p", "url": "http://u:secret@h", "text": "a-secret-value"}
+
+
+# What a client may send that ends up in a step's line: text with line breaks, control and
+# invisible characters, lone surrogates, URLs with passwords, keys named like secrets or like the
+# line's own fields, at any depth.
+_HOSTILE_TEXT = st.one_of(
+    st.text(max_size=20), st.sampled_from(["a\nb", "\r\n{\"level\": \"critical\"}", "\x00\x1b[31m", "\u2028\u2029\u202e",
+                                          "\ud800", "mysql://app:pw-in-url@db/x", "x" * 5000, "a-secret-value"]),
+)  # fmt: skip
+_HOSTILE_KEYS = st.sampled_from(["password", "PASSWORD", "api_key", "token", "note", "event_", "levels", "url"])
+_HOSTILE_VALUES = st.recursive(st.none() | st.integers() | st.floats() | _HOSTILE_TEXT,
+                               lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_HOSTILE_KEYS, inner, max_size=3),
+                               max_leaves=8)  # fmt: skip
+_FIELDS = st.dictionaries(st.sampled_from(["level", "timestamp", "task_id", "logger", "exception", "password", "note", "error"]),
+                          _HOSTILE_VALUES, max_size=4)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fields=_FIELDS, event=_HOSTILE_TEXT)
+def test_hostile_values_make_the_same_single_line_both_ways_and_show_no_secret(json_lines, capsys, fields, event):
+    short, usual = HotPathLogger("step"), structlog.get_logger("step")
+    capsys.readouterr()
+    with bound_fields(task_id="t-1", step=2), hidden_values(["a-secret-value"]):
+        for log in (short, usual):
+            log.info(event, **fields)
+    text = capsys.readouterr().err
+    mine, theirs = text.splitlines()  # one line each, whatever the values hold
+    assert mine.encode("ascii") and _without_timestamp(mine) == _without_timestamp(theirs)
+    shown = json.loads(mine)
+    assert shown["level"] == "info" and shown["event"] == masked(event).replace("a-secret-value", "***")
+    assert "pw-in-url" not in text and "a-secret-value" not in text
+    for key in ("password", "PASSWORD", "api_key", "token"):
+        assert f'"{key}": "***"' in mine or f'"{key}": ' not in mine

@@ -37,7 +37,7 @@ async def submission_arguments(request: Request) -> dict[str, Any] | None:
         # json.loads, then validation of the Python value: what FastAPI does with a JSON body,
         # so a body valid here is one FastAPI would have passed, with the same values.
         body = CreateTask.model_validate(json.loads(raw))
-    except (ValueError, ValidationError):  # an empty or broken body, a field refused
+    except (ValueError, RecursionError, ValidationError):  # empty, broken or nested past the parser, a field refused
         return None
     return {"body": body, "context": request.app.state.baton, "token": request.state.baton_token,
             "request": request}  # fmt: skip
