@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 
+from common.secrets.names import SECRET_NAMES
 from common.secrets.scrubber import MASK
 from common.secrets.urls import mask_url_passwords
 
 # A secret-looking name (common.secrets.names.SECRET_KEY, with a short tail: db_password,
 # token.v2), "=" or ":", then the value: quoted, or up to the next space, comma or semicolon.
 _ASSIGNED = re.compile(
-    r"((?:pass(?:word)?|secret|token|credential|api_?key)[\w.-]{0,32}\s{0,3}[=:]\s{0,3})"
+    rf"((?:{SECRET_NAMES})[\w.-]{{0,32}}\s{{0,3}}[=:]\s{{0,3}})"
     r"(\"[^\"]*\"|'[^']*'|[^\s,;]+)",
     re.IGNORECASE,
 )

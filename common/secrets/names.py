@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-SECRET_KEY = re.compile(r"pass(word)?|secret|token|credential|api_?key", re.IGNORECASE)
+# The names, also read by the free-text masks (common.secrets.free_text). A key is written
+# as code writes it (api_key), as a header does (Api-Key) or as one word (apikey).
+SECRET_NAMES = r"pass(?:word)?|pwd|secret|token|credential|(?:api|private|access)[_-]?key"
+SECRET_KEY = re.compile(SECRET_NAMES, re.IGNORECASE)
 
 
 def named_like_secret(key: Any) -> bool:

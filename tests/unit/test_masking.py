@@ -74,3 +74,24 @@ def test_log_lines_inside_hidden_values_have_the_task_secrets_masked():
     outside = _mask_processor(None, "warning", dict(event))
     assert inside == {"event": "step finished", "error": "login as root/*** refused", "n": ["***"]}
     assert outside == event  # only where the values were declared hidden
+
+
+KEY_SPELLINGS = {"api-key": "k-1-abcdef", "Api_Key": "k-2-abcdef", "PRIVATEKEY": "k-3-abcdef",
+                 "private-key": "k-4-abcdef", "aws_access_key": "k-5-abcdef", "db_pwd": "k-6-abcdef"}
+
+
+def test_keys_named_like_secrets_in_any_spelling_are_masked_with_their_values_wherever_quoted():
+    task = create_task(task_type="t", steps=[make_step("a")], parameters={"name": "db1", "cfg": dict(KEY_SPELLINGS)},
+                       timing=Timing(100.0), ids=counter_ids())
+    task.Steps[0].Message = "sent " + ", ".join(KEY_SPELLINGS.values())
+    view = masked_task_view(task)
+    assert view["Parameters"] == {"name": "db1", "cfg": {key: MASK for key in KEY_SPELLINGS}}
+    assert not any(value in str(view) for value in KEY_SPELLINGS.values())
+
+
+def test_an_operator_s_reason_masks_a_value_after_a_name_in_any_spelling():
+    from common.secrets.free_text import masked_free_text
+
+    reason = "rotated: " + " ".join(f"{key}={value}" for key, value in KEY_SPELLINGS.items())
+    masked = masked_free_text(reason)
+    assert masked == "rotated: " + " ".join(f"{key}={MASK}" for key in KEY_SPELLINGS)
