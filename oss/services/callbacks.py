@@ -23,6 +23,7 @@ from common.input_limits import InputLimits, check_input
 from common.relay.outbox import OutboxPublisher
 from common.secrets.documents import scrubbed_text
 from common.secrets.free_text import masked_free_text
+from common.secrets.values import secret_leaves, secret_values
 from common.store.tasks.mutate import mutate
 from common.store.tasks.port import TaskStore
 
@@ -72,7 +73,10 @@ class Callbacks:
 
         def change(task: Task) -> Task | Refusal:
             timing = Timing(self._clock(), redeliver_after=self._redeliver_after)
-            said = scrubbed_text(masked_free_text(message), task)  # it may quote a secret parameter
+            # It may quote a secret parameter, or a secret of its own output: stored masked, as the
+            # output of a kept answer the command's own outcome replaces is not kept to mask it by.
+            hidden = sorted(set(secret_values(task)) | secret_leaves(output, ()), key=len, reverse=True)
+            said = scrubbed_text(masked_free_text(message), task, hidden)
             outcome = answer_callback(task, hashed, action, output, said, retryable, timing)  # type: ignore[arg-type]
             if isinstance(outcome, CallbackRefused):
                 return outcome

@@ -159,3 +159,14 @@ def test_the_wait_is_shown_in_the_task_view(api: Api) -> None:
     assert view["WaitingFor"]["Kind"] == "step"
     assert view["WaitingFor"]["Key"] == "create: a callback (heartbeat every 10m) within 4h"
     assert "Hash" in view["Runs"][0]["Callback"]
+
+
+@pytest.mark.parametrize("park", [False, True], ids=["kept", "applied"])
+def test_a_message_quoting_the_answer_s_own_secret_is_stored_masked(api: Api, park: bool) -> None:
+    """Stored masked, not only shown so: a kept answer the command's own outcome replaces takes
+    its output away, and with it what a view would know to hide in the history's message."""
+    task_id, token = waiting(api, park=park)
+    answer = back(api, token, output={"api-key": "callback-key-5e1b"}, message="made, key callback-key-5e1b")
+    assert answer.status_code == 200
+    said = [event.Message for event in api.store.get(task_id).History if event.Actor == "callback"]
+    assert said and all("callback-key-5e1b" not in text for text in said), said
