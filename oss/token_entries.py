@@ -8,10 +8,11 @@ import json
 import re
 from typing import Any
 
+from common.labels import LABEL_KEY as LABEL_PATTERN
 from common.access import ROLES, Namespace
 
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
-LABEL_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}")  # the API's label keys (oss/api/schemas.py)
+LABEL_KEY = re.compile(LABEL_PATTERN)
 ENTRY_KEYS = frozenset({"name", "token", "role", "namespaces"})
 NAMESPACE_KEYS = frozenset({"name", "task_types", "labels", "role"})
 MAX_NAMESPACES = 64

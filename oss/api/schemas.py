@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints, WithJsonSchema
 
+from common.labels import LABEL_KEY
 from common.input_limits import FREE_TEXT_PATTERN, FREE_TEXT_PROBLEM, NO_CONTROL_PATTERN, free_text_problems
 from common.engine.document import Alarm, BackoffPolicy, OperatorRequest, Run, Step, Task, TaskLock, WaitCondition
 from common.reserved import RESERVED_KEY_SCHEMA, RESERVED_LABEL_SCHEMA
@@ -20,7 +21,7 @@ from oss.api.attempts import AttemptView
 from oss.services.times import MOMENT_SCHEMA, to_epoch
 
 # Label keys are plain names (a dot would be a path to MongoDB); values short free text.
-LabelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}$")]
+LabelKey = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}$")]
 LabelValue = Annotated[str, StringConstraints(max_length=256, pattern=NO_CONTROL_PATTERN)]
 # A name, an id or a key: no control character (common.input_limits).
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=NO_CONTROL_PATTERN)]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from common.labels import LABEL_KEY as LABEL_PATTERN
 from common.errors import ConfigError
 from common.errors import EXIT_UNAVAILABLE as EXIT_UNAVAILABLE  # 5, shared with the module processes
 from common.engine.states import TaskStatus, parse_task_status
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
     from common.store.tasks.port import TaskStore
     from oss.wiring import Parts
 
-# The API's rule for label keys (oss/api/schemas.py): a '.' would be a path to MongoDB.
-LABEL_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}")
+# Label keys as the API takes them (common/labels.py): a '.' would be a path to MongoDB.
+LABEL_KEY = re.compile(LABEL_PATTERN)
 
 # Exit codes (documented in oss/cli/__init__.py)
 EXIT_OK = 0

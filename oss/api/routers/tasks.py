@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import StringConstraints
 
+from common.labels import LABEL_KEY
 from common.engine.views import with_full_history
 from common.input_limits import NO_CONTROL_PATTERN
 from common.secrets.task_views import masked_task
@@ -36,7 +37,6 @@ from oss.api.views import task_summary, task_view
 from oss.services.item_views import item_runs
 
 router = APIRouter(prefix="/api/v1", tags=["tasks"])
-LABEL_KEY = r"[A-Za-z0-9_][A-Za-z0-9_/-]{0,62}"
 Label = Annotated[str, StringConstraints(pattern=rf"^{LABEL_KEY}=[^\x00-\x1f\x7f-\x9f]{{0,256}}$")]  # no control character
 
 
