@@ -1,7 +1,10 @@
 """Names each Python thread in the kernel as in Python (its first 15 characters), so that
 /proc/<pid>/task/<tid>/comm tells a process's threads apart (bench/thread_split.py): Python 3.11
 leaves every thread the process's name. Loaded by the benchmark's cluster only, through
-PYTHONPATH (Python imports `sitecustomize` at its start); baton itself does not do it."""
+PYTHONPATH (Python imports `sitecustomize` at its start); baton itself does not do it.
+
+With BATON_BENCH_GC_STATS=<directory>, each process also writes there the garbage collector's
+CPU time and runs by generation (<pid>.json): whether a setting makes collections costlier."""
 
 import ctypes
 import threading
