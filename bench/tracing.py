@@ -2,13 +2,14 @@
 machine) beside tracing off, in the same run; and what the tracing hooks cost a step while off.
 
 The same cluster as bench/engine.py (one process per module, SQLite, no-op commands), started
-once per setting, in rounds of one run each (off then on, then on then off, ...): a round's two
-runs are moments apart, so a change in the machine's load weighs on both, and the median of the
-rounds' on/off ratios is the verdict, for the transitions/s and for the modules' CPU per
-transition (the CPU figure moves less with the load: it does not count the waits for a core).
-The receiver takes the exporters' requests and counts them without decoding (a collector would
-run elsewhere). With tracing on, the submissions of
-this process carry a trace too (its own provider, switched in for those runs only).
+once per setting, in rounds of one run each (off then on, then on then off, ...), each run's
+tasks queued while its modules are paused: the median of the rounds' on/off ratios, for the
+transitions/s and the modules' CPU per transition, with where that CPU went by kind of thread
+(bench/tracing_split.py) and how fast this process submitted. Then the verdict: an untraced and
+a traced cluster running at once (bench/tracing_paired.py), which meet the same load where runs
+one after the other, even moments apart, may not. The receiver takes the exporters' requests
+and counts them without decoding (a collector would run elsewhere). With tracing on, the
+submissions of this process carry a trace too (its own provider, switched in for those runs only).
 
 Two measures of a step's own tracing work, alone in this process and in CPU time, so that they
 hold on a loaded machine where the cluster's figures move by tens of percent: the hooks a step
