@@ -61,3 +61,11 @@ def test_the_machine_s_busy_time_grows():
     while time.thread_time() < deadline:
         pass
     assert machine_ticks()[0] > busy
+
+
+def test_the_speed_probe_times_its_pieces_until_its_input_closes():
+    from tests.support.cluster import REPO
+
+    shown = subprocess.run([sys.executable, "-m", "bench.speed_probe"], input="", capture_output=True, text=True,
+                           cwd=REPO, check=True, timeout=60).stdout  # fmt: skip
+    assert float(shown) > 0
