@@ -14,7 +14,8 @@ queues (bench/queues.py). BATON_BENCH_PRIORITY_TASKS (default 120; 0 skips it): 
 tasks of priority 4 to 1 behind that many of priority 0, on both (bench/priority_order.py).
 BATON_BENCH_TRACING_TASKS (default 1000; 0 skips it): the same tasks with tracing off and on,
 exporting to a local OTLP receiver (bench/tracing.py), in BATON_BENCH_TRACING_ROUNDS alternating
-rounds (default 4).
+rounds (default 4), then in BATON_BENCH_TRACING_PAIRED_ROUNDS rounds (default 3; 0 skips them) of
+both at once (bench/tracing_paired.py).
 BATON_BENCH_ITEM_TRANSITIONS (default 100; 0 skips it): an item record's transition on steps of
 1,000 and 10,000 records (bench/items.py).
 BATON_BENCH_FLEET_SIZES (default "1000,10000"; "0" skips it): one for_each over item records of
@@ -81,7 +82,7 @@ TARGETS = (
     "the task view of a 10,000-item task <= 200 ms",
     "100,000 items from a source, 0.3% failing under a 1% budget: ends successful with exactly those failed, "
     ">= 200 items/s, module RSS +<= 50 MiB from 1,000 items, task view and an items page < 200 ms",
-    "tracing on within 5% of off (transitions/s); off: no measurable cost",
+    "tracing on within 5% of off (transitions/s, both at once); off: no measurable cost",
 )
 
 
@@ -195,7 +196,8 @@ def main() -> None:
         tracing_tasks = int(os.environ.get("BATON_BENCH_TRACING_TASKS", "1000"))
         if tracing_tasks > 0:
             tracing_rounds = int(os.environ.get("BATON_BENCH_TRACING_ROUNDS", "4"))
-            rows.extend(tracing_rows(work / "tracing", url, tracing_tasks, tracing_rounds))
+            paired_rounds = int(os.environ.get("BATON_BENCH_TRACING_PAIRED_ROUNDS", "3"))
+            rows.extend(tracing_rows(work / "tracing", url, tracing_tasks, tracing_rounds, paired_rounds))
         queue_tasks = int(os.environ.get("BATON_BENCH_QUEUE_TASKS", "1000"))
         if queue_tasks > 0:
             rows.extend(queue_type_rows(work / "queues", url, queue_tasks))

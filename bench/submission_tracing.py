@@ -5,16 +5,18 @@ tracing on (bench/tracing.py, bench/tracing_instructions.py): a provider like OS
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tests.support.otlp_receiver import OtlpReceiver
 
 
 @contextmanager
-def submissions_traced(receiver: OtlpReceiver | None) -> Iterator[None]:
+def submissions_traced(receiver: OtlpReceiver | None) -> Iterator[Callable[[bool], None]]:
     """Inside, the tasks this process submits carry a trace whose spans go to `receiver`; with
-    none, tracing is off in this process. Off again on leaving, the provider's spans flushed."""
+    none, tracing is off in this process. Off again on leaving, the provider's spans flushed.
+    It yields a switch: `switch(False)` turns tracing off inside, `switch(True)` on again (a
+    benchmark that submits to a traced and an untraced cluster in turn)."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
@@ -29,7 +31,7 @@ def submissions_traced(receiver: OtlpReceiver | None) -> Iterator[None]:
         provider.add_span_processor(processor)
     install_provider(provider, processor)
     try:
-        yield
+        yield lambda on: install_provider(provider if on else None, processor if on else None)
     finally:
         tracing_off()
         if provider is not None:

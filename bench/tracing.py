@@ -2,13 +2,14 @@
 machine) beside tracing off, in the same run; and what the tracing hooks cost a step while off.
 
 The same cluster as bench/engine.py (one process per module, SQLite, no-op commands), started
-once per setting, in rounds of one run each (off then on, then on then off, ...): a round's two
-runs are moments apart, so a change in the machine's load weighs on both, and the median of the
-rounds' on/off ratios is the verdict, for the transitions/s and for the modules' CPU per
-transition (the CPU figure moves less with the load: it does not count the waits for a core).
-The receiver takes the exporters' requests and counts them without decoding (a collector would
-run elsewhere). With tracing on, the submissions of
-this process carry a trace too (its own provider, switched in for those runs only).
+once per setting, in rounds of one run each (off then on, then on then off, ...), each run's
+tasks queued while its modules are paused: the median of the rounds' on/off ratios, for the
+transitions/s and the modules' CPU per transition, with where that CPU went by kind of thread
+(bench/tracing_split.py) and how fast this process submitted. Then the verdict: an untraced and
+a traced cluster running at once (bench/tracing_paired.py), which meet the same load where runs
+one after the other, even moments apart, may not. The receiver takes the exporters' requests
+and counts them without decoding (a collector would run elsewhere). With tracing on, the
+submissions of this process carry a trace too (its own provider, switched in for those runs only).
 
 Two measures of a step's own tracing work, alone in this process and in CPU time, so that they
 hold on a loaded machine where the cluster's figures move by tens of percent: the hooks a step
@@ -18,12 +19,17 @@ SDK's for the same spans).
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import timeit
+from contextlib import ExitStack
 from pathlib import Path
 
-from bench.engine import FLOWS, MODULES, throughput
+from bench.engine import FLOWS, MODULES, STEPS, _module_pids, throughput, wait_all
+from bench.procstat import CpuMeter, descendants, listening_pid
+from bench.tracing_paired import paired_rows, paused
+from bench.tracing_split import THREAD_NAMES, measured, split_rows
 from bench.submission_tracing import submissions_traced, tracing_off
 from tests.support.cluster import Cluster
 from tests.support.otlp_receiver import OtlpReceiver
@@ -31,24 +37,32 @@ from tests.support.otlp_receiver import OtlpReceiver
 SETTINGS = ("off", "on")
 
 
-def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 4) -> list[tuple[str, str, str]]:
+def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 4,
+                 paired_rounds: int = 3) -> list[tuple[str, str, str]]:  # fmt: skip
     """Rounds of one run off and one on, in turn first (off, on; on, off; ...): each round's
-    on/off ratio compares runs taken moments apart, and the median ratio over the rounds is the
-    verdict, where the best run of each would compare moments a load change may separate."""
+    on/off ratio compares runs taken moments apart, the median ratio over the rounds, where the
+    best run of each would compare moments a load change may separate; where the CPU time went,
+    by thread. Then the verdict: `paired_rounds` rounds of an untraced and a traced cluster
+    running at once (bench/tracing_paired.py), which meet the same load."""
     receiver = OtlpReceiver(decode=False).start()
     rates: dict[str, list[float]] = {setting: [] for setting in SETTINGS}
     cpu: dict[str, list[float]] = {setting: [] for setting in SETTINGS}
+    splits: dict[str, list[dict]] = {setting: [] for setting in SETTINGS}
+    submits: dict[str, list[float]] = {setting: [] for setting in SETTINGS}
     try:
         for round_ in range(rounds):
             for setting in SETTINGS if round_ % 2 == 0 else reversed(SETTINGS):
-                rate, spent = _one_run(workdir / f"{setting}-{round_}", amqp_url, setting, tasks, receiver)
+                rate, spent, split, submit_rate = _one_run(workdir / f"{setting}-{round_}", amqp_url, setting, tasks, receiver)
+                splits[setting].append(split)
                 rates[setting].append(rate)
-                cpu[setting].append(_modules(spent))
+                cpu[setting].append(spent)
+                submits[setting].append(submit_rate)
+        paired = paired_rows(workdir, tasks, paired_rounds, receiver) if paired_rounds else []
     finally:
         receiver.stop()
     rate_ratios = [on / off for on, off in zip(rates["on"], rates["off"])]
     cpu_ratios = [on / off for on, off in zip(cpu["on"], cpu["off"])]
-    runs = f"median of {rounds} alternating rounds; {tasks} tasks, 1 process per module"
+    runs = f"median of {rounds} alternating rounds; {tasks} tasks queued first, 1 process per module"
     rows = []
     for setting in SETTINGS:
         label = "tracing on (OTLP/HTTP to a local receiver)" if setting == "on" else "tracing off"
@@ -63,16 +77,19 @@ def tracing_rows(workdir: Path, amqp_url: str, tasks: int, rounds: int = 4) -> l
                         f"{', '.join(f'{r - 1:+.0%}' for r in cpu_ratios)}); {cpu_note}")
         rows.append((f"baton, {label}: step transitions", f"{statistics.median(rates[setting]):.0f} /s", rate_note))
         rows.append((f"baton, {label}: module CPU per transition", f"{statistics.median(cpu[setting]):.2f} ms", cpu_note))
+    submit_ratios = [on / off for on, off in zip(submits["on"], submits["off"])]
+    rows.append(("this process's submissions (OSS's work), tracing off → on", f"{statistics.median(submits['off']):.0f} → "
+                 f"{statistics.median(submits['on']):.0f} tasks/s", "the modules paused meanwhile; the receiver in this "
+                 f"process too; the rounds' ratios: {', '.join(f'{r:.0%}' for r in submit_ratios)}"))  # fmt: skip
+    rows.extend(split_rows(splits))
+    rows.extend(paired)
     rows.append(_off_cost_row())
     rows.extend(_on_cost_rows())
     return rows
 
 
-def _modules(spent: dict[str, float]) -> float:
-    return sum(ms for role, ms in spent.items() if role != "RabbitMQ")
-
-
-def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int, receiver: OtlpReceiver) -> tuple[float, dict[str, float]]:
+def start_cluster(workdir: Path, amqp_url: str, setting: str, receiver: OtlpReceiver) -> Cluster:
+    """The engine benchmark's cluster, its modules tracing to `receiver` if `setting` is "on"."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {"BATON_FAULT_INJECTION": "0"}
     if setting == "on":
@@ -80,14 +97,41 @@ def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int, receiver: O
     cluster = Cluster(workdir, amqp_url, FLOWS, extra_env=env)
     try:
         for module in MODULES:
-            cluster.start_module(module, name=f"{module}-{setting}")
+            # Each thread named in the kernel too, for the split by thread (bench/tracing_split.py).
+            cluster.start_module(module, name=f"{module}-{setting}", PYTHONPATH=str(THREAD_NAMES))
+    except BaseException:
+        cluster.stop_all()
+        raise
+    return cluster
+
+
+def _one_run(workdir: Path, amqp_url: str, setting: str, tasks: int,
+             receiver: OtlpReceiver) -> tuple[float, float, dict, float]:  # fmt: skip
+    """(transitions/s, module CPU ms per transition, the split of bench/tracing_split.py, tasks
+    submitted per second by this process)."""
+    cluster = start_cluster(workdir, amqp_url, setting, receiver)
+    try:
         with submissions_traced(receiver if setting == "on" else None):
             throughput(cluster, min(200, tasks))  # warm-up: imports, caches, queues
-            result = throughput(cluster, tasks)
+            pids = _module_pids(cluster)
+            meter = CpuMeter({"modules": lambda: pids, "children": lambda: descendants(pids)})
+            with ExitStack() as window:
+                # The whole backlog queued first: the submitting (this process) does not pace the
+                # modules (bench/tracing_paired.py says why that matters).
+                with paused(pids):
+                    started = time.perf_counter()
+                    ids = [cluster.submit("bench").TaskId for _ in range(tasks)]
+                    submitted = time.perf_counter() - started
+                    split = window.enter_context(measured(lambda: pids, listening_pid(5672), tasks * STEPS))
+                    meter.start()
+                    started = time.perf_counter()
+                wait_all(cluster, ids, timeout=600)
+                elapsed = time.perf_counter() - started
+                spent = meter.stop()
     finally:
         cluster.stop_all()
     time.sleep(1)
-    return result["transitions_per_second"], result["cpu_ms_per_transition"]
+    return tasks * STEPS / elapsed, 1000 * sum(spent.values()) / (tasks * STEPS), split, tasks / submitted
 
 
 def _off_cost_row() -> tuple[str, str, str]:
@@ -183,7 +227,6 @@ def _on_cost_rows() -> list[tuple[str, str, str]]:
 
 
 if __name__ == "__main__":  # these rows alone: python -m bench.tracing
-    import os
     import tempfile
 
     from common.logging import configure_logging
@@ -192,6 +235,7 @@ if __name__ == "__main__":  # these rows alone: python -m bench.tracing
     configure_logging(level="warning")
     with rabbitmq_vhost("baton-bench-tracing") as url, tempfile.TemporaryDirectory() as tmp:
         found = tracing_rows(Path(tmp), url, int(os.environ.get("BATON_BENCH_TRACING_TASKS", "1000")),
-                             int(os.environ.get("BATON_BENCH_TRACING_ROUNDS", "4")))
+                             int(os.environ.get("BATON_BENCH_TRACING_ROUNDS", "4")),
+                             int(os.environ.get("BATON_BENCH_TRACING_PAIRED_ROUNDS", "3")))
     for name, value, note in found:
         print(f"  {name:<66}  {value:>12}  {note}")
