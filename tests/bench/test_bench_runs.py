@@ -51,6 +51,7 @@ REDUCED = {
     "BATON_BENCH_PRIORITY_TASKS": "10",
     "BATON_BENCH_TRACING_TASKS": "20",
     "BATON_BENCH_TRACING_ROUNDS": "2",
+    "BATON_BENCH_TRACING_PAIRED_ROUNDS": "2",
     "BATON_BENCH_CELERY_TASKS": "10",
     "BATON_BENCH_CELERY_SAMPLES": "3",
     "BATON_BENCH_CELERY_ROUNDS": "2",
@@ -76,6 +77,10 @@ ROWS = (
     r"baton, tracing off: module CPU per transition +[\d.]+ ms",
     r"baton, tracing on \(OTLP/HTTP to a local receiver\): module CPU per transition +[\d.]+ ms +[+-]\d+% on off "
     r"\(median of the rounds': [+-]\d+%, [+-]\d+%\)",
+    r"baton, tracing on beside off at once: module CPU per transition +[+-]\d+% on off +both clusters at once",
+    r"baton, tracing on beside off at once: step transitions +\d+% of off +both clusters at once",
+    r"split per transition, off → on: module: span exporter +[\d.]+ → [\d.]+ ms",
+    r"the machine's speed, off → on: .* [\d.]+ → [\d.]+ ms",
     r"tracing off: a step's calls into the tracing hooks +\d+ ns",
     r"tracing on: a step's spans, the hooks +[\d.]+ µs",
     r"tracing on: a step's spans, OTLP encoding +[\d.]+ µs +per step; the SDK's encoder for the same spans: [\d.]+ µs",
