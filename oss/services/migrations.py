@@ -18,6 +18,9 @@ import structlog
 
 from common.errors import ActionRefused, StoreError, UnknownTask, UnreadableTask
 from common.input_limits import InputLimits, check_input, quoted
+from common.secrets.free_text import masked_free_text
+from common.secrets.log_lines import hidden_values
+from common.secrets.values import secret_values
 from common.flows import FlowCatalog
 from common.flows.catalog import FlowDefinition
 from common.engine.document import Task
@@ -63,6 +66,7 @@ class Migrations:
         """ValueError: an unknown type, or `to` naming a revision the service does not run.
         `scope`: only the tasks in these namespaces (a scoped token's) are matched and moved."""
         check_input(InputLimits(), ("actor",), actor=actor, reason=reason)  # both go into every moved task's history
+        reason = masked_free_text(reason)  # as an operator action's: `password=...`, a URL's password
         flow = self._target(task_type, to)
         result = MigrationResult(task_type, flow.content_hash, flow.version, dry_run)
         tasks, result.truncated = self._in_flight(task_type, min(limit, MAX_BULK_TASKS), scope)
@@ -81,8 +85,10 @@ class Migrations:
                 else:
                     result.refused.append((task.TaskId, outcome))
         if not dry_run:
-            log.info("tasks migrated", task_type=task_type, to=flow.content_hash, actor=actor, reason=reason,
-                     matched=result.matched, moved=len(result.moved), refused=len(result.refused))  # fmt: skip
+            # The reason may quote a secret of any of the tasks: hide all of theirs in this line.
+            with hidden_values(value for task in tasks for value in secret_values(task)):
+                log.info("tasks migrated", task_type=task_type, to=flow.content_hash, actor=actor, reason=reason,
+                         matched=result.matched, moved=len(result.moved), refused=len(result.refused))  # fmt: skip
         return result
 
     def _target(self, task_type: str, to: str) -> FlowDefinition:

@@ -152,3 +152,25 @@ def test_an_unknown_revision_is_quoted_with_its_invisible_characters_escaped(api
                                env=env)  # fmt: skip
     assert wrong.exit_code == 2, wrong.output
     assert '--to "v1\\u202e2\\x1b[2J" names no revision' in wrong.output and "\u202e" not in wrong.output
+
+
+def test_a_migration_s_reason_is_masked_in_its_log_line_and_the_moved_tasks_history(api: Api, tmp_path, capsys) -> None:
+    from common.logging import configure_logging
+
+    moved = api.create(parameters={"name": "db1", "admin_password": "admin-canary-71"})["task_id"]
+    new, target = corrected(tmp_path, api)
+    configure_logging("json", "debug")
+    try:
+        with new.client:
+            answer = migrate(new, target, reason="longer timeout; password=reason-canary-72 as admin-canary-71",
+                             dry_run=False)
+    finally:
+        configure_logging()
+    assert answer.status_code == 200 and answer.json()["moved"] == [moved], answer.text
+    captured = capsys.readouterr()
+    log = captured.err + captured.out
+    assert "tasks migrated" in log
+    history = json.dumps([event.Message for event in new.store.get(moved).History])
+    assert "longer timeout" in history
+    for canary in ("reason-canary-72", "admin-canary-71"):
+        assert canary not in log and canary not in history, canary
