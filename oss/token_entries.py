@@ -8,11 +8,10 @@ import json
 import re
 from typing import Any
 
-from common.labels import LABEL_KEY as LABEL_PATTERN
+from common.labels import is_label_key
 from common.access import ROLES, Namespace
 
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
-LABEL_KEY = re.compile(LABEL_PATTERN)
 ENTRY_KEYS = frozenset({"name", "token", "role", "namespaces"})
 NAMESPACE_KEYS = frozenset({"name", "task_types", "labels", "role"})
 MAX_NAMESPACES = 64
@@ -73,7 +72,7 @@ def _namespace(where: str, given: Any) -> Namespace:
     if not isinstance(labels, dict):
         raise ValueError(f"{where}.labels: must be an object of key: value (got {labels!r})")
     for key, value in labels.items():
-        if not LABEL_KEY.fullmatch(key):
+        if not is_label_key(key):
             raise ValueError(f"{where}.labels: the key {key!r} is not a label key (letters, digits, _/-)")
         if not isinstance(value, str) or len(value) > 256 or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value):
             raise ValueError(f"{where}.labels.{key}: must be a string of up to 256 printable characters (got {value!r})")

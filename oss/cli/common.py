@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from common.labels import LABEL_KEY as LABEL_PATTERN
+from common.labels import is_label_key
 from common.errors import ConfigError
 from common.errors import EXIT_UNAVAILABLE as EXIT_UNAVAILABLE  # 5, shared with the module processes
 from common.engine.states import TaskStatus, parse_task_status
@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from common.settings import Settings
     from common.store.tasks.port import TaskStore
     from oss.wiring import Parts
-
-# Label keys as the API takes them (common/labels.py): a '.' would be a path to MongoDB.
-LABEL_KEY = re.compile(LABEL_PATTERN)
 
 # Exit codes (documented in oss/cli/__init__.py)
 EXIT_OK = 0
@@ -211,7 +208,7 @@ def parse_labels(pairs: tuple[str, ...], hint: str = "--label") -> dict[str, str
     labels: dict[str, str] = {}
     for number, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
-        if not sep or not LABEL_KEY.fullmatch(key):  # said by its place: a refused value is not echoed
+        if not sep or not is_label_key(key):  # said by its place: a refused value is not echoed
             raise click.BadParameter(
                 f"label {number} is not key=value with a key of letters, digits, _ / -", param_hint=hint
             )
