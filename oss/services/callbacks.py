@@ -75,7 +75,7 @@ class Callbacks:
             timing = Timing(self._clock(), redeliver_after=self._redeliver_after)
             # It may quote a secret parameter, or a secret of its own output: stored masked, as the
             # output of a kept answer the command's own outcome replaces is not kept to mask it by.
-            hidden = sorted(set(secret_values(task)) | secret_leaves(output, ()), key=len, reverse=True)
+            hidden = list(secret_leaves(output, ()).union(secret_values(task)))
             said = scrubbed_text(masked_free_text(message), task, hidden)
             outcome = answer_callback(task, hashed, action, output, said, retryable, timing)  # type: ignore[arg-type]
             if isinstance(outcome, CallbackRefused):
